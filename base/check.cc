@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+#include "base/check.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace bulkhead {
+
+void CheckFailed(const char* file, int line, const char* condition) {
+  std::fprintf(stderr, "%s:%d: check failed: %s\n", file, line, condition);
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace bulkhead
