@@ -131,7 +131,7 @@ std::span<char> FrameDecoder::PrepareWrite(size_t min_size) {
   if (begin_ == end_) begin_ = end_ = 0;
   if (buffer_.size() - end_ < min_size) {
     // Compact first: move the unconsumed tail to the front.
-    if (false && begin_ > 0) {
+    if (begin_ > 0) {
       std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
       end_ -= begin_;
       begin_ = 0;
@@ -199,13 +199,12 @@ bool FrameDecoder::ParseHeader(FrameHeader* header) {
   }
   if (accepted_ == FrameType::kRequest && (status != 0 || reason != 0)) {
     Fail(Reason::kMalformed,
-         "request with status " + std::to_string(status) + " and reason " +
-             std::to_string(reason) + " (both must be 0)",
+         "request with status " + std::to_string(status) + " and reason " + std::to_string(reason) +
+             " (both must be 0)",
          request_id);
     return false;
   }
-  if (accepted_ == FrameType::kReply &&
-      status > static_cast<uint8_t>(ReplyStatus::kBadRequest)) {
+  if (accepted_ == FrameType::kReply && status > static_cast<uint8_t>(ReplyStatus::kBadRequest)) {
     Fail(Reason::kMalformed, "unknown reply status " + std::to_string(status), request_id);
     return false;
   }

@@ -144,7 +144,7 @@ class FrameDecoder {
 // Payload of a REJECTED reply: u32 running, u32 queued, u32 retry_after_ms (0 = unknown), all
 // big-endian, then the cell name (UTF-8, rest of the payload).
 struct RejectDetail {
-  std::string cell = {};  // the rejecting cell's name
+  std::string cell = {};        // the rejecting cell's name
   uint32_t running = 0;         // requests in flight on the cell's workers when rejected
   uint32_t queued = 0;          // requests waiting in the cell's queue when rejected
   uint32_t retry_after_ms = 0;  // hint to the client; 0 = unknown

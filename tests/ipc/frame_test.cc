@@ -2,11 +2,11 @@
 // Unit tests for the frame codec (ipc/frame.h) against docs/protocol.md.
 #include "ipc/frame.h"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace bulkhead::ipc {
 namespace {
@@ -85,12 +85,11 @@ TEST(FrameDecoder, RoundTripsEveryReplyStatus) {
     SCOPED_TRACE(std::string(StatusName(status)) + "/" + ReasonName(reason));
     std::string payload = std::string("payload for ") + ReasonName(reason);
     std::string bytes;
-    AppendFrame(&bytes,
-                FrameHeader{.type = FrameType::kReply,
-                            .status = status,
-                            .reason = reason,
-                            .request_id = id},
-                payload);
+    AppendFrame(
+        &bytes,
+        FrameHeader{
+            .type = FrameType::kReply, .status = status, .reason = reason, .request_id = id},
+        payload);
     FrameDecoder decoder(FrameType::kReply);
     decoder.Feed(bytes);
     FrameView frame;
@@ -417,8 +416,7 @@ TEST(RejectDetail, RefusesShortPayload) {
   std::string payload;
   AppendRejectDetail(&payload, RejectDetail{.cell = "c"});
   for (size_t size = 0; size < kRejectDetailFixedSize; ++size) {
-    EXPECT_FALSE(DecodeRejectDetail(std::string_view(payload).substr(0, size)).has_value())
-        << size;
+    EXPECT_FALSE(DecodeRejectDetail(std::string_view(payload).substr(0, size)).has_value()) << size;
   }
 }
 
