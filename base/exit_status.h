@@ -6,15 +6,15 @@ namespace bulkhead {
 
 // bulkheadd
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;       // runtime failure (socket in use, cannot bind, ...)
-inline constexpr int kExitUsage = 2;         // bad command-line arguments
-inline constexpr int kExitConfigInvalid = 3; // the config file was refused
+inline constexpr int kExitFailure = 1;        // runtime failure (socket in use, cannot bind, ...)
+inline constexpr int kExitUsage = 2;          // bad command-line arguments
+inline constexpr int kExitConfigInvalid = 3;  // the config file was refused
 
 // bulkheadctl `call` outcomes, beyond kExitOk / kExitFailure / kExitUsage
-inline constexpr int kExitRejected = 4;      // reply REJECTED (full, queue_timeout, unavailable)
-inline constexpr int kExitFailed = 5;        // reply FAILED (worker error or worker death)
-inline constexpr int kExitBadRequest = 6;    // reply BAD_REQUEST
-inline constexpr int kExitUnreachable = 7;   // no supervisor answered on the socket
+inline constexpr int kExitRejected = 4;     // reply REJECTED (full, queue_timeout, unavailable)
+inline constexpr int kExitFailed = 5;       // reply FAILED (worker error or worker death)
+inline constexpr int kExitBadRequest = 6;   // reply BAD_REQUEST
+inline constexpr int kExitUnreachable = 7;  // no supervisor answered on the socket
 
 // Exit codes of a worker child that could not exec its command (tini, POSIX shells).
 inline constexpr int kExitExecNotExecutable = 126;

@@ -40,8 +40,9 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)), status_(Status::Ok()) {}  // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {                  // NOLINT: implicit by design
+  Result(T value)
+      : value_(std::move(value)), status_(Status::Ok()) {}  // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {      // NOLINT: implicit by design
     BH_CHECK(!status_.ok());
   }
 

@@ -35,8 +35,8 @@ class AdmissionEntry {
 class Bulkhead {
  public:
   struct Limits {
-    uint32_t max_concurrent = 1;     // >= 1
-    uint32_t max_queue = 0;          // 0: reject as soon as every slot is taken
+    uint32_t max_concurrent = 1;  // >= 1
+    uint32_t max_queue = 0;       // 0: reject as soon as every slot is taken
     uint64_t queue_timeout_ms = 1000;
   };
 
@@ -74,13 +74,13 @@ class Bulkhead {
   // When the queue's head expires (monotonic ms), or nullopt when the queue is empty.
   std::optional<uint64_t> NextDeadline() const;
 
-  // Open: a worker can take requests. Closed: admitted entries wait in the queue and nothing starts;
-  // running entries are unaffected. Starts closed.
+  // Open: a worker can take requests. Closed: admitted entries wait in the queue and nothing
+  // starts; running entries are unaffected. Starts closed.
   void SetOpen(bool open) { open_ = open; }
   bool is_open() const { return open_; }
 
-  // New limits apply at once: running entries above a lowered cap finish normally; queued entries are
-  // kept even above a lowered max_queue (no new ones are admitted until below it).
+  // New limits apply at once: running entries above a lowered cap finish normally; queued entries
+  // are kept even above a lowered max_queue (no new ones are admitted until below it).
   void SetLimits(Limits limits);
   const Limits& limits() const { return limits_; }
 

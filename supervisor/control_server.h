@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// ControlServer: the supervisor's control socket. Newline-delimited JSON: one request object per
+// line, one response object per line (docs/control.md). Read-only commands for now: `status`.
+// REQUIRES: loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <string>
+#include <unordered_set>
+
+#include "base/status.h"
+
+namespace bulkhead::supervisor {
+
+class ControlConnection;
+
+class ControlServer {
+ public:
+  // `handler` maps one request line to one response line (without the newline).
+  using Handler = std::function<std::string(const std::string& request_line)>;
+
+  ControlServer(uv_loop_t* loop, Handler handler);
+  ~ControlServer();
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+
+  // Claims `path` (refusing a live instance's socket) and starts accepting.
+  Status Listen(const std::string& path);
+  // Closes the listener and every connection; `on_closed` runs after the last close callback.
+  void Close(std::function<void()> on_closed);
+
+ private:
+  friend class ControlConnection;
+  static void OnConnection(uv_stream_t* server, int status);
+  static void OnClosed(uv_handle_t* handle);
+  void Forget(ControlConnection* conn);
+  void HandleClosed();
+
+  uv_loop_t* loop_;
+  Handler handler_;
+  uv_pipe_t listener_{};
+  bool listening_ = false;
+  std::unordered_set<ControlConnection*> connections_;
+  int pending_closes_ = 0;
+  std::function<void()> on_closed_;
+};
+
+}  // namespace bulkhead::supervisor

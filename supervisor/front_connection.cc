@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+#include "supervisor/front_connection.h"
+
+#include <string>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "supervisor/cell.h"
+#include "supervisor/request.h"
+
+namespace bulkhead::supervisor {
+
+namespace {
+// Bytes asked of the kernel per read; the decoder grows beyond it only for large frames.
+constexpr size_t kReadChunk = 64 * 1024;
+}  // namespace
+
+FrontConnection::FrontConnection(Cell* cell, uint32_t max_payload)
+    : cell_(cell),
+      decoder_(ipc::FrameType::kRequest, max_payload),
+      writer_(
+          reinterpret_cast<uv_stream_t*>(&pipe_), [this](int) { Close(); },
+          [this] { OnDrained(); }) {
+  pipe_.data = this;
+}
+
+void FrontConnection::Accept(Cell* cell, uv_stream_t* server, uint32_t max_payload) {
+  auto* conn = new FrontConnection(cell, max_payload);
+  uv_pipe_init(server->loop, &conn->pipe_, 0);
+  int rc = uv_accept(server, reinterpret_cast<uv_stream_t*>(&conn->pipe_));
+  if (rc != 0) {
+    Log(LogLevel::kWarning, cell->name(), 0, std::string("accept failed: ") + uv_strerror(rc));
+    conn->closing_ = true;
+    uv_close(reinterpret_cast<uv_handle_t*>(&conn->pipe_), &FrontConnection::OnClosed);
+    return;
+  }
+  cell->OnClientConnected(conn);
+  uv_read_start(reinterpret_cast<uv_stream_t*>(&conn->pipe_), &FrontConnection::OnAlloc,
+                &FrontConnection::OnRead);
+}
+
+void FrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
+  auto* self = static_cast<FrontConnection*>(handle->data);
+  std::span<char> space = self->decoder_.PrepareWrite(kReadChunk);
+  *buf = uv_buf_init(space.data(), static_cast<unsigned>(space.size()));
+}
+
+void FrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
+  auto* self = static_cast<FrontConnection*>(stream->data);
+  if (nread < 0) {  // UV_EOF or an error: the client is gone
+    self->Close();
+    return;
+  }
+  if (nread == 0) return;
+  self->decoder_.Commit(static_cast<size_t>(nread));
+  self->ProcessFrames();
+}
+
+void FrontConnection::ProcessFrames() {
+  in_read_ = true;
+  ipc::FrameView frame;
+  for (;;) {
+    ipc::DecodeResult result = decoder_.Next(&frame);
+    if (result == ipc::DecodeResult::kNeedMore) break;
+    if (result == ipc::DecodeResult::kError) {
+      ipc::FrameHeader reply;
+      reply.type = ipc::FrameType::kReply;
+      reply.status = ipc::ReplyStatus::kBadRequest;
+      reply.reason = decoder_.error_reason();
+      reply.request_id = decoder_.error_request_id();
+      writer_.AppendFrame(reply, decoder_.error_message());
+      cell_->OnBadRequest(decoder_.error_message());
+      uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
+      close_when_drained_ = true;
+      break;
+    }
+    cell_->OnRequest(this, frame);
+    if (closing_) break;
+  }
+  in_read_ = false;
+  if (!closing_) writer_.Flush();
+  if (close_when_drained_ && writer_.idle()) Close();
+}
+
+void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view payload) {
+  if (closing_) return;
+  writer_.AppendFrame(header, payload);
+  if (!in_read_) writer_.Flush();
+}
+
+void FrontConnection::OnDrained() {
+  if (close_when_drained_ && !in_read_) Close();
+}
+
+void FrontConnection::LinkRequest(Request* request) {
+  BH_CHECK(request->client == nullptr);
+  request->client = this;
+  request->client_prev = nullptr;
+  request->client_next = requests_;
+  if (requests_ != nullptr) requests_->client_prev = request;
+  requests_ = request;
+}
+
+void FrontConnection::UnlinkRequest(Request* request) {
+  BH_CHECK(request->client == this);
+  if (request->client_prev != nullptr) {
+    request->client_prev->client_next = request->client_next;
+  } else {
+    requests_ = request->client_next;
+  }
+  if (request->client_next != nullptr) request->client_next->client_prev = request->client_prev;
+  request->client_prev = request->client_next = nullptr;
+  request->client = nullptr;
+}
+
+void FrontConnection::Close() {
+  if (closing_) return;
+  closing_ = true;
+  writer_.Abandon();
+  while (requests_ != nullptr) {
+    Request* request = requests_;
+    UnlinkRequest(request);
+    cell_->OnClientGone(request);
+  }
+  cell_->OnClientDisconnected(this);
+  uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &FrontConnection::OnClosed);
+}
+
+void FrontConnection::OnClosed(uv_handle_t* handle) {
+  delete static_cast<FrontConnection*>(handle->data);
+}
+
+}  // namespace bulkhead::supervisor

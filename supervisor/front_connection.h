@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// FrontConnection: one client connected to a cell's front socket. Decodes REQUEST frames, hands
+// each to its Cell for admission, and writes the replies (several per writev when pipelined). A
+// malformed or oversized frame gets a BAD_REQUEST reply and the connection is closed after it is
+// written. Owns itself: created by Accept(), deleted in its handle's close callback. REQUIRES: loop
+// thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <string_view>
+
+#include "ipc/frame.h"
+#include "supervisor/stream_writer.h"
+
+namespace bulkhead::supervisor {
+
+class Cell;
+struct Request;
+
+class FrontConnection {
+ public:
+  // Accepts one pending connection on `server` for `cell`. Errors are logged; nothing to return.
+  static void Accept(Cell* cell, uv_stream_t* server, uint32_t max_payload);
+
+  // Queues a reply frame to this client; written at once unless a read is being processed, in which
+  // case every reply produced by that read goes out in one write.
+  void SendReply(const ipc::FrameHeader& header, std::string_view payload);
+
+  // The client's live requests: linked on admission, unlinked when answered.
+  void LinkRequest(Request* request);
+  void UnlinkRequest(Request* request);
+
+  // Closes the connection: queued requests are cancelled, running ones lose their client.
+  void Close();
+
+ private:
+  FrontConnection(Cell* cell, uint32_t max_payload);
+  ~FrontConnection() = default;
+
+  static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
+  static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  static void OnClosed(uv_handle_t* handle);
+  void ProcessFrames();
+  void OnDrained();
+
+  Cell* cell_;
+  uv_pipe_t pipe_{};
+  ipc::FrameDecoder decoder_;
+  StreamWriter writer_;
+  Request* requests_ = nullptr;  // head of the intrusive list
+  bool in_read_ = false;
+  bool closing_ = false;
+  bool close_when_drained_ = false;
+};
+
+}  // namespace bulkhead::supervisor

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// bulkheadd: load the config, build the supervisor, run it.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "base/exit_status.h"
+#include "base/log.h"
+#include "config/config.h"
+#include "supervisor/supervisor.h"
+
+int main(int argc, char** argv) {
+  using namespace bulkhead;
+  CLI::App app{"bulkheadd: runs each cell's worker in its own compartment and admits requests"};
+  std::string config_path = "/etc/bulkhead/bulkhead.toml";
+  bool check_only = false;
+  app.add_option("-c,--config", config_path, "configuration file (TOML)");
+  app.add_flag("--check-config", check_only, "validate the configuration and exit");
+  app.set_version_flag("--version", BULKHEAD_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+
+  config::LoadResult loaded = config::LoadConfigFile(config_path);
+  if (!loaded.config) {
+    for (const config::ConfigError& error : loaded.errors) {
+      std::fprintf(stderr, "%s\n", error.ToString().c_str());
+    }
+    std::fprintf(stderr, "bulkheadd: %zu error(s) in %s; nothing started\n", loaded.errors.size(),
+                 config_path.c_str());
+    return kExitConfigInvalid;
+  }
+  if (check_only) {
+    std::printf("%s: ok (%zu cells)\n", config_path.c_str(), loaded.config->cells.size());
+    return kExitOk;
+  }
+  const std::string& level = loaded.config->supervisor.log_level;
+  SetLogLevel(level == "debug"     ? LogLevel::kDebug
+              : level == "warning" ? LogLevel::kWarning
+              : level == "error"   ? LogLevel::kError
+                                   : LogLevel::kInfo);
+  // A client that hangs up must never kill the supervisor.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  supervisor::Supervisor supervisor(std::move(*loaded.config));
+  return supervisor.Run();
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// Supervisor: bulkheadd's core. One libuv loop on one thread runs every cell, the control socket
+// and the signal handling: SIGCHLD reaps workers by pid, SIGTERM/SIGINT stop every cell and end
+// Run() with 0. REQUIRES: constructed, run and destroyed on one thread; SIGPIPE ignored by the
+// caller.
+#pragma once
+
+#include <uv.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "config/config.h"
+#include "supervisor/cell.h"
+#include "supervisor/control_server.h"
+#include "supervisor/request.h"
+
+namespace bulkhead::supervisor {
+
+class Supervisor {
+ public:
+  explicit Supervisor(config::Config config);
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Creates the runtime directory, claims and binds every socket, starts every worker and runs the
+  // loop until a stop signal. Returns a process exit code (base/exit_status.h); a socket that
+  // cannot be claimed fails startup before any worker starts.
+  int Run();
+
+  // The control socket's request handler: one JSON request line in, one JSON response line out.
+  std::string HandleControl(const std::string& request_line);
+
+ private:
+  static void OnSignal(uv_signal_t* handle, int signum);
+  void ReapChildren();
+  void BeginShutdown(int signum);
+  void FinishShutdown();
+  void CloseAll();
+
+  config::Config config_;
+  uv_loop_t loop_{};
+  RequestPool pool_;
+  std::vector<std::unique_ptr<Cell>> cells_;
+  std::unique_ptr<ControlServer> control_;
+  uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{};
+  uint64_t started_at_ms_ = 0;
+  bool shutting_down_ = false;
+  int cells_running_ = 0;
+  int closing_ = 0;
+  int exit_code_ = 0;
+};
+
+}  // namespace bulkhead::supervisor

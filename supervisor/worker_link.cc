@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+#include "supervisor/worker_link.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/check.h"
+#include "base/unique_fd.h"
+#include "supervisor/cell.h"
+#include "supervisor/request.h"
+
+namespace bulkhead::supervisor {
+
+namespace {
+constexpr size_t kReadChunk = 64 * 1024;
+}  // namespace
+
+WorkerLink::WorkerLink(Cell* cell, uint32_t max_payload)
+    : cell_(cell),
+      decoder_(ipc::FrameType::kReply, max_payload),
+      writer_(
+          reinterpret_cast<uv_stream_t*>(&pipe_),
+          [this](int status) {
+            Broken(std::string("write to worker failed: ") + uv_strerror(status));
+          },
+          nullptr) {
+  pipe_.data = this;
+}
+
+Result<WorkerLink*> WorkerLink::Connect(Cell* cell, uv_loop_t* loop, const std::string& path,
+                                        uint32_t max_payload) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) return Status::FromErrno("socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return Status::Error("socket path too long: " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::FromErrno("connect " + path);
+  }
+  auto* link = new WorkerLink(cell, max_payload);
+  uv_pipe_init(loop, &link->pipe_, 0);
+  int rc = uv_pipe_open(&link->pipe_, fd.get());
+  if (rc != 0) {
+    link->closing_ = true;
+    uv_close(reinterpret_cast<uv_handle_t*>(&link->pipe_), &WorkerLink::OnClosed);
+    return Status::Error(std::string("uv_pipe_open: ") + uv_strerror(rc));
+  }
+  fd.Release();
+  uv_read_start(reinterpret_cast<uv_stream_t*>(&link->pipe_), &WorkerLink::OnAlloc,
+                &WorkerLink::OnRead);
+  return link;
+}
+
+void WorkerLink::Send(Request* request, std::string_view payload) {
+  BH_CHECK(inflight_ == nullptr && !closing_);
+  inflight_ = request;
+  inflight_id_ = next_id_++;
+  request->link = this;
+  ipc::FrameHeader header;
+  header.type = ipc::FrameType::kRequest;
+  header.request_id = inflight_id_;
+  writer_.AppendFrame(header, payload);
+  writer_.Flush();
+}
+
+Request* WorkerLink::TakeInflight() {
+  Request* request = inflight_;
+  if (request != nullptr) request->link = nullptr;
+  inflight_ = nullptr;
+  return request;
+}
+
+void WorkerLink::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
+  auto* self = static_cast<WorkerLink*>(handle->data);
+  std::span<char> space = self->decoder_.PrepareWrite(kReadChunk);
+  *buf = uv_buf_init(space.data(), static_cast<unsigned>(space.size()));
+}
+
+void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
+  auto* self = static_cast<WorkerLink*>(stream->data);
+  if (self->closing_) return;
+  if (nread < 0) {
+    self->Broken(nread == UV_EOF ? "worker closed the connection"
+                                 : std::string("read from worker failed: ") +
+                                       uv_strerror(static_cast<int>(nread)));
+    return;
+  }
+  if (nread == 0) return;
+  self->decoder_.Commit(static_cast<size_t>(nread));
+  ipc::FrameView frame;
+  for (;;) {
+    ipc::DecodeResult result = self->decoder_.Next(&frame);
+    if (result == ipc::DecodeResult::kNeedMore) return;
+    if (result == ipc::DecodeResult::kError) {
+      self->Broken("worker sent a malformed frame: " + self->decoder_.error_message());
+      return;
+    }
+    if (self->inflight_ == nullptr || frame.header.request_id != self->inflight_id_) {
+      self->Broken("worker replied to a request it was not sent");
+      return;
+    }
+    Request* request = self->TakeInflight();
+    // May send the next request on this link (or close it): nothing of `self` is used after this
+    // except the decoder, and only while the link is still open.
+    self->cell_->OnWorkerReply(self, request, frame);
+    if (self->closing_) return;
+  }
+}
+
+void WorkerLink::Broken(std::string why) {
+  if (closing_) return;
+  cell_->OnLinkBroken(this, std::move(why));
+}
+
+void WorkerLink::Close() {
+  BH_CHECK(inflight_ == nullptr);
+  if (closing_) return;
+  closing_ = true;
+  writer_.Abandon();
+  uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &WorkerLink::OnClosed);
+}
+
+void WorkerLink::OnClosed(uv_handle_t* handle) { delete static_cast<WorkerLink*>(handle->data); }
+
+}  // namespace bulkhead::supervisor
