@@ -122,6 +122,12 @@ void AppendFrame(std::string* out, FrameHeader header, std::string_view payload)
   out->append(payload);
 }
 
+bool IsValidWorkerReply(const FrameHeader& header) {
+  if (header.type != FrameType::kReply) return false;
+  return (header.status == ReplyStatus::kOk && header.reason == Reason::kNone) ||
+         (header.status == ReplyStatus::kFailed && header.reason == Reason::kWorkerError);
+}
+
 FrameDecoder::FrameDecoder(FrameType accepted, uint32_t max_payload)
     : accepted_(accepted), max_payload_(max_payload) {
   BH_CHECK(max_payload <= kMaxEncodablePayload);

@@ -67,6 +67,10 @@ void EncodeHeader(const FrameHeader& header, char out[kHeaderSize]);
 // REQUIRES: payload.size() <= kMaxEncodablePayload.
 void AppendFrame(std::string* out, FrameHeader header, std::string_view payload);
 
+// Whether a worker may send `header` (docs/protocol.md, "Supervisor -> worker"): a REPLY with
+// status OK and reason none, or status FAILED and reason worker_error. Checks no request id.
+bool IsValidWorkerReply(const FrameHeader& header);
+
 struct FrameView {
   FrameHeader header;
   std::string_view payload;

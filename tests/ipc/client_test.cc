@@ -108,8 +108,8 @@ class TestServer {
 };
 
 TEST(Client, CallRoundTrip) {
+  std::vector<uint64_t> seen_ids;  // outlives the server thread
   TestServer server;
-  std::vector<uint64_t> seen_ids;
   server.Serve([&seen_ids](int fd) {
     FrameDecoder decoder(FrameType::kRequest);
     while (std::optional<OwnedFrame> request = ReadFrame(fd, &decoder)) {
@@ -185,9 +185,9 @@ TEST(Client, PipelinedSendsReceiveRepliesInServerOrder) {
 }
 
 TEST(Client, PassesNonOkRepliesThrough) {
-  TestServer server;
-  std::string detail;
+  std::string detail;  // outlives the server thread
   AppendRejectDetail(&detail, RejectDetail{.cell = "payments", .running = 4, .queued = 16});
+  TestServer server;
   server.Serve([&detail](int fd) {
     FrameDecoder decoder(FrameType::kRequest);
     std::optional<OwnedFrame> request = ReadFrame(fd, &decoder);
@@ -247,9 +247,13 @@ TEST(Client, MalformedReplyIsAnErrorAndSticky) {
     FrameDecoder decoder(FrameType::kRequest);
     std::optional<OwnedFrame> request = ReadFrame(fd, &decoder);
     BH_CHECK(request.has_value());
-    // A REQUEST frame where a REPLY belongs, then a good reply that must not be accepted.
-    BH_CHECK(WriteFrame(fd, FrameHeader{.type = FrameType::kRequest, .request_id = 1}, "?").ok());
-    BH_CHECK(Reply(fd, 1, "late").ok());
+    // A REQUEST frame where a REPLY belongs, then a good reply that must not be accepted; one
+    // write, so that the client cannot close before the second frame is sent.
+    std::string out;
+    AppendFrame(&out, FrameHeader{.type = FrameType::kRequest, .request_id = 1}, "?");
+    AppendFrame(&out, FrameHeader{.type = FrameType::kReply, .request_id = 1}, "late");
+    const iovec iov{out.data(), out.size()};
+    BH_CHECK(WriteAll(fd, std::span<const iovec>(&iov, 1)).ok());
     DrainUntilEof(fd);
   });
   Result<Client> client = Client::Connect(server.path());

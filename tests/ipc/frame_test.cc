@@ -44,18 +44,45 @@ std::vector<std::string> DrainPayloads(FrameDecoder* decoder) {
   return payloads;
 }
 
-TEST(FrameHeader, EncodesDocumentedBytes) {
-  // docs/protocol.md, "Example": a REJECTED/full reply with id 0x0102030405060708 and 5 bytes.
+// The two examples of docs/protocol.md, "Example", byte for byte.
+TEST(FrameHeader, EncodesDocumentedRequestExample) {
+  std::string out;
+  AppendFrame(&out, FrameHeader{.type = FrameType::kRequest, .request_id = 1}, "hello");
+  const std::string expected(
+      "\x00\x00\x00\x11\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01"
+      "hello",
+      21);
+  EXPECT_EQ(out, expected);
+}
+
+TEST(FrameHeader, EncodesDocumentedRejectExample) {
+  std::string payload;
+  AppendRejectDetail(&payload, RejectDetail{.cell = "api", .running = 4, .queued = 16});
+  std::string out;
+  AppendFrame(&out,
+              FrameHeader{.type = FrameType::kReply,
+                          .status = ReplyStatus::kRejected,
+                          .reason = Reason::kFull,
+                          .request_id = 1},
+              payload);
+  const std::string expected(
+      "\x00\x00\x00\x1b\x01\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x01"
+      "\x00\x00\x00\x04\x00\x00\x00\x10\x00\x00\x00\x00"
+      "api",
+      31);
+  EXPECT_EQ(out, expected);
+}
+
+TEST(FrameHeader, EncodeHeaderWritesEveryField) {
   FrameHeader header{.type = FrameType::kReply,
-                     .status = ReplyStatus::kRejected,
-                     .reason = Reason::kFull,
+                     .status = ReplyStatus::kFailed,
+                     .reason = Reason::kOomKilled,
                      .request_id = 0x0102030405060708,
-                     .payload_size = 5};
+                     .payload_size = 0x01000000};
   char out[kHeaderSize];
   EncodeHeader(header, out);
-  const unsigned char expected[kHeaderSize] = {0x00, 0x00, 0x00, 0x11, 0x01, 0x02, 0x01, 0x01,
-                                               0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
-  EXPECT_EQ(std::memcmp(out, expected, kHeaderSize), 0);
+  EXPECT_EQ(std::string(out, kHeaderSize),
+            RawHeader(12 + 0x01000000, 1, 2, 2, 20, 0x0102030405060708));
 }
 
 TEST(FrameHeader, AppendFrameTakesSizeFromPayload) {
@@ -354,6 +381,24 @@ TEST(FrameDecoder, ReusesBufferOnTheReadPath) {
     ASSERT_EQ(decoder.buffer_capacity(), capacity) << "iteration " << i;
   }
   EXPECT_LE(capacity, 2 * 65536u);
+}
+
+TEST(IsValidWorkerReply, AllowsOnlyOkAndWorkerError) {
+  EXPECT_TRUE(IsValidWorkerReply(FrameHeader{.type = FrameType::kReply}));
+  EXPECT_TRUE(IsValidWorkerReply(FrameHeader{
+      .type = FrameType::kReply, .status = ReplyStatus::kFailed, .reason = Reason::kWorkerError}));
+  EXPECT_FALSE(IsValidWorkerReply(FrameHeader{.type = FrameType::kRequest}));
+  EXPECT_FALSE(IsValidWorkerReply(
+      FrameHeader{.type = FrameType::kReply, .status = ReplyStatus::kOk, .reason = Reason::kFull}));
+  EXPECT_FALSE(IsValidWorkerReply(FrameHeader{
+      .type = FrameType::kReply, .status = ReplyStatus::kFailed, .reason = Reason::kWorkerDied}));
+  EXPECT_FALSE(IsValidWorkerReply(FrameHeader{
+      .type = FrameType::kReply, .status = ReplyStatus::kFailed, .reason = Reason::kNone}));
+  EXPECT_FALSE(IsValidWorkerReply(FrameHeader{
+      .type = FrameType::kReply, .status = ReplyStatus::kRejected, .reason = Reason::kFull}));
+  EXPECT_FALSE(IsValidWorkerReply(FrameHeader{.type = FrameType::kReply,
+                                              .status = ReplyStatus::kBadRequest,
+                                              .reason = Reason::kMalformed}));
 }
 
 TEST(Names, StatusNames) {
