@@ -288,6 +288,7 @@ void Cell::Dispatch(Request* request, std::string_view payload) {
     }
     link = *made;
   }
+  link->busy_index = busy_links_.size();
   busy_links_.push_back(link);
   link->Send(request, payload);
 }
@@ -304,10 +305,7 @@ void Cell::StartQueued() {
 }
 
 void Cell::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) {
-  auto it = std::find(busy_links_.begin(), busy_links_.end(), link);
-  BH_CHECK(it != busy_links_.end());
-  *it = busy_links_.back();
-  busy_links_.pop_back();
+  RemoveBusy(link);
   idle_links_.push_back(link);
 
   const ipc::FrameHeader& in = frame.header;
@@ -352,9 +350,20 @@ void Cell::OnOrphanTimer(uv_timer_t* timer) {
   }
 }
 
+void Cell::RemoveBusy(WorkerLink* link) {
+  size_t i = link->busy_index;
+  BH_CHECK(i < busy_links_.size() && busy_links_[i] == link);
+  busy_links_[i] = busy_links_.back();
+  busy_links_[i]->busy_index = i;
+  busy_links_.pop_back();
+}
+
 void Cell::DropLink(WorkerLink* link) {
-  std::erase(busy_links_, link);
-  std::erase(idle_links_, link);
+  if (link->busy_index < busy_links_.size() && busy_links_[link->busy_index] == link) {
+    RemoveBusy(link);
+  } else {
+    std::erase(idle_links_, link);
+  }
   link->Close();
 }
 

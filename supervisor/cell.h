@@ -124,6 +124,7 @@ class Cell {
   void Fail(Request* request, ipc::Reason reason, std::string_view message);
   void Reject(Request* request, ipc::Reason reason);
   void ArmQueueTimer();
+  void RemoveBusy(WorkerLink* link);
   void DropLink(WorkerLink* link);
   void ScheduleRestart();
 

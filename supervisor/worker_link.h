@@ -40,6 +40,10 @@ class WorkerLink {
   // Closes the connection. REQUIRES: nothing in flight (take it first).
   void Close();
 
+  // The link's position in its Cell's list of busy links, kept by the Cell so that a reply finds
+  // its link in O(1).
+  size_t busy_index = 0;
+
  private:
   WorkerLink(Cell* cell, uint32_t max_payload);
   ~WorkerLink() = default;
