@@ -17,6 +17,7 @@ constexpr size_t kReadChunk = 64 * 1024;
 
 FrontConnection::FrontConnection(Cell* cell, uint32_t max_payload)
     : cell_(cell),
+      max_backlog_(2 * static_cast<size_t>(max_payload) + kReadChunk),
       decoder_(ipc::FrameType::kRequest, max_payload),
       writer_(
           reinterpret_cast<uv_stream_t*>(&pipe_), [this](int) { Close(); },
@@ -86,6 +87,13 @@ void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view
   if (closing_) return;
   writer_.AppendFrame(header, payload);
   if (!in_read_) writer_.Flush();
+  // A client that does not read its replies is dropped rather than buffered for without bound.
+  if (writer_.backlog_bytes() > max_backlog_) {
+    Log(LogLevel::kWarning, cell_->name(), 0,
+        "client does not read its replies (" + std::to_string(writer_.backlog_bytes()) +
+            " bytes unsent): closing its connection");
+    Close();
+  }
 }
 
 void FrontConnection::OnDrained() {

@@ -46,6 +46,8 @@ class FrontConnection {
   void OnDrained();
 
   Cell* cell_;
+  // Unsent reply bytes beyond which the client is dropped: room for two full-size replies.
+  size_t max_backlog_;
   uv_pipe_t pipe_{};
   ipc::FrameDecoder decoder_;
   StreamWriter writer_;
