@@ -3,6 +3,7 @@
 // Pure function; thread-safe.
 #include "config/duration.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -64,7 +65,8 @@ Result<milliseconds> ParseDuration(std::string_view text) {
     }
     const std::string_view digits = text.substr(number_begin, i - number_begin);
     if (i < text.size() && (text[i] == '.' || text[i] == ',')) {
-      return Refuse(text, "decimals are not allowed; use a smaller unit (\"1500ms\", not \"1.5s\")");
+      return Refuse(text,
+                    "decimals are not allowed; use a smaller unit (\"1500ms\", not \"1.5s\")");
     }
 
     // The unit: a run of letters.

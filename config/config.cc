@@ -1,0 +1,710 @@
+// SPDX-License-Identifier: MIT
+// Loading the config: toml++ parses, ConfigParser walks the tree once, checking every key, filling
+// defaults and collecting every error it finds; then the sockets are checked across the whole file.
+// toml++ may throw in here; nothing is allowed out. Thread-compatible (reads environment and cwd).
+#include "config/config.h"
+
+#include <fcntl.h>
+#include <sys/un.h>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <exception>
+#include <map>
+#include <span>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+#include "config/lexical_path.h"
+#include "config/runtime_dir.h"
+
+namespace bulkhead::config {
+namespace {
+
+using std::chrono::milliseconds;
+
+// sun_path holds the path and its terminating NUL.
+constexpr size_t kMaxSocketPathBytes = sizeof(sockaddr_un{}.sun_path) - 1;
+constexpr size_t kMaxCellNameLength = 64;
+constexpr int64_t kMaxConcurrentLimit = 65535;
+constexpr int64_t kMaxQueueLimit = 1'000'000;
+constexpr int64_t kMaxPayloadBytesLimit = int64_t{1} << 30;  // 1 GiB.
+// A config file is a few kilobytes; refuse to read anything absurd into memory.
+constexpr size_t kMaxConfigFileBytes = 16 << 20;
+
+constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
+constexpr std::array<std::string_view, 4> kSupervisorKeys = {"runtime_dir", "control_socket",
+                                                             "max_payload_bytes", "log_level"};
+constexpr std::array<std::string_view, 8> kCellKeys = {
+    "command",       "socket",        "max_concurrent", "max_queue",
+    "queue_timeout", "restart_delay", "environment",    "working_directory"};
+constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
+
+SourcePosition At(const toml::source_region& region) {
+  return {static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
+}
+
+bool Before(const SourcePosition& a, const SourcePosition& b) {
+  return a.line != b.line ? a.line < b.line : a.column < b.column;
+}
+
+std::string_view TypeName(toml::node_type type) {
+  switch (type) {
+    case toml::node_type::none:
+      return "nothing";
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::date:
+      return "date";
+    case toml::node_type::time:
+      return "time";
+    case toml::node_type::date_time:
+      return "date-time";
+  }
+  return "unknown";
+}
+
+bool IsBareKeyChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+// One segment of a dotted key path, quoted as TOML would need it: `payments`, `"my cell"`.
+std::string KeySegment(std::string_view key) {
+  if (!key.empty() && std::all_of(key.begin(), key.end(), IsBareKeyChar)) return std::string(key);
+  std::string out = "\"";
+  for (char c : key) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += "\\u00";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string JoinKey(std::string_view parent, std::string_view key) {
+  std::string out(parent);
+  out += '.';
+  out += KeySegment(key);
+  return out;
+}
+
+// Optimal string alignment distance (Levenshtein plus adjacent transpositions), so that both
+// "max_queu" and "max_qeue" are one or two edits from "max_queue".
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The candidate closest to `word` within 2 edits (and fewer edits than `word` has characters), or
+// "" if there is none. Ties go to the earlier candidate.
+std::string_view ClosestMatch(std::string_view word, std::span<const std::string_view> candidates) {
+  constexpr size_t kMaxEdits = 2;
+  std::string_view best;
+  size_t best_distance = kMaxEdits + 1;
+  for (std::string_view candidate : candidates) {
+    const size_t length_gap = word.size() > candidate.size() ? word.size() - candidate.size()
+                                                             : candidate.size() - word.size();
+    if (length_gap > kMaxEdits) continue;
+    const size_t distance = EditDistance(word, candidate);
+    if (distance < best_distance && distance < word.size()) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+// For argv and environment values: a number or boolean was probably meant as its text.
+std::string_view QuoteHint(const toml::node& node) {
+  return node.is_number() || node.is_boolean() ? "quote it" : "";
+}
+
+bool Contains(std::span<const std::string_view> list, std::string_view word) {
+  return std::find(list.begin(), list.end(), word) != list.end();
+}
+
+bool IsValidCellName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxCellNameLength &&
+         std::all_of(name.begin(), name.end(), IsBareKeyChar);
+}
+
+std::string JoinPath(std::string_view dir, std::string_view file) {
+  std::string out(dir);
+  if (out.empty() || out.back() != '/') out += '/';
+  out.append(file);
+  return out;
+}
+
+// The entries of a table in file order (toml::table iterates in key order).
+std::vector<std::pair<const toml::key*, const toml::node*>> InFileOrder(const toml::table& table) {
+  std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+  for (auto&& [key, node] : table) entries.emplace_back(&key, &node);
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return Before(At(a.first->source()), At(b.first->source()));
+  });
+  return entries;
+}
+
+// A Unix socket path the config names or implies, for the length and uniqueness checks.
+struct SocketUse {
+  std::string path;
+  // The key the error is reported under: "cells.a.socket", "supervisor.control_socket", or
+  // "cells.a" for a worker socket.
+  std::string key;
+  // How another error names this use: the key, or "the worker socket of cells.a".
+  std::string owner;
+  // What the path is, at the start of a message: "socket", "default socket", "worker socket".
+  std::string kind;
+  SourcePosition position;
+  // For paths derived from runtime_dir, what to shorten when the path is too long.
+  std::string shorten;
+};
+
+class ConfigParser {
+ public:
+  // `base_dir` is the absolute directory relative paths are resolved against, or "" if unknown.
+  ConfigParser(std::string file, std::string base_dir, std::string default_runtime_dir)
+      : file_(std::move(file)),
+        base_dir_(std::move(base_dir)),
+        default_runtime_dir_(std::move(default_runtime_dir)) {}
+
+  LoadResult Parse(std::string_view toml_text) {
+    toml::table root;
+    try {
+      root = toml::parse(toml_text, std::string_view(file_));
+    } catch (const toml::parse_error& e) {
+      std::string message(e.description());
+      // toml++ says "Error while parsing ..."; every other message here starts in lower case.
+      if (!message.empty() && message.front() == 'E') message.front() = 'e';
+      AddError(At(e.source()), "", std::move(message));
+      return Finish(std::nullopt);
+    }
+
+    Config config;
+    ParseRoot(root, config);
+    CheckSockets();
+    return Finish(std::move(config));
+  }
+
+ private:
+  void AddError(SourcePosition at, std::string key, std::string message) {
+    errors_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
+  }
+
+  LoadResult Finish(std::optional<Config> config) {
+    LoadResult result;
+    std::stable_sort(errors_.begin(), errors_.end(),
+                     [](const ConfigError& a, const ConfigError& b) {
+                       return Before({a.line, a.column}, {b.line, b.column});
+                     });
+    if (errors_.empty()) result.config = std::move(config);
+    result.errors = std::move(errors_);
+    return result;
+  }
+
+  void UnknownKey(const toml::key& key, const std::string& path,
+                  std::span<const std::string_view> known) {
+    std::string message = "unknown key";
+    const std::string_view suggestion = ClosestMatch(key.str(), known);
+    if (!suggestion.empty()) {
+      message += "; did you mean \"";
+      message.append(suggestion);
+      message += "\"?";
+    }
+    AddError(At(key.source()), path, std::move(message));
+  }
+
+  void TypeError(const toml::node& node, const std::string& path, std::string_view expected,
+                 std::string_view hint = {}) {
+    std::string message = "expected ";
+    message.append(expected);
+    message += ", got ";
+    message.append(TypeName(node.type()));
+    if (!hint.empty()) {
+      message += " (";
+      message.append(hint);
+      message += ')';
+    }
+    AddError(At(node.source()), path, std::move(message));
+  }
+
+  const toml::table* ExpectTable(const toml::node& node, const std::string& path,
+                                 std::string_view hint = {}) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) TypeError(node, path, "table", hint);
+    return table;
+  }
+
+  std::optional<std::string> ExpectString(const toml::node& node, const std::string& path,
+                                          std::string_view hint = {}) {
+    const toml::value<std::string>* value = node.as_string();
+    if (value == nullptr) {
+      TypeError(node, path, "string", hint);
+      return std::nullopt;
+    }
+    const std::string& text = value->get();
+    if (text.find('\0') != std::string::npos) {
+      AddError(At(node.source()), path, "must not contain a NUL character");
+      return std::nullopt;
+    }
+    return text;
+  }
+
+  std::optional<int64_t> ExpectInteger(const toml::node& node, const std::string& path, int64_t min,
+                                       int64_t max, std::string_view max_note = {}) {
+    const toml::value<int64_t>* value = node.as_integer();
+    if (value == nullptr) {
+      TypeError(node, path, "integer");
+      return std::nullopt;
+    }
+    const int64_t number = value->get();
+    if (number < min || number > max) {
+      std::string message = "must be between " + std::to_string(min) + " and " +
+                            std::to_string(max) + std::string(max_note) + ", got " +
+                            std::to_string(number);
+      AddError(At(node.source()), path, std::move(message));
+      return std::nullopt;
+    }
+    return number;
+  }
+
+  std::optional<milliseconds> ExpectDuration(const toml::node& node, const std::string& path,
+                                             bool allow_zero) {
+    std::optional<std::string> text =
+        ExpectString(node, path, "a duration is a string such as \"500ms\" or \"2s\"");
+    if (!text) return std::nullopt;
+    Result<milliseconds> duration = ParseDuration(*text);
+    if (!duration.ok()) {
+      AddError(At(node.source()), path, duration.status().message());
+      return std::nullopt;
+    }
+    if (!allow_zero && duration.value() == milliseconds(0)) {
+      AddError(At(node.source()), path, "must be greater than 0");
+      return std::nullopt;
+    }
+    return duration.value();
+  }
+
+  // A string holding a path; relative paths are resolved against the config file's directory.
+  std::optional<std::string> ExpectPath(const toml::node& node, const std::string& path) {
+    std::optional<std::string> text = ExpectString(node, path);
+    if (!text) return std::nullopt;
+    if (text->empty()) {
+      AddError(At(node.source()), path, "must not be empty");
+      return std::nullopt;
+    }
+    return Resolve(*text, node, path);
+  }
+
+  std::optional<std::string> Resolve(const std::string& text, const toml::node& node,
+                                     const std::string& path) {
+    if (!IsAbsolutePath(text) && base_dir_.empty()) {
+      AddError(At(node.source()), path,
+               "relative path \"" + text +
+                   "\" cannot be resolved: the current directory is unknown; use an absolute path");
+      return std::nullopt;
+    }
+    return ResolvePath(text, base_dir_);
+  }
+
+  void ParseRoot(const toml::table& root, Config& config) {
+    config.source = file_;
+    const toml::table* supervisor = nullptr;
+    const toml::table* cells = nullptr;
+    const toml::node* cells_node = nullptr;
+    for (auto [key, node] : InFileOrder(root)) {
+      const std::string path = KeySegment(key->str());
+      if (key->str() == "supervisor") {
+        supervisor = ExpectTable(*node, path);
+      } else if (key->str() == "cells") {
+        cells_node = node;
+        cells = ExpectTable(*node, path, "write each cell as a [cells.NAME] table, not [[cells]]");
+      } else if (Contains(kSupervisorKeys, key->str())) {
+        AddError(At(key->source()), path,
+                 "unknown key; " + std::string(key->str()) + " belongs in [supervisor]");
+      } else if (Contains(kCellKeys, key->str())) {
+        AddError(At(key->source()), path,
+                 "unknown key; " + std::string(key->str()) + " belongs in a [cells.NAME] table");
+      } else {
+        UnknownKey(*key, path, kTopLevelKeys);
+      }
+    }
+
+    ParseSupervisor(supervisor, config.supervisor);
+
+    if (cells_node == nullptr) {
+      AddError({}, "cells", "no cells defined; add at least one [cells.NAME] table");
+    } else if (cells != nullptr && cells->empty()) {
+      AddError(At(cells->source()), "cells",
+               "no cells defined; add at least one [cells.NAME] table");
+    }
+    if (cells == nullptr) return;
+    for (auto [key, node] : InFileOrder(*cells)) {
+      std::optional<CellConfig> cell = ParseCell(*key, *node, config.supervisor);
+      if (cell) config.cells.push_back(std::move(*cell));
+    }
+    // File order is the order of the [cells.NAME] tables themselves.
+    std::stable_sort(
+        config.cells.begin(), config.cells.end(),
+        [](const CellConfig& a, const CellConfig& b) { return Before(a.position, b.position); });
+  }
+
+  // `table` is null when [supervisor] is absent (or not a table): everything takes its default.
+  void ParseSupervisor(const toml::table* table, SupervisorConfig& out) {
+    out.runtime_dir = default_runtime_dir_;
+    std::optional<SourcePosition> control_socket_at;
+    SourcePosition runtime_dir_at;
+    bool has_control_socket = false;
+    if (table != nullptr) {
+      for (auto [key, node] : InFileOrder(*table)) {
+        const std::string path = JoinKey("supervisor", key->str());
+        const std::string_view name = key->str();
+        if (name == "runtime_dir") {
+          runtime_dir_at = At(node->source());
+          if (std::optional<std::string> dir = ExpectPath(*node, path)) {
+            out.runtime_dir = std::move(*dir);
+          } else {
+            runtime_dir_ok_ = false;
+          }
+        } else if (name == "control_socket") {
+          has_control_socket = true;
+          if (std::optional<std::string> socket = ExpectPath(*node, path)) {
+            out.control_socket = std::move(*socket);
+            sockets_.push_back({out.control_socket, path, path, "socket", At(node->source()), ""});
+          }
+        } else if (name == "max_payload_bytes") {
+          if (auto bytes = ExpectInteger(*node, path, 1, kMaxPayloadBytesLimit, " (1 GiB)")) {
+            out.max_payload_bytes = static_cast<uint32_t>(*bytes);
+          }
+        } else if (name == "log_level") {
+          if (std::optional<std::string> level = ExpectString(*node, path)) {
+            if (Contains(kLogLevels, *level)) {
+              out.log_level = std::move(*level);
+            } else {
+              std::string message =
+                  "must be one of debug, info, warning, error; got " + Quoted(*level);
+              const std::string_view suggestion = ClosestMatch(*level, kLogLevels);
+              if (!suggestion.empty()) {
+                message += "; did you mean \"";
+                message.append(suggestion);
+                message += "\"?";
+              }
+              AddError(At(node->source()), path, std::move(message));
+            }
+          }
+        } else {
+          UnknownKey(*key, path, kSupervisorKeys);
+        }
+      }
+    }
+    if (!has_control_socket) {
+      out.control_socket = JoinPath(out.runtime_dir, "control.sock");
+      if (runtime_dir_ok_) {
+        // Reported at supervisor.runtime_dir when that is what made the path.
+        sockets_.push_back({out.control_socket, "supervisor.control_socket",
+                            "supervisor.control_socket", "default socket", runtime_dir_at,
+                            "supervisor.runtime_dir"});
+      }
+    }
+  }
+
+  static std::string Quoted(std::string_view text) {
+    std::string segment = KeySegment(text);
+    if (segment.front() != '"') segment = "\"" + segment + "\"";
+    return segment;
+  }
+
+  std::optional<CellConfig> ParseCell(const toml::key& name, const toml::node& node,
+                                      const SupervisorConfig& supervisor) {
+    const std::string path = JoinKey("cells", name.str());
+    const bool name_ok = IsValidCellName(name.str());
+    if (!name_ok) {
+      AddError(At(name.source()), path,
+               "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'");
+    }
+    const toml::table* table = ExpectTable(node, path, "write the cell as a [cells.NAME] table");
+    if (table == nullptr) return std::nullopt;
+
+    CellConfig cell;
+    cell.name = std::string(name.str());
+    cell.position = At(table->source());
+    bool ok = name_ok;
+    bool has_command = false;
+    bool has_max_concurrent = false;
+    std::optional<SocketUse> explicit_socket;
+
+    for (auto [key, value] : InFileOrder(*table)) {
+      const std::string key_path = JoinKey(path, key->str());
+      const std::string_view key_name = key->str();
+      bool key_ok = true;
+      if (key_name == "command") {
+        has_command = true;
+        key_ok = ParseCommand(*value, key_path, cell.command);
+      } else if (key_name == "socket") {
+        std::optional<std::string> socket = ExpectPath(*value, key_path);
+        key_ok = socket.has_value();
+        if (socket) {
+          cell.socket = std::move(*socket);
+          explicit_socket =
+              SocketUse{cell.socket, key_path, key_path, "socket", At(value->source()), ""};
+        }
+      } else if (key_name == "max_concurrent") {
+        has_max_concurrent = true;
+        auto slots = ExpectInteger(*value, key_path, 1, kMaxConcurrentLimit);
+        key_ok = slots.has_value();
+        if (slots) cell.max_concurrent = static_cast<uint32_t>(*slots);
+      } else if (key_name == "max_queue") {
+        auto queue = ExpectInteger(*value, key_path, 0, kMaxQueueLimit);
+        key_ok = queue.has_value();
+        if (queue) cell.max_queue = static_cast<uint32_t>(*queue);
+      } else if (key_name == "queue_timeout") {
+        auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/false);
+        key_ok = timeout.has_value();
+        if (timeout) cell.queue_timeout = *timeout;
+      } else if (key_name == "restart_delay") {
+        auto delay = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = delay.has_value();
+        if (delay) cell.restart_delay = *delay;
+      } else if (key_name == "environment") {
+        key_ok = ParseEnvironment(*value, key_path, cell.environment);
+      } else if (key_name == "working_directory") {
+        std::optional<std::string> dir = ExpectPath(*value, key_path);
+        key_ok = dir.has_value();
+        if (dir) cell.working_directory = std::move(*dir);
+      } else if (key_name == "worker_socket") {
+        AddError(At(key->source()), key_path,
+                 "unknown key; the worker socket is always <runtime_dir>/NAME.worker.sock");
+        key_ok = false;
+      } else {
+        UnknownKey(*key, key_path, kCellKeys);
+        key_ok = false;
+      }
+      ok = ok && key_ok;
+    }
+
+    if (!has_command) {
+      AddError(cell.position, JoinKey(path, "command"), "missing required key");
+      ok = false;
+    }
+    if (!has_max_concurrent) {
+      AddError(cell.position, JoinKey(path, "max_concurrent"), "missing required key");
+      ok = false;
+    }
+
+    // Sockets named after the cell need a valid name and a usable runtime_dir.
+    if (name_ok) {
+      cell.worker_socket = JoinPath(supervisor.runtime_dir, cell.name + ".worker.sock");
+      if (runtime_dir_ok_) {
+        sockets_.push_back({cell.worker_socket, path, "the worker socket of " + path,
+                            "worker socket", cell.position,
+                            "supervisor.runtime_dir or the cell name"});
+      }
+      if (explicit_socket) {
+        sockets_.push_back(std::move(*explicit_socket));
+      } else {
+        cell.socket = JoinPath(supervisor.runtime_dir, cell.name + ".sock");
+        const std::string socket_key = JoinKey(path, "socket");
+        if (runtime_dir_ok_) {
+          sockets_.push_back({cell.socket, socket_key, socket_key, "default socket", cell.position,
+                              "supervisor.runtime_dir or the cell name"});
+        }
+      }
+    } else if (explicit_socket) {
+      sockets_.push_back(std::move(*explicit_socket));
+    }
+
+    if (!ok) return std::nullopt;
+    return cell;
+  }
+
+  bool ParseCommand(const toml::node& node, const std::string& path,
+                    std::vector<std::string>& argv) {
+    const toml::array* array = node.as_array();
+    if (array == nullptr) {
+      TypeError(
+          node, path, "array of strings",
+          "write the program and its arguments as command = [\"/usr/bin/worker\", \"--flag\"]");
+      return false;
+    }
+    if (array->empty()) {
+      AddError(At(node.source()), path, "must not be empty; give the program and its arguments");
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < array->size(); ++i) {
+      const toml::node& element = *array->get(i);
+      const std::string element_path = path + "[" + std::to_string(i) + "]";
+      std::optional<std::string> arg = ExpectString(element, element_path, QuoteHint(element));
+      if (!arg) {
+        ok = false;
+        continue;
+      }
+      if (i == 0) {
+        if (arg->empty()) {
+          AddError(At(element.source()), element_path, "the program must not be empty");
+          ok = false;
+          continue;
+        }
+        // With a '/', a path (resolved like every other path); without, a name looked up in $PATH.
+        if (arg->find('/') != std::string::npos) {
+          std::optional<std::string> program = Resolve(*arg, element, element_path);
+          if (!program) {
+            ok = false;
+            continue;
+          }
+          arg = std::move(program);
+        }
+      }
+      argv.push_back(std::move(*arg));
+    }
+    return ok;
+  }
+
+  bool ParseEnvironment(const toml::node& node, const std::string& path,
+                        std::vector<std::pair<std::string, std::string>>& environment) {
+    const toml::table* table = ExpectTable(node, path);
+    if (table == nullptr) return false;
+    bool ok = true;
+    for (auto [key, value] : InFileOrder(*table)) {
+      const std::string variable_path = JoinKey(path, key->str());
+      const std::string_view variable = key->str();
+      if (variable.empty() || variable.find('=') != std::string::npos ||
+          variable.find('\0') != std::string::npos) {
+        AddError(At(key->source()), variable_path,
+                 "an environment variable name must be non-empty and contain no '=' or NUL");
+        ok = false;
+      }
+      std::optional<std::string> text = ExpectString(*value, variable_path, QuoteHint(*value));
+      if (!text) {
+        ok = false;
+        continue;
+      }
+      environment.emplace_back(std::string(variable), std::move(*text));
+    }
+    return ok;
+  }
+
+  // Every socket path fits in sun_path, and no two uses share a path. A clash is reported at the
+  // later use (in file order), naming the earlier one.
+  void CheckSockets() {
+    std::stable_sort(sockets_.begin(), sockets_.end(), [](const SocketUse& a, const SocketUse& b) {
+      return Before(a.position, b.position);
+    });
+    std::map<std::string, const SocketUse*> first_use;
+    for (const SocketUse& use : sockets_) {
+      if (use.path.size() > kMaxSocketPathBytes) {
+        std::string message = use.kind + " " + use.path + " is " + std::to_string(use.path.size()) +
+                              " bytes, over the " + std::to_string(kMaxSocketPathBytes) +
+                              "-byte limit of a Unix socket path (sun_path)";
+        if (!use.shorten.empty()) message += "; shorten " + use.shorten;
+        AddError(use.position, use.key, std::move(message));
+      }
+      auto [it, inserted] = first_use.emplace(use.path, &use);
+      if (!inserted) {
+        AddError(use.position, use.key,
+                 use.kind + " " + use.path + " is also used by " + it->second->owner);
+      }
+    }
+  }
+
+  const std::string file_;
+  const std::string base_dir_;
+  const std::string default_runtime_dir_;
+  // False once supervisor.runtime_dir had an error: paths derived from it are then not checked.
+  bool runtime_dir_ok_ = true;
+  std::vector<SocketUse> sockets_;
+  std::vector<ConfigError> errors_;
+};
+
+// The absolute directory of `source_path`, or "" when it is relative and the cwd is unknown.
+std::string BaseDirectoryOf(const std::string& source_path) {
+  const std::string dir = ParentDirectory(source_path);
+  if (IsAbsolutePath(dir)) return NormalizePath(dir);
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr || !IsAbsolutePath(cwd)) return "";
+  return ResolvePath(dir, cwd);
+}
+
+LoadResult SingleError(const std::string& file, std::string message) {
+  LoadResult result;
+  result.errors.push_back({file, 0, 0, "", std::move(message)});
+  return result;
+}
+
+}  // namespace
+
+LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path) {
+  try {
+    ConfigParser parser(source_path, BaseDirectoryOf(source_path),
+                        DefaultRuntimeDirFromEnvironment());
+    return parser.Parse(toml_text);
+  } catch (const std::exception& e) {
+    return SingleError(source_path,
+                       std::string("internal error while loading config: ") + e.what());
+  } catch (...) {
+    return SingleError(source_path, "internal error while loading config");
+  }
+}
+
+LoadResult LoadConfigFile(const std::string& path) {
+  try {
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd) return SingleError(path, Status::FromErrno("cannot open config file").message());
+    std::string text;
+    char buffer[64 * 1024];
+    for (;;) {
+      const ssize_t n = read(fd.get(), buffer, sizeof(buffer));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return SingleError(path, Status::FromErrno("cannot read config file").message());
+      }
+      if (n == 0) break;
+      text.append(buffer, static_cast<size_t>(n));
+      if (text.size() > kMaxConfigFileBytes) {
+        return SingleError(path, "config file is larger than " +
+                                     std::to_string(kMaxConfigFileBytes >> 20) + " MiB");
+      }
+    }
+    return ParseConfig(text, path);
+  } catch (const std::exception& e) {
+    return SingleError(path, std::string("internal error while loading config: ") + e.what());
+  } catch (...) {
+    return SingleError(path, "internal error while loading config");
+  }
+}
+
+}  // namespace bulkhead::config

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// Config: bulkheadd's TOML config file, read, validated and completed with defaults. The format is
+// specified in docs/config.md. toml++ and its exceptions stay inside config/. The functions are
+// thread-compatible: they read the environment ($RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR) and the cwd.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/config_error.h"
+#include "config/duration.h"
+
+namespace bulkhead::config {
+
+// A place in the config file. 1-based; 0 means unknown.
+struct SourcePosition {
+  int line = 0;
+  int column = 0;
+};
+
+// One [cells.NAME] table: a worker process and the admission limits in front of it. All paths are
+// absolute and lexically normalised.
+struct CellConfig {
+  // NAME of [cells.NAME]: 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'.
+  std::string name;
+  // The worker's argv, non-empty. command[0] is a path (absolute once resolved) if it contains a
+  // '/', else a program name searched in $PATH at exec time.
+  std::vector<std::string> command;
+  // The client-facing Unix socket. Default <runtime_dir>/NAME.sock.
+  std::string socket;
+  // The supervisor-to-worker Unix socket. Not a key: always <runtime_dir>/NAME.worker.sock.
+  std::string worker_socket;
+  // Requests forwarded to the worker at once (its slots). 1..65535.
+  uint32_t max_concurrent = 0;
+  // Requests waiting, in FIFO order, for a free slot; more are refused. 0..1000000; 0 = no queue.
+  uint32_t max_queue = 0;
+  // Longest time a request waits in the queue before it is refused. > 0, at most 24h.
+  std::chrono::milliseconds queue_timeout{1000};
+  // Fixed delay before a worker that exited is started again. >= 0, at most 24h.
+  std::chrono::milliseconds restart_delay{1000};
+  // Variables added to the worker's environment, in file order. Names are non-empty and contain
+  // no '=' or NUL; values contain no NUL.
+  std::vector<std::pair<std::string, std::string>> environment;
+  // The worker's cwd. Default "/", as systemd.exec(5) WorkingDirectory=.
+  std::string working_directory = "/";
+  // Of the [cells.NAME] table (its '[', or '{' for an inline table).
+  SourcePosition position;
+};
+
+// The [supervisor] table. All paths are absolute and lexically normalised.
+struct SupervisorConfig {
+  // Default: DefaultRuntimeDirFromEnvironment() (config/runtime_dir.h): $RUNTIME_DIRECTORY, else
+  // /run/bulkhead for uid 0, else $XDG_RUNTIME_DIR/bulkhead, else /tmp/bulkhead-<uid>.
+  std::string runtime_dir;
+  // Where bulkheadctl connects. Default <runtime_dir>/control.sock.
+  std::string control_socket;
+  // Largest request or reply payload accepted on any socket, in bytes. 1..1 GiB.
+  uint32_t max_payload_bytes = 4 * 1024 * 1024;
+  // debug | info | warning | error.
+  std::string log_level = "info";
+};
+
+struct Config {
+  // The path the config was read from, as given.
+  std::string source;
+  SupervisorConfig supervisor;
+  // In file order, at least one.
+  std::vector<CellConfig> cells;
+};
+
+struct LoadResult {
+  // Set iff errors is empty.
+  std::optional<Config> config;
+  // Every error found, sorted by position (line, then column; unpositioned errors first).
+  // A TOML syntax error stops parsing, so it is always the only error.
+  std::vector<ConfigError> errors;
+};
+
+// Reads and validates the file at `path`. A file that cannot be read gives one error, with `path`
+// as its file and the errno text in its message. Never throws.
+LoadResult LoadConfigFile(const std::string& path);
+
+// Validates `toml_text`. `source_path` names the file in errors and anchors relative paths: they
+// are resolved against its directory, made absolute with the cwd if needed. Lexical only: no
+// filesystem access, no symlink resolution. Never throws.
+LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path);
+
+}  // namespace bulkhead::config

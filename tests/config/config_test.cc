@@ -1,0 +1,834 @@
+// SPDX-License-Identifier: MIT
+// ParseConfig / LoadConfigFile: a full config with defaults filled, every error kind with its exact
+// file:line:col and key, several errors at once, path resolution, and unreadable files.
+#include "config/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <climits>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/lexical_path.h"
+#include "config/runtime_dir.h"
+
+namespace bulkhead::config {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+constexpr char kFile[] = "/etc/bulkhead/bulkhead.toml";
+
+// Every error as "file:line:col: key: message", the form bulkheadd prints.
+std::vector<std::string> ErrorLines(const LoadResult& result) {
+  std::vector<std::string> lines;
+  for (const ConfigError& error : result.errors) lines.push_back(error.ToString());
+  return lines;
+}
+
+// `text` must be valid; returns its Config.
+Config MustParse(std::string_view text, const std::string& source = kFile) {
+  LoadResult result = ParseConfig(text, source);
+  EXPECT_THAT(ErrorLines(result), IsEmpty());
+  EXPECT_TRUE(result.config.has_value());
+  return result.config.value_or(Config{});
+}
+
+// `text` must be invalid; returns its errors as lines.
+std::vector<std::string> Errors(std::string_view text, const std::string& source = kFile) {
+  LoadResult result = ParseConfig(text, source);
+  EXPECT_FALSE(result.config.has_value());
+  EXPECT_FALSE(result.errors.empty());
+  return ErrorLines(result);
+}
+
+std::string At(int line, int column, std::string_view key, std::string_view message) {
+  std::string out = std::string(kFile) + ":" + std::to_string(line) + ":" + std::to_string(column);
+  out += ": ";
+  out.append(key);
+  out += ": ";
+  out.append(message);
+  return out;
+}
+
+// Sets an environment variable for one test and puts the old value back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The example of docs/config.md, plus an explicit socket and control socket.
+constexpr std::string_view kFullConfig = R"([supervisor]
+runtime_dir = "/run/bulkhead"
+control_socket = "/run/bulkhead/ctl.sock"
+max_payload_bytes = 1048576
+log_level = "debug"
+
+[cells.payments]
+command = ["/usr/lib/bulkhead/gateway-worker", "--upstream", "https://pay.example.com"]
+max_concurrent = 2
+max_queue = 1
+queue_timeout = "500ms"
+restart_delay = "2s"
+working_directory = "/var/lib/payments"
+socket = "/run/payments/api.sock"
+
+[cells.payments.environment]
+PAYMENTS_MODE = "live"
+LANG = "C.UTF-8"
+
+[cells.catalog]
+command = ["echo-worker"]
+max_concurrent = 2
+)";
+
+TEST(ParseConfig, FullConfigWithDefaultsFilled) {
+  const Config config = MustParse(kFullConfig);
+  EXPECT_EQ(config.source, kFile);
+
+  EXPECT_EQ(config.supervisor.runtime_dir, "/run/bulkhead");
+  EXPECT_EQ(config.supervisor.control_socket, "/run/bulkhead/ctl.sock");
+  EXPECT_EQ(config.supervisor.max_payload_bytes, 1048576u);
+  EXPECT_EQ(config.supervisor.log_level, "debug");
+
+  ASSERT_EQ(config.cells.size(), 2u);
+  // File order, not the key order toml++ iterates in.
+  const CellConfig& payments = config.cells[0];
+  EXPECT_EQ(payments.name, "payments");
+  EXPECT_THAT(payments.command, ElementsAre("/usr/lib/bulkhead/gateway-worker", "--upstream",
+                                            "https://pay.example.com"));
+  EXPECT_EQ(payments.socket, "/run/payments/api.sock");
+  EXPECT_EQ(payments.worker_socket, "/run/bulkhead/payments.worker.sock");
+  EXPECT_EQ(payments.max_concurrent, 2u);
+  EXPECT_EQ(payments.max_queue, 1u);
+  EXPECT_EQ(payments.queue_timeout, milliseconds(500));
+  EXPECT_EQ(payments.restart_delay, milliseconds(2000));
+  EXPECT_THAT(payments.environment,
+              ElementsAre(Pair("PAYMENTS_MODE", "live"), Pair("LANG", "C.UTF-8")));
+  EXPECT_EQ(payments.working_directory, "/var/lib/payments");
+  EXPECT_EQ(payments.position.line, 7);
+  EXPECT_EQ(payments.position.column, 1);
+
+  const CellConfig& catalog = config.cells[1];
+  EXPECT_EQ(catalog.name, "catalog");
+  EXPECT_THAT(catalog.command, ElementsAre("echo-worker"));
+  EXPECT_EQ(catalog.socket, "/run/bulkhead/catalog.sock");
+  EXPECT_EQ(catalog.worker_socket, "/run/bulkhead/catalog.worker.sock");
+  EXPECT_EQ(catalog.max_concurrent, 2u);
+  EXPECT_EQ(catalog.max_queue, 0u);
+  EXPECT_EQ(catalog.queue_timeout, milliseconds(1000));
+  EXPECT_EQ(catalog.restart_delay, milliseconds(1000));
+  EXPECT_THAT(catalog.environment, IsEmpty());
+  EXPECT_EQ(catalog.working_directory, "/");
+  EXPECT_EQ(catalog.position.line, 20);
+  EXPECT_EQ(catalog.position.column, 1);
+}
+
+// The example in docs/config.md parses to what its table says.
+TEST(ParseConfig, DocumentedExample) {
+  std::ifstream doc(std::string(BULKHEAD_SOURCE_DIR) + "/docs/config.md");
+  ASSERT_TRUE(doc.good());
+  std::string example;
+  bool in_block = false;
+  for (std::string line; std::getline(doc, line);) {
+    if (!in_block && line == "```toml") {
+      in_block = true;
+    } else if (in_block && line == "```") {
+      break;
+    } else if (in_block) {
+      example += line + "\n";
+    }
+  }
+  ASSERT_FALSE(example.empty());
+
+  // As if run as root without systemd.
+  ScopedEnv env("RUNTIME_DIRECTORY", "/run/bulkhead");
+  const Config config = MustParse(example, "/etc/bulkhead/bulkhead.toml");
+  EXPECT_EQ(config.supervisor.control_socket, "/run/bulkhead/control.sock");
+  ASSERT_EQ(config.cells.size(), 2u);
+  const CellConfig& payments = config.cells[0];
+  EXPECT_EQ(payments.name, "payments");
+  EXPECT_EQ(payments.socket, "/run/bulkhead/payments.sock");
+  EXPECT_EQ(payments.worker_socket, "/run/bulkhead/payments.worker.sock");
+  EXPECT_EQ(payments.max_concurrent, 2u);
+  EXPECT_EQ(payments.max_queue, 1u);
+  EXPECT_EQ(payments.queue_timeout, milliseconds(500));
+  EXPECT_EQ(payments.restart_delay, milliseconds(2000));
+  EXPECT_EQ(payments.working_directory, "/var/lib/bulkhead/payments");
+  const CellConfig& catalog = config.cells[1];
+  EXPECT_EQ(catalog.name, "catalog");
+  EXPECT_EQ(catalog.socket, "/run/bulkhead/catalog.sock");
+  EXPECT_EQ(catalog.worker_socket, "/run/bulkhead/catalog.worker.sock");
+  EXPECT_EQ(catalog.max_concurrent, 2u);
+  EXPECT_EQ(catalog.max_queue, 0u);
+  EXPECT_EQ(catalog.queue_timeout, milliseconds(1000));
+  EXPECT_EQ(catalog.restart_delay, milliseconds(1000));
+  EXPECT_EQ(catalog.working_directory, "/");
+}
+
+TEST(ParseConfig, SupervisorDefaults) {
+  const Config config = MustParse(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)");
+  EXPECT_EQ(config.supervisor.runtime_dir, "/run/bh");
+  EXPECT_EQ(config.supervisor.control_socket, "/run/bh/control.sock");
+  EXPECT_EQ(config.supervisor.max_payload_bytes, 4u * 1024 * 1024);
+  EXPECT_EQ(config.supervisor.log_level, "info");
+}
+
+TEST(ParseConfig, RuntimeDirDefaultsToSystemdRuntimeDirectory) {
+  ScopedEnv env("RUNTIME_DIRECTORY", "/run/bulkhead-test");
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+)");
+  EXPECT_EQ(config.supervisor.runtime_dir, "/run/bulkhead-test");
+  EXPECT_EQ(config.supervisor.control_socket, "/run/bulkhead-test/control.sock");
+  ASSERT_EQ(config.cells.size(), 1u);
+  EXPECT_EQ(config.cells[0].socket, "/run/bulkhead-test/a.sock");
+  EXPECT_EQ(config.cells[0].worker_socket, "/run/bulkhead-test/a.worker.sock");
+}
+
+TEST(ParseConfig, RuntimeDirDefaultFollowsTheEnvironment) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+)");
+  EXPECT_EQ(config.supervisor.runtime_dir, DefaultRuntimeDirFromEnvironment());
+}
+
+TEST(ParseConfig, InlineTablesKeepFileOrder) {
+  const Config config = MustParse(
+      R"(supervisor = { runtime_dir = "/run/bh" }
+cells = { b = { command = ["x"], max_concurrent = 1 }, a = { command = ["y"], max_concurrent = 2, environment = { Z = "1", A = "2" } } }
+)");
+  ASSERT_EQ(config.cells.size(), 2u);
+  EXPECT_EQ(config.cells[0].name, "b");
+  EXPECT_EQ(config.cells[0].position.line, 2);
+  EXPECT_EQ(config.cells[0].position.column, 15);
+  EXPECT_EQ(config.cells[1].name, "a");
+  EXPECT_THAT(config.cells[1].environment, ElementsAre(Pair("Z", "1"), Pair("A", "2")));
+}
+
+TEST(ParseConfig, AcceptsRangeBoundaries) {
+  const Config config = MustParse(R"([supervisor]
+runtime_dir = "/run/bh"
+max_payload_bytes = 1073741824
+[cells.a]
+command = ["x"]
+max_concurrent = 65535
+max_queue = 1000000
+queue_timeout = "1ms"
+restart_delay = "0s"
+[cells.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]
+command = ["x"]
+max_concurrent = 1
+socket = "/run/bh/a-64-chars.sock"
+)");
+  EXPECT_EQ(config.supervisor.max_payload_bytes, 1073741824u);
+  ASSERT_EQ(config.cells.size(), 2u);
+  EXPECT_EQ(config.cells[0].max_concurrent, 65535u);
+  EXPECT_EQ(config.cells[0].max_queue, 1000000u);
+  EXPECT_EQ(config.cells[0].queue_timeout, milliseconds(1));
+  EXPECT_EQ(config.cells[0].restart_delay, milliseconds(0));
+  EXPECT_EQ(config.cells[1].name.size(), 64u);
+}
+
+TEST(ParseConfig, SyntaxErrorIsReportedAlone) {
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = = 1
+max_queue = "not checked"
+)"),
+              ElementsAre(std::string(kFile) +
+                          ":3:18: error while parsing value: could not determine value type"));
+}
+
+TEST(ParseConfig, DuplicateKeyIsASyntaxError) {
+  EXPECT_THAT(
+      Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+max_concurrent = 2
+)"),
+      ElementsAre(std::string(kFile) +
+                  ":4:18: error while parsing key-value pair: cannot redefine existing integer "
+                  "'max_concurrent'"));
+}
+
+TEST(ParseConfig, InvalidUtf8IsASyntaxError) {
+  const std::vector<std::string> errors = Errors("[cells.a]\ncommand = [\"\xff\"]\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], ::testing::StartsWith(std::string(kFile) + ":2:"));
+}
+
+TEST(ParseConfig, UnknownKeysWithHints) {
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+log_levle = "debug"
+[cell.x]
+command = ["x"]
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+max_queu = 3
+colour = "red"
+worker_socket = "/run/x.sock"
+[cells.a.environment]
+A = "1"
+[extra]
+)"),
+      ElementsAre(At(3, 1, "supervisor.log_levle", "unknown key; did you mean \"log_level\"?"),
+                  At(4, 2, "cell", "unknown key; did you mean \"cells\"?"),
+                  At(9, 1, "cells.a.max_queu", "unknown key; did you mean \"max_queue\"?"),
+                  At(10, 1, "cells.a.colour", "unknown key"),
+                  At(11, 1, "cells.a.worker_socket",
+                     "unknown key; the worker socket is always "
+                     "<runtime_dir>/NAME.worker.sock"),
+                  At(14, 2, "extra", "unknown key")));
+}
+
+TEST(ParseConfig, MisplacedKeysAtTopLevel) {
+  EXPECT_THAT(
+      Errors(R"(runtime_dir = "/run/bh"
+max_queue = 1
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)"),
+      ElementsAre(At(1, 1, "runtime_dir", "unknown key; runtime_dir belongs in [supervisor]"),
+                  At(2, 1, "max_queue", "unknown key; max_queue belongs in a [cells.NAME] table")));
+}
+
+TEST(ParseConfig, WrongTypes) {
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+max_payload_bytes = 1.5
+log_level = 3
+[cells.a]
+command = "/usr/bin/worker"
+max_concurrent = "2"
+queue_timeout = 5
+environment = ["A=1"]
+socket = true
+[cells.b]
+command = ["/usr/bin/worker", 5]
+max_concurrent = 1
+max_queue = 2024-01-01
+[cells.b.environment]
+PORT = 8080
+)"),
+      ElementsAre(
+          At(3, 21, "supervisor.max_payload_bytes", "expected integer, got float"),
+          At(4, 13, "supervisor.log_level", "expected string, got integer"),
+          At(6, 11, "cells.a.command",
+             "expected array of strings, got string (write the program and its arguments as "
+             "command = [\"/usr/bin/worker\", \"--flag\"])"),
+          At(7, 18, "cells.a.max_concurrent", "expected integer, got string"),
+          At(8, 17, "cells.a.queue_timeout",
+             "expected string, got integer (a duration is a string such as \"500ms\" or \"2s\")"),
+          At(9, 15, "cells.a.environment", "expected table, got array"),
+          At(10, 10, "cells.a.socket", "expected string, got boolean"),
+          At(12, 31, "cells.b.command[1]", "expected string, got integer (quote it)"),
+          At(14, 13, "cells.b.max_queue", "expected integer, got date"),
+          At(16, 8, "cells.b.environment.PORT", "expected string, got integer (quote it)")));
+}
+
+TEST(ParseConfig, NestedTableInEnvironment) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x", ["y"]]
+max_concurrent = 1
+[cells.a.environment.NESTED]
+X = "1"
+)"),
+              ElementsAre(At(4, 17, "cells.a.command[1]", "expected string, got array"),
+                          At(6, 1, "cells.a.environment.NESTED", "expected string, got table")));
+}
+
+TEST(ParseConfig, SupervisorMustBeATable) {
+  EXPECT_THAT(Errors(R"(supervisor = 1
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(1, 14, "supervisor", "expected table, got integer")));
+}
+
+TEST(ParseConfig, CellsMustBeATableOfTables) {
+  EXPECT_THAT(Errors(R"([[cells]]
+command = ["x"]
+)"),
+              ElementsAre(At(1, 1, "cells",
+                             "expected table, got array (write each cell as a [cells.NAME] "
+                             "table, not [[cells]])")));
+  EXPECT_THAT(Errors(R"(cells.a = 1
+)"),
+              ElementsAre(At(1, 11, "cells.a",
+                             "expected table, got integer (write the cell as a [cells.NAME] "
+                             "table)")));
+}
+
+TEST(ParseConfig, OutOfRangeNumbers) {
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+max_payload_bytes = 0
+[cells.a]
+command = ["x"]
+max_concurrent = 0
+max_queue = -1
+[cells.b]
+command = ["x"]
+max_concurrent = 65536
+max_queue = 1000001
+)"),
+      ElementsAre(At(3, 21, "supervisor.max_payload_bytes",
+                     "must be between 1 and 1073741824 (1 GiB), got 0"),
+                  At(6, 18, "cells.a.max_concurrent", "must be between 1 and 65535, got 0"),
+                  At(7, 13, "cells.a.max_queue", "must be between 0 and 1000000, got -1"),
+                  At(10, 18, "cells.b.max_concurrent", "must be between 1 and 65535, got 65536"),
+                  At(11, 13, "cells.b.max_queue", "must be between 0 and 1000000, got 1000001")));
+  EXPECT_THAT(Errors(R"([supervisor]
+max_payload_bytes = 1073741825
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(2, 21, "supervisor.max_payload_bytes",
+                             "must be between 1 and 1073741824 (1 GiB), got 1073741825")));
+}
+
+TEST(ParseConfig, MalformedDurations) {
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+queue_timeout = "1.5s"
+restart_delay = "-1s"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+queue_timeout = "0s"
+restart_delay = "0s"
+)"),
+      ElementsAre(At(6, 17, "cells.a.queue_timeout", ParseDuration("1.5s").status().message()),
+                  At(7, 17, "cells.a.restart_delay", ParseDuration("-1s").status().message()),
+                  At(11, 17, "cells.b.queue_timeout", "must be greater than 0")));
+}
+
+TEST(ParseConfig, MissingRequiredKeysPointAtTheCellTable) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+max_queue = 1
+[cells.b]
+command = ["x"]
+)"),
+              ElementsAre(At(3, 1, "cells.a.command", "missing required key"),
+                          At(3, 1, "cells.a.max_concurrent", "missing required key"),
+                          At(5, 1, "cells.b.max_concurrent", "missing required key")));
+}
+
+TEST(ParseConfig, NoCells) {
+  const std::string unpositioned =
+      std::string(kFile) + ": cells: no cells defined; add at least one [cells.NAME] table";
+  EXPECT_THAT(Errors(""), ElementsAre(unpositioned));
+  EXPECT_THAT(Errors("[supervisor]\nlog_level = \"info\"\n"), ElementsAre(unpositioned));
+  EXPECT_THAT(
+      Errors("cells = {}\n"),
+      ElementsAre(At(1, 9, "cells", "no cells defined; add at least one [cells.NAME] table")));
+  EXPECT_THAT(
+      Errors("[supervisor]\n[cells]\n"),
+      ElementsAre(At(2, 1, "cells", "no cells defined; add at least one [cells.NAME] table")));
+}
+
+TEST(ParseConfig, InvalidCellNames) {
+  const std::string too_long(65, 'a');
+  const std::string message = "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'";
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells."bad name"]
+command = ["x"]
+max_concurrent = 1
+[cells.)" + too_long +
+             R"(]
+command = ["x"]
+max_concurrent = 1
+[cells.""]
+command = ["x"]
+max_concurrent = 1
+[cells."a.b"]
+command = ["x"]
+max_concurrent = 1
+[cells.ok_Name-2]
+command = ["x"]
+max_concurrent = 1
+)"),
+      ElementsAre(At(3, 8, "cells.\"bad name\"", message), At(6, 8, "cells." + too_long, message),
+                  At(9, 8, "cells.\"\"", message), At(12, 8, "cells.\"a.b\"", message)));
+}
+
+TEST(ParseConfig, BadCommands) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = []
+max_concurrent = 1
+[cells.b]
+command = ["", "arg"]
+max_concurrent = 1
+[cells.c]
+command = ["x\u0000y"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(4, 11, "cells.a.command",
+                             "must not be empty; give the program and its arguments"),
+                          At(7, 12, "cells.b.command[0]", "the program must not be empty"),
+                          At(10, 12, "cells.c.command[0]", "must not contain a NUL character")));
+}
+
+TEST(ParseConfig, BadEnvironmentNames) {
+  const std::string message =
+      "an environment variable name must be non-empty and contain no '=' or NUL";
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+environment = { "A=B" = "1", "" = "2", GOOD = "3" }
+)"),
+              ElementsAre(At(6, 17, "cells.a.environment.\"A=B\"", message),
+                          At(6, 30, "cells.a.environment.\"\"", message)));
+}
+
+TEST(ParseConfig, BadLogLevel) {
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+log_level = "Info"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)"),
+      ElementsAre(At(2, 13, "supervisor.log_level",
+                     "must be one of debug, info, warning, error; got \"Info\"; did you mean "
+                     "\"info\"?")));
+  EXPECT_THAT(Errors(R"([supervisor]
+log_level = "verbose"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(2, 13, "supervisor.log_level",
+                             "must be one of debug, info, warning, error; got \"verbose\"")));
+}
+
+TEST(ParseConfig, EmptyPaths) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = ""
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+socket = ""
+working_directory = ""
+)"),
+              ElementsAre(At(2, 15, "supervisor.runtime_dir", "must not be empty"),
+                          At(6, 10, "cells.a.socket", "must not be empty"),
+                          At(7, 21, "cells.a.working_directory", "must not be empty")));
+}
+
+TEST(ParseConfig, DuplicateSocketsNameTheEarlierUse) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+control_socket = "/run/bh/api.sock"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+socket = "/run/bh/api.sock"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+socket = "/run/bh/./sub/../a.worker.sock"
+[cells.d]
+command = ["x"]
+max_concurrent = 1
+socket = "/run/bh/d.sock"
+)"),
+              ElementsAre(At(7, 10, "cells.a.socket",
+                             "socket /run/bh/api.sock is also used by supervisor.control_socket"),
+                          At(11, 10, "cells.b.socket",
+                             "socket /run/bh/a.worker.sock is also used by the worker socket of "
+                             "cells.a")));
+}
+
+TEST(ParseConfig, DuplicateSocketIsReportedAtTheLaterUseInFileOrder) {
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+socket = "/run/bh/api.sock"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+socket = "/run/bh/api.sock"
+[supervisor]
+runtime_dir = "/run/bh"
+control_socket = "/run/bh/api.sock"
+)"),
+              ElementsAre(At(8, 10, "cells.b.socket",
+                             "socket /run/bh/api.sock is also used by cells.a.socket"),
+                          At(11, 18, "supervisor.control_socket",
+                             "socket /run/bh/api.sock is also used by cells.a.socket")));
+}
+
+TEST(ParseConfig, CellNamedControlClashesWithDefaultControlSocket) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.control]
+command = ["x"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(3, 1, "cells.control.socket",
+                             "default socket /run/bh/control.sock is also used by "
+                             "supervisor.control_socket")));
+}
+
+TEST(ParseConfig, SocketPathLongerThanSunPath) {
+  const std::string fits = "/" + std::string(106, 'x');      // 107 bytes.
+  const std::string too_long = "/" + std::string(107, 'y');  // 108 bytes.
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+socket = ")" + fits + R"("
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+socket = ")" + too_long +
+                     R"("
+)"),
+              ElementsAre(At(10, 10, "cells.b.socket",
+                             "socket " + too_long +
+                                 " is 108 bytes, over the 107-byte limit of a Unix socket path "
+                                 "(sun_path)")));
+}
+
+TEST(ParseConfig, RuntimeDirTooLongForDerivedSockets) {
+  const std::string runtime_dir = "/" + std::string(95, 'r');  // 96 bytes.
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = ")" +
+             runtime_dir + R"("
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)"),
+      ElementsAre(At(2, 15, "supervisor.control_socket",
+                     "default socket " + runtime_dir +
+                         "/control.sock is 109 bytes, over the 107-byte limit of a Unix socket "
+                         "path (sun_path); shorten supervisor.runtime_dir"),
+                  // a.sock is 103 bytes and fits.
+                  At(3, 1, "cells.a",
+                     "worker socket " + runtime_dir +
+                         "/a.worker.sock is 110 bytes, over the 107-byte limit of a Unix socket "
+                         "path (sun_path); shorten supervisor.runtime_dir or the cell name")));
+}
+
+TEST(ParseConfig, SeveralErrorsReportedTogetherInFileOrder) {
+  LoadResult result = ParseConfig(R"([cells.b]
+command = ["x"]
+max_concurrent = 0
+[cells.a]
+max_queue = "big"
+[supervisor]
+runtime_dir = "/run/bh"
+log_level = "loud"
+)",
+                                  kFile);
+  EXPECT_FALSE(result.config.has_value());
+  EXPECT_THAT(ErrorLines(result),
+              ElementsAre(At(3, 18, "cells.b.max_concurrent", "must be between 1 and 65535, got 0"),
+                          At(4, 1, "cells.a.command", "missing required key"),
+                          At(4, 1, "cells.a.max_concurrent", "missing required key"),
+                          At(5, 13, "cells.a.max_queue", "expected integer, got string"),
+                          At(8, 13, "supervisor.log_level",
+                             "must be one of debug, info, warning, error; got \"loud\"")));
+  // The structured fields agree with the text.
+  ASSERT_EQ(result.errors.size(), 5u);
+  EXPECT_EQ(result.errors[3].file, kFile);
+  EXPECT_EQ(result.errors[3].line, 5);
+  EXPECT_EQ(result.errors[3].column, 13);
+  EXPECT_EQ(result.errors[3].key, "cells.a.max_queue");
+  EXPECT_EQ(result.errors[3].message, "expected integer, got string");
+}
+
+TEST(ParseConfig, RelativePathsResolveAgainstTheConfigDirectory) {
+  const Config config = MustParse(R"([supervisor]
+runtime_dir = "../run"
+control_socket = "ctl/control.sock"
+[cells.a]
+command = ["../bin/worker", "--data", "./data"]
+max_concurrent = 1
+socket = "sockets//a.sock"
+working_directory = "."
+[cells.b]
+command = ["worker", "x/y"]
+max_concurrent = 1
+working_directory = "/srv/b/../b2/"
+)",
+                                  "/etc/bulkhead/conf.d/main.toml");
+  EXPECT_EQ(config.supervisor.runtime_dir, "/etc/bulkhead/run");
+  EXPECT_EQ(config.supervisor.control_socket, "/etc/bulkhead/conf.d/ctl/control.sock");
+  ASSERT_EQ(config.cells.size(), 2u);
+  const CellConfig& a = config.cells[0];
+  // Only command[0] is a path; arguments are passed as written.
+  EXPECT_THAT(a.command, ElementsAre("/etc/bulkhead/bin/worker", "--data", "./data"));
+  EXPECT_EQ(a.socket, "/etc/bulkhead/conf.d/sockets/a.sock");
+  EXPECT_EQ(a.worker_socket, "/etc/bulkhead/run/a.worker.sock");
+  EXPECT_EQ(a.working_directory, "/etc/bulkhead/conf.d");
+  const CellConfig& b = config.cells[1];
+  // No '/': looked up in $PATH at exec time, so kept as is.
+  EXPECT_THAT(b.command, ElementsAre("worker", "x/y"));
+  EXPECT_EQ(b.socket, "/etc/bulkhead/run/b.sock");
+  EXPECT_EQ(b.working_directory, "/srv/b2");
+}
+
+TEST(ParseConfig, RelativeSourcePathIsAnchoredAtTheCwd) {
+  char cwd[PATH_MAX];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  const Config config = MustParse(R"([supervisor]
+runtime_dir = "run"
+[cells.a]
+command = ["./worker"]
+max_concurrent = 1
+)",
+                                  "conf/bulkhead.toml");
+  EXPECT_EQ(config.source, "conf/bulkhead.toml");
+  EXPECT_EQ(config.supervisor.runtime_dir, NormalizePath(std::string(cwd) + "/conf/run"));
+  ASSERT_EQ(config.cells.size(), 1u);
+  EXPECT_THAT(config.cells[0].command,
+              ElementsAre(NormalizePath(std::string(cwd) + "/conf/worker")));
+}
+
+TEST(ParseConfig, NeverThrowsAndKeepsItsContractOnDamagedInput) {
+  // Every prefix of a valid file, and the file with each byte replaced by characters that break
+  // TOML in different ways. Only the contract is checked: config set iff no errors, every error
+  // names the file, and errors are sorted.
+  std::vector<std::string> inputs;
+  for (size_t n = 0; n <= kFullConfig.size(); ++n) inputs.emplace_back(kFullConfig.substr(0, n));
+  for (size_t i = 0; i < kFullConfig.size(); ++i) {
+    for (char c : {'"', '[', '=', '\n', '\0', '\xff', '.', '0'}) {
+      std::string damaged(kFullConfig);
+      damaged[i] = c;
+      inputs.push_back(std::move(damaged));
+    }
+  }
+  for (const std::string& input : inputs) {
+    LoadResult result;
+    ASSERT_NO_THROW(result = ParseConfig(input, kFile)) << input;
+    ASSERT_EQ(result.config.has_value(), result.errors.empty()) << input;
+    for (size_t e = 0; e < result.errors.size(); ++e) {
+      ASSERT_EQ(result.errors[e].file, kFile);
+      ASSERT_FALSE(result.errors[e].message.empty());
+      if (e > 0) {
+        const ConfigError& prev = result.errors[e - 1];
+        const ConfigError& cur = result.errors[e];
+        ASSERT_TRUE(prev.line < cur.line || (prev.line == cur.line && prev.column <= cur.column))
+            << input;
+      }
+    }
+  }
+}
+
+// LoadConfigFile against real files in a fresh temporary directory.
+class LoadConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "bulkhead-config-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    for (const std::string& file : files_) unlink(file.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string Write(const std::string& name, std::string_view text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    files_.push_back(path);
+    return path;
+  }
+
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(LoadConfigFileTest, ReadsAndAnchorsPathsAtTheFile) {
+  const std::string path = Write("bulkhead.toml", R"([supervisor]
+runtime_dir = "run"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)");
+  LoadResult result = LoadConfigFile(path);
+  ASSERT_THAT(ErrorLines(result), IsEmpty());
+  ASSERT_TRUE(result.config.has_value());
+  EXPECT_EQ(result.config->source, path);
+  EXPECT_EQ(result.config->supervisor.runtime_dir, NormalizePath(dir_ + "/run"));
+}
+
+TEST_F(LoadConfigFileTest, ReportsErrorsUnderThePathAsGiven) {
+  const std::string path = Write("bad.toml", "[cells.a]\nmax_concurrent = 1\n");
+  LoadResult result = LoadConfigFile(path);
+  EXPECT_FALSE(result.config.has_value());
+  EXPECT_THAT(ErrorLines(result),
+              ElementsAre(path + ":1:1: cells.a.command: missing required key"));
+}
+
+TEST_F(LoadConfigFileTest, MissingFileGivesOneClearError) {
+  const std::string path = dir_ + "/missing.toml";
+  LoadResult result = LoadConfigFile(path);
+  EXPECT_FALSE(result.config.has_value());
+  EXPECT_THAT(ErrorLines(result),
+              ElementsAre(path + ": cannot open config file: No such file or directory"));
+}
+
+TEST_F(LoadConfigFileTest, DirectoryGivesOneClearError) {
+  LoadResult result = LoadConfigFile(dir_);
+  EXPECT_FALSE(result.config.has_value());
+  EXPECT_THAT(ErrorLines(result), ElementsAre(dir_ + ": cannot read config file: Is a directory"));
+}
+
+}  // namespace
+}  // namespace bulkhead::config

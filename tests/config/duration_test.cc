@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+// ParseDuration: accepted forms with their values, refused forms with the problem they name.
+#include "config/duration.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace bulkhead::config {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+milliseconds Parsed(std::string_view text) {
+  Result<milliseconds> result = ParseDuration(text);
+  EXPECT_TRUE(result.ok()) << text << ": " << result.status().message();
+  return result.ok() ? result.value() : milliseconds(-1);
+}
+
+TEST(ParseDuration, AcceptsEachUnit) {
+  EXPECT_EQ(Parsed("500ms"), milliseconds(500));
+  EXPECT_EQ(Parsed("2s"), milliseconds(2'000));
+  EXPECT_EQ(Parsed("3m"), milliseconds(180'000));
+  EXPECT_EQ(Parsed("1h"), milliseconds(3'600'000));
+}
+
+TEST(ParseDuration, AcceptsZero) {
+  EXPECT_EQ(Parsed("0s"), milliseconds(0));
+  EXPECT_EQ(Parsed("0ms"), milliseconds(0));
+}
+
+TEST(ParseDuration, AcceptsGroupsLargestUnitFirst) {
+  EXPECT_EQ(Parsed("1m30s"), milliseconds(90'000));
+  EXPECT_EQ(Parsed("1s500ms"), milliseconds(1'500));
+  EXPECT_EQ(Parsed("1h2m3s4ms"), milliseconds(3'723'004));
+  EXPECT_EQ(Parsed("1h30s"), milliseconds(3'630'000));  // Units may be skipped.
+  EXPECT_EQ(Parsed("90s"), milliseconds(90'000));       // A group may exceed the next unit.
+  EXPECT_EQ(Parsed("007s"), milliseconds(7'000));
+}
+
+TEST(ParseDuration, AcceptsUpToExactly24h) {
+  EXPECT_EQ(Parsed("24h"), kMaxDuration);
+  EXPECT_EQ(Parsed("23h60m"), kMaxDuration);
+  EXPECT_EQ(Parsed("86400000ms"), kMaxDuration);
+}
+
+struct Refused {
+  std::string_view text;
+  std::string_view problem;
+};
+
+TEST(ParseDuration, RefusesWithTheProblemAndTheAcceptedForm) {
+  const Refused cases[] = {
+      {"", "empty"},
+      {"5", "a unit is required, a bare number is ambiguous"},
+      {"-1s", "a sign is not allowed"},
+      {"+1s", "a sign is not allowed"},
+      {"1.5s", "decimals are not allowed"},
+      {"1,5s", "decimals are not allowed"},
+      {"1 s", "spaces are not allowed"},
+      {" 1s", "spaces are not allowed"},
+      {"1s\n", "spaces are not allowed"},
+      {"5sec", "unknown unit \"sec\""},
+      {"5S", "unknown unit \"S\""},
+      {"1d", "unknown unit \"d\""},
+      {"5us", "unknown unit \"us\""},
+      {"s", "missing number before unit \"s\""},
+      {"1m30", "missing unit after \"30\""},
+      {"30s1m", "units must go from largest to smallest, each at most once"},
+      {"1s1s", "units must go from largest to smallest, each at most once"},
+      {"1ms1s", "units must go from largest to smallest, each at most once"},
+      {"1s#", "unexpected character '#'"},
+      {"25h", "longer than the maximum of 24h"},
+      {"24h1ms", "longer than the maximum of 24h"},
+      {"86400001ms", "longer than the maximum of 24h"},
+  };
+  for (const Refused& c : cases) {
+    Result<milliseconds> result = ParseDuration(c.text);
+    ASSERT_FALSE(result.ok()) << "accepted \"" << c.text << "\"";
+    const std::string& message = result.status().message();
+    EXPECT_THAT(message, HasSubstr("invalid duration \"" + std::string(c.text) + "\": "));
+    EXPECT_THAT(message, HasSubstr(std::string(c.problem))) << c.text;
+    EXPECT_THAT(message, HasSubstr("such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)"))
+        << c.text;
+  }
+}
+
+TEST(ParseDuration, DoesNotOverflowOnHugeNumbers) {
+  // 2^64 ms and far beyond: would wrap around to small values if accumulated naively.
+  const std::string cases[] = {"18446744073709551616ms", std::string(400, '9') + "h",
+                               "9223372036854775807h9223372036854775807m"};
+  for (const std::string& text : cases) {
+    Result<milliseconds> result = ParseDuration(text);
+    ASSERT_FALSE(result.ok()) << text;
+    EXPECT_THAT(result.status().message(), HasSubstr("longer than the maximum of 24h"));
+  }
+}
+
+}  // namespace
+}  // namespace bulkhead::config
