@@ -12,12 +12,7 @@ StreamWriter::StreamWriter(uv_stream_t* stream, std::function<void(int)> on_erro
 }
 
 void StreamWriter::AppendFrame(const ipc::FrameHeader& header, std::string_view payload) {
-  char head[ipc::kHeaderSize];
-  ipc::FrameHeader h = header;
-  h.payload_size = static_cast<uint32_t>(payload.size());
-  ipc::EncodeHeader(h, head);
-  pending_.append(head, sizeof head);
-  pending_.append(payload);
+  ipc::AppendFrame(&pending_, header, payload);
 }
 
 void StreamWriter::AppendBytes(std::string_view bytes) { pending_.append(bytes); }
