@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: MIT
+// Spawn: everything the child needs is prepared before the fork; between fork and execve the
+// child makes only async-signal-safe system calls (signal-safety(7)) and touches no heap.
+#include "cell/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <string_view>
+
+#include "base/exit_status.h"
+#include "base/unique_fd.h"
+
+namespace bulkhead::cell {
+namespace {
+
+// clone3(2) arguments, laid out as the kernel's struct clone_args (include/uapi/linux/sched.h,
+// CLONE_ARGS_SIZE_VER2 = 88 bytes, Linux 5.7). Declared here because glibc has no clone3 wrapper
+// and older kernel headers lack the `cgroup` field.
+struct CloneArgs {
+  uint64_t flags = 0;
+  uint64_t pidfd = 0;
+  uint64_t child_tid = 0;
+  uint64_t parent_tid = 0;
+  uint64_t exit_signal = 0;
+  uint64_t stack = 0;
+  uint64_t stack_size = 0;
+  uint64_t tls = 0;
+  uint64_t set_tid = 0;
+  uint64_t set_tid_size = 0;
+  uint64_t cgroup = 0;
+};
+static_assert(sizeof(CloneArgs) == 88);
+constexpr uint64_t kCloneIntoCgroup = 0x200000000ULL;  // CLONE_INTO_CGROUP
+
+// The report pipe's write end is moved to at least this descriptor, above 0-2 and the listening
+// socket's 3, so the child's dup2() calls never overwrite it.
+constexpr int kMinReportFd = kListenFdNumber + 1;
+
+// The step of the child that failed, sent to the parent through the report pipe.
+enum class ChildStep : int32_t {
+  kSignalMask = 1,
+  kSetsid,
+  kListenFd,
+  kOpenDevNull,
+  kStdio,
+  kCloseFds,
+  kChdir,
+  kExec,
+};
+
+// Written once by a failing child: fits in one atomic pipe write (PIPE_BUF).
+struct ChildReport {
+  ChildStep step;
+  int32_t error_number;
+  // kExec: index into ChildPlan::exec_candidates of the path that failed; -1 when a bare name was
+  // found in no PATH directory.
+  int32_t candidate;
+};
+
+// Everything the child reads, built in the parent before the fork.
+struct ChildPlan {
+  std::vector<std::string> exec_candidates;  // paths tried in order with execve
+  bool path_search = false;                  // exec_candidates came from a PATH search
+  std::vector<char*> argv;                   // nullptr-terminated, pointing into SpawnOptions
+  std::vector<std::string> env_storage;
+  std::vector<char*> envp;                  // nullptr-terminated, pointing into env_storage
+  char* listen_pid_value = nullptr;         // digits of LISTEN_PID go here, inside env_storage
+  const char* working_directory = nullptr;  // nullptr: stay
+  int listen_fd = -1;
+  int report_fd = -1;
+  int report_read_fd = -1;
+  unsigned int close_fallback_limit = 0;  // highest descriptor + 1 for the pre-5.9 close loop
+};
+
+constexpr std::string_view kListenPidPrefix = "LISTEN_PID=";
+// Room for the digits of any pid_t and the terminating NUL.
+constexpr size_t kPidDigits = 21;
+
+bool IsListenVariable(std::string_view entry) {
+  return entry.starts_with("LISTEN_PID=") || entry.starts_with("LISTEN_FDS=") ||
+         entry.starts_with("LISTEN_FDNAMES=");
+}
+
+std::string SearchPath(const std::vector<std::string>& environment) {
+  for (const std::string& entry : environment) {
+    if (entry.starts_with("PATH=")) return entry.substr(5);
+  }
+  return kDefaultSearchPath;
+}
+
+std::vector<std::string> ExecCandidates(const std::string& program, const std::string& path) {
+  if (program.find('/') != std::string::npos) return {program};
+  std::vector<std::string> candidates;
+  size_t begin = 0;
+  while (true) {
+    size_t end = path.find(':', begin);
+    std::string_view dir = std::string_view(path).substr(
+        begin, end == std::string::npos ? std::string::npos : end - begin);
+    // POSIX: a zero-length PATH element means the current directory.
+    std::string candidate(dir.empty() ? std::string_view(".") : dir);
+    candidate += '/';
+    candidate += program;
+    candidates.push_back(std::move(candidate));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return candidates;
+}
+
+// ---- Child side: async-signal-safe only. ----
+
+[[noreturn]] void ReportAndExit(const ChildPlan& plan, ChildStep step, int err,
+                                int32_t candidate = -1) {
+  ChildReport report{step, err, candidate};
+  while (::write(plan.report_fd, &report, sizeof report) < 0 && errno == EINTR) {
+  }
+  ::_exit(err == ENOENT ? kExitExecNotFound : kExitExecNotExecutable);
+}
+
+void FormatDecimal(char* out, long value) {
+  char reversed[kPidDigits];
+  int n = 0;
+  do {
+    reversed[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value > 0 && n < static_cast<int>(kPidDigits) - 1);
+  for (int i = 0; i < n; ++i) out[i] = reversed[n - 1 - i];
+  out[n] = '\0';
+}
+
+// Closes [first, last]; false with errno set on failure.
+bool CloseRange(unsigned int first, unsigned int last, unsigned int fallback_limit) {
+  if (first > last) return true;
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, first, last, 0) == 0) return true;
+  if (errno != ENOSYS) return false;
+#endif
+  for (unsigned int fd = first; fd <= last && fd < fallback_limit; ++fd)
+    ::close(static_cast<int>(fd));
+  return true;
+}
+
+[[noreturn]] void RunChild(const ChildPlan& plan) {
+  ::close(plan.report_read_fd);
+
+  // Signals: dispositions first, so that no handler of the parent can run once the mask (all
+  // blocked by the parent around the fork) is emptied. SIGKILL/SIGSTOP cannot be changed, and
+  // glibc refuses its two internal signals: errors are ignored.
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    ::sigaction(sig, &default_action, nullptr);
+  }
+  sigset_t empty;
+  sigemptyset(&empty);
+  if (::sigprocmask(SIG_SETMASK, &empty, nullptr) != 0) {
+    ReportAndExit(plan, ChildStep::kSignalMask, errno);
+  }
+
+  if (::setsid() < 0) ReportAndExit(plan, ChildStep::kSetsid, errno);
+
+  // The listening socket goes to 3 before stdio is touched, since it may sit on 0-2.
+  if (plan.listen_fd == kListenFdNumber) {
+    if (::fcntl(kListenFdNumber, F_SETFD, 0) < 0) ReportAndExit(plan, ChildStep::kListenFd, errno);
+  } else if (plan.listen_fd >= 0) {
+    // dup2 clears FD_CLOEXEC on the new descriptor.
+    if (::dup2(plan.listen_fd, kListenFdNumber) < 0) {
+      ReportAndExit(plan, ChildStep::kListenFd, errno);
+    }
+  }
+
+  // Not O_CLOEXEC: when 0-2 are closed it lands on one of them and stays; above 2 it is closed
+  // with the rest.
+  int null_fd = ::open("/dev/null", O_RDWR);
+  if (null_fd < 0) ReportAndExit(plan, ChildStep::kOpenDevNull, errno);
+  if (null_fd != STDIN_FILENO && ::dup2(null_fd, STDIN_FILENO) < 0) {
+    ReportAndExit(plan, ChildStep::kStdio, errno);
+  }
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    int flags = ::fcntl(fd, F_GETFD);
+    if (flags < 0) {
+      if (::dup2(null_fd, fd) < 0) ReportAndExit(plan, ChildStep::kStdio, errno);
+    } else if ((flags & FD_CLOEXEC) != 0 && ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) < 0) {
+      ReportAndExit(plan, ChildStep::kStdio, errno);
+    }
+  }
+
+  // Close everything above 2 except the listening socket (3) and the report pipe (closed by exec).
+  unsigned int first = plan.listen_fd >= 0 ? kListenFdNumber + 1 : kListenFdNumber;
+  unsigned int report = static_cast<unsigned int>(plan.report_fd);
+  if (!CloseRange(first, report - 1, plan.close_fallback_limit) ||
+      !CloseRange(report + 1, ~0U, plan.close_fallback_limit)) {
+    ReportAndExit(plan, ChildStep::kCloseFds, errno);
+  }
+
+  if (plan.working_directory != nullptr && ::chdir(plan.working_directory) < 0) {
+    ReportAndExit(plan, ChildStep::kChdir, errno);
+  }
+
+  if (plan.listen_pid_value != nullptr) FormatDecimal(plan.listen_pid_value, ::getpid());
+
+  // As execvp(3): in a PATH search, ENOENT-like errors move on to the next directory, EACCES is
+  // remembered and reported only if no later directory succeeds.
+  int32_t denied = -1;
+  for (size_t i = 0; i < plan.exec_candidates.size(); ++i) {
+    ::execve(plan.exec_candidates[i].c_str(), plan.argv.data(), plan.envp.data());
+    int err = errno;
+    if (!plan.path_search) ReportAndExit(plan, ChildStep::kExec, err, 0);
+    if (err == EACCES) {
+      if (denied < 0) denied = static_cast<int32_t>(i);
+    } else if (err != ENOENT && err != ENOTDIR && err != ESTALE && err != ENODEV &&
+               err != ETIMEDOUT) {
+      ReportAndExit(plan, ChildStep::kExec, err, static_cast<int32_t>(i));
+    }
+  }
+  if (denied >= 0) ReportAndExit(plan, ChildStep::kExec, EACCES, denied);
+  ReportAndExit(plan, ChildStep::kExec, ENOENT, -1);
+}
+
+// ---- Parent side. ----
+
+Status DescribeChildFailure(const ChildReport& report, const SpawnOptions& options,
+                            const ChildPlan& plan) {
+  int err = report.error_number;
+  switch (report.step) {
+    case ChildStep::kSignalMask:
+      return Status::FromErrno("sigprocmask", err);
+    case ChildStep::kSetsid:
+      return Status::FromErrno("setsid", err);
+    case ChildStep::kListenFd:
+      return Status::FromErrno("dup2 listen fd " + std::to_string(options.listen_fd) + " to fd 3",
+                               err);
+    case ChildStep::kOpenDevNull:
+      return Status::FromErrno("open /dev/null", err);
+    case ChildStep::kStdio:
+      return Status::FromErrno("dup2 /dev/null to stdio", err);
+    case ChildStep::kCloseFds:
+      return Status::FromErrno("close_range", err);
+    case ChildStep::kChdir:
+      return Status::FromErrno("chdir " + options.working_directory, err);
+    case ChildStep::kExec:
+      if (report.candidate >= 0 &&
+          static_cast<size_t>(report.candidate) < plan.exec_candidates.size()) {
+        return Status::FromErrno("exec " + plan.exec_candidates[report.candidate], err);
+      }
+      return Status::FromErrno(
+          "exec " + options.argv[0] + " (searched PATH=" + SearchPath(options.environment) + ")",
+          err);
+  }
+  return Status::FromErrno("spawn: child step " + std::to_string(static_cast<int>(report.step)),
+                           err);
+}
+
+void BuildEnvironment(const SpawnOptions& options, ChildPlan* plan) {
+  for (const std::string& entry : options.environment) {
+    if (!IsListenVariable(entry)) plan->env_storage.push_back(entry);
+  }
+  size_t listen_pid_index = 0;
+  if (options.listen_fd >= 0) {
+    plan->env_storage.push_back("LISTEN_FDS=1");
+    if (!options.listen_fd_name.empty()) {
+      plan->env_storage.push_back("LISTEN_FDNAMES=" + options.listen_fd_name);
+    }
+    listen_pid_index = plan->env_storage.size();
+    // Placeholder: the child writes its own pid here, NUL-terminated, after the fork.
+    plan->env_storage.push_back(std::string(kListenPidPrefix) + std::string(kPidDigits, '\0'));
+  }
+  // Pointers are taken only once env_storage no longer grows.
+  for (std::string& entry : plan->env_storage) plan->envp.push_back(entry.data());
+  plan->envp.push_back(nullptr);
+  if (options.listen_fd >= 0) {
+    plan->listen_pid_value = plan->env_storage[listen_pid_index].data() + kListenPidPrefix.size();
+  }
+}
+
+unsigned int CloseFallbackLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      limit.rlim_cur > (1u << 20)) {
+    return 1u << 20;
+  }
+  return static_cast<unsigned int>(limit.rlim_cur);
+}
+
+// Moves `fd` to a descriptor >= kMinReportFd, keeping FD_CLOEXEC.
+Result<UniqueFd> MoveAboveListenFd(UniqueFd fd) {
+  if (fd.get() >= kMinReportFd) return fd;
+  int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, kMinReportFd);
+  if (moved < 0) return Status::FromErrno("spawn: fcntl(F_DUPFD_CLOEXEC)");
+  return UniqueFd(moved);
+}
+
+pid_t ForkOrClone(const SpawnOptions& options) {
+  if (options.cgroup_fd < 0) return ::fork();
+  CloneArgs args;
+  args.flags = kCloneIntoCgroup;
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<uint64_t>(options.cgroup_fd);
+  // Without CLONE_VM and with no stack given, the child continues on a copy of this stack, like
+  // fork(2) (but without glibc's atfork handlers, which the child does not need).
+  return static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+}
+
+Status ForkError(const SpawnOptions& options, int err) {
+  if (options.cgroup_fd < 0) return Status::FromErrno("fork", err);
+  std::string what = "clone3 into cgroup fd " + std::to_string(options.cgroup_fd);
+  if (err == ENOSYS || err == E2BIG) {
+    what += " (CLONE_INTO_CGROUP needs Linux >= 5.7)";
+  }
+  return Status::FromErrno(what, err);
+}
+
+void Reap(pid_t pid) {
+  int wait_status = 0;
+  while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+Result<pid_t> Spawn(const SpawnOptions& options) {
+  if (options.argv.empty() || options.argv[0].empty()) {
+    return Status::Error("spawn: argv[0] is empty");
+  }
+
+  ChildPlan plan;
+  plan.path_search = options.argv[0].find('/') == std::string::npos;
+  plan.exec_candidates = ExecCandidates(options.argv[0], SearchPath(options.environment));
+  for (const std::string& arg : options.argv) plan.argv.push_back(const_cast<char*>(arg.c_str()));
+  plan.argv.push_back(nullptr);
+  BuildEnvironment(options, &plan);
+  if (!options.working_directory.empty())
+    plan.working_directory = options.working_directory.c_str();
+  plan.listen_fd = options.listen_fd;
+  plan.close_fallback_limit = CloseFallbackLimit();
+
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::FromErrno("spawn: pipe2");
+  UniqueFd report_read(pipe_fds[0]);
+  Result<UniqueFd> report_write = MoveAboveListenFd(UniqueFd(pipe_fds[1]));
+  if (!report_write.ok()) return report_write.status();
+  plan.report_fd = report_write->get();
+  plan.report_read_fd = report_read.get();
+
+  // Block every signal across the fork so that no handler of the parent runs in the child before
+  // it resets the dispositions; the child empties its mask, the parent restores its own.
+  sigset_t all;
+  sigset_t saved;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
+  pid_t pid = ForkOrClone(options);
+  if (pid == 0) RunChild(plan);
+  int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  report_write->Reset();
+  if (pid < 0) return ForkError(options, fork_errno);
+
+  // EOF without a report: execve succeeded and closed the write end.
+  ChildReport report{};
+  size_t received = 0;
+  while (received < sizeof report) {
+    ssize_t n = ::read(report_read.get(), reinterpret_cast<char*>(&report) + received,
+                       sizeof report - received);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    received += static_cast<size_t>(n);
+  }
+  if (received == 0) return pid;
+
+  Reap(pid);
+  if (received < sizeof report) {
+    return Status::Error("spawn: truncated failure report from child " + std::to_string(pid));
+  }
+  return DescribeChildFailure(report, options, plan);
+}
+
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return "exit " + std::to_string(WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    std::string text = "signal " + std::to_string(WTERMSIG(wait_status));
+    if (WCOREDUMP(wait_status)) text += " (core dumped)";
+    return text;
+  }
+  if (WIFSTOPPED(wait_status)) return "stopped by signal " + std::to_string(WSTOPSIG(wait_status));
+  if (WIFCONTINUED(wait_status)) return "continued";
+  return "wait status " + std::to_string(wait_status);
+}
+
+}  // namespace bulkhead::cell

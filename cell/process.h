@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// The worker launcher: fork (or clone3 into a cgroup) + exec with a clean slate, exec failures
+// reported synchronously. REQUIRES: called from one thread at a time (the supervisor's loop
+// thread); no other thread of the process may fork while Spawn runs (see Spawn).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace bulkhead::cell {
+
+// PATH used to find a bare argv[0] when `environment` has no PATH entry (systemd's default).
+inline constexpr char kDefaultSearchPath[] =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The listening socket is passed as the first descriptor of sd_listen_fds(3): SD_LISTEN_FDS_START.
+inline constexpr int kListenFdNumber = 3;
+
+struct SpawnOptions {
+  // argv[0] is the program: a path with a '/' (absolute, or relative to `working_directory`
+  // when one is set, since the child changes directory before exec), or a bare name searched in
+  // the PATH of `environment` (kDefaultSearchPath when absent), as execvp(3) does. Not empty.
+  std::vector<std::string> argv;
+  // The complete environment of the child, "KEY=VALUE"; nothing is inherited. Entries named
+  // LISTEN_PID, LISTEN_FDS or LISTEN_FDNAMES are dropped: Spawn sets them from `listen_fd`.
+  std::vector<std::string> environment;
+  // The child chdir()s here before exec; empty = the parent's working directory.
+  std::string working_directory;
+  // If >= 0: becomes descriptor 3 in the child (not close-on-exec), announced with LISTEN_FDS=1,
+  // LISTEN_PID=<child pid> and, if `listen_fd_name` is not empty, LISTEN_FDNAMES=listen_fd_name
+  // (sd_listen_fds(3), sd_listen_fds_with_names(3)). Still owned by the caller, whose copy is
+  // left open; its close-on-exec flag in the parent does not matter.
+  int listen_fd = -1;
+  std::string listen_fd_name;
+  // If >= 0: a descriptor of a cgroup v2 directory (opened O_RDONLY | O_DIRECTORY or O_PATH); the
+  // child is created in that cgroup by clone3(2) with CLONE_INTO_CGROUP (Linux >= 5.7), so it
+  // never runs outside it. If < 0: plain fork(2), the child stays in the caller's cgroup.
+  int cgroup_fd = -1;
+};
+
+// Starts a worker process and returns its pid once it has exec'd (the parent blocks only that
+// long, as libuv's uv_spawn does).
+//
+// In the child, before execve(2): every signal disposition reset to SIG_DFL and the signal mask
+// emptied (ignored or blocked signals would otherwise survive exec); setsid(), so the worker leads
+// its own session and process group and kill(-pid, sig) reaches the whole cell; stdin from
+// /dev/null; stdout and stderr inherited (/dev/null if the parent has them closed); `listen_fd`
+// moved to descriptor 3; every other descriptor above 2 closed (close_range(2), or a loop up to
+// RLIMIT_NOFILE on kernels before 5.9); chdir(working_directory); execve with `environment`.
+// Only async-signal-safe calls run after the fork: argv, envp and PATH candidates are built
+// before it.
+//
+// Errors: a failed step in the child is reported through a close-on-exec pipe with its errno; the
+// child then exits 127 (ENOENT) or 126 (anything else) like a shell (base/exit_status.h) and is
+// reaped here. The Status names the step, the path and the errno text, e.g.
+// "exec /usr/bin/nope: No such file or directory", "chdir /srv/x: Permission denied", and carries
+// that errno in error_number(). Failures before the fork (empty argv, pipe, fork/clone3 errors such
+// as ENOSYS from a kernel without clone3) return without a child.
+//
+// Spawn installs no SIGCHLD handler and reaps nothing but a child that failed before exec: the
+// caller owns the pid and must waitpid() it. While Spawn runs, all signals are blocked in the
+// calling thread (restored before return), so a parent's signal handler never runs in the child.
+// Threads: another thread forking concurrently could inherit the report pipe's write end and
+// delay this call until its own child execs or exits.
+Result<pid_t> Spawn(const SpawnOptions& options);
+
+// Describes a status from waitpid(2): "exit 3", "signal 9", "signal 11 (core dumped)";
+// "stopped by signal 19" and "continued" for WUNTRACED / WCONTINUED statuses.
+std::string DescribeWaitStatus(int wait_status);
+
+}  // namespace bulkhead::cell

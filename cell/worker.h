@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// Worker SDK: serves the frame protocol (docs/protocol.md) on the listening socket bulkheadd
+// passes as fd 3 (sd_listen_fds(3)). One thread per accepted connection; the handler runs on
+// those threads, concurrently, so it must be thread-safe.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/status.h"
+
+namespace bulkhead::cell {
+
+// A handler's answer to one request. ok: REPLY OK with `payload`. !ok: REPLY FAILED with reason
+// worker_error and `payload` as the error message.
+struct HandlerResult {
+  bool ok = true;
+  std::string payload;
+
+  static HandlerResult Ok(std::string payload) { return {true, std::move(payload)}; }
+  static HandlerResult Error(std::string message) { return {false, std::move(message)}; }
+};
+
+// Called once per REQUEST with its payload (valid only during the call). May block (a slow
+// dependency) and runs concurrently with other calls. An exception escaping the handler becomes
+// REPLY FAILED/worker_error with its what(); a result over the protocol's 4 MiB payload limit
+// becomes FAILED/worker_error "reply of N bytes exceeds ...".
+using Handler = std::function<HandlerResult(std::string_view payload)>;
+
+// Takes the listening socket passed per sd_listen_fds(3): LISTEN_PID must equal getpid() and
+// LISTEN_FDS must be 1, so the socket is fd 3 (SD_LISTEN_FDS_START); fd 3 must be a listening
+// stream socket. Unsets LISTEN_PID, LISTEN_FDS and LISTEN_FDNAMES whether or not it succeeds (as
+// sd_listen_fds(1) does), so the worker's own children do not inherit them, and sets FD_CLOEXEC on
+// fd 3. The error names what is missing or wrong, e.g. "LISTEN_PID=41 is not this process
+// (pid 57)". REQUIRES: called before the process starts threads (it calls unsetenv).
+Result<int> ListenFdFromEnv();
+
+// Serves forever on `listen_fd` (a listening SOCK_STREAM socket): accept(2)s connections and runs
+// each on its own detached thread, which reads REQUEST frames and answers each, in order, with a
+// REPLY carrying the same request_id (OK, or FAILED/worker_error). Requests on one connection are
+// handled one after another; concurrency comes from several connections. A connection that sends
+// malformed bytes (ipc::FrameDecoder error) or an oversized frame is closed; others continue.
+// Ignores SIGPIPE (a peer that went away is an EPIPE on that connection only).
+// Returns an exit code (1) only when accept(2) fails fatally (EBADF, EINVAL, ENOTSOCK), after
+// printing the error to stderr; EMFILE/ENFILE/ENOBUFS/ENOMEM pause accepting for 100 ms and retry.
+int Serve(int listen_fd, Handler handler);
+
+// ListenFdFromEnv then Serve. If no socket was passed, prints
+// "<program>: <error>" to stderr and returns 1.
+int ServeFromEnv(Handler handler);
+
+}  // namespace bulkhead::cell

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+#include "cell/process.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "tests/cell/worker_fixture.h"
+#include "tests/helpers/test_support.h"
+
+namespace bulkhead::cell {
+namespace {
+
+using ::bulkhead::testing::ChildGuard;
+using ::bulkhead::testing::ListenUnix;
+using ::bulkhead::testing::ReadFile;
+using ::bulkhead::testing::RunningWorker;
+using ::bulkhead::testing::TempDir;
+using ::testing::HasSubstr;
+
+SpawnOptions ShellOptions(const std::string& script) {
+  SpawnOptions options;
+  options.argv = {"/bin/sh", "-c", script};
+  options.environment = {"PATH=/usr/bin:/bin"};
+  return options;
+}
+
+// Runs `options` to completion and returns the DescribeWaitStatus of its end.
+std::string RunToExit(const SpawnOptions& options) {
+  Result<pid_t> pid = Spawn(options);
+  if (!pid.ok()) return "spawn failed: " + pid.status().message();
+  ChildGuard child(*pid);
+  std::optional<int> wait_status = child.WaitExit();
+  if (!wait_status) return "did not exit";
+  return DescribeWaitStatus(*wait_status);
+}
+
+// True when the calling process has no child left to reap (so Spawn reaped its failed child).
+bool NoChildrenLeft() { return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD; }
+
+TEST(Spawn, ArgvEnvironmentAndWorkingDirectoryReachTheChild) {
+  TempDir dir;
+  ASSERT_EQ(::setenv("BULKHEAD_TEST_INHERITED", "leak", 1), 0);
+  SpawnOptions options = ShellOptions(
+      "printf '%s\\n' \"$0\" \"$1\" \"$GREETING\" \"${BULKHEAD_TEST_INHERITED-unset}\" "
+      "\"$(pwd -P)\" \"$(readlink /proc/$$/fd/0)\" > out");
+  options.argv.push_back("zero");
+  options.argv.push_back("one two");
+  options.environment.push_back("GREETING=hello world");
+  options.working_directory = dir.path();
+
+  EXPECT_EQ(RunToExit(options), "exit 0");
+  ::unsetenv("BULKHEAD_TEST_INHERITED");
+  std::string real_dir = std::filesystem::canonical(dir.path()).string();
+  // "out" is relative: it lands in the working directory only if the child changed into it.
+  EXPECT_EQ(ReadFile(dir.Join("out")).value_or("<missing>"),
+            "zero\none two\nhello world\nunset\n" + real_dir + "\n/dev/null\n");
+}
+
+TEST(Spawn, BareNameIsSearchedInTheEnvironmentsPath) {
+  SpawnOptions options;
+  options.argv = {"sh", "-c", "exit 7"};
+  options.environment = {"PATH=/nonexistent-bulkhead-dir:/bin:/usr/bin"};
+  EXPECT_EQ(RunToExit(options), "exit 7");
+
+  options.environment = {};  // no PATH: kDefaultSearchPath
+  EXPECT_EQ(RunToExit(options), "exit 7");
+}
+
+// Checks LISTEN_* and fd 3 with the parent's copy of the listening socket at `parent_fd`.
+void ExpectListenFdPassed(int parent_fd) {
+  TempDir dir;
+  Result<UniqueFd> listener = ListenUnix(dir.Join("s"));
+  ASSERT_TRUE(listener.ok()) << listener.status().message();
+  UniqueFd placed;
+  if (listener->get() == parent_fd) {
+    placed = std::move(listener).value();
+  } else {
+    // dup3 keeps the parent's copy close-on-exec, as the supervisor's sockets are.
+    ASSERT_EQ(::fcntl(parent_fd, F_GETFD), -1) << "fd " << parent_fd << " is in use";
+    ASSERT_EQ(::dup3(listener->get(), parent_fd, O_CLOEXEC), parent_fd);
+    placed.Reset(parent_fd);
+  }
+  struct stat socket_stat {};
+  ASSERT_EQ(::fstat(placed.get(), &socket_stat), 0);
+
+  SpawnOptions options = ShellOptions(
+      "echo \"$LISTEN_PID $LISTEN_FDS $LISTEN_FDNAMES $$\" > env; readlink /proc/$$/fd/3 > fd3");
+  // Stale entries from the caller are replaced by Spawn's own.
+  options.environment.push_back("LISTEN_PID=1");
+  options.environment.push_back("LISTEN_FDS=9");
+  options.working_directory = dir.path();
+  options.listen_fd = placed.get();
+  options.listen_fd_name = "front";
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_TRUE(pid.ok()) << pid.status().message();
+  ChildGuard child(*pid);
+  std::optional<int> wait_status = child.WaitExit();
+  ASSERT_TRUE(wait_status.has_value());
+  EXPECT_EQ(DescribeWaitStatus(*wait_status), "exit 0");
+
+  std::string pid_text = std::to_string(*pid);
+  EXPECT_EQ(ReadFile(dir.Join("env")).value_or("<missing>"),
+            pid_text + " 1 front " + pid_text + "\n");
+  EXPECT_EQ(ReadFile(dir.Join("fd3")).value_or("<missing>"),
+            "socket:[" + std::to_string(socket_stat.st_ino) + "]\n");
+  // The parent's copy stays open and close-on-exec.
+  EXPECT_EQ(::fcntl(placed.get(), F_GETFD), FD_CLOEXEC);
+}
+
+TEST(Spawn, ListenFdBecomesFd3WithListenVariables) { ExpectListenFdPassed(57); }
+
+TEST(Spawn, ListenFdAlreadyAt3StaysOpenAcrossExec) {
+  testing::ScopedFdSlot slot(3);
+  ExpectListenFdPassed(3);
+}
+
+TEST(Spawn, ChildHasOnlyStdioAndTheListenFd) {
+  // Descriptors the parent left inheritable: the child must not see them.
+  UniqueFd leaked_file(::open("/dev/null", O_RDONLY));
+  int leaked_pipe[2];
+  ASSERT_EQ(::pipe(leaked_pipe), 0);
+  UniqueFd pipe_read(leaked_pipe[0]);
+  UniqueFd pipe_write(leaked_pipe[1]);
+  ASSERT_TRUE(leaked_file.valid());
+
+  RunningWorker worker({testing::TestWorkerPath()});
+  ASSERT_TRUE(worker.ok()) << worker.error();
+  ipc::Client client = worker.Connect();
+  Result<ipc::Client::Reply> reply = client.Call("fds");
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  // 0-2 stdio, 3 the listening socket, 4 the connection this request arrived on.
+  EXPECT_EQ(reply->payload, "0 1 2 3 4");
+}
+
+TEST(Spawn, SignalMaskAndDispositionsAreReset) {
+  // The parent blocks SIGTERM and ignores SIGINT; both survive execve unless Spawn resets them.
+  sigset_t block;
+  sigset_t saved_mask;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  ASSERT_EQ(::sigprocmask(SIG_BLOCK, &block, &saved_mask), 0);
+  struct sigaction ignore = {};
+  struct sigaction saved_int = {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGINT, &ignore, &saved_int), 0);
+
+  SpawnOptions options;
+  options.argv = {"sleep", "60"};
+  options.environment = {"PATH=/usr/bin:/bin"};
+  Result<pid_t> first = Spawn(options);
+  Result<pid_t> second = Spawn(options);
+
+  ::sigaction(SIGINT, &saved_int, nullptr);
+  ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  ChildGuard term_child(*first);
+  ChildGuard int_child(*second);
+
+  ASSERT_EQ(::kill(*first, SIGTERM), 0);
+  ASSERT_EQ(::kill(*second, SIGINT), 0);
+  std::optional<int> term_status = term_child.WaitExit();
+  std::optional<int> int_status = int_child.WaitExit();
+  ASSERT_TRUE(term_status.has_value()) << "SIGTERM did not end the child";
+  ASSERT_TRUE(int_status.has_value()) << "SIGINT did not end the child";
+  EXPECT_EQ(DescribeWaitStatus(*term_status), "signal 15");
+  EXPECT_EQ(DescribeWaitStatus(*int_status), "signal 2");
+
+  // Spawn leaves SIGCHLD alone: the supervisor reaps by pid.
+  struct sigaction chld = {};
+  ASSERT_EQ(::sigaction(SIGCHLD, nullptr, &chld), 0);
+  EXPECT_EQ(chld.sa_handler, SIG_DFL);
+}
+
+TEST(Spawn, ChildLeadsItsOwnSessionAndProcessGroup) {
+  SpawnOptions options;
+  options.argv = {"sleep", "60"};
+  options.environment = {"PATH=/usr/bin:/bin"};
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_TRUE(pid.ok()) << pid.status().message();
+  ChildGuard child(*pid);
+  EXPECT_EQ(::getpgid(*pid), *pid);
+  EXPECT_EQ(::getsid(*pid), *pid);
+  EXPECT_NE(::getpgid(*pid), ::getpgrp());
+}
+
+TEST(Spawn, MissingBinaryNamesPathAndErrno) {
+  SpawnOptions options;
+  options.argv = {"/nonexistent-bulkhead-dir/worker"};
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().message(),
+            "exec /nonexistent-bulkhead-dir/worker: No such file or directory");
+  EXPECT_EQ(pid.status().error_number(), ENOENT);
+  EXPECT_TRUE(NoChildrenLeft()) << "the failed child was not reaped";
+}
+
+TEST(Spawn, BareNameNotInPathNamesTheSearchPath) {
+  SpawnOptions options;
+  options.argv = {"bulkhead-no-such-worker"};
+  options.environment = {"PATH=/usr/bin:/bin"};
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.status().message(), HasSubstr("exec bulkhead-no-such-worker"));
+  EXPECT_THAT(pid.status().message(), HasSubstr("PATH=/usr/bin:/bin"));
+  EXPECT_THAT(pid.status().message(), HasSubstr("No such file or directory"));
+  EXPECT_EQ(pid.status().error_number(), ENOENT);
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+TEST(Spawn, NonExecutableFileIsPermissionDenied) {
+  TempDir dir;
+  std::string script = dir.Join("not-executable");
+  std::ofstream(script) << "#!/bin/sh\nexit 0\n";
+  ASSERT_EQ(::chmod(script.c_str(), 0644), 0);
+  SpawnOptions options;
+  options.argv = {script};
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().message(), "exec " + script + ": Permission denied");
+  EXPECT_EQ(pid.status().error_number(), EACCES);
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+TEST(Spawn, BadWorkingDirectoryNamesChdir) {
+  TempDir dir;
+  SpawnOptions options = ShellOptions("exit 0");
+  options.working_directory = dir.Join("missing");
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().message(), "chdir " + dir.Join("missing") + ": No such file or directory");
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+TEST(Spawn, EmptyArgvIsRefusedWithoutForking) {
+  SpawnOptions options;
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().message(), "spawn: argv[0] is empty");
+}
+
+// The cgroup v2 directory this process belongs to, if cgroup2 is mounted and it is writable.
+std::optional<std::string> WritableOwnCgroup() {
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::string line;
+  std::string mount_point;
+  while (std::getline(mounts, line)) {
+    // "... <mount point> <options> - cgroup2 <source> <options>"
+    if (line.find(" - cgroup2 ") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string skip;
+    fields >> skip >> skip >> skip >> skip >> mount_point;
+    break;
+  }
+  if (mount_point.empty()) return std::nullopt;
+  std::ifstream cgroup("/proc/self/cgroup");
+  std::string own;
+  while (std::getline(cgroup, line)) {
+    if (line.starts_with("0::")) own = line.substr(3);
+  }
+  std::string path = mount_point + (own == "/" ? "" : own);
+  if (::access(path.c_str(), W_OK) != 0) return std::nullopt;
+  return path;
+}
+
+TEST(Spawn, CloneIntoCgroupPlacesTheChild) {
+  std::optional<std::string> parent = WritableOwnCgroup();
+  if (!parent) GTEST_SKIP() << "no writable cgroup v2 directory";
+  std::string name = "bulkhead-spawn-test-" + std::to_string(::getpid());
+  std::string path = *parent + "/" + name;
+  if (::mkdir(path.c_str(), 0755) != 0) GTEST_SKIP() << "cannot create " << path;
+  {
+    UniqueFd cgroup(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(cgroup.valid());
+    SpawnOptions options;
+    options.argv = {"sleep", "60"};
+    options.environment = {"PATH=/usr/bin:/bin"};
+    options.cgroup_fd = cgroup.get();
+    Result<pid_t> pid = Spawn(options);
+    ASSERT_TRUE(pid.ok()) << pid.status().message();
+    ChildGuard child(*pid);
+    std::string membership =
+        ReadFile("/proc/" + std::to_string(*pid) + "/cgroup").value_or("<missing>");
+    EXPECT_THAT(membership, HasSubstr("0::"));
+    EXPECT_THAT(membership, HasSubstr("/" + name + "\n"));
+    std::string procs = ReadFile(path + "/cgroup.procs").value_or("<missing>");
+    EXPECT_EQ(procs, std::to_string(*pid) + "\n");
+    child.Kill();
+  }
+  EXPECT_EQ(::rmdir(path.c_str()), 0) << std::strerror(errno);
+}
+
+TEST(Spawn, CgroupFdThatIsNotACgroupIsAClone3Error) {
+  UniqueFd not_cgroup(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(not_cgroup.valid());
+  SpawnOptions options;
+  options.argv = {"/bin/true"};
+  options.cgroup_fd = not_cgroup.get();
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.status().message(),
+              HasSubstr("clone3 into cgroup fd " + std::to_string(not_cgroup.get())));
+  EXPECT_NE(pid.status().error_number(), 0);
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+TEST(DescribeWaitStatus, ExitSignalCoreStopContinue) {
+  EXPECT_EQ(DescribeWaitStatus(W_EXITCODE(3, 0)), "exit 3");
+  EXPECT_EQ(DescribeWaitStatus(W_EXITCODE(0, 0)), "exit 0");
+  EXPECT_EQ(DescribeWaitStatus(W_EXITCODE(0, SIGKILL)), "signal 9");
+  EXPECT_EQ(DescribeWaitStatus(W_EXITCODE(0, SIGSEGV) | WCOREFLAG), "signal 11 (core dumped)");
+  EXPECT_EQ(DescribeWaitStatus(W_STOPCODE(SIGSTOP)), "stopped by signal 19");
+  EXPECT_EQ(DescribeWaitStatus(0xffff), "continued");
+}
+
+TEST(DescribeWaitStatus, RealExitAndKill) {
+  EXPECT_EQ(RunToExit(ShellOptions("exit 3")), "exit 3");
+  EXPECT_EQ(RunToExit(ShellOptions("kill -9 $$")), "signal 9");
+}
+
+}  // namespace
+}  // namespace bulkhead::cell

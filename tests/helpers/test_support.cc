@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+#include "tests/helpers/test_support.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace bulkhead::testing {
+
+TempDir::TempDir() {
+  char pattern[] = "/tmp/bulkhead-test-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) {
+    std::perror("mkdtemp");
+    std::abort();
+  }
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string TempDir::Join(std::string_view name) const {
+  std::string joined = path_;
+  joined += '/';
+  joined += name;
+  return joined;
+}
+
+Result<UniqueFd> ListenUnix(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    return Status::Error("socket path too long: " + path);
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Status::FromErrno("socket");
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    return Status::FromErrno("bind " + path);
+  }
+  if (::listen(fd.get(), 128) != 0) return Status::FromErrno("listen " + path);
+  return fd;
+}
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    ::poll(nullptr, 0, 2);
+  }
+}
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::FromErrno("open " + temporary);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    if (!out) return Status::FromErrno("write " + temporary);
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) return Status::FromErrno("rename " + path);
+  return Status::Ok();
+}
+
+std::optional<int> ChildGuard::WaitExit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return std::nullopt;
+  int wait_status = 0;
+  bool exited = WaitFor(
+      [&] {
+        pid_t reaped = ::waitpid(pid_, &wait_status, WNOHANG);
+        return reaped == pid_ || (reaped < 0 && errno == ECHILD);
+      },
+      timeout);
+  if (!exited) return std::nullopt;
+  pid_ = -1;
+  return wait_status;
+}
+
+std::optional<int> ChildGuard::Kill() {
+  if (pid_ <= 0) return std::nullopt;
+  ::kill(-pid_, SIGKILL);
+  ::kill(pid_, SIGKILL);
+  int wait_status = 0;
+  pid_t reaped;
+  do {
+    reaped = ::waitpid(pid_, &wait_status, 0);
+  } while (reaped < 0 && errno == EINTR);
+  pid_ = -1;
+  if (reaped < 0) return std::nullopt;
+  return wait_status;
+}
+
+ScopedFdSlot::ScopedFdSlot(int fd) : fd_(fd) {
+  int flags = ::fcntl(fd, F_GETFD);
+  if (flags < 0) return;
+  parked_flags_ = flags;
+  parked_ = ::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+  if (parked_ < 0) {
+    std::perror("fcntl(F_DUPFD_CLOEXEC)");
+    std::abort();
+  }
+  ::close(fd);
+}
+
+ScopedFdSlot::~ScopedFdSlot() {
+  if (parked_ < 0) {
+    ::close(fd_);
+    return;
+  }
+  ::dup3(parked_, fd_, (parked_flags_ & FD_CLOEXEC) != 0 ? O_CLOEXEC : 0);
+  ::close(parked_);
+}
+
+bool BecomeSubreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
+
+bool ProcessExists(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+}  // namespace bulkhead::testing

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+// bulkhead-test-worker: the helper worker for integration tests, built on the worker SDK. Each
+// request payload is a command, answered on that connection's thread (commands run concurrently).
+//
+// Commands (payload):
+//   echo TEXT        OK TEXT
+//   sleep MS         sleeps MS milliseconds, then OK "slept MS"
+//   fail TEXT        FAILED/worker_error TEXT
+//   exit CODE        _exit(CODE) mid-request, no reply
+//   crash            raise(SIGSEGV) (RLIMIT_CORE set to 0 first, so no core file is written)
+//   hang             never answers (the connection's thread blocks forever)
+//   peak             OK with the peak number of requests running at once so far (this one counts)
+//   pid              OK getpid()
+//   fds              OK the open descriptors, ascending, space-separated ("0 1 2 3 4")
+//   env NAME         OK the value of NAME, or "<unset>"
+//   spawn-grandchild double-forks a grandchild that calls setsid() (its own session and process
+//                    group, reparented away from the worker), closes every descriptor above 2
+//                    and sleeps forever; OK with the grandchild's pid
+//   alloc MIB        allocates and touches MIB MiB, kept until exit; OK "allocated MIB MiB"
+// Anything else is FAILED/worker_error "unknown command: ...".
+//
+// Switches: --ignore-sigterm; --ready-file PATH (the pid is written to PATH, atomically, once the
+// socket is taken and just before serving); --exit-after-ms N (_exit(0) N ms after start).
+// Exit codes: 1 without a listening socket (LISTEN_FDS), 2 for bad switches.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/exit_status.h"
+#include "cell/worker.h"
+
+namespace bulkhead {
+namespace {
+
+using cell::HandlerResult;
+
+std::atomic<int> g_running{0};
+std::atomic<int> g_peak{0};
+
+// Counts a request as running for its lifetime, keeping g_peak up to date.
+class RunningScope {
+ public:
+  RunningScope() {
+    int now = g_running.fetch_add(1) + 1;
+    int peak = g_peak.load();
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+    }
+  }
+  ~RunningScope() { g_running.fetch_sub(1); }
+};
+
+bool ParseInt(std::string_view text, long* value) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+std::string OpenFds() {
+  std::vector<int> fds;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return "<opendir failed>";
+  int own = ::dirfd(dir);
+  while (dirent* entry = ::readdir(dir)) {
+    long fd = 0;
+    if (!ParseInt(entry->d_name, &fd) || fd == own) continue;
+    fds.push_back(static_cast<int>(fd));
+  }
+  ::closedir(dir);
+  std::sort(fds.begin(), fds.end());
+  std::string text;
+  for (int fd : fds) {
+    if (!text.empty()) text += ' ';
+    text += std::to_string(fd);
+  }
+  return text;
+}
+
+// After fork in a threaded process the children make only async-signal-safe calls.
+HandlerResult SpawnGrandchild() {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return HandlerResult::Error(std::strerror(errno));
+  pid_t middle = ::fork();
+  if (middle < 0) return HandlerResult::Error(std::string("fork: ") + std::strerror(errno));
+  if (middle == 0) {
+    if (::fork() == 0) {
+      // Its own session and process group: kill(-worker_pid) misses it, only the cgroup holds it.
+      // The pid is reported after setsid(), so the reply describes the settled grandchild.
+      ::setsid();
+      pid_t self = ::getpid();
+      ssize_t ignored = ::write(pipe_fds[1], &self, sizeof self);
+      (void)ignored;
+      ::syscall(SYS_close_range, 3u, ~0u, 0u);
+      while (true) ::pause();
+    }
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  pid_t grandchild = -1;
+  ssize_t n;
+  do {
+    n = ::read(pipe_fds[0], &grandchild, sizeof grandchild);
+  } while (n < 0 && errno == EINTR);
+  ::close(pipe_fds[0]);
+  int wait_status = 0;
+  while (::waitpid(middle, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  if (n != sizeof grandchild || grandchild <= 0)
+    return HandlerResult::Error("grandchild fork failed");
+  return HandlerResult::Ok(std::to_string(grandchild));
+}
+
+HandlerResult Allocate(long mib) {
+  constexpr size_t kMiB = 1024 * 1024;
+  for (long i = 0; i < mib; ++i) {
+    // Leaked on purpose: held until exit, like a memory-hungry worker.
+    char* block = static_cast<char*>(std::malloc(kMiB));
+    if (block == nullptr)
+      return HandlerResult::Error("malloc failed after " + std::to_string(i) + " MiB");
+    std::memset(block, 0x5a, kMiB);
+  }
+  return HandlerResult::Ok("allocated " + std::to_string(mib) + " MiB");
+}
+
+HandlerResult Handle(std::string_view payload) {
+  RunningScope running;
+  size_t space = payload.find(' ');
+  std::string_view command = payload.substr(0, space);
+  std::string_view argument = space == std::string_view::npos ? "" : payload.substr(space + 1);
+  long number = 0;
+
+  if (command == "echo") return HandlerResult::Ok(std::string(argument));
+  if (command == "fail") return HandlerResult::Error(std::string(argument));
+  if (command == "sleep" && ParseInt(argument, &number) && number >= 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(number));
+    return HandlerResult::Ok("slept " + std::string(argument));
+  }
+  if (command == "exit" && ParseInt(argument, &number)) ::_exit(static_cast<int>(number));
+  if (command == "crash") {
+    rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::raise(SIGSEGV);
+    return HandlerResult::Error("SIGSEGV did not kill the worker");
+  }
+  if (command == "hang") {
+    while (true) ::pause();
+  }
+  if (command == "peak") return HandlerResult::Ok(std::to_string(g_peak.load()));
+  if (command == "pid") return HandlerResult::Ok(std::to_string(::getpid()));
+  if (command == "fds") return HandlerResult::Ok(OpenFds());
+  if (command == "env") {
+    const char* value = std::getenv(std::string(argument).c_str());
+    return HandlerResult::Ok(value != nullptr ? value : "<unset>");
+  }
+  if (command == "spawn-grandchild") return SpawnGrandchild();
+  if (command == "alloc" && ParseInt(argument, &number) && number >= 0) return Allocate(number);
+  return HandlerResult::Error("unknown command: " + std::string(payload));
+}
+
+bool WriteReadyFile(const std::string& path) {
+  std::string temporary = path + ".tmp";
+  FILE* file = std::fopen(temporary.c_str(), "we");
+  if (file == nullptr) return false;
+  std::fprintf(file, "%d\n", static_cast<int>(::getpid()));
+  bool written = std::fclose(file) == 0;
+  return written && std::rename(temporary.c_str(), path.c_str()) == 0;
+}
+
+int Usage(const char* message) {
+  std::fprintf(stderr,
+               "bulkhead-test-worker: %s\n"
+               "usage: bulkhead-test-worker [--ignore-sigterm] [--ready-file PATH] "
+               "[--exit-after-ms N]\n",
+               message);
+  return kExitUsage;
+}
+
+int Main(int argc, char** argv) {
+  bool ignore_sigterm = false;
+  std::string ready_file;
+  long exit_after_ms = -1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--ignore-sigterm") {
+      ignore_sigterm = true;
+    } else if (arg == "--ready-file" && i + 1 < argc) {
+      ready_file = argv[++i];
+    } else if (arg == "--exit-after-ms" && i + 1 < argc) {
+      if (!ParseInt(argv[++i], &exit_after_ms) || exit_after_ms < 0) {
+        return Usage("--exit-after-ms needs a number of milliseconds");
+      }
+    } else {
+      return Usage(("unknown argument: " + std::string(arg)).c_str());
+    }
+  }
+
+  if (ignore_sigterm) ::signal(SIGTERM, SIG_IGN);
+  // Before any thread: ListenFdFromEnv calls unsetenv.
+  Result<int> listen_fd = cell::ListenFdFromEnv();
+  if (!listen_fd.ok()) {
+    std::fprintf(stderr, "bulkhead-test-worker: %s\n", listen_fd.status().message().c_str());
+    return kExitFailure;
+  }
+  if (exit_after_ms >= 0) {
+    std::thread([exit_after_ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(exit_after_ms));
+      ::_exit(kExitOk);
+    }).detach();
+  }
+  if (!ready_file.empty() && !WriteReadyFile(ready_file)) {
+    std::fprintf(stderr, "bulkhead-test-worker: cannot write %s: %s\n", ready_file.c_str(),
+                 std::strerror(errno));
+    return kExitFailure;
+  }
+  return cell::Serve(*listen_fd, Handle);
+}
+
+}  // namespace
+}  // namespace bulkhead
+
+int main(int argc, char** argv) { return bulkhead::Main(argc, argv); }
