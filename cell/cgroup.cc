@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: MIT
+// cgroup v2 for cells; see cgroup.h. File names, formats and rules follow the kernel's
+// Documentation/admin-guide/cgroup-v2.rst (sections cited where they decide something).
+// Threading: none of its own; callers serialise.
+#include "cell/cgroup.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <set>
+
+#include "base/check.h"
+
+namespace bulkhead::cell {
+namespace {
+
+// Bounds of cpu.max the kernel enforces (kernel/sched/core.c: 1 ms minimum quota and period,
+// 1 s maximum period); checked here so that the error names the field.
+constexpr uint64_t kMinCpuQuotaUs = 1000;
+constexpr uint64_t kMinCpuPeriodUs = 1000;
+constexpr uint64_t kMaxCpuPeriodUs = 1000000;
+constexpr uint32_t kMinCpuWeight = 1;
+constexpr uint32_t kMaxCpuWeight = 10000;
+constexpr uint32_t kDefaultCpuWeight = 100;
+constexpr size_t kMaxCellNameLength = 64;
+// KillBySignals: passes over cgroup.procs, and sub-cgroup depth it descends.
+constexpr int kMaxKillPasses = 32;
+constexpr int kMaxKillDepth = 16;
+
+constexpr std::string_view kSupervisorLeaf = "supervisor";
+constexpr std::string_view kCellsDir = "cells";
+
+std::string Join(std::string_view dir, std::string_view name) {
+  std::string path(dir);
+  if (path.empty() || path.back() != '/') path += '/';
+  path += name;
+  return path;
+}
+
+std::string_view Trim(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n";
+  size_t begin = text.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  size_t end = text.find_last_not_of(kSpace);
+  return text.substr(begin, end - begin + 1);
+}
+
+bool ParseU64(std::string_view text, uint64_t* value) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+// Calls `on_line` for each non-empty line of `text`, without its '\n'.
+template <typename F>
+void ForEachLine(std::string_view text, F on_line) {
+  while (!text.empty()) {
+    size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    if (!line.empty()) on_line(line);
+    if (newline == std::string_view::npos) break;
+    text.remove_prefix(newline + 1);
+  }
+}
+
+// A "flat keyed" file (cgroup-v2.rst, "Interface Files / Format"): "KEY VALUE" lines with
+// unsigned decimal values. Calls `on_value(key, value)` for every line; fails on a malformed one.
+// Unknown keys are the caller's to ignore, since kernels add keys.
+template <typename F>
+Status ParseFlatKeyed(std::string_view text, F on_value) {
+  Status status = Status::Ok();
+  ForEachLine(text, [&](std::string_view line) {
+    if (!status.ok()) return;
+    size_t space = line.find(' ');
+    uint64_t value = 0;
+    if (space == std::string_view::npos || !ParseU64(Trim(line.substr(space + 1)), &value)) {
+      status = Status::Error("malformed flat-keyed line \"" + std::string(line) + "\"");
+      return;
+    }
+    on_value(line.substr(0, space), value);
+  });
+  return status;
+}
+
+// "<prefix>: <message>" for a parse or validation failure, which carries no errno.
+Status Prefixed(std::string_view prefix, const Status& status) {
+  BH_CHECK(!status.ok() && status.error_number() == 0);
+  return Status::Error(std::string(prefix) + ": " + status.message());
+}
+
+// --- Small file I/O. cgroupfs files are read whole and written with one write(2), which is
+// how the kernel takes a value (a partial write would be a different value). ---
+
+Result<std::string> ReadFd(int fd, const std::string& what) {
+  std::string content;
+  char buffer[4096];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("read " + what);
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+  }
+  return content;
+}
+
+// Reads `name` relative to `dir_fd` (AT_FDCWD for an absolute `name`); `dir_path` only names the
+// file in errors.
+Result<std::string> ReadFileAt(int dir_fd, std::string_view dir_path, std::string_view name) {
+  std::string path = dir_fd == AT_FDCWD ? std::string(name) : Join(dir_path, name);
+  UniqueFd fd(openat(dir_fd, std::string(name).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return Status::FromErrno("open " + path);
+  return ReadFd(fd.get(), path);
+}
+
+Result<std::string> ReadFile(const std::string& path) { return ReadFileAt(AT_FDCWD, {}, path); }
+
+// Writes `value` to `name` relative to `dir_fd` (AT_FDCWD for an absolute `name`) with one
+// write(2). Returns 0 or the errno of the failing call; open failures give ENOENT for a missing
+// interface file (kernel without that feature).
+int WriteRawAt(int dir_fd, std::string_view name, std::string_view value) {
+  // O_TRUNC, as a shell's ">" does: cgroupfs ignores it, a plain file (tests) needs it.
+  UniqueFd fd(openat(dir_fd, std::string(name).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  if (!fd) return errno;
+  while (true) {
+    ssize_t n = write(fd.get(), value.data(), value.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    // cgroupfs takes a value in one write; a short one would be a different value.
+    return static_cast<size_t>(n) == value.size() ? 0 : EIO;
+  }
+}
+
+// "write \"<value>\" to <path>[ (<hint>)]: <strerror>" with the errno kept.
+Status WriteError(std::string_view path, std::string_view value, int err,
+                  std::string_view hint = {}) {
+  std::string what = "write \"" + std::string(value) + "\" to " + std::string(path);
+  if (!hint.empty()) what += " (" + std::string(hint) + ")";
+  return Status::FromErrno(what, err);
+}
+
+Status WriteFileAt(int dir_fd, std::string_view dir_path, std::string_view name,
+                   std::string_view value) {
+  int err = WriteRawAt(dir_fd, name, value);
+  if (err == 0) return Status::Ok();
+  return WriteError(dir_fd == AT_FDCWD ? std::string(name) : Join(dir_path, name), value, err);
+}
+
+Status WriteFile(const std::string& path, std::string_view value) {
+  return WriteFileAt(AT_FDCWD, {}, path, value);
+}
+
+Status MakeDirectory(const std::string& path) {
+  if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return Status::Ok();
+  if (errno == EACCES || errno == EPERM) {
+    return Status::FromErrno("mkdir " + path +
+                             " (the supervisor's cgroup is not delegated to this user: run under "
+                             "a systemd unit with Delegate=yes, or as root)");
+  }
+  return Status::FromErrno("mkdir " + path);
+}
+
+bool Contains(const std::vector<std::string>& list, std::string_view item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::string JoinWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& word : words) {
+    if (!out.empty()) out += ' ';
+    out += word;
+  }
+  return out.empty() ? "none" : out;
+}
+
+// Enables `controllers` for the children of `dir` (cgroup-v2.rst, "Enabling and Disabling"), in
+// one write so that all succeed or all fail. Skips the write when all are on already.
+Status EnableControllers(const std::string& dir, const std::vector<std::string>& controllers) {
+  std::string file = Join(dir, "cgroup.subtree_control");
+  Result<std::string> current = ReadFile(file);
+  if (!current.ok()) return current.status();
+  std::vector<std::string> enabled = ParseControllers(current.value());
+  std::string request;
+  for (const std::string& controller : controllers) {
+    if (Contains(enabled, controller)) continue;
+    if (!request.empty()) request += ' ';
+    request += '+' + controller;
+  }
+  if (request.empty()) return Status::Ok();
+  int err = WriteRawAt(AT_FDCWD, file, request);
+  if (err == 0) return Status::Ok();
+  if (err == EBUSY) {
+    return WriteError(file, request, err,
+                      dir +
+                          " holds processes of its own, which the cgroup v2 no-internal-process "
+                          "rule forbids once controllers are on: move every pid in " +
+                          Join(dir, "cgroup.procs") + " to a leaf cgroup first");
+  }
+  if (err == ENOENT) {
+    return WriteError(file, request, err,
+                      "a controller is not available in the parent's "
+                      "cgroup.subtree_control");
+  }
+  return WriteError(file, request, err);
+}
+
+// Collects the pids of `dir_fd`'s cgroup.procs and, to `depth`, of its sub-cgroups.
+Status CollectPids(int dir_fd, const std::string& dir_path, int depth, std::vector<pid_t>* pids) {
+  Result<std::string> procs = ReadFileAt(dir_fd, dir_path, "cgroup.procs");
+  if (!procs.ok()) {
+    // A sub-cgroup removed while we walk is not an error.
+    return procs.status().error_number() == ENOENT ? Status::Ok() : procs.status();
+  }
+  Status parse = Status::Ok();
+  ForEachLine(procs.value(), [&](std::string_view line) {
+    uint64_t pid = 0;
+    if (!ParseU64(Trim(line), &pid) || pid == 0 || pid > INT32_MAX) {
+      parse = Status::Error("malformed pid \"" + std::string(line) + "\" in " +
+                            Join(dir_path, "cgroup.procs"));
+      return;
+    }
+    pids->push_back(static_cast<pid_t>(pid));
+  });
+  if (!parse.ok() || depth == 0) return parse;
+
+  UniqueFd walk_fd(openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!walk_fd) return Status::FromErrno("open " + dir_path);
+  DIR* dir = fdopendir(walk_fd.get());
+  if (dir == nullptr) return Status::FromErrno("fdopendir " + dir_path);
+  walk_fd.Release();  // now owned by `dir`
+  Status status = Status::Ok();
+  while (dirent* entry = readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (entry->d_type != DT_DIR || name == "." || name == "..") continue;
+    UniqueFd child(openat(dirfd(dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!child) continue;  // removed meanwhile
+    status = CollectPids(child.get(), Join(dir_path, name), depth - 1, pids);
+    if (!status.ok()) break;
+  }
+  closedir(dir);
+  return status;
+}
+
+}  // namespace
+
+// --- Parsers. ---
+
+Result<std::string> ParseProcSelfCgroup(std::string_view text) {
+  std::optional<std::string> path;
+  ForEachLine(text, [&](std::string_view line) {
+    // cgroup v2 is hierarchy 0 with an empty controller list (cgroups(7), /proc/pid/cgroup).
+    if (!path && line.substr(0, 3) == "0::") path = std::string(line.substr(3));
+  });
+  if (!path) {
+    return Status::Error(
+        "no cgroup v2 line (\"0::/path\"): the system runs cgroup v1 only; boot with "
+        "systemd.unified_cgroup_hierarchy=1");
+  }
+  if (path->empty() || path->front() != '/') {
+    return Status::Error("cgroup v2 path \"" + *path + "\" is not absolute");
+  }
+  return *std::move(path);
+}
+
+Result<MemoryEvents> ParseMemoryEvents(std::string_view text) {
+  MemoryEvents events;
+  bool has_oom = false;
+  bool has_oom_kill = false;
+  Status status = ParseFlatKeyed(text, [&](std::string_view key, uint64_t value) {
+    if (key == "low") events.low = value;
+    if (key == "high") events.high = value;
+    if (key == "max") events.max = value;
+    if (key == "oom") {
+      events.oom = value;
+      has_oom = true;
+    }
+    if (key == "oom_kill") {
+      events.oom_kill = value;
+      has_oom_kill = true;
+    }
+    if (key == "oom_group_kill") events.oom_group_kill = value;
+  });
+  if (!status.ok()) return status;
+  if (!has_oom || !has_oom_kill) return Status::Error("memory.events without oom or oom_kill");
+  return events;
+}
+
+Result<CpuStat> ParseCpuStat(std::string_view text) {
+  CpuStat stat;
+  bool has_usage = false;
+  Status status = ParseFlatKeyed(text, [&](std::string_view key, uint64_t value) {
+    if (key == "usage_usec") {
+      stat.usage_usec = value;
+      has_usage = true;
+    }
+    if (key == "user_usec") stat.user_usec = value;
+    if (key == "system_usec") stat.system_usec = value;
+    if (key == "nr_periods") stat.nr_periods = value;
+    if (key == "nr_throttled") stat.nr_throttled = value;
+    if (key == "throttled_usec") stat.throttled_usec = value;
+  });
+  if (!status.ok()) return status;
+  if (!has_usage) return Status::Error("cpu.stat without usage_usec");
+  return stat;
+}
+
+Result<CgroupEvents> ParseCgroupEvents(std::string_view text) {
+  CgroupEvents events;
+  bool has_populated = false;
+  Status status = ParseFlatKeyed(text, [&](std::string_view key, uint64_t value) {
+    if (key == "populated") {
+      events.populated = value != 0;
+      has_populated = true;
+    }
+    if (key == "frozen") events.frozen = value != 0;
+  });
+  if (!status.ok()) return status;
+  if (!has_populated) return Status::Error("cgroup.events without populated");
+  return events;
+}
+
+std::vector<std::string> ParseControllers(std::string_view text) {
+  std::vector<std::string> controllers;
+  while (true) {
+    text = Trim(text);
+    if (text.empty()) break;
+    size_t end = text.find_first_of(" \t\n");
+    controllers.emplace_back(text.substr(0, end));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end);
+  }
+  return controllers;
+}
+
+Result<std::optional<uint64_t>> ParseMaxValue(std::string_view text) {
+  std::string_view value = Trim(text);
+  if (value == "max") return std::optional<uint64_t>();
+  uint64_t number = 0;
+  if (!ParseU64(value, &number)) {
+    return Status::Error("expected \"max\" or a number, got \"" + std::string(value) + "\"");
+  }
+  return std::optional<uint64_t>(number);
+}
+
+std::string FormatMaxValue(std::optional<uint64_t> value) {
+  return value ? std::to_string(*value) : std::string("max");
+}
+
+std::string FormatCpuMax(std::optional<uint64_t> quota_us, uint64_t period_us) {
+  return FormatMaxValue(quota_us) + ' ' + std::to_string(period_us);
+}
+
+Status ValidateCellName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxCellNameLength) {
+    return Status::Error("cell name \"" + std::string(name) + "\" must have 1 to " +
+                         std::to_string(kMaxCellNameLength) + " characters");
+  }
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
+    if (!ok) {
+      return Status::Error("cell name \"" + std::string(name) +
+                           "\" may only contain A-Z a-z 0-9 _ - (it names a cgroup directory)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateLimits(const CgroupLimits& limits) {
+  uint64_t period = limits.cpu_period_us.value_or(kDefaultCpuPeriodUs);
+  if (period < kMinCpuPeriodUs || period > kMaxCpuPeriodUs) {
+    return Status::Error("cpu_period_us " + std::to_string(period) + " outside [" +
+                         std::to_string(kMinCpuPeriodUs) + ", " + std::to_string(kMaxCpuPeriodUs) +
+                         "]");
+  }
+  if (limits.cpu_quota_us && *limits.cpu_quota_us < kMinCpuQuotaUs) {
+    return Status::Error("cpu_quota_us " + std::to_string(*limits.cpu_quota_us) + " below " +
+                         std::to_string(kMinCpuQuotaUs));
+  }
+  if (limits.cpu_weight &&
+      (*limits.cpu_weight < kMinCpuWeight || *limits.cpu_weight > kMaxCpuWeight)) {
+    return Status::Error("cpu_weight " + std::to_string(*limits.cpu_weight) +
+                         " outside [1, 10000]");
+  }
+  return Status::Ok();
+}
+
+// --- CgroupTree. ---
+
+Result<CgroupTree> CgroupTree::Delegate(std::string_view root_mount) {
+  DelegateOptions options;
+  options.root_mount = std::string(root_mount);
+  return Delegate(options);
+}
+
+Result<CgroupTree> CgroupTree::Delegate(const DelegateOptions& options) {
+  std::string root = options.root_mount;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+
+  if (options.check_filesystem) {
+    struct statfs fs {};
+    if (statfs(root.c_str(), &fs) != 0) {
+      return Status::FromErrno("cgroup v2 not mounted at " + root + ": statfs");
+    }
+    if (static_cast<unsigned long>(fs.f_type) != CGROUP2_SUPER_MAGIC) {
+      return Status::Error(
+          "cgroup v2 not mounted at " + root +
+          (fs.f_type == TMPFS_MAGIC || fs.f_type == CGROUP_SUPER_MAGIC
+               ? " (this is a cgroup v1 or hybrid layout)"
+               : "") +
+          ": boot with systemd.unified_cgroup_hierarchy=1, or mount -t cgroup2 none " + root +
+          " in a VM or container of your own");
+    }
+  }
+
+  Result<std::string> self = ReadFile(options.proc_self_cgroup);
+  if (!self.ok()) return self.status();
+  Result<std::string> own_relative = ParseProcSelfCgroup(self.value());
+  if (!own_relative.ok()) return Prefixed(options.proc_self_cgroup, own_relative.status());
+  std::string relative = std::move(own_relative).value();
+  // Already in our own leaf (a restarted or re-executed supervisor): own is the parent.
+  size_t slash = relative.rfind('/');
+  if (std::string_view(relative).substr(slash + 1) == kSupervisorLeaf) {
+    relative.resize(slash);
+  }
+  CgroupTree tree;
+  tree.own_path_ = relative.empty() || relative == "/" ? root : root + relative;
+  tree.supervisor_path_ = Join(tree.own_path_, kSupervisorLeaf);
+  tree.cells_path_ = Join(tree.own_path_, kCellsDir);
+
+  // cgroup.controllers lists what the parent hands down (cgroup-v2.rst, "Top-down Constraint").
+  std::string controllers_file = Join(tree.own_path_, "cgroup.controllers");
+  Result<std::string> available_text = ReadFile(controllers_file);
+  if (!available_text.ok()) return available_text.status();
+  std::vector<std::string> available = ParseControllers(available_text.value());
+  for (const std::string& controller : options.controllers) {
+    if (!Contains(available, controller)) {
+      return Status::Error("controller " + controller + " not available in " + controllers_file +
+                           " (available: " + JoinWords(available) +
+                           "): run under a systemd unit with Delegate=yes, or as PID 1 with "
+                           "cgroup2 mounted");
+    }
+  }
+
+  // The supervisor leaves <own> so that <own> may enable controllers for its children.
+  Status status = MakeDirectory(tree.supervisor_path_);
+  if (!status.ok()) return status;
+  pid_t pid = options.pid != 0 ? options.pid : getpid();
+  status = WriteFile(Join(tree.supervisor_path_, "cgroup.procs"), std::to_string(pid));
+  if (!status.ok()) return status;
+
+  status = EnableControllers(tree.own_path_, options.controllers);
+  if (!status.ok()) return status;
+  status = MakeDirectory(tree.cells_path_);
+  if (!status.ok()) return status;
+  status = EnableControllers(tree.cells_path_, options.controllers);
+  if (!status.ok()) return status;
+  return tree;
+}
+
+// --- CellCgroup. ---
+
+Result<CellCgroup> CellCgroup::Create(const CgroupTree& tree, std::string_view name) {
+  Status valid = ValidateCellName(name);
+  if (!valid.ok()) return valid;
+  std::string path = Join(tree.cells_path(), name);
+  Status made = MakeDirectory(path);
+  if (!made.ok()) return made;
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return Status::FromErrno("open " + path);
+  return CellCgroup(std::string(name), std::move(path), std::move(fd));
+}
+
+Status CellCgroup::WriteLimits(const CgroupLimits& limits) {
+  Status valid = ValidateLimits(limits);
+  if (!valid.ok()) return Prefixed("cell " + name_, valid);
+  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
+
+  struct Entry {
+    const char* file;
+    std::string value;
+  };
+  const Entry entries[] = {
+      {"cpu.max",
+       FormatCpuMax(limits.cpu_quota_us, limits.cpu_period_us.value_or(kDefaultCpuPeriodUs))},
+      {"cpu.weight", std::to_string(limits.cpu_weight.value_or(kDefaultCpuWeight))},
+      {"memory.max", FormatMaxValue(limits.memory_max)},
+      {"memory.high", FormatMaxValue(limits.memory_high)},
+      {"memory.swap.max", FormatMaxValue(limits.memory_swap_max)},
+      {"pids.max", FormatMaxValue(limits.pids_max)},
+      {"memory.oom.group", "1"},
+  };
+  for (const Entry& entry : entries) {
+    int err = WriteRawAt(dir_fd_.get(), entry.file, entry.value);
+    if (err == 0) continue;
+    std::string file = Join(path_, entry.file);
+    if (std::string_view(entry.file) == "memory.swap.max" && err == ENOENT) {
+      if (!limits.memory_swap_max) continue;
+      return WriteError(file, entry.value, err,
+                        "this kernel has no swap accounting: memory_swap_max needs CONFIG_SWAP "
+                        "and swapaccount=1");
+    }
+    return WriteError(file, entry.value, err);
+  }
+  return Status::Ok();
+}
+
+Result<CgroupStats> CellCgroup::ReadStats() const {
+  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
+  CgroupStats stats;
+  auto read = [&](const char* file) { return ReadFileAt(dir_fd_.get(), path_, file); };
+  auto where = [&](const char* file) { return Join(path_, file); };
+
+  Result<std::string> text = read("memory.current");
+  if (!text.ok()) return text.status();
+  Result<std::optional<uint64_t>> value = ParseMaxValue(text.value());
+  if (!value.ok() || !value.value())
+    return Status::Error(where("memory.current") + ": not a number");
+  stats.memory_current = *value.value();
+
+  text = read("memory.max");
+  if (!text.ok()) return text.status();
+  value = ParseMaxValue(text.value());
+  if (!value.ok()) return Prefixed(where("memory.max"), value.status());
+  stats.memory_max = value.value();
+
+  text = read("cpu.stat");
+  if (!text.ok()) return text.status();
+  Result<CpuStat> cpu = ParseCpuStat(text.value());
+  if (!cpu.ok()) return Prefixed(where("cpu.stat"), cpu.status());
+  stats.cpu = cpu.value();
+
+  text = read("pids.current");
+  if (!text.ok()) return text.status();
+  value = ParseMaxValue(text.value());
+  if (!value.ok() || !value.value()) return Status::Error(where("pids.current") + ": not a number");
+  stats.pids_current = *value.value();
+
+  text = read("pids.max");
+  if (!text.ok()) return text.status();
+  value = ParseMaxValue(text.value());
+  if (!value.ok()) return Prefixed(where("pids.max"), value.status());
+  stats.pids_max = value.value();
+
+  text = read("memory.events");
+  if (!text.ok()) return text.status();
+  Result<MemoryEvents> events = ParseMemoryEvents(text.value());
+  if (!events.ok()) return Prefixed(where("memory.events"), events.status());
+  stats.memory_events = events.value();
+  return stats;
+}
+
+Result<std::vector<pid_t>> CellCgroup::Procs() const {
+  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
+  std::vector<pid_t> pids;
+  Status status = CollectPids(dir_fd_.get(), path_, /*depth=*/0, &pids);
+  if (!status.ok()) return status;
+  return pids;
+}
+
+Status CellCgroup::Kill(KillMethod method) {
+  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
+  if (method == KillMethod::kSignalEachProcess) return KillBySignals();
+  Status status = KillWithCgroupKill();
+  if (method == KillMethod::kAuto && !status.ok() && status.error_number() == ENOENT) {
+    return KillBySignals();  // kernel < 5.14
+  }
+  return status;
+}
+
+Status CellCgroup::KillWithCgroupKill() {
+  // cgroup.kill (cgroup-v2.rst, "Core Interface Files"): writing "1" SIGKILLs every process in
+  // the cgroup and its descendants, atomically with respect to fork.
+  return WriteFileAt(dir_fd_.get(), path_, "cgroup.kill", "1");
+}
+
+Status CellCgroup::KillBySignals() {
+  std::set<pid_t> signalled;
+  for (int pass = 0; pass < kMaxKillPasses; ++pass) {
+    std::vector<pid_t> pids;
+    Status status = CollectPids(dir_fd_.get(), path_, kMaxKillDepth, &pids);
+    if (!status.ok()) return status;
+    bool found_new = false;
+    for (pid_t pid : pids) {
+      if (!signalled.insert(pid).second) continue;
+      found_new = true;
+      if (kill(pid, SIGKILL) != 0 && errno != ESRCH) {
+        return Status::FromErrno("kill(" + std::to_string(pid) + ", SIGKILL) in cell " + name_);
+      }
+    }
+    if (!found_new) return Status::Ok();
+  }
+  return Status::Error("cell " + name_ + ": new processes kept appearing after " +
+                       std::to_string(kMaxKillPasses) + " SIGKILL passes over cgroup.procs");
+}
+
+Result<bool> CellCgroup::IsEmpty() const {
+  if (!dir_fd_) return true;
+  Result<std::string> text = ReadFileAt(dir_fd_.get(), path_, "cgroup.events");
+  if (!text.ok()) {
+    if (text.status().error_number() != ENOENT) return text.status();
+    Result<std::vector<pid_t>> pids = Procs();  // no cgroup.events: kernel < 4.5
+    if (!pids.ok()) return pids.status();
+    return pids.value().empty();
+  }
+  Result<CgroupEvents> events = ParseCgroupEvents(text.value());
+  if (!events.ok()) return Prefixed(events_path(), events.status());
+  return !events.value().populated;
+}
+
+Status CellCgroup::Remove() {
+  if (rmdir(path_.c_str()) != 0 && errno != ENOENT) {
+    if (errno == EBUSY) {
+      return Status::FromErrno("rmdir " + path_ +
+                                   " (the cell still has processes: Kill() and wait until "
+                                   "IsEmpty() first)",
+                               EBUSY);
+    }
+    return Status::FromErrno("rmdir " + path_);
+  }
+  dir_fd_.Reset();
+  return Status::Ok();
+}
+
+}  // namespace bulkhead::cell

@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: MIT
+// Host tests of cell/cgroup.h: the parsers on kernel-format strings (texts as a 6.1 kernel prints
+// them, formats per Documentation/admin-guide/cgroup-v2.rst), and CgroupTree / CellCgroup on a
+// fake tree of plain files in a temporary directory. Never touches /sys/fs/cgroup: the real
+// kernel behaviour is proved in the VM (tests/vm/cgroup_probe.cc).
+#include "cell/cgroup.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace bulkhead::cell {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// --- Parsers. ---
+
+TEST(ParseProcSelfCgroup, UnifiedHierarchy) {
+  Result<std::string> path = ParseProcSelfCgroup("0::/system.slice/bulkhead.service\n");
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(path.value(), "/system.slice/bulkhead.service");
+}
+
+TEST(ParseProcSelfCgroup, HybridHierarchyPicksTheV2Line) {
+  Result<std::string> path = ParseProcSelfCgroup(
+      "12:memory:/user.slice\n4:cpu,cpuacct:/user.slice\n1:name=systemd:/user.slice/x.scope\n"
+      "0::/user.slice/x.scope\n");
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(path.value(), "/user.slice/x.scope");
+}
+
+TEST(ParseProcSelfCgroup, RootCgroup) {
+  Result<std::string> path = ParseProcSelfCgroup("0::/\n");
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ(path.value(), "/");
+}
+
+TEST(ParseProcSelfCgroup, V1OnlyIsAnError) {
+  Result<std::string> path = ParseProcSelfCgroup("4:memory:/\n1:name=systemd:/\n");
+  ASSERT_FALSE(path.ok());
+  EXPECT_THAT(path.status().message(), HasSubstr("no cgroup v2 line"));
+  EXPECT_FALSE(ParseProcSelfCgroup("").ok());
+  EXPECT_FALSE(ParseProcSelfCgroup("0::relative\n").ok());
+}
+
+TEST(ParseMemoryEvents, Kernel61) {
+  Result<MemoryEvents> events =
+      ParseMemoryEvents("low 0\nhigh 12\nmax 345\noom 3\noom_kill 2\noom_group_kill 1\n");
+  ASSERT_TRUE(events.ok()) << events.status().message();
+  EXPECT_EQ(events.value().high, 12u);
+  EXPECT_EQ(events.value().max, 345u);
+  EXPECT_EQ(events.value().oom, 3u);
+  EXPECT_EQ(events.value().oom_kill, 2u);
+  EXPECT_EQ(events.value().oom_group_kill, 1u);
+}
+
+TEST(ParseMemoryEvents, OlderKernelWithoutOomGroupKill) {
+  Result<MemoryEvents> events = ParseMemoryEvents("low 0\nhigh 0\nmax 0\noom 0\noom_kill 7\n");
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events.value().oom_kill, 7u);
+  EXPECT_EQ(events.value().oom_group_kill, 0u);
+}
+
+TEST(ParseMemoryEvents, RejectsMalformedAndIncomplete) {
+  EXPECT_FALSE(ParseMemoryEvents("oom 1\noom_kill x\n").ok());
+  EXPECT_FALSE(ParseMemoryEvents("oom 1\noom_kill\n").ok());
+  EXPECT_FALSE(ParseMemoryEvents("low 0\nhigh 0\n").ok());
+  EXPECT_FALSE(ParseMemoryEvents("").ok());
+}
+
+TEST(ParseCpuStat, ControllerEnabled) {
+  Result<CpuStat> stat = ParseCpuStat(
+      "usage_usec 601234\nuser_usec 600000\nsystem_usec 1234\nnr_periods 31\nnr_throttled 29\n"
+      "throttled_usec 2401000\n");
+  ASSERT_TRUE(stat.ok()) << stat.status().message();
+  EXPECT_EQ(stat.value().usage_usec, 601234u);
+  EXPECT_EQ(stat.value().user_usec, 600000u);
+  EXPECT_EQ(stat.value().system_usec, 1234u);
+  EXPECT_EQ(stat.value().nr_periods, 31u);
+  EXPECT_EQ(stat.value().nr_throttled, 29u);
+  EXPECT_EQ(stat.value().throttled_usec, 2401000u);
+}
+
+TEST(ParseCpuStat, ControllerDisabledHasNoThrottleKeys) {
+  Result<CpuStat> stat = ParseCpuStat("usage_usec 5\nuser_usec 3\nsystem_usec 2\n");
+  ASSERT_TRUE(stat.ok());
+  EXPECT_EQ(stat.value().usage_usec, 5u);
+  EXPECT_EQ(stat.value().nr_throttled, 0u);
+}
+
+TEST(ParseCpuStat, RequiresUsage) {
+  EXPECT_FALSE(ParseCpuStat("nr_periods 1\n").ok());
+  EXPECT_FALSE(ParseCpuStat("usage_usec -1\n").ok());
+}
+
+TEST(ParseCgroupEvents, PopulatedAndFrozen) {
+  Result<CgroupEvents> events = ParseCgroupEvents("populated 1\nfrozen 0\n");
+  ASSERT_TRUE(events.ok());
+  EXPECT_TRUE(events.value().populated);
+  EXPECT_FALSE(events.value().frozen);
+  events = ParseCgroupEvents("populated 0\nfrozen 1\n");
+  ASSERT_TRUE(events.ok());
+  EXPECT_FALSE(events.value().populated);
+  EXPECT_TRUE(events.value().frozen);
+  EXPECT_FALSE(ParseCgroupEvents("frozen 0\n").ok());
+}
+
+TEST(ParseControllers, SpaceSeparated) {
+  EXPECT_THAT(
+      ParseControllers("cpuset cpu io memory hugetlb pids rdma misc\n"),
+      ::testing::ElementsAre("cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc"));
+  EXPECT_TRUE(ParseControllers("\n").empty());
+  EXPECT_TRUE(ParseControllers("").empty());
+}
+
+TEST(ParseMaxValue, MaxAndNumbers) {
+  Result<std::optional<uint64_t>> value = ParseMaxValue("max\n");
+  ASSERT_TRUE(value.ok());
+  EXPECT_FALSE(value.value().has_value());
+  value = ParseMaxValue("33554432\n");
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(value.value(), std::optional<uint64_t>(33554432));
+  EXPECT_FALSE(ParseMaxValue("").ok());
+  EXPECT_FALSE(ParseMaxValue("12k").ok());
+  EXPECT_FALSE(ParseMaxValue("18446744073709551616").ok());  // 2^64 overflows
+}
+
+TEST(FormatCpuMax, QuotaAndNoQuota) {
+  EXPECT_EQ(FormatCpuMax(std::nullopt, 100000), "max 100000");
+  EXPECT_EQ(FormatCpuMax(20000, 100000), "20000 100000");
+  EXPECT_EQ(FormatMaxValue(std::nullopt), "max");
+  EXPECT_EQ(FormatMaxValue(4096), "4096");
+}
+
+TEST(ValidateCellName, AcceptsPlainNamesRejectsPathsAndInterfaceNames) {
+  EXPECT_TRUE(ValidateCellName("payments-v2_eu").ok());
+  EXPECT_FALSE(ValidateCellName("").ok());
+  EXPECT_FALSE(ValidateCellName("..").ok());
+  EXPECT_FALSE(ValidateCellName("a/b").ok());
+  EXPECT_FALSE(ValidateCellName("memory.max").ok());
+  EXPECT_FALSE(ValidateCellName(std::string(65, 'a')).ok());
+}
+
+TEST(ValidateLimits, KernelRanges) {
+  EXPECT_TRUE(ValidateLimits({}).ok());
+  CgroupLimits limits;
+  limits.cpu_quota_us = 999;
+  EXPECT_THAT(ValidateLimits(limits).message(), HasSubstr("cpu_quota_us"));
+  limits = {};
+  limits.cpu_period_us = 1000001;
+  EXPECT_THAT(ValidateLimits(limits).message(), HasSubstr("cpu_period_us"));
+  limits = {};
+  limits.cpu_weight = 0;
+  EXPECT_FALSE(ValidateLimits(limits).ok());
+  limits.cpu_weight = 10001;
+  EXPECT_FALSE(ValidateLimits(limits).ok());
+  limits.cpu_weight = 10000;
+  EXPECT_TRUE(ValidateLimits(limits).ok());
+}
+
+// --- A fake cgroup tree: plain files where the kernel would create interface files. ---
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteText(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+class FakeCgroupTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/bulkhead-cgroup-test.XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    own_ = root_ / "system.slice" / "bulkhead.service";
+    fs::create_directories(own_);
+    WriteText(own_ / "cgroup.controllers", "cpuset cpu io memory pids\n");
+    WriteText(own_ / "cgroup.subtree_control", "");
+    // What the kernel creates in each new child cgroup.
+    for (const char* leaf : {"supervisor", "cells"}) {
+      fs::create_directories(own_ / leaf);
+      WriteText(own_ / leaf / "cgroup.procs", "");
+      WriteText(own_ / leaf / "cgroup.subtree_control", "");
+    }
+    WriteText(root_ / "self-cgroup", "0::/system.slice/bulkhead.service\n");
+    options_.root_mount = root_.string();
+    options_.proc_self_cgroup = (root_ / "self-cgroup").string();
+    options_.check_filesystem = false;
+  }
+
+  void TearDown() override {
+    for (pid_t pid : children_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    fs::remove_all(root_);
+  }
+
+  // Creates the interface files a cell's cgroup would have.
+  void PopulateCellFiles(const fs::path& cell) {
+    for (const char* file : {"cpu.max", "cpu.weight", "memory.max", "memory.high",
+                             "memory.swap.max", "pids.max", "memory.oom.group", "cgroup.kill"}) {
+      WriteText(cell / file, "");
+    }
+  }
+
+  pid_t StartSleepingChild() {
+    pid_t pid = fork();
+    if (pid == 0) {
+      pause();
+      _exit(0);
+    }
+    children_.push_back(pid);
+    return pid;
+  }
+
+  // Reaps `pid` within 5 s; returns its wait status, or -1.
+  int ReapWithin5s(pid_t pid) {
+    for (int i = 0; i < 500; ++i) {
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        std::erase(children_, pid);
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+  fs::path root_;
+  fs::path own_;
+  DelegateOptions options_;
+  std::vector<pid_t> children_;
+};
+
+TEST_F(FakeCgroupTree, DelegateMovesSupervisorAndEnablesControllers) {
+  options_.pid = 4242;
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok()) << tree.status().message();
+  EXPECT_EQ(tree->own_path(), own_.string());
+  EXPECT_EQ(tree->supervisor_path(), (own_ / "supervisor").string());
+  EXPECT_EQ(tree->cells_path(), (own_ / "cells").string());
+  EXPECT_EQ(ReadText(own_ / "supervisor" / "cgroup.procs"), "4242");
+  EXPECT_EQ(ReadText(own_ / "cgroup.subtree_control"), "+cpu +memory +pids");
+  EXPECT_EQ(ReadText(own_ / "cells" / "cgroup.subtree_control"), "+cpu +memory +pids");
+}
+
+TEST_F(FakeCgroupTree, DelegateDefaultsToTheCallingProcess) {
+  ASSERT_TRUE(CgroupTree::Delegate(options_).ok());
+  EXPECT_EQ(ReadText(own_ / "supervisor" / "cgroup.procs"), std::to_string(getpid()));
+}
+
+TEST_F(FakeCgroupTree, DelegateWritesOnlyMissingControllers) {
+  WriteText(own_ / "cgroup.subtree_control", "cpu memory\n");
+  WriteText(own_ / "cells" / "cgroup.subtree_control", "cpu memory pids\n");
+  ASSERT_TRUE(CgroupTree::Delegate(options_).ok());
+  EXPECT_EQ(ReadText(own_ / "cgroup.subtree_control"), "+pids");
+  EXPECT_EQ(ReadText(own_ / "cells" / "cgroup.subtree_control"), "cpu memory pids\n");
+}
+
+TEST_F(FakeCgroupTree, DelegateFromOwnLeafFindsTheSameLayout) {
+  WriteText(root_ / "self-cgroup", "0::/system.slice/bulkhead.service/supervisor\n");
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok()) << tree.status().message();
+  EXPECT_EQ(tree->own_path(), own_.string());
+}
+
+TEST_F(FakeCgroupTree, DelegateAtTheRootCgroup) {
+  WriteText(root_ / "self-cgroup", "0::/\n");
+  WriteText(root_ / "cgroup.controllers", "cpu memory pids\n");
+  WriteText(root_ / "cgroup.subtree_control", "");
+  for (const char* leaf : {"supervisor", "cells"}) {
+    fs::create_directories(root_ / leaf);
+    WriteText(root_ / leaf / "cgroup.procs", "");
+    WriteText(root_ / leaf / "cgroup.subtree_control", "");
+  }
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok()) << tree.status().message();
+  EXPECT_EQ(tree->own_path(), root_.string());
+  EXPECT_EQ(tree->cells_path(), (root_ / "cells").string());
+}
+
+TEST_F(FakeCgroupTree, DelegateNamesMissingControllerAndFix) {
+  WriteText(own_ / "cgroup.controllers", "cpu pids\n");
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_FALSE(tree.ok());
+  EXPECT_THAT(tree.status().message(),
+              HasSubstr("controller memory not available in " +
+                        (own_ / "cgroup.controllers").string() + " (available: cpu pids)"));
+  EXPECT_THAT(tree.status().message(), HasSubstr("Delegate=yes"));
+  // Nothing was moved.
+  EXPECT_EQ(ReadText(own_ / "supervisor" / "cgroup.procs"), "");
+}
+
+TEST_F(FakeCgroupTree, DelegateRefusesANonCgroup2Mount) {
+  options_.check_filesystem = true;  // root_ is on the host's /tmp, not cgroup2
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_FALSE(tree.ok());
+  EXPECT_THAT(tree.status().message(), HasSubstr("cgroup v2 not mounted at " + root_.string()));
+}
+
+TEST_F(FakeCgroupTree, DelegateReportsAnUnreadableProcFile) {
+  options_.proc_self_cgroup = (root_ / "missing").string();
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_FALSE(tree.ok());
+  EXPECT_EQ(tree.status().error_number(), ENOENT);
+  EXPECT_THAT(tree.status().message(), HasSubstr((root_ / "missing").string()));
+}
+
+TEST_F(FakeCgroupTree, CreateMakesTheCellDirectoryAndOpensIt) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok()) << cell.status().message();
+  EXPECT_EQ(cell->path(), (own_ / "cells" / "alpha").string());
+  EXPECT_TRUE(fs::is_directory(cell->path()));
+  ASSERT_GE(cell->dir_fd(), 0);
+  struct stat by_fd {};
+  struct stat by_path {};
+  ASSERT_EQ(fstat(cell->dir_fd(), &by_fd), 0);
+  ASSERT_EQ(stat(cell->path().c_str(), &by_path), 0);
+  EXPECT_EQ(by_fd.st_ino, by_path.st_ino);
+  EXPECT_NE(fcntl(cell->dir_fd(), F_GETFD) & FD_CLOEXEC, 0);
+  EXPECT_EQ(cell->events_path(), cell->path() + "/cgroup.events");
+  // An existing cgroup is adopted.
+  EXPECT_TRUE(CellCgroup::Create(tree.value(), "alpha").ok());
+  EXPECT_FALSE(CellCgroup::Create(tree.value(), "../escape").ok());
+}
+
+TEST_F(FakeCgroupTree, WriteLimitsWritesEveryFile) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  PopulateCellFiles(dir);
+
+  CgroupLimits limits;
+  limits.cpu_quota_us = 20000;
+  limits.cpu_weight = 50;
+  limits.memory_max = 32 << 20;
+  limits.memory_swap_max = 0;
+  limits.pids_max = 16;
+  Status status = cell->WriteLimits(limits);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(ReadText(dir / "cpu.max"), "20000 100000");
+  EXPECT_EQ(ReadText(dir / "cpu.weight"), "50");
+  EXPECT_EQ(ReadText(dir / "memory.max"), "33554432");
+  EXPECT_EQ(ReadText(dir / "memory.high"), "max");
+  EXPECT_EQ(ReadText(dir / "memory.swap.max"), "0");
+  EXPECT_EQ(ReadText(dir / "pids.max"), "16");
+  EXPECT_EQ(ReadText(dir / "memory.oom.group"), "1");
+
+  // Unset fields go back to the kernel defaults.
+  ASSERT_TRUE(cell->WriteLimits({}).ok());
+  EXPECT_EQ(ReadText(dir / "cpu.max"), "max 100000");
+  EXPECT_EQ(ReadText(dir / "cpu.weight"), "100");
+  EXPECT_EQ(ReadText(dir / "memory.max"), "max");
+  EXPECT_EQ(ReadText(dir / "pids.max"), "max");
+}
+
+TEST_F(FakeCgroupTree, WriteLimitsWithoutSwapAccounting) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  PopulateCellFiles(cell->path());
+  fs::remove(fs::path(cell->path()) / "memory.swap.max");
+  EXPECT_TRUE(cell->WriteLimits({}).ok());
+  CgroupLimits limits;
+  limits.memory_swap_max = 0;
+  Status status = cell->WriteLimits(limits);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error_number(), ENOENT);
+  EXPECT_THAT(status.message(), HasSubstr("memory.swap.max"));
+  EXPECT_THAT(status.message(), HasSubstr("swap accounting"));
+}
+
+TEST_F(FakeCgroupTree, WriteLimitsNamesTheFailingFile) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  Status status = cell->WriteLimits({});  // no interface files at all
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(),
+              HasSubstr("write \"max 100000\" to " + cell->path() + "/cpu.max: No such file"));
+  CgroupLimits bad;
+  bad.cpu_quota_us = 10;
+  EXPECT_THAT(cell->WriteLimits(bad).message(), HasSubstr("cell alpha: cpu_quota_us 10"));
+}
+
+TEST_F(FakeCgroupTree, ReadStatsParsesEveryFile) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  WriteText(dir / "memory.current", "1048576\n");
+  WriteText(dir / "memory.max", "33554432\n");
+  WriteText(dir / "cpu.stat",
+            "usage_usec 600\nuser_usec 500\nsystem_usec 100\nnr_periods 30\nnr_throttled 28\n"
+            "throttled_usec 2400000\n");
+  WriteText(dir / "pids.current", "3\n");
+  WriteText(dir / "pids.max", "max\n");
+  WriteText(dir / "memory.events", "low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\noom_group_kill 1\n");
+  Result<CgroupStats> stats = cell->ReadStats();
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ(stats->memory_current, 1048576u);
+  EXPECT_EQ(stats->memory_max, std::optional<uint64_t>(33554432));
+  EXPECT_EQ(stats->cpu.usage_usec, 600u);
+  EXPECT_EQ(stats->cpu.nr_throttled, 28u);
+  EXPECT_EQ(stats->cpu.throttled_usec, 2400000u);
+  EXPECT_EQ(stats->pids_current, 3u);
+  EXPECT_FALSE(stats->pids_max.has_value());
+  EXPECT_EQ(stats->memory_events.oom_kill, 1u);
+  EXPECT_EQ(stats->memory_events.oom_group_kill, 1u);
+
+  WriteText(dir / "cpu.stat", "nr_periods 30\n");
+  stats = cell->ReadStats();
+  ASSERT_FALSE(stats.ok());
+  EXPECT_THAT(stats.status().message(), HasSubstr(cell->path() + "/cpu.stat"));
+}
+
+TEST_F(FakeCgroupTree, IsEmptyReadsCgroupEventsElseProcs) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  WriteText(dir / "cgroup.events", "populated 1\nfrozen 0\n");
+  ASSERT_TRUE(cell->IsEmpty().ok());
+  EXPECT_FALSE(cell->IsEmpty().value());
+  WriteText(dir / "cgroup.events", "populated 0\nfrozen 0\n");
+  EXPECT_TRUE(cell->IsEmpty().value());
+
+  fs::remove(dir / "cgroup.events");
+  WriteText(dir / "cgroup.procs", "17\n");
+  EXPECT_FALSE(cell->IsEmpty().value());
+  WriteText(dir / "cgroup.procs", "");
+  EXPECT_TRUE(cell->IsEmpty().value());
+}
+
+TEST_F(FakeCgroupTree, KillWritesCgroupKill) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  PopulateCellFiles(cell->path());
+  ASSERT_TRUE(cell->Kill().ok());
+  EXPECT_EQ(ReadText(fs::path(cell->path()) / "cgroup.kill"), "1");
+}
+
+TEST_F(FakeCgroupTree, KillWithoutCgroupKillSignalsEveryListedPid) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  pid_t in_cell = StartSleepingChild();
+  pid_t in_sub_cgroup = StartSleepingChild();
+  pid_t elsewhere = StartSleepingChild();
+  WriteText(dir / "cgroup.procs", std::to_string(in_cell) + "\n");
+  fs::create_directories(dir / "sub");
+  WriteText(dir / "sub" / "cgroup.procs", std::to_string(in_sub_cgroup) + "\n");
+
+  EXPECT_FALSE(cell->Kill(KillMethod::kCgroupKill).ok());  // no cgroup.kill file
+  ASSERT_TRUE(cell->Kill().ok());                          // kAuto falls back to signals
+
+  int status = ReapWithin5s(in_cell);
+  ASSERT_NE(status, -1) << "pid " << in_cell << " listed in cgroup.procs was not killed";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  status = ReapWithin5s(in_sub_cgroup);
+  ASSERT_NE(status, -1) << "pid " << in_sub_cgroup << " in a sub-cgroup was not killed";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(kill(elsewhere, 0), 0) << "a pid not listed was killed";
+}
+
+TEST_F(FakeCgroupTree, ProcsListsPids) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  WriteText(fs::path(cell->path()) / "cgroup.procs", "12\n34\n");
+  Result<std::vector<pid_t>> pids = cell->Procs();
+  ASSERT_TRUE(pids.ok());
+  EXPECT_THAT(pids.value(), ::testing::ElementsAre(12, 34));
+  WriteText(fs::path(cell->path()) / "cgroup.procs", "12\nbad\n");
+  EXPECT_FALSE(cell->Procs().ok());
+}
+
+TEST_F(FakeCgroupTree, RemoveDeletesTheDirectoryAndIsIdempotent) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  WriteText(fs::path(cell->path()) / "cgroup.procs", "");
+  EXPECT_FALSE(cell->Remove().ok());  // not empty (on cgroupfs: EBUSY while populated)
+  EXPECT_GE(cell->dir_fd(), 0);
+  fs::remove(fs::path(cell->path()) / "cgroup.procs");
+  ASSERT_TRUE(cell->Remove().ok());
+  EXPECT_FALSE(fs::exists(cell->path()));
+  EXPECT_EQ(cell->dir_fd(), -1);
+  EXPECT_TRUE(cell->Remove().ok());
+  EXPECT_FALSE(cell->ReadStats().ok());
+}
+
+}  // namespace
+}  // namespace bulkhead::cell

@@ -1,0 +1,621 @@
+// SPDX-License-Identifier: MIT
+// VM probe for cell/cgroup.h: run as root by tests/vm/run-vm.sh inside the test VM, as the child
+// of PID 1, on a real cgroup v2 root (Documentation/admin-guide/cgroup-v2.rst). It delegates,
+// makes two cells, starts children in them with clone3(2) CLONE_INTO_CGROUP (its own tiny spawn,
+// plus cell::Spawn's exec path) and checks the kernel's own numbers. One "PROBE <check> ok|FAIL
+// ..." line per check; exit 0 only if all pass. Single-threaded; it is the child subreaper of
+// everything it starts and reaps all of it by pid.
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cell/cgroup.h"
+#include "cell/process.h"
+
+namespace bulkhead::cell {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Limits of the two cells (bytes, μs). alpha is small and CPU-capped; beta is roomy.
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kAlphaCpuQuotaUs = 20000;  // 20% of one CPU per 100 ms period
+constexpr uint64_t kAlphaMemoryMax = 32 * kMiB;
+constexpr uint64_t kAlphaPidsMax = 16;
+constexpr uint64_t kBetaMemoryMax = 256 * kMiB;
+constexpr uint64_t kBetaMemoryHigh = 192 * kMiB;
+constexpr uint64_t kBetaPidsMax = 32;
+// The OOM child touches twice alpha's memory.max.
+constexpr uint64_t kHogBytes = 2 * kAlphaMemoryMax;
+// CPU check: busy time in wall-clock ms, and the accepted band around 20% (see docs/vm-tests.md:
+// CFS bandwidth is exact to about one period's quota over 30 periods; the rest is headroom for a
+// TCG guest on a loaded 2-core host, where the vCPU may not get 20% of real time).
+constexpr int kBusyMs = 3000;
+constexpr double kCpuShareExpected = 0.20;
+constexpr double kCpuShareTolerance = 0.05;
+
+int g_failures = 0;
+std::map<pid_t, int> g_reaped;  // wait status of every process reaped so far
+
+// One line to stdout with a single write(2): no stdio buffer that a clone3 child could inherit
+// and flush twice.
+void Print(const char* format, ...) {
+  char line[1024];
+  va_list args;
+  va_start(args, format);
+  int n = vsnprintf(line, sizeof(line) - 1, format, args);
+  va_end(args);
+  if (n < 0) return;
+  size_t size = std::min<size_t>(static_cast<size_t>(n), sizeof(line) - 2);
+  line[size] = '\n';
+  ssize_t ignored = write(STDOUT_FILENO, line, size + 1);
+  (void)ignored;
+}
+
+void Check(bool ok, const char* check, const std::string& detail) {
+  if (!ok) ++g_failures;
+  Print("PROBE %-28s %s %s", check, ok ? "ok  " : "FAIL", detail.c_str());
+}
+
+std::string Str(const char* format, ...) {
+  char text[1024];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(text, sizeof(text), format, args);
+  va_end(args);
+  return text;
+}
+
+long ElapsedMs(Clock::time_point since) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
+}
+
+std::string ReadText(const std::string& path) {
+  FILE* file = fopen(path.c_str(), "re");
+  if (file == nullptr) return "<" + path + ": " + strerror(errno) + ">";
+  std::string text;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
+  fclose(file);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// Value of `key` in a flat-keyed file, or -1.
+long long FlatKey(const std::string& path, const std::string& key) {
+  std::string text = ReadText(path) + "\n";
+  size_t at = text.find(key + " ");
+  while (at != std::string::npos && at != 0 && text[at - 1] != '\n') {
+    at = text.find(key + " ", at + 1);
+  }
+  return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size() + 1);
+}
+
+// --- Processes. ---
+
+// clone3(2) with CLONE_INTO_CGROUP: the child starts inside `cgroup_fd`'s cgroup, runs `body`
+// and _exit()s with its result. Returns the pid, or -1 with errno.
+pid_t SpawnInCgroup(int cgroup_fd, const std::function<int()>& body) {
+  clone_args args{};
+  args.flags = CLONE_INTO_CGROUP;
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  long pid = syscall(SYS_clone3, &args, sizeof(args));
+  if (pid == 0) _exit(body());
+  return static_cast<pid_t>(pid);
+}
+
+void ReapAvailable() {
+  int status = 0;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) g_reaped[pid] = status;
+}
+
+// Reaps until `pid` has been reaped; its wait status, or nullopt at the deadline.
+std::optional<int> WaitFor(pid_t pid, milliseconds deadline) {
+  Clock::time_point start = Clock::now();
+  while (true) {
+    ReapAvailable();
+    if (auto it = g_reaped.find(pid); it != g_reaped.end()) return it->second;
+    if (Clock::now() - start > deadline) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+}
+
+bool PollUntil(const std::function<bool()>& condition, milliseconds deadline) {
+  Clock::time_point start = Clock::now();
+  while (!condition()) {
+    if (Clock::now() - start > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+std::string DescribeStatus(std::optional<int> status) {
+  if (!status) return "still running";
+  if (WIFSIGNALED(*status)) return Str("killed by signal %d", WTERMSIG(*status));
+  return Str("exited %d", WEXITSTATUS(*status));
+}
+
+bool KilledBySigkill(std::optional<int> status) {
+  return status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL;
+}
+
+bool Gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+// The ppid field of /proc/<pid>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
+// parentheses, so the fields are read after the last ')'), or 0.
+int ParentOf(pid_t pid) {
+  std::string stat = ReadText(Str("/proc/%d/stat", pid));
+  int ppid = 0;
+  size_t paren = stat.rfind(')');
+  if (paren != std::string::npos) sscanf(stat.c_str() + paren + 1, " %*c %d", &ppid);
+  return ppid;
+}
+
+// Reads one pid_t from `fd` within `deadline`, or 0.
+pid_t ReadPid(int fd, milliseconds deadline) {
+  pollfd entry{fd, POLLIN, 0};
+  if (poll(&entry, 1, static_cast<int>(deadline.count())) != 1) return 0;
+  pid_t pid = 0;
+  return read(fd, &pid, sizeof(pid)) == sizeof(pid) ? pid : 0;
+}
+
+void WritePid(int fd, pid_t pid) {
+  ssize_t ignored = write(fd, &pid, sizeof(pid));
+  (void)ignored;
+}
+
+[[noreturn]] void PauseForever() {
+  while (true) pause();
+}
+
+// --- Checks. ---
+
+struct Cells {
+  CgroupTree tree;
+  CellCgroup alpha;
+  CellCgroup beta;
+};
+
+std::optional<Cells> SetUp() {
+  Clock::time_point start = Clock::now();
+  Result<CgroupTree> tree = CgroupTree::Delegate();
+  Check(tree.ok(), "delegate", tree.ok() ? "own=" + tree->own_path() : tree.status().message());
+  if (!tree.ok()) return std::nullopt;
+  std::string self = ReadText("/proc/self/cgroup");
+  Check(self == "0::/supervisor", "delegate.supervisor_leaf", "/proc/self/cgroup=" + self);
+  std::string own_control = ReadText(tree->own_path() + "/cgroup.subtree_control");
+  std::string cells_control = ReadText(tree->cells_path() + "/cgroup.subtree_control");
+  Check(own_control == "cpu memory pids" && cells_control == "cpu memory pids",
+        "delegate.subtree_control", "own=\"" + own_control + "\" cells=\"" + cells_control + "\"");
+  Result<CgroupTree> again = CgroupTree::Delegate();
+  Check(again.ok() && again->own_path() == tree->own_path(), "delegate.idempotent",
+        again.ok() ? "own=" + again->own_path() : again.status().message());
+
+  Result<CellCgroup> alpha = CellCgroup::Create(tree.value(), "alpha");
+  Result<CellCgroup> beta = CellCgroup::Create(tree.value(), "beta");
+  Check(alpha.ok() && beta.ok(), "cells.create",
+        !alpha.ok()  ? alpha.status().message()
+        : !beta.ok() ? beta.status().message()
+                     : alpha->path() + " " + beta->path());
+  if (!alpha.ok() || !beta.ok()) return std::nullopt;
+
+  CgroupLimits alpha_limits;
+  alpha_limits.cpu_quota_us = kAlphaCpuQuotaUs;
+  alpha_limits.cpu_weight = 50;
+  alpha_limits.memory_max = kAlphaMemoryMax;
+  alpha_limits.memory_swap_max = 0;
+  alpha_limits.pids_max = kAlphaPidsMax;
+  CgroupLimits beta_limits;
+  beta_limits.cpu_weight = 200;
+  beta_limits.memory_max = kBetaMemoryMax;
+  beta_limits.memory_high = kBetaMemoryHigh;
+  beta_limits.pids_max = kBetaPidsMax;
+  Status alpha_written = alpha->WriteLimits(alpha_limits);
+  Status beta_written = beta->WriteLimits(beta_limits);
+  Check(alpha_written.ok() && beta_written.ok(), "cells.write_limits",
+        alpha_written.message() + beta_written.message() + Str("%ld ms", ElapsedMs(start)));
+  return Cells{std::move(tree).value(), std::move(alpha).value(), std::move(beta).value()};
+}
+
+// (1) The interface files hold exactly what was configured.
+void CheckLimitFiles(const Cells& cells) {
+  struct Expected {
+    const CellCgroup* cell;
+    const char* file;
+    std::string value;
+  };
+  const Expected expected[] = {
+      {&cells.alpha, "cpu.max", "20000 100000"},
+      {&cells.alpha, "cpu.weight", "50"},
+      {&cells.alpha, "memory.max", std::to_string(kAlphaMemoryMax)},
+      {&cells.alpha, "memory.high", "max"},
+      {&cells.alpha, "memory.swap.max", "0"},
+      {&cells.alpha, "pids.max", std::to_string(kAlphaPidsMax)},
+      {&cells.alpha, "memory.oom.group", "1"},
+      {&cells.beta, "cpu.max", "max 100000"},
+      {&cells.beta, "cpu.weight", "200"},
+      {&cells.beta, "memory.max", std::to_string(kBetaMemoryMax)},
+      {&cells.beta, "memory.high", std::to_string(kBetaMemoryHigh)},
+      {&cells.beta, "memory.swap.max", "max"},
+      {&cells.beta, "pids.max", std::to_string(kBetaPidsMax)},
+      {&cells.beta, "memory.oom.group", "1"},
+  };
+  for (const Expected& entry : expected) {
+    std::string actual = ReadText(entry.cell->path() + "/" + entry.file);
+    Check(actual == entry.value, "limits.file",
+          Str("%s/%s=\"%s\" want \"%s\"", entry.cell->name().c_str(), entry.file, actual.c_str(),
+              entry.value.c_str()));
+  }
+  Result<CgroupStats> stats = cells.alpha.ReadStats();
+  Check(stats.ok() && stats->memory_max == kAlphaMemoryMax && stats->pids_max == kAlphaPidsMax &&
+            stats->memory_current < kAlphaMemoryMax,
+        "limits.read_stats",
+        stats.ok() ? Str("memory.current=%llu memory.max=%llu pids.max=%llu",
+                         (unsigned long long)stats->memory_current,
+                         (unsigned long long)stats->memory_max.value_or(0),
+                         (unsigned long long)stats->pids_max.value_or(0))
+                   : stats.status().message());
+}
+
+// Two processes that live in beta until the fork-bomb check kills the cell: `sleeper` from this
+// probe's clone3 spawn and `worker`, busybox sleep exec'd by the launcher (cell::Spawn with
+// SpawnOptions::cgroup_fd). Both must start inside the cell.
+struct BetaResidents {
+  pid_t sleeper = 0;
+  pid_t worker = 0;
+};
+
+BetaResidents StartBetaResidents(const Cells& cells) {
+  BetaResidents residents;
+  residents.sleeper = SpawnInCgroup(cells.beta.dir_fd(), []() -> int { PauseForever(); });
+  Check(residents.sleeper > 0, "spawn.clone3",
+        residents.sleeper > 0 ? Str("pid=%d", residents.sleeper) : strerror(errno));
+  if (residents.sleeper <= 0) return residents;
+  std::string where = ReadText(Str("/proc/%d/cgroup", residents.sleeper));
+  Check(where == "0::/cells/beta", "spawn.into_cgroup",
+        Str("pid %d in ", residents.sleeper) + where);
+  Result<std::vector<pid_t>> procs = cells.beta.Procs();
+  Check(procs.ok() && procs->size() == 1 && procs->front() == residents.sleeper,
+        "spawn.cgroup_procs",
+        procs.ok() ? Str("beta cgroup.procs has %zu pid(s)", procs->size())
+                   : procs.status().message());
+  Result<bool> empty = cells.beta.IsEmpty();
+  Check(empty.ok() && !empty.value(), "spawn.populated", "beta populated");
+
+  SpawnOptions options;
+  options.argv = {"sleep", "3600"};
+  options.environment = {"PATH=/bin"};
+  options.cgroup_fd = cells.beta.dir_fd();
+  Result<pid_t> worker = Spawn(options);
+  if (worker.ok()) residents.worker = worker.value();
+  std::string worker_where =
+      worker.ok() ? ReadText(Str("/proc/%d/cgroup", residents.worker)) : "<no worker>";
+  std::string worker_exe = worker.ok() ? ReadText(Str("/proc/%d/cmdline", residents.worker)) : "";
+  Check(worker.ok() && worker_where == "0::/cells/beta" && worker_exe.rfind("sleep", 0) == 0,
+        "spawn.launcher_into_cgroup",
+        worker.ok() ? Str("cell::Spawn sleep pid %d in ", residents.worker) + worker_where
+                    : worker.status().message());
+  return residents;
+}
+
+// (2) A child allocating past alpha's memory.max is OOM-killed; beta's child lives on.
+void CheckOomKill(const Cells& cells, const BetaResidents& beta_residents) {
+  Clock::time_point start = Clock::now();
+  pid_t hog = SpawnInCgroup(cells.alpha.dir_fd(), [] {
+    for (uint64_t done = 0; done < kHogBytes; done += kMiB) {
+      auto* chunk = static_cast<char*>(malloc(kMiB));
+      if (chunk == nullptr) return 3;
+      memset(chunk, 0x5a, kMiB);  // touch every page so that it is charged
+    }
+    return 0;  // survived: the limit did not hold
+  });
+  std::optional<int> status = WaitFor(hog, milliseconds(30000));
+  long took = ElapsedMs(start);
+  Check(KilledBySigkill(status), "oom.child_killed",
+        Str("hog pid %d (%llu MiB wanted, memory.max %llu MiB): %s after %ld ms", hog,
+            (unsigned long long)(kHogBytes / kMiB), (unsigned long long)(kAlphaMemoryMax / kMiB),
+            DescribeStatus(status).c_str(), took));
+  if (!status) {
+    kill(hog, SIGKILL);
+    WaitFor(hog, milliseconds(5000));
+  }
+
+  Result<CgroupStats> alpha = cells.alpha.ReadStats();
+  Check(
+      alpha.ok() && alpha->memory_events.oom_kill >= 1 && alpha->memory_events.oom_group_kill >= 1,
+      "oom.memory_events",
+      alpha.ok() ? Str("alpha oom=%llu oom_kill=%llu oom_group_kill=%llu max=%llu",
+                       (unsigned long long)alpha->memory_events.oom,
+                       (unsigned long long)alpha->memory_events.oom_kill,
+                       (unsigned long long)alpha->memory_events.oom_group_kill,
+                       (unsigned long long)alpha->memory_events.max)
+                 : alpha.status().message());
+  Result<CgroupStats> beta = cells.beta.ReadStats();
+  ReapAvailable();
+  auto alive = [](pid_t pid) { return pid > 0 && g_reaped.count(pid) == 0 && kill(pid, 0) == 0; };
+  bool residents_alive = alive(beta_residents.sleeper) && alive(beta_residents.worker);
+  Check(residents_alive && beta.ok() && beta->memory_events.oom_kill == 0, "oom.other_cell_lives",
+        Str("beta pids %d and %d %s, beta oom_kill=%lld", beta_residents.sleeper,
+            beta_residents.worker, residents_alive ? "alive" : "NOT BOTH ALIVE",
+            beta.ok() ? (long long)beta->memory_events.oom_kill : -1LL));
+}
+
+// (5) cpu.max 20000 100000: a busy loop gets 20% of one CPU and is throttled.
+void CheckCpuMax(const Cells& cells) {
+  Result<CgroupStats> before = cells.alpha.ReadStats();
+  Clock::time_point start = Clock::now();
+  pid_t busy = SpawnInCgroup(cells.alpha.dir_fd(), [] {
+    Clock::time_point begin = Clock::now();
+    volatile uint64_t spins = 0;
+    while (Clock::now() - begin < milliseconds(kBusyMs)) spins = spins + 1;
+    return 0;
+  });
+  std::optional<int> status = WaitFor(busy, milliseconds(kBusyMs + 15000));
+  double wall_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  Result<CgroupStats> after = cells.alpha.ReadStats();
+  if (!status) {
+    kill(busy, SIGKILL);
+    WaitFor(busy, milliseconds(5000));
+  }
+  if (!before.ok() || !after.ok()) {
+    Check(false, "cpu.stat", before.status().message() + after.status().message());
+    return;
+  }
+  uint64_t usage = after->cpu.usage_usec - before->cpu.usage_usec;
+  uint64_t periods = after->cpu.nr_periods - before->cpu.nr_periods;
+  uint64_t throttled = after->cpu.nr_throttled - before->cpu.nr_throttled;
+  uint64_t throttled_us = after->cpu.throttled_usec - before->cpu.throttled_usec;
+  double share = static_cast<double>(usage) / wall_us;
+  Check(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0, "cpu.busy_child",
+        DescribeStatus(status));
+  Check(share > kCpuShareExpected - kCpuShareTolerance &&
+            share < kCpuShareExpected + kCpuShareTolerance,
+        "cpu.max_share",
+        Str("usage_usec=%llu over wall %.0f us = %.1f%% of one CPU (want %.0f%% +- %.0f)",
+            (unsigned long long)usage, wall_us, share * 100, kCpuShareExpected * 100,
+            kCpuShareTolerance * 100));
+  Check(throttled > 0, "cpu.throttled",
+        Str("nr_periods=%llu nr_throttled=%llu throttled_usec=%llu", (unsigned long long)periods,
+            (unsigned long long)throttled, (unsigned long long)throttled_us));
+}
+
+// (3) A fork bomb in beta stops at pids.max; the signal-each-pid fallback of Kill() clears it.
+void CheckForkBomb(Cells& cells, const BetaResidents& beta_residents) {
+  Clock::time_point start = Clock::now();
+  pid_t bomb = SpawnInCgroup(cells.beta.dir_fd(), [] {
+    int failures = 0;
+    while (true) {  // parent and every child keep forking until the kernel says no
+      pid_t pid = fork();
+      if (pid < 0 && ++failures >= 20) PauseForever();
+      if (pid < 0) usleep(1000);
+    }
+    return 0;
+  });
+  // pids.current may read one or two above pids.max for an instant: the kernel charges a fork
+  // first and reverts the charge when it went over the limit, and two vCPUs fork at once. The
+  // invariant is on processes, so the checks count cgroup.procs lines (each bomb process is
+  // single-threaded) and require pids.current to settle at exactly pids.max.
+  std::string pids_current_path = cells.beta.path() + "/pids.current";
+  auto pids_current = [&] { return std::atoll(ReadText(pids_current_path).c_str()); };
+  auto procs_count = [&] {
+    Result<std::vector<pid_t>> procs = cells.beta.Procs();
+    return procs.ok() ? static_cast<long long>(procs->size()) : -1LL;
+  };
+  const auto limit = static_cast<long long>(kBetaPidsMax);
+  long long peak_current = 0;
+  long long peak_procs = 0;
+  auto sample = [&] {
+    peak_current = std::max(peak_current, pids_current());
+    peak_procs = std::max(peak_procs, procs_count());
+  };
+  bool reached = PollUntil(
+      [&] {
+        sample();
+        return peak_procs >= limit;
+      },
+      milliseconds(20000));
+  long took = ElapsedMs(start);
+  // Every bomb process pauses after 20 refused forks; until then they keep pushing.
+  long long settled_current = 0;
+  long long settled_procs = 0;
+  bool settled = PollUntil(
+      [&] {
+        sample();
+        settled_current = pids_current();
+        settled_procs = procs_count();
+        return settled_current == limit && settled_procs == limit;
+      },
+      milliseconds(5000));
+  PollUntil(
+      [&] {
+        sample();
+        return false;
+      },
+      milliseconds(300));
+  long long refused = FlatKey(cells.beta.path() + "/pids.events", "max");
+  Check(reached && settled && peak_procs == limit && refused > 0, "pids.fork_bomb_capped",
+        Str("pids.max %lld: processes peaked at %lld after %ld ms, settled at pids.current=%lld "
+            "procs=%lld; pids.events max=%lld (pids.current sampled peak %lld)",
+            limit, peak_procs, took, settled_current, settled_procs, refused, peak_current));
+
+  Clock::time_point kill_start = Clock::now();
+  Status killed = cells.beta.Kill(KillMethod::kSignalEachProcess);
+  bool emptied = PollUntil(
+      [&] {
+        Result<bool> empty = cells.beta.IsEmpty();
+        return empty.ok() && empty.value();
+      },
+      milliseconds(10000));
+  long kill_ms = ElapsedMs(kill_start);
+  std::optional<int> bomb_status = WaitFor(bomb, milliseconds(5000));
+  std::optional<int> sleeper_status = WaitFor(beta_residents.sleeper, milliseconds(5000));
+  std::optional<int> worker_status = WaitFor(beta_residents.worker, milliseconds(5000));
+  ReapAvailable();
+  std::string now_current = ReadText(pids_current_path);
+  Check(killed.ok() && emptied && now_current == "0" && KilledBySigkill(bomb_status) &&
+            KilledBySigkill(sleeper_status) && KilledBySigkill(worker_status),
+        "pids.kill_by_signals",
+        Str("%s; empty=%d after %ld ms, pids.current=%s, bomb %s, sleeper %s, worker %s",
+            killed.ok() ? "Kill(kSignalEachProcess) ok" : killed.message().c_str(), emptied,
+            kill_ms, now_current.c_str(), DescribeStatus(bomb_status).c_str(),
+            DescribeStatus(sleeper_status).c_str(), DescribeStatus(worker_status).c_str()));
+}
+
+// (4) A child that double-forks a setsid() daemon: Kill() (cgroup.kill) leaves nothing alive.
+void CheckDoubleForkKill(CellCgroup& alpha) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    Check(false, "kill.pipe", strerror(errno));
+    return;
+  }
+  int write_end = pipe_fds[1];
+  pid_t child = SpawnInCgroup(alpha.dir_fd(), [write_end]() -> int {
+    signal(SIGTERM, SIG_IGN);
+    pid_t middle = fork();
+    if (middle == 0) {
+      setsid();
+      pid_t daemon = fork();
+      if (daemon == 0) {
+        signal(SIGHUP, SIG_IGN);
+        WritePid(write_end, getpid());
+        PauseForever();
+      }
+      _exit(daemon > 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(middle, &status, 0);
+    PauseForever();
+  });
+  close(pipe_fds[1]);
+  pid_t daemon = ReadPid(pipe_fds[0], milliseconds(10000));
+  close(pipe_fds[0]);
+  if (child <= 0 || daemon <= 0) {
+    Check(false, "kill.setup", Str("child %d daemon %d", child, daemon));
+    if (child > 0) {
+      kill(child, SIGKILL);
+      WaitFor(child, milliseconds(5000));
+    }
+    return;
+  }
+  std::string where = ReadText(Str("/proc/%d/cgroup", daemon));
+  pid_t daemon_sid = getsid(daemon);
+  pid_t child_sid = getsid(child);
+  // The daemon reports before its parent has exited: wait for the reparenting to us.
+  int daemon_ppid = 0;
+  PollUntil(
+      [&] {
+        daemon_ppid = ParentOf(daemon);
+        return daemon_ppid == getpid();
+      },
+      milliseconds(5000));
+  Result<std::vector<pid_t>> procs = alpha.Procs();
+  bool listed = procs.ok() && std::find(procs->begin(), procs->end(), daemon) != procs->end() &&
+                std::find(procs->begin(), procs->end(), child) != procs->end();
+  Check(where == "0::/cells/alpha" && daemon_sid != child_sid && daemon_ppid == getpid() && listed,
+        "kill.daemon_in_cell",
+        Str("child %d (sid %d); daemon %d (sid %d, reparented to ppid %d) in %s; both in "
+            "cgroup.procs: %d",
+            child, child_sid, daemon, daemon_sid, daemon_ppid, where.c_str(), listed));
+
+  Status busy = alpha.Remove();
+  Check(!busy.ok() && busy.error_number() == EBUSY, "kill.remove_refused_while_populated",
+        busy.ok() ? "Remove() succeeded on a populated cell" : busy.message());
+
+  Clock::time_point start = Clock::now();
+  Status killed = alpha.Kill();
+  bool emptied = PollUntil(
+      [&] {
+        Result<bool> empty = alpha.IsEmpty();
+        return empty.ok() && empty.value();
+      },
+      milliseconds(5000));
+  long took = ElapsedMs(start);
+  // We are the child subreaper: the daemon was reparented to us, so both are reaped here and
+  // kill(pid, 0) cannot be fooled by a zombie.
+  std::optional<int> child_status = WaitFor(child, milliseconds(5000));
+  std::optional<int> daemon_status = WaitFor(daemon, milliseconds(5000));
+  bool none_left = Gone(child) && Gone(daemon);
+  Check(killed.ok() && emptied && none_left && KilledBySigkill(child_status) &&
+            KilledBySigkill(daemon_status),
+        "kill.cgroup_kill_whole_cell",
+        Str("%s; %s after %ld ms; child %s, daemon %s; kill(pid,0): %s",
+            killed.ok() ? "Kill() ok" : killed.message().c_str(),
+            emptied ? "populated 0" : "STILL POPULATED", took, DescribeStatus(child_status).c_str(),
+            DescribeStatus(daemon_status).c_str(),
+            none_left ? "ESRCH for both" : "SOMETHING SURVIVED"));
+}
+
+void TearDown(Cells& cells) {
+  for (CellCgroup* cell : {&cells.alpha, &cells.beta}) {
+    Result<bool> empty = cell->IsEmpty();
+    if (!empty.ok() || !empty.value()) {
+      Check(false, "teardown.leftovers", cell->name() + " still populated; killing");
+      cell->Kill();
+      PollUntil(
+          [&] {
+            Result<bool> now = cell->IsEmpty();
+            return now.ok() && now.value();
+          },
+          milliseconds(5000));
+    }
+    std::string path = cell->path();
+    Status removed = cell->Remove();
+    Check(removed.ok() && access(path.c_str(), F_OK) != 0, "teardown.remove",
+          removed.ok() ? path + " removed" : removed.message());
+  }
+  ReapAvailable();
+}
+
+int Main() {
+  if (const char* in_vm = getenv("BULKHEAD_IN_VM"); in_vm == nullptr || strcmp(in_vm, "1") != 0) {
+    fprintf(stderr,
+            "cgroup_probe: refusing to run outside the test VM (it writes /sys/fs/cgroup); "
+            "use tests/vm/run-vm.sh\n");
+    return 2;
+  }
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    Print("PROBE cannot become child subreaper: %s", strerror(errno));
+    return 1;
+  }
+  Clock::time_point start = Clock::now();
+  std::optional<Cells> cells = SetUp();
+  if (cells) {
+    CheckLimitFiles(*cells);
+    BetaResidents residents = StartBetaResidents(*cells);
+    CheckOomKill(*cells, residents);
+    CheckCpuMax(*cells);
+    CheckForkBomb(*cells, residents);
+    CheckDoubleForkKill(cells->alpha);
+    TearDown(*cells);
+  }
+  Print("PROBE summary: %d failure(s) in %ld ms", g_failures, ElapsedMs(start));
+  return g_failures == 0 && cells ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace bulkhead::cell
+
+int main() { return bulkhead::cell::Main(); }
