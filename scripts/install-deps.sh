@@ -10,6 +10,9 @@ packages=(
   libgtest-dev libgmock-dev
 )
 
+# The VM tests (tests/vm/) need qemu, a cloud kernel and busybox: their own script.
+bash "$(dirname "$0")/install-vm-deps.sh"
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
