@@ -5,6 +5,7 @@
 #include "config/config.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/un.h>
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -32,16 +33,48 @@ constexpr size_t kMaxCellNameLength = 64;
 constexpr int64_t kMaxConcurrentLimit = 65535;
 constexpr int64_t kMaxQueueLimit = 1'000'000;
 constexpr int64_t kMaxPayloadBytesLimit = int64_t{1} << 30;  // 1 GiB.
+constexpr int64_t kMaxStartLimitBurst = 1000;
 // A config file is a few kilobytes; refuse to read anything absurd into memory.
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
 constexpr std::array<std::string_view, 4> kSupervisorKeys = {"runtime_dir", "control_socket",
                                                              "max_payload_bytes", "log_level"};
-constexpr std::array<std::string_view, 8> kCellKeys = {
-    "command",       "socket",        "max_concurrent", "max_queue",
-    "queue_timeout", "restart_delay", "environment",    "working_directory"};
+constexpr std::array<std::string_view, 19> kCellKeys = {"command",
+                                                        "socket",
+                                                        "max_concurrent",
+                                                        "max_queue",
+                                                        "queue_timeout",
+                                                        "restart",
+                                                        "restart_delay",
+                                                        "restart_max_delay",
+                                                        "restart_reset_after",
+                                                        "start_limit_burst",
+                                                        "start_limit_interval",
+                                                        "request_timeout",
+                                                        "stall_timeout",
+                                                        "ready",
+                                                        "watchdog",
+                                                        "stop_signal",
+                                                        "stop_timeout",
+                                                        "environment",
+                                                        "working_directory"};
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
+// In the order of RestartMode and ReadyMode.
+constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
+constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
+
+struct SignalName {
+  std::string_view name;  // without the SIG prefix
+  int number;
+};
+constexpr std::array<SignalName, 7> kStopSignals = {{{"TERM", SIGTERM},
+                                                     {"INT", SIGINT},
+                                                     {"HUP", SIGHUP},
+                                                     {"QUIT", SIGQUIT},
+                                                     {"USR1", SIGUSR1},
+                                                     {"USR2", SIGUSR2},
+                                                     {"KILL", SIGKILL}}};
 
 SourcePosition At(const toml::source_region& region) {
   return {static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
@@ -319,6 +352,66 @@ class ConfigParser {
     return duration.value();
   }
 
+  // A string that must be one of `choices`; returns its index.
+  std::optional<size_t> ExpectChoice(const toml::node& node, const std::string& path,
+                                     std::span<const std::string_view> choices) {
+    std::optional<std::string> text = ExpectString(node, path);
+    if (!text) return std::nullopt;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (choices[i] == *text) return i;
+    }
+    std::string message = "must be one of ";
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (i > 0) message += ", ";
+      message.append(choices[i]);
+    }
+    message += "; got " + Quoted(*text);
+    const std::string_view suggestion = ClosestMatch(*text, choices);
+    if (!suggestion.empty()) {
+      message += "; did you mean \"";
+      message.append(suggestion);
+      message += "\"?";
+    }
+    AddError(At(node.source()), path, std::move(message));
+    return std::nullopt;
+  }
+
+  // A signal name from kStopSignals, with or without its SIG prefix ("SIGTERM", "TERM").
+  std::optional<int> ExpectStopSignal(const toml::node& node, const std::string& path) {
+    std::optional<std::string> text =
+        ExpectString(node, path, "write the signal's name, such as \"SIGTERM\"");
+    if (!text) return std::nullopt;
+    std::string_view name = *text;
+    if (name.starts_with("SIG")) name.remove_prefix(3);
+    for (const SignalName& signal : kStopSignals) {
+      if (signal.name == name) return signal.number;
+    }
+    std::string message = "must be one of ";
+    for (size_t i = 0; i < kStopSignals.size(); ++i) {
+      if (i > 0) message += ", ";
+      message += "SIG";
+      message.append(kStopSignals[i].name);
+    }
+    message += " (the SIG prefix may be left out); got " + Quoted(*text);
+    // Case and small typos: "sigterm", "TREM".
+    std::string upper = *text;
+    for (char& c : upper) {
+      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    }
+    std::string_view bare = upper;
+    if (bare.starts_with("SIG")) bare.remove_prefix(3);
+    std::array<std::string_view, kStopSignals.size()> names;
+    for (size_t i = 0; i < kStopSignals.size(); ++i) names[i] = kStopSignals[i].name;
+    const std::string_view suggestion = ClosestMatch(bare, names);
+    if (!suggestion.empty()) {
+      message += "; did you mean \"SIG";
+      message.append(suggestion);
+      message += "\"?";
+    }
+    AddError(At(node.source()), path, std::move(message));
+    return std::nullopt;
+  }
+
   // A string holding a path; relative paths are resolved against the config file's directory.
   std::optional<std::string> ExpectPath(const toml::node& node, const std::string& path) {
     std::optional<std::string> text = ExpectString(node, path);
@@ -466,6 +559,11 @@ class ConfigParser {
     bool has_command = false;
     bool has_max_concurrent = false;
     std::optional<SocketUse> explicit_socket;
+    // For the restart_max_delay >= restart_delay check: the durations as written, and where.
+    std::string restart_delay_text = std::to_string(CellConfig{}.restart_delay.count()) + "ms";
+    bool restart_delay_given = false;
+    bool restart_delay_ok = true;
+    std::optional<std::pair<SourcePosition, std::string>> max_delay_written;
 
     for (auto [key, value] : InFileOrder(*table)) {
       const std::string key_path = JoinKey(path, key->str());
@@ -495,10 +593,62 @@ class ConfigParser {
         auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/false);
         key_ok = timeout.has_value();
         if (timeout) cell.queue_timeout = *timeout;
+      } else if (key_name == "restart") {
+        auto mode = ExpectChoice(*value, key_path, kRestartModes);
+        key_ok = mode.has_value();
+        if (mode) cell.restart = static_cast<RestartMode>(*mode);
       } else if (key_name == "restart_delay") {
         auto delay = ExpectDuration(*value, key_path, /*allow_zero=*/true);
         key_ok = delay.has_value();
-        if (delay) cell.restart_delay = *delay;
+        restart_delay_given = true;
+        restart_delay_ok = key_ok;
+        if (delay) {
+          cell.restart_delay = *delay;
+          restart_delay_text = value->as_string()->get();
+        }
+      } else if (key_name == "restart_max_delay") {
+        auto delay = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = delay.has_value();
+        if (delay) {
+          cell.restart_max_delay = *delay;
+          max_delay_written.emplace(At(value->source()), value->as_string()->get());
+        }
+      } else if (key_name == "restart_reset_after") {
+        auto after = ExpectDuration(*value, key_path, /*allow_zero=*/false);
+        key_ok = after.has_value();
+        if (after) cell.restart_reset_after = *after;
+      } else if (key_name == "start_limit_burst") {
+        auto burst = ExpectInteger(*value, key_path, 1, kMaxStartLimitBurst);
+        key_ok = burst.has_value();
+        if (burst) cell.start_limit_burst = static_cast<uint32_t>(*burst);
+      } else if (key_name == "start_limit_interval") {
+        auto interval = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = interval.has_value();
+        if (interval) cell.start_limit_interval = *interval;
+      } else if (key_name == "request_timeout") {
+        auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = timeout.has_value();
+        if (timeout) cell.request_timeout = *timeout;
+      } else if (key_name == "stall_timeout") {
+        auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = timeout.has_value();
+        if (timeout) cell.stall_timeout = *timeout;
+      } else if (key_name == "ready") {
+        auto mode = ExpectChoice(*value, key_path, kReadyModes);
+        key_ok = mode.has_value();
+        if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+      } else if (key_name == "watchdog") {
+        auto interval = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = interval.has_value();
+        if (interval) cell.watchdog = *interval;
+      } else if (key_name == "stop_signal") {
+        auto signal = ExpectStopSignal(*value, key_path);
+        key_ok = signal.has_value();
+        if (signal) cell.stop_signal = *signal;
+      } else if (key_name == "stop_timeout") {
+        auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/false);
+        key_ok = timeout.has_value();
+        if (timeout) cell.stop_timeout = *timeout;
       } else if (key_name == "environment") {
         key_ok = ParseEnvironment(*value, key_path, cell.environment);
       } else if (key_name == "working_directory") {
@@ -522,6 +672,16 @@ class ConfigParser {
     }
     if (!has_max_concurrent) {
       AddError(cell.position, JoinKey(path, "max_concurrent"), "missing required key");
+      ok = false;
+    }
+    // The cap may not be below the first step. Left out, it follows a longer restart_delay.
+    if (!max_delay_written) {
+      cell.restart_max_delay = std::max(cell.restart_max_delay, cell.restart_delay);
+    } else if (restart_delay_ok && cell.restart_max_delay < cell.restart_delay) {
+      AddError(max_delay_written->first, JoinKey(path, "restart_max_delay"),
+               "must be at least restart_delay (" + Quoted(restart_delay_text) +
+                   (restart_delay_given ? "" : ", the default") + "), got " +
+                   Quoted(max_delay_written->second));
       ok = false;
     }
 

@@ -4,6 +4,8 @@
 // thread-compatible: they read the environment ($RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR) and the cwd.
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -21,6 +23,19 @@ namespace bulkhead::config {
 struct SourcePosition {
   int line = 0;
   int column = 0;
+};
+
+// `restart`: when a worker that ended is started again (systemd.service(5) Restart=).
+enum class RestartMode {
+  kAlways,     // "always": after every end
+  kOnFailure,  // "on-failure": unless it exited with status 0
+  kNever,      // "never": only by `bulkheadctl start` / `restart`
+};
+
+// `ready`: when a started worker may take requests.
+enum class ReadyMode {
+  kExec,    // "exec": as soon as exec succeeded
+  kNotify,  // "notify": once it sent READY=1 to $NOTIFY_SOCKET (sd_notify(3))
 };
 
 // One [cells.NAME] table: a worker process and the admission limits in front of it. All paths are
@@ -41,8 +56,37 @@ struct CellConfig {
   uint32_t max_queue = 0;
   // Longest time a request waits in the queue before it is refused. > 0, at most 24h.
   std::chrono::milliseconds queue_timeout{1000};
-  // Fixed delay before a worker that exited is started again. >= 0, at most 24h.
-  std::chrono::milliseconds restart_delay{1000};
+  // When a worker that ended is started again.
+  RestartMode restart = RestartMode::kAlways;
+  // The first backoff delay before a worker that ended is started again; each further restart
+  // doubles it. >= 0, at most 24h.
+  std::chrono::milliseconds restart_delay{100};
+  // The cap of the backoff delay. >= restart_delay, at most 24h. Default 30s, or restart_delay when
+  // that is longer.
+  std::chrono::milliseconds restart_max_delay{30'000};
+  // A worker that stayed up this long sends the delay back to restart_delay. > 0, at most 24h.
+  std::chrono::milliseconds restart_reset_after{10'000};
+  // More than start_limit_burst starts within start_limit_interval put the cell in the failed
+  // state (systemd.unit(5) StartLimitBurst=, StartLimitIntervalSec=). 1..1000.
+  uint32_t start_limit_burst = 5;
+  // >= 0, at most 24h; 0 = no start limit.
+  std::chrono::milliseconds start_limit_interval{60'000};
+  // A request running longer is answered FAILED timeout. >= 0, at most 24h; 0 = off.
+  std::chrono::milliseconds request_timeout{0};
+  // With requests in flight and no reply from the worker for this long, the worker is stalled:
+  // killed and restarted. >= 0, at most 24h; 0 = off.
+  std::chrono::milliseconds stall_timeout{0};
+  // When a started worker may take requests.
+  ReadyMode ready = ReadyMode::kExec;
+  // Longest gap between two WATCHDOG=1 from the worker (sd_notify(3)), passed to it as
+  // WATCHDOG_USEC; a miss is a stall. >= 0, at most 24h; 0 = off.
+  std::chrono::milliseconds watchdog{0};
+  // The signal that asks the worker to stop: SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 or
+  // SIGKILL (systemd.kill(5) KillSignal=).
+  int stop_signal = SIGTERM;
+  // How long in-flight requests may take to finish on a stop, and then how long the worker may take
+  // to exit after stop_signal, before it is killed. > 0, at most 24h.
+  std::chrono::milliseconds stop_timeout{5000};
   // Variables added to the worker's environment, in file order. Names are non-empty and contain
   // no '=' or NUL; values contain no NUL.
   std::vector<std::pair<std::string, std::string>> environment;

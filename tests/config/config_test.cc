@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/lexical_path.h"
@@ -139,7 +141,7 @@ TEST(ParseConfig, FullConfigWithDefaultsFilled) {
   EXPECT_EQ(catalog.max_concurrent, 2u);
   EXPECT_EQ(catalog.max_queue, 0u);
   EXPECT_EQ(catalog.queue_timeout, milliseconds(1000));
-  EXPECT_EQ(catalog.restart_delay, milliseconds(1000));
+  EXPECT_EQ(catalog.restart_delay, milliseconds(100));
   EXPECT_THAT(catalog.environment, IsEmpty());
   EXPECT_EQ(catalog.working_directory, "/");
   EXPECT_EQ(catalog.position.line, 20);
@@ -184,7 +186,7 @@ TEST(ParseConfig, DocumentedExample) {
   EXPECT_EQ(catalog.max_concurrent, 2u);
   EXPECT_EQ(catalog.max_queue, 0u);
   EXPECT_EQ(catalog.queue_timeout, milliseconds(1000));
-  EXPECT_EQ(catalog.restart_delay, milliseconds(1000));
+  EXPECT_EQ(catalog.restart_delay, milliseconds(100));
   EXPECT_EQ(catalog.working_directory, "/");
 }
 
@@ -552,6 +554,201 @@ max_concurrent = 1
 )"),
               ElementsAre(At(2, 13, "supervisor.log_level",
                              "must be one of debug, info, warning, error; got \"verbose\"")));
+}
+
+TEST(ParseConfig, LifecycleDefaults) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+)");
+  ASSERT_EQ(config.cells.size(), 1u);
+  const CellConfig& cell = config.cells[0];
+  EXPECT_EQ(cell.restart, RestartMode::kAlways);
+  EXPECT_EQ(cell.restart_delay, milliseconds(100));
+  EXPECT_EQ(cell.restart_max_delay, milliseconds(30'000));
+  EXPECT_EQ(cell.restart_reset_after, milliseconds(10'000));
+  EXPECT_EQ(cell.start_limit_burst, 5u);
+  EXPECT_EQ(cell.start_limit_interval, milliseconds(60'000));
+  EXPECT_EQ(cell.request_timeout, milliseconds(0));
+  EXPECT_EQ(cell.stall_timeout, milliseconds(0));
+  EXPECT_EQ(cell.ready, ReadyMode::kExec);
+  EXPECT_EQ(cell.watchdog, milliseconds(0));
+  EXPECT_EQ(cell.stop_signal, SIGTERM);
+  EXPECT_EQ(cell.stop_timeout, milliseconds(5000));
+}
+
+TEST(ParseConfig, LifecycleKeysAllSet) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+restart = "on-failure"
+restart_delay = "250ms"
+restart_max_delay = "1m"
+restart_reset_after = "2m"
+start_limit_burst = 1000
+start_limit_interval = "1h"
+request_timeout = "3s"
+stall_timeout = "10s"
+ready = "notify"
+watchdog = "5s"
+stop_signal = "HUP"
+stop_timeout = "1s500ms"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+restart = "never"
+start_limit_burst = 1
+)");
+  ASSERT_EQ(config.cells.size(), 2u);
+  const CellConfig& a = config.cells[0];
+  EXPECT_EQ(a.restart, RestartMode::kOnFailure);
+  EXPECT_EQ(a.restart_delay, milliseconds(250));
+  EXPECT_EQ(a.restart_max_delay, milliseconds(60'000));
+  EXPECT_EQ(a.restart_reset_after, milliseconds(120'000));
+  EXPECT_EQ(a.start_limit_burst, 1000u);
+  EXPECT_EQ(a.start_limit_interval, milliseconds(3'600'000));
+  EXPECT_EQ(a.request_timeout, milliseconds(3000));
+  EXPECT_EQ(a.stall_timeout, milliseconds(10'000));
+  EXPECT_EQ(a.ready, ReadyMode::kNotify);
+  EXPECT_EQ(a.watchdog, milliseconds(5000));
+  EXPECT_EQ(a.stop_signal, SIGHUP);
+  EXPECT_EQ(a.stop_timeout, milliseconds(1500));
+  EXPECT_EQ(config.cells[1].restart, RestartMode::kNever);
+  EXPECT_EQ(config.cells[1].start_limit_burst, 1u);
+}
+
+TEST(ParseConfig, ZeroTurnsOffTimeoutsWatchdogAndStartLimit) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+restart_delay = "0s"
+restart_max_delay = "0s"
+start_limit_interval = "0s"
+request_timeout = "0s"
+stall_timeout = "0s"
+watchdog = "0s"
+)");
+  ASSERT_EQ(config.cells.size(), 1u);
+  const CellConfig& cell = config.cells[0];
+  EXPECT_EQ(cell.restart_delay, milliseconds(0));
+  EXPECT_EQ(cell.restart_max_delay, milliseconds(0));
+  EXPECT_EQ(cell.start_limit_interval, milliseconds(0));
+  EXPECT_EQ(cell.request_timeout, milliseconds(0));
+  EXPECT_EQ(cell.stall_timeout, milliseconds(0));
+  EXPECT_EQ(cell.watchdog, milliseconds(0));
+}
+
+TEST(ParseConfig, StopSignalNamesWithOrWithoutSigPrefix) {
+  const std::vector<std::pair<std::string, int>> names = {
+      {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},  {"QUIT", SIGQUIT},
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"KILL", SIGKILL}};
+  for (const auto& [name, number] : names) {
+    for (const std::string& written : {name, "SIG" + name}) {
+      const Config config = MustParse(
+          "[cells.a]\ncommand = [\"x\"]\nmax_concurrent = 1\n"
+          "stop_signal = \"" +
+          written + "\"\n");
+      ASSERT_EQ(config.cells.size(), 1u) << written;
+      EXPECT_EQ(config.cells[0].stop_signal, number) << written;
+    }
+  }
+}
+
+TEST(ParseConfig, BadLifecycleValues) {
+  const std::string signals =
+      "must be one of SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGKILL (the SIG prefix "
+      "may be left out); got ";
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+restart = "sometimes"
+ready = "notfy"
+stop_signal = "SIGFOO"
+start_limit_burst = 0
+restart_reset_after = "0s"
+stop_timeout = "0s"
+watchdog = "1.5s"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+restart = "alwyas"
+stop_signal = "sigterm"
+start_limit_burst = 1001
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+stop_signal = 15
+restart = true
+ready = "Notify"
+stall_timeout = 5
+stop_timout = "1s"
+[cells.d]
+command = ["x"]
+max_concurrent = 1
+stop_signal = "TREM"
+)"),
+      ElementsAre(
+          At(6, 11, "cells.a.restart",
+             "must be one of always, on-failure, never; got \"sometimes\""),
+          At(7, 9, "cells.a.ready",
+             "must be one of exec, notify; got \"notfy\"; did you mean \"notify\"?"),
+          At(8, 15, "cells.a.stop_signal", signals + "\"SIGFOO\""),
+          At(9, 21, "cells.a.start_limit_burst", "must be between 1 and 1000, got 0"),
+          At(10, 23, "cells.a.restart_reset_after", "must be greater than 0"),
+          At(11, 16, "cells.a.stop_timeout", "must be greater than 0"),
+          At(12, 12, "cells.a.watchdog", ParseDuration("1.5s").status().message()),
+          At(16, 11, "cells.b.restart",
+             "must be one of always, on-failure, never; got \"alwyas\"; did you mean "
+             "\"always\"?"),
+          At(17, 15, "cells.b.stop_signal", signals + "\"sigterm\"; did you mean \"SIGTERM\"?"),
+          At(18, 21, "cells.b.start_limit_burst", "must be between 1 and 1000, got 1001"),
+          At(22, 15, "cells.c.stop_signal",
+             "expected string, got integer (write the signal's name, such as \"SIGTERM\")"),
+          At(23, 11, "cells.c.restart", "expected string, got boolean"),
+          At(24, 9, "cells.c.ready",
+             "must be one of exec, notify; got \"Notify\"; did you mean \"notify\"?"),
+          At(25, 17, "cells.c.stall_timeout",
+             "expected string, got integer (a duration is a string such as \"500ms\" or "
+             "\"2s\")"),
+          At(26, 1, "cells.c.stop_timout", "unknown key; did you mean \"stop_timeout\"?"),
+          At(30, 15, "cells.d.stop_signal", signals + "\"TREM\"; did you mean \"SIGTERM\"?")));
+}
+
+TEST(ParseConfig, RestartMaxDelayMayNotBeBelowRestartDelay) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+restart_max_delay = "1m"
+restart_delay = "1m30s"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+restart_max_delay = "50ms"
+)"),
+              ElementsAre(At(6, 21, "cells.a.restart_max_delay",
+                             "must be at least restart_delay (\"1m30s\"), got \"1m\""),
+                          At(11, 21, "cells.b.restart_max_delay",
+                             "must be at least restart_delay (\"100ms\", the default), got "
+                             "\"50ms\"")));
+  // Equal is fine; left out, the cap follows a restart_delay above its 30s default.
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+restart_delay = "2s"
+restart_max_delay = "2s"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+restart_delay = "2m"
+)");
+  ASSERT_EQ(config.cells.size(), 2u);
+  EXPECT_EQ(config.cells[0].restart_max_delay, milliseconds(2000));
+  EXPECT_EQ(config.cells[1].restart_max_delay, milliseconds(120'000));
 }
 
 TEST(ParseConfig, EmptyPaths) {

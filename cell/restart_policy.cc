@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+// RestartPolicy: backoff steps by doubling with saturation (no overflow whatever the options), the
+// start limit as a deque of start times pruned to the window. Pure; loop thread only.
+#include "cell/restart_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <utility>
+
+#include "base/check.h"
+
+namespace bulkhead::cell {
+namespace {
+
+// Doubling stops here: 2^63 ms is beyond any cap ParseDuration can give.
+constexpr uint32_t kMaxSteps = 63;
+
+// "60s" for whole seconds, else "1500ms", as the config file spells durations.
+std::string FormatInterval(uint64_t ms) {
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+}  // namespace
+
+const char* RestartModeName(RestartMode mode) {
+  switch (mode) {
+    case RestartMode::kAlways:
+      return "always";
+    case RestartMode::kOnFailure:
+      return "on-failure";
+    case RestartMode::kNever:
+      return "never";
+  }
+  return "unknown";
+}
+
+RestartPolicy::Jitter RestartPolicy::SeededJitter(uint64_t seed) {
+  return [engine = std::mt19937_64(seed)]() mutable {
+    return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
+  };
+}
+
+RestartPolicy::Jitter RestartPolicy::RandomJitter() {
+  std::random_device device;
+  const uint64_t seed = (static_cast<uint64_t>(device()) << 32) | device();
+  return SeededJitter(seed);
+}
+
+RestartPolicy::Jitter RestartPolicy::NoJitter() {
+  return [] { return 0.0; };
+}
+
+RestartPolicy::RestartPolicy(Options options, Jitter jitter)
+    : options_(options), jitter_(std::move(jitter)) {
+  BH_CHECK(options_.max_delay_ms >= options_.delay_ms);
+  BH_CHECK(options_.start_limit_burst >= 1);
+  BH_CHECK(jitter_ != nullptr);
+}
+
+void RestartPolicy::RecordStart(uint64_t now_ms) {
+  has_start_ = true;
+  last_start_ms_ = now_ms;
+  if (options_.start_limit_interval_ms == 0) return;
+  while (!starts_.empty() && now_ms - starts_.front() >= options_.start_limit_interval_ms) {
+    starts_.pop_front();
+  }
+  starts_.push_back(now_ms);
+  while (starts_.size() > size_t{options_.start_limit_burst} + 1) starts_.pop_front();
+}
+
+uint32_t RestartPolicy::StartsWithin(uint64_t now_ms) const {
+  if (options_.start_limit_interval_ms == 0) return 0;
+  uint32_t count = 0;
+  for (uint64_t start : starts_) {
+    if (start <= now_ms && now_ms - start < options_.start_limit_interval_ms) ++count;
+  }
+  return count;
+}
+
+uint64_t RestartPolicy::NextStepMs() const {
+  uint64_t step = options_.delay_ms;
+  for (uint32_t i = 0; i < steps_ && step < options_.max_delay_ms; ++i) {
+    step = step > options_.max_delay_ms / 2 ? options_.max_delay_ms : step * 2;
+  }
+  return std::min(step, options_.max_delay_ms);
+}
+
+RestartPolicy::Decision RestartPolicy::OnExit(uint64_t now_ms, bool clean,
+                                              std::string_view exit_description) {
+  if (has_start_ && now_ms >= last_start_ms_ &&
+      now_ms - last_start_ms_ >= options_.reset_after_ms) {
+    steps_ = 0;
+  }
+
+  Decision decision;
+  if (options_.mode == RestartMode::kNever) {
+    decision.verdict = Verdict::kStay;
+    decision.reason = "restart = \"never\"";
+    return decision;
+  }
+  if (options_.mode == RestartMode::kOnFailure && clean) {
+    decision.verdict = Verdict::kStay;
+    decision.reason = "exited cleanly and restart = \"on-failure\"";
+    return decision;
+  }
+
+  const uint64_t step = NextStepMs();
+  const double u = jitter_();
+  BH_CHECK(u >= 0.0 && u < 1.0);
+  const auto cut =
+      static_cast<uint64_t>(std::floor(static_cast<double>(step) * kJitterFraction * u));
+  const uint64_t delay = step - std::min(cut, step);
+
+  if (options_.start_limit_interval_ms != 0) {
+    const uint32_t starts = StartsWithin(now_ms + delay);
+    if (starts >= options_.start_limit_burst) {
+      decision.verdict = Verdict::kGiveUp;
+      decision.reason = "gave up: " + std::to_string(starts) +
+                        (starts == 1 ? " start" : " starts") + " in " +
+                        FormatInterval(options_.start_limit_interval_ms) + ", last ";
+      decision.reason.append(exit_description);
+      return decision;
+    }
+  }
+
+  if (options_.delay_ms > 0 && step < options_.max_delay_ms && steps_ < kMaxSteps) ++steps_;
+  decision.verdict = Verdict::kRestart;
+  decision.delay_ms = delay;
+  return decision;
+}
+
+void RestartPolicy::Reset() {
+  steps_ = 0;
+  starts_.clear();
+  has_start_ = false;
+  last_start_ms_ = 0;
+}
+
+}  // namespace bulkhead::cell

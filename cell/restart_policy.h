@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// RestartPolicy: what follows the end of a cell's worker: start again after an exponential backoff
+// with jitter, stay stopped (restart = "never" / "on-failure"), or give up after too many starts
+// (systemd.service(5) Restart=, RestartSec=, RestartMaxDelaySec=; systemd.unit(5)
+// StartLimitBurst=, StartLimitIntervalSec=). Pure: no clock of its own (callers pass `now_ms`,
+// monotonic milliseconds), no I/O. Not thread-safe: one owner, the loop thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace bulkhead::cell {
+
+// systemd.service(5) Restart= subset.
+enum class RestartMode {
+  kAlways,     // start again after every end, clean or not
+  kOnFailure,  // start again unless the worker exited with status 0
+  kNever,      // never start again by itself; only an operator's start or restart does
+};
+const char* RestartModeName(RestartMode mode);  // "always", "on-failure", "never"
+
+class RestartPolicy {
+ public:
+  struct Options {
+    RestartMode mode = RestartMode::kAlways;
+    // The first backoff delay, in ms. Each further restart doubles it, up to max_delay_ms.
+    uint64_t delay_ms = 100;
+    // The cap of the backoff delay, in ms. REQUIRES: >= delay_ms.
+    uint64_t max_delay_ms = 30'000;
+    // A worker that ran at least this long (from its start to its end, in ms) sends the delay back
+    // to delay_ms.
+    uint64_t reset_after_ms = 10'000;
+    // At most this many starts within start_limit_interval_ms; the restart that would make one
+    // more gives up instead. REQUIRES: >= 1.
+    uint32_t start_limit_burst = 5;
+    // The sliding window of the start limit, in ms. 0: no start limit.
+    uint64_t start_limit_interval_ms = 60'000;
+  };
+
+  // Returns a number in [0, 1), uniformly distributed. Called once per restart decision.
+  using Jitter = std::function<double()>;
+  // A jitter source of its own, a std::mt19937_64 seeded with `seed` (tests: a fixed seed gives a
+  // fixed sequence).
+  static Jitter SeededJitter(uint64_t seed);
+  // Seeded from std::random_device, so that cells that fail together do not restart in lockstep.
+  static Jitter RandomJitter();
+  // Always 0: every delay is the full backoff step. For tests.
+  static Jitter NoJitter();
+
+  // The largest share of a backoff step that jitter takes off: a step of d ms becomes a delay in
+  // (d - d * kJitterFraction, d]. Jitter only shortens a delay, so none ever exceeds max_delay_ms,
+  // and none is longer than the step the operator configured.
+  static constexpr double kJitterFraction = 0.2;
+
+  enum class Verdict {
+    kRestart,  // start again after delay_ms
+    kStay,     // stay stopped: the restart mode says so
+    kGiveUp,   // the start limit is reached: the cell is failed
+  };
+  struct Decision {
+    Verdict verdict = Verdict::kRestart;
+    uint64_t delay_ms = 0;  // kRestart: ms from the end to the next start, jitter applied
+    // kStay: why, e.g. `restart = "never"`; kGiveUp: "gave up: 5 starts in 60s, last exit 1".
+    std::string reason;
+  };
+
+  // REQUIRES: options valid (see Options); `jitter` returns values in [0, 1) (checked).
+  RestartPolicy(Options options, Jitter jitter);
+
+  // A worker is being started at `now_ms`. Call once per spawn attempt, before the spawn, whether
+  // or not its exec then succeeds: failed execs count as starts.
+  void RecordStart(uint64_t now_ms);
+
+  // The worker of the last RecordStart ended at `now_ms`. `clean`: it exited with status 0 (an exit
+  // the supervisor forced, a signal, an exec failure or a stall are never clean).
+  // `exit_description` is shown in the give-up reason after "last ", as given: "exit 1",
+  // "signal 9", "start failed: exec /bin/x: No such file or directory".
+  //
+  // In order: an uptime of at least reset_after_ms resets the backoff to its first step; the
+  // restart mode may say to stay stopped; the next delay is the current step with jitter; if
+  // starting at now_ms + delay would make more than start_limit_burst starts within the
+  // start_limit_interval_ms that ends then, the policy gives up; otherwise the step doubles
+  // for next time (capped) and the decision is kRestart.
+  Decision OnExit(uint64_t now_ms, bool clean, std::string_view exit_description);
+
+  // Forgets every start and goes back to the first backoff step (`bulkheadctl restart`).
+  void Reset();
+
+  // The backoff step of the next restart, before jitter: min(delay_ms * 2^steps, max_delay_ms).
+  uint64_t NextStepMs() const;
+  // Backoff doublings since the last reset (stops growing at the cap).
+  uint32_t steps() const { return steps_; }
+  // Starts recorded within the start limit window that ends at `now_ms`.
+  uint32_t StartsWithin(uint64_t now_ms) const;
+  const Options& options() const { return options_; }
+
+ private:
+  Options options_;
+  Jitter jitter_;
+  uint32_t steps_ = 0;
+  // Start times (ms), oldest first; only those that may still fall in a window are kept, at most
+  // start_limit_burst + 1 of them.
+  std::deque<uint64_t> starts_;
+  bool has_start_ = false;
+  uint64_t last_start_ms_ = 0;
+};
+
+}  // namespace bulkhead::cell

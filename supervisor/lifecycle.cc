@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: MIT
+// Lifecycle: kTable holds one handler per (state, event); every handler appends the actions of its
+// entry. Handle() reads the clock once, checks the spawn invariant and dispatches. Loop thread
+// only.
+#include "supervisor/lifecycle.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "base/check.h"
+
+namespace bulkhead::supervisor {
+namespace {
+
+using State = Lifecycle::State;
+using EventType = Lifecycle::Event::Type;
+using ActionType = Lifecycle::Action::Type;
+
+size_t Index(State state) { return static_cast<size_t>(state); }
+size_t Index(EventType type) { return static_cast<size_t>(type); }
+
+std::string Ms(uint64_t ms) { return std::to_string(ms) + " ms"; }
+
+// "SIGTERM" for the signals a config may name, else "signal N".
+std::string SignalText(int signal) {
+  switch (signal) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGKILL:
+      return "SIGKILL";
+  }
+  return "signal " + std::to_string(signal);
+}
+
+}  // namespace
+
+// Rows: states in State order. Columns: events in Event::Type order:
+//   StartRequested, RestartRequested, StopRequested, Spawned, SpawnFailed, Ready, WatchdogPing,
+//   Drained, Exited, StopTimeout, BackoffElapsed, Stalled, WatchdogMissed.
+const Lifecycle::Handler Lifecycle::kTable[kStateCount][Event::kTypeCount] = {
+    // stopped
+    {&Lifecycle::StartFresh, &Lifecycle::StartFresh, &Lifecycle::AlreadyStopped,
+     &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreNotDraining, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreNoWorker},
+    // starting
+    {&Lifecycle::AlreadyStarted, &Lifecycle::RestartWorker, &Lifecycle::StopWorker,
+     &Lifecycle::OnSpawned, &Lifecycle::OnSpawnFailed, &Lifecycle::OnReady,
+     &Lifecycle::OnWatchdogPing, &Lifecycle::IgnoreNotDraining, &Lifecycle::OnWorkerExit,
+     &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreStaleTimer, &Lifecycle::KillStalled,
+     &Lifecycle::KillStalled},
+    // running
+    {&Lifecycle::AlreadyStarted, &Lifecycle::RestartWorker, &Lifecycle::StopWorker,
+     &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreAlreadyReady,
+     &Lifecycle::OnWatchdogPing, &Lifecycle::IgnoreNotDraining, &Lifecycle::OnWorkerExit,
+     &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreStaleTimer, &Lifecycle::KillStalled,
+     &Lifecycle::KillStalled},
+    // stopping
+    {&Lifecycle::StartAfterStop, &Lifecycle::StartAfterStop, &Lifecycle::StopAfterStop,
+     &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreWhileStopping,
+     &Lifecycle::IgnoreWhileStopping, &Lifecycle::OnDrained, &Lifecycle::OnStoppedExit,
+     &Lifecycle::OnStopTimeout, &Lifecycle::IgnoreStaleTimer, &Lifecycle::KillStalledWhileStopping,
+     &Lifecycle::IgnoreWhileStopping},
+    // backoff
+    {&Lifecycle::StartNow, &Lifecycle::StartNow, &Lifecycle::StopFromBackoff,
+     &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreNotDraining, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreStaleTimer, &Lifecycle::OnBackoffElapsed, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreNoWorker},
+    // failed
+    {&Lifecycle::StartFresh, &Lifecycle::StartFresh, &Lifecycle::StopFromFailed,
+     &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreNotDraining, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreNoWorker,
+     &Lifecycle::IgnoreNoWorker},
+};
+
+const char* Lifecycle::StateName(State state) {
+  switch (state) {
+    case State::kStopped:
+      return "stopped";
+    case State::kStarting:
+      return "starting";
+    case State::kRunning:
+      return "running";
+    case State::kStopping:
+      return "stopping";
+    case State::kBackoff:
+      return "backoff";
+    case State::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+const char* Lifecycle::EventName(Event::Type type) {
+  switch (type) {
+    case EventType::kStartRequested:
+      return "StartRequested";
+    case EventType::kRestartRequested:
+      return "RestartRequested";
+    case EventType::kStopRequested:
+      return "StopRequested";
+    case EventType::kSpawned:
+      return "Spawned";
+    case EventType::kSpawnFailed:
+      return "SpawnFailed";
+    case EventType::kReady:
+      return "Ready";
+    case EventType::kWatchdogPing:
+      return "WatchdogPing";
+    case EventType::kDrained:
+      return "Drained";
+    case EventType::kExited:
+      return "Exited";
+    case EventType::kStopTimeout:
+      return "StopTimeout";
+    case EventType::kBackoffElapsed:
+      return "BackoffElapsed";
+    case EventType::kStalled:
+      return "Stalled";
+    case EventType::kWatchdogMissed:
+      return "WatchdogMissed";
+  }
+  return "unknown";
+}
+
+const char* Lifecycle::ActionName(Action::Type type) {
+  switch (type) {
+    case ActionType::kSpawn:
+      return "Spawn";
+    case ActionType::kOpenAdmission:
+      return "OpenAdmission";
+    case ActionType::kCloseAdmission:
+      return "CloseAdmission";
+    case ActionType::kRejectQueued:
+      return "RejectQueued";
+    case ActionType::kFailInFlight:
+      return "FailInFlight";
+    case ActionType::kSignalStop:
+      return "SignalStop";
+    case ActionType::kKillAll:
+      return "KillAll";
+    case ActionType::kArmBackoff:
+      return "ArmBackoff";
+    case ActionType::kArmStopTimer:
+      return "ArmStopTimer";
+    case ActionType::kArmWatchdog:
+      return "ArmWatchdog";
+    case ActionType::kCancelTimers:
+      return "CancelTimers";
+    case ActionType::kNotifyStopped:
+      return "NotifyStopped";
+  }
+  return "unknown";
+}
+
+const char* Lifecycle::ReplyText(Reply reply) {
+  switch (reply) {
+    case Reply::kAccepted:
+      return "ok";
+    case Reply::kAlreadyStarted:
+      return "already started";
+    case Reply::kAlreadyStopped:
+      return "already stopped";
+    case Reply::kStopInProgress:
+      return "stop in progress";
+    case Reply::kRestartInProgress:
+      return "restart in progress";
+  }
+  return "unknown";
+}
+
+Lifecycle::Lifecycle(Options options, const Clock* clock, cell::RestartPolicy::Jitter jitter)
+    : options_(options), clock_(clock), policy_(options.restart, std::move(jitter)) {
+  BH_CHECK(clock_ != nullptr);
+  now_ms_ = clock_->NowMs();
+  since_ms_ = now_ms_;
+}
+
+Lifecycle::Transition Lifecycle::Handle(const Event& event) {
+  // Spawn is synchronous: its answer comes before anything else can happen.
+  BH_CHECK(!spawn_pending_ || event.type == EventType::kSpawned ||
+           event.type == EventType::kSpawnFailed);
+  BH_CHECK(Index(event.type) < Event::kTypeCount);
+  now_ms_ = clock_->NowMs();
+  Transition t;
+  t.from = state_;
+  (this->*kTable[Index(state_)][Index(event.type)])(event, t);
+  t.to = state_;
+  return t;
+}
+
+bool Lifecycle::has_worker() const {
+  switch (state_) {
+    case State::kStarting:
+      return !spawn_pending_;
+    case State::kRunning:
+    case State::kStopping:
+      return true;
+    case State::kStopped:
+    case State::kBackoff:
+    case State::kFailed:
+      return false;
+  }
+  return false;
+}
+
+bool Lifecycle::RefusesRequests() const {
+  const uint64_t now = clock_->NowMs();
+  switch (state_) {
+    case State::kStopped:
+    case State::kFailed:
+      return true;
+    case State::kStopping:
+      return after_stop_ == AfterStop::kStay;
+    case State::kBackoff:
+      return next_start_at_ms_ > now && next_start_at_ms_ - now > options_.queue_timeout_ms;
+    case State::kStarting:
+    case State::kRunning:
+      return false;
+  }
+  return true;
+}
+
+uint32_t Lifecycle::RetryAfterMs() const {
+  if (state_ != State::kBackoff) return 0;
+  const uint64_t now = clock_->NowMs();
+  const uint64_t left = next_start_at_ms_ > now ? next_start_at_ms_ - now : 1;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(left, 1, UINT32_MAX));
+}
+
+// --- helpers ---
+
+void Lifecycle::Enter(State state) {
+  if (state_ == state) return;
+  state_ = state;
+  since_ms_ = now_ms_;
+}
+
+void Lifecycle::Add(Transition& t, Action::Type type) {
+  Action action;
+  action.type = type;
+  t.actions.push_back(std::move(action));
+}
+
+void Lifecycle::Log(Transition& t, LogLevel level, std::string line) {
+  t.log_level = level;
+  t.log = std::move(line);
+}
+
+void Lifecycle::BeginStart(Transition& t) {
+  Enter(State::kStarting);
+  reason_.clear();
+  next_start_at_ms_ = 0;
+  kill_reason_.clear();
+  policy_.RecordStart(now_ms_);
+  ++starts_;
+  spawn_pending_ = true;
+  Add(t, ActionType::kSpawn);
+}
+
+void Lifecycle::BeginStop(uint32_t in_flight, bool refuse, Transition& t) {
+  const bool drain = state_ == State::kRunning && in_flight > 0;
+  Enter(State::kStopping);
+  kill_reason_.clear();
+  Add(t, ActionType::kCancelTimers);
+  Add(t, ActionType::kCloseAdmission);
+  if (refuse) {
+    Add(t, ActionType::kRejectQueued);
+    t.actions.back().reason = ipc::Reason::kUnavailable;
+  }
+  const std::string what = refuse ? "stopping" : "restarting";
+  if (drain) {
+    phase_ = StopPhase::kDraining;
+    Add(t, ActionType::kArmStopTimer);
+    t.actions.back().ms = options_.stop_timeout_ms;
+    Log(t, LogLevel::kInfo,
+        what + ": waiting up to " + Ms(options_.stop_timeout_ms) + " for " +
+            std::to_string(in_flight) + " request" + (in_flight == 1 ? "" : "s") + " in flight");
+  } else {
+    SendStopSignal(t);
+    Log(t, LogLevel::kInfo, what + " worker (" + SignalText(options_.stop_signal) + ")");
+  }
+}
+
+void Lifecycle::SendStopSignal(Transition& t) {
+  phase_ = StopPhase::kSignalled;
+  Add(t, ActionType::kSignalStop);
+  t.actions.back().signal = options_.stop_signal;
+  Add(t, ActionType::kArmStopTimer);
+  t.actions.back().ms = options_.stop_timeout_ms;
+}
+
+void Lifecycle::EnterStopped(Transition& t) {
+  Enter(State::kStopped);
+  next_start_at_ms_ = 0;
+  Add(t, ActionType::kRejectQueued);
+  t.actions.back().reason = ipc::Reason::kUnavailable;
+  Add(t, ActionType::kNotifyStopped);
+}
+
+void Lifecycle::RecordExit(const Event& e) {
+  last_exit_ = e.text.empty() ? "exited" : e.text;
+  if (e.oom_killed) last_exit_ += " (OOM kill)";
+  if (!kill_reason_.empty()) last_exit_ = kill_reason_ + " (" + last_exit_ + ")";
+}
+
+void Lifecycle::ApplyPolicy(bool clean, std::string log_prefix, Transition& t) {
+  cell::RestartPolicy::Decision decision = policy_.OnExit(now_ms_, clean, last_exit_);
+  switch (decision.verdict) {
+    case cell::RestartPolicy::Verdict::kRestart:
+      Enter(State::kBackoff);
+      next_start_at_ms_ = now_ms_ + decision.delay_ms;
+      Add(t, ActionType::kArmBackoff);
+      t.actions.back().ms = decision.delay_ms;
+      Log(t, LogLevel::kWarning, log_prefix + "; restarting in " + Ms(decision.delay_ms));
+      break;
+    case cell::RestartPolicy::Verdict::kStay:
+      reason_ = std::move(decision.reason);
+      EnterStopped(t);
+      Log(t, LogLevel::kInfo, log_prefix + "; not restarting: " + reason_);
+      break;
+    case cell::RestartPolicy::Verdict::kGiveUp:
+      reason_ = std::move(decision.reason);
+      Enter(State::kFailed);
+      next_start_at_ms_ = 0;
+      Add(t, ActionType::kRejectQueued);
+      t.actions.back().reason = ipc::Reason::kUnavailable;
+      Log(t, LogLevel::kError, log_prefix + "; " + reason_);
+      break;
+  }
+}
+
+std::string Lifecycle::StalledText(const Event& e) const {
+  if (e.type == EventType::kWatchdogMissed) {
+    return "watchdog timeout: no WATCHDOG=1 within " + Ms(options_.watchdog_ms);
+  }
+  return "stalled: " + (e.text.empty() ? std::string("no reply") : e.text);
+}
+
+// --- commands ---
+
+void Lifecycle::StartFresh(const Event& e, Transition& t) {
+  policy_.Reset();
+  BeginStart(t);
+}
+
+void Lifecycle::StartNow(const Event& e, Transition& t) {
+  Add(t, ActionType::kCancelTimers);
+  StartFresh(e, t);
+}
+
+void Lifecycle::AlreadyStarted(const Event& e, Transition& t) {
+  t.reply = Reply::kAlreadyStarted;
+  t.ignored = "already started";
+}
+
+void Lifecycle::AlreadyStopped(const Event& e, Transition& t) {
+  t.reply = Reply::kAlreadyStopped;
+  t.ignored = "already stopped";
+  // Whoever waits for the stop (supervisor shutdown) can go on.
+  Add(t, ActionType::kNotifyStopped);
+}
+
+void Lifecycle::RestartWorker(const Event& e, Transition& t) {
+  policy_.Reset();
+  reason_.clear();
+  after_stop_ = AfterStop::kStart;
+  BeginStop(e.in_flight, /*refuse=*/false, t);
+}
+
+void Lifecycle::StopWorker(const Event& e, Transition& t) {
+  after_stop_ = AfterStop::kStay;
+  BeginStop(e.in_flight, /*refuse=*/true, t);
+}
+
+void Lifecycle::StartAfterStop(const Event& e, Transition& t) {
+  if (after_stop_ != AfterStop::kStay) {
+    t.reply = Reply::kRestartInProgress;
+    t.ignored = "restart in progress";
+    return;
+  }
+  policy_.Reset();
+  reason_.clear();
+  after_stop_ = AfterStop::kStart;
+  Log(t, LogLevel::kInfo, "will start again once the worker has stopped");
+}
+
+void Lifecycle::StopAfterStop(const Event& e, Transition& t) {
+  if (after_stop_ == AfterStop::kStay) {
+    t.reply = Reply::kStopInProgress;
+    t.ignored = "stop in progress";
+    return;
+  }
+  after_stop_ = AfterStop::kStay;
+  Add(t, ActionType::kRejectQueued);
+  t.actions.back().reason = ipc::Reason::kUnavailable;
+  Log(t, LogLevel::kInfo, "stop requested: the worker will not be started again");
+}
+
+void Lifecycle::StopFromBackoff(const Event& e, Transition& t) {
+  Add(t, ActionType::kCancelTimers);
+  EnterStopped(t);
+  Log(t, LogLevel::kInfo, "stopped while waiting to restart");
+}
+
+void Lifecycle::StopFromFailed(const Event& e, Transition& t) { EnterStopped(t); }
+
+// --- the worker process ---
+
+void Lifecycle::OnSpawned(const Event& e, Transition& t) {
+  if (!spawn_pending_) {
+    IgnoreNoSpawn(e, t);
+    return;
+  }
+  spawn_pending_ = false;
+  worker_started_at_ms_ = now_ms_;
+  if (options_.watchdog_ms > 0) {
+    Add(t, ActionType::kArmWatchdog);
+    t.actions.back().ms = options_.watchdog_ms;
+  }
+  if (options_.ready == config::ReadyMode::kExec) {
+    Enter(State::kRunning);
+    Add(t, ActionType::kOpenAdmission);
+    Log(t, LogLevel::kInfo, "worker started");
+  } else {
+    Log(t, LogLevel::kInfo, "worker started; waiting for READY=1");
+  }
+}
+
+void Lifecycle::OnSpawnFailed(const Event& e, Transition& t) {
+  if (!spawn_pending_) {
+    IgnoreNoSpawn(e, t);
+    return;
+  }
+  spawn_pending_ = false;
+  last_exit_ = "start failed: " + e.text;
+  ApplyPolicy(/*clean=*/false, "cannot start worker: " + e.text, t);
+}
+
+void Lifecycle::OnReady(const Event& e, Transition& t) {
+  Enter(State::kRunning);
+  Add(t, ActionType::kOpenAdmission);
+  Log(t, LogLevel::kInfo, "worker ready (READY=1)");
+}
+
+void Lifecycle::OnWatchdogPing(const Event& e, Transition& t) {
+  if (options_.watchdog_ms == 0) {
+    t.ignored = "no watchdog configured";
+    return;
+  }
+  Add(t, ActionType::kArmWatchdog);
+  t.actions.back().ms = options_.watchdog_ms;
+}
+
+void Lifecycle::OnWorkerExit(const Event& e, Transition& t) {
+  RecordExit(e);
+  Add(t, ActionType::kCloseAdmission);
+  Add(t, ActionType::kCancelTimers);
+  Add(t, ActionType::kKillAll);
+  Add(t, ActionType::kFailInFlight);
+  t.actions.back().reason = e.oom_killed ? ipc::Reason::kOomKilled : ipc::Reason::kWorkerDied;
+  t.actions.back().message = last_exit_;
+  const bool clean = WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 0 && !e.oom_killed;
+  ApplyPolicy(clean, "worker exited: " + last_exit_, t);
+}
+
+void Lifecycle::OnStoppedExit(const Event& e, Transition& t) {
+  RecordExit(e);
+  Add(t, ActionType::kCancelTimers);
+  Add(t, ActionType::kKillAll);
+  Add(t, ActionType::kFailInFlight);
+  t.actions.back().reason = e.oom_killed ? ipc::Reason::kOomKilled : ipc::Reason::kWorkerDied;
+  t.actions.back().message = last_exit_;
+  switch (after_stop_) {
+    case AfterStop::kStay:
+      EnterStopped(t);
+      Log(t, LogLevel::kInfo, "worker exited: " + last_exit_ + "; stopped");
+      break;
+    case AfterStop::kStart:
+      Log(t, LogLevel::kInfo, "worker exited: " + last_exit_ + "; starting again");
+      ++restarts_;
+      BeginStart(t);
+      break;
+    case AfterStop::kPolicy:
+      ApplyPolicy(/*clean=*/false, "worker exited: " + last_exit_, t);
+      break;
+  }
+}
+
+void Lifecycle::OnDrained(const Event& e, Transition& t) {
+  if (phase_ != StopPhase::kDraining) {
+    IgnoreNotDraining(e, t);
+    return;
+  }
+  SendStopSignal(t);
+  Log(t, LogLevel::kInfo,
+      "requests drained; stopping worker (" + SignalText(options_.stop_signal) + ")");
+}
+
+void Lifecycle::OnStopTimeout(const Event& e, Transition& t) {
+  switch (phase_) {
+    case StopPhase::kDraining:
+      SendStopSignal(t);
+      Log(t, LogLevel::kWarning,
+          "requests still in flight after " + Ms(options_.stop_timeout_ms) + "; stopping worker (" +
+              SignalText(options_.stop_signal) + ")");
+      break;
+    case StopPhase::kSignalled:
+      phase_ = StopPhase::kKilled;
+      Add(t, ActionType::kKillAll);
+      Log(t, LogLevel::kWarning,
+          "worker still running " + Ms(options_.stop_timeout_ms) + " after " +
+              SignalText(options_.stop_signal) + ": sending SIGKILL");
+      break;
+    case StopPhase::kKilled:
+      t.ignored = "already killed";
+      break;
+  }
+}
+
+void Lifecycle::OnBackoffElapsed(const Event& e, Transition& t) {
+  ++restarts_;
+  BeginStart(t);
+}
+
+void Lifecycle::KillStalled(const Event& e, Transition& t) {
+  kill_reason_ = StalledText(e);
+  Enter(State::kStopping);
+  phase_ = StopPhase::kKilled;
+  after_stop_ = AfterStop::kPolicy;
+  Add(t, ActionType::kCancelTimers);
+  Add(t, ActionType::kCloseAdmission);
+  Add(t, ActionType::kKillAll);
+  Add(t, ActionType::kFailInFlight);
+  t.actions.back().reason = ipc::Reason::kStalled;
+  t.actions.back().message = kill_reason_;
+  Log(t, LogLevel::kWarning, kill_reason_ + "; killing worker");
+}
+
+void Lifecycle::KillStalledWhileStopping(const Event& e, Transition& t) {
+  if (phase_ == StopPhase::kKilled) {
+    t.ignored = "already killed";
+    return;
+  }
+  kill_reason_ = StalledText(e);
+  phase_ = StopPhase::kKilled;
+  Add(t, ActionType::kKillAll);
+  Add(t, ActionType::kFailInFlight);
+  t.actions.back().reason = ipc::Reason::kStalled;
+  t.actions.back().message = kill_reason_;
+  Log(t, LogLevel::kWarning, kill_reason_ + "; killing worker");
+}
+
+// --- ignored ---
+
+void Lifecycle::IgnoreNoWorker(const Event& e, Transition& t) { t.ignored = "no worker"; }
+void Lifecycle::IgnoreNoSpawn(const Event& e, Transition& t) { t.ignored = "no spawn pending"; }
+void Lifecycle::IgnoreStaleTimer(const Event& e, Transition& t) { t.ignored = "stale timer"; }
+void Lifecycle::IgnoreNotDraining(const Event& e, Transition& t) { t.ignored = "not draining"; }
+void Lifecycle::IgnoreAlreadyReady(const Event& e, Transition& t) { t.ignored = "already ready"; }
+void Lifecycle::IgnoreWhileStopping(const Event& e, Transition& t) {
+  t.ignored = "worker is stopping";
+}
+
+Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_config) {
+  Lifecycle::Options options;
+  switch (cell_config.restart) {
+    case config::RestartMode::kAlways:
+      options.restart.mode = cell::RestartMode::kAlways;
+      break;
+    case config::RestartMode::kOnFailure:
+      options.restart.mode = cell::RestartMode::kOnFailure;
+      break;
+    case config::RestartMode::kNever:
+      options.restart.mode = cell::RestartMode::kNever;
+      break;
+  }
+  options.restart.delay_ms = static_cast<uint64_t>(cell_config.restart_delay.count());
+  options.restart.max_delay_ms = static_cast<uint64_t>(cell_config.restart_max_delay.count());
+  options.restart.reset_after_ms = static_cast<uint64_t>(cell_config.restart_reset_after.count());
+  options.restart.start_limit_burst = cell_config.start_limit_burst;
+  options.restart.start_limit_interval_ms =
+      static_cast<uint64_t>(cell_config.start_limit_interval.count());
+  options.ready = cell_config.ready;
+  options.watchdog_ms = static_cast<uint64_t>(cell_config.watchdog.count());
+  options.stop_signal = cell_config.stop_signal;
+  options.stop_timeout_ms = static_cast<uint64_t>(cell_config.stop_timeout.count());
+  options.queue_timeout_ms = static_cast<uint64_t>(cell_config.queue_timeout.count());
+  return options;
+}
+
+}  // namespace bulkhead::supervisor

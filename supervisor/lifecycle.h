@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: MIT
+// Lifecycle: the life of one cell's worker as one explicit state machine, a table of handlers
+// indexed by (state, event) like s6-supervise's actions[state][event]. The Cell feeds it events
+// (operator commands, news about the worker process, timer expiries) and executes the actions each
+// Transition lists, in order. The Lifecycle does no I/O, arms no timer and sends no signal itself;
+// it reads time from an injected Clock and consults a cell::RestartPolicy for what follows an exit.
+// REQUIRES: loop thread only (one owner, not thread-safe).
+#pragma once
+
+#include <signal.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "cell/restart_policy.h"
+#include "config/config.h"
+#include "ipc/frame.h"
+
+namespace bulkhead::supervisor {
+
+// States, events and actions
+// --------------------------
+// stopped   No worker; new requests are refused (REJECTED unavailable). Initial state.
+// starting  A spawn is pending, or the worker runs but has not sent READY=1 yet (ready = "notify").
+//           Admission is closed: new requests queue (Bulkhead semantics) until the worker is ready.
+// running   The worker is ready; admission is open.
+// stopping  The worker is being stopped: for `stop` (new requests refused), for `restart` (new
+//           requests queue for the next worker) or because it stalled (killed, then the restart
+//           policy decides). Phases: draining (waiting for in-flight requests, up to stop_timeout),
+//           signalled (stop_signal sent, up to stop_timeout), killed (SIGKILL sent).
+// backoff   The worker ended and the next start waits for the backoff timer. New requests queue,
+//           unless the wait is longer than queue_timeout: then they are refused with retry-after.
+// failed    The start limit was reached ("gave up: ..."); no worker, no timer, no CPU spent, new
+//           requests refused. Only `start` or `restart` leaves it.
+//
+// Commands: `start` and `restart` reset the RestartPolicy (start counts and backoff step) and
+// start at once from stopped, backoff or failed. `restart` of a live worker stops it gracefully
+// (as `stop`, but the queue is kept) and spawns the next one only after the exit was reaped; while
+// that runs, a further start/restart is answered kRestartInProgress. A start/restart during a
+// `stop` turns it into a restart; a stop during a restart cancels the new start.
+//
+// Invariants the tests check for every (state, event): the Spawn action is always the last of a
+// list (the Cell may handle Spawned / SpawnFailed from inside it); CancelTimers never follows an
+// Arm* action in one list; entering stopped always lists RejectQueued and NotifyStopped, entering
+// failed lists RejectQueued.
+class Lifecycle {
+ public:
+  enum class State : uint8_t { kStopped, kStarting, kRunning, kStopping, kBackoff, kFailed };
+  static constexpr size_t kStateCount = 6;
+  // "stopped", "starting", "running", "stopping", "backoff", "failed": as `bulkheadctl status`.
+  static const char* StateName(State state);
+
+  struct Options {
+    cell::RestartPolicy::Options restart;
+    config::ReadyMode ready = config::ReadyMode::kExec;
+    // Longest gap between two WATCHDOG=1 (sd_notify(3)), from the spawn on; 0: no watchdog.
+    uint64_t watchdog_ms = 0;
+    // Sent to the worker's process group to stop it (systemd.kill(5) KillSignal=).
+    int stop_signal = SIGTERM;
+    // Bound of each stop phase, in ms: draining in-flight requests, then waiting for the worker to
+    // exit after stop_signal; SIGKILL after that. A stop takes at most 2 * stop_timeout_ms.
+    uint64_t stop_timeout_ms = 5000;
+    // The cell's queue_timeout: a backoff longer than this refuses new requests at once.
+    uint64_t queue_timeout_ms = 1000;
+  };
+
+  struct Event {
+    enum class Type : uint8_t {
+      kStartRequested,    // boot, or `bulkheadctl start`
+      kRestartRequested,  // `bulkheadctl restart`
+      kStopRequested,     // `bulkheadctl stop`, or supervisor shutdown
+      kSpawned,           // answer to Spawn: the worker exec'd
+      kSpawnFailed,       // answer to Spawn: fork or exec failed; `text` = the error
+      kReady,             // READY=1 from the worker
+      kWatchdogPing,      // WATCHDOG=1 from the worker
+      kDrained,           // the cell's last in-flight request finished (running fell to 0)
+      kExited,            // the worker was reaped
+      kStopTimeout,       // the ArmStopTimer timer fired
+      kBackoffElapsed,    // the ArmBackoff timer fired
+      kStalled,           // stall_timeout passed with requests in flight and no reply; `text` = why
+      kWatchdogMissed,    // the ArmWatchdog timer fired
+    };
+    static constexpr size_t kTypeCount = 13;
+
+    Type type = Type::kStartRequested;
+    // kStopRequested, kRestartRequested: requests in flight in the worker now (Bulkhead running()).
+    uint32_t in_flight = 0;
+    // kExited: the status from waitpid(2).
+    int wait_status = 0;
+    // kExited: the cgroup reports an OOM kill of this worker (memory.events oom_kill).
+    bool oom_killed = false;
+    // kSpawnFailed: the error ("exec /bin/x: No such file or directory"); kExited: the wait status
+    // described ("exit 3", "signal 9", as cell::DescribeWaitStatus); kStalled: why, shown to
+    // clients after "stalled: " ("no reply for 5000 ms").
+    std::string text;
+
+    static Event StartRequested() { return Of(Type::kStartRequested); }
+    static Event RestartRequested(uint32_t in_flight) {
+      Event e = Of(Type::kRestartRequested);
+      e.in_flight = in_flight;
+      return e;
+    }
+    static Event StopRequested(uint32_t in_flight) {
+      Event e = Of(Type::kStopRequested);
+      e.in_flight = in_flight;
+      return e;
+    }
+    static Event Spawned() { return Of(Type::kSpawned); }
+    static Event SpawnFailed(std::string error) {
+      Event e = Of(Type::kSpawnFailed);
+      e.text = std::move(error);
+      return e;
+    }
+    static Event Ready() { return Of(Type::kReady); }
+    static Event WatchdogPing() { return Of(Type::kWatchdogPing); }
+    static Event Drained() { return Of(Type::kDrained); }
+    static Event Exited(int wait_status, std::string description, bool oom_killed = false) {
+      Event e = Of(Type::kExited);
+      e.wait_status = wait_status;
+      e.text = std::move(description);
+      e.oom_killed = oom_killed;
+      return e;
+    }
+    static Event StopTimeout() { return Of(Type::kStopTimeout); }
+    static Event BackoffElapsed() { return Of(Type::kBackoffElapsed); }
+    static Event Stalled(std::string why) {
+      Event e = Of(Type::kStalled);
+      e.text = std::move(why);
+      return e;
+    }
+    static Event WatchdogMissed() { return Of(Type::kWatchdogMissed); }
+    static Event Of(Type type) {
+      Event e;
+      e.type = type;
+      return e;
+    }
+  };
+  static const char* EventName(Event::Type type);  // "StartRequested", ...
+
+  // What the Cell does, per type. "The worker" is the current one, or the one just reaped.
+  struct Action {
+    enum class Type : uint8_t {
+      // Spawn a worker (cell::Spawn), then Handle(Spawned()) or Handle(SpawnFailed(message)) and
+      // execute that transition too. Always the last action of its list.
+      kSpawn,
+      // Bulkhead::SetOpen(true), then start what waits in the queue.
+      kOpenAdmission,
+      // Bulkhead::SetOpen(false): nothing more is dispatched; admitted requests queue.
+      kCloseAdmission,
+      // Reject every queued request with `reason` (unavailable) and retry-after RetryAfterMs().
+      kRejectQueued,
+      // Answer every request in flight to the worker (and any whose connection broke and waits
+      // for the exit) FAILED with `reason` and `message` as payload; their slots are freed.
+      kFailInFlight,
+      // kill(2) `signal` to the worker's process group.
+      kSignalStop,
+      // SIGKILL to the worker's process group, also after the worker itself was reaped, so that
+      // nothing it left behind runs beside the next worker.
+      kKillAll,
+      // (Re)start the backoff timer: `ms`, then Handle(BackoffElapsed()).
+      kArmBackoff,
+      // (Re)start the stop timer: `ms`, then Handle(StopTimeout()).
+      kArmStopTimer,
+      // (Re)start the watchdog timer: `ms`, then Handle(WatchdogMissed()).
+      kArmWatchdog,
+      // Stop the backoff, stop and watchdog timers.
+      kCancelTimers,
+      // The cell has no worker and is stopped: run whatever waits for the stop to finish.
+      kNotifyStopped,
+    };
+
+    Type type = Type::kSpawn;
+    uint64_t ms = 0;                          // kArm*
+    int signal = 0;                           // kSignalStop
+    ipc::Reason reason = ipc::Reason::kNone;  // kRejectQueued, kFailInFlight
+    std::string message;                      // kFailInFlight
+
+    bool operator==(const Action&) const = default;
+  };
+  static const char* ActionName(Action::Type type);  // "Spawn", ...
+
+  // The answer to a command (StartRequested, RestartRequested, StopRequested), for the control
+  // socket. Other events always get kAccepted.
+  enum class Reply : uint8_t {
+    kAccepted,
+    kAlreadyStarted,     // start while starting or running
+    kAlreadyStopped,     // stop while stopped
+    kStopInProgress,     // stop while a stop is under way
+    kRestartInProgress,  // start or restart while a restart is under way
+  };
+  // "ok", "already started", "already stopped", "stop in progress", "restart in progress".
+  static const char* ReplyText(Reply reply);
+
+  struct Transition {
+    State from = State::kStopped;
+    State to = State::kStopped;
+    std::vector<Action> actions;
+    Reply reply = Reply::kAccepted;
+    // Non-empty when the event was ignored in this state: why ("no worker", "stale timer", ...).
+    // Nothing changed and `actions` is empty (except for NotifyStopped on a stop while stopped).
+    std::string_view ignored;
+    // One line for the cell's log (the Cell adds the cell name and pid), or empty.
+    LogLevel log_level = LogLevel::kInfo;
+    std::string log;
+  };
+
+  // `clock` must outlive the Lifecycle. `jitter` as cell::RestartPolicy.
+  Lifecycle(Options options, const Clock* clock, cell::RestartPolicy::Jitter jitter);
+  Lifecycle(const Lifecycle&) = delete;
+  Lifecycle& operator=(const Lifecycle&) = delete;
+
+  // Applies `event` at the clock's time. Never throws. REQUIRES: after a Spawn action, the next
+  // event is Spawned or SpawnFailed (checked: Spawn is synchronous).
+  Transition Handle(const Event& event);
+
+  State state() const { return state_; }
+  // When the current state was entered (Clock ms).
+  uint64_t since_ms() const { return since_ms_; }
+  // A worker process exists (spawned and not yet reaped).
+  bool has_worker() const;
+  // When the current worker was spawned (Clock ms). Meaningful while has_worker().
+  uint64_t worker_started_at_ms() const { return worker_started_at_ms_; }
+  // How the last worker ended: "exit 3", "signal 9", "signal 9 (OOM kill)",
+  // "start failed: exec /bin/x: No such file or directory",
+  // "stalled: no reply for 5000 ms (signal 9)"; empty before the first end.
+  const std::string& last_exit() const { return last_exit_; }
+  // Why the cell is failed ("gave up: 5 starts in 60s, last exit 1") or stopped by its restart
+  // mode (`restart = "never"`); empty otherwise. Cleared by the next start.
+  const std::string& reason() const { return reason_; }
+  // Spawn attempts, successful or not.
+  uint64_t starts() const { return starts_; }
+  // Spawn attempts that replaced an earlier worker: after a backoff, or to finish a restart.
+  uint64_t restarts() const { return restarts_; }
+  // In backoff: when the next start is due (Clock ms). 0 in every other state.
+  uint64_t next_start_at_ms() const { return next_start_at_ms_; }
+
+  // New requests must be REJECTED unavailable at once rather than admitted: stopped, failed,
+  // stopping for a stop, or in a backoff that ends more than queue_timeout_ms from now.
+  bool RefusesRequests() const;
+  // The retry-after hint for REJECTED unavailable, in ms: the time to the next start while in
+  // backoff (at least 1), else 0 (unknown).
+  uint32_t RetryAfterMs() const;
+
+  const Options& options() const { return options_; }
+  const cell::RestartPolicy& policy() const { return policy_; }
+
+ private:
+  enum class StopPhase : uint8_t { kDraining, kSignalled, kKilled };
+  // What follows the exit of a worker being stopped.
+  enum class AfterStop : uint8_t {
+    kStay,    // stop: stay stopped
+    kStart,   // restart: start at once
+    kPolicy,  // stalled and killed: the restart policy decides, as after a crash
+  };
+  using Handler = void (Lifecycle::*)(const Event&, Transition&);
+  static const Handler kTable[kStateCount][Event::kTypeCount];
+
+  // Table entries.
+  void StartFresh(const Event& e, Transition& t);
+  void StartNow(const Event& e, Transition& t);
+  void AlreadyStarted(const Event& e, Transition& t);
+  void AlreadyStopped(const Event& e, Transition& t);
+  void RestartWorker(const Event& e, Transition& t);
+  void StopWorker(const Event& e, Transition& t);
+  void StartAfterStop(const Event& e, Transition& t);
+  void StopAfterStop(const Event& e, Transition& t);
+  void StopFromBackoff(const Event& e, Transition& t);
+  void StopFromFailed(const Event& e, Transition& t);
+  void OnSpawned(const Event& e, Transition& t);
+  void OnSpawnFailed(const Event& e, Transition& t);
+  void OnReady(const Event& e, Transition& t);
+  void OnWatchdogPing(const Event& e, Transition& t);
+  void OnDrained(const Event& e, Transition& t);
+  void OnWorkerExit(const Event& e, Transition& t);
+  void OnStoppedExit(const Event& e, Transition& t);
+  void OnStopTimeout(const Event& e, Transition& t);
+  void OnBackoffElapsed(const Event& e, Transition& t);
+  void KillStalled(const Event& e, Transition& t);
+  void KillStalledWhileStopping(const Event& e, Transition& t);
+  void IgnoreNoWorker(const Event& e, Transition& t);
+  void IgnoreNoSpawn(const Event& e, Transition& t);
+  void IgnoreStaleTimer(const Event& e, Transition& t);
+  void IgnoreNotDraining(const Event& e, Transition& t);
+  void IgnoreAlreadyReady(const Event& e, Transition& t);
+  void IgnoreWhileStopping(const Event& e, Transition& t);
+
+  // Helpers.
+  void Enter(State state);
+  void BeginStart(Transition& t);
+  void BeginStop(uint32_t in_flight, bool refuse, Transition& t);
+  void SendStopSignal(Transition& t);
+  void EnterStopped(Transition& t);
+  void RecordExit(const Event& e);
+  void ApplyPolicy(bool clean, std::string log_prefix, Transition& t);
+  std::string StalledText(const Event& e) const;
+  static void Add(Transition& t, Action::Type type);
+  static void Log(Transition& t, LogLevel level, std::string line);
+
+  const Options options_;
+  const Clock* clock_;
+  cell::RestartPolicy policy_;
+
+  uint64_t now_ms_ = 0;  // the clock, read once per Handle
+  State state_ = State::kStopped;
+  uint64_t since_ms_ = 0;
+  bool spawn_pending_ = false;
+  StopPhase phase_ = StopPhase::kDraining;
+  AfterStop after_stop_ = AfterStop::kStay;
+  std::string kill_reason_;  // set when the supervisor killed the worker as stalled
+  uint64_t worker_started_at_ms_ = 0;
+  uint64_t next_start_at_ms_ = 0;
+  std::string last_exit_;
+  std::string reason_;
+  uint64_t starts_ = 0;
+  uint64_t restarts_ = 0;
+};
+
+// The lifecycle options of `cell_config` (restart, restart_delay, restart_max_delay,
+// restart_reset_after, start_limit_burst, start_limit_interval, ready, watchdog, stop_signal,
+// stop_timeout, queue_timeout). request_timeout and stall_timeout are the Cell's: they watch
+// requests.
+Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_config);
+
+}  // namespace bulkhead::supervisor

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+// RestartPolicy: backoff growth, cap and reset after uptime; jitter bounds; the sliding start limit
+// and its give-up reason; restart modes; Reset. Times are plain numbers: no clock, no sleeps.
+#include "cell/restart_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace bulkhead::cell {
+namespace {
+
+using Verdict = RestartPolicy::Verdict;
+
+RestartPolicy::Options MakeOptions(uint64_t delay_ms, uint64_t max_delay_ms) {
+  RestartPolicy::Options options;
+  options.delay_ms = delay_ms;
+  options.max_delay_ms = max_delay_ms;
+  options.start_limit_interval_ms = 0;  // no start limit unless a test sets one
+  return options;
+}
+
+// Starts a worker at `*now`, lets it run `uptime_ms`, ends it (failed) and returns the decision;
+// on kRestart, advances `*now` to the next start.
+RestartPolicy::Decision RunOnce(RestartPolicy& policy, uint64_t* now, uint64_t uptime_ms,
+                                std::string_view exit = "exit 1") {
+  policy.RecordStart(*now);
+  *now += uptime_ms;
+  RestartPolicy::Decision decision = policy.OnExit(*now, /*clean=*/false, exit);
+  if (decision.verdict == Verdict::kRestart) *now += decision.delay_ms;
+  return decision;
+}
+
+TEST(RestartPolicy, FirstDelayIsRestartDelay) {
+  RestartPolicy policy(MakeOptions(100, 30'000), RestartPolicy::NoJitter());
+  uint64_t now = 1000;
+  RestartPolicy::Decision decision = RunOnce(policy, &now, 10);
+  EXPECT_EQ(decision.verdict, Verdict::kRestart);
+  EXPECT_EQ(decision.delay_ms, 100u);
+  EXPECT_TRUE(decision.reason.empty());
+}
+
+TEST(RestartPolicy, DoublesThenCapsDelayAtMax) {
+  RestartPolicy policy(MakeOptions(100, 1000), RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  std::vector<uint64_t> delays;
+  for (int i = 0; i < 7; ++i) delays.push_back(RunOnce(policy, &now, 10).delay_ms);
+  EXPECT_EQ(delays, (std::vector<uint64_t>{100, 200, 400, 800, 1000, 1000, 1000}));
+  EXPECT_EQ(policy.NextStepMs(), 1000u);
+}
+
+TEST(RestartPolicy, DoublingSaturatesWithoutOverflow) {
+  RestartPolicy policy(MakeOptions(1, 24 * 3600 * 1000), RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  uint64_t last = 0;
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t delay = RunOnce(policy, &now, 0).delay_ms;
+    EXPECT_GE(delay, last);
+    EXPECT_LE(delay, 24u * 3600 * 1000);
+    last = delay;
+  }
+  EXPECT_EQ(last, 24u * 3600 * 1000);
+}
+
+TEST(RestartPolicy, ZeroDelayStaysZero) {
+  RestartPolicy policy(MakeOptions(0, 30'000), RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(RunOnce(policy, &now, 1).delay_ms, 0u);
+  EXPECT_EQ(policy.steps(), 0u);
+}
+
+TEST(RestartPolicy, UptimeOfResetAfterGoesBackToTheFirstStep) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.reset_after_ms = 10'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  RunOnce(policy, &now, 10);                                // 100
+  RunOnce(policy, &now, 10);                                // 200
+  EXPECT_EQ(RunOnce(policy, &now, 9'999).delay_ms, 400u);   // just short of the reset
+  EXPECT_EQ(RunOnce(policy, &now, 10'000).delay_ms, 100u);  // stayed up long enough
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 200u);      // and grows again from there
+}
+
+TEST(RestartPolicy, JitterOnlyShortensAndStaysWithinItsFraction) {
+  // u = 0.5 takes half of the 20% off.
+  RestartPolicy half(MakeOptions(1000, 1000), [] { return 0.5; });
+  uint64_t now = 0;
+  EXPECT_EQ(RunOnce(half, &now, 1).delay_ms, 900u);
+
+  RestartPolicy top(MakeOptions(1000, 4000), [] { return 0.999999; });
+  now = 0;
+  const uint64_t first = RunOnce(top, &now, 1).delay_ms;
+  EXPECT_GT(first, 800u);
+  EXPECT_LE(first, 1000u);
+}
+
+TEST(RestartPolicy, JitteredDelaysNeverExceedTheCap) {
+  RestartPolicy policy(MakeOptions(100, 3000), RestartPolicy::SeededJitter(42));
+  uint64_t now = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t step = policy.NextStepMs();
+    const uint64_t delay = RunOnce(policy, &now, 1).delay_ms;
+    EXPECT_LE(delay, step);
+    EXPECT_LE(delay, 3000u);
+    EXPECT_GT(static_cast<double>(delay),
+              static_cast<double>(step) * (1 - RestartPolicy::kJitterFraction) - 1);
+  }
+}
+
+TEST(RestartPolicy, SeededJitterRepeatsAndStaysInRange) {
+  RestartPolicy::Jitter a = RestartPolicy::SeededJitter(7);
+  RestartPolicy::Jitter b = RestartPolicy::SeededJitter(7);
+  for (int i = 0; i < 100; ++i) {
+    const double x = a();
+    EXPECT_EQ(x, b());
+    EXPECT_GE(x, 0.0);
+    EXPECT_LT(x, 1.0);
+  }
+  RestartPolicy::Jitter random = RestartPolicy::RandomJitter();
+  const double r = random();
+  EXPECT_GE(r, 0.0);
+  EXPECT_LT(r, 1.0);
+}
+
+TEST(RestartPolicy, GivesUpOnTheStartThatWouldExceedTheBurst) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.start_limit_burst = 5;
+  options.start_limit_interval_ms = 60'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kRestart) << "start " << i + 1;
+  }
+  // The fifth start is allowed; a sixth would make six within 60s.
+  RestartPolicy::Decision decision = RunOnce(policy, &now, 10);
+  EXPECT_EQ(decision.verdict, Verdict::kGiveUp);
+  EXPECT_EQ(decision.reason, "gave up: 5 starts in 60s, last exit 1");
+  EXPECT_EQ(policy.StartsWithin(now), 5u);
+}
+
+TEST(RestartPolicy, GiveUpReasonShowsTheExitAsGivenAndTheIntervalInMs) {
+  RestartPolicy::Options options = MakeOptions(0, 0);
+  options.start_limit_burst = 1;
+  options.start_limit_interval_ms = 1500;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  RestartPolicy::Decision decision = RunOnce(policy, &now, 10, "signal 9");
+  EXPECT_EQ(decision.verdict, Verdict::kGiveUp);
+  EXPECT_EQ(decision.reason, "gave up: 1 start in 1500ms, last signal 9");
+}
+
+TEST(RestartPolicy, StartsOutsideTheSlidingWindowDoNotCount) {
+  RestartPolicy::Options options = MakeOptions(100, 100);
+  options.start_limit_burst = 2;
+  options.start_limit_interval_ms = 1000;
+  options.reset_after_ms = 1'000'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  // One start every 1000 ms or more: never two within a window.
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(RunOnce(policy, &now, 900).verdict, Verdict::kRestart) << "start " << i + 1;
+  }
+}
+
+TEST(RestartPolicy, WindowEndsAtTheNextStartNotAtTheExit) {
+  RestartPolicy::Options options = MakeOptions(400, 400);
+  options.start_limit_burst = 2;
+  options.start_limit_interval_ms = 1000;
+  {
+    RestartPolicy policy(options, RestartPolicy::NoJitter());
+    policy.RecordStart(0);
+    ASSERT_EQ(policy.OnExit(100, false, "exit 1").verdict, Verdict::kRestart);
+    policy.RecordStart(500);
+    // The next start would be at 1000, when the start at 0 has left the window.
+    EXPECT_EQ(policy.OnExit(600, false, "exit 1").verdict, Verdict::kRestart);
+  }
+  {
+    RestartPolicy policy(options, RestartPolicy::NoJitter());
+    policy.RecordStart(0);
+    ASSERT_EQ(policy.OnExit(100, false, "exit 1").verdict, Verdict::kRestart);
+    policy.RecordStart(500);
+    // The next start would be at 950: three starts within 1000 ms.
+    EXPECT_EQ(policy.OnExit(550, false, "exit 1").verdict, Verdict::kGiveUp);
+  }
+}
+
+TEST(RestartPolicy, ZeroIntervalMeansNoStartLimit) {
+  RestartPolicy::Options options = MakeOptions(0, 0);
+  options.start_limit_burst = 1;
+  options.start_limit_interval_ms = 0;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(RunOnce(policy, &now, 0).verdict, Verdict::kRestart);
+  EXPECT_EQ(policy.StartsWithin(now), 0u);
+}
+
+TEST(RestartPolicy, ExecFailuresCountAsFailedStarts) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.mode = RestartMode::kOnFailure;
+  options.start_limit_burst = 3;
+  options.start_limit_interval_ms = 60'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  const std::string_view exec_failed = "start failed: exec /bin/nope: No such file or directory";
+  EXPECT_EQ(RunOnce(policy, &now, 0, exec_failed).verdict, Verdict::kRestart);
+  EXPECT_EQ(RunOnce(policy, &now, 0, exec_failed).verdict, Verdict::kRestart);
+  RestartPolicy::Decision decision = RunOnce(policy, &now, 0, exec_failed);
+  EXPECT_EQ(decision.verdict, Verdict::kGiveUp);
+  EXPECT_EQ(decision.reason,
+            "gave up: 3 starts in 60s, last start failed: exec /bin/nope: No such file or "
+            "directory");
+}
+
+TEST(RestartPolicy, NeverStaysStoppedAfterAnyExit) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.mode = RestartMode::kNever;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  policy.RecordStart(0);
+  RestartPolicy::Decision failed = policy.OnExit(10, /*clean=*/false, "signal 11");
+  EXPECT_EQ(failed.verdict, Verdict::kStay);
+  EXPECT_EQ(failed.reason, "restart = \"never\"");
+  policy.RecordStart(20);
+  EXPECT_EQ(policy.OnExit(30, /*clean=*/true, "exit 0").verdict, Verdict::kStay);
+}
+
+TEST(RestartPolicy, OnFailureStaysAfterACleanExitOnly) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.mode = RestartMode::kOnFailure;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  policy.RecordStart(0);
+  RestartPolicy::Decision clean = policy.OnExit(10, /*clean=*/true, "exit 0");
+  EXPECT_EQ(clean.verdict, Verdict::kStay);
+  EXPECT_EQ(clean.reason, "exited cleanly and restart = \"on-failure\"");
+  policy.RecordStart(20);
+  RestartPolicy::Decision failed = policy.OnExit(30, /*clean=*/false, "exit 2");
+  EXPECT_EQ(failed.verdict, Verdict::kRestart);
+  EXPECT_EQ(failed.delay_ms, 100u);
+}
+
+TEST(RestartPolicy, AlwaysRestartsAfterACleanExit) {
+  RestartPolicy policy(MakeOptions(100, 30'000), RestartPolicy::NoJitter());
+  policy.RecordStart(0);
+  EXPECT_EQ(policy.OnExit(10, /*clean=*/true, "exit 0").verdict, Verdict::kRestart);
+}
+
+TEST(RestartPolicy, ResetClearsStartsAndDelay) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.start_limit_burst = 3;
+  options.start_limit_interval_ms = 60'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  RunOnce(policy, &now, 10);
+  RunOnce(policy, &now, 10);
+  ASSERT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kGiveUp);
+
+  policy.Reset();
+  EXPECT_EQ(policy.steps(), 0u);
+  EXPECT_EQ(policy.StartsWithin(now), 0u);
+  RestartPolicy::Decision decision = RunOnce(policy, &now, 10);
+  EXPECT_EQ(decision.verdict, Verdict::kRestart);
+  EXPECT_EQ(decision.delay_ms, 100u);
+}
+
+TEST(RestartPolicy, ModeNames) {
+  EXPECT_STREQ(RestartModeName(RestartMode::kAlways), "always");
+  EXPECT_STREQ(RestartModeName(RestartMode::kOnFailure), "on-failure");
+  EXPECT_STREQ(RestartModeName(RestartMode::kNever), "never");
+}
+
+}  // namespace
+}  // namespace bulkhead::cell
