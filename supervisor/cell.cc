@@ -2,7 +2,7 @@
 #include "supervisor/cell.h"
 
 #include <signal.h>
-#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <utility>
@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "cell/process.h"
+#include "cell/restart_policy.h"
 #include "supervisor/front_connection.h"
 #include "supervisor/listen_socket.h"
 #include "supervisor/worker_link.h"
@@ -18,21 +19,25 @@ namespace bulkhead::supervisor {
 
 namespace {
 
+using Event = Lifecycle::Event;
+using Action = Lifecycle::Action;
+
 // How long a request whose worker connection broke waits for the worker's exit (to report the exit
 // reason) before it is failed as a worker error.
 constexpr uint64_t kOrphanGraceMs = 1000;
 // Front socket backlog: clients waiting for accept().
 constexpr int kFrontBacklog = 1024;
+// How often an emptying cgroup is polled after cgroup.kill, in ms.
+constexpr uint64_t kTeardownPollMs = 5;
 
 constexpr const char* kDefaultPath =
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-ipc::FrameHeader ReplyHeader(ipc::ReplyStatus status, ipc::Reason reason, uint64_t id) {
+ipc::FrameHeader ReplyHeader(ipc::ReplyStatus status, ipc::Reason reason) {
   ipc::FrameHeader header;
   header.type = ipc::FrameType::kReply;
   header.status = status;
   header.reason = reason;
-  header.request_id = id;
   return header;
 }
 
@@ -41,29 +46,30 @@ Bulkhead::Limits LimitsOf(const config::CellConfig& config) {
                           static_cast<uint64_t>(config.queue_timeout.count())};
 }
 
-}  // namespace
-
-const char* CellStateName(CellState state) {
-  switch (state) {
-    case CellState::kStopped:
-      return "stopped";
-    case CellState::kRunning:
-      return "running";
-    case CellState::kBackoff:
-      return "backoff";
-    case CellState::kStopping:
-      return "stopping";
-  }
-  return "unknown";
+// <runtime_dir>/NAME.notify, beside <runtime_dir>/NAME.worker.sock (never longer than it).
+std::string NotifyPathOf(const config::CellConfig& config) {
+  const std::string& worker = config.worker_socket;
+  size_t slash = worker.rfind('/');
+  return worker.substr(0, slash + 1) + config.name + ".notify";
 }
 
-Cell::Cell(uv_loop_t* loop, config::CellConfig config, uint32_t max_payload, RequestPool* pool)
+}  // namespace
+
+Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
+           uint32_t max_payload, RequestPool* pool)
     : loop_(loop),
       config_(std::move(config)),
+      compartment_(std::move(compartment)),
       max_payload_(max_payload),
       pool_(pool),
-      bulkhead_(LimitsOf(config_)) {
-  for (uv_timer_t* timer : {&restart_timer_, &queue_timer_, &orphan_timer_, &kill_timer_}) {
+      bulkhead_(LimitsOf(config_)),
+      clock_(loop),
+      lifecycle_(LifecycleOptionsFromConfig(config_), &clock_, cell::RestartPolicy::RandomJitter()),
+      notify_(loop, [this](pid_t sender, const cell::NotifyMessage& message) {
+        OnNotify(sender, message);
+      }) {
+  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
+                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_}) {
     uv_timer_init(loop_, timer);
     timer->data = this;
     ++open_handles_;
@@ -76,11 +82,21 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, uint32_t max_payload, Req
 Cell::~Cell() { BH_CHECK(open_handles_ == 0); }
 
 Status Cell::Bind() {
+  if (compartment_.tree != nullptr) {
+    Result<cell::CellCgroup> made = cell::CellCgroup::Create(*compartment_.tree, config_.name);
+    if (!made.ok()) return made.status();
+    Status written = made->WriteLimits(compartment_.limits);
+    if (!written.ok()) return written;
+    cgroup_.emplace(std::move(made).value());
+  }
   Result<UniqueFd> worker = ClaimListeningSocket(
       config_.worker_socket, static_cast<int>(std::max<uint32_t>(config_.max_concurrent, 128)),
       StaleCheck::kAlwaysReclaim, Blocking::kBlocking);
   if (!worker.ok()) return worker.status();
   worker_listen_fd_ = std::move(worker).value();
+
+  Status notify = notify_.Bind(NotifyPathOf(config_));
+  if (!notify.ok()) return notify;
 
   Result<UniqueFd> front =
       ClaimListeningSocket(config_.socket, kFrontBacklog, StaleCheck::kRefuseLive);
@@ -103,114 +119,275 @@ void Cell::OnConnection(uv_stream_t* server, int status) {
   FrontConnection::Accept(self, server, self->max_payload_);
 }
 
-void Cell::Start() {
+// --- Lifecycle plumbing. ---
+
+std::string Cell::Start() { return Lifecycle::ReplyText(Handle(Event::StartRequested()).reply); }
+
+std::string Cell::Restart() {
+  return Lifecycle::ReplyText(Handle(Event::RestartRequested(bulkhead_.running())).reply);
+}
+
+std::string Cell::Stop(std::function<void()> on_stopped) {
+  if (on_stopped) on_stopped_.push_back(std::move(on_stopped));
+  return Lifecycle::ReplyText(Handle(Event::StopRequested(bulkhead_.running())).reply);
+}
+
+Lifecycle::Transition Cell::Handle(const Event& event) {
+  if (executing_) {
+    pending_events_.push_back(event);
+    return Lifecycle::Transition{};
+  }
+  Lifecycle::Transition transition = lifecycle_.Handle(event);
+  Execute(transition);
+  while (!pending_events_.empty()) {
+    Event next = pending_events_.front();
+    pending_events_.erase(pending_events_.begin());
+    Execute(lifecycle_.Handle(next));
+  }
+  return transition;
+}
+
+void Cell::Execute(const Lifecycle::Transition& t) {
+  if (!t.log.empty()) Log(t.log_level, name(), pid_ != 0 ? pid_ : pgid_, t.log);
+  bool was_executing = std::exchange(executing_, true);
+  for (const Action& a : t.actions) {
+    switch (a.type) {
+      case Action::Type::kSpawn:
+        // Always last: its answer is handled at once, outside this list.
+        executing_ = was_executing;
+        DoSpawn();
+        return;
+      case Action::Type::kOpenAdmission:
+        bulkhead_.SetOpen(true);
+        StartQueued();
+        break;
+      case Action::Type::kCloseAdmission:
+        bulkhead_.SetOpen(false);
+        break;
+      case Action::Type::kRejectQueued:
+        RejectQueued();
+        break;
+      case Action::Type::kFailInFlight:
+        FailInFlight(a.reason, a.message);
+        break;
+      case Action::Type::kSignalStop:
+        if (pgid_ > 0) {
+          ::kill(-pgid_, a.signal);
+          if (pid_ > 0) ::kill(pid_, a.signal);  // in case it left its process group
+        }
+        break;
+      case Action::Type::kKillAll:
+        KillAll();
+        break;
+      case Action::Type::kArmBackoff:
+        uv_timer_start(
+            &backoff_timer_,
+            [](uv_timer_t* timer) {
+              static_cast<Cell*>(timer->data)->Handle(Event::BackoffElapsed());
+            },
+            a.ms, 0);
+        break;
+      case Action::Type::kArmStopTimer:
+        uv_timer_start(
+            &stop_timer_,
+            [](uv_timer_t* timer) {
+              static_cast<Cell*>(timer->data)->Handle(Event::StopTimeout());
+            },
+            a.ms, 0);
+        break;
+      case Action::Type::kArmWatchdog:
+        uv_timer_start(
+            &watchdog_timer_,
+            [](uv_timer_t* timer) {
+              static_cast<Cell*>(timer->data)->Handle(Event::WatchdogMissed());
+            },
+            a.ms, 0);
+        break;
+      case Action::Type::kCancelTimers:
+        uv_timer_stop(&backoff_timer_);
+        uv_timer_stop(&stop_timer_);
+        uv_timer_stop(&watchdog_timer_);
+        break;
+      case Action::Type::kNotifyStopped: {
+        std::vector<std::function<void()>> callbacks;
+        callbacks.swap(on_stopped_);
+        for (auto& callback : callbacks) callback();
+        break;
+      }
+    }
+  }
+  executing_ = was_executing;
+}
+
+void Cell::DoSpawn() {
   BH_CHECK(pid_ == 0);
-  if (stopping_) return;
   cell::SpawnOptions options;
   options.argv = config_.command;
   bool has_path = false;
   for (const auto& [key, value] : config_.environment) {
+    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID") continue;
     options.environment.push_back(key + "=" + value);
     if (key == "PATH") has_path = true;
   }
   if (!has_path) options.environment.emplace_back(kDefaultPath);
+  options.environment.push_back("NOTIFY_SOCKET=" + notify_.path());
+  if (config_.watchdog.count() > 0) {
+    options.environment.push_back("WATCHDOG_USEC=" +
+                                  std::to_string(config_.watchdog.count() * 1000));
+  }
   options.working_directory = config_.working_directory;
   options.listen_fd = worker_listen_fd_.get();
   options.listen_fd_name = config_.name;
-  ++starts_;
+  if (cgroup_) {
+    // The worker is born inside its cgroup (clone3 CLONE_INTO_CGROUP): so is all it forks.
+    options.cgroup_fd = cgroup_->dir_fd();
+    oom_baseline_ = OomKillCount();
+  }
+  status_text_.clear();
   Result<pid_t> pid = cell::Spawn(options);
   if (!pid.ok()) {
-    last_exit_ = "exec failed: " + pid.status().message();
     Log(LogLevel::kError, name(), 0, "cannot start worker: " + pid.status().message());
-    ScheduleRestart();
-    return;
+    Execute(lifecycle_.Handle(Event::SpawnFailed(pid.status().message())));
+  } else {
+    pid_ = pgid_ = *pid;
+    Execute(lifecycle_.Handle(Event::Spawned()));
   }
-  pid_ = *pid;
-  started_at_ms_ = Now();
-  state_ = CellState::kRunning;
-  Log(LogLevel::kInfo, name(), pid_, "worker started");
-  bulkhead_.SetOpen(true);
-  StartQueued();
-}
-
-void Cell::ScheduleRestart() {
-  state_ = CellState::kBackoff;
-  uint64_t delay = static_cast<uint64_t>(config_.restart_delay.count());
-  next_start_at_ms_ = Now() + delay;
-  uv_timer_start(&restart_timer_, &Cell::OnRestartTimer, delay, 0);
-}
-
-void Cell::OnRestartTimer(uv_timer_t* timer) {
-  auto* self = static_cast<Cell*>(timer->data);
-  if (self->stopping_ || self->pid_ != 0) return;
-  ++self->restarts_;
-  self->Start();
+  // Events raised while the answer's actions ran.
+  while (!executing_ && !pending_events_.empty()) {
+    Event next = pending_events_.front();
+    pending_events_.erase(pending_events_.begin());
+    Execute(lifecycle_.Handle(next));
+  }
 }
 
 void Cell::OnWorkerExit(int wait_status) {
   BH_CHECK(pid_ != 0);
   pid_t pid = pid_;
-  last_exit_ = cell::DescribeWaitStatus(wait_status);
   pid_ = 0;
-  bulkhead_.SetOpen(false);
-  // The worker leads its own process group: whatever it left behind goes with it, so that two
-  // generations never run side by side.
-  ::kill(-pid, SIGKILL);
-  Log(stopping_ ? LogLevel::kInfo : LogLevel::kWarning, name(), pid,
-      "worker exited: " + last_exit_);
+  // An OOM kill is told apart from a manual SIGKILL by the cgroup's memory.events counters,
+  // compared with their value when this worker started (cgroup-v2.rst: memory.events oom_kill,
+  // oom_group_kill).
+  bool oom_killed = cgroup_ && OomKillCount() > oom_baseline_;
+  if (oom_killed) ++oom_kills_;
+  std::string description = cell::DescribeWaitStatus(wait_status);
+  Log(LogLevel::kDebug, name(), pid,
+      "worker reaped: " + description + (oom_killed ? " (OOM kill)" : ""));
+  // The lifecycle hears of the exit only once nothing of this generation is left.
+  Teardown([this, wait_status, description, oom_killed] {
+    Handle(Event::Exited(wait_status, description, oom_killed));
+  });
+}
 
+void Cell::FailInFlight(ipc::Reason reason, const std::string& message) {
   std::vector<WorkerLink*> links;
   links.swap(busy_links_);
-  links.insert(links.end(), idle_links_.begin(), idle_links_.end());
-  idle_links_.clear();
   for (WorkerLink* link : links) {
     Request* request = link->TakeInflight();
     link->Close();
-    if (request != nullptr) Fail(request, ipc::Reason::kWorkerDied, last_exit_);
+    if (request != nullptr) Fail(request, reason, message);
   }
+  // Idle connections belong to the old worker generation too.
+  for (WorkerLink* link : idle_links_) link->Close();
+  idle_links_.clear();
   std::vector<Request*> orphans;
   orphans.swap(orphans_);
   uv_timer_stop(&orphan_timer_);
-  for (Request* request : orphans) Fail(request, ipc::Reason::kWorkerDied, last_exit_);
-
-  if (stopping_) {
-    state_ = CellState::kStopped;
-    uv_timer_stop(&kill_timer_);
-    if (on_stopped_) std::exchange(on_stopped_, nullptr)();
-    return;
-  }
-  ScheduleRestart();
+  for (Request* request : orphans) Fail(request, reason, message);
 }
 
-void Cell::Stop(uint64_t kill_after_ms, std::function<void()> on_stopped) {
-  stopping_ = true;
-  on_stopped_ = std::move(on_stopped);
-  uv_timer_stop(&restart_timer_);
-  bulkhead_.SetOpen(false);
-  // What waits will not be served by this cell any more.
+void Cell::RejectQueued() {
   while (AdmissionEntry* entry = bulkhead_.PopExpired(UINT64_MAX)) {
     Reject(static_cast<Request*>(entry), ipc::Reason::kUnavailable);
   }
   ArmQueueTimer();
-  if (pid_ == 0) {
-    state_ = CellState::kStopped;
-    if (on_stopped_) std::exchange(on_stopped_, nullptr)();
-    return;
-  }
-  state_ = CellState::kStopping;
-  Log(LogLevel::kInfo, name(), pid_, "stopping worker (SIGTERM)");
-  ::kill(-pid_, SIGTERM);
-  ::kill(pid_, SIGTERM);  // in case the worker left its process group
-  uv_timer_start(&kill_timer_, &Cell::OnKillTimer, kill_after_ms, 0);
 }
 
-void Cell::OnKillTimer(uv_timer_t* timer) {
-  auto* self = static_cast<Cell*>(timer->data);
-  if (self->pid_ == 0) return;
-  Log(LogLevel::kWarning, self->name(), self->pid_, "worker ignored SIGTERM: sending SIGKILL");
-  ::kill(-self->pid_, SIGKILL);
-  ::kill(self->pid_, SIGKILL);
+void Cell::MaybeDrained() {
+  if (bulkhead_.running() == 0 && lifecycle_.state() == Lifecycle::State::kStopping) {
+    Handle(Event::Drained());
+  }
 }
+
+// --- Teardown of a worker generation. ---
+
+uint64_t Cell::OomKillCount() const {
+  if (!cgroup_) return 0;
+  Result<cell::CgroupStats> stats = cgroup_->ReadStats();
+  if (!stats.ok()) return 0;
+  return stats->memory_events.oom_kill + stats->memory_events.oom_group_kill;
+}
+
+void Cell::KillAll() {
+  if (cgroup_) {
+    Status killed = cgroup_->Kill();
+    if (!killed.ok()) Log(LogLevel::kError, name(), pgid_, "cgroup kill: " + killed.message());
+    return;
+  }
+  // The worker leads its own process group: whatever it forked without leaving the group goes too.
+  if (pgid_ > 0) {
+    ::kill(-pgid_, SIGKILL);
+    if (pid_ > 0) ::kill(pid_, SIGKILL);
+  }
+}
+
+void Cell::Teardown(std::function<void()> then) {
+  KillAll();
+  if (!cgroup_) {
+    then();
+    return;
+  }
+  after_teardown_ = std::move(then);
+  teardown_started_ms_ = Now();
+  teardown_warned_ = false;
+  uv_timer_start(&teardown_timer_, &Cell::OnTeardownTimer, 0, kTeardownPollMs);
+}
+
+void Cell::OnTeardownTimer(uv_timer_t* timer) {
+  auto* self = static_cast<Cell*>(timer->data);
+  Result<bool> empty = self->cgroup_->IsEmpty();
+  if (empty.ok() && *empty) {
+    uv_timer_stop(timer);
+    if (self->after_teardown_) std::exchange(self->after_teardown_, nullptr)();
+    return;
+  }
+  // cgroup.procs is not empty yet: kill again (a process may have forked meanwhile) and wait. The
+  // next generation never starts beside a survivor of this one.
+  self->KillAll();
+  if (!self->teardown_warned_ && self->Now() - self->teardown_started_ms_ > 5000) {
+    self->teardown_warned_ = true;
+    Log(LogLevel::kError, self->name(), 0,
+        "cgroup " + self->cgroup_->path() + " still has processes 5 s after cgroup.kill" +
+            (empty.ok() ? "" : ": " + empty.status().message()));
+  }
+}
+
+// --- Notify socket (sd_notify(3)). ---
+
+bool Cell::SpeaksForCell(pid_t sender) const {
+  if (pid_ == 0) return false;
+  if (sender == pid_) return true;
+  if (cgroup_) {
+    // Any process of the cell's cgroup (systemd's NotifyAccess=all).
+    Result<std::vector<pid_t>> procs = cgroup_->Procs();
+    return procs.ok() && std::find(procs->begin(), procs->end(), sender) != procs->end();
+  }
+  // Without a cgroup: a process of the worker's session (the worker called setsid at spawn).
+  return ::getsid(sender) == pid_;
+}
+
+void Cell::OnNotify(pid_t sender, const cell::NotifyMessage& message) {
+  if (!SpeaksForCell(sender)) {
+    Log(LogLevel::kWarning, name(), sender,
+        "notify message from a process outside the cell ignored");
+    return;
+  }
+  if (message.status) status_text_ = *message.status;
+  if (message.ready) Handle(Event::Ready());
+  if (message.watchdog_ping) Handle(Event::WatchdogPing());
+  if (message.watchdog_trigger) Handle(Event::Stalled("worker sent WATCHDOG=trigger"));
+}
+
+// --- Shutdown. ---
 
 void Cell::DisconnectClients() {
   std::vector<FrontConnection*> clients(clients_.begin(), clients_.end());
@@ -223,12 +400,22 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
   for (WorkerLink* link : idle_links_) link->Close();
   idle_links_.clear();
   BH_CHECK(busy_links_.empty());
-  for (uv_timer_t* timer : {&restart_timer_, &queue_timer_, &orphan_timer_, &kill_timer_}) {
+  if (cgroup_) {
+    Status removed = cgroup_->Remove();
+    if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
+  }
+  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
+                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &Cell::OnHandleClosed);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&front_), &Cell::OnHandleClosed);
   front_open_ = false;
   worker_listen_fd_.Reset();
+  ++open_handles_;
+  notify_.Close([this] {
+    BH_CHECK(open_handles_ > 0);
+    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
+  });
 }
 
 void Cell::OnHandleClosed(uv_handle_t* handle) {
@@ -236,6 +423,8 @@ void Cell::OnHandleClosed(uv_handle_t* handle) {
   BH_CHECK(self->open_handles_ > 0);
   if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
 }
+
+// --- Request path. ---
 
 void Cell::OnClientConnected(FrontConnection* conn) { clients_.insert(conn); }
 void Cell::OnClientDisconnected(FrontConnection* conn) { clients_.erase(conn); }
@@ -251,7 +440,7 @@ void Cell::OnRequest(FrontConnection* conn, const ipc::FrameView& frame) {
   request->client_request_id = frame.header.request_id;
   request->admitted_at_ms = Now();
   conn->LinkRequest(request);
-  if (stopping_) {
+  if (lifecycle_.RefusesRequests()) {
     Reject(request, ipc::Reason::kUnavailable);
     return;
   }
@@ -288,8 +477,27 @@ void Cell::Dispatch(Request* request, std::string_view payload) {
     }
     link = *made;
   }
+  uint64_t now = Now();
+  // A worker that had nothing to do starts its stall clock now.
+  if (busy_links_.empty()) last_progress_ms_ = now;
   link->busy_index = busy_links_.size();
   busy_links_.push_back(link);
+
+  request->dispatched_at_ms = now;
+  request->run_prev = running_tail_;
+  request->run_next = nullptr;
+  if (running_tail_ != nullptr) {
+    running_tail_->run_next = request;
+  } else {
+    running_head_ = request;
+  }
+  running_tail_ = request;
+  if (config_.stall_timeout.count() > 0 &&
+      !uv_is_active(reinterpret_cast<uv_handle_t*>(&stall_timer_))) {
+    uv_timer_start(&stall_timer_, &Cell::OnStallTimer,
+                   static_cast<uint64_t>(config_.stall_timeout.count()), 0);
+  }
+  if (config_.request_timeout.count() > 0 && running_head_ == request) ArmRequestTimer();
   link->Send(request, payload);
 }
 
@@ -307,31 +515,27 @@ void Cell::StartQueued() {
 void Cell::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) {
   RemoveBusy(link);
   idle_links_.push_back(link);
+  last_progress_ms_ = Now();
 
   const ipc::FrameHeader& in = frame.header;
   if (in.status == ipc::ReplyStatus::kOk) {
-    bulkhead_.Finish(request);
-    ++counters_.ok;
-    Complete(request, ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone, 0), frame.payload);
+    FinishRunning(request);
+    if (!request->answered) ++counters_.ok;
+    Complete(request, ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), frame.payload);
+    StartQueued();
+    MaybeDrained();
   } else if (in.status == ipc::ReplyStatus::kFailed) {
     Fail(request, ipc::Reason::kWorkerError, frame.payload);
-    return;  // Fail starts the queued work
   } else {
     Fail(request, ipc::Reason::kWorkerError,
          std::string("worker replied with status ") + ipc::StatusName(in.status));
-    return;
   }
-  StartQueued();
 }
 
 void Cell::OnLinkBroken(WorkerLink* link, std::string why) {
   Request* request = link->TakeInflight();
   DropLink(link);
   if (request == nullptr) return;
-  if (pid_ == 0) {
-    Fail(request, ipc::Reason::kWorkerDied, last_exit_.empty() ? why : last_exit_);
-    return;
-  }
   // Most often the worker is dying and its exit is about to be reaped: wait for it, so the client
   // learns the exit reason rather than a bare "connection closed".
   orphans_.push_back(request);
@@ -367,7 +571,25 @@ void Cell::DropLink(WorkerLink* link) {
   link->Close();
 }
 
-void Cell::Complete(Request* request, const ipc::FrameHeader& header, std::string_view payload) {
+void Cell::FinishRunning(Request* request) {
+  // Off the running list, then the slot is freed.
+  if (request->run_prev != nullptr) {
+    request->run_prev->run_next = request->run_next;
+  } else {
+    running_head_ = request->run_next;
+  }
+  if (request->run_next != nullptr) {
+    request->run_next->run_prev = request->run_prev;
+  } else {
+    running_tail_ = request->run_prev;
+  }
+  request->run_prev = request->run_next = nullptr;
+  bulkhead_.Finish(request);
+}
+
+void Cell::Answer(Request* request, const ipc::FrameHeader& header, std::string_view payload) {
+  BH_CHECK(!request->answered);
+  request->answered = true;
   if (request->client != nullptr) {
     FrontConnection* client = request->client;
     client->UnlinkRequest(request);
@@ -375,18 +597,37 @@ void Cell::Complete(Request* request, const ipc::FrameHeader& header, std::strin
     reply.request_id = request->client_request_id;
     client->SendReply(reply, payload);
   }
+}
+
+void Cell::Complete(Request* request, const ipc::FrameHeader& header, std::string_view payload) {
+  if (!request->answered) Answer(request, header, payload);
   pool_->Release(request);
 }
 
 void Cell::Fail(Request* request, ipc::Reason reason, std::string_view message) {
-  bulkhead_.Finish(request);
-  if (reason == ipc::Reason::kWorkerDied) {
-    ++counters_.failed_worker_died;
-  } else {
-    ++counters_.failed_worker_error;
+  FinishRunning(request);
+  if (!request->answered) {
+    switch (reason) {
+      case ipc::Reason::kWorkerDied:
+        ++counters_.failed_worker_died;
+        break;
+      case ipc::Reason::kOomKilled:
+        ++counters_.failed_oom_killed;
+        break;
+      case ipc::Reason::kStalled:
+        ++counters_.failed_stalled;
+        break;
+      case ipc::Reason::kTimeout:
+        ++counters_.failed_timeout;
+        break;
+      default:
+        ++counters_.failed_worker_error;
+        break;
+    }
   }
-  Complete(request, ReplyHeader(ipc::ReplyStatus::kFailed, reason, 0), message);
+  Complete(request, ReplyHeader(ipc::ReplyStatus::kFailed, reason), message);
   StartQueued();
+  MaybeDrained();
 }
 
 void Cell::Reject(Request* request, ipc::Reason reason) {
@@ -405,12 +646,10 @@ void Cell::Reject(Request* request, ipc::Reason reason) {
   detail.cell = config_.name;
   detail.running = bulkhead_.running();
   detail.queued = bulkhead_.queued();
-  if (state_ == CellState::kBackoff && next_start_at_ms_ > Now()) {
-    detail.retry_after_ms = static_cast<uint32_t>(next_start_at_ms_ - Now());
-  }
+  if (reason == ipc::Reason::kUnavailable) detail.retry_after_ms = lifecycle_.RetryAfterMs();
   scratch_.clear();
   ipc::AppendRejectDetail(&scratch_, detail);
-  Complete(request, ReplyHeader(ipc::ReplyStatus::kRejected, reason, 0), scratch_);
+  Complete(request, ReplyHeader(ipc::ReplyStatus::kRejected, reason), scratch_);
   scratch_.clear();
 }
 
@@ -442,10 +681,57 @@ void Cell::OnQueueTimer(uv_timer_t* timer) {
   self->ArmQueueTimer();
 }
 
+// --- Stall detection and request timeouts. ---
+
+void Cell::OnStallTimer(uv_timer_t* timer) {
+  auto* self = static_cast<Cell*>(timer->data);
+  if (self->busy_links_.empty() || self->pid_ == 0) return;  // idle: nothing to stall on
+  uint64_t stall_ms = static_cast<uint64_t>(self->config_.stall_timeout.count());
+  uint64_t quiet = self->Now() - self->last_progress_ms_;
+  if (quiet < stall_ms) {
+    // It answered meanwhile: check again when the newest progress would go stale.
+    uv_timer_start(timer, &Cell::OnStallTimer, stall_ms - quiet, 0);
+    return;
+  }
+  self->Handle(Event::Stalled("no reply for " + std::to_string(quiet) + " ms"));
+}
+
+void Cell::ArmRequestTimer() {
+  // The oldest running request that has no answer yet times out first (one timeout per cell).
+  Request* oldest = running_head_;
+  while (oldest != nullptr && oldest->answered) oldest = oldest->run_next;
+  if (oldest == nullptr) {
+    uv_timer_stop(&request_timer_);
+    return;
+  }
+  uint64_t deadline =
+      oldest->dispatched_at_ms + static_cast<uint64_t>(config_.request_timeout.count());
+  uint64_t now = Now();
+  uv_timer_start(&request_timer_, &Cell::OnRequestTimer, deadline > now ? deadline - now : 0, 0);
+}
+
+void Cell::OnRequestTimer(uv_timer_t* timer) {
+  auto* self = static_cast<Cell*>(timer->data);
+  uint64_t timeout = static_cast<uint64_t>(self->config_.request_timeout.count());
+  uint64_t now = self->Now();
+  for (Request* r = self->running_head_; r != nullptr && r->dispatched_at_ms + timeout <= now;
+       r = r->run_next) {
+    if (r->answered) continue;
+    // The client is answered now; the slot stays taken until the worker answers or is replaced,
+    // because the worker really is still busy with it.
+    ++self->counters_.failed_timeout;
+    self->Answer(r, ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
+                 "request_timeout of " + std::to_string(timeout) + " ms passed");
+  }
+  self->ArmRequestTimer();
+}
+
 CellSnapshot Cell::Snapshot() const {
   CellSnapshot s;
   s.name = config_.name;
-  s.state = state_;
+  s.state = lifecycle_.state();
+  uint64_t now = uv_now(loop_);
+  s.state_since_ms = now - std::min(now, lifecycle_.since_ms());
   s.pid = pid_;
   s.socket = config_.socket;
   s.worker_socket = config_.worker_socket;
@@ -454,15 +740,23 @@ CellSnapshot Cell::Snapshot() const {
   s.queued = bulkhead_.queued();
   s.clients = static_cast<uint32_t>(clients_.size());
   s.worker_connections = static_cast<uint32_t>(idle_links_.size() + busy_links_.size());
-  s.starts = starts_;
-  s.restarts = restarts_;
-  s.last_exit = last_exit_;
-  uint64_t now = uv_now(loop_);
-  if (pid_ != 0) s.uptime_ms = now - started_at_ms_;
-  if (state_ == CellState::kBackoff && next_start_at_ms_ > now) {
-    s.next_start_in_ms = next_start_at_ms_ - now;
-  }
+  s.starts = lifecycle_.starts();
+  s.restarts = lifecycle_.restarts();
+  s.last_exit = lifecycle_.last_exit();
+  s.reason = lifecycle_.reason();
+  s.status_text = status_text_;
+  if (pid_ != 0) s.uptime_ms = now - std::min(now, lifecycle_.worker_started_at_ms());
+  if (lifecycle_.next_start_at_ms() > now) s.next_start_in_ms = lifecycle_.next_start_at_ms() - now;
   s.counters = counters_;
+  s.limits_enforced = cgroup_.has_value();
+  s.limits_note = compartment_.not_enforced_reason;
+  s.cgroup_limits = compartment_.limits;
+  s.oom_kills = oom_kills_;
+  if (cgroup_) {
+    s.cgroup_path = cgroup_->path();
+    Result<cell::CgroupStats> stats = cgroup_->ReadStats();
+    if (stats.ok()) s.cgroup = std::move(stats).value();
+  }
   return s;
 }
 

@@ -17,19 +17,18 @@
 
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "cell/cgroup.h"
 #include "config/config.h"
 #include "ipc/frame.h"
 #include "supervisor/bulkhead.h"
+#include "supervisor/lifecycle.h"
+#include "supervisor/notify_socket.h"
 #include "supervisor/request.h"
 
 namespace bulkhead::supervisor {
 
 class FrontConnection;
 class WorkerLink;
-
-// Lifecycle states, named as in `bulkheadctl status`.
-enum class CellState { kStopped, kRunning, kBackoff, kStopping };
-const char* CellStateName(CellState state);
 
 // Outcome counters since the supervisor started. Every admitted request ends in exactly one of
 // ok, rejected_*, failed_* or cancelled (queued when its client disconnected).
@@ -40,18 +39,35 @@ struct CellCounters {
   uint64_t rejected_unavailable = 0;
   uint64_t failed_worker_error = 0;
   uint64_t failed_worker_died = 0;
+  uint64_t failed_oom_killed = 0;
+  uint64_t failed_timeout =
+      0;  // request_timeout passed (the slot stays taken until the worker answers)
+  uint64_t failed_stalled = 0;  // the worker was declared stalled and replaced
   uint64_t cancelled = 0;
   uint64_t bad_request = 0;  // frames refused before admission (connection closed)
   uint64_t rejected() const {
     return rejected_full + rejected_queue_timeout + rejected_unavailable;
   }
-  uint64_t failed() const { return failed_worker_error + failed_worker_died; }
+  uint64_t failed() const {
+    return failed_worker_error + failed_worker_died + failed_oom_killed + failed_timeout +
+           failed_stalled;
+  }
+};
+
+// The kernel side of a cell: where its cgroup lives (null tree: limits not enforced) and the limits
+// written to it (cgroup v2: cpu.max, cpu.weight, memory.max, memory.high, memory.swap.max,
+// pids.max).
+struct CellCompartment {
+  const cell::CgroupTree* tree = nullptr;
+  cell::CgroupLimits limits;
+  std::string not_enforced_reason;  // why tree is null, shown by status
 };
 
 // A consistent copy of a cell's figures, for the control socket.
 struct CellSnapshot {
   std::string name;
-  CellState state = CellState::kStopped;
+  Lifecycle::State state = Lifecycle::State::kStopped;
+  uint64_t state_since_ms = 0;  // how long the cell has been in `state`
   pid_t pid = 0;
   std::string socket;
   std::string worker_socket;
@@ -62,31 +78,45 @@ struct CellSnapshot {
   uint32_t worker_connections = 0;
   uint64_t starts = 0;
   uint64_t restarts = 0;
-  std::string last_exit;          // "exit 3", "signal 9", "exec failed: ...", or empty
+  std::string last_exit;          // "exit 3", "signal 9", "start failed: ...", or empty
+  std::string reason;             // why failed / stopped by policy ("gave up: ..."), or empty
+  std::string status_text;        // the worker's last STATUS= (sd_notify), or empty
   uint64_t uptime_ms = 0;         // of the current worker, 0 when none
   uint64_t next_start_in_ms = 0;  // in backoff: time until the next start
   CellCounters counters;
+  bool limits_enforced = false;
+  std::string limits_note;  // why limits are not enforced, when they are not
+  std::string cgroup_path;
+  cell::CgroupLimits cgroup_limits;         // as configured
+  std::optional<cell::CgroupStats> cgroup;  // read from the kernel now; nullopt without a cgroup
+  uint64_t oom_kills = 0;
 };
 
 class Cell {
  public:
-  Cell(uv_loop_t* loop, config::CellConfig config, uint32_t max_payload, RequestPool* pool);
+  Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
+       uint32_t max_payload, RequestPool* pool);
   ~Cell();
   Cell(const Cell&) = delete;
   Cell& operator=(const Cell&) = delete;
 
   const std::string& name() const { return config_.name; }
+  // The live worker's pid, 0 when none (or when it was reaped and its cgroup is being emptied).
   pid_t pid() const { return pid_; }
-  CellState state() const { return state_; }
+  Lifecycle::State state() const { return lifecycle_.state(); }
 
-  // Claims and binds the front and worker sockets (stale files from a killed run are reclaimed;
-  // a front socket another live process serves is refused) and starts accepting clients.
+  // Creates the cell's cgroup and writes its limits (when enforced), claims and binds the front,
+  // worker and notify sockets (stale files from a killed run are reclaimed; a front socket another
+  // live process serves is refused) and starts accepting clients. Nothing is started when it fails.
   Status Bind();
-  // Starts the worker. An exec failure is logged and retried after restart_delay.
-  void Start();
-  // Stops admitting, rejects what waits, signals the worker's process group with SIGTERM and, after
-  // `kill_after_ms`, SIGKILL. `on_stopped` runs once no worker is left.
-  void Stop(uint64_t kill_after_ms, std::function<void()> on_stopped);
+
+  // Operator commands and boot: feed the lifecycle (supervisor/lifecycle.h) and return its answer
+  // ("ok", "already started", "restart in progress", ...).
+  std::string Start();
+  std::string Restart();
+  // `on_stopped` (may be null) runs once the cell has no worker and is stopped; at once if it is.
+  std::string Stop(std::function<void()> on_stopped);
+
   // Closes every handle; `on_closed` runs when the last close callback has run.
   // REQUIRES: stopped (no worker), no clients left.
   void CloseHandles(std::function<void()> on_closed);
@@ -110,57 +140,109 @@ class Cell {
   void OnLinkBroken(WorkerLink* link, std::string why);
 
  private:
+  // The lifecycle reads loop time.
+  class LoopClock : public Clock {
+   public:
+    explicit LoopClock(uv_loop_t* loop) : loop_(loop) {}
+    uint64_t NowMs() const override { return uv_now(loop_); }
+
+   private:
+    uv_loop_t* loop_;
+  };
+
   static void OnConnection(uv_stream_t* server, int status);
-  static void OnRestartTimer(uv_timer_t* timer);
-  static void OnQueueTimer(uv_timer_t* timer);
-  static void OnOrphanTimer(uv_timer_t* timer);
-  static void OnKillTimer(uv_timer_t* timer);
   static void OnHandleClosed(uv_handle_t* handle);
 
   uint64_t Now() const { return uv_now(loop_); }
+
+  // Lifecycle plumbing: Handle() feeds an event and executes the actions of its transition. Events
+  // raised while actions execute are queued and handled after, in order (the answer to Spawn is
+  // the exception: it is handled at once, as the lifecycle requires).
+  Lifecycle::Transition Handle(const Lifecycle::Event& event);
+  void Execute(const Lifecycle::Transition& transition);
+  void DoSpawn();
+  void FailInFlight(ipc::Reason reason, const std::string& message);
+  void RejectQueued();
+  void MaybeDrained();
+
+  // Request path.
   void Dispatch(Request* request, std::string_view payload);
   void StartQueued();
   void Complete(Request* request, const ipc::FrameHeader& header, std::string_view payload);
   void Fail(Request* request, ipc::Reason reason, std::string_view message);
   void Reject(Request* request, ipc::Reason reason);
+  // Marks `request` answered, counts it, and writes the reply to its client (if still there).
+  void Answer(Request* request, const ipc::FrameHeader& header, std::string_view payload);
+  void FinishRunning(Request* request);
   void ArmQueueTimer();
   void RemoveBusy(WorkerLink* link);
   void DropLink(WorkerLink* link);
-  void ScheduleRestart();
+
+  // Kills whatever is left of the worker generation (its cgroup, or its process group without
+  // one) and runs `then` once nothing of it is left: never two generations side by side.
+  void Teardown(std::function<void()> then);
+  void KillAll();
+  uint64_t OomKillCount() const;
+  void OnNotify(pid_t sender, const cell::NotifyMessage& message);
+  bool SpeaksForCell(pid_t sender) const;
+
+  static void OnQueueTimer(uv_timer_t* timer);
+  static void OnOrphanTimer(uv_timer_t* timer);
+  static void OnTeardownTimer(uv_timer_t* timer);
+  static void OnStallTimer(uv_timer_t* timer);
+  static void OnRequestTimer(uv_timer_t* timer);
+  void ArmRequestTimer();
 
   uv_loop_t* loop_;
   config::CellConfig config_;
+  CellCompartment compartment_;
+  std::optional<cell::CellCgroup> cgroup_;
+  uint64_t oom_baseline_ = 0;  // oom_kill + oom_group_kill in memory.events when the worker started
+  uint64_t oom_kills_ = 0;
   uint32_t max_payload_;
   RequestPool* pool_;
   Bulkhead bulkhead_;
+  LoopClock clock_;
+  Lifecycle lifecycle_;
+  NotifySocket notify_;
 
   uv_pipe_t front_{};
   bool front_open_ = false;
   UniqueFd worker_listen_fd_;
-  uv_timer_t restart_timer_{};
+  uv_timer_t backoff_timer_{};
+  uv_timer_t stop_timer_{};
+  uv_timer_t watchdog_timer_{};
   uv_timer_t queue_timer_{};
   uv_timer_t orphan_timer_{};
-  uv_timer_t kill_timer_{};
+  uv_timer_t teardown_timer_{};
+  uv_timer_t stall_timer_{};
+  uv_timer_t request_timer_{};
   int open_handles_ = 0;
   std::function<void()> on_closed_;
 
-  CellState state_ = CellState::kStopped;
+  // The live worker (0: none). pgid_ stays set after the reap so KillAll reaches what it left.
   pid_t pid_ = 0;
-  uint64_t started_at_ms_ = 0;
-  uint64_t next_start_at_ms_ = 0;
-  bool stopping_ = false;
-  std::function<void()> on_stopped_;
+  pid_t pgid_ = 0;
+  bool executing_ = false;
+  std::vector<Lifecycle::Event> pending_events_;
+  std::vector<std::function<void()>> on_stopped_;
+  std::function<void()> after_teardown_;
+  uint64_t teardown_started_ms_ = 0;
+  bool teardown_warned_ = false;
+  std::string status_text_;
 
   std::vector<WorkerLink*> idle_links_;
   std::vector<WorkerLink*> busy_links_;
   // Requests whose link broke while the worker still ran: failed with the exit reason when the
-  // worker exits, or as worker_error once `orphan_deadline_ms_` passes.
+  // worker exits, or as worker_error once the grace period passes.
   std::vector<Request*> orphans_;
+  // Running requests in dispatch order (intrusive), for request_timeout.
+  Request* running_head_ = nullptr;
+  Request* running_tail_ = nullptr;
+  // Last time the worker showed progress (a reply, or work given to an idle worker): stall_timeout.
+  uint64_t last_progress_ms_ = 0;
   std::unordered_set<FrontConnection*> clients_;
 
-  uint64_t starts_ = 0;
-  uint64_t restarts_ = 0;
-  std::string last_exit_;
   CellCounters counters_;
   std::string scratch_;  // reused for reply payloads built here
 };

@@ -27,6 +27,12 @@ struct Request : AdmissionEntry {
   Request* client_prev = nullptr;
   Request* client_next = nullptr;
   WorkerLink* link = nullptr;  // the worker connection carrying it while it runs
+  // The cell's list of running requests in dispatch order (request_timeout).
+  Request* run_prev = nullptr;
+  Request* run_next = nullptr;
+  uint64_t dispatched_at_ms = 0;
+  // The client has its reply (request_timeout passed) though the worker still holds the slot.
+  bool answered = false;
 };
 
 class RequestPool {

@@ -16,14 +16,33 @@ namespace bulkhead::supervisor {
 
 namespace {
 
-// Time a worker gets between SIGTERM and SIGKILL at shutdown.
-constexpr uint64_t kStopTimeoutMs = 5000;
+nlohmann::json PolicyJson(const config::CellConfig& c) {
+  auto ms = [](std::chrono::milliseconds d) { return static_cast<uint64_t>(d.count()); };
+  const char* restart = c.restart == config::RestartMode::kAlways      ? "always"
+                        : c.restart == config::RestartMode::kOnFailure ? "on-failure"
+                                                                       : "never";
+  return {
+      {"restart", restart},
+      {"restart_delay_ms", ms(c.restart_delay)},
+      {"restart_max_delay_ms", ms(c.restart_max_delay)},
+      {"restart_reset_after_ms", ms(c.restart_reset_after)},
+      {"start_limit_burst", c.start_limit_burst},
+      {"start_limit_interval_ms", ms(c.start_limit_interval)},
+      {"request_timeout_ms", ms(c.request_timeout)},
+      {"stall_timeout_ms", ms(c.stall_timeout)},
+      {"ready", c.ready == config::ReadyMode::kNotify ? "notify" : "exec"},
+      {"watchdog_ms", ms(c.watchdog)},
+      {"stop_signal", c.stop_signal},
+      {"stop_timeout_ms", ms(c.stop_timeout)},
+  };
+}
 
 nlohmann::json SnapshotJson(const CellSnapshot& s) {
   const CellCounters& c = s.counters;
   nlohmann::json j = {
       {"name", s.name},
-      {"state", CellStateName(s.state)},
+      {"state", Lifecycle::StateName(s.state)},
+      {"state_since_ms", s.state_since_ms},
       {"pid", s.pid == 0 ? nlohmann::json(nullptr) : nlohmann::json(s.pid)},
       {"socket", s.socket},
       {"worker_socket", s.worker_socket},
@@ -44,14 +63,67 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
         {"queue_timeout", c.rejected_queue_timeout},
         {"unavailable", c.rejected_unavailable}}},
       {"failed_by_reason",
-       {{"worker_error", c.failed_worker_error}, {"worker_died", c.failed_worker_died}}},
+       {{"worker_error", c.failed_worker_error},
+        {"worker_died", c.failed_worker_died},
+        {"oom_killed", c.failed_oom_killed},
+        {"timeout", c.failed_timeout},
+        {"stalled", c.failed_stalled}}},
       {"starts", s.starts},
       {"restarts", s.restarts},
       {"last_exit", s.last_exit.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.last_exit)},
+      {"reason", s.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.reason)},
+      {"status_text",
+       s.status_text.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.status_text)},
       {"uptime_ms", s.uptime_ms},
       {"next_start_in_ms", s.next_start_in_ms},
+      {"limits_enforced", s.limits_enforced},
+      {"oom_kills", s.oom_kills},
   };
+  if (!s.limits_enforced) j["limits_note"] = s.limits_note;
+  auto optional = [](const auto& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+  };
+  const cell::CgroupLimits& l = s.cgroup_limits;
+  j["limits"] = {
+      {"cpu_quota_us", optional(l.cpu_quota_us)},
+      {"cpu_period_us", l.cpu_period_us.value_or(cell::kDefaultCpuPeriodUs)},
+      {"cpu_weight", optional(l.cpu_weight)},
+      {"memory_max", optional(l.memory_max)},
+      {"memory_high", optional(l.memory_high)},
+      {"memory_swap_max", optional(l.memory_swap_max)},
+      {"pids_max", optional(l.pids_max)},
+  };
+  if (s.cgroup) {
+    const cell::CgroupStats& k = *s.cgroup;
+    j["cgroup"] = {
+        {"path", s.cgroup_path},
+        {"memory_current", k.memory_current},
+        {"memory_max", optional(k.memory_max)},
+        {"cpu_usage_usec", k.cpu.usage_usec},
+        {"cpu_nr_periods", k.cpu.nr_periods},
+        {"cpu_nr_throttled", k.cpu.nr_throttled},
+        {"cpu_throttled_usec", k.cpu.throttled_usec},
+        {"pids_current", k.pids_current},
+        {"pids_max", optional(k.pids_max)},
+        {"oom_kill", k.memory_events.oom_kill},
+        {"oom_group_kill", k.memory_events.oom_group_kill},
+    };
+  } else {
+    j["cgroup"] = nullptr;
+  }
   return j;
+}
+
+cell::CgroupLimits CgroupLimitsOf(const config::CellConfig& c) {
+  cell::CgroupLimits limits;
+  limits.cpu_quota_us = c.cpu_max_quota_us;
+  limits.cpu_period_us = c.cpu_max_period_us;
+  limits.cpu_weight = c.cpu_weight;
+  limits.memory_max = c.memory_max;
+  limits.memory_high = c.memory_high;
+  limits.memory_swap_max = c.memory_swap_max;
+  limits.pids_max = c.pids_max;
+  return limits;
 }
 
 std::string ErrorResponse(const std::string& message) {
@@ -82,12 +154,17 @@ int Supervisor::Run() {
 
   control_ = std::make_unique<ControlServer>(
       &loop_, [this](const std::string& line) { return HandleControl(line); });
+  Status status = SetUpCgroups();
   for (config::CellConfig& cell_config : config_.cells) {
-    cells_.push_back(
-        std::make_unique<Cell>(&loop_, cell_config, config_.supervisor.max_payload_bytes, &pool_));
+    CellCompartment compartment;
+    if (cgroup_tree_) compartment.tree = &*cgroup_tree_;
+    compartment.not_enforced_reason = cgroup_note_;
+    compartment.limits = CgroupLimitsOf(cell_config);
+    cells_.push_back(std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
+                                            config_.supervisor.max_payload_bytes, &pool_));
   }
 
-  Status status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
+  if (status.ok()) status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
   if (status.ok()) status = control_->Listen(config_.supervisor.control_socket);
   for (auto& cell : cells_) {
     if (!status.ok()) break;
@@ -107,6 +184,28 @@ int Supervisor::Run() {
   for (auto& cell : cells_) cell->Start();
   uv_run(&loop_, UV_RUN_DEFAULT);
   return exit_code_;
+}
+
+Status Supervisor::SetUpCgroups() {
+  config::CgroupMode mode = config_.supervisor.cgroup;
+  if (mode == config::CgroupMode::kOff) {
+    cgroup_note_ = "cgroup = \"off\" in the config";
+    return Status::Ok();
+  }
+  Result<cell::CgroupTree> tree = cell::CgroupTree::Delegate();
+  if (tree.ok()) {
+    cgroup_tree_.emplace(std::move(tree).value());
+    LogInfo("cgroup v2: cells live under " + cgroup_tree_->cells_path());
+    return Status::Ok();
+  }
+  if (mode == config::CgroupMode::kRequired) {
+    return Status::Error("cgroup = \"required\" but limits cannot be enforced: " +
+                         tree.status().message());
+  }
+  cgroup_note_ = tree.status().message();
+  LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
+             ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
+  return Status::Ok();
 }
 
 void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
@@ -147,7 +246,7 @@ void Supervisor::BeginShutdown(int signum) {
     return;
   }
   for (auto& cell : cells_) {
-    cell->Stop(kStopTimeoutMs, [this] {
+    cell->Stop([this] {
       if (--cells_running_ == 0) FinishShutdown();
     });
   }
@@ -180,6 +279,14 @@ void Supervisor::CloseAll() {
   }
 }
 
+const config::CellConfig& Supervisor::ConfigOf(const std::string& name) const {
+  for (const config::CellConfig& c : config_.cells) {
+    if (c.name == name) return c;
+  }
+  BH_CHECK(false);
+  return config_.cells.front();
+}
+
 std::string Supervisor::HandleControl(const std::string& request_line) {
   nlohmann::json request = nlohmann::json::parse(request_line, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded() || !request.is_object()) {
@@ -198,7 +305,9 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
     nlohmann::json cells = nlohmann::json::array();
     for (auto& cell : cells_) {
       if (!only.empty() && cell->name() != only) continue;
-      cells.push_back(SnapshotJson(cell->Snapshot()));
+      nlohmann::json j = SnapshotJson(cell->Snapshot());
+      j["policy"] = PolicyJson(ConfigOf(cell->name()));
+      cells.push_back(std::move(j));
     }
     if (!only.empty() && cells.empty()) return ErrorResponse("no cell named " + only);
     nlohmann::json response = {
@@ -212,6 +321,24 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
         {"cells", cells},
     };
     return response.dump();
+  }
+  if (*command == "start" || *command == "stop" || *command == "restart") {
+    auto cell_name = request.find("cell");
+    if (cell_name == request.end() || !cell_name->is_string()) {
+      return ErrorResponse("\"" + command->get<std::string>() + "\" needs a \"cell\" string");
+    }
+    for (auto& cell : cells_) {
+      if (cell->name() != cell_name->get<std::string>()) continue;
+      if (shutting_down_) return ErrorResponse("bulkheadd is shutting down");
+      std::string answer = *command == "start"  ? cell->Start()
+                           : *command == "stop" ? cell->Stop(nullptr)
+                                                : cell->Restart();
+      bool accepted = answer == "ok";
+      nlohmann::json response = {{"ok", accepted}, {"cell", cell->name()}, {"result", answer}};
+      if (!accepted) response["error"] = answer;
+      return response.dump();
+    }
+    return ErrorResponse("no cell named " + cell_name->get<std::string>());
   }
   return ErrorResponse("unknown command " + command->dump());
 }

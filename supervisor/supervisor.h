@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cell/cgroup.h"
 #include "config/config.h"
 #include "supervisor/cell.h"
 #include "supervisor/control_server.h"
@@ -41,7 +42,13 @@ class Supervisor {
   void FinishShutdown();
   void CloseAll();
 
+  // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
+  Status SetUpCgroups();
+  const config::CellConfig& ConfigOf(const std::string& name) const;
+
   config::Config config_;
+  std::optional<cell::CgroupTree> cgroup_tree_;
+  std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};
   RequestPool pool_;
   std::vector<std::unique_ptr<Cell>> cells_;

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+#include "supervisor/notify_socket.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace bulkhead::supervisor {
+
+NotifySocket::NotifySocket(uv_loop_t* loop, Handler handler)
+    : loop_(loop), handler_(std::move(handler)) {
+  poll_.data = this;
+}
+
+Status NotifySocket::Bind(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    return Status::Error("notify socket path too long: " + path);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return Status::FromErrno("socket");
+  int on = 1;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
+    return Status::FromErrno("setsockopt SO_PASSCRED");
+  }
+  ::unlink(path.c_str());
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::FromErrno("bind " + path);
+  }
+  int rc = uv_poll_init(loop_, &poll_, fd.get());
+  if (rc != 0) return Status::Error(std::string("uv_poll_init: ") + uv_strerror(rc));
+  uv_poll_start(&poll_, UV_READABLE, &NotifySocket::OnReadable);
+  path_ = path;
+  fd_ = std::move(fd);
+  return Status::Ok();
+}
+
+void NotifySocket::OnReadable(uv_poll_t* handle, int status, int) {
+  auto* self = static_cast<NotifySocket*>(handle->data);
+  if (status < 0) return;
+  for (;;) {
+    iovec iov{self->buffer_, sizeof self->buffer_};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n = ::recvmsg(self->fd_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_TRUNC);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // EAGAIN: drained
+    }
+    pid_t sender = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+        ucred cred;
+        std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+        sender = cred.pid;
+      }
+    }
+    if (sender <= 0 || static_cast<size_t>(n) > cell::kMaxNotifyMessageBytes) continue;
+    Result<cell::NotifyMessage> parsed =
+        cell::ParseNotifyMessage(std::string_view(self->buffer_, static_cast<size_t>(n)));
+    if (!parsed.ok()) {
+      Log(LogLevel::kDebug, {}, sender, "notify message ignored: " + parsed.status().message());
+      continue;
+    }
+    self->handler_(sender, *parsed);
+  }
+}
+
+void NotifySocket::Close(std::function<void()> on_closed) {
+  if (!fd_.valid()) {
+    if (on_closed) on_closed();
+    return;
+  }
+  on_closed_ = std::move(on_closed);
+  ::unlink(path_.c_str());
+  uv_close(reinterpret_cast<uv_handle_t*>(&poll_), [](uv_handle_t* handle) {
+    auto* self = static_cast<NotifySocket*>(handle->data);
+    self->fd_.Reset();
+    if (self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+  });
+}
+
+}  // namespace bulkhead::supervisor

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// NotifySocket: a cell's $NOTIFY_SOCKET, the datagram socket on which its worker reports READY=1,
+// WATCHDOG=1 and STATUS= (sd_notify(3)). Each datagram is delivered with the sender's pid, taken
+// from the kernel (SCM_CREDENTIALS, SO_PASSCRED), never from the message: the Cell decides whether
+// that pid may speak for the cell. REQUIRES: loop thread only.
+#pragma once
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include <functional>
+#include <string>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+#include "cell/notify_message.h"
+
+namespace bulkhead::supervisor {
+
+class NotifySocket {
+ public:
+  // `on_message(sender_pid, message)` for every well-formed datagram.
+  using Handler = std::function<void(pid_t, const cell::NotifyMessage&)>;
+
+  NotifySocket(uv_loop_t* loop, Handler handler);
+  NotifySocket(const NotifySocket&) = delete;
+  NotifySocket& operator=(const NotifySocket&) = delete;
+
+  // Binds `path` (an existing socket file there is replaced) and starts reading.
+  Status Bind(const std::string& path);
+  const std::string& path() const { return path_; }
+
+  // Closes the poll handle; `on_closed` runs from its close callback. The file is unlinked.
+  void Close(std::function<void()> on_closed);
+  bool bound() const { return fd_.valid(); }
+
+ private:
+  static void OnReadable(uv_poll_t* handle, int status, int events);
+
+  uv_loop_t* loop_;
+  Handler handler_;
+  std::string path_;
+  UniqueFd fd_;
+  uv_poll_t poll_{};
+  std::function<void()> on_closed_;
+  char buffer_[cell::kMaxNotifyMessageBytes + 1];
+};
+
+}  // namespace bulkhead::supervisor
