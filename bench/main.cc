@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: MIT
+// bulkhead-bench: measures what admission through bulkheadd costs. In one run it starts bulkheadd
+// (an `echo` cell with max_concurrent = clients, and a `hang` cell with 1 slot, no queue and a
+// stalled gateway worker) and, beside it, a bulkhead-echo worker of its own on a socket-activated
+// listening socket; then it alternates rounds over three targets, rotating their order each round
+// to spread machine noise evenly:
+//   bulkheadd  client -> front socket -> admission -> worker link -> echo worker -> back
+//   direct     client -> the echo worker's own socket -> back
+//   reject     client -> the `hang` cell's front socket -> REJECTED full at once
+// and prints replies/s and p50/p99/p99.9 latency per round and per target, the bulkheadd/direct
+// ratios (the figures to compare across machines) and the rejection rate. Exits 0 only if every
+// reply had the expected status and bulkheadd's counters account for every reply
+// (docs/benchmarks.md).
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/exit_status.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
+#include "bench/child_process.h"
+#include "bench/closed_loop.h"
+#include "bench/control_client.h"
+#include "bench/latency_summary.h"
+#include "ipc/client.h"
+#include "ipc/frame.h"
+
+namespace bulkhead::bench {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Deadline of every wait on bulkheadd (startup, a figure on the control socket) and of each
+// blocking send/receive of a load client.
+constexpr milliseconds kStepTimeout{10000};
+// Interval of the polling loops.
+constexpr int kPollIntervalMs = 5;
+// SIGTERM-to-SIGKILL deadline when stopping bulkheadd (it gives its workers 5 s) and the worker.
+constexpr milliseconds kStopTimeout{10000};
+// Shortest measuring window per target and round.
+constexpr milliseconds kMinWindow{20};
+
+std::atomic<bool> g_interrupted{false};
+
+void OnStopSignal(int) { g_interrupted.store(true); }
+
+struct Options {
+  std::string bin_dir;
+  double seconds = 3.0;  // measuring time of the whole run, split over rounds and targets
+  int clients = 2;
+  int depth = 1;
+  size_t payload_bytes = 64;
+  int rounds = 3;
+  int warmup_ms = 50;
+};
+
+// One thing measured; its rounds accumulate here.
+struct Target {
+  std::string name = {};
+  std::string socket = {};
+  ipc::ReplyStatus expected = ipc::ReplyStatus::kOk;
+  uint64_t replies = 0;        // expected replies inside the measuring windows
+  uint64_t unexpected = 0;     // other replies inside the windows
+  uint64_t total_replies = 0;  // every reply, warmup and draining included
+  double seconds = 0;          // sum of the windows
+  std::vector<uint32_t> latencies_ns = {};
+
+  double rate() const { return seconds > 0 ? static_cast<double>(replies) / seconds : 0; }
+};
+
+bool PollUntil(const std::function<bool()>& done, milliseconds timeout = kStepTimeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (g_interrupted.load() || std::chrono::steady_clock::now() >= deadline) return false;
+    ::poll(nullptr, 0, kPollIntervalMs);
+  }
+  return true;
+}
+
+// A TOML basic string: "..." with '"' and '\' escaped (paths here hold no control characters).
+std::string TomlString(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+Status WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << content;
+  file.close();
+  if (!file) return Status::Error("cannot write " + path);
+  return Status::Ok();
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+}
+
+// A SOCK_STREAM | SOCK_CLOEXEC Unix socket bound to `path` and listening.
+Result<UniqueFd> ListenUnix(const std::string& path, int backlog) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return Status::Error("socket path too long: " + path);
+  path.copy(addr.sun_path, path.size());
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Status::FromErrno("socket");
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::FromErrno("bind " + path);
+  }
+  if (::listen(fd.get(), backlog) != 0) return Status::FromErrno("listen " + path);
+  return fd;
+}
+
+// A fresh /tmp/bh-bench-XXXXXX (short: socket paths must stay under 108 bytes), removed with its
+// contents by the destructor.
+class TempDir {
+ public:
+  TempDir() = default;
+  ~TempDir() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  Status Create() {
+    char tmpl[] = "/tmp/bh-bench-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return Status::FromErrno("mkdtemp /tmp/bh-bench-XXXXXX");
+    path_ = tmpl;
+    return Status::Ok();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string MachineDescription() {
+  utsname uts{};
+  std::string kernel = ::uname(&uts) == 0 ? std::string(uts.sysname) + " " + uts.release : "?";
+  return "nproc " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + ", " + kernel;
+}
+
+void PrintRow(const std::string& first, const Target& target, double rate,
+              const LatencySummary& latency, uint64_t unexpected) {
+  std::printf("%-7s %-10s %12.0f %10.1f %10.1f %10.1f %10llu\n", first.c_str(), target.name.c_str(),
+              rate, latency.p50_us, latency.p99_us, latency.p999_us,
+              static_cast<unsigned long long>(unexpected));
+  std::fflush(stdout);
+}
+
+// Everything a run starts, in the order it must be stopped.
+class Bench {
+ public:
+  explicit Bench(Options options) : options_(std::move(options)) {}
+
+  // Returns an exit code.
+  int Run() {
+    Status status = Setup();
+    if (status.ok()) status = Measure();
+    Status stopped = Teardown();
+    if (status.ok()) status = stopped;
+    if (!status.ok()) {
+      std::fprintf(stderr, "bulkhead-bench: %s\n", status.message().c_str());
+      std::string log = ReadFileOrEmpty(log_path_);
+      if (!log.empty()) std::fprintf(stderr, "--- bulkheadd log ---\n%s", log.c_str());
+      return kExitFailure;
+    }
+    return Report() ? kExitOk : kExitFailure;
+  }
+
+ private:
+  Status Setup() {
+    Status status = dir_.Create();
+    if (!status.ok()) return status;
+    const std::string root = dir_.path();
+    const std::string gates = root + "/gates";
+    if (::mkdir(gates.c_str(), 0755) != 0) return Status::FromErrno("mkdir " + gates);
+    gates_dir_ = gates;
+    control_socket_ = root + "/run/control.sock";
+    log_path_ = root + "/bulkheadd.log";
+    const std::string echo = options_.bin_dir + "/examples/bulkhead-echo";
+    const std::string gateway = options_.bin_dir + "/examples/bulkhead-gateway";
+    const uint32_t in_flight = static_cast<uint32_t>(options_.clients * options_.depth);
+    // Every client request fits in a slot or in the queue: the echo target is never rejected.
+    const std::string config =
+        "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
+        "\nlog_level = \"warning\"\n\n[cells.echo]\ncommand = [" + TomlString(echo) +
+        "]\nmax_concurrent = " + std::to_string(options_.clients) +
+        "\nmax_queue = " + std::to_string(in_flight - static_cast<uint32_t>(options_.clients)) +
+        "\nqueue_timeout = \"10s\"\n\n[cells.hang]\ncommand = [" + TomlString(gateway) + ", " +
+        "\"--gates\", " + TomlString(gates) + "]\nmax_concurrent = 1\nmax_queue = 0\n";
+    const std::string config_path = root + "/bench.toml";
+    status = WriteFile(config_path, config);
+    if (!status.ok()) return status;
+
+    Result<ChildProcess> daemon = ChildProcess::StartBulkheadd(
+        options_.bin_dir + "/supervisor/bulkheadd", config_path, log_path_);
+    if (!daemon.ok()) return daemon.status();
+    bulkheadd_ = std::move(daemon).value();
+    for (const char* cell : {"echo", "hang"}) {
+      Result<CellStatus> ready =
+          WaitForCell(cell, [](const CellStatus& s) { return s.state == "running" && s.pid != 0; });
+      if (!ready.ok()) return ready.status();
+      bulkheadd_.AddDependentGroup(ready->pid);
+      targets_.push_back(Target{.name = cell == std::string("echo") ? "bulkheadd" : "reject",
+                                .socket = ready->socket,
+                                .expected = cell == std::string("echo")
+                                                ? ipc::ReplyStatus::kOk
+                                                : ipc::ReplyStatus::kRejected});
+    }
+
+    const std::string direct_socket = root + "/direct.sock";
+    Result<UniqueFd> listener = ListenUnix(direct_socket, 128);
+    if (!listener.ok()) return listener.status();
+    direct_listener_ = std::move(listener).value();
+    Result<ChildProcess> worker = ChildProcess::StartWorker({echo}, direct_listener_.get());
+    if (!worker.ok()) return worker.status();
+    direct_worker_ = std::move(worker).value();
+    targets_.insert(targets_.begin() + 1, Target{.name = "direct", .socket = direct_socket});
+
+    // Occupy the hang cell's only slot: every later request there is REJECTED full.
+    Result<ipc::Client> holder = ipc::Client::Connect(targets_[2].socket);
+    if (!holder.ok()) return holder.status();
+    holder_ = std::move(holder).value();
+    status = holder_->SetTimeout(kStepTimeout);
+    if (status.ok()) status = holder_->Send(1, "gate hold");
+    if (!status.ok()) return status;
+    Result<CellStatus> held =
+        WaitForCell("hang", [](const CellStatus& s) { return s.running == 1; });
+    return held.ok() ? Status::Ok() : held.status();
+  }
+
+  // Polls the `cell`'s status until `done` holds; fails if bulkheadd exits meanwhile.
+  Result<CellStatus> WaitForCell(const std::string& cell,
+                                 const std::function<bool(const CellStatus&)>& done) {
+    std::optional<CellStatus> last;
+    Status error = Status::Error("no status yet");
+    bool reached = PollUntil([&] {
+      if (!bulkheadd_.Running()) return true;
+      Result<CellStatus> status = QueryCellStatus(control_socket_, cell, kStepTimeout);
+      if (!status.ok()) {
+        error = status.status();
+        return false;
+      }
+      last = *status;
+      return done(*status);
+    });
+    if (!bulkheadd_.Running()) {
+      return Status::Error("bulkheadd exited: " + bulkheadd_.exit_description());
+    }
+    if (!reached) {
+      return Status::Error("cell " + cell + ": condition not reached in time (" +
+                           (last ? "state " + last->state + " running " +
+                                       std::to_string(last->running) + " queued " +
+                                       std::to_string(last->queued)
+                                 : error.message()) +
+                           ")");
+    }
+    return *last;
+  }
+
+  Status Measure() {
+    const int slots = options_.rounds * static_cast<int>(targets_.size());
+    const milliseconds window =
+        std::max(kMinWindow, milliseconds(static_cast<int64_t>(options_.seconds * 1000.0 / slots)));
+    std::printf(
+        "bulkhead-bench: %d clients x depth %d, %zu-byte payload, %d rounds x %zu targets "
+        "x %lld ms (+%d ms warmup); %s\n",
+        options_.clients, options_.depth, options_.payload_bytes, options_.rounds, targets_.size(),
+        static_cast<long long>(window.count()), options_.warmup_ms, MachineDescription().c_str());
+    std::printf("%-7s %-10s %12s %10s %10s %10s %10s\n", "round", "target", "replies/s", "p50 us",
+                "p99 us", "p999 us", "unexpected");
+    const std::string payload(options_.payload_bytes, 'x');
+    for (int round = 0; round < options_.rounds && !g_interrupted.load(); ++round) {
+      for (size_t k = 0; k < targets_.size() && !g_interrupted.load(); ++k) {
+        Target& target = targets_[(k + static_cast<size_t>(round)) % targets_.size()];
+        LoadOptions load;
+        load.socket = target.socket;
+        load.clients = options_.clients;
+        load.depth = options_.depth;
+        load.payload = payload;
+        load.warmup = milliseconds(options_.warmup_ms);
+        load.duration = window;
+        load.expected = target.expected;
+        load.reply_timeout = kStepTimeout;
+        load.interrupted = &g_interrupted;
+        LoadResult result = RunClosedLoop(load);
+        if (!result.error.empty()) return Status::Error(target.name + ": " + result.error);
+        const double rate =
+            result.seconds > 0 ? static_cast<double>(result.replies) / result.seconds : 0;
+        target.replies += result.replies;
+        target.unexpected += result.unexpected;
+        target.total_replies += result.total_replies;
+        target.seconds += result.seconds;
+        LatencySummary latency = Summarize(result.latencies_ns);
+        target.latencies_ns.insert(target.latencies_ns.end(), result.latencies_ns.begin(),
+                                   result.latencies_ns.end());
+        PrintRow(std::to_string(round + 1), target, rate, latency, result.unexpected);
+      }
+    }
+    if (g_interrupted.load()) return Status::Error("interrupted");
+    return CheckCounters();
+  }
+
+  // bulkheadd must have answered each request exactly once: its counters for a cell equal the
+  // replies the clients received from it.
+  Status CheckCounters() {
+    struct Expectation {
+      const char* cell;
+      const Target& target;
+    };
+    for (const Expectation& e :
+         {Expectation{"echo", targets_[0]}, Expectation{"hang", targets_[2]}}) {
+      Result<CellStatus> status = QueryCellStatus(control_socket_, e.cell, kStepTimeout);
+      if (!status.ok()) return status.status();
+      const uint64_t answered = status->ok + status->rejected + status->failed;
+      if (answered != e.target.total_replies) {
+        return Status::Error(
+            std::string("cell ") + e.cell + ": bulkheadd counted " + std::to_string(answered) +
+            " replies (ok " + std::to_string(status->ok) + ", rejected " +
+            std::to_string(status->rejected) + ", failed " + std::to_string(status->failed) +
+            "), the clients received " + std::to_string(e.target.total_replies));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Teardown() {
+    Status status = Status::Ok();
+    if (holder_) {
+      // Release the hang cell's worker, so bulkheadd stops a worker that is not mid-request.
+      std::string gate = gates_dir_ + "/hold";
+      Status opened = WriteFile(gate + ".tmp", "ok released\n");
+      if (opened.ok() && ::rename((gate + ".tmp").c_str(), gate.c_str()) != 0) {
+        opened = Status::FromErrno("rename " + gate);
+      }
+      if (opened.ok() && bulkheadd_.Running()) {
+        Result<ipc::Client::Reply> reply = holder_->Receive();
+        if (!reply.ok()) {
+          opened = reply.status();
+        } else if (reply->header.status != ipc::ReplyStatus::kOk) {
+          opened = Status::Error(std::string("hang cell: holder got ") +
+                                 ipc::StatusName(reply->header.status));
+        }
+      }
+      holder_.reset();
+      if (!opened.ok()) status = opened;
+    }
+    if (direct_worker_.pid() > 0) {
+      Status stopped = direct_worker_.Stop(kStopTimeout, {"signal 15", "exit 0"});
+      if (status.ok()) status = stopped;
+    }
+    if (bulkheadd_.pid() > 0) {
+      Status stopped = bulkheadd_.Stop(kStopTimeout, {"exit 0"});
+      if (status.ok()) status = stopped;
+    }
+    return status;
+  }
+
+  // Prints the totals and the ratios; false if any reply had an unexpected status.
+  bool Report() {
+    std::printf("%-7s %-10s %12s %10s %10s %10s %10s\n", "total", "target", "replies/s", "p50 us",
+                "p99 us", "p999 us", "unexpected");
+    std::vector<LatencySummary> summaries;
+    bool clean = true;
+    for (Target& target : targets_) {
+      summaries.push_back(Summarize(target.latencies_ns));
+      PrintRow("all", target, target.rate(), summaries.back(), target.unexpected);
+      if (target.unexpected != 0 || target.replies == 0) clean = false;
+    }
+    auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    const Target& via = targets_[0];
+    const Target& direct = targets_[1];
+    const Target& reject = targets_[2];
+    std::printf("ratio bulkheadd/direct: throughput %.2f, p50 %.2f, p99 %.2f, p999 %.2f\n",
+                ratio(via.rate(), direct.rate()), ratio(summaries[0].p50_us, summaries[1].p50_us),
+                ratio(summaries[0].p99_us, summaries[1].p99_us),
+                ratio(summaries[0].p999_us, summaries[1].p999_us));
+    std::printf("reject: %.0f rejections/s, %.2fx the bulkheadd echo rate, p50 %.1f us\n",
+                reject.rate(), ratio(reject.rate(), via.rate()), summaries[2].p50_us);
+    std::fflush(stdout);
+    if (!clean) std::fprintf(stderr, "bulkhead-bench: some replies had an unexpected status\n");
+    return clean;
+  }
+
+  Options options_;
+  TempDir dir_;
+  std::string gates_dir_;
+  std::string control_socket_;
+  std::string log_path_;
+  ChildProcess bulkheadd_;
+  UniqueFd direct_listener_;
+  ChildProcess direct_worker_;
+  std::optional<ipc::Client> holder_;
+  std::vector<Target> targets_;  // bulkheadd, direct, reject
+};
+
+std::string DefaultBinDir() {
+  std::error_code error;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "build";
+  return self.parent_path().parent_path().string();
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"bulkhead-bench: bulkheadd vs a direct worker, and the rejection path"};
+  Options options;
+  options.bin_dir = DefaultBinDir();
+  app.add_option("--bin-dir", options.bin_dir, "build directory holding supervisor/ and examples/")
+      ->capture_default_str();
+  app.add_option("--seconds", options.seconds, "measuring time of the whole run")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  app.add_option("--clients", options.clients, "client threads, one connection each")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--depth", options.depth, "requests in flight per connection (pipelining)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--payload", options.payload_bytes, "request payload, bytes")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--rounds", options.rounds, "rounds per target, interleaved")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--warmup-ms", options.warmup_ms, "unmeasured start of each round")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  std::error_code error;
+  options.bin_dir = std::filesystem::absolute(options.bin_dir, error).lexically_normal().string();
+  if (error) {
+    std::fprintf(stderr, "bulkhead-bench: --bin-dir: %s\n", error.message().c_str());
+    return kExitUsage;
+  }
+  // Stop early and clean up on Ctrl-C (clients use MSG_NOSIGNAL, so SIGPIPE needs no handling).
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  return Bench(std::move(options)).Run();
+}
+
+}  // namespace
+}  // namespace bulkhead::bench
+
+int main(int argc, char** argv) { return bulkhead::bench::Main(argc, argv); }

@@ -1,0 +1,712 @@
+// SPDX-License-Identifier: MIT
+// bulkhead-demo [--bin-dir BUILD_DIR]: replays both C# transcripts of the bulkhead seed with real
+// processes. For each transcript it writes a config into a fresh /tmp/bh-demo-XXXXXX, starts
+// bulkheadd (gateway and echo workers), drives blocking clients (ipc/client.h) and prints the
+// transcript's lines on stdout, and only those. Running and queued figures are read from the
+// supervisor's control socket, rejections from the REJECTED reply's RejectDetail. Exits 0 when
+// every step worked, 1 otherwise, with the failed step and bulkheadd's log on stderr.
+// Single-threaded; every wait polls with a deadline (kStepTimeout).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/exit_status.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
+#include "ipc/client.h"
+#include "ipc/frame.h"
+
+namespace bulkhead::demo {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// Longest wait for one step: a reply, a figure on the control socket, bulkheadd's start. Only a
+// broken build or a stalled machine gets near it; the whole demo takes well under a second.
+constexpr milliseconds kStepTimeout{10000};
+// Time bulkheadd gets between SIGTERM and SIGKILL (it gives its own workers 5 s).
+constexpr milliseconds kStopTimeout{10000};
+// Interval of every polling loop.
+constexpr int kPollIntervalMs = 5;
+
+#define DEMO_RETURN_IF_ERROR(expr)     \
+  do {                                 \
+    ::bulkhead::Status status_ = expr; \
+    if (!status_.ok()) return status_; \
+  } while (false)
+
+// Calls `done` every kPollIntervalMs until it returns true (-> true) or `timeout` passes.
+bool PollUntil(const std::function<bool()>& done, milliseconds timeout = kStepTimeout) {
+  const steady_clock::time_point deadline = steady_clock::now() + timeout;
+  while (!done()) {
+    if (steady_clock::now() >= deadline) return false;
+    ::poll(nullptr, 0, kPollIntervalMs);
+  }
+  return true;
+}
+
+// One transcript line on stdout, flushed at once so that it never reorders with stderr.
+void PrintLine(const std::string& line) {
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+// A TOML basic string: "..." with '"', '\' and control characters escaped.
+std::string TomlString(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char escape[8];
+      std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned char>(c));
+      out += escape;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+Status WriteFile(const std::string& path, std::string_view content) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) return Status::FromErrno("open " + path);
+  while (!content.empty()) {
+    ssize_t n = ::write(fd.get(), content.data(), content.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("write " + path);
+    content.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::string out;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Opens gate NAME of bulkhead-gateway: writes `first_line` to DIR/NAME.tmp, then renames it to
+// DIR/NAME, so that the worker never reads a half-written file (examples/gateway.cc).
+Status OpenGate(const std::string& gates_dir, const std::string& name,
+                const std::string& first_line) {
+  const std::string path = gates_dir + "/" + name;
+  DEMO_RETURN_IF_ERROR(WriteFile(path + ".tmp", first_line + "\n"));
+  if (::rename((path + ".tmp").c_str(), path.c_str()) != 0) {
+    return Status::FromErrno("rename " + path + ".tmp");
+  }
+  return Status::Ok();
+}
+
+// A fresh /tmp/bh-demo-XXXXXX (short, so socket paths stay far below 108 bytes), removed with its
+// contents by the destructor.
+class TempDir {
+ public:
+  TempDir() = default;
+  ~TempDir() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  Status Create() {
+    char tmpl[] = "/tmp/bh-demo-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return Status::FromErrno("mkdtemp /tmp/bh-demo-XXXXXX");
+    path_ = tmpl;
+    return Status::Ok();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// What the demo reads of one cell in the control socket's `status` response.
+struct CellFigures {
+  std::string name;
+  std::string state;
+  pid_t pid = 0;  // 0 while no worker runs
+  std::string socket;
+  uint64_t running = 0;
+  uint64_t queued = 0;
+};
+
+std::optional<CellFigures> ParseCell(const nlohmann::json& cell) {
+  if (!cell.is_object()) return std::nullopt;
+  auto string_at = [&](const char* key) -> const nlohmann::json* {
+    auto it = cell.find(key);
+    return it != cell.end() && it->is_string() ? &*it : nullptr;
+  };
+  auto count_at = [&](const char* key) -> const nlohmann::json* {
+    auto it = cell.find(key);
+    return it != cell.end() && it->is_number_unsigned() ? &*it : nullptr;
+  };
+  const nlohmann::json *name = string_at("name"), *state = string_at("state"),
+                       *socket = string_at("socket"), *running = count_at("running"),
+                       *queued = count_at("queued");
+  if (!name || !state || !socket || !running || !queued) return std::nullopt;
+  CellFigures out;
+  out.name = name->get<std::string>();
+  out.state = state->get<std::string>();
+  out.socket = socket->get<std::string>();
+  out.running = running->get<uint64_t>();
+  out.queued = queued->get<uint64_t>();
+  if (auto pid = cell.find("pid"); pid != cell.end() && pid->is_number_integer()) {
+    out.pid = pid->get<pid_t>();
+  }
+  return out;
+}
+
+// One bulkheadd process started by the demo, known by pid only. The destructor stops it if Stop
+// was not called (SIGTERM, then SIGKILL after kStopTimeout) and reaps it.
+class Bulkheadd {
+ public:
+  Bulkheadd(std::string binary, std::string config_path, std::string control_socket,
+            std::string log_path)
+      : binary_(std::move(binary)),
+        config_path_(std::move(config_path)),
+        control_socket_(std::move(control_socket)),
+        log_path_(std::move(log_path)) {}
+  ~Bulkheadd() {
+    if (pid_ > 0) (void)Stop();
+  }
+  Bulkheadd(const Bulkheadd&) = delete;
+  Bulkheadd& operator=(const Bulkheadd&) = delete;
+
+  // Starts `binary --config config_path` with stdout and stderr going to the log file. The child
+  // gets SIGTERM if the demo dies first (PR_SET_PDEATHSIG), so a killed demo leaves no daemon.
+  Status Start() {
+    if (::access(binary_.c_str(), X_OK) != 0) {
+      return Status::FromErrno("bulkheadd at " + binary_ +
+                               " (build it with `make build`, or pass --bin-dir)");
+    }
+    UniqueFd log(::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!log) return Status::FromErrno("open " + log_path_);
+    std::vector<char*> argv = {binary_.data(), const_cast<char*>("--config"), config_path_.data(),
+                               nullptr};
+    const pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) return Status::FromErrno("fork");
+    if (pid == 0) {
+      // Child: async-signal-safe calls only.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(kExitFailure);
+      ::dup2(log.get(), STDOUT_FILENO);
+      ::dup2(log.get(), STDERR_FILENO);
+      ::execv(argv[0], argv.data());
+      static constexpr char kMessage[] = "bulkhead-demo: execv bulkheadd failed\n";
+      (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+      ::_exit(kExitExecNotFound);
+    }
+    pid_ = pid;
+    return Status::Ok();
+  }
+
+  // The `status` of one cell, read from the control socket on a fresh connection.
+  Result<CellFigures> Cell(const std::string& name) {
+    Result<nlohmann::json> response =
+        Control(nlohmann::json{{"command", "status"}, {"cell", name}});
+    if (!response.ok()) return response.status();
+    auto cells_it = response->find("cells");
+    if (cells_it == response->end() || !cells_it->is_array() || cells_it->size() != 1) {
+      return Status::Error("control: status of cell " + name + ": unexpected response " +
+                           response->dump());
+    }
+    std::optional<CellFigures> cell = ParseCell((*cells_it)[0]);
+    if (!cell) return Status::Error("control: unexpected cell object " + (*cells_it)[0].dump());
+    return *cell;
+  }
+
+  // Polls the control socket until each of `cells` runs a worker. Fails at once if bulkheadd
+  // exits meanwhile (a refused config, a socket in use).
+  Status WaitUntilRunning(const std::vector<std::string>& cells) {
+    Status last = Status::Error("no answer yet");
+    std::vector<pid_t> pids;
+    bool ready = PollUntil([&] {
+      if (!Alive()) return true;
+      pids.clear();
+      for (const std::string& name : cells) {
+        Result<CellFigures> cell = Cell(name);
+        if (!cell.ok()) {
+          last = cell.status();
+          return false;
+        }
+        if (cell->state != "running" || cell->pid == 0) {
+          last = Status::Error("cell " + name + " is " + cell->state);
+          return false;
+        }
+        pids.push_back(cell->pid);
+      }
+      return true;
+    });
+    if (!Alive()) return Status::Error("bulkheadd exited at startup: " + exit_description_);
+    if (!ready) return Status::Error("bulkheadd not ready after 10 s: " + last.message());
+    worker_pids_ = std::move(pids);
+    return Status::Ok();
+  }
+
+  // Polls cell `name` until its figures are running=`running` queued=`queued`.
+  Status WaitForFigures(const std::string& name, uint64_t running, uint64_t queued) {
+    std::string seen = "no answer";
+    bool reached = PollUntil([&] {
+      Result<CellFigures> cell = Cell(name);
+      if (!cell.ok()) {
+        seen = cell.status().message();
+        return false;
+      }
+      seen = "running=" + std::to_string(cell->running) + " queued=" + std::to_string(cell->queued);
+      return cell->running == running && cell->queued == queued;
+    });
+    if (reached) return Status::Ok();
+    return Status::Error("cell " + name + " never showed running=" + std::to_string(running) +
+                         " queued=" + std::to_string(queued) + " (last: " + seen + ")");
+  }
+
+  // SIGTERM, then polls for the exit; SIGKILL (to bulkheadd and to its workers' process groups)
+  // after kStopTimeout. Ok only if bulkheadd exited by itself with status 0.
+  Status Stop() {
+    if (pid_ <= 0) return Status::Error("bulkheadd is not running");
+    if (!Alive()) {
+      pid_ = -1;
+      return Status::Error("bulkheadd had already exited: " + exit_description_);
+    }
+    ::kill(pid_, SIGTERM);
+    if (PollUntil([&] { return !Alive(); }, kStopTimeout)) {
+      pid_ = -1;
+      if (exit_description_ != "exit 0") {
+        return Status::Error("bulkheadd ended with " + exit_description_ + " after SIGTERM");
+      }
+      return Status::Ok();
+    }
+    ::kill(pid_, SIGKILL);
+    int wait_status = 0;
+    while (::waitpid(pid_, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    // Its workers lead their own process groups (cell::Spawn calls setsid) and outlive it.
+    for (pid_t worker : worker_pids_) ::kill(-worker, SIGKILL);
+    return Status::Error("bulkheadd ignored SIGTERM for 10 s; killed it and its workers");
+  }
+
+  std::string Log() const { return ReadFileOrEmpty(log_path_); }
+
+ private:
+  // Reaps bulkheadd if it has exited (recording how in exit_description_).
+  bool Alive() {
+    if (pid_ <= 0 || !exit_description_.empty()) return false;
+    int wait_status = 0;
+    pid_t got = ::waitpid(pid_, &wait_status, WNOHANG);
+    if (got == 0 || (got < 0 && errno == EINTR)) return true;
+    if (got < 0) {
+      exit_description_ = std::string("waitpid: ") + std::strerror(errno);
+    } else if (WIFEXITED(wait_status)) {
+      exit_description_ = "exit " + std::to_string(WEXITSTATUS(wait_status));
+    } else if (WIFSIGNALED(wait_status)) {
+      exit_description_ = "signal " + std::to_string(WTERMSIG(wait_status));
+    } else {
+      return true;  // stopped or continued: still there
+    }
+    return false;
+  }
+
+  // Sends one request line on a fresh connection and reads one response line (control socket
+  // protocol: newline-delimited JSON).
+  Result<nlohmann::json> Control(const nlohmann::json& request) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (control_socket_.size() >= sizeof addr.sun_path) {
+      return Status::Error("control socket path too long: " + control_socket_);
+    }
+    control_socket_.copy(addr.sun_path, control_socket_.size());
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return Status::FromErrno("socket");
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+      return Status::FromErrno("connect " + control_socket_);
+    }
+    const std::string line = request.dump() + "\n";
+    if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(line.size())) {
+      return Status::FromErrno("send to " + control_socket_);
+    }
+    std::string response;
+    const steady_clock::time_point deadline = steady_clock::now() + kStepTimeout;
+    while (response.find('\n') == std::string::npos) {
+      auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+      if (left.count() <= 0) return Status::Error(control_socket_ + ": no response in 10 s");
+      pollfd pfd{fd.get(), POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+        return Status::FromErrno("poll " + control_socket_);
+      }
+      char buf[4096];
+      ssize_t n = ::recv(fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0) return Status::Error(control_socket_ + ": closed without a response");
+      if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        return Status::FromErrno("recv " + control_socket_);
+      }
+      if (n > 0) response.append(buf, static_cast<size_t>(n));
+    }
+    response.resize(response.find('\n'));
+    nlohmann::json parsed = nlohmann::json::parse(response, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded() || !parsed.is_object()) {
+      return Status::Error("control: not a JSON object: " + response);
+    }
+    if (auto ok = parsed.find("ok"); ok == parsed.end() || *ok != true) {
+      return Status::Error("control: " + response);
+    }
+    return parsed;
+  }
+
+  std::string binary_;
+  std::string config_path_;
+  std::string control_socket_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  std::string exit_description_;  // set once reaped: "exit 0", "signal 6"
+  std::vector<pid_t> worker_pids_;
+};
+
+// A client connected to a cell's front socket; every blocking call gives up after kStepTimeout.
+Result<ipc::Client> ConnectTo(const std::string& socket) {
+  Result<ipc::Client> client = ipc::Client::Connect(socket);
+  if (!client.ok()) return client;
+  DEMO_RETURN_IF_ERROR(client->SetTimeout(kStepTimeout));
+  return client;
+}
+
+// The next reply on `client`, which must answer request `id`.
+Result<ipc::Client::Reply> ReceiveReply(ipc::Client& client, uint64_t id) {
+  Result<ipc::Client::Reply> reply = client.Receive();
+  if (reply.ok() && reply->header.request_id != id) {
+    return Status::Error("reply to request " + std::to_string(reply->header.request_id) +
+                         ", expected " + std::to_string(id));
+  }
+  return reply;
+}
+
+// First transcript's wording: the answer itself, or "rejected by CELL".
+std::string DescribeShort(const ipc::Client::Reply& reply) {
+  switch (reply.header.status) {
+    case ipc::ReplyStatus::kOk:
+      return reply.payload;
+    case ipc::ReplyStatus::kRejected: {
+      std::optional<ipc::RejectDetail> detail = ipc::DecodeRejectDetail(reply.payload);
+      return "rejected by " + (detail ? detail->cell : std::string("?"));
+    }
+    default:
+      return std::string(ipc::StatusName(reply.header.status)) + " " +
+             ipc::ReasonName(reply.header.reason) + ": " + reply.payload;
+  }
+}
+
+// Extended transcript's wording (the C# Describe): "ok: VALUE", "rejected: CELL full (running R,
+// queued Q)", "failed: MESSAGE".
+std::string DescribeLong(const ipc::Client::Reply& reply) {
+  switch (reply.header.status) {
+    case ipc::ReplyStatus::kOk:
+      return "ok: " + reply.payload;
+    case ipc::ReplyStatus::kRejected: {
+      std::optional<ipc::RejectDetail> detail = ipc::DecodeRejectDetail(reply.payload);
+      if (!detail) return "rejected: (no RejectDetail)";
+      return "rejected: " + detail->cell + " " + ipc::ReasonName(reply.header.reason) +
+             " (running " + std::to_string(detail->running) + ", queued " +
+             std::to_string(detail->queued) + ")";
+    }
+    case ipc::ReplyStatus::kFailed:
+      return "failed: " + reply.payload;
+    default:
+      return "bad request: " + reply.payload;
+  }
+}
+
+// Where one transcript runs: DIR/NAME/{config.toml, bulkheadd.log, gates/, run/}.
+struct Workspace {
+  std::string root;
+  std::string config;
+  std::string log;
+  std::string gates;
+  std::string runtime_dir;
+  std::string control_socket;
+};
+
+Result<Workspace> MakeWorkspace(const std::string& parent, const std::string& name) {
+  Workspace ws;
+  ws.root = parent + "/" + name;
+  ws.config = ws.root + "/config.toml";
+  ws.log = ws.root + "/bulkheadd.log";
+  ws.gates = ws.root + "/gates";
+  ws.runtime_dir = ws.root + "/run";
+  ws.control_socket = ws.runtime_dir + "/control.sock";
+  for (const std::string& dir : {ws.root, ws.gates}) {
+    if (::mkdir(dir.c_str(), 0755) != 0) return Status::FromErrno("mkdir " + dir);
+  }
+  return ws;
+}
+
+std::string SupervisorTable(const Workspace& ws) {
+  return "[supervisor]\nruntime_dir = " + TomlString(ws.runtime_dir) + "\n";
+}
+
+// [cells.NAME] with `command`, `max_concurrent` slots and `max_queue` places (queue_timeout 30s,
+// longer than any step, so nothing in the transcripts expires).
+std::string CellTable(const std::string& name, const std::vector<std::string>& command,
+                      int max_concurrent, int max_queue) {
+  std::string out = "\n[cells." + name + "]\ncommand = [";
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += TomlString(command[i]);
+  }
+  out += "]\nmax_concurrent = " + std::to_string(max_concurrent) +
+         "\nmax_queue = " + std::to_string(max_queue) + "\nqueue_timeout = \"30s\"\n";
+  return out;
+}
+
+struct Binaries {
+  std::string bulkheadd;
+  std::string echo;
+  std::string gateway;
+};
+
+// The C# Scenario(): two payment calls stall on one gate, a third payment call and a catalog call
+// follow, then the gate opens with "ok".
+Status SeedScenario(Bulkheadd& daemon, const Workspace& ws, const std::string& title,
+                    const std::string& payments, const std::string& catalog,
+                    const std::string& gate) {
+  PrintLine("== " + title + " ==");
+  Result<CellFigures> payments_cell = daemon.Cell(payments);
+  if (!payments_cell.ok()) return payments_cell.status();
+  Result<CellFigures> catalog_cell = daemon.Cell(catalog);
+  if (!catalog_cell.ok()) return catalog_cell.status();
+
+  const std::string pay = "gate " + gate;
+  Result<ipc::Client> pay1 = ConnectTo(payments_cell->socket);
+  if (!pay1.ok()) return pay1.status();
+  Result<ipc::Client> pay2 = ConnectTo(payments_cell->socket);
+  if (!pay2.ok()) return pay2.status();
+  DEMO_RETURN_IF_ERROR(pay1->Send(1, pay));
+  DEMO_RETURN_IF_ERROR(pay2->Send(2, pay));
+  // Both stalled calls hold their slots before the third one arrives.
+  DEMO_RETURN_IF_ERROR(daemon.WaitForFigures(payments, 2, 0));
+
+  Result<ipc::Client> pay3 = ConnectTo(payments_cell->socket);
+  if (!pay3.ok()) return pay3.status();
+  DEMO_RETURN_IF_ERROR(pay3->Send(3, pay));
+  Result<ipc::Client::Reply> reply3 = ReceiveReply(*pay3, 3);
+  if (!reply3.ok()) return reply3.status();
+  PrintLine("payment 3: " + DescribeShort(*reply3));
+
+  Result<ipc::Client> cat = ConnectTo(catalog_cell->socket);
+  if (!cat.ok()) return cat.status();
+  DEMO_RETURN_IF_ERROR(cat->Send(4, "ok"));
+  Result<ipc::Client::Reply> cat_reply = ReceiveReply(*cat, 4);
+  if (!cat_reply.ok()) return cat_reply.status();
+  PrintLine("catalog: " + DescribeShort(*cat_reply));
+
+  DEMO_RETURN_IF_ERROR(OpenGate(ws.gates, gate, "ok ok"));
+  Result<ipc::Client::Reply> reply1 = ReceiveReply(*pay1, 1);
+  if (!reply1.ok()) return reply1.status();
+  PrintLine("payment 1: " + DescribeShort(*reply1));
+  Result<ipc::Client::Reply> reply2 = ReceiveReply(*pay2, 2);
+  if (!reply2.ok()) return reply2.status();
+  PrintLine("payment 2: " + DescribeShort(*reply2));
+  return Status::Ok();
+}
+
+// Stops bulkheadd; on any failure, appends its log to the error.
+Status Finish(Bulkheadd& daemon, Status status) {
+  Status stopped = daemon.Stop();
+  if (status.ok()) status = stopped;
+  const std::string log = daemon.Log();
+  if (status.ok() || log.empty()) return status;
+  return Status::Error(status.message() + "\n--- bulkheadd log ---\n" + log +
+                       "--- end of bulkheadd log ---");
+}
+
+// First transcript: one supervisor with a `shared` cell and separate `payments` and `catalog`
+// cells, all 2 slots and no queue.
+Status RunSeedTranscript(const Binaries& bin, const std::string& dir) {
+  Result<Workspace> ws = MakeWorkspace(dir, "seed");
+  if (!ws.ok()) return ws.status();
+  const std::vector<std::string> gateway = {bin.gateway, "--gates", ws->gates};
+  DEMO_RETURN_IF_ERROR(WriteFile(ws->config, SupervisorTable(*ws) +
+                                                 CellTable("shared", gateway, 2, 0) +
+                                                 CellTable("payments", gateway, 2, 0) +
+                                                 CellTable("catalog", {bin.echo}, 2, 0)));
+  Bulkheadd daemon(bin.bulkheadd, ws->config, ws->control_socket, ws->log);
+  Status status = daemon.Start();
+  if (status.ok()) status = daemon.WaitUntilRunning({"shared", "payments", "catalog"});
+  if (status.ok()) {
+    status = SeedScenario(daemon, *ws, "one shared bulkhead", "shared", "shared", "shared-gate");
+  }
+  if (status.ok()) {
+    status =
+        SeedScenario(daemon, *ws, "separate bulkheads", "payments", "catalog", "payments-gate");
+  }
+  return Finish(daemon, std::move(status));
+}
+
+// "payments running=2 queued=1", read from the supervisor.
+Result<std::string> DescribeCell(Bulkheadd& daemon, const std::string& name) {
+  Result<CellFigures> cell = daemon.Cell(name);
+  if (!cell.ok()) return cell.status();
+  return cell->name + " running=" + std::to_string(cell->running) +
+         " queued=" + std::to_string(cell->queued);
+}
+
+// The extended C# program, against examples/shop.toml's cells: payments (gateway, 2 slots, 1 queue
+// place) and catalog (echo --prefix "item ", 2 slots).
+Status ExtendedScenario(Bulkheadd& daemon, const Workspace& ws) {
+  Result<CellFigures> payments = daemon.Cell("payments");
+  if (!payments.ok()) return payments.status();
+  Result<CellFigures> catalog = daemon.Cell("catalog");
+  if (!catalog.ok()) return catalog.status();
+
+  // pay-1 .. pay-4, one connection each, as four independent callers.
+  std::vector<ipc::Client> pay;
+  for (int i = 1; i <= 4; ++i) {
+    Result<ipc::Client> client = ConnectTo(payments->socket);
+    if (!client.ok()) return client.status();
+    pay.push_back(std::move(client).value());
+  }
+  auto send = [&](int i) { return pay[i - 1].Send(i, "gate pay-" + std::to_string(i)); };
+  DEMO_RETURN_IF_ERROR(send(1));
+  DEMO_RETURN_IF_ERROR(send(2));
+  DEMO_RETURN_IF_ERROR(daemon.WaitForFigures("payments", 2, 0));
+  DEMO_RETURN_IF_ERROR(send(3));  // no slot: waits in the queue
+  DEMO_RETURN_IF_ERROR(daemon.WaitForFigures("payments", 2, 1));
+  DEMO_RETURN_IF_ERROR(send(4));  // the queue is full too: rejected at once
+  Result<ipc::Client::Reply> reply4 = ReceiveReply(pay[3], 4);
+  if (!reply4.ok()) return reply4.status();
+  Result<std::string> after4 = DescribeCell(daemon, "payments");
+  if (!after4.ok()) return after4.status();
+  PrintLine("after 4 payment calls: " + *after4);
+  PrintLine("pay-4: " + DescribeLong(*reply4));
+
+  Result<ipc::Client> cat = ConnectTo(catalog->socket);
+  if (!cat.ok()) return cat.status();
+  Result<ipc::Client::Reply> cat_reply = cat->Call("list");
+  if (!cat_reply.ok()) return cat_reply.status();
+  PrintLine("catalog-1: " + DescribeLong(*cat_reply));
+
+  // pay-2 fails; its slot goes to pay-3, which then completes; pay-1 last.
+  struct Step {
+    int call;
+    const char* gate_line;
+  };
+  for (const Step& step :
+       {Step{2, "error gateway reset"}, Step{3, "ok charged pay-3"}, Step{1, "ok charged pay-1"}}) {
+    const std::string name = "pay-" + std::to_string(step.call);
+    DEMO_RETURN_IF_ERROR(OpenGate(ws.gates, name, step.gate_line));
+    Result<ipc::Client::Reply> reply = ReceiveReply(pay[step.call - 1], step.call);
+    if (!reply.ok()) return reply.status();
+    PrintLine(name + ": " + DescribeLong(*reply));
+  }
+  Result<std::string> after_all = DescribeCell(daemon, "payments");
+  if (!after_all.ok()) return after_all.status();
+  PrintLine("after all calls: " + *after_all);
+
+  DEMO_RETURN_IF_ERROR(OpenGate(ws.gates, "pay-5", "ok charged pay-5"));
+  Result<ipc::Client> pay5 = ConnectTo(payments->socket);
+  if (!pay5.ok()) return pay5.status();
+  Result<ipc::Client::Reply> reply5 = pay5->Call("gate pay-5");
+  if (!reply5.ok()) return reply5.status();
+  PrintLine("pay-5: " + DescribeLong(*reply5));
+  return Status::Ok();
+}
+
+// Second transcript: the cells of examples/shop.toml, with the demo's own paths.
+Status RunExtendedTranscript(const Binaries& bin, const std::string& dir) {
+  Result<Workspace> ws = MakeWorkspace(dir, "extended");
+  if (!ws.ok()) return ws.status();
+  DEMO_RETURN_IF_ERROR(
+      WriteFile(ws->config, SupervisorTable(*ws) +
+                                CellTable("payments", {bin.gateway, "--gates", ws->gates}, 2, 1) +
+                                CellTable("catalog", {bin.echo, "--prefix", "item "}, 2, 0)));
+  Bulkheadd daemon(bin.bulkheadd, ws->config, ws->control_socket, ws->log);
+  Status status = daemon.Start();
+  if (status.ok()) status = daemon.WaitUntilRunning({"payments", "catalog"});
+  if (status.ok()) status = ExtendedScenario(daemon, *ws);
+  return Finish(daemon, std::move(status));
+}
+
+// BUILD_DIR when the demo runs from BUILD_DIR/examples/bulkhead-demo.
+std::string DefaultBinDir() {
+  std::error_code error;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "build";
+  return self.parent_path().parent_path().string();
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"bulkhead-demo: replays the bulkhead seed's transcripts with bulkheadd"};
+  std::string bin_dir = DefaultBinDir();
+  app.add_option("--bin-dir", bin_dir, "build directory holding supervisor/ and examples/")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  std::error_code error;
+  std::filesystem::path abs_bin_dir = std::filesystem::absolute(bin_dir, error);
+  if (error) {
+    std::fprintf(stderr, "bulkhead-demo: --bin-dir %s: %s\n", bin_dir.c_str(),
+                 error.message().c_str());
+    return kExitUsage;
+  }
+  const std::string root = abs_bin_dir.lexically_normal().string();
+  const Binaries bin{root + "/supervisor/bulkheadd", root + "/examples/bulkhead-echo",
+                     root + "/examples/bulkhead-gateway"};
+
+  std::fprintf(stderr, "bulkhead-demo: replaying the seed's transcripts with %s\n",
+               bin.bulkheadd.c_str());
+  TempDir dir;
+  Status status = dir.Create();
+  if (status.ok()) status = RunSeedTranscript(bin, dir.path());
+  if (status.ok()) status = RunExtendedTranscript(bin, dir.path());
+  if (!status.ok()) {
+    std::fprintf(stderr, "bulkhead-demo: %s\n", status.message().c_str());
+    return kExitFailure;
+  }
+  std::fprintf(stderr, "bulkhead-demo: done\n");
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace bulkhead::demo
+
+int main(int argc, char** argv) { return bulkhead::demo::Main(argc, argv); }
