@@ -19,8 +19,10 @@
 
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "config/cpu_share.h"
 #include "config/lexical_path.h"
 #include "config/runtime_dir.h"
+#include "config/size.h"
 
 namespace bulkhead::config {
 namespace {
@@ -34,13 +36,21 @@ constexpr int64_t kMaxConcurrentLimit = 65535;
 constexpr int64_t kMaxQueueLimit = 1'000'000;
 constexpr int64_t kMaxPayloadBytesLimit = int64_t{1} << 30;  // 1 GiB.
 constexpr int64_t kMaxStartLimitBurst = 1000;
+// cgroup-v2.rst: cpu.weight is in [1, 10000]; cpu.max takes a period of 1ms to 1s and a quota of
+// at least 1ms (the kernel's min_cfs_quota_period and max_cfs_quota_period).
+constexpr int64_t kMaxCpuWeight = 10000;
+constexpr milliseconds kMinCpuMaxPeriod{1};
+constexpr milliseconds kMaxCpuMaxPeriod{1000};
+constexpr uint64_t kMinCpuMaxQuotaUs = 1000;
+// PID_MAX_LIMIT on 64-bit kernels (include/linux/threads.h): no cell can hold more tasks.
+constexpr int64_t kMaxPidsMax = 4'194'304;
 // A config file is a few kilobytes; refuse to read anything absurd into memory.
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
-constexpr std::array<std::string_view, 4> kSupervisorKeys = {"runtime_dir", "control_socket",
-                                                             "max_payload_bytes", "log_level"};
-constexpr std::array<std::string_view, 19> kCellKeys = {"command",
+constexpr std::array<std::string_view, 5> kSupervisorKeys = {
+    "runtime_dir", "control_socket", "max_payload_bytes", "log_level", "cgroup"};
+constexpr std::array<std::string_view, 26> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
                                                         "max_queue",
@@ -58,11 +68,20 @@ constexpr std::array<std::string_view, 19> kCellKeys = {"command",
                                                         "stop_signal",
                                                         "stop_timeout",
                                                         "environment",
-                                                        "working_directory"};
+                                                        "working_directory",
+                                                        "cpu_max",
+                                                        "cpu_max_period",
+                                                        "cpu_weight",
+                                                        "memory_max",
+                                                        "memory_high",
+                                                        "memory_swap_max",
+                                                        "pids_max"};
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
 constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
+// In the order of CgroupMode.
+constexpr std::array<std::string_view, 3> kCgroupModes = {"auto", "required", "off"};
 
 struct SignalName {
   std::string_view name;  // without the SIG prefix
@@ -230,10 +249,12 @@ struct SocketUse {
 class ConfigParser {
  public:
   // `base_dir` is the absolute directory relative paths are resolved against, or "" if unknown.
-  ConfigParser(std::string file, std::string base_dir, std::string default_runtime_dir)
+  ConfigParser(std::string file, std::string base_dir, std::string default_runtime_dir,
+               HostFacts host)
       : file_(std::move(file)),
         base_dir_(std::move(base_dir)),
-        default_runtime_dir_(std::move(default_runtime_dir)) {}
+        default_runtime_dir_(std::move(default_runtime_dir)),
+        host_(host) {}
 
   LoadResult Parse(std::string_view toml_text) {
     toml::table root;
@@ -350,6 +371,70 @@ class ConfigParser {
       return std::nullopt;
     }
     return duration.value();
+  }
+
+  // A size in bytes: a TOML integer, or a string ParseSize accepts. `zero_refusal` is why 0 is
+  // refused, or "" when 0 is allowed.
+  std::optional<uint64_t> ExpectSize(const toml::node& node, const std::string& path,
+                                     std::string_view zero_refusal) {
+    uint64_t bytes = 0;
+    if (const toml::value<int64_t>* integer = node.as_integer()) {
+      if (integer->get() < 0) {
+        AddError(At(node.source()), path,
+                 "invalid size " + std::to_string(integer->get()) + ": must not be negative; " +
+                     std::string(kSizeForms));
+        return std::nullopt;
+      }
+      bytes = static_cast<uint64_t>(integer->get());
+    } else if (node.is_string()) {
+      std::optional<std::string> text = ExpectString(node, path);
+      if (!text) return std::nullopt;
+      Result<uint64_t> size = ParseSize(*text);
+      if (!size.ok()) {
+        AddError(At(node.source()), path, size.status().message());
+        return std::nullopt;
+      }
+      bytes = size.value();
+    } else {
+      TypeError(node, path, "size",
+                "write bytes as an integer, 268435456, or a string with a unit, \"256M\"");
+      return std::nullopt;
+    }
+    if (bytes == 0 && !zero_refusal.empty()) {
+      AddError(At(node.source()), path, "must be greater than 0: " + std::string(zero_refusal));
+      return std::nullopt;
+    }
+    return bytes;
+  }
+
+  // A size as written, for messages naming it: "256M" quoted, 1048576 bare.
+  static std::string SizeAsWritten(const toml::node& node) {
+    if (const toml::value<std::string>* text = node.as_string()) return Quoted(text->get());
+    if (const toml::value<int64_t>* integer = node.as_integer()) {
+      return std::to_string(integer->get());
+    }
+    return "";
+  }
+
+  // `cpu_max`: a CPU share, in thousandths of a percent (config/cpu_share.h), no more than the
+  // host's CPUs.
+  std::optional<uint64_t> ExpectCpuShare(const toml::node& node, const std::string& path) {
+    std::optional<std::string> text = ExpectString(
+        node, path, "write a share of one CPU as a percentage string, such as \"50%\"");
+    if (!text) return std::nullopt;
+    Result<uint64_t> share = ParseCpuShare(*text);
+    if (!share.ok()) {
+      AddError(At(node.source()), path, share.status().message());
+      return std::nullopt;
+    }
+    const uint64_t host_share = uint64_t{host_.cpus} * 100 * kCpuShareScale;
+    if (share.value() > host_share) {
+      AddError(At(node.source()), path,
+               *text + " is above the 100% × " + std::to_string(host_.cpus) +
+                   (host_.cpus == 1 ? " CPU" : " CPUs") + " of this host");
+      return std::nullopt;
+    }
+    return share.value();
   }
 
   // A string that must be one of `choices`; returns its index.
@@ -519,6 +604,10 @@ class ConfigParser {
               AddError(At(node->source()), path, std::move(message));
             }
           }
+        } else if (name == "cgroup") {
+          if (auto mode = ExpectChoice(*node, path, kCgroupModes)) {
+            out.cgroup = static_cast<CgroupMode>(*mode);
+          }
         } else {
           UnknownKey(*key, path, kSupervisorKeys);
         }
@@ -564,6 +653,12 @@ class ConfigParser {
     bool restart_delay_given = false;
     bool restart_delay_ok = true;
     std::optional<std::pair<SourcePosition, std::string>> max_delay_written;
+    // For the cpu.max quota, computed once the period is known: the share and where it was written.
+    std::optional<std::pair<SourcePosition, uint64_t>> cpu_share;
+    bool cpu_max_period_ok = true;
+    // For the memory_high <= memory_max check: each as written, and where.
+    std::optional<std::pair<SourcePosition, std::string>> memory_max_written;
+    std::optional<std::pair<SourcePosition, std::string>> memory_high_written;
 
     for (auto [key, value] : InFileOrder(*table)) {
       const std::string key_path = JoinKey(path, key->str());
@@ -655,6 +750,47 @@ class ConfigParser {
         std::optional<std::string> dir = ExpectPath(*value, key_path);
         key_ok = dir.has_value();
         if (dir) cell.working_directory = std::move(*dir);
+      } else if (key_name == "cpu_max") {
+        auto share = ExpectCpuShare(*value, key_path);
+        key_ok = share.has_value();
+        if (share) cpu_share.emplace(At(value->source()), *share);
+      } else if (key_name == "cpu_max_period") {
+        auto period = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        if (period && (*period < kMinCpuMaxPeriod || *period > kMaxCpuMaxPeriod)) {
+          AddError(At(value->source()), key_path,
+                   "must be between 1ms and 1s (the cpu.max period range), got " +
+                       Quoted(value->as_string()->get()));
+          period.reset();
+        }
+        key_ok = period.has_value();
+        cpu_max_period_ok = key_ok;
+        if (period) {
+          cell.cpu_max_period_us = static_cast<uint64_t>(
+              std::chrono::duration_cast<std::chrono::microseconds>(*period).count());
+        }
+      } else if (key_name == "cpu_weight") {
+        auto weight = ExpectInteger(*value, key_path, 1, kMaxCpuWeight);
+        key_ok = weight.has_value();
+        if (weight) cell.cpu_weight = static_cast<uint32_t>(*weight);
+      } else if (key_name == "memory_max") {
+        cell.memory_max = ExpectSize(
+            *value, key_path,
+            "a memory.max of 0 would OOM-kill the cell at once; leave memory_max out for no limit");
+        key_ok = cell.memory_max.has_value();
+        if (key_ok) memory_max_written.emplace(At(value->source()), SizeAsWritten(*value));
+      } else if (key_name == "memory_high") {
+        cell.memory_high = ExpectSize(*value, key_path,
+                                      "a memory.high of 0 would throttle the cell from the start; "
+                                      "leave memory_high out for no limit");
+        key_ok = cell.memory_high.has_value();
+        if (key_ok) memory_high_written.emplace(At(value->source()), SizeAsWritten(*value));
+      } else if (key_name == "memory_swap_max") {
+        cell.memory_swap_max = ExpectSize(*value, key_path, /*zero_refusal=*/"");
+        key_ok = cell.memory_swap_max.has_value();
+      } else if (key_name == "pids_max") {
+        auto pids = ExpectInteger(*value, key_path, 1, kMaxPidsMax, " (PID_MAX_LIMIT)");
+        key_ok = pids.has_value();
+        if (pids) cell.pids_max = static_cast<uint64_t>(*pids);
       } else if (key_name == "worker_socket") {
         AddError(At(key->source()), key_path,
                  "unknown key; the worker socket is always <runtime_dir>/NAME.worker.sock");
@@ -682,6 +818,27 @@ class ConfigParser {
                "must be at least restart_delay (" + Quoted(restart_delay_text) +
                    (restart_delay_given ? "" : ", the default") + "), got " +
                    Quoted(max_delay_written->second));
+      ok = false;
+    }
+
+    // cpu.max quota = share × period; the kernel refuses a quota under 1ms.
+    if (cpu_share && cpu_max_period_ok) {
+      const uint64_t quota_us = CpuQuotaUs(cpu_share->second, cell.cpu_max_period_us);
+      if (quota_us < kMinCpuMaxQuotaUs) {
+        AddError(cpu_share->first, JoinKey(path, "cpu_max"),
+                 "gives a cpu.max quota of " + std::to_string(quota_us) + " μs per " +
+                     std::to_string(cell.cpu_max_period_us) +
+                     " μs period, below the kernel's minimum of 1000 μs; raise cpu_max or "
+                     "cpu_max_period");
+        ok = false;
+      } else {
+        cell.cpu_max_quota_us = quota_us;
+      }
+    }
+    if (memory_max_written && memory_high_written && *cell.memory_high > *cell.memory_max) {
+      AddError(memory_high_written->first, JoinKey(path, "memory_high"),
+               "must be at most memory_max (" + memory_max_written->second + "), got " +
+                   memory_high_written->second);
       ok = false;
     }
 
@@ -804,6 +961,7 @@ class ConfigParser {
   const std::string file_;
   const std::string base_dir_;
   const std::string default_runtime_dir_;
+  const HostFacts host_;
   // False once supervisor.runtime_dir had an error: paths derived from it are then not checked.
   bool runtime_dir_ok_ = true;
   std::vector<SocketUse> sockets_;
@@ -827,10 +985,20 @@ LoadResult SingleError(const std::string& file, std::string message) {
 
 }  // namespace
 
+HostFacts CurrentHostFacts() {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return {cpus >= 1 ? static_cast<uint32_t>(std::min<long>(cpus, UINT32_MAX)) : 1u};
+}
+
 LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path) {
+  return ParseConfig(toml_text, source_path, CurrentHostFacts());
+}
+
+LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path,
+                       const HostFacts& host) {
   try {
     ConfigParser parser(source_path, BaseDirectoryOf(source_path),
-                        DefaultRuntimeDirFromEnvironment());
+                        DefaultRuntimeDirFromEnvironment(), host);
     return parser.Parse(toml_text);
   } catch (const std::exception& e) {
     return SingleError(source_path,

@@ -38,6 +38,14 @@ enum class ReadyMode {
   kNotify,  // "notify": once it sent READY=1 to $NOTIFY_SOCKET (sd_notify(3))
 };
 
+// `cgroup`: whether the supervisor puts each cell in a cgroup v2 of its own and writes the cell's
+// limits there (docs/config.md, "Limits").
+enum class CgroupMode {
+  kAuto,      // "auto": enforce where the host allows; else warn once at startup and run without
+  kRequired,  // "required": refuse to start when the limits cannot be enforced
+  kOff,       // "off": never touch cgroups
+};
+
 // One [cells.NAME] table: a worker process and the admission limits in front of it. All paths are
 // absolute and lexically normalised.
 struct CellConfig {
@@ -92,6 +100,29 @@ struct CellConfig {
   std::vector<std::pair<std::string, std::string>> environment;
   // The worker's cwd. Default "/", as systemd.exec(5) WorkingDirectory=.
   std::string working_directory = "/";
+  // cgroup v2 limits, written to the cell's cgroup (the kernel's
+  // Documentation/admin-guide/cgroup-v2.rst). Each is optional: unset means no limit, the kernel
+  // default ("max", or 100 for cpu.weight).
+  //
+  // cpu.max quota: μs of CPU time, summed over all CPUs, the cell may use per cpu_max_period_us of
+  // wall time. From `cpu_max` = "P%": P × cpu_max_period_us / 100, rounded to the nearest μs;
+  // >= 1000, and P at most 100% × the CPUs online on the host (sysconf(_SC_NPROCESSORS_ONLN)).
+  std::optional<uint64_t> cpu_max_quota_us;
+  // cpu.max period, μs. From the duration `cpu_max_period`; 1000..1000000 (1ms..1s).
+  uint64_t cpu_max_period_us = 100000;
+  // cpu.weight: the cell's share of CPU under contention, against its siblings. 1..10000.
+  std::optional<uint32_t> cpu_weight;
+  // memory.max, bytes: above it the kernel OOM-kills in the cell. 1..kMaxSizeBytes (config/size.h);
+  // the kernel rounds it down to whole pages.
+  std::optional<uint64_t> memory_max;
+  // memory.high, bytes: above it the cell is throttled and reclaimed hard. 1..kMaxSizeBytes, and at
+  // most memory_max when both are set.
+  std::optional<uint64_t> memory_high;
+  // memory.swap.max, bytes. 0..kMaxSizeBytes; 0 = no swap.
+  std::optional<uint64_t> memory_swap_max;
+  // pids.max: processes and threads in the cell; fork() and clone() fail with EAGAIN at the limit.
+  // 1..4194304 (PID_MAX_LIMIT).
+  std::optional<uint64_t> pids_max;
   // Of the [cells.NAME] table (its '[', or '{' for an inline table).
   SourcePosition position;
 };
@@ -107,6 +138,8 @@ struct SupervisorConfig {
   uint32_t max_payload_bytes = 4 * 1024 * 1024;
   // debug | info | warning | error.
   std::string log_level = "info";
+  // Whether cells get a cgroup v2 each and their limits are enforced.
+  CgroupMode cgroup = CgroupMode::kAuto;
 };
 
 struct Config {
@@ -125,6 +158,15 @@ struct LoadResult {
   std::vector<ConfigError> errors;
 };
 
+// What ParseConfig checks against the host it runs on.
+struct HostFacts {
+  // CPUs online, >= 1: bounds `cpu_max` at 100% × cpus.
+  uint32_t cpus = 1;
+};
+
+// This host: sysconf(_SC_NPROCESSORS_ONLN), or 1 if that fails.
+HostFacts CurrentHostFacts();
+
 // Reads and validates the file at `path`. A file that cannot be read gives one error, with `path`
 // as its file and the errno text in its message. Never throws.
 LoadResult LoadConfigFile(const std::string& path);
@@ -133,5 +175,8 @@ LoadResult LoadConfigFile(const std::string& path);
 // are resolved against its directory, made absolute with the cwd if needed. Lexical only: no
 // filesystem access, no symlink resolution. Never throws.
 LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path);
+// As above, checking against `host` rather than CurrentHostFacts(): for tests.
+LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path,
+                       const HostFacts& host);
 
 }  // namespace bulkhead::config
