@@ -89,6 +89,17 @@ Status Cell::Bind() {
     if (!written.ok()) return written;
     cgroup_.emplace(std::move(made).value());
   }
+  // The front socket first: it tells whether another live instance serves this cell.
+  Result<UniqueFd> front =
+      ClaimListeningSocket(config_.socket, kFrontBacklog, StaleCheck::kRefuseLive);
+  if (!front.ok()) return front.status();
+  int rc = uv_pipe_open(&front_, front->get());
+  if (rc != 0) return Status::Error("uv_pipe_open " + config_.socket + ": " + uv_strerror(rc));
+  front->Release();
+  front_bound_ = true;
+  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog, &Cell::OnConnection);
+  if (rc != 0) return Status::Error("listen " + config_.socket + ": " + uv_strerror(rc));
+
   Result<UniqueFd> worker = ClaimListeningSocket(
       config_.worker_socket, static_cast<int>(std::max<uint32_t>(config_.max_concurrent, 128)),
       StaleCheck::kAlwaysReclaim, Blocking::kBlocking);
@@ -97,16 +108,6 @@ Status Cell::Bind() {
 
   Status notify = notify_.Bind(NotifyPathOf(config_));
   if (!notify.ok()) return notify;
-
-  Result<UniqueFd> front =
-      ClaimListeningSocket(config_.socket, kFrontBacklog, StaleCheck::kRefuseLive);
-  if (!front.ok()) return front.status();
-  int rc = uv_pipe_open(&front_, front->get());
-  if (rc != 0) return Status::Error("uv_pipe_open " + config_.socket + ": " + uv_strerror(rc));
-  front->Release();
-  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog, &Cell::OnConnection);
-  if (rc != 0) return Status::Error("listen " + config_.socket + ": " + uv_strerror(rc));
-  front_open_ = true;
   return Status::Ok();
 }
 
@@ -409,7 +410,9 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &Cell::OnHandleClosed);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&front_), &Cell::OnHandleClosed);
-  front_open_ = false;
+  // Only socket files this cell bound are removed (never a live instance's).
+  if (front_bound_) ::unlink(config_.socket.c_str());
+  if (worker_listen_fd_.valid()) ::unlink(config_.worker_socket.c_str());
   worker_listen_fd_.Reset();
   ++open_handles_;
   notify_.Close([this] {
@@ -520,7 +523,11 @@ void Cell::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameVie
   const ipc::FrameHeader& in = frame.header;
   if (in.status == ipc::ReplyStatus::kOk) {
     FinishRunning(request);
-    if (!request->answered) ++counters_.ok;
+    if (request->client == nullptr && !request->answered) {
+      ++counters_.dropped;
+    } else if (!request->answered) {
+      ++counters_.ok;
+    }
     Complete(request, ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), frame.payload);
     StartQueued();
     MaybeDrained();
@@ -606,7 +613,9 @@ void Cell::Complete(Request* request, const ipc::FrameHeader& header, std::strin
 
 void Cell::Fail(Request* request, ipc::Reason reason, std::string_view message) {
   FinishRunning(request);
-  if (!request->answered) {
+  if (request->client == nullptr && !request->answered) {
+    ++counters_.dropped;
+  } else if (!request->answered) {
     switch (reason) {
       case ipc::Reason::kWorkerDied:
         ++counters_.failed_worker_died;

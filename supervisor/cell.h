@@ -31,7 +31,8 @@ class FrontConnection;
 class WorkerLink;
 
 // Outcome counters since the supervisor started. Every admitted request ends in exactly one of
-// ok, rejected_*, failed_* or cancelled (queued when its client disconnected).
+// ok, rejected_*, failed_*, cancelled (queued when its client disconnected) or dropped (running
+// when its client disconnected).
 struct CellCounters {
   uint64_t ok = 0;
   uint64_t rejected_full = 0;
@@ -44,6 +45,8 @@ struct CellCounters {
       0;  // request_timeout passed (the slot stays taken until the worker answers)
   uint64_t failed_stalled = 0;  // the worker was declared stalled and replaced
   uint64_t cancelled = 0;
+  // Running when their client disconnected: the worker's outcome (answer, failure) was dropped.
+  uint64_t dropped = 0;
   uint64_t bad_request = 0;  // frames refused before admission (connection closed)
   uint64_t rejected() const {
     return rejected_full + rejected_queue_timeout + rejected_unavailable;
@@ -207,7 +210,7 @@ class Cell {
   NotifySocket notify_;
 
   uv_pipe_t front_{};
-  bool front_open_ = false;
+  bool front_bound_ = false;  // this cell bound the front socket file (and so removes it)
   UniqueFd worker_listen_fd_;
   uv_timer_t backoff_timer_{};
   uv_timer_t stop_timer_{};

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "supervisor/control_server.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "base/check.h"
@@ -110,6 +112,7 @@ Status ControlServer::Listen(const std::string& path) {
   rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 64, &ControlServer::OnConnection);
   if (rc != 0) return Status::Error("listen " + path + ": " + uv_strerror(rc));
   listening_ = true;
+  path_ = path;
   return Status::Ok();
 }
 
@@ -132,6 +135,9 @@ void ControlServer::Close(std::function<void()> on_closed) {
   on_closed_ = std::move(on_closed);
   std::vector<ControlConnection*> conns(connections_.begin(), connections_.end());
   for (ControlConnection* conn : conns) conn->Close();
+  // Only a socket file this instance bound is removed: a refused second instance must not remove
+  // the live instance's.
+  if (listening_) ::unlink(path_.c_str());
   ++pending_closes_;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_), &ControlServer::OnClosed);
 }

@@ -42,6 +42,7 @@ class ControlServer {
   Handler handler_;
   uv_pipe_t listener_{};
   bool listening_ = false;
+  std::string path_;  // the bound socket file, once listening
   std::unordered_set<ControlConnection*> connections_;
   int pending_closes_ = 0;
   std::function<void()> on_closed_;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "supervisor/front_connection.h"
 
+#include <poll.h>
+
 #include <string>
 
 #include "base/check.h"
@@ -13,6 +15,15 @@ namespace bulkhead::supervisor {
 namespace {
 // Bytes asked of the kernel per read; the decoder grows beyond it only for large frames.
 constexpr size_t kReadChunk = 64 * 1024;
+// True when the peer closed its socket rather than only shutting down its writing side: a Unix
+// stream socket then reports POLLHUP (both directions shut down), a half-close only POLLRDHUP.
+bool PeerClosedBothWays(uv_stream_t* stream) {
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream), &fd) != 0) return true;
+  pollfd p{fd, POLLOUT, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
 }  // namespace
 
 FrontConnection::FrontConnection(Cell* cell, uint32_t max_payload)
@@ -48,7 +59,19 @@ void FrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
 
 void FrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
   auto* self = static_cast<FrontConnection*>(stream->data);
-  if (nread < 0) {  // UV_EOF or an error: the client is gone
+  if (nread == UV_EOF) {
+    if (PeerClosedBothWays(stream)) {
+      self->Close();  // gone for good: its queued requests are cancelled at once
+      return;
+    }
+    // The client only shut down its sending side (shutdown(SHUT_WR)): it still reads. Answer what
+    // it sent, then close.
+    uv_read_stop(stream);
+    self->read_closed_ = true;
+    self->CloseIfDone();
+    return;
+  }
+  if (nread < 0) {  // an error: the client is gone
     self->Close();
     return;
   }
@@ -87,6 +110,7 @@ void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view
   if (closing_) return;
   writer_.AppendFrame(header, payload);
   if (!in_read_) writer_.Flush();
+  if (closing_) return;
   // A client that does not read its replies is dropped rather than buffered for without bound.
   if (writer_.backlog_bytes() > max_backlog_) {
     Log(LogLevel::kWarning, cell_->name(), 0,
@@ -98,6 +122,11 @@ void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view
 
 void FrontConnection::OnDrained() {
   if (close_when_drained_ && !in_read_) Close();
+  CloseIfDone();
+}
+
+void FrontConnection::CloseIfDone() {
+  if (read_closed_ && !in_read_ && requests_ == nullptr && writer_.idle()) Close();
 }
 
 void FrontConnection::LinkRequest(Request* request) {

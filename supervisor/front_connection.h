@@ -44,6 +44,8 @@ class FrontConnection {
   static void OnClosed(uv_handle_t* handle);
   void ProcessFrames();
   void OnDrained();
+  // After the client's EOF: closes once every request it sent is answered and written.
+  void CloseIfDone();
 
   Cell* cell_;
   // Unsent reply bytes beyond which the client is dropped: room for two full-size replies.
@@ -55,6 +57,7 @@ class FrontConnection {
   bool in_read_ = false;
   bool closing_ = false;
   bool close_when_drained_ = false;
+  bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR))
 };
 
 }  // namespace bulkhead::supervisor

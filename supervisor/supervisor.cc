@@ -57,6 +57,7 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"rejected", c.rejected()},
       {"failed", c.failed()},
       {"cancelled", c.cancelled},
+      {"dropped", c.dropped},
       {"bad_request", c.bad_request},
       {"rejected_by_reason",
        {{"full", c.rejected_full},
@@ -263,11 +264,6 @@ void Supervisor::CloseAll() {
   closing_ = static_cast<int>(cells_.size()) + 1;
   auto closed = [this] {
     if (--closing_ == 0) {
-      for (auto& cell : cells_) {
-        ::unlink(cell->Snapshot().socket.c_str());
-        ::unlink(cell->Snapshot().worker_socket.c_str());
-      }
-      ::unlink(config_.supervisor.control_socket.c_str());
       cells_.clear();
       control_.reset();
     }
