@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+// QueryControl (see control_client.h): connect(2), then poll(2) with the deadline around every
+// send and read, so that a stuck supervisor cannot hang bulkheadctl past --timeout.
+#include "ctl/control_client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/unique_fd.h"
+
+namespace bulkhead::ctl {
+namespace {
+
+// Waits for `events` on `fd`. false on timeout (errno ETIMEDOUT) or poll failure (its errno).
+bool Wait(int fd, short events, Deadline deadline) {
+  pollfd p{.fd = fd, .events = events, .revents = 0};
+  while (true) {
+    int rc = ::poll(&p, 1, PollTimeoutMs(deadline));
+    if (rc > 0) return true;
+    if (rc == 0) {
+      errno = ETIMEDOUT;
+      return false;
+    }
+    if (errno != EINTR) return false;
+  }
+}
+
+ControlReply Unreachable(const std::string& socket_path, const std::string& what) {
+  ControlReply reply;
+  reply.unreachable = true;
+  reply.error = socket_path + ": " + what;
+  return reply;
+}
+
+}  // namespace
+
+nlohmann::json StatusRequest(const std::string& cell) {
+  nlohmann::json request = {{"command", "status"}};
+  if (!cell.empty()) request["cell"] = cell;
+  return request;
+}
+
+nlohmann::json CellCommandRequest(const std::string& command, const std::string& cell) {
+  return {{"command", command}, {"cell", cell}};
+}
+
+CommandOutcome InterpretCellCommand(const std::string& command, const nlohmann::json& response) {
+  CommandOutcome outcome;
+  const std::string result =
+      response.contains("result") && response["result"].is_string() ? response["result"] : "";
+  if (response.value("ok", false) == true) {
+    outcome.success = true;
+    return outcome;
+  }
+  if ((command == "start" && result == "already started") ||
+      (command == "stop" && result == "already stopped")) {
+    outcome.success = true;
+    outcome.note = result;
+    return outcome;
+  }
+  if (response.contains("error") && response["error"].is_string()) {
+    outcome.error = response["error"];
+  } else {
+    outcome.error = "unexpected response " + response.dump();
+  }
+  return outcome;
+}
+
+ControlReply QueryControl(const std::string& socket_path, const nlohmann::json& request,
+                          Deadline deadline) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path) {
+    return Unreachable(socket_path, "socket path must be 1 to " +
+                                        std::to_string(sizeof addr.sun_path - 1) + " bytes long");
+  }
+  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
+  // Non-blocking, so that every wait below goes through poll(2) and its deadline. A Unix stream
+  // connect completes at once or fails (EAGAIN when the listener's backlog is full).
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return Unreachable(socket_path, std::string("socket: ") + std::strerror(errno));
+  int rc;
+  do {
+    rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) {
+    return Unreachable(socket_path, std::string("cannot connect: ") + std::strerror(errno));
+  }
+
+  const std::string line = request.dump() + "\n";
+  size_t sent = 0;
+  while (sent < line.size()) {
+    ssize_t n = ::send(fd.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n >= 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Unreachable(socket_path, std::string("send: ") + std::strerror(errno));
+    }
+    if (!Wait(fd.get(), POLLOUT, deadline)) {
+      return Unreachable(socket_path, errno == ETIMEDOUT
+                                          ? "timed out sending the request"
+                                          : std::string("poll: ") + std::strerror(errno));
+    }
+  }
+
+  std::string received;
+  size_t newline = std::string::npos;
+  char buffer[16 * 1024];
+  while (newline == std::string::npos) {
+    if (received.size() > kMaxResponseLine) {
+      return Unreachable(
+          socket_path, "response line longer than " + std::to_string(kMaxResponseLine) + " bytes");
+    }
+    ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+    if (n > 0) {
+      size_t old_size = received.size();
+      received.append(buffer, static_cast<size_t>(n));
+      newline = received.find('\n', old_size);
+      continue;
+    }
+    if (n == 0) {
+      return Unreachable(socket_path, received.empty()
+                                          ? "connection closed before a response"
+                                          : "connection closed inside a response line");
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Unreachable(socket_path, std::string("read: ") + std::strerror(errno));
+    }
+    if (!Wait(fd.get(), POLLIN, deadline)) {
+      return Unreachable(socket_path, errno == ETIMEDOUT
+                                          ? "timed out waiting for a response"
+                                          : std::string("poll: ") + std::strerror(errno));
+    }
+  }
+
+  ControlReply reply;
+  received.resize(newline);
+  nlohmann::json response = nlohmann::json::parse(received, nullptr, /*allow_exceptions=*/false);
+  if (response.is_discarded() || !response.is_object()) {
+    reply.error = socket_path + ": response is not a JSON object: " + received.substr(0, 200);
+    return reply;
+  }
+  reply.response = std::move(response);
+  return reply;
+}
+
+}  // namespace bulkhead::ctl

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// QueryControl: one request/response exchange on bulkheadd's control socket (newline-delimited
+// JSON over a Unix stream socket; docs/control.md). Blocking; for bulkheadctl and tests, never a
+// libuv loop. Thread-safe: each call uses its own connection.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "ctl/deadline.h"
+
+namespace bulkhead::ctl {
+
+// The longest response line QueryControl reads: 16 MiB (a status line is about 700 bytes a cell).
+inline constexpr size_t kMaxResponseLine = 16 * 1024 * 1024;
+
+struct ControlReply {
+  // The response object, whether its "ok" is true or false. Empty on failure.
+  std::optional<nlohmann::json> response;
+  // On failure: true when no supervisor answered (connect failed; the connection closed, failed
+  // or timed out before a whole response line), false when the line was not a JSON object.
+  bool unreachable = false;
+  // On failure, one line naming the socket: "cannot connect to /run/bulkhead/control.sock: No
+  // such file or directory", "... timed out waiting for a response", "... response is not JSON".
+  std::string error;
+};
+
+// Connects to `socket_path`, writes `request` as one line, reads one response line and closes.
+// Waits at most until `deadline` (no limit when empty) for all of it. Never throws.
+ControlReply QueryControl(const std::string& socket_path, const nlohmann::json& request,
+                          Deadline deadline);
+
+// {"command":"status"}, or {"command":"status","cell":CELL} when `cell` is not empty.
+nlohmann::json StatusRequest(const std::string& cell = "");
+
+// {"command":COMMAND,"cell":CELL}, for the lifecycle commands "start", "stop" and "restart".
+nlohmann::json CellCommandRequest(const std::string& command, const std::string& cell);
+
+// What `bulkheadctl start|stop|restart` makes of the supervisor's answer to CellCommandRequest:
+// {"ok":true,"result":"ok"} succeeds; so does {"ok":false,"result":"already started"} for
+// "start" and "already stopped" for "stop" (the cell is already where it was asked to go), which
+// returns that text as a note. Anything else fails with the supervisor's "error".
+struct CommandOutcome {
+  bool success = false;
+  std::string note;   // on success: "already started" / "already stopped", or empty
+  std::string error;  // on failure: "restart in progress", "no cell named x", ...
+};
+CommandOutcome InterpretCellCommand(const std::string& command, const nlohmann::json& response);
+
+}  // namespace bulkhead::ctl

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+// bulkheadctl: a thin client of bulkheadd's control socket (docs/control.md). Parse the command
+// line, ask the supervisor, print, and exit with a code from base/exit_status.h.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/exit_status.h"
+#include "ctl/cell_call.h"
+#include "ctl/control_client.h"
+#include "ctl/default_socket.h"
+#include "ctl/duration.h"
+#include "ctl/status_table.h"
+#include "ipc/frame.h"
+
+namespace bulkhead::ctl {
+namespace {
+
+// Bound on a control-socket exchange when --timeout is not given.
+constexpr std::chrono::seconds kDefaultControlTimeout{10};
+
+void PrintError(const std::string& message) {
+  std::fprintf(stderr, "bulkheadctl: %s\n", message.c_str());
+}
+
+// Writes all of `bytes` to `stream`; false on error.
+bool WriteAll(std::FILE* stream, const std::string& bytes) {
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stream) != bytes.size()) {
+    return false;
+  }
+  return std::fflush(stream) == 0;
+}
+
+// Asks for the status of every cell or of `cell`. On failure prints why and sets *exit_code.
+std::optional<nlohmann::json> QueryStatus(const std::string& socket, const std::string& cell,
+                                          Deadline deadline, int* exit_code) {
+  ControlReply reply = QueryControl(socket, StatusRequest(cell), deadline);
+  if (!reply.response) {
+    if (reply.unreachable) {
+      PrintError("cannot reach bulkheadd at " + reply.error +
+                 " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
+      *exit_code = kExitUnreachable;
+    } else {
+      PrintError(reply.error);
+      *exit_code = kExitFailure;
+    }
+    return std::nullopt;
+  }
+  const nlohmann::json& response = *reply.response;
+  if (response.value("ok", false) != true) {
+    auto error = response.find("error");
+    PrintError(error != response.end() && error->is_string() ? error->get<std::string>()
+                                                             : "status failed: " + response.dump());
+    *exit_code = kExitFailure;
+    return std::nullopt;
+  }
+  return response;
+}
+
+int Status(const std::string& socket, const std::string& cell, bool json, Deadline deadline) {
+  int exit_code = kExitOk;
+  std::optional<nlohmann::json> response = QueryStatus(socket, cell, deadline, &exit_code);
+  if (!response) return exit_code;
+  if (json) return WriteAll(stdout, response->dump() + "\n") ? kExitOk : kExitFailure;
+  Result<std::string> table = FormatStatusTable(*response);
+  if (!table.ok()) {
+    PrintError(table.status().message());
+    return kExitFailure;
+  }
+  return WriteAll(stdout, *table) ? kExitOk : kExitFailure;
+}
+
+// All of stdin, as bytes.
+std::optional<std::string> ReadStdin() {
+  std::string data;
+  char buffer[64 * 1024];
+  while (true) {
+    ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n > 0) {
+      data.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0) {
+      return data;
+    } else if (errno != EINTR) {
+      return std::nullopt;
+    }
+  }
+}
+
+int Call(const std::string& socket, const std::string& cell, const std::optional<std::string>& data,
+         bool raw, Deadline deadline) {
+  std::optional<std::string> payload = data;
+  if (!payload) {
+    payload = ReadStdin();
+    if (!payload) {
+      PrintError(std::string("cannot read the request from stdin: ") + std::strerror(errno));
+      return kExitFailure;
+    }
+  }
+  if (payload->size() > ipc::kMaxEncodablePayload) {
+    PrintError("request of " + std::to_string(payload->size()) + " bytes is too large");
+    return kExitUsage;
+  }
+
+  int exit_code = kExitOk;
+  Deadline lookup_deadline = deadline;
+  if (!lookup_deadline) lookup_deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
+  std::optional<nlohmann::json> response = QueryStatus(socket, cell, lookup_deadline, &exit_code);
+  if (!response) return exit_code;
+  const nlohmann::json& cells = (*response)["cells"];
+  if (!cells.is_array() || cells.size() != 1 || !cells[0].is_object() ||
+      !cells[0].contains("socket") || !cells[0]["socket"].is_string()) {
+    PrintError("status response for cell " + cell + " has no socket: " + response->dump());
+    return kExitFailure;
+  }
+  const std::string cell_socket = cells[0]["socket"].get<std::string>();
+
+  CallResult result = CallCell(cell_socket, *payload, deadline);
+  if (!result.reply) {
+    if (result.unreachable) {
+      PrintError("cannot reach cell " + cell + ": " + result.error);
+      return kExitUnreachable;
+    }
+    PrintError("cell " + cell + ": " + result.error);
+    return kExitFailure;
+  }
+  CallOutcome outcome = DescribeReply(*result.reply, cell, raw);
+  if (!outcome.err.empty()) WriteAll(stderr, outcome.err);
+  if (!WriteAll(stdout, outcome.out)) return kExitFailure;
+  return outcome.exit_code;
+}
+
+// start / stop / restart: one lifecycle command for one cell; the change itself is asynchronous.
+int CellCommand(const std::string& socket, const std::string& command, const std::string& cell,
+                Deadline deadline) {
+  ControlReply reply = QueryControl(socket, CellCommandRequest(command, cell), deadline);
+  if (!reply.response) {
+    if (reply.unreachable) {
+      PrintError("cannot reach bulkheadd at " + reply.error +
+                 " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
+      return kExitUnreachable;
+    }
+    PrintError(reply.error);
+    return kExitFailure;
+  }
+  CommandOutcome outcome = InterpretCellCommand(command, *reply.response);
+  if (!outcome.success) {
+    PrintError(command + " " + cell + ": " + outcome.error);
+    return kExitFailure;
+  }
+  if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"bulkheadctl: inspect bulkheadd and send requests to its cells (docs/control.md)"};
+  app.require_subcommand(1);
+  app.fallthrough();  // --socket and --timeout may also follow the subcommand
+  std::string socket_flag;
+  std::string timeout_text;
+  app.add_option("-s,--socket", socket_flag,
+                 "control socket (default: $BULKHEAD_SOCKET, else <runtime_dir>/control.sock as "
+                 "bulkheadd computes it: " +
+                     DefaultControlSocketFromEnvironment() + ")");
+  app.add_option("-t,--timeout", timeout_text,
+                 "bound on the whole command, e.g. 500ms, 2s, 1m30s (default: 10s for each "
+                 "control-socket exchange, none for call's reply)");
+
+  CLI::App* status = app.add_subcommand("status", "show every cell, or one, as a table or JSON");
+  std::string status_cell;
+  bool json = false;
+  status->add_option("cell", status_cell, "only this cell");
+  status->add_flag("--json", json, "print the supervisor's JSON response (stable schema)");
+
+  CLI::App* call = app.add_subcommand("call", "send one request to a cell and print the reply");
+  std::string call_cell;
+  std::string data;
+  bool raw = false;
+  call->add_option("cell", call_cell, "the cell")->required();
+  CLI::Option* data_option =
+      call->add_option("-d,--data", data, "the request payload (default: all of stdin)");
+  call->add_flag("--raw", raw, "print the reply payload exactly, without adding a newline");
+
+  std::string command_cell;
+  std::vector<CLI::App*> cell_commands;
+  for (auto [name, what] : {
+           std::pair{"start", "start a stopped or failed cell's worker"},
+           std::pair{"stop", "stop a cell's worker; its requests are refused until start"},
+           std::pair{"restart", "replace a cell's worker gracefully"},
+       }) {
+    CLI::App* sub = app.add_subcommand(name, what);
+    sub->add_option("cell", command_cell, "the cell")->required();
+    cell_commands.push_back(sub);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+
+  Deadline deadline;
+  if (!timeout_text.empty()) {
+    Result<std::chrono::milliseconds> timeout = ParseDuration(timeout_text);
+    if (!timeout.ok()) {
+      PrintError("--timeout: " + timeout.status().message());
+      return kExitUsage;
+    }
+    deadline = std::chrono::steady_clock::now() + *timeout;
+  }
+  const std::string socket = ControlSocketFromEnvironment(socket_flag);
+
+  if (status->parsed()) {
+    if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
+    return Status(socket, status_cell, json, deadline);
+  }
+  for (CLI::App* sub : cell_commands) {
+    if (!sub->parsed()) continue;
+    if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
+    return CellCommand(socket, sub->get_name(), command_cell, deadline);
+  }
+  std::optional<std::string> payload;
+  if (data_option->count() > 0) payload = data;
+  return Call(socket, call_cell, payload, raw, deadline);
+}
+
+}  // namespace
+}  // namespace bulkhead::ctl
+
+int main(int argc, char** argv) { return bulkhead::ctl::Main(argc, argv); }

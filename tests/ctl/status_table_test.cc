@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// FormatStatusTable: the exact table of docs/control.md, column sizing, the optional LAST EXIT
+// column, and errors that name the offending field.
+#include "ctl/status_table.h"
+
+#include <gtest/gtest.h>
+
+namespace bulkhead::ctl {
+namespace {
+
+nlohmann::json Cell(const std::string& name, nlohmann::json pid, int running, int max_concurrent,
+                    int queued, int max_queue, int ok, int rejected, int failed, int restarts,
+                    nlohmann::json last_exit = nullptr) {
+  return {{"name", name},
+          {"state", pid.is_null() ? "backoff" : "running"},
+          {"pid", pid},
+          {"running", running},
+          {"max_concurrent", max_concurrent},
+          {"queued", queued},
+          {"max_queue", max_queue},
+          {"ok", ok},
+          {"rejected", rejected},
+          {"failed", failed},
+          {"restarts", restarts},
+          {"last_exit", last_exit}};
+}
+
+nlohmann::json Response(nlohmann::json cells) { return {{"ok", true}, {"cells", cells}}; }
+
+TEST(StatusTable, MatchesTheDocumentedExample) {
+  nlohmann::json response = Response({Cell("payments", 41234, 2, 2, 1, 1, 3, 1, 1, 0),
+                                      Cell("catalog", 41236, 0, 2, 0, 0, 1, 0, 0, 0)});
+  Result<std::string> table = FormatStatusTable(response);
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table,
+            "CELL      STATE    PID    RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n"
+            "payments  running  41234  2/2      1/1     3   1         1       0\n"
+            "catalog   running  41236  0/2      0/0     1   0         0       0\n");
+}
+
+TEST(StatusTable, WidensColumnsToTheirLongestEntry) {
+  nlohmann::json response = Response({Cell("a", 7, 12, 1000, 0, 100000, 1234567, 0, 0, 42)});
+  Result<std::string> table = FormatStatusTable(response);
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table,
+            "CELL  STATE    PID  RUNNING  QUEUED    OK       REJECTED  FAILED  RESTARTS\n"
+            "a     running  7    12/1000  0/100000  1234567  0         0       42\n");
+}
+
+TEST(StatusTable, NullPidIsADash) {
+  Result<std::string> table =
+      FormatStatusTable(Response({Cell("x", nullptr, 0, 1, 0, 0, 0, 0, 0, 0)}));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table,
+            "CELL  STATE    PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n"
+            "x     backoff  -    0/1      0/0     0   0         0       0\n");
+}
+
+TEST(StatusTable, AddsLastExitColumnOnlyWhenSomeCellHasOne) {
+  nlohmann::json response = Response({Cell("payments", 5, 0, 2, 0, 1, 0, 0, 1, 1, "exit 3"),
+                                      Cell("catalog", 6, 0, 2, 0, 0, 0, 0, 0, 0)});
+  Result<std::string> table = FormatStatusTable(response);
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table,
+            "CELL      STATE    PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS  LAST EXIT\n"
+            "payments  running  5    0/2      0/1     0   0         1       1         exit 3\n"
+            "catalog   running  6    0/2      0/0     0   0         0       0         -\n");
+}
+
+TEST(StatusTable, NoCellsGivesTheHeaderOnly) {
+  Result<std::string> table = FormatStatusTable(Response(nlohmann::json::array()));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table, "CELL  STATE  PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n");
+}
+
+TEST(StatusTable, ErrorsNameTheField) {
+  EXPECT_EQ(FormatStatusTable(nlohmann::json{{"ok", true}}).status().message(),
+            "status response: no \"cells\" array");
+
+  nlohmann::json missing = Response({Cell("a", 1, 0, 1, 0, 0, 0, 0, 0, 0)});
+  missing["cells"][0].erase("running");
+  EXPECT_EQ(FormatStatusTable(missing).status().message(),
+            "status response: cells[0].running: missing");
+
+  nlohmann::json wrong_type =
+      Response({Cell("a", 1, 0, 1, 0, 0, 0, 0, 0, 0), Cell("b", 2, 0, 1, 0, 0, 0, 0, 0, 0)});
+  wrong_type["cells"][1]["ok"] = "three";
+  EXPECT_EQ(FormatStatusTable(wrong_type).status().message(),
+            "status response: cells[1].ok: not an unsigned integer");
+
+  nlohmann::json negative = Response({Cell("a", 1, 0, 1, 0, 0, 0, 0, 0, 0)});
+  negative["cells"][0]["failed"] = -1;
+  EXPECT_FALSE(FormatStatusTable(negative).ok());
+
+  nlohmann::json not_object = Response({42});
+  EXPECT_EQ(FormatStatusTable(not_object).status().message(),
+            "status response: cells[0]: not an object");
+}
+
+}  // namespace
+}  // namespace bulkhead::ctl

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: MIT
+// bulkheadctl against a live bulkheadd: the status table and --json schema, and `call` output and
+// exit codes for OK, each REJECTED reason, FAILED, BAD_REQUEST, an unreachable socket, a timeout
+// and usage errors (docs/control.md).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+
+#include "base/exit_status.h"
+#include "ctl/status_table.h"
+#include "tests/e2e/e2e_test.h"
+
+namespace bulkhead::e2e {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Runs bulkheadctl; a test failure when it could not be run at all.
+ProcessResult RunCtl(Harness& h, const std::vector<std::string>& args,
+                     std::string_view input = "") {
+  Result<ProcessResult> run = h.Ctl(args, input);
+  if (!run.ok()) {
+    ADD_FAILURE() << "cannot run bulkheadctl: " << run.status().message();
+    return ProcessResult{};
+  }
+  return std::move(run).value();
+}
+
+CellSpec Cell(std::string name, uint32_t max_concurrent, uint32_t max_queue) {
+  return CellSpec{
+      .name = std::move(name), .max_concurrent = max_concurrent, .max_queue = max_queue};
+}
+
+TEST(Bulkheadctl, StatusTableShowsTheSupervisorsFigures) {
+  Harness h(TestOptions({Cell("payments", 2, 1), Cell("catalog", 2, 0)}));
+  ASSERT_STARTED(h);
+  EXPECT_OK_REPLY(h.Call("payments", "echo hi"), "hi");
+  EXPECT_TRUE(
+      IsReply(h.Call("payments", "fail no"), ipc::ReplyStatus::kFailed, ipc::Reason::kWorkerError));
+
+  ProcessResult run = RunCtl(h, {"status"});
+  ASSERT_EQ(run.exit_code(), kExitOk) << run.Describe();
+  EXPECT_EQ(run.err, "");
+  nlohmann::json response = h.Status();
+  Result<std::string> expected = ctl::FormatStatusTable(response);
+  ASSERT_TRUE(expected.ok()) << expected.status().message();
+  EXPECT_EQ(run.out, *expected);
+
+  // The figures themselves, read off the table.
+  const std::string payments_pid = std::to_string(h.Cell("payments")["pid"].get<int>());
+  const std::string catalog_pid = std::to_string(h.Cell("catalog")["pid"].get<int>());
+  std::regex table(
+      "CELL +STATE +PID +RUNNING +QUEUED +OK +REJECTED +FAILED +RESTARTS\n"
+      "payments +running +" +
+      payments_pid +
+      " +0/2 +0/1 +1 +0 +1 +0\n"
+      "catalog +running +" +
+      catalog_pid + " +0/2 +0/0 +0 +0 +0 +0\n");
+  EXPECT_TRUE(std::regex_match(run.out, table)) << run.out;
+
+  ProcessResult one = RunCtl(h, {"status", "catalog"});
+  ASSERT_EQ(one.exit_code(), kExitOk) << one.Describe();
+  EXPECT_EQ(std::count(one.out.begin(), one.out.end(), '\n'), 2) << one.out;
+  EXPECT_THAT(one.out, HasSubstr("catalog"));
+}
+
+TEST(Bulkheadctl, StatusTableShowsLastExitOnceAWorkerExited) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  EXPECT_TRUE(
+      IsReply(h.Call("payments", "exit 3"), ipc::ReplyStatus::kFailed, ipc::Reason::kWorkerDied));
+  ASSERT_TRUE(h.WaitForCell("payments", [](const nlohmann::json& c) {
+    return c["restarts"] == 1 && c["state"] == "running";
+  }));
+  ProcessResult run = RunCtl(h, {"status"});
+  ASSERT_EQ(run.exit_code(), kExitOk) << run.Describe();
+  std::regex table(
+      "CELL +STATE +PID +RUNNING +QUEUED +OK +REJECTED +FAILED +RESTARTS +LAST EXIT\n"
+      "payments +running +[0-9]+ +0/1 +0/0 +0 +0 +1 +1 +exit 3\n");
+  EXPECT_TRUE(std::regex_match(run.out, table)) << run.out;
+}
+
+// Every field docs/control.md marks stable, with its type.
+void ExpectDocumentedCellSchema(const nlohmann::json& cell) {
+  SCOPED_TRACE(cell.dump());
+  for (const char* key : {"name", "state", "socket", "worker_socket"}) {
+    EXPECT_TRUE(cell.contains(key) && cell[key].is_string()) << key;
+  }
+  for (const char* key : {"max_concurrent", "running", "max_queue", "queued", "queue_timeout_ms",
+                          "clients", "worker_connections", "ok", "rejected", "failed", "cancelled",
+                          "bad_request", "starts", "restarts", "uptime_ms", "next_start_in_ms"}) {
+    EXPECT_TRUE(cell.contains(key) && cell[key].is_number_unsigned()) << key;
+  }
+  EXPECT_TRUE(cell.contains("pid") && (cell["pid"].is_null() || cell["pid"].is_number_integer()));
+  EXPECT_TRUE(cell.contains("last_exit") &&
+              (cell["last_exit"].is_null() || cell["last_exit"].is_string()));
+  for (const char* key : {"full", "queue_timeout", "unavailable"}) {
+    EXPECT_TRUE(cell["rejected_by_reason"][key].is_number_unsigned()) << key;
+  }
+  for (const char* key : {"worker_error", "worker_died"}) {
+    EXPECT_TRUE(cell["failed_by_reason"][key].is_number_unsigned()) << key;
+  }
+  EXPECT_THAT(cell["state"].get<std::string>(),
+              ::testing::AnyOf("starting", "running", "stopping", "backoff", "stopped", "failed"));
+}
+
+TEST(Bulkheadctl, StatusJsonIsTheDocumentedSchema) {
+  Harness h(TestOptions({Cell("payments", 2, 1), Cell("catalog", 2, 0)}));
+  ASSERT_STARTED(h);
+  ProcessResult run = RunCtl(h, {"status", "--json"});
+  ASSERT_EQ(run.exit_code(), kExitOk) << run.Describe();
+  ASSERT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << "one line: " << run.out;
+  nlohmann::json response = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(response.is_object()) << run.out;
+  EXPECT_EQ(response["ok"], true);
+  const nlohmann::json& supervisor = response["supervisor"];
+  EXPECT_EQ(supervisor["pid"], h.pid());
+  EXPECT_TRUE(supervisor["version"].is_string());
+  EXPECT_TRUE(supervisor["uptime_ms"].is_number_unsigned());
+  EXPECT_EQ(supervisor["config"], h.config_path());
+  EXPECT_TRUE(supervisor["live_requests"].is_number_unsigned());
+  ASSERT_TRUE(response["cells"].is_array());
+  ASSERT_EQ(response["cells"].size(), 2u);
+  EXPECT_EQ(response["cells"][0]["name"], "payments");
+  EXPECT_EQ(response["cells"][1]["name"], "catalog");
+  for (const nlohmann::json& cell : response["cells"]) ExpectDocumentedCellSchema(cell);
+  const nlohmann::json& payments = response["cells"][0];
+  EXPECT_EQ(payments["socket"], h.CellSocket("payments"));
+  EXPECT_EQ(payments["worker_socket"], h.WorkerSocket("payments"));
+  EXPECT_EQ(payments["max_concurrent"], 2);
+  EXPECT_EQ(payments["max_queue"], 1);
+  EXPECT_EQ(payments["queue_timeout_ms"], 1000);
+
+  ProcessResult one = RunCtl(h, {"status", "catalog", "--json"});
+  ASSERT_EQ(one.exit_code(), kExitOk) << one.Describe();
+  nlohmann::json catalog = nlohmann::json::parse(one.out, nullptr, false);
+  ASSERT_EQ(catalog["cells"].size(), 1u) << one.out;
+  EXPECT_EQ(catalog["cells"][0]["name"], "catalog");
+}
+
+TEST(Bulkheadctl, StatusOfAnUnknownCellFails) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  for (std::vector<std::string> args : {std::vector<std::string>{"status", "nosuch"},
+                                        std::vector<std::string>{"status", "nosuch", "--json"}}) {
+    ProcessResult run = RunCtl(h, args);
+    EXPECT_EQ(run.exit_code(), kExitFailure) << run.Describe();
+    EXPECT_EQ(run.out, "");
+    EXPECT_EQ(run.err, "bulkheadctl: no cell named nosuch\n");
+  }
+  ProcessResult call = RunCtl(h, {"call", "nosuch", "--data", "echo x"});
+  EXPECT_EQ(call.exit_code(), kExitFailure) << call.Describe();
+  EXPECT_EQ(call.err, "bulkheadctl: no cell named nosuch\n");
+}
+
+TEST(Bulkheadctl, CallPrintsTheOkPayload) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  ProcessResult data = RunCtl(h, {"call", "payments", "--data", "echo hello"});
+  EXPECT_EQ(data.exit_code(), kExitOk) << data.Describe();
+  EXPECT_EQ(data.out, "hello\n");
+  EXPECT_EQ(data.err, "");
+
+  // From stdin; the payload's own newline is not doubled.
+  ProcessResult in = RunCtl(h, {"call", "payments"}, "echo from stdin\n");
+  EXPECT_EQ(in.exit_code(), kExitOk) << in.Describe();
+  EXPECT_EQ(in.out, "from stdin\n");
+
+  ProcessResult raw = RunCtl(h, {"call", "payments", "--raw", "--data", "echo exact"});
+  EXPECT_EQ(raw.exit_code(), kExitOk) << raw.Describe();
+  EXPECT_EQ(raw.out, "exact");
+
+  // Options may come before the subcommand.
+  ProcessResult before =
+      RunCtl(h, {"--timeout", "10s", "call", "payments", "--data", "echo before"});
+  EXPECT_EQ(before.exit_code(), kExitOk) << before.Describe();
+  EXPECT_EQ(before.out, "before\n");
+}
+
+TEST(Bulkheadctl, CallRejectedFull) {
+  Harness h(TestOptions({CellSpec{.name = "tight", .extra_toml = kQuickStop}}));
+  ASSERT_STARTED(h);
+  Result<ipc::Client> holder = h.Connect("tight");
+  ASSERT_TRUE(holder.ok()) << holder.status().message();
+  ASSERT_TRUE(holder->Send(1, "hang").ok());
+  ASSERT_TRUE(h.WaitForCell("tight", [](const nlohmann::json& c) { return c["running"] == 1; }));
+
+  ProcessResult run = RunCtl(h, {"call", "tight", "--data", "echo x"});
+  EXPECT_EQ(run.exit_code(), kExitRejected) << run.Describe();
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "rejected: tight full (running 1, queued 0)\n");
+}
+
+TEST(Bulkheadctl, CallRejectedQueueTimeout) {
+  Harness h(TestOptions({CellSpec{.name = "slow",
+                                  .max_concurrent = 1,
+                                  .max_queue = 1,
+                                  .queue_timeout = "200ms",
+                                  .extra_toml = kQuickStop}}));
+  ASSERT_STARTED(h);
+  Result<ipc::Client> holder = h.Connect("slow");
+  ASSERT_TRUE(holder.ok()) << holder.status().message();
+  ASSERT_TRUE(holder->Send(1, "hang").ok());
+  ASSERT_TRUE(h.WaitForCell("slow", [](const nlohmann::json& c) { return c["running"] == 1; }));
+
+  ProcessResult run = RunCtl(h, {"call", "slow", "--data", "echo x"});
+  EXPECT_EQ(run.exit_code(), kExitRejected) << run.Describe();
+  EXPECT_EQ(run.err, "rejected: queue timeout\n");
+}
+
+TEST(Bulkheadctl, CallRejectedUnavailableGivesTheRetryHint) {
+  Harness h(TestOptions({CellSpec{.name = "broken",
+                                  .command = {"/nonexistent/worker"},
+                                  .restart_delay = "60s",
+                                  .wait_running = false}}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(
+      h.WaitForCell("broken", [](const nlohmann::json& c) { return c["state"] == "backoff"; }));
+
+  ProcessResult run = RunCtl(h, {"call", "broken", "--data", "echo x"});
+  EXPECT_EQ(run.exit_code(), kExitRejected) << run.Describe();
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(run.err, match,
+                               std::regex("rejected: unavailable \\(retry after ([0-9]+) ms\\)\n")))
+      << run.err;
+  int retry_after_ms = std::stoi(match[1]);
+  EXPECT_GT(retry_after_ms, 0);
+  EXPECT_LE(retry_after_ms, 60000);
+}
+
+TEST(Bulkheadctl, CallFailed) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  ProcessResult error = RunCtl(h, {"call", "payments", "--data", "fail boom"});
+  EXPECT_EQ(error.exit_code(), kExitFailed) << error.Describe();
+  EXPECT_EQ(error.out, "");
+  EXPECT_EQ(error.err, "failed: worker_error: boom\n");
+
+  ProcessResult died = RunCtl(h, {"call", "payments", "--data", "exit 3"});
+  EXPECT_EQ(died.exit_code(), kExitFailed) << died.Describe();
+  EXPECT_EQ(died.err, "failed: worker_died: exit 3\n");
+}
+
+TEST(Bulkheadctl, CallBadRequest) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}, "max_payload_bytes = 1024\n"));
+  ASSERT_STARTED(h);
+  ProcessResult run = RunCtl(h, {"call", "payments", "--data", std::string(2000, 'x')});
+  EXPECT_EQ(run.exit_code(), kExitBadRequest) << run.Describe();
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "bad request: too_large: payload of 2000 bytes exceeds the maximum of 1024\n");
+}
+
+TEST(Bulkheadctl, UnreachableSocketNamesThePath) {
+  TempDir dir;
+  const std::string missing = dir.Join("control.sock");
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"status"}, std::vector<std::string>{"call", "x", "--data", "y"}}) {
+    std::vector<std::string> argv = {BulkheadctlPath(), "--socket", missing};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result<ProcessResult> run = RunProcess(argv);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_EQ(run->exit_code(), kExitUnreachable) << run->Describe();
+    EXPECT_THAT(run->err, StartsWith("bulkheadctl: cannot reach bulkheadd at " + missing + ": "));
+    EXPECT_THAT(run->err, HasSubstr("No such file or directory"));
+  }
+  // $BULKHEAD_SOCKET when there is no --socket.
+  Result<ProcessResult> env = RunProcess({BulkheadctlPath(), "status"}, "",
+                                         std::chrono::seconds(30), {"BULKHEAD_SOCKET=" + missing});
+  ASSERT_TRUE(env.ok()) << env.status().message();
+  EXPECT_EQ(env->exit_code(), kExitUnreachable) << env->Describe();
+  EXPECT_THAT(env->err, HasSubstr(missing));
+}
+
+TEST(Bulkheadctl, CallTimeoutBoundsTheWait) {
+  Harness h(TestOptions({CellSpec{.name = "payments", .extra_toml = kQuickStop}}));
+  ASSERT_STARTED(h);
+  auto start = std::chrono::steady_clock::now();
+  ProcessResult run = RunCtl(h, {"call", "payments", "--timeout", "300ms", "--data", "sleep 5000"});
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(run.exit_code(), kExitFailure) << run.Describe();
+  EXPECT_THAT(run.err, HasSubstr("timed out waiting for the reply"));
+  // Not before the timeout; and well before "sleep 5000" could answer, or the exit code would be 0.
+  EXPECT_GE(elapsed, milliseconds(300));
+}
+
+TEST(Bulkheadctl, StopStartAndRestartACell) {
+  Harness h(TestOptions({Cell("payments", 1, 0), Cell("catalog", 1, 0)}));
+  ASSERT_STARTED(h);
+  const int first_pid = h.Cell("payments")["pid"].get<int>();
+
+  ProcessResult stop = RunCtl(h, {"stop", "payments"});
+  EXPECT_EQ(stop.exit_code(), kExitOk) << stop.Describe();
+  EXPECT_EQ(stop.out, "");
+  ASSERT_TRUE(h.WaitForCell("payments", [](const nlohmann::json& c) {
+    return c["state"] == "stopped" && c["pid"].is_null();
+  })) << h.Status().dump();
+  ProcessResult refused = RunCtl(h, {"call", "payments", "--data", "echo x"});
+  EXPECT_EQ(refused.exit_code(), kExitRejected) << refused.Describe();
+  EXPECT_EQ(refused.err, "rejected: unavailable\n");
+  // The other cell is untouched.
+  EXPECT_OK_REPLY(h.Call("catalog", "echo fine"), "fine");
+  ProcessResult again = RunCtl(h, {"stop", "payments"});
+  EXPECT_EQ(again.exit_code(), kExitOk) << again.Describe();
+  EXPECT_EQ(again.out, "payments: already stopped\n");
+
+  ProcessResult start = RunCtl(h, {"start", "payments"});
+  EXPECT_EQ(start.exit_code(), kExitOk) << start.Describe();
+  ASSERT_TRUE(h.WaitForCell("payments", [](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number_integer();
+  })) << h.Status().dump();
+  const int second_pid = h.Cell("payments")["pid"].get<int>();
+  EXPECT_NE(second_pid, first_pid);
+  EXPECT_OK_REPLY(h.Call("payments", "echo back"), "back");
+  ProcessResult started = RunCtl(h, {"start", "payments"});
+  EXPECT_EQ(started.exit_code(), kExitOk) << started.Describe();
+  EXPECT_EQ(started.out, "payments: already started\n");
+
+  ProcessResult restart = RunCtl(h, {"restart", "payments"});
+  EXPECT_EQ(restart.exit_code(), kExitOk) << restart.Describe();
+  ASSERT_TRUE(h.WaitForCell("payments", [&](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != second_pid;
+  })) << h.Status().dump();
+  EXPECT_OK_REPLY(h.Call("payments", "echo renewed"), "renewed");
+
+  ProcessResult unknown = RunCtl(h, {"restart", "nosuch"});
+  EXPECT_EQ(unknown.exit_code(), kExitFailure) << unknown.Describe();
+  EXPECT_EQ(unknown.err, "bulkheadctl: restart nosuch: no cell named nosuch\n");
+}
+
+TEST(Bulkheadctl, UsageErrors) {
+  for (std::vector<std::string> args : {
+           std::vector<std::string>{},
+           std::vector<std::string>{"frobnicate"},
+           std::vector<std::string>{"call"},
+           std::vector<std::string>{"status", "--timeout", "5"},
+           std::vector<std::string>{"status", "--bogus"},
+           std::vector<std::string>{"stop"},
+           std::vector<std::string>{"restart", "a", "b"},
+       }) {
+    std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result<ProcessResult> run = RunProcess(argv);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_EQ(run->exit_code(), kExitUsage) << ::testing::PrintToString(args) << run->Describe();
+  }
+  Result<ProcessResult> help = RunProcess({BulkheadctlPath(), "--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->exit_code(), kExitOk) << help->Describe();
+  EXPECT_THAT(help->out, HasSubstr("status"));
+}
+
+}  // namespace
+}  // namespace bulkhead::e2e

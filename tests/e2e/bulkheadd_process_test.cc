@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// bulkheadd's life as a process: SIGTERM answers what is pending, stops every worker (even one
+// that ignores SIGTERM), removes the sockets and exits 0; a second instance on the same config is
+// refused while the first keeps serving; socket files left by a SIGKILLed supervisor are reclaimed;
+// a bad config is refused with file:line:col errors before anything starts.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <fstream>
+
+#include "base/exit_status.h"
+#include "tests/e2e/e2e_test.h"
+
+namespace bulkhead::e2e {
+namespace {
+
+using ipc::Reason;
+using ipc::ReplyStatus;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// No process with this pid, not even a zombie.
+bool Gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+std::vector<std::string> SocketFiles(const Harness& h, const std::vector<std::string>& cells) {
+  std::vector<std::string> paths = {h.control_socket()};
+  for (const std::string& cell : cells) {
+    paths.push_back(h.CellSocket(cell));
+    paths.push_back(h.WorkerSocket(cell));
+  }
+  return paths;
+}
+
+TEST(BulkheaddProcess, SigtermAnswersPendingRequestsStopsWorkersAndRemovesSockets) {
+  // stop_timeout: how long in-flight requests may finish, then how long the worker may take to
+  // exit after SIGTERM.
+  Harness h(TestOptions({CellSpec{.name = "a",
+                                  .max_concurrent = 2,
+                                  .max_queue = 1,
+                                  .queue_timeout = "30s",
+                                  .extra_toml = "stop_timeout = \"1s\"\n"},
+                         CellSpec{.name = "b", .max_concurrent = 2}}));
+  ASSERT_STARTED(h);
+  const pid_t a_pid = h.Cell("a")["pid"].get<pid_t>();
+  const pid_t b_pid = h.Cell("b")["pid"].get<pid_t>();
+  for (const std::string& path : SocketFiles(h, {"a", "b"})) EXPECT_TRUE(Exists(path)) << path;
+
+  // In flight at SIGTERM: one request that finishes within stop_timeout, one that never does.
+  Result<ipc::Client> finishing = h.Connect("a");
+  ASSERT_TRUE(finishing.ok()) << finishing.status().message();
+  ASSERT_TRUE(finishing->Send(1, "sleep 200").ok());
+  Result<ipc::Client> hanging = h.Connect("a");
+  ASSERT_TRUE(hanging.ok()) << hanging.status().message();
+  ASSERT_TRUE(hanging->Send(2, "hang").ok());
+  ASSERT_TRUE(h.WaitForCell("a", [](const nlohmann::json& c) { return c["running"] == 2; }));
+  Result<ipc::Client> queued = h.Connect("a");
+  ASSERT_TRUE(queued.ok()) << queued.status().message();
+  ASSERT_TRUE(queued->Send(3, "echo never").ok());
+  ASSERT_TRUE(h.WaitForCell("a", [](const nlohmann::json& c) { return c["queued"] == 1; }));
+
+  Result<int> stopped = h.Stop();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0)
+      << DescribeWaitStatus(*stopped) << "\n"
+      << h.Log();
+
+  // Every request got its one reply before the connections closed.
+  for (ipc::Client* client : {&*finishing, &*hanging, &*queued}) {
+    ASSERT_TRUE(client->SetTimeout(std::chrono::seconds(5)).ok());
+  }
+  EXPECT_OK_REPLY(finishing->Receive(), "slept 200");
+  Result<ipc::Client::Reply> died = hanging->Receive();
+  ASSERT_TRUE(IsReply(died, ReplyStatus::kFailed, Reason::kWorkerDied)) << Describe(died);
+  EXPECT_EQ(died->payload, "signal 15");
+  Result<ipc::Client::Reply> refused = queued->Receive();
+  EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable)) << Describe(refused);
+
+  EXPECT_TRUE(Gone(a_pid)) << "worker " << a_pid << " outlived bulkheadd";
+  EXPECT_TRUE(Gone(b_pid)) << "worker " << b_pid << " outlived bulkheadd";
+  for (const std::string& path : SocketFiles(h, {"a", "b"})) EXPECT_FALSE(Exists(path)) << path;
+}
+
+TEST(BulkheaddProcess, WorkerIgnoringSigtermIsKilled) {
+  Harness h(TestOptions({CellSpec{.name = "stubborn",
+                                  .command = {TestWorkerPath(), "--ignore-sigterm"},
+                                  .extra_toml = kQuickStop}}));
+  ASSERT_STARTED(h);
+  // An answer proves the worker is past its signal(SIGTERM, SIG_IGN), which precedes serving.
+  EXPECT_OK_REPLY(h.Call("stubborn", "echo ready"), "ready");
+  const pid_t worker = h.Cell("stubborn")["pid"].get<pid_t>();
+  Result<int> stopped = h.Stop();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0)
+      << DescribeWaitStatus(*stopped) << "\n"
+      << h.Log();
+  EXPECT_TRUE(Gone(worker));
+  EXPECT_THAT(h.Log(), HasSubstr("worker exited: signal 9"));
+}
+
+TEST(BulkheaddProcess, SecondInstanceIsRefusedAndTheFirstKeepsServing) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  Result<ProcessResult> second =
+      RunProcess({BulkheaddPath(), "--config", h.config_path()}, "", std::chrono::seconds(10));
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_FALSE(second->timed_out) << "the second bulkheadd kept running";
+  EXPECT_EQ(second->exit_code(), kExitFailure) << second->Describe();
+  EXPECT_THAT(second->err, HasSubstr("is in use by another process")) << second->Describe();
+
+  // The first instance still owns and serves every socket.
+  for (const std::string& path : SocketFiles(h, {"a"})) {
+    EXPECT_TRUE(Exists(path)) << path << " was removed by the refused instance";
+  }
+  EXPECT_EQ(h.Status().value("ok", false), true) << h.Status().dump();
+  EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
+}
+
+TEST(BulkheaddProcess, StaleSocketsOfAKilledSupervisorAreReclaimed) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  const pid_t old_worker = h.Cell("a")["pid"].get<pid_t>();
+  h.Kill();
+  for (const std::string& path : SocketFiles(h, {"a"})) {
+    ASSERT_TRUE(Exists(path)) << path << " vanished with SIGKILL: nothing stale to reclaim";
+  }
+  // The orphaned worker was adopted by the test (subreaper): kill and reap it by pid.
+  h.KillOrphanedWorkers();
+  EXPECT_TRUE(Gone(old_worker));
+
+  ASSERT_STARTED(h);
+  EXPECT_OK_REPLY(h.Call("a", "echo again"), "again");
+  EXPECT_THAT(h.Log(), HasSubstr("reclaimed stale socket " + h.control_socket()));
+  EXPECT_THAT(h.Log(), HasSubstr("reclaimed stale socket " + h.CellSocket("a")));
+}
+
+// Runs bulkheadd on `toml`; it must refuse it.
+ProcessResult RunOnConfig(const TempDir& dir, const std::string& toml) {
+  const std::string path = dir.Join("bad.toml");
+  std::ofstream(path) << toml;
+  Result<ProcessResult> run =
+      RunProcess({BulkheaddPath(), "--config", path}, "", std::chrono::seconds(10));
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  return run.ok() ? std::move(run).value() : ProcessResult{};
+}
+
+TEST(BulkheaddProcess, BadConfigIsRefusedWithPositionedErrors) {
+  TempDir dir;
+  const std::string file = dir.Join("bad.toml");
+  const std::string runtime = dir.Join("run");
+  ProcessResult invalid = RunOnConfig(dir,
+                                      "[supervisor]\n"
+                                      "runtime_dir = \"" +
+                                          runtime +
+                                          "\"\n"
+                                          "[cells.x]\n"
+                                          "command = [\"/bin/true\"]\n"
+                                          "max_concurrent = 0\n"
+                                          "max_queu = 3\n");
+  EXPECT_EQ(invalid.exit_code(), kExitConfigInvalid) << invalid.Describe();
+  EXPECT_THAT(invalid.err, StartsWith(file + ":5:18: cells.x.max_concurrent: "));
+  EXPECT_THAT(invalid.err, HasSubstr(file + ":6:1: cells.x.max_queu: "));
+  EXPECT_THAT(invalid.err, HasSubstr("max_queue"));  // the suggestion
+  EXPECT_FALSE(Exists(runtime)) << "bulkheadd created its runtime dir for a refused config";
+
+  ProcessResult syntax = RunOnConfig(dir, "[cells.x\ncommand = 1\n");
+  EXPECT_EQ(syntax.exit_code(), kExitConfigInvalid) << syntax.Describe();
+  EXPECT_THAT(syntax.err, StartsWith(file + ":1:"));
+
+  ProcessResult missing = RunOnConfig(dir, "[cells.x]\nmax_concurrent = 1\n");
+  EXPECT_EQ(missing.exit_code(), kExitConfigInvalid) << missing.Describe();
+  EXPECT_THAT(missing.err, StartsWith(file + ":1:1: cells.x.command: missing required key"));
+}
+
+}  // namespace
+}  // namespace bulkhead::e2e

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// The end-to-end harness: runs the built bulkheadd on a temporary config with its sockets in a
+// fresh temporary directory (testing::TempDir), waits until it serves, talks to it (control socket,
+// cell sockets, bulkheadctl), and stops it, checking that it exits 0. Also RunProcess, to run any
+// built binary and capture its output. No GoogleTest dependency: failures found in a destructor
+// go to HarnessOptions::on_failure, so benchmarks and demos can use it too.
+//
+// Processes: bulkheadd is the harness's child, killed and reaped by pid, never by name. It gets
+// PR_SET_PDEATHSIG SIGTERM, so it stops its workers if the test process dies. The harness makes
+// the test process a child subreaper (PR_SET_CHILD_SUBREAPER), so that workers orphaned by a
+// killed bulkheadd become its children and KillOrphanedWorkers can kill and reap them by pid.
+//
+// Threading: Start, Stop, Kill and the destructor on the thread that constructed the Harness
+// (PDEATHSIG follows the thread that forked); Status, Cell, WaitForCell, Call and Connect from any
+// thread once Start has returned.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "ipc/client.h"
+#include "tests/helpers/test_support.h"
+
+namespace bulkhead::e2e {
+
+// Absolute paths of built binaries (BULKHEAD_BUILD_DIR of this build), as BuildPath and
+// TestWorkerPath of the shared test helpers.
+using testing::BuildPath;
+using testing::TestWorkerPath;
+std::string BulkheaddPath();    // supervisor/bulkheadd
+std::string BulkheadctlPath();  // ctl/bulkheadctl
+
+// One [cells.NAME] table of the generated config (docs/config.md).
+struct CellSpec {
+  std::string name;
+  // The worker's argv; empty means {TestWorkerPath()}.
+  std::vector<std::string> command = {};
+  uint32_t max_concurrent = 1;
+  uint32_t max_queue = 0;
+  std::string queue_timeout = "1s";
+  std::string restart_delay = "100ms";
+  // [cells.NAME.environment]: variables added to the worker's environment (the supervisor passes
+  // the worker nothing else of its own environment but PATH).
+  std::vector<std::pair<std::string, std::string>> environment = {};
+  // More keys for the [cells.NAME] table, verbatim, e.g. "stop_timeout = \"300ms\"\n".
+  std::string extra_toml = {};
+  // Start waits until this cell is running; false for a cell meant to stay in backoff.
+  bool wait_running = true;
+};
+
+struct HarnessOptions {
+  std::vector<CellSpec> cells;
+  // Extra lines for the [supervisor] table, e.g. "max_payload_bytes = 1024\n".
+  std::string supervisor_toml;
+  // How long Start waits for the control socket to answer and the cells to run.
+  std::chrono::milliseconds start_timeout{10000};
+  // How long Stop waits after SIGTERM before SIGKILL. Above what bulkheadd itself may take with
+  // the default stop_timeout of 5 s (in-flight requests drain for up to 5 s, then the worker has
+  // 5 s between stop_signal and SIGKILL), so that Stop does not kill a bulkheadd that is on time.
+  std::chrono::milliseconds stop_timeout{15000};
+  // Receives what the destructor found wrong: bulkheadd exited non-zero, by a signal, or did not
+  // stop. Default: printed to stderr. GoogleTest users pass [](auto& m) { ADD_FAILURE() << m; }.
+  std::function<void(const std::string& message)> on_failure;
+};
+
+// Outcome of RunProcess.
+struct ProcessResult {
+  int wait_status = 0;     // as from waitpid
+  bool timed_out = false;  // killed with SIGKILL when its time ran out
+  std::string out;         // everything it wrote to stdout
+  std::string err;         // everything it wrote to stderr
+  // The exit code, or -1 when it was killed by a signal.
+  int exit_code() const;
+  // "exit 3" / "signal 9", plus stdout and stderr, for assertion messages.
+  std::string Describe() const;
+};
+
+// Runs argv[0] (a path) with `argv`, `input` on stdin, the test's environment plus `env` entries
+// ("NAME=value", overriding), and waits at most `timeout`, then SIGKILLs and reaps it. The child
+// is reaped by pid. Errors: fork or memfd_create failures.
+Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, std::string_view input = "",
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                                 const std::vector<std::string>& env = {});
+
+// Polling with a deadline and temporary directories come from the shared test helpers.
+using testing::TempDir;
+using testing::WaitFor;
+
+class Harness {
+ public:
+  // Writes the config to dir()/bulkhead.toml, with [supervisor] runtime_dir = dir()/run. Nothing
+  // is started.
+  explicit Harness(HarnessOptions options);
+  // Stops bulkheadd if it runs and reports (on_failure) unless it exited 0; then kills and reaps
+  // orphaned workers and removes dir().
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  // Starts bulkheadd --config config_path(), stderr and stdout appended to log_path(), and waits
+  // until the control socket answers and every cell with wait_running is "running" with a pid.
+  // May be called again after Stop or Kill (same config, same sockets). On failure bulkheadd is
+  // killed and reaped, and the message includes its log.
+  bulkhead::Status Start();
+  // SIGTERM, then waits for the exit (SIGKILL after stop_timeout). Returns the wait status; an
+  // error when nothing was running or bulkheadd had to be killed.
+  Result<int> Stop();
+  // SIGKILL to bulkheadd (a crash), then reaps it. Its workers keep running: see
+  // KillOrphanedWorkers.
+  void Kill();
+  // SIGKILLs (process group and pid) and reaps every worker that a status response named and that
+  // is now the test process's own child (orphaned by Kill, then adopted by the subreaper).
+  void KillOrphanedWorkers();
+  // Every worker pid seen in a status response so far.
+  std::set<pid_t> SeenWorkerPids() const;
+
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  const std::string& dir() const { return dir_.path(); }
+  std::string config_path() const { return dir_.Join("bulkhead.toml"); }
+  std::string runtime_dir() const { return dir_.Join("run"); }
+  std::string control_socket() const { return runtime_dir() + "/control.sock"; }
+  std::string log_path() const { return dir_.Join("bulkheadd.log"); }
+  std::string CellSocket(const std::string& cell) const {
+    return runtime_dir() + "/" + cell + ".sock";
+  }
+  std::string WorkerSocket(const std::string& cell) const {
+    return runtime_dir() + "/" + cell + ".worker.sock";
+  }
+  // What bulkheadd has written to stderr and stdout so far.
+  std::string Log() const;
+
+  // {"command":"status"} (or for one cell) on the control socket: the response object, or
+  // {"ok":false,"error":"..."} when no valid response came within 5 s.
+  nlohmann::json Status(const std::string& cell = "");
+  // The cell's object in Status(cell), or null.
+  nlohmann::json Cell(const std::string& name);
+  // Polls Cell(name) until `predicate` holds; false after `timeout`.
+  bool WaitForCell(const std::string& name,
+                   const std::function<bool(const nlohmann::json&)>& predicate,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // A new connection to the cell's front socket.
+  Result<ipc::Client> Connect(const std::string& cell);
+  // One request on a new connection; each read and write bounded by `timeout`.
+  Result<ipc::Client::Reply> Call(const std::string& cell, std::string_view payload,
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // Runs bulkheadctl --socket control_socket() `args...`.
+  Result<ProcessResult> Ctl(const std::vector<std::string>& args, std::string_view input = "");
+
+ private:
+  void Report(const std::string& message) const;
+  void WriteConfig() const;
+  void Remember(const nlohmann::json& response);
+
+  HarnessOptions options_;
+  TempDir dir_;
+  pid_t pid_ = -1;
+  mutable std::mutex mu_;
+  std::set<pid_t> seen_workers_;  // guarded by mu_
+};
+
+// "exit 3", "signal 9", or "status 0x..." for a waitpid status.
+std::string DescribeWaitStatus(int wait_status);
+
+}  // namespace bulkhead::e2e
