@@ -17,6 +17,11 @@
 //                    group, reparented away from the worker), closes every descriptor above 2
 //                    and sleeps forever; OK with the grandchild's pid
 //   alloc MIB        allocates and touches MIB MiB, kept until exit; OK "allocated MIB MiB"
+//   burn MS          spins on the CPU for MS ms of wall-clock time (one thread), then OK
+//                    "burned MS ms, cpu N us" (N: this thread's CPU time, CLOCK_THREAD_CPUTIME_ID)
+//   forkbomb MAX     forks up to MAX children that pause forever, stopping at the first fork that
+//                    fails; OK "forked N" or "forked N, then fork: <strerror>". The children stay
+//                    in the worker's process group (and cgroup) until the worker is torn down.
 // Anything else is FAILED/worker_error "unknown command: ...".
 //
 // Switches: --ignore-sigterm; --ready-file PATH (the pid is written to PATH, atomically, once the
@@ -28,12 +33,15 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -136,6 +144,37 @@ HandlerResult Allocate(long mib) {
   return HandlerResult::Ok("allocated " + std::to_string(mib) + " MiB");
 }
 
+HandlerResult Burn(long ms) {
+  using std::chrono::steady_clock;
+  const steady_clock::time_point end = steady_clock::now() + std::chrono::milliseconds(ms);
+  volatile uint64_t spins = 0;
+  while (steady_clock::now() < end) {
+    for (int i = 0; i < 1000; ++i) spins = spins + 1;
+  }
+  timespec cpu{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+  long long cpu_us = static_cast<long long>(cpu.tv_sec) * 1000000 + cpu.tv_nsec / 1000;
+  return HandlerResult::Ok("burned " + std::to_string(ms) + " ms, cpu " + std::to_string(cpu_us) +
+                           " us");
+}
+
+// After fork in a threaded process the children make only async-signal-safe calls (pause).
+HandlerResult ForkBomb(long max) {
+  long forked = 0;
+  while (forked < max) {
+    pid_t child = ::fork();
+    if (child < 0) {
+      return HandlerResult::Ok("forked " + std::to_string(forked) +
+                               ", then fork: " + std::strerror(errno));
+    }
+    if (child == 0) {
+      while (true) ::pause();
+    }
+    ++forked;
+  }
+  return HandlerResult::Ok("forked " + std::to_string(forked));
+}
+
 HandlerResult Handle(std::string_view payload) {
   RunningScope running;
   size_t space = payload.find(' ');
@@ -168,6 +207,8 @@ HandlerResult Handle(std::string_view payload) {
   }
   if (command == "spawn-grandchild") return SpawnGrandchild();
   if (command == "alloc" && ParseInt(argument, &number) && number >= 0) return Allocate(number);
+  if (command == "burn" && ParseInt(argument, &number) && number >= 0) return Burn(number);
+  if (command == "forkbomb" && ParseInt(argument, &number) && number >= 0) return ForkBomb(number);
   return HandlerResult::Error("unknown command: " + std::string(payload));
 }
 
