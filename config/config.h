@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "config/config_error.h"
-#include "config/duration.h"
+#include "base/duration.h"
 
 namespace bulkhead::config {
 

@@ -13,7 +13,8 @@
 
 namespace bulkhead::ctl {
 
-// <runtime_dir>/control.sock, with runtime_dir chosen as config::DefaultRuntimeDir does:
+// <runtime_dir>/control.sock, with runtime_dir chosen by DefaultRuntimeDir (base/runtime_dir.h), as
+// the config does:
 //   1. the first ':'-separated entry of `runtime_directory_env` ($RUNTIME_DIRECTORY);
 //   2. /run/bulkhead when `uid` is 0;
 //   3. `xdg_runtime_dir_env`/bulkhead ($XDG_RUNTIME_DIR);

@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "base/duration.h"
 #include "base/exit_status.h"
 #include "ctl/cell_call.h"
 #include "ctl/control_client.h"
 #include "ctl/default_socket.h"
-#include "ctl/duration.h"
 #include "ctl/status_table.h"
 #include "ipc/frame.h"
 

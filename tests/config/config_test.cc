@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "config/cpu_share.h"
-#include "config/lexical_path.h"
-#include "config/runtime_dir.h"
+#include "base/lexical_path.h"
+#include "base/runtime_dir.h"
 #include "config/size.h"
 
 namespace bulkhead::config {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// DefaultControlSocket follows the config's rule (config::DefaultRuntimeDir + "/control.sock")
+// DefaultControlSocket follows the config's rule (DefaultRuntimeDir + "/control.sock")
 // for every case that rule distinguishes; ControlSocketFromEnvironment's precedence.
 #include "ctl/default_socket.h"
 
@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "config/runtime_dir.h"
+#include "base/runtime_dir.h"
 
 namespace bulkhead::ctl {
 namespace {
@@ -34,7 +34,7 @@ TEST(DefaultControlSocket, AgreesWithTheConfigLoader) {
   for (uid_t uid : {0u, 1000u}) {
     for (const std::string& runtime_directory : runtime_directories) {
       for (const std::string& xdg : xdg_dirs) {
-        std::string dir = config::DefaultRuntimeDir(uid, runtime_directory, xdg);
+        std::string dir = DefaultRuntimeDir(uid, runtime_directory, xdg);
         std::string expected = dir == "/" ? "/control.sock" : dir + "/control.sock";
         EXPECT_EQ(DefaultControlSocket(uid, runtime_directory, xdg), expected)
             << "uid " << uid << ", RUNTIME_DIRECTORY=\"" << runtime_directory
@@ -83,7 +83,7 @@ TEST(ControlSocketFromEnvironment, FlagThenEnvironmentThenDefault) {
     ScopedEnv socket("BULKHEAD_SOCKET", std::nullopt);
     EXPECT_EQ(ControlSocketFromEnvironment(""), "/run/from-systemd/control.sock");
     EXPECT_EQ(DefaultControlSocketFromEnvironment(),
-              config::DefaultRuntimeDirFromEnvironment() + "/control.sock");
+              DefaultRuntimeDirFromEnvironment() + "/control.sock");
   }
 }
 

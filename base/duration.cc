@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // ParseDuration: a hand-written scanner over <integer><unit> groups; no allocation on success.
 // Pure function; thread-safe.
-#include "config/duration.h"
+#include "base/duration.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
 
-namespace bulkhead::config {
+namespace bulkhead {
 namespace {
 
 using std::chrono::milliseconds;
@@ -104,4 +104,4 @@ Result<milliseconds> ParseDuration(std::string_view text) {
   return milliseconds(total_ms);
 }
 
-}  // namespace bulkhead::config
+}  // namespace bulkhead

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Default runtime directory (see runtime_dir.h). Reads the environment only in
 // DefaultRuntimeDirFromEnvironment.
-#include "config/runtime_dir.h"
+#include "base/runtime_dir.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "config/lexical_path.h"
+#include "base/lexical_path.h"
 
-namespace bulkhead::config {
+namespace bulkhead {
 
 std::string DefaultRuntimeDir(uid_t uid, std::string_view runtime_directory_env,
                               std::string_view xdg_runtime_dir_env) {
@@ -30,4 +30,4 @@ std::string DefaultRuntimeDirFromEnvironment() {
                            xdg_runtime_dir ? xdg_runtime_dir : "");
 }
 
-}  // namespace bulkhead::config
+}  // namespace bulkhead

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Lexical path arithmetic: normalisation, resolution against a base, parent directory.
-#include "config/lexical_path.h"
+#include "base/lexical_path.h"
 
 #include <gtest/gtest.h>
 
-namespace bulkhead::config {
+namespace bulkhead {
 namespace {
 
 TEST(LexicalPath, IsAbsolutePath) {
@@ -58,4 +58,4 @@ TEST(LexicalPath, ParentDirectory) {
 }
 
 }  // namespace
-}  // namespace bulkhead::config
+}  // namespace bulkhead

@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 
-namespace bulkhead::config {
+namespace bulkhead {
 
 // The longest duration ParseDuration accepts: 24h.
 inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24);
@@ -20,4 +20,4 @@ inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24)
 // On failure the message names the problem and shows the accepted form.
 Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
 
-}  // namespace bulkhead::config
+}  // namespace bulkhead

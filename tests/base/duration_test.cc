@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // ParseDuration: accepted forms with their values, refused forms with the problem they name.
-#include "config/duration.h"
+#include "base/duration.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace bulkhead::config {
+namespace bulkhead {
 namespace {
 
 using std::chrono::milliseconds;
@@ -99,4 +99,4 @@ TEST(ParseDuration, DoesNotOverflowOnHugeNumbers) {
 }
 
 }  // namespace
-}  // namespace bulkhead::config
+}  // namespace bulkhead

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace bulkhead::config {
+namespace bulkhead {
 
 bool IsAbsolutePath(std::string_view path);
 
@@ -24,4 +24,4 @@ std::string ResolvePath(std::string_view path, std::string_view base_dir);
 // "/etc/bulkhead.toml" -> "/etc", "/bulkhead.toml" -> "/", "bulkhead.toml" -> ".", "" -> ".".
 std::string ParentDirectory(std::string_view path);
 
-}  // namespace bulkhead::config
+}  // namespace bulkhead

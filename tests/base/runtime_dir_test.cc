@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // DefaultRuntimeDir: $RUNTIME_DIRECTORY, then /run/bulkhead for root, then $XDG_RUNTIME_DIR, then
 // /tmp/bulkhead-<uid>.
-#include "config/runtime_dir.h"
+#include "base/runtime_dir.h"
 
 #include <gtest/gtest.h>
 
-namespace bulkhead::config {
+namespace bulkhead {
 namespace {
 
 TEST(DefaultRuntimeDir, PrefersSystemdRuntimeDirectory) {
@@ -36,4 +36,4 @@ TEST(DefaultRuntimeDir, IgnoresRelativeVariables) {
 }
 
 }  // namespace
-}  // namespace bulkhead::config
+}  // namespace bulkhead

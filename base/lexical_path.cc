@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Lexical path arithmetic for the config loader (see lexical_path.h). Pure functions; thread-safe.
-#include "config/lexical_path.h"
+#include "base/lexical_path.h"
 
 #include <vector>
 
 #include "base/check.h"
 
-namespace bulkhead::config {
+namespace bulkhead {
 
 bool IsAbsolutePath(std::string_view path) { return !path.empty() && path.front() == '/'; }
 
@@ -59,4 +59,4 @@ std::string ParentDirectory(std::string_view path) {
   return std::string(dir);
 }
 
-}  // namespace bulkhead::config
+}  // namespace bulkhead

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace bulkhead::config {
+namespace bulkhead {
 
 // In order of preference:
 //   1. the first entry of `runtime_directory_env` ($RUNTIME_DIRECTORY, set by systemd for
@@ -25,4 +25,4 @@ std::string DefaultRuntimeDir(uid_t uid, std::string_view runtime_directory_env,
 // DefaultRuntimeDir for getuid(), $RUNTIME_DIRECTORY and $XDG_RUNTIME_DIR.
 std::string DefaultRuntimeDirFromEnvironment();
 
-}  // namespace bulkhead::config
+}  // namespace bulkhead
