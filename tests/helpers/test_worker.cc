@@ -22,16 +22,23 @@
 //   forkbomb MAX     forks up to MAX children that pause forever, stopping at the first fork that
 //                    fails; OK "forked N" or "forked N, then fork: <strerror>". The children stay
 //                    in the worker's process group (and cgroup) until the worker is torn down.
+//   notify TEXT      sends TEXT as one datagram to $NOTIFY_SOCKET (sd_notify(3)), e.g.
+//                    "STATUS=warming up"; OK "notified", or FAILED with the errno text
+//   stop-watchdog    stops the --watchdog pings (the next WATCHDOG=1 never comes); OK
 // Anything else is FAILED/worker_error "unknown command: ...".
 //
 // Switches: --ignore-sigterm; --ready-file PATH (the pid is written to PATH, atomically, once the
-// socket is taken and just before serving); --exit-after-ms N (_exit(0) N ms after start).
+// socket is taken and just before serving); --exit-after-ms N (_exit(0) N ms after start);
+// --notify-ready-after-ms N (READY=1 to $NOTIFY_SOCKET N ms after start); --watchdog (WATCHDOG=1
+// to $NOTIFY_SOCKET every WATCHDOG_USEC / 2 until `stop-watchdog`; nothing without WATCHDOG_USEC).
 // Exit codes: 1 without a listening socket (LISTEN_FDS), 2 for bad switches.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +48,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -175,6 +183,37 @@ HandlerResult ForkBomb(long max) {
   return HandlerResult::Ok("forked " + std::to_string(forked));
 }
 
+// Cleared by `stop-watchdog`: the --watchdog thread sends no further WATCHDOG=1.
+std::atomic<bool> g_watchdog_pings{true};
+// $NOTIFY_SOCKET, read in Main before any thread starts; empty when unset.
+std::string g_notify_socket;
+
+// Sends `text` as one datagram to g_notify_socket, as sd_notify(3) does (a leading '@' names an
+// abstract socket). The kernel attaches this process's credentials. Returns "" or the error.
+std::string SendNotify(std::string_view text) {
+  if (g_notify_socket.empty()) return "NOTIFY_SOCKET is not set";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (g_notify_socket.size() >= sizeof address.sun_path) return "NOTIFY_SOCKET is too long";
+  std::memcpy(address.sun_path, g_notify_socket.data(), g_notify_socket.size());
+  socklen_t length =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + g_notify_socket.size());
+  if (address.sun_path[0] == '@') {
+    address.sun_path[0] = '\0';
+  } else {
+    length += 1;  // the terminating NUL of a path
+  }
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+  ssize_t sent = ::sendto(fd, text.data(), text.size(), MSG_NOSIGNAL,
+                          reinterpret_cast<const sockaddr*>(&address), length);
+  std::string error = sent < 0
+                          ? std::string("sendto ") + g_notify_socket + ": " + std::strerror(errno)
+                          : std::string();
+  ::close(fd);
+  return error;
+}
+
 HandlerResult Handle(std::string_view payload) {
   RunningScope running;
   size_t space = payload.find(' ');
@@ -209,6 +248,14 @@ HandlerResult Handle(std::string_view payload) {
   if (command == "alloc" && ParseInt(argument, &number) && number >= 0) return Allocate(number);
   if (command == "burn" && ParseInt(argument, &number) && number >= 0) return Burn(number);
   if (command == "forkbomb" && ParseInt(argument, &number) && number >= 0) return ForkBomb(number);
+  if (command == "notify") {
+    std::string error = SendNotify(argument);
+    return error.empty() ? HandlerResult::Ok("notified") : HandlerResult::Error(error);
+  }
+  if (command == "stop-watchdog") {
+    g_watchdog_pings.store(false);
+    return HandlerResult::Ok("watchdog stopped");
+  }
   return HandlerResult::Error("unknown command: " + std::string(payload));
 }
 
@@ -225,7 +272,7 @@ int Usage(const char* message) {
   std::fprintf(stderr,
                "bulkhead-test-worker: %s\n"
                "usage: bulkhead-test-worker [--ignore-sigterm] [--ready-file PATH] "
-               "[--exit-after-ms N]\n",
+               "[--exit-after-ms N] [--notify-ready-after-ms N] [--watchdog]\n",
                message);
   return kExitUsage;
 }
@@ -234,6 +281,8 @@ int Main(int argc, char** argv) {
   bool ignore_sigterm = false;
   std::string ready_file;
   long exit_after_ms = -1;
+  long notify_ready_after_ms = -1;
+  bool watchdog = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--ignore-sigterm") {
@@ -244,6 +293,12 @@ int Main(int argc, char** argv) {
       if (!ParseInt(argv[++i], &exit_after_ms) || exit_after_ms < 0) {
         return Usage("--exit-after-ms needs a number of milliseconds");
       }
+    } else if (arg == "--notify-ready-after-ms" && i + 1 < argc) {
+      if (!ParseInt(argv[++i], &notify_ready_after_ms) || notify_ready_after_ms < 0) {
+        return Usage("--notify-ready-after-ms needs a number of milliseconds");
+      }
+    } else if (arg == "--watchdog") {
+      watchdog = true;
     } else {
       return Usage(("unknown argument: " + std::string(arg)).c_str());
     }
@@ -260,6 +315,29 @@ int Main(int argc, char** argv) {
     std::thread([exit_after_ms] {
       std::this_thread::sleep_for(std::chrono::milliseconds(exit_after_ms));
       ::_exit(kExitOk);
+    }).detach();
+  }
+  if (const char* notify_socket = std::getenv("NOTIFY_SOCKET")) g_notify_socket = notify_socket;
+  if (notify_ready_after_ms >= 0) {
+    std::thread([notify_ready_after_ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(notify_ready_after_ms));
+      std::string error = SendNotify("READY=1");
+      if (!error.empty())
+        std::fprintf(stderr, "bulkhead-test-worker: READY=1: %s\n", error.c_str());
+    }).detach();
+  }
+  long watchdog_usec = 0;
+  const char* watchdog_env = std::getenv("WATCHDOG_USEC");
+  if (watchdog && watchdog_env != nullptr && ParseInt(watchdog_env, &watchdog_usec) &&
+      watchdog_usec > 0) {
+    std::thread([watchdog_usec] {
+      while (g_watchdog_pings.load()) {
+        std::string error = SendNotify("WATCHDOG=1");
+        if (!error.empty()) {
+          std::fprintf(stderr, "bulkhead-test-worker: WATCHDOG=1: %s\n", error.c_str());
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(watchdog_usec / 2));
+      }
     }).detach();
   }
   if (!ready_file.empty() && !WriteReadyFile(ready_file)) {

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+// Restarts at the right pace (issue 4): the backoff doubles up to restart_max_delay and goes back
+// to restart_delay after a long enough run; the start limit puts the cell in `failed`, where it
+// stays without spending a start until `restart`; exec failures count as failed starts and show
+// the errno text; a backoff longer than queue_timeout refuses requests at once with retry-after.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <charconv>
+#include <fstream>
+
+#include "tests/lifecycle/lifecycle_fixture.h"
+
+namespace bulkhead::lifecycle_test {
+namespace {
+
+using e2e::CellSpec;
+using e2e::Describe;
+using e2e::IsReply;
+using e2e::TestOptions;
+using ipc::Reason;
+using ipc::ReplyStatus;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// The delays of "...; restarting in N ms" log lines of `cell`, in order.
+std::vector<int64_t> LoggedDelays(const Harness& h, const std::string& cell) {
+  std::vector<int64_t> delays;
+  for (const LogEvent& event : CellLogEvents(h.Log(), cell, "restarting in ")) {
+    std::string_view text = event.message;
+    text.remove_prefix(text.find("restarting in ") + 14);
+    int64_t ms = -1;
+    std::from_chars(text.data(), text.data() + text.size(), ms);
+    delays.push_back(ms);
+  }
+  return delays;
+}
+
+// A backoff step of `step` ms becomes a delay in (0.8 * step, step] (RestartPolicy jitter).
+void ExpectDelayOfStep(int64_t delay, int64_t step, size_t index) {
+  EXPECT_GE(delay, step - step / 5) << "delay #" << index << " for a step of " << step << " ms";
+  EXPECT_LE(delay, step) << "delay #" << index << " for a step of " << step << " ms";
+}
+
+TEST(Backoff, GrowsToTheCapThenResetsAfterALongRun) {
+  e2e::TempDir flags;
+  const std::string flag = flags.Join("serve");
+  Harness h(TestOptions({CellSpec{.name = "flappy",
+                                  .command = WorkerWhenFlagExists(flag),
+                                  .restart_delay = "100ms",
+                                  .extra_toml = "restart_max_delay = \"800ms\"\n"
+                                                "restart_reset_after = \"1s\"\n"
+                                                "start_limit_interval = \"0s\"\n",
+                                  .wait_running = false}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+
+  // Exits at once, six times: steps of 100, 200, 400, 800 (the cap), 800, 800 ms.
+  ASSERT_TRUE(h.WaitForCell(
+      "flappy", [](const nlohmann::json& c) { return c["starts"] >= 7; }, std::chrono::seconds(20)))
+      << h.Status().dump() << "\n"
+      << h.Log();
+  const std::vector<int64_t> delays = LoggedDelays(h, "flappy");
+  ASSERT_GE(delays.size(), 6u) << h.Log();
+  const int64_t steps[] = {100, 200, 400, 800, 800, 800};
+  for (size_t i = 0; i < 6; ++i) ExpectDelayOfStep(delays[i], steps[i], i);
+  for (size_t i = 0; i + 1 < 4; ++i) EXPECT_LT(delays[i], delays[i + 1]) << "growth " << i;
+
+  // The observed gaps between starts: never shorter than the delay chosen, and not much longer
+  // (exec, exit and reap of /bin/sh take a few ms; bounds generous for loaded machines).
+  const std::vector<LogEvent> started = CellLogEvents(h.Log(), "flappy", "worker started");
+  ASSERT_GE(started.size(), 7u) << h.Log();
+  for (size_t i = 0; i < 6; ++i) {
+    const int64_t gap = started[i + 1].at_ms - started[i].at_ms;
+    EXPECT_GE(gap, delays[i] - 10) << "gap before start #" << i + 2;
+    EXPECT_LE(gap, delays[i] + 750) << "gap before start #" << i + 2;
+  }
+  EXPECT_LT(started[1].at_ms - started[0].at_ms, started[4].at_ms - started[3].at_ms);
+
+  // A worker that stays up longer than restart_reset_after (1 s) sends the delay back to 100 ms.
+  CreateFlag(flag);
+  ASSERT_TRUE(h.WaitForCell(
+      "flappy",
+      [](const nlohmann::json& c) {
+        return c["state"] == "running" && c["pid"].is_number_integer() && c["uptime_ms"] >= 1200;
+      },
+      std::chrono::seconds(10)))
+      << h.Status().dump();
+  const size_t delays_before = LoggedDelays(h, "flappy").size();
+  RemoveFlag(flag);
+  Result<ipc::Client::Reply> died = h.Call("flappy", "exit 3");
+  tally.Count(died);
+  EXPECT_TRUE(IsReply(died, ReplyStatus::kFailed, Reason::kWorkerDied)) << Describe(died);
+  EXPECT_EQ(died.ok() ? died->payload : "", "exit 3");
+
+  // Then the crash loop doubles again from the first step: 100, 200 ms.
+  ASSERT_TRUE(e2e::WaitFor([&] { return LoggedDelays(h, "flappy").size() >= delays_before + 2; },
+                           std::chrono::seconds(10)))
+      << h.Log();
+  const std::vector<int64_t> after = LoggedDelays(h, "flappy");
+  ExpectDelayOfStep(after[delays_before], 100, delays_before);
+  ExpectDelayOfStep(after[delays_before + 1], 200, delays_before + 1);
+  EXPECT_THAT(h.Log(), HasSubstr("worker exited: exit 3; restarting in"));
+
+  ExpectCountersMatch(h, "flappy", tally);
+  EXPECT_EQ(h.Cell("flappy")["failed_by_reason"]["worker_died"], 1);
+}
+
+TEST(StartLimit, GivesUpThenRestartRecovers) {
+  e2e::TempDir flags;
+  const std::string flag = flags.Join("serve");
+  Harness h(TestOptions({CellSpec{.name = "doomed",
+                                  .command = WorkerWhenFlagExists(flag),
+                                  .restart_delay = "50ms",
+                                  .extra_toml = "start_limit_burst = 3\n"
+                                                "start_limit_interval = \"60s\"\n",
+                                  .wait_running = false}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+
+  ASSERT_TRUE(
+      h.WaitForCell("doomed", [](const nlohmann::json& c) { return c["state"] == "failed"; }))
+      << h.Status().dump() << "\n"
+      << h.Log();
+  nlohmann::json c = h.Cell("doomed");
+  EXPECT_EQ(c["reason"], "gave up: 3 starts in 60s, last exit 1") << c.dump();
+  EXPECT_EQ(c["last_exit"], "exit 1") << c.dump();
+  EXPECT_EQ(c["starts"], 3) << c.dump();
+  EXPECT_TRUE(c["pid"].is_null()) << c.dump();
+  EXPECT_EQ(c["next_start_in_ms"], 0) << c.dump();
+  EXPECT_THAT(h.Log(), HasSubstr("gave up: 3 starts in 60s, last exit 1"));
+
+  // No more starts: failed spends nothing.
+  nlohmann::json moved =
+      FirstViolation(h, "doomed", std::chrono::milliseconds(600), [](const nlohmann::json& c) {
+        return c["state"] == "failed" && c["starts"] == 3 && c["pid"].is_null();
+      });
+  EXPECT_TRUE(moved.is_null()) << moved.dump();
+
+  // Requests are refused at once as unavailable (not full), with no retry-after: nothing is due.
+  for (int i = 0; i < 3; ++i) {
+    Result<ipc::Client::Reply> refused = h.Call("doomed", "echo nobody");
+    tally.Count(refused);
+    ASSERT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable))
+        << Describe(refused);
+    std::optional<ipc::RejectDetail> detail = ipc::DecodeRejectDetail(refused->payload);
+    ASSERT_TRUE(detail.has_value());
+    EXPECT_EQ(detail->cell, "doomed");
+    EXPECT_EQ(detail->retry_after_ms, 0u);
+  }
+  c = h.Cell("doomed");
+  EXPECT_EQ(c["rejected_by_reason"]["unavailable"], 3) << c.dump();
+  EXPECT_EQ(c["rejected_by_reason"]["full"], 0) << c.dump();
+
+  // Manual recovery: `restart` starts at once with the counters reset.
+  CreateFlag(flag);
+  nlohmann::json answer = Control(h, "restart", "doomed");
+  EXPECT_EQ(answer["ok"], true) << answer.dump();
+  EXPECT_EQ(answer["result"], "ok") << answer.dump();
+  ASSERT_TRUE(h.WaitForCell("doomed",
+                            [](const nlohmann::json& c) {
+                              return c["state"] == "running" && c["pid"].is_number_integer();
+                            }))
+      << h.Status().dump() << "\n"
+      << h.Log();
+  Result<ipc::Client::Reply> served = h.Call("doomed", "echo back");
+  tally.Count(served);
+  EXPECT_OK_REPLY(served, "back");
+  c = h.Cell("doomed");
+  EXPECT_EQ(c["starts"], 4) << c.dump();
+  EXPECT_TRUE(c["reason"].is_null()) << c.dump();
+
+  // The start limit counts again from zero: a crash now is restarted, not given up on.
+  RemoveFlag(flag);
+  Result<ipc::Client::Reply> died = h.Call("doomed", "exit 1");
+  tally.Count(died);
+  EXPECT_TRUE(IsReply(died, ReplyStatus::kFailed, Reason::kWorkerDied)) << Describe(died);
+  ASSERT_TRUE(h.WaitForCell("doomed", [](const nlohmann::json& c) { return c["starts"] >= 5; }))
+      << h.Status().dump();
+
+  ExpectCountersMatch(h, "doomed", tally);
+}
+
+TEST(ExecFailure, CountsAsAFailedStartWithTheErrnoText) {
+  e2e::TempDir dir;
+  const std::string missing = dir.Join("no-such-worker");
+  const std::string not_executable = dir.Join("not-executable");
+  std::ofstream(not_executable) << "#!/bin/sh\nexit 0\n";
+  ASSERT_EQ(::chmod(not_executable.c_str(), 0644), 0);
+  const std::string limit = "start_limit_burst = 2\nstart_limit_interval = \"60s\"\n";
+  Harness h(TestOptions({CellSpec{.name = "missing",
+                                  .command = {missing},
+                                  .restart_delay = "100ms",
+                                  .extra_toml = limit,
+                                  .wait_running = false},
+                         CellSpec{.name = "noexec",
+                                  .command = {not_executable},
+                                  .restart_delay = "100ms",
+                                  .extra_toml = limit,
+                                  .wait_running = false}}));
+  ASSERT_STARTED(h);
+
+  struct Expected {
+    std::string cell;
+    std::string path;
+    std::string errno_text;
+  };
+  for (const Expected& e : {Expected{"missing", missing, "No such file or directory"},
+                            Expected{"noexec", not_executable, "Permission denied"}}) {
+    SCOPED_TRACE(e.cell);
+    Tally tally;
+    // Two failed starts reach start_limit_burst = 2: failed, the exec error in the reason.
+    ASSERT_TRUE(
+        h.WaitForCell(e.cell, [](const nlohmann::json& c) { return c["state"] == "failed"; }))
+        << h.Status().dump() << "\n"
+        << h.Log();
+    nlohmann::json c = h.Cell(e.cell);
+    EXPECT_EQ(c["starts"], 2) << c.dump();
+    EXPECT_TRUE(c["pid"].is_null()) << c.dump();
+    ASSERT_TRUE(c["last_exit"].is_string()) << c.dump();
+    EXPECT_THAT(c["last_exit"].get<std::string>(), StartsWith("start failed: "));
+    EXPECT_THAT(c["last_exit"].get<std::string>(), HasSubstr(e.path));
+    EXPECT_THAT(c["last_exit"].get<std::string>(), HasSubstr(e.errno_text));
+    ASSERT_TRUE(c["reason"].is_string()) << c.dump();
+    EXPECT_THAT(c["reason"].get<std::string>(),
+                StartsWith("gave up: 2 starts in 60s, last start failed: "));
+    EXPECT_THAT(c["reason"].get<std::string>(), HasSubstr(e.errno_text));
+    // The log names the cell and the errno text.
+    EXPECT_FALSE(CellLogEvents(h.Log(), e.cell, e.errno_text).empty()) << h.Log();
+
+    Result<ipc::Client::Reply> refused = h.Call(e.cell, "echo x");
+    tally.Count(refused);
+    EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable))
+        << Describe(refused);
+    ExpectCountersMatch(h, e.cell, tally);
+  }
+}
+
+TEST(Backoff, LongerThanQueueTimeoutRefusesAtOnceWithRetryAfter) {
+  e2e::TempDir flags;
+  const std::string flag = flags.Join("serve");
+  Harness h(TestOptions({CellSpec{.name = "slow",
+                                  .command = WorkerWhenFlagExists(flag),
+                                  .max_queue = 4,
+                                  .queue_timeout = "1s",
+                                  .restart_delay = "5s",
+                                  .extra_toml = "start_limit_interval = \"0s\"\n",
+                                  .wait_running = false}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+
+  ASSERT_TRUE(h.WaitForCell("slow",
+                            [](const nlohmann::json& c) {
+                              return c["state"] == "backoff" && c["next_start_in_ms"] > 2000;
+                            }))
+      << h.Status().dump() << "\n"
+      << h.Log();
+  for (int i = 0; i < 3; ++i) {
+    const auto sent = std::chrono::steady_clock::now();
+    Result<ipc::Client::Reply> refused = h.Call("slow", "echo later");
+    const int64_t took_ms = MsSince(sent);
+    tally.Count(refused);
+    ASSERT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable))
+        << Describe(refused);
+    // At once: not after waiting out queue_timeout in the queue.
+    EXPECT_LT(took_ms, 900);
+    std::optional<ipc::RejectDetail> detail = ipc::DecodeRejectDetail(refused->payload);
+    ASSERT_TRUE(detail.has_value());
+    EXPECT_EQ(detail->cell, "slow");
+    EXPECT_GT(detail->retry_after_ms, 1000u);  // more than queue_timeout is left
+    EXPECT_LE(detail->retry_after_ms, 5000u);
+    EXPECT_EQ(detail->queued, 0u);
+  }
+  nlohmann::json c = h.Cell("slow");
+  EXPECT_EQ(c["rejected_by_reason"]["unavailable"], 3) << c.dump();
+  EXPECT_EQ(c["rejected_by_reason"]["full"], 0) << c.dump();
+  EXPECT_EQ(c["rejected_by_reason"]["queue_timeout"], 0) << c.dump();
+  ExpectCountersMatch(h, "slow", tally);
+}
+
+}  // namespace
+}  // namespace bulkhead::lifecycle_test

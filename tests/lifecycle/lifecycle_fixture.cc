@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+#include "tests/lifecycle/lifecycle_fixture.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "ctl/control_client.h"
+
+namespace bulkhead::lifecycle_test {
+
+void Tally::Count(const Result<ipc::Client::Reply>& reply) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counts_.sent;
+  if (!reply.ok()) {
+    ++counts_.lost;
+    return;
+  }
+  switch (reply->header.status) {
+    case ipc::ReplyStatus::kOk:
+      ++counts_.ok;
+      break;
+    case ipc::ReplyStatus::kRejected:
+      ++counts_.rejected;
+      break;
+    case ipc::ReplyStatus::kFailed:
+      ++counts_.failed;
+      break;
+    default:
+      ++counts_.lost;
+      break;
+  }
+}
+
+void Tally::CountAbandoned() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counts_.sent;
+  ++counts_.abandoned;
+}
+
+Tally::Counts Tally::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_;
+}
+
+void ExpectCountersMatch(Harness& h, const std::string& cell, const Tally& tally) {
+  const Tally::Counts seen = tally.counts();
+  EXPECT_EQ(seen.lost, 0u) << "requests of cell " << cell << " without a reply";
+  const nlohmann::json c = h.Cell(cell);
+  ASSERT_FALSE(c.is_null()) << h.Status().dump();
+  EXPECT_EQ(c["ok"].get<uint64_t>(), seen.ok) << c.dump();
+  EXPECT_EQ(c["rejected"].get<uint64_t>(), seen.rejected) << c.dump();
+  EXPECT_EQ(c["failed"].get<uint64_t>(), seen.failed) << c.dump();
+  EXPECT_EQ(c["cancelled"].get<uint64_t>() + c["dropped"].get<uint64_t>(), seen.abandoned)
+      << c.dump();
+  EXPECT_EQ(c["ok"].get<uint64_t>() + c["rejected"].get<uint64_t>() + c["failed"].get<uint64_t>() +
+                c["cancelled"].get<uint64_t>() + c["dropped"].get<uint64_t>(),
+            seen.sent)
+      << c.dump();
+  EXPECT_EQ(c["running"], 0) << c.dump();
+  EXPECT_EQ(c["queued"], 0) << c.dump();
+}
+
+Result<ipc::Client> SendOn(Harness& h, const std::string& cell, uint64_t id,
+                           std::string_view payload) {
+  Result<ipc::Client> client = h.Connect(cell);
+  if (!client.ok()) return client;
+  if (Status sent = client->Send(id, payload); !sent.ok()) return sent;
+  if (Status set = client->SetTimeout(std::chrono::seconds(10)); !set.ok()) return set;
+  return client;
+}
+
+nlohmann::json Control(Harness& h, const std::string& command, const std::string& cell) {
+  ctl::ControlReply reply =
+      ctl::QueryControl(h.control_socket(), ctl::CellCommandRequest(command, cell),
+                        std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  if (!reply.response) return {{"ok", false}, {"error", reply.error}};
+  return *reply.response;
+}
+
+std::vector<LogEvent> CellLogEvents(const std::string& log, std::string_view cell,
+                                    std::string_view needle) {
+  // 2024-05-01T12:00:00.123Z level=info cell=NAME pid=42 msg="..." (base/log.cc).
+  const std::string cell_field = " cell=" + std::string(cell) + " ";
+  std::vector<LogEvent> events;
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    std::string_view line(log.data() + start, end - start);
+    start = end + 1;
+    size_t msg = line.find(" msg=\"");
+    if (msg == std::string_view::npos || line.find(cell_field) == std::string_view::npos ||
+        line.find(cell_field) > msg) {
+      continue;
+    }
+    std::string_view message = line.substr(msg + 6);
+    if (!message.empty() && message.back() == '"') message.remove_suffix(1);
+    if (message.find(needle) == std::string_view::npos) continue;
+    tm utc{};
+    int millis = 0;
+    if (std::sscanf(std::string(line.substr(0, 24)).c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &utc.tm_year,
+                    &utc.tm_mon, &utc.tm_mday, &utc.tm_hour, &utc.tm_min, &utc.tm_sec,
+                    &millis) != 7) {
+      continue;
+    }
+    utc.tm_year -= 1900;
+    utc.tm_mon -= 1;
+    events.push_back(
+        LogEvent{static_cast<int64_t>(::timegm(&utc)) * 1000 + millis, std::string(message)});
+  }
+  return events;
+}
+
+nlohmann::json FirstViolation(Harness& h, const std::string& cell, std::chrono::milliseconds window,
+                              const std::function<bool(const nlohmann::json&)>& invariant) {
+  nlohmann::json violation;
+  e2e::WaitFor(
+      [&] {
+        nlohmann::json c = h.Cell(cell);
+        if (c.is_null() || !invariant(c)) {
+          violation = c.is_null() ? h.Status() : c;
+          return true;
+        }
+        return false;
+      },
+      window);
+  return violation;
+}
+
+std::vector<std::string> WorkerWhenFlagExists(const std::string& flag,
+                                              const std::vector<std::string>& worker_args) {
+  std::vector<std::string> command = {"/bin/sh", "-c",
+                                      "if [ -e \"$0\" ]; then exec \"$@\"; fi; exit 1", flag,
+                                      e2e::TestWorkerPath()};
+  command.insert(command.end(), worker_args.begin(), worker_args.end());
+  return command;
+}
+
+void CreateFlag(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
+  ::close(fd);
+}
+
+void RemoveFlag(const std::string& path) {
+  ASSERT_EQ(::unlink(path.c_str()), 0) << path << ": " << std::strerror(errno);
+}
+
+int64_t MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+}  // namespace bulkhead::lifecycle_test

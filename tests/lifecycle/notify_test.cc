@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// sd_notify(3) on NOTIFY_SOCKET (issue 4): with ready = "notify" requests wait in the queue until
+// the worker sends READY=1, STATUS= text shows in the status, a datagram from outside the cell is
+// ignored; with a watchdog, a worker that keeps sending WATCHDOG=1 is left alone and one that
+// stops is restarted as stalled.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "tests/lifecycle/lifecycle_fixture.h"
+
+namespace bulkhead::lifecycle_test {
+namespace {
+
+using e2e::CellSpec;
+using e2e::Describe;
+using e2e::IsReply;
+using e2e::TestOptions;
+using ipc::Reason;
+using ipc::ReplyStatus;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Sends `text` to the datagram socket at `path` from the test process (not part of any cell).
+void SendDatagram(const std::string& path, std::string_view text) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof address.sun_path);
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  ssize_t sent = ::sendto(fd, text.data(), text.size(), 0,
+                          reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  int error = errno;
+  ::close(fd);
+  ASSERT_EQ(sent, static_cast<ssize_t>(text.size())) << path << ": " << std::strerror(error);
+}
+
+TEST(Notify, RequestsWaitForReadyThenStatusTextShows) {
+  Harness h(
+      TestOptions({CellSpec{.name = "late",
+                            .command = {e2e::TestWorkerPath(), "--notify-ready-after-ms", "2000"},
+                            .max_concurrent = 1,
+                            .max_queue = 4,
+                            .queue_timeout = "20s",
+                            .extra_toml = "ready = \"notify\"\n",
+                            .wait_running = false}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+
+  // Spawned, not ready: "starting", and a request waits in the queue.
+  ASSERT_TRUE(h.WaitForCell("late", [](const nlohmann::json& c) {
+    return c["state"] == "starting" && c["pid"].is_number_integer();
+  })) << h.Status().dump();
+  const int pid = h.Cell("late")["pid"].get<int>();
+  Result<ipc::Client> early = SendOn(h, "late", 1, "echo early");
+  ASSERT_TRUE(early.ok()) << early.status().message();
+  ASSERT_TRUE(h.WaitForCell("late", [](const nlohmann::json& c) {
+    return c["queued"] == 1 || c["state"] != "starting";
+  })) << h.Status().dump();
+  nlohmann::json c = h.Cell("late");
+  ASSERT_EQ(c["state"], "starting") << "READY=1 came before the test could look: " << c.dump();
+  EXPECT_EQ(c["queued"], 1) << c.dump();
+  EXPECT_EQ(c["running"], 0) << c.dump();
+
+  // READY=1 (2 s after the start): the queued request is served by the same worker.
+  Result<ipc::Client::Reply> served = early->Receive();
+  tally.Count(served);
+  EXPECT_OK_REPLY(served, "early");
+  c = h.Cell("late");
+  EXPECT_EQ(c["state"], "running") << c.dump();
+  EXPECT_EQ(c["pid"], pid) << c.dump();
+  const std::vector<LogEvent> started = CellLogEvents(h.Log(), "late", "worker started");
+  const std::vector<LogEvent> ready = CellLogEvents(h.Log(), "late", "worker ready (READY=1)");
+  ASSERT_EQ(started.size(), 1u) << h.Log();
+  ASSERT_EQ(ready.size(), 1u) << h.Log();
+  EXPECT_GE(ready[0].at_ms - started[0].at_ms, 1900) << h.Log();
+
+  // STATUS= shows in the status, and the latest one wins.
+  for (const std::string text : {"warming up", "serving"}) {
+    Result<ipc::Client::Reply> notified = h.Call("late", "notify STATUS=" + text);
+    tally.Count(notified);
+    EXPECT_OK_REPLY(notified, "notified");
+    EXPECT_TRUE(h.WaitForCell("late", [&](const nlohmann::json& c) {
+      return c["status_text"] == text;
+    })) << h.Cell("late").dump();
+  }
+
+  // Only the cell's own processes speak for it.
+  SendDatagram(h.runtime_dir() + "/late.notify", "STATUS=spoofed");
+  ASSERT_TRUE(e2e::WaitFor([&] {
+    return !CellLogEvents(h.Log(), "late", "outside the cell").empty();
+  })) << h.Log();
+  EXPECT_EQ(h.Cell("late")["status_text"], "serving");
+
+  ExpectCountersMatch(h, "late", tally);
+}
+
+TEST(Watchdog, PingingWorkerStaysAndSilentOneIsRestartedAsStalled) {
+  Harness h(TestOptions({CellSpec{.name = "dog",
+                                  .command = {e2e::TestWorkerPath(), "--watchdog"},
+                                  .max_concurrent = 1,
+                                  .restart_delay = "100ms",
+                                  .extra_toml = "watchdog = \"300ms\"\n"}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+  const int pid = h.Cell("dog")["pid"].get<int>();
+
+  Result<ipc::Client::Reply> env = h.Call("dog", "env WATCHDOG_USEC");
+  tally.Count(env);
+  EXPECT_OK_REPLY(env, "300000");
+
+  // WATCHDOG=1 every 150 ms: four watchdog periods pass without a restart.
+  nlohmann::json moved =
+      FirstViolation(h, "dog", std::chrono::milliseconds(1200), [&](const nlohmann::json& c) {
+        return c["state"] == "running" && c["pid"] == pid && c["starts"] == 1;
+      });
+  EXPECT_TRUE(moved.is_null()) << moved.dump() << "\n" << h.Log();
+
+  // Silence: the worker is killed within about one period and started again.
+  Result<ipc::Client::Reply> stopped = h.Call("dog", "stop-watchdog");
+  tally.Count(stopped);
+  EXPECT_OK_REPLY(stopped, "watchdog stopped");
+  const auto silent_since = std::chrono::steady_clock::now();
+  ASSERT_TRUE(h.WaitForCell("dog",
+                            [&](const nlohmann::json& c) {
+                              return c["state"] == "running" && c["pid"].is_number_integer() &&
+                                     c["pid"] != pid;
+                            }))
+      << h.Status().dump() << "\n"
+      << h.Log();
+  EXPECT_LT(MsSince(silent_since), 3000);
+  nlohmann::json c = h.Cell("dog");
+  ASSERT_TRUE(c["last_exit"].is_string()) << c.dump();
+  EXPECT_THAT(c["last_exit"].get<std::string>(),
+              StartsWith("watchdog timeout: no WATCHDOG=1 within 300 ms"));
+  EXPECT_THAT(c["last_exit"].get<std::string>(), HasSubstr("(signal 9)"));
+  EXPECT_EQ(c["restarts"], 1) << c.dump();
+  EXPECT_FALSE(bulkhead::testing::ProcessExists(pid));
+
+  // The new worker pings again and is left alone.
+  const int new_pid = c["pid"].get<int>();
+  moved = FirstViolation(h, "dog", std::chrono::milliseconds(900), [&](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"] == new_pid;
+  });
+  EXPECT_TRUE(moved.is_null()) << moved.dump() << "\n" << h.Log();
+  Result<ipc::Client::Reply> served = h.Call("dog", "echo good dog");
+  tally.Count(served);
+  EXPECT_OK_REPLY(served, "good dog");
+  ExpectCountersMatch(h, "dog", tally);
+}
+
+TEST(Notify, QueuedRequestsOutliveWorkersThatDieBeforeReady) {
+  e2e::TempDir flags;
+  const std::string flag = flags.Join("serve");
+  Harness h(TestOptions(
+      {CellSpec{.name = "shaky",
+                .command = WorkerWhenFlagExists(flag, {"--notify-ready-after-ms", "300"}),
+                .max_concurrent = 1,
+                .max_queue = 4,
+                .queue_timeout = "20s",
+                .restart_delay = "100ms",
+                .extra_toml = "ready = \"notify\"\nstart_limit_interval = \"0s\"\n",
+                .wait_running = false}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+
+  // Workers exit 1 before READY=1, again and again; the request waits through all of them.
+  Result<ipc::Client> waiting = SendOn(h, "shaky", 1, "pid");
+  ASSERT_TRUE(waiting.ok()) << waiting.status().message();
+  ASSERT_TRUE(h.WaitForCell("shaky", [](const nlohmann::json& c) {
+    return c["starts"] >= 3 && c["queued"] == 1;
+  })) << h.Status().dump();
+  nlohmann::json c = h.Cell("shaky");
+  EXPECT_EQ(c["last_exit"], "exit 1") << c.dump();
+  EXPECT_EQ(c["failed"], 0) << c.dump();
+
+  CreateFlag(flag);
+  Result<ipc::Client::Reply> served = waiting->Receive();
+  tally.Count(served);
+  ASSERT_TRUE(served.ok()) << served.status().message();
+  c = h.Cell("shaky");
+  EXPECT_EQ(c["state"], "running") << c.dump();
+  EXPECT_OK_REPLY(served, std::to_string(c["pid"].get<int>()));
+  EXPECT_EQ(CellLogEvents(h.Log(), "shaky", "worker ready (READY=1)").size(), 1u) << h.Log();
+  ExpectCountersMatch(h, "shaky", tally);
+}
+
+TEST(Notify, StopBeforeReadyRefusesWhatWaits) {
+  Harness h(
+      TestOptions({CellSpec{.name = "never",
+                            .command = {e2e::TestWorkerPath(), "--notify-ready-after-ms", "600000"},
+                            .max_concurrent = 1,
+                            .max_queue = 4,
+                            .queue_timeout = "20s",
+                            .extra_toml = "ready = \"notify\"\n",
+                            .wait_running = false}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+  ASSERT_TRUE(h.WaitForCell("never", [](const nlohmann::json& c) {
+    return c["state"] == "starting" && c["pid"].is_number_integer();
+  })) << h.Status().dump();
+  const int pid = h.Cell("never")["pid"].get<int>();
+  Result<ipc::Client> waiting = SendOn(h, "never", 1, "echo never");
+  ASSERT_TRUE(waiting.ok()) << waiting.status().message();
+  ASSERT_TRUE(h.WaitForCell("never", [](const nlohmann::json& c) { return c["queued"] == 1; }));
+
+  nlohmann::json answer = Control(h, "stop", "never");
+  EXPECT_EQ(answer["result"], "ok") << answer.dump();
+  Result<ipc::Client::Reply> refused = waiting->Receive();
+  tally.Count(refused);
+  EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable)) << Describe(refused);
+  ASSERT_TRUE(h.WaitForCell("never", [](const nlohmann::json& c) {
+    return c["state"] == "stopped";
+  })) << h.Status().dump();
+  EXPECT_EQ(h.Cell("never")["last_exit"], "signal 15");
+  EXPECT_FALSE(bulkhead::testing::ProcessExists(pid));
+  ExpectCountersMatch(h, "never", tally);
+}
+
+}  // namespace
+}  // namespace bulkhead::lifecycle_test

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// request_timeout (issue 4): a request that runs too long is answered FAILED/timeout at once, but
+// its slot stays taken (running = 1, the next request finds the cell full) until the worker
+// really answers; that late answer is dropped, so the client gets exactly one reply.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/lifecycle/lifecycle_fixture.h"
+
+namespace bulkhead::lifecycle_test {
+namespace {
+
+using e2e::CellSpec;
+using e2e::Describe;
+using e2e::IsReply;
+using e2e::TestOptions;
+using ipc::Reason;
+using ipc::ReplyStatus;
+
+TEST(RequestTimeout, FailsTheClientFastButKeepsTheSlotUntilTheWorkerAnswers) {
+  Harness h(TestOptions({CellSpec{.name = "slowpoke",
+                                  .max_concurrent = 1,
+                                  .max_queue = 0,
+                                  .extra_toml = "request_timeout = \"200ms\"\n"}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+  const int pid = h.Cell("slowpoke")["pid"].get<int>();
+
+  const auto sent = std::chrono::steady_clock::now();
+  Result<ipc::Client> slow = SendOn(h, "slowpoke", 7, "sleep 2000");
+  ASSERT_TRUE(slow.ok()) << slow.status().message();
+  Result<ipc::Client::Reply> timed_out = slow->Receive();
+  const int64_t answered_after_ms = MsSince(sent);
+  tally.Count(timed_out);
+  ASSERT_TRUE(IsReply(timed_out, ReplyStatus::kFailed, Reason::kTimeout)) << Describe(timed_out);
+  EXPECT_EQ(timed_out->header.request_id, 7u);
+  EXPECT_EQ(timed_out->payload, "request_timeout of 200 ms passed");
+  EXPECT_GE(answered_after_ms, 190);
+  EXPECT_LT(answered_after_ms, 1500) << "the timeout must not wait for the worker";
+
+  // The worker is still busy with it: the slot stays taken, so the cell is full.
+  nlohmann::json c = h.Cell("slowpoke");
+  if (MsSince(sent) < 1800) {
+    EXPECT_EQ(c["running"], 1) << c.dump();
+    Result<ipc::Client::Reply> full = h.Call("slowpoke", "echo squeezed");
+    tally.Count(full);
+    EXPECT_TRUE(IsReply(full, ReplyStatus::kRejected, Reason::kFull)) << Describe(full);
+  }
+  EXPECT_EQ(c["failed_by_reason"]["timeout"], 1) << c.dump();
+
+  // The slot is freed when the worker answers (about 2 s after the send), not before.
+  ASSERT_TRUE(h.WaitForCell("slowpoke", [](const nlohmann::json& c) { return c["running"] == 0; }));
+  EXPECT_GE(MsSince(sent), 1900);
+
+  // Exactly one reply: the worker's late answer was dropped.
+  ASSERT_TRUE(slow->SetTimeout(std::chrono::milliseconds(300)).ok());
+  Result<ipc::Client::Reply> second = slow->Receive();
+  EXPECT_FALSE(second.ok()) << "a second reply: " << Describe(second);
+
+  Result<ipc::Client::Reply> served = h.Call("slowpoke", "echo free again");
+  tally.Count(served);
+  EXPECT_OK_REPLY(served, "free again");
+  c = h.Cell("slowpoke");
+  EXPECT_EQ(c["pid"], pid) << "a timeout does not replace the worker: " << c.dump();
+  EXPECT_EQ(c["failed_by_reason"]["timeout"], 1) << c.dump();
+  EXPECT_EQ(c["dropped"], 0) << c.dump();
+  ExpectCountersMatch(h, "slowpoke", tally);
+}
+
+}  // namespace
+}  // namespace bulkhead::lifecycle_test

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// stall_timeout (issue 4): a worker with requests in flight that sends no reply for that long is
+// killed and replaced and its requests get FAILED/stalled: a `hang`, or a worker stopped with
+// SIGSTOP mid-stream. A busy worker that keeps answering is never stalled, even while one of its
+// requests runs longer than stall_timeout.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/lifecycle/lifecycle_fixture.h"
+
+namespace bulkhead::lifecycle_test {
+namespace {
+
+using e2e::CellSpec;
+using e2e::Describe;
+using e2e::IsReply;
+using e2e::kQuickStop;
+using e2e::TestOptions;
+using ipc::Reason;
+using ipc::ReplyStatus;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::string kStall = std::string("stall_timeout = \"500ms\"\n") + kQuickStop;
+
+TEST(Stall, HangingWorkerIsKilledAndReplaced) {
+  Harness h(TestOptions({CellSpec{.name = "stuck",
+                                  .max_concurrent = 1,
+                                  .max_queue = 1,
+                                  .queue_timeout = "10s",
+                                  .extra_toml = kStall}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+  const int old_pid = h.Cell("stuck")["pid"].get<int>();
+
+  const auto sent = std::chrono::steady_clock::now();
+  Result<ipc::Client> hanging = SendOn(h, "stuck", 1, "hang");
+  ASSERT_TRUE(hanging.ok()) << hanging.status().message();
+  ASSERT_TRUE(h.WaitForCell("stuck", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  // Queued behind it: served by the next worker.
+  Result<ipc::Client> queued = SendOn(h, "stuck", 2, "pid");
+  ASSERT_TRUE(queued.ok()) << queued.status().message();
+  Result<ipc::Client::Reply> stalled = hanging->Receive();
+  const int64_t took_ms = MsSince(sent);
+  tally.Count(stalled);
+  ASSERT_TRUE(IsReply(stalled, ReplyStatus::kFailed, Reason::kStalled)) << Describe(stalled);
+  EXPECT_THAT(stalled->payload, StartsWith("stalled: no reply for "));
+  EXPECT_GE(took_ms, 450);
+  EXPECT_LT(took_ms, 3000);
+
+  ASSERT_TRUE(h.WaitForCell("stuck", [&](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
+  })) << h.Status().dump();
+  EXPECT_FALSE(bulkhead::testing::ProcessExists(old_pid));
+  Result<ipc::Client::Reply> next = queued->Receive();
+  tally.Count(next);
+  EXPECT_OK_REPLY(next, std::to_string(h.Cell("stuck")["pid"].get<int>()));
+  Result<ipc::Client::Reply> served = h.Call("stuck", "echo fresh");
+  tally.Count(served);
+  EXPECT_OK_REPLY(served, "fresh");
+
+  nlohmann::json c = h.Cell("stuck");
+  ASSERT_TRUE(c["last_exit"].is_string()) << c.dump();
+  EXPECT_THAT(c["last_exit"].get<std::string>(), StartsWith("stalled: no reply for "));
+  EXPECT_THAT(c["last_exit"].get<std::string>(), HasSubstr("(signal 9)"));
+  EXPECT_EQ(c["failed_by_reason"]["stalled"], 1) << c.dump();
+  EXPECT_EQ(c["restarts"], 1) << c.dump();
+  EXPECT_THAT(h.Log(), HasSubstr("killing worker"));
+  ExpectCountersMatch(h, "stuck", tally);
+}
+
+TEST(Stall, BusyWorkerThatKeepsAnsweringIsNeverKilled) {
+  Harness h(TestOptions({CellSpec{.name = "busy", .max_concurrent = 2, .extra_toml = kStall}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+  const int pid = h.Cell("busy")["pid"].get<int>();
+
+  // One request runs three times stall_timeout while a stream of short ones keeps the worker
+  // answering on the other slot: the worker shows progress, so nothing is stalled.
+  std::atomic<bool> long_done{false};
+  std::thread long_request([&] {
+    Result<ipc::Client::Reply> reply = h.Call("busy", "sleep 1500");
+    tally.Count(reply);
+    EXPECT_OK_REPLY(reply, "slept 1500");
+    long_done = true;
+  });
+  const auto began = std::chrono::steady_clock::now();
+  int streamed = 0;
+  while (!long_done || MsSince(began) < 1600) {
+    Result<ipc::Client::Reply> reply = h.Call("busy", "sleep 100");
+    tally.Count(reply);
+    EXPECT_OK_REPLY(reply, "slept 100");
+    if (!reply.ok() || reply->header.status != ReplyStatus::kOk) break;
+    ++streamed;
+  }
+  long_request.join();
+  EXPECT_GE(streamed, 10);
+
+  nlohmann::json c = h.Cell("busy");
+  EXPECT_EQ(c["pid"], pid) << c.dump();
+  EXPECT_EQ(c["starts"], 1) << c.dump();
+  EXPECT_EQ(c["failed"], 0) << c.dump();
+  EXPECT_TRUE(c["last_exit"].is_null()) << c.dump();
+  ExpectCountersMatch(h, "busy", tally);
+}
+
+TEST(Stall, SigstoppedWorkerIsFound) {
+  Harness h(TestOptions({CellSpec{.name = "frozen", .max_concurrent = 1, .extra_toml = kStall}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+  const int old_pid = h.Cell("frozen")["pid"].get<int>();
+  // A stream of short requests, each answered well within stall_timeout, until one is not.
+  Result<ipc::Client::Reply> last = bulkhead::Status::Error("nothing sent");
+  std::atomic<bool> quit{false};
+  std::thread stream([&] {
+    while (!quit) {
+      Result<ipc::Client::Reply> reply = h.Call("frozen", "sleep 50");
+      tally.Count(reply);
+      if (!reply.ok() || reply->header.status != ReplyStatus::kOk) {
+        last = std::move(reply);
+        return;
+      }
+    }
+  });
+  // On every path out of the test: the worker is let go on (should the test fail before the
+  // supervisor killed it) and the stream ends.
+  struct Cleanup {
+    pid_t pid;
+    std::atomic<bool>* quit;
+    std::thread* thread;
+    ~Cleanup() {
+      if (bulkhead::testing::ProcessExists(pid)) ::kill(pid, SIGCONT);
+      *quit = true;
+      if (thread->joinable()) thread->join();
+    }
+  } cleanup{old_pid, &quit, &stream};
+  ASSERT_TRUE(h.WaitForCell("frozen", [](const nlohmann::json& c) { return c["ok"] >= 4; }))
+      << h.Status().dump();
+  ASSERT_EQ(::kill(old_pid, SIGSTOP), 0);
+  const auto frozen_at = std::chrono::steady_clock::now();
+  stream.join();
+  EXPECT_TRUE(IsReply(last, ReplyStatus::kFailed, Reason::kStalled)) << Describe(last);
+  EXPECT_GE(MsSince(frozen_at), 400);
+
+  ASSERT_TRUE(h.WaitForCell("frozen", [&](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
+  })) << h.Status().dump();
+  EXPECT_FALSE(bulkhead::testing::ProcessExists(old_pid));
+  Result<ipc::Client::Reply> served = h.Call("frozen", "echo thawed");
+  tally.Count(served);
+  EXPECT_OK_REPLY(served, "thawed");
+  nlohmann::json c = h.Cell("frozen");
+  EXPECT_EQ(c["failed_by_reason"]["stalled"], 1) << c.dump();
+  ExpectCountersMatch(h, "frozen", tally);
+}
+
+}  // namespace
+}  // namespace bulkhead::lifecycle_test
