@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -77,6 +78,8 @@ struct ChildPlan {
   int report_fd = -1;
   int report_read_fd = -1;
   unsigned int close_fallback_limit = 0;  // highest descriptor + 1 for the pre-5.9 close loop
+  int parent_death_signal = 0;
+  pid_t parent_pid = 0;
 };
 
 constexpr std::string_view kListenPidPrefix = "LISTEN_PID=";
@@ -167,6 +170,12 @@ bool CloseRange(unsigned int first, unsigned int last, unsigned int fallback_lim
   }
 
   if (::setsid() < 0) ReportAndExit(plan, ChildStep::kSetsid, errno);
+
+  if (plan.parent_death_signal != 0) {
+    ::prctl(PR_SET_PDEATHSIG, plan.parent_death_signal);
+    // The parent may have died between the fork and the request: then nobody would signal us.
+    if (::getppid() != plan.parent_pid) ::_exit(128 + plan.parent_death_signal);
+  }
 
   // The listening socket goes to 3 before stdio is touched, since it may sit on 0-2.
   if (plan.listen_fd == kListenFdNumber) {
@@ -342,6 +351,8 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
     plan.working_directory = options.working_directory.c_str();
   plan.listen_fd = options.listen_fd;
   plan.close_fallback_limit = CloseFallbackLimit();
+  plan.parent_death_signal = options.parent_death_signal;
+  plan.parent_pid = ::getpid();
 
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::FromErrno("spawn: pipe2");

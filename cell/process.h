@@ -40,6 +40,11 @@ struct SpawnOptions {
   // child is created in that cgroup by clone3(2) with CLONE_INTO_CGROUP (Linux >= 5.7), so it
   // never runs outside it. If < 0: plain fork(2), the child stays in the caller's cgroup.
   int cgroup_fd = -1;
+  // If not 0: the child asks the kernel for this signal when the thread that spawned it exits
+  // (prctl(2) PR_SET_PDEATHSIG), so a supervisor killed with SIGKILL leaves no worker running
+  // unnoticed. A child whose parent died before the request exits at once with that signal's
+  // conventional status. Reaches the worker only, not what it forks later.
+  int parent_death_signal = 0;
 };
 
 // Starts a worker process and returns its pid once it has exec'd (the parent blocks only that

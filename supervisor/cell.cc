@@ -88,6 +88,10 @@ Status Cell::Bind() {
     Status written = made->WriteLimits(compartment_.limits);
     if (!written.ok()) return written;
     cgroup_.emplace(std::move(made).value());
+    // A cgroup that still has processes belongs to an earlier run that died without stopping
+    // them: they are killed before this run's first worker starts (see Start).
+    Result<bool> empty = cgroup_->IsEmpty();
+    stale_generation_ = !empty.ok() || !*empty;
   }
   // The front socket first: it tells whether another live instance serves this cell.
   Result<UniqueFd> front =
@@ -122,7 +126,17 @@ void Cell::OnConnection(uv_stream_t* server, int status) {
 
 // --- Lifecycle plumbing. ---
 
-std::string Cell::Start() { return Lifecycle::ReplyText(Handle(Event::StartRequested()).reply); }
+std::string Cell::Start() {
+  if (stale_generation_) {
+    stale_generation_ = false;
+    Log(LogLevel::kWarning, name(), 0,
+        "cgroup " + cgroup_->path() +
+            " still holds processes of an earlier run: killing them first");
+    Teardown([this] { Handle(Event::StartRequested()); });
+    return Lifecycle::ReplyText(Lifecycle::Reply::kAccepted);
+  }
+  return Lifecycle::ReplyText(Handle(Event::StartRequested()).reply);
+}
 
 std::string Cell::Restart() {
   return Lifecycle::ReplyText(Handle(Event::RestartRequested(bulkhead_.running())).reply);
@@ -239,6 +253,9 @@ void Cell::DoSpawn() {
   options.working_directory = config_.working_directory;
   options.listen_fd = worker_listen_fd_.get();
   options.listen_fd_name = config_.name;
+  // A supervisor that dies without stopping its cells (SIGKILL, a failed check) takes the workers
+  // with it: none keeps running unnoticed, holding an old generation's socket.
+  options.parent_death_signal = SIGKILL;
   if (cgroup_) {
     // The worker is born inside its cgroup (clone3 CLONE_INTO_CGROUP): so is all it forks.
     options.cgroup_fd = cgroup_->dir_fd();

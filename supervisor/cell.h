@@ -233,6 +233,8 @@ class Cell {
   uint64_t teardown_started_ms_ = 0;
   bool teardown_warned_ = false;
   std::string status_text_;
+  // The cell's cgroup held processes when this run found it: Start() empties it first.
+  bool stale_generation_ = false;
 
   std::vector<WorkerLink*> idle_links_;
   std::vector<WorkerLink*> busy_links_;

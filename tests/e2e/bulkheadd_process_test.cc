@@ -142,6 +142,22 @@ TEST(BulkheaddProcess, StaleSocketsOfAKilledSupervisorAreReclaimed) {
   EXPECT_THAT(h.Log(), HasSubstr("reclaimed stale socket " + h.CellSocket("a")));
 }
 
+// Without cgroups, a worker whose supervisor was SIGKILLed must not keep running unnoticed: the
+// launcher asks for PR_SET_PDEATHSIG, so the kernel kills it with its supervisor.
+TEST(BulkheaddProcess, WorkerDiesWithAKilledSupervisor) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  h.Kill();
+  // The test process is the subreaper: the orphaned worker is its child now, and reaping it here
+  // tells how it ended. The test does not signal it.
+  int wait_status = 0;
+  bool reaped = WaitFor([&] { return ::waitpid(worker, &wait_status, WNOHANG) == worker; });
+  ASSERT_TRUE(reaped) << "worker " << worker << " outlived its SIGKILLed supervisor";
+  EXPECT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL)
+      << "wait status " << wait_status;
+}
+
 // Runs bulkheadd on `toml`; it must refuse it.
 ProcessResult RunOnConfig(const TempDir& dir, const std::string& toml) {
   const std::string path = dir.Join("bad.toml");
