@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <iterator>
 #include <vector>
 
 namespace bulkhead::ctl {
@@ -83,6 +86,71 @@ std::string Render(const std::vector<Row>& rows) {
   return out;
 }
 
+// 1536 -> "1.5K", 67108864 -> "64M": IEC units, one decimal below 10.
+std::string Bytes(uint64_t bytes) {
+  static const char* kUnits[] = {"B", "K", "M", "G", "T", "P"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char out[32];
+  if (unit == 0 || value >= 10) {
+    std::snprintf(out, sizeof out, "%.0f%s", value, kUnits[unit]);
+  } else {
+    std::snprintf(out, sizeof out, "%.1f%s", value, kUnits[unit]);
+  }
+  return out;
+}
+
+std::string Seconds(uint64_t usec) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.1fs", static_cast<double>(usec) / 1e6);
+  return out;
+}
+
+uint64_t Number(const nlohmann::json& object, const char* key) {
+  const nlohmann::json& value = Field(object, key);
+  if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0)) {
+    throw FieldError{key, "not an unsigned integer"};
+  }
+  return value.get<uint64_t>();
+}
+
+// "max" when null (no limit).
+std::string LimitOr(const nlohmann::json& object, const char* key,
+                    const std::function<std::string(uint64_t)>& format) {
+  if (Field(object, key).is_null()) return "max";
+  return format(Number(object, key));
+}
+
+Row CompartmentRow(const nlohmann::json& cell) {
+  if (!Field(cell, "limits_enforced").get<bool>()) {
+    return {Text(cell, "name"), "not enforced", "-", "-", "-", "-"};
+  }
+  const nlohmann::json& limits = Field(cell, "limits");
+  const nlohmann::json& kernel = Field(cell, "cgroup");
+  if (kernel.is_null()) return {Text(cell, "name"), "-", "-", "-", "-", "-"};
+  std::string quota = "max";
+  if (!Field(limits, "cpu_quota_us").is_null()) {
+    double share = 100.0 * static_cast<double>(Number(limits, "cpu_quota_us")) /
+                   static_cast<double>(Number(limits, "cpu_period_us"));
+    char text[32];
+    std::snprintf(text, sizeof text, "%g%%", share);
+    quota = text;
+  }
+  return {
+      Text(cell, "name"),
+      Bytes(Number(kernel, "memory_current")) + "/" + LimitOr(kernel, "memory_max", Bytes),
+      Seconds(Number(kernel, "cpu_usage_usec")) + "/" + quota,
+      Seconds(Number(kernel, "cpu_throttled_usec")),
+      std::to_string(Number(kernel, "pids_current")) + "/" +
+          LimitOr(kernel, "pids_max", [](uint64_t n) { return std::to_string(n); }),
+      std::to_string(Number(cell, "oom_kills")),
+  };
+}
+
 }  // namespace
 
 Result<std::string> FormatStatusTable(const nlohmann::json& response) {
@@ -103,7 +171,29 @@ Result<std::string> FormatStatusTable(const nlohmann::json& response) {
     for (index = 0; index < cells.size(); ++index) {
       rows.push_back(CellRow(cells[index], with_last_exit));
     }
-    return Render(rows);
+    std::string out = Render(rows);
+    // The kernel's side, from supervisors that report it (docs/control.md): one row per cell.
+    bool with_compartments = !cells.empty();
+    for (index = 0; index < cells.size(); ++index) {
+      if (!cells[index].is_object() || !cells[index].contains("limits_enforced")) {
+        with_compartments = false;
+      }
+    }
+    if (with_compartments) {
+      std::vector<Row> kernel_rows;
+      kernel_rows.push_back({"CELL", "MEMORY", "CPU", "THROTTLED", "TASKS", "OOM KILLS"});
+      std::string note;
+      for (index = 0; index < cells.size(); ++index) {
+        kernel_rows.push_back(CompartmentRow(cells[index]));
+        if (note.empty() && !Field(cells[index], "limits_enforced").get<bool>() &&
+            cells[index].contains("limits_note") && cells[index]["limits_note"].is_string()) {
+          note = cells[index]["limits_note"].get<std::string>();
+        }
+      }
+      out += "\n" + Render(kernel_rows);
+      if (!note.empty()) out += "limits not enforced: " + note + "\n";
+    }
+    return out;
   } catch (const FieldError& e) {
     std::string where = "status response: cells[" + std::to_string(index) + "]";
     if (!e.key.empty()) where += "." + e.key;

@@ -19,6 +19,19 @@ namespace bulkhead::ctl {
 // has trailing spaces; every line ends with '\n'. PID is "-" when "pid" is null. RUNNING is
 // running/max_concurrent and QUEUED queued/max_queue. A last column LAST EXIT appears only when
 // some cell has a non-null "last_exit" ("exit 3", "signal 9"), with "-" for the others.
+//
+// When the cells carry "limits_enforced" (supervisors with cgroup support), a second table follows
+// after an empty line, one row per cell, with the kernel's figures (cgroup v2):
+//
+//   CELL      MEMORY     CPU        THROTTLED  TASKS  OOM KILLS
+//   payments  12M/64M    3.1s/20%   0.8s       4/32   1
+//   catalog   not enforced  -  ...
+//
+// MEMORY is memory.current/memory.max, CPU the CPU time used (cpu.stat usage_usec) and the
+// cpu.max quota as a share of one CPU, THROTTLED cpu.stat throttled_usec, TASKS
+// pids.current/pids.max ("max": no limit), OOM KILLS the cell's OOM kills since bulkheadd started.
+// A cell whose limits are not enforced says "not enforced", and one line "limits not enforced:
+// <why>" closes the table.
 // Errors: a missing "cells" array or a cell field that is missing or of the wrong type, named as
 // in "status response: cells[0].running: ...".
 Result<std::string> FormatStatusTable(const nlohmann::json& response);

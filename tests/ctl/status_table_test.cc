@@ -97,5 +97,35 @@ TEST(StatusTable, ErrorsNameTheField) {
             "status response: cells[0]: not an object");
 }
 
+TEST(StatusTable, CompartmentTableShowsKernelFigures) {
+  nlohmann::json enforced = Cell("payments", 41234, 0, 2, 0, 1, 3, 0, 0, 1);
+  enforced["limits_enforced"] = true;
+  enforced["oom_kills"] = 1;
+  enforced["limits"] = {{"cpu_quota_us", 20000}, {"cpu_period_us", 100000}};
+  enforced["cgroup"] = {{"memory_current", 12 * 1024 * 1024},
+                        {"memory_max", 64 * 1024 * 1024},
+                        {"cpu_usage_usec", 3100000},
+                        {"cpu_throttled_usec", 800000},
+                        {"pids_current", 4},
+                        {"pids_max", nullptr}};
+  nlohmann::json open = Cell("catalog", 41236, 0, 2, 0, 0, 1, 0, 0, 0);
+  open["limits_enforced"] = false;
+  open["limits_note"] = "cgroup v2 not mounted";
+  open["oom_kills"] = 0;
+  open["limits"] = {{"cpu_quota_us", nullptr}, {"cpu_period_us", 100000}};
+  open["cgroup"] = nullptr;
+  Result<std::string> table = FormatStatusTable(Response({enforced, open}));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table,
+            "CELL      STATE    PID    RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n"
+            "payments  running  41234  0/2      0/1     3   0         0       1\n"
+            "catalog   running  41236  0/2      0/0     1   0         0       0\n"
+            "\n"
+            "CELL      MEMORY        CPU       THROTTLED  TASKS  OOM KILLS\n"
+            "payments  12M/64M       3.1s/20%  0.8s       4/max  1\n"
+            "catalog   not enforced  -         -          -      -\n"
+            "limits not enforced: cgroup v2 not mounted\n");
+}
+
 }  // namespace
 }  // namespace bulkhead::ctl

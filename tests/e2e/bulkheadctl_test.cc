@@ -81,7 +81,11 @@ TEST(Bulkheadctl, StatusTableShowsLastExitOnceAWorkerExited) {
   ASSERT_EQ(run.exit_code(), kExitOk) << run.Describe();
   std::regex table(
       "CELL +STATE +PID +RUNNING +QUEUED +OK +REJECTED +FAILED +RESTARTS +LAST EXIT\n"
-      "payments +running +[0-9]+ +0/1 +0/0 +0 +0 +1 +1 +exit 3\n");
+      "payments +running +[0-9]+ +0/1 +0/0 +0 +0 +1 +1 +exit 3\n"
+      // The compartment table; this host enforces no limits (cgroup v1).
+      "\nCELL +MEMORY +CPU +THROTTLED +TASKS +OOM KILLS\n"
+      "payments +not enforced +- +- +- +-\n"
+      "limits not enforced: .*\n");
   EXPECT_TRUE(std::regex_match(run.out, table)) << run.out;
 }
 
