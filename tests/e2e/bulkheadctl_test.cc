@@ -60,7 +60,12 @@ TEST(Bulkheadctl, StatusTableShowsTheSupervisorsFigures) {
       payments_pid +
       " +0/2 +0/1 +1 +0 +1 +0\n"
       "catalog +running +" +
-      catalog_pid + " +0/2 +0/0 +0 +0 +0 +0\n");
+      catalog_pid +
+      " +0/2 +0/0 +0 +0 +0 +0\n"
+      "\nCELL +MEMORY +CPU +THROTTLED +TASKS +OOM KILLS\n"
+      "payments +not enforced( +-){4}\n"
+      "catalog +not enforced( +-){4}\n"
+      "limits not enforced: .*\n");
   EXPECT_TRUE(std::regex_match(run.out, table)) << run.out;
 
   ProcessResult one = RunCtl(h, {"status", "catalog"});
