@@ -70,8 +70,10 @@ TEST(Bulkheadctl, StatusTableShowsTheSupervisorsFigures) {
 
   ProcessResult one = RunCtl(h, {"status", "catalog"});
   ASSERT_EQ(one.exit_code(), kExitOk) << one.Describe();
-  EXPECT_EQ(std::count(one.out.begin(), one.out.end(), '\n'), 2) << one.out;
+  // One row in each table: header and catalog, an empty line, header and catalog, the note.
+  EXPECT_EQ(std::count(one.out.begin(), one.out.end(), '\n'), 6) << one.out;
   EXPECT_THAT(one.out, HasSubstr("catalog"));
+  EXPECT_THAT(one.out, Not(HasSubstr("payments")));
 }
 
 TEST(Bulkheadctl, StatusTableShowsLastExitOnceAWorkerExited) {
