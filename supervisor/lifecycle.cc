@@ -315,7 +315,8 @@ void Lifecycle::EnterStopped(Transition& t) {
 
 void Lifecycle::RecordExit(const Event& e) {
   last_exit_ = e.text.empty() ? "exited" : e.text;
-  if (e.oom_killed) last_exit_ += " (OOM kill)";
+  // The kernel's OOM killer (memory.events), not a signal someone sent: said apart from "signal 9".
+  if (e.oom_killed) last_exit_ = "oom-kill";
   if (!kill_reason_.empty()) last_exit_ = kill_reason_ + " (" + last_exit_ + ")";
 }
 

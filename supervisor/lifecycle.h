@@ -226,7 +226,7 @@ class Lifecycle {
   bool has_worker() const;
   // When the current worker was spawned (Clock ms). Meaningful while has_worker().
   uint64_t worker_started_at_ms() const { return worker_started_at_ms_; }
-  // How the last worker ended: "exit 3", "signal 9", "signal 9 (OOM kill)",
+  // How the last worker ended: "exit 3", "signal 9", "oom-kill",
   // "start failed: exec /bin/x: No such file or directory",
   // "stalled: no reply for 5000 ms (signal 9)"; empty before the first end.
   const std::string& last_exit() const { return last_exit_; }

@@ -699,8 +699,8 @@ TEST_F(LifecycleTest, PingsWithoutAWatchdogAreIgnored) {
 TEST_F(LifecycleTest, OomKillFailsRequestsAsOomKilled) {
   BootRunning();
   const Transition t = Do(Event::Exited(SignalStatus(SIGKILL), "signal 9", /*oom_killed=*/true));
-  EXPECT_EQ(Describe(t)[3], "FailInFlight(oom_killed, signal 9 (OOM kill))");
-  EXPECT_EQ(lc().last_exit(), "signal 9 (OOM kill)");
+  EXPECT_EQ(Describe(t)[3], "FailInFlight(oom_killed, oom-kill)");
+  EXPECT_EQ(lc().last_exit(), "oom-kill");
 }
 
 TEST_F(LifecycleTest, BackoffLongerThanTheQueueTimeoutRefusesWithRetryAfter) {
