@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "base/unique_fd.h"
+#include "ctl/control_client.h"
 
 namespace bulkhead::bench {
 
@@ -41,45 +42,11 @@ std::optional<CellStatus> ParseCell(const nlohmann::json& cell) {
 
 Result<CellStatus> QueryCellStatus(const std::string& control_socket, const std::string& cell,
                                    std::chrono::milliseconds timeout) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (control_socket.empty() || control_socket.size() >= sizeof addr.sun_path) {
-    return Status::Error("control socket path \"" + control_socket + "\" is too long");
-  }
-  control_socket.copy(addr.sun_path, control_socket.size());
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return Status::FromErrno("socket");
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status::FromErrno("connect " + control_socket);
-  }
-  const std::string line = nlohmann::json{{"command", "status"}, {"cell", cell}}.dump() + "\n";
-  if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(line.size())) {
-    return Status::FromErrno("send " + control_socket);
-  }
-  std::string response;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (response.find('\n') == std::string::npos) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return Status::Error(control_socket + ": no status response in time");
-    pollfd pfd{fd.get(), POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
-      return Status::FromErrno("poll " + control_socket);
-    }
-    char buf[8192];
-    ssize_t n = ::recv(fd.get(), buf, sizeof buf, MSG_DONTWAIT);
-    if (n == 0) return Status::Error(control_socket + ": closed without a response");
-    if (n < 0 && errno != EAGAIN && errno != EINTR) {
-      return Status::FromErrno("recv " + control_socket);
-    }
-    if (n > 0) response.append(buf, static_cast<size_t>(n));
-  }
-  response.resize(response.find('\n'));
-  nlohmann::json parsed = nlohmann::json::parse(response, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    return Status::Error("control: not a JSON object: " + response);
-  }
+  ctl::ControlReply reply = ctl::QueryControl(control_socket, ctl::StatusRequest(cell),
+                                              std::chrono::steady_clock::now() + timeout);
+  if (!reply.response) return Status::Error(reply.error);
+  const nlohmann::json& parsed = *reply.response;
+  const std::string response = parsed.dump();
   if (auto ok = parsed.find("ok"); ok == parsed.end() || *ok != true) {
     return Status::Error("control: " + response);
   }

@@ -34,6 +34,7 @@
 #include "base/exit_status.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "ctl/control_client.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
 
@@ -343,47 +344,13 @@ class Bulkheadd {
     return false;
   }
 
-  // Sends one request line on a fresh connection and reads one response line (control socket
-  // protocol: newline-delimited JSON).
+  // One control-socket exchange (docs/control.md): an error unless the answer is {"ok":true,...}.
   Result<nlohmann::json> Control(const nlohmann::json& request) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (control_socket_.size() >= sizeof addr.sun_path) {
-      return Status::Error("control socket path too long: " + control_socket_);
-    }
-    control_socket_.copy(addr.sun_path, control_socket_.size());
-    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) return Status::FromErrno("socket");
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-      return Status::FromErrno("connect " + control_socket_);
-    }
-    const std::string line = request.dump() + "\n";
-    if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) !=
-        static_cast<ssize_t>(line.size())) {
-      return Status::FromErrno("send to " + control_socket_);
-    }
-    std::string response;
-    const steady_clock::time_point deadline = steady_clock::now() + kStepTimeout;
-    while (response.find('\n') == std::string::npos) {
-      auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-      if (left.count() <= 0) return Status::Error(control_socket_ + ": no response in 10 s");
-      pollfd pfd{fd.get(), POLLIN, 0};
-      if (::poll(&pfd, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
-        return Status::FromErrno("poll " + control_socket_);
-      }
-      char buf[4096];
-      ssize_t n = ::recv(fd.get(), buf, sizeof buf, MSG_DONTWAIT);
-      if (n == 0) return Status::Error(control_socket_ + ": closed without a response");
-      if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        return Status::FromErrno("recv " + control_socket_);
-      }
-      if (n > 0) response.append(buf, static_cast<size_t>(n));
-    }
-    response.resize(response.find('\n'));
-    nlohmann::json parsed = nlohmann::json::parse(response, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded() || !parsed.is_object()) {
-      return Status::Error("control: not a JSON object: " + response);
-    }
+    ctl::ControlReply reply =
+        ctl::QueryControl(control_socket_, request, steady_clock::now() + kStepTimeout);
+    if (!reply.response) return Status::Error(reply.error);
+    nlohmann::json parsed = std::move(*reply.response);
+    const std::string response = parsed.dump();
     if (auto ok = parsed.find("ok"); ok == parsed.end() || *ok != true) {
       return Status::Error("control: " + response);
     }
