@@ -3,7 +3,8 @@
 // inside the test VM, on a real cgroup v2 root. It writes a config with five cells, starts
 // bulkheadd (cgroup = "required") and drives it with bulkheadctl, the control socket and
 // ipc::Client, checking kernel-read numbers: an OOM kill inside a cell, a cpu.max share, a fork
-// bomb at pids.max, the teardown of a setsid grandchild, and the limit files. One
+// bomb at pids.max, the teardown of a setsid grandchild, the limit files, and a bulkheadd started
+// again after a SIGKILL, which must empty the cgroup a setsid grandchild kept populated. One
 // "PASS|FAIL <check> <numbers>" line per check; exit 0 only if all pass (docs/vm-tests.md).
 // Threads: the main thread drives, forks and reaps (it is the child subreaper, so orphans of the
 // cells come to it and are reaped by pid); one thread runs the steady cell's echo loop and only
@@ -55,6 +56,8 @@ constexpr const char* kRuntimeDir = "/tmp/bh";
 constexpr const char* kConfigPath = "/tmp/bh/bulkhead.toml";
 constexpr const char* kControlSocket = "/tmp/bh/control.sock";
 constexpr const char* kDaemonLog = "/tmp/bh/bulkheadd.log";
+// The log of the bulkheadd started again after the first one was SIGKILLed (scenario 6).
+constexpr const char* kRestartedDaemonLog = "/tmp/bh/bulkheadd.restarted.log";
 constexpr const char* kCellsCgroup = "/sys/fs/cgroup/cells";
 
 // The configured limits, as the kernel must show them.
@@ -159,6 +162,13 @@ std::vector<pid_t> ReadPids(const std::string& path) {
 }
 
 std::string CgroupOf(const std::string& cell) { return std::string(kCellsCgroup) + "/" + cell; }
+
+// " 12 34", or " none".
+std::string PidList(const std::vector<pid_t>& pids) {
+  std::string text;
+  for (pid_t pid : pids) text += Str(" %d", pid);
+  return text.empty() ? " none" : text;
+}
 
 bool Contains(const std::vector<pid_t>& pids, pid_t pid) {
   return std::find(pids.begin(), pids.end(), pid) != pids.end();
@@ -534,6 +544,32 @@ std::string ConfigText() {
          "memory_high = \"48M\"\nmemory_swap_max = 0\npids_max = 32\n";
 }
 
+// Waits until every cell of `daemon` runs (the last status in `status`); false at the deadline
+// or when bulkheadd exited.
+bool WaitCellsRunning(pid_t daemon, std::optional<Json>* status, milliseconds deadline) {
+  return PollUntil(
+      [&] {
+        if (g_reaped.count(daemon) != 0) return true;
+        *status = ControlStatus();
+        if (!*status) return false;
+        for (const std::string& name : kCells) {
+          if (Text(CellOf(*status, name), "state") != "running") return false;
+        }
+        return true;
+      },
+      deadline, milliseconds(50));
+}
+
+// Stops a bulkheadd whose startup check failed: SIGTERM, then SIGKILL.
+void StopFailedDaemon(pid_t daemon) {
+  if (g_reaped.count(daemon) != 0) return;
+  kill(daemon, SIGTERM);
+  if (!WaitFor(daemon, milliseconds(10000))) {
+    kill(daemon, SIGKILL);
+    WaitFor(daemon, milliseconds(5000));
+  }
+}
+
 // Starts bulkheadd; its pid once every cell runs, or 0.
 pid_t StartDaemon() {
   mkdir(kRuntimeDir, 0755);
@@ -544,17 +580,7 @@ pid_t StartDaemon() {
   Clock::time_point start = Clock::now();
   pid_t daemon = Start({kBulkheadd, "--config", kConfigPath}, kDaemonLog, kDaemonLog);
   std::optional<Json> status;
-  bool up = PollUntil(
-      [&] {
-        if (g_reaped.count(daemon) != 0) return true;
-        status = ControlStatus();
-        if (!status) return false;
-        for (const std::string& name : kCells) {
-          if (Text(CellOf(status, name), "state") != "running") return false;
-        }
-        return true;
-      },
-      milliseconds(30000), milliseconds(50));
+  bool up = WaitCellsRunning(daemon, &status, milliseconds(30000));
   bool alive = g_reaped.count(daemon) == 0;
   std::string detail = Str("bulkheadd pid %d, %zu cells running after %.0f ms", daemon,
                            kCells.size(), MsSince(start));
@@ -564,13 +590,7 @@ pid_t StartDaemon() {
   }
   Check(up && alive, "setup.bulkheadd_running", detail);
   if (!up || !alive) {
-    if (alive) {
-      kill(daemon, SIGTERM);
-      if (!WaitFor(daemon, milliseconds(10000))) {
-        kill(daemon, SIGKILL);
-        WaitFor(daemon, milliseconds(5000));
-      }
-    }
+    StopFailedDaemon(daemon);
     return 0;
   }
 
@@ -700,9 +720,9 @@ void CheckOomKill(EchoLoop& steady) {
   pid_t second = PidOf(after);
   Json shown = CellOf(CtlStatus(), "hog");
   std::string last_exit = Text(shown, "last_exit");
-  bool status_ok = last_exit.find("OOM kill") != std::string::npos &&
-                   Num(shown, "oom_kills") >= 1 && Num(shown, "restarts") >= 1 &&
-                   Num(shown, "cgroup/oom_kill") >= 1 && Num(shown, "cgroup/oom_group_kill") >= 1 &&
+  bool status_ok = last_exit == "oom-kill" && Num(shown, "oom_kills") >= 1 &&
+                   Num(shown, "restarts") >= 1 && Num(shown, "cgroup/oom_kill") >= 1 &&
+                   Num(shown, "cgroup/oom_group_kill") >= 1 &&
                    Num(shown, "failed_by_reason/oom_killed") == 2 && second > 0 && second != first;
   Check(status_ok, "memory.status_oom_kill",
         Str("status hog: last_exit \"%s\", oom_kills %lld, restarts %lld, memory.events oom_kill "
@@ -950,13 +970,167 @@ void CheckShutdown(pid_t daemon) {
         survivors.empty() ? "only PID 1 and the driver run in user space" : "alive:" + survivors);
 }
 
-void PrintDaemonLog() {
-  std::string log = ReadText(kDaemonLog);
+// --- 6. restart after SIGKILL: a new bulkheadd empties the cgroups the killed one left behind. ---
+
+// Any cell would do; burner has no role left at this point. Its worker leaves a setsid grandchild,
+// then bulkheadd is SIGKILLed and started again on the same config. Returns the new bulkheadd's pid
+// (0 if it did not come up), which the SIGTERM teardown then stops.
+pid_t CheckRestartAfterSigkill(pid_t daemon) {
+  Clock::time_point began = Clock::now();
+  const std::string cell = "burner";
+  const std::string dir = CgroupOf(cell);
+  auto [worker, grandchild] = SpawnGrandchild(cell, "restart.grandchild_in_cell");
+  std::optional<Json> before = ControlStatus();
+  std::map<std::string, pid_t> workers;  // cell -> worker of the killed run (tear is stopped)
+  for (const std::string& name : kCells) {
+    pid_t pid = PidOf(CellOf(before, name));
+    if (pid > 0) workers[name] = pid;
+  }
+
+  // SIGKILL: bulkheadd stops nothing. Its workers are reparented to this process (the subreaper),
+  // so their wait status tells whether the kernel killed them (PR_SET_PDEATHSIG) without any
+  // signal from here.
+  Clock::time_point killed_at = Clock::now();
+  kill(daemon, SIGKILL);
+  std::optional<int> daemon_status = WaitFor(daemon, milliseconds(10000));
+  // One deadline for all of them: a regression costs 10 s, not 10 s per cell.
+  PollUntil(
+      [&] {
+        for (const auto& [name, pid] : workers) {
+          if (g_reaped.count(pid) == 0) return false;
+        }
+        return true;
+      },
+      milliseconds(10000), milliseconds(5));
+  double reaped_ms = MsSince(killed_at);
+  int died = 0;
+  std::string how;
+  for (const auto& [name, pid] : workers) {
+    std::optional<int> status;
+    if (auto it = g_reaped.find(pid); it != g_reaped.end()) status = it->second;
+    if (KilledBySigkill(status) && Gone(pid)) ++died;
+    how += Str("; %s worker %d %s", name.c_str(), pid, DescribeStatus(status).c_str());
+  }
+  // Every other cell's cgroup is empty now: its only process was the worker.
+  std::string others;
+  bool others_empty = true;
+  for (const std::string& name : kCells) {
+    if (name == cell) continue;
+    size_t procs = ReadPids(CgroupOf(name) + "/cgroup.procs").size();
+    others_empty = others_empty && procs == 0;
+    others += Str(" %s %zu", name.c_str(), procs);
+  }
+  Check(KilledBySigkill(daemon_status) && workers.size() == kCells.size() - 1 &&
+            died == static_cast<int>(workers.size()) && others_empty,
+        "restart.workers_died_by_pdeathsig",
+        Str("bulkheadd %d %s; %d of %zu workers died of SIGKILL, reaped within %.0f ms of "
+            "the kill%s; cgroup.procs of the other cells:%s",
+            daemon, DescribeStatus(daemon_status).c_str(), died, workers.size(), reaped_ms,
+            how.c_str(), others.c_str()));
+
+  // The grandchild has no parent death signal (PR_SET_PDEATHSIG is not inherited across fork): it
+  // still lives, now the only process of the cell's cgroup.
+  ReapAvailable();
+  std::vector<pid_t> left = ReadPids(dir + "/cgroup.procs");
+  std::string fate = g_reaped.count(grandchild) != 0 ? DescribeStatus(g_reaped[grandchild])
+                     : kill(grandchild, 0) == 0      ? "alive"
+                                                     : "GONE";
+  bool survived = fate == "alive" && left == std::vector<pid_t>{grandchild} &&
+                  FlatKey(dir + "/cgroup.events", "populated") == 1;
+  Check(survived, "restart.grandchild_outlived",
+        Str("grandchild %d (parent %d) %s; %s/cgroup.procs:%s, populated %lld", grandchild,
+            ParentOf(grandchild), fate.c_str(), dir.c_str(), PidList(left).c_str(),
+            FlatKey(dir + "/cgroup.events", "populated")));
+
+  // The same config again. Its Cell::Bind finds burner's cgroup populated, and Cell::Start kills
+  // the leftovers (cgroup.kill) and waits for an empty cgroup before the first worker starts.
+  Clock::time_point start = Clock::now();
+  pid_t again =
+      Start({kBulkheadd, "--config", kConfigPath}, kRestartedDaemonLog, kRestartedDaemonLog);
+  std::optional<Json> status;
+  bool up = WaitCellsRunning(again, &status, milliseconds(30000));
+  bool alive = g_reaped.count(again) == 0;
+  double up_ms = MsSince(start);
+  Check(up && alive, "restart.bulkheadd_running",
+        alive ? Str("bulkheadd pid %d started again on %s, %s after %.0f ms; in %s", again,
+                    kConfigPath, up ? "every cell running" : "NOT every cell running", up_ms,
+                    ReadText(Str("/proc/%d/cgroup", again)).c_str())
+              : "bulkheadd " + DescribeStatus(g_reaped[again]));
+  if (!up || !alive) {
+    StopFailedDaemon(again);
+    WaitFor(grandchild, milliseconds(1000));
+    return 0;
+  }
+
+  // Exactly one "earlier run" warning, for burner: the other cgroups were empty.
+  std::string log = ReadText(kRestartedDaemonLog);
+  const std::string warning = "still holds processes of an earlier run: killing them first";
+  int warnings = 0;
+  bool for_cell = false;
+  std::string lines;
+  for (size_t at = 0; at < log.size();) {
+    size_t end = log.find('\n', at);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(at, end - at);
+    if (line.find(warning) != std::string::npos) {
+      ++warnings;
+      for_cell = for_cell || (line.find("cell=" + cell + " ") != std::string::npos &&
+                              line.find(dir + " ") != std::string::npos);
+      lines += " [" + line + "]";
+    }
+    at = end + 1;
+  }
+  Check(warnings == 1 && for_cell, "restart.log_killed_earlier_run",
+        Str("%d line(s) with \"%s\":%s", warnings, warning.c_str(), lines.c_str()));
+
+  // Killed by the new bulkheadd's cgroup.kill; reaped here, as its parent is this process now.
+  std::optional<int> grandchild_status = WaitFor(grandchild, milliseconds(10000));
+  Check(KilledBySigkill(grandchild_status) && Gone(grandchild), "restart.grandchild_killed",
+        Str("grandchild %d of the killed run: %s, kill(pid,0) %s", grandchild,
+            DescribeStatus(grandchild_status).c_str(), Gone(grandchild) ? "ESRCH" : "ALIVE"));
+
+  // Without the fix in Cell::Start (the old behaviour, where the first worker was spawned at once
+  // into the adopted cgroup), the new worker would run beside the grandchild: cgroup.procs would
+  // list 2 pids (the grandchild and the new worker) and this check would fail, as would the two
+  // above (no warning in the log; the grandchild alive, not reaped). The other cells must hold
+  // exactly their new worker too.
+  Json shown = CellOf(status, cell);
+  pid_t fresh = PidOf(shown);
+  std::vector<pid_t> procs = ReadPids(dir + "/cgroup.procs");
+  std::string elsewhere;
+  bool others_single = true;
+  for (const std::string& name : kCells) {
+    if (name == cell) continue;
+    pid_t pid = PidOf(CellOf(status, name));
+    bool single = ReadPids(CgroupOf(name) + "/cgroup.procs") == std::vector<pid_t>{pid};
+    others_single = others_single && single;
+    if (!single) elsewhere += " " + name;
+  }
+  if (!others_single) elsewhere = ", except" + elsewhere;
+  Check(fresh > 0 && fresh != worker && procs == std::vector<pid_t>{fresh} && others_single,
+        "restart.cgroup_holds_new_worker",
+        Str("%s/cgroup.procs:%s (%zu pid(s); new worker %d, old worker %d, grandchild %d); the "
+            "other cells hold exactly their new worker%s",
+            dir.c_str(), PidList(procs).c_str(), procs.size(), fresh, worker, grandchild,
+            elsewhere.c_str()));
+
+  Run echo = Call(cell, "echo after restart");
+  Run pid = Call(cell, "pid");
+  Check(echo.exit_code() == 0 && echo.out == "after restart" && pid.exit_code() == 0 &&
+            pid.out == std::to_string(fresh),
+        "restart.cell_serves",
+        "echo: " + echo.Describe() + "; pid: " + pid.Describe() +
+            Str("; restart.* took %.0f ms in all", MsSince(began)));
+  return again;
+}
+
+void PrintDaemonLog(const char* path, const char* prefix) {
+  std::string log = ReadText(path);
   size_t at = 0;
   while (at < log.size()) {
     size_t end = log.find('\n', at);
     if (end == std::string::npos) end = log.size();
-    Print("bulkheadd| %s", log.substr(at, end - at).c_str());
+    Print("%s| %s", prefix, log.substr(at, end - at).c_str());
     at = end + 1;
   }
 }
@@ -989,11 +1163,14 @@ int Main() {
     for (const std::string& e : steady.Errors()) errors += "; " + e;
     Check(all.count > 0 && all.failed == 0, "steady.every_request_ok",
           "whole run: " + all.Describe() + errors);
-    CheckShutdown(daemon);
+    pid_t restarted = CheckRestartAfterSigkill(daemon);
+    if (restarted > 0) CheckShutdown(restarted);
+    daemon = restarted;
   } else {
     ReapAvailable();
   }
-  PrintDaemonLog();
+  PrintDaemonLog(kDaemonLog, "bulkheadd");
+  if (access(kRestartedDaemonLog, F_OK) == 0) PrintDaemonLog(kRestartedDaemonLog, "bulkheadd#2");
   Print("COMPARTMENTS summary: %d failure(s) in %.0f ms", g_failures, MsSince(start));
   return g_failures == 0 && daemon > 0 ? 0 : 1;
 }
