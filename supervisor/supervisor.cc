@@ -144,7 +144,7 @@ Supervisor::~Supervisor() {
 
 int Supervisor::Run() {
   started_at_ms_ = uv_now(&loop_);
-  for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_}) {
+  for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_, &sigusr1_, &sigusr2_}) {
     uv_signal_init(&loop_, sig);
     sig->data = this;
   }
@@ -152,6 +152,9 @@ int Supervisor::Run() {
   uv_signal_start(&sigterm_, &Supervisor::OnSignal, SIGTERM);
   uv_signal_start(&sigint_, &Supervisor::OnSignal, SIGINT);
   uv_signal_start(&sighup_, &Supervisor::OnSignal, SIGHUP);
+  // Their default action would end the supervisor and every cell without a word.
+  uv_signal_start(&sigusr1_, &Supervisor::OnSignal, SIGUSR1);
+  uv_signal_start(&sigusr2_, &Supervisor::OnSignal, SIGUSR2);
 
   control_ = std::make_unique<ControlServer>(
       &loop_, [this](const std::string& line) { return HandleControl(line); });
@@ -222,6 +225,11 @@ void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
     case SIGHUP:
       LogWarning("SIGHUP: configuration reload is not supported yet; nothing changed");
       break;
+    case SIGUSR1:
+    case SIGUSR2:
+      LogWarning(std::string(signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2") +
+                 " has no meaning to bulkheadd: ignored");
+      break;
   }
 }
 
@@ -270,7 +278,7 @@ void Supervisor::CloseAll() {
   };
   for (auto& cell : cells_) cell->CloseHandles(closed);
   control_->Close(closed);
-  for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_}) {
+  for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_, &sigusr1_, &sigusr2_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
   }
 }

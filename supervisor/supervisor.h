@@ -53,7 +53,7 @@ class Supervisor {
   RequestPool pool_;
   std::vector<std::unique_ptr<Cell>> cells_;
   std::unique_ptr<ControlServer> control_;
-  uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{};
+  uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
   int cells_running_ = 0;

@@ -158,6 +158,19 @@ TEST(BulkheaddProcess, WorkerDiesWithAKilledSupervisor) {
       << "wait status " << wait_status;
 }
 
+// A stray SIGUSR1/SIGUSR2 (default action: terminate) must not end the supervisor.
+TEST(BulkheaddProcess, StraySignalsAreLoggedAndIgnored) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  ASSERT_EQ(::kill(h.pid(), SIGUSR1), 0);
+  ASSERT_EQ(::kill(h.pid(), SIGUSR2), 0);
+  EXPECT_TRUE(WaitFor([&] {
+    return h.Log().find("SIGUSR2 has no meaning to bulkheadd: ignored") != std::string::npos;
+  })) << h.Log();
+  EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
+  EXPECT_THAT(h.Log(), HasSubstr("SIGUSR1 has no meaning to bulkheadd: ignored"));
+}
+
 // Runs bulkheadd on `toml`; it must refuse it.
 ProcessResult RunOnConfig(const TempDir& dir, const std::string& toml) {
   const std::string path = dir.Join("bad.toml");
