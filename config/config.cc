@@ -17,11 +17,11 @@
 #include <map>
 #include <span>
 
+#include "base/lexical_path.h"
+#include "base/runtime_dir.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "config/cpu_share.h"
-#include "base/lexical_path.h"
-#include "base/runtime_dir.h"
 #include "config/size.h"
 
 namespace bulkhead::config {
@@ -845,9 +845,13 @@ class ConfigParser {
     // Sockets named after the cell need a valid name and a usable runtime_dir.
     if (name_ok) {
       cell.worker_socket = JoinPath(supervisor.runtime_dir, cell.name + ".worker.sock");
+      cell.notify_socket = JoinPath(supervisor.runtime_dir, cell.name + ".notify");
       if (runtime_dir_ok_) {
         sockets_.push_back({cell.worker_socket, path, "the worker socket of " + path,
                             "worker socket", cell.position,
+                            "supervisor.runtime_dir or the cell name"});
+        sockets_.push_back({cell.notify_socket, path, "the notify socket of " + path,
+                            "notify socket", cell.position,
                             "supervisor.runtime_dir or the cell name"});
       }
       if (explicit_socket) {

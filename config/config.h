@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "config/config_error.h"
 #include "base/duration.h"
+#include "config/config_error.h"
 
 namespace bulkhead::config {
 
@@ -58,6 +58,8 @@ struct CellConfig {
   std::string socket;
   // The supervisor-to-worker Unix socket. Not a key: always <runtime_dir>/NAME.worker.sock.
   std::string worker_socket;
+  // Not a key: always <runtime_dir>/NAME.notify, the cell's NOTIFY_SOCKET (sd_notify(3) datagrams).
+  std::string notify_socket;
   // Requests forwarded to the worker at once (its slots). 1..65535.
   uint32_t max_concurrent = 0;
   // Requests waiting, in FIFO order, for a free slot; more are refused. 0..1000000; 0 = no queue.

@@ -46,13 +46,6 @@ Bulkhead::Limits LimitsOf(const config::CellConfig& config) {
                           static_cast<uint64_t>(config.queue_timeout.count())};
 }
 
-// <runtime_dir>/NAME.notify, beside <runtime_dir>/NAME.worker.sock (never longer than it).
-std::string NotifyPathOf(const config::CellConfig& config) {
-  const std::string& worker = config.worker_socket;
-  size_t slash = worker.rfind('/');
-  return worker.substr(0, slash + 1) + config.name + ".notify";
-}
-
 }  // namespace
 
 Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
@@ -110,7 +103,7 @@ Status Cell::Bind() {
   if (!worker.ok()) return worker.status();
   worker_listen_fd_ = std::move(worker).value();
 
-  Status notify = notify_.Bind(NotifyPathOf(config_));
+  Status notify = notify_.Bind(config_.notify_socket);
   if (!notify.ok()) return notify;
   return Status::Ok();
 }

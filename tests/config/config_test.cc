@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "config/cpu_share.h"
 #include "base/lexical_path.h"
 #include "base/runtime_dir.h"
+#include "config/cpu_share.h"
 #include "config/size.h"
 
 namespace bulkhead::config {
@@ -1172,6 +1172,34 @@ socket = "/run/bh/d.sock"
                           At(11, 10, "cells.b.socket",
                              "socket /run/bh/a.worker.sock is also used by the worker socket of "
                              "cells.a")));
+}
+
+// The hidden NAME.notify socket clashes like any other: a cell socket placed there would be
+// removed and replaced by the cell's NOTIFY_SOCKET at startup, and its worker never heard.
+TEST(ParseConfig, SocketOnAnotherCellsNotifySocketIsRefused) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+socket = "/run/bh/a.notify"
+)"),
+              ElementsAre(At(9, 10, "cells.b.socket",
+                             "socket /run/bh/a.notify is also used by the notify socket of "
+                             "cells.a")));
+}
+
+TEST(ParseConfig, NotifySocketIsDerivedFromTheRuntimeDir) {
+  Config config = MustParse(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)");
+  EXPECT_EQ(config.cells[0].notify_socket, "/run/bh/a.notify");
 }
 
 TEST(ParseConfig, DuplicateSocketIsReportedAtTheLaterUseInFileOrder) {
