@@ -36,7 +36,15 @@ CallResult CallCell(const std::string& socket_path, std::string_view payload, De
     if (left.count() <= 0) return Failure(false, socket_path + ": timed out before sending");
     if (Status set = client->SetTimeout(left); !set.ok()) return Failure(false, set.message());
   }
-  if (Status sent = client->Send(1, payload); !sent.ok()) return Failure(false, sent.message());
+  // The supervisor may refuse a request from its header alone (too_large) and close while the
+  // payload is still being sent: then the send fails (EPIPE) but the reply explaining why is
+  // already in the socket. Read it; report the send error only if no reply comes.
+  std::string send_error;
+  if (Status sent = client->Send(1, payload); !sent.ok()) {
+    int err = sent.error_number();
+    if (err != EPIPE && err != ECONNRESET) return Failure(false, sent.message());
+    send_error = sent.message();
+  }
 
   ipc::FrameDecoder decoder(ipc::FrameType::kReply, kMaxReplyPayload);
   while (true) {
@@ -67,9 +75,11 @@ CallResult CallCell(const std::string& socket_path, std::string_view payload, De
     if (!n.ok()) {
       int err = n.status().error_number();
       if (err == EAGAIN || err == EWOULDBLOCK) continue;  // SO_RCVTIMEO cannot fire after POLLIN
+      if (!send_error.empty()) return Failure(false, send_error);
       return Failure(false, socket_path + ": read: " + std::strerror(err));
     }
     if (*n == 0) {
+      if (!send_error.empty()) return Failure(false, send_error);
       return Failure(false, socket_path + ": connection closed before the reply" +
                                 (decoder.buffered_bytes() == 0 ? std::string() : " was complete"));
     }

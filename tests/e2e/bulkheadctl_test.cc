@@ -266,6 +266,18 @@ TEST(Bulkheadctl, CallBadRequest) {
   EXPECT_EQ(run.err, "bad request: too_large: payload of 2000 bytes exceeds the maximum of 1024\n");
 }
 
+// A payload far beyond the limit: bulkheadd answers BAD_REQUEST from the header and closes while
+// bulkheadctl is still sending (EPIPE). The reply that came first must still be read and shown.
+TEST(Bulkheadctl, CallFarOverTheLimitStillShowsTheBadRequest) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}, "max_payload_bytes = 1024\n"));
+  ASSERT_STARTED(h);
+  std::string huge(4 * 1024 * 1024, 'x');
+  ProcessResult run = RunCtl(h, {"call", "payments"}, huge);
+  EXPECT_EQ(run.exit_code(), kExitBadRequest) << run.Describe();
+  EXPECT_EQ(run.err, "bad request: too_large: payload of " + std::to_string(huge.size()) +
+                         " bytes exceeds the maximum of 1024\n");
+}
+
 TEST(Bulkheadctl, UnreachableSocketNamesThePath) {
   TempDir dir;
   const std::string missing = dir.Join("control.sock");
