@@ -549,9 +549,16 @@ void Cell::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameVie
   }
 }
 
-void Cell::OnLinkBroken(WorkerLink* link, std::string why) {
+void Cell::OnLinkBroken(WorkerLink* link, std::string why, bool worker_at_fault) {
   Request* request = link->TakeInflight();
   DropLink(link);
+  if (worker_at_fault) {
+    // The supervisor closed the connection: say why, at once, rather than wait for an exit.
+    Log(LogLevel::kWarning, name(), pid_, "worker broke the protocol: " + why);
+    if (request != nullptr)
+      Fail(request, ipc::Reason::kWorkerError, "worker broke the protocol: " + why);
+    return;
+  }
   if (request == nullptr) return;
   // Most often the worker is dying and its exit is about to be reaped: wait for it, so the client
   // learns the exit reason rather than a bare "connection closed".

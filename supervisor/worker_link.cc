@@ -96,11 +96,11 @@ void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
     ipc::DecodeResult result = self->decoder_.Next(&frame);
     if (result == ipc::DecodeResult::kNeedMore) return;
     if (result == ipc::DecodeResult::kError) {
-      self->Broken("worker sent a malformed frame: " + self->decoder_.error_message());
+      self->Broken("worker sent a malformed frame: " + self->decoder_.error_message(), true);
       return;
     }
     if (self->inflight_ == nullptr || frame.header.request_id != self->inflight_id_) {
-      self->Broken("worker replied to a request it was not sent");
+      self->Broken("worker replied to a request it was not sent", true);
       return;
     }
     Request* request = self->TakeInflight();
@@ -111,9 +111,9 @@ void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
   }
 }
 
-void WorkerLink::Broken(std::string why) {
+void WorkerLink::Broken(std::string why, bool worker_at_fault) {
   if (closing_) return;
-  cell_->OnLinkBroken(this, std::move(why));
+  cell_->OnLinkBroken(this, std::move(why), worker_at_fault);
 }
 
 void WorkerLink::Close() {

@@ -51,7 +51,8 @@ class WorkerLink {
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void OnClosed(uv_handle_t* handle);
-  void Broken(std::string why);
+  // `worker_at_fault`: the worker broke the protocol (not an EOF or a socket error).
+  void Broken(std::string why, bool worker_at_fault = false);
 
   Cell* cell_;
   uv_pipe_t pipe_{};

@@ -95,4 +95,21 @@ TEST(WorkerCrash, QueuedRequestsWaitForTheNextWorker) {
 }
 
 }  // namespace
+// A worker that breaks the protocol (a reply to a request it was not sent): the client learns why
+// at once, not a misleading "closed the connection" after the orphan grace period.
+TEST(WorkerCrash, ProtocolViolationIsReportedAsSuch) {
+  Harness h(TestOptions({CellSpec{
+      .name = "rogue", .command = {testing::BuildPath("tests/helpers/bulkhead-rogue-worker")}}}));
+  ASSERT_STARTED(h);
+  Result<ipc::Client::Reply> reply = h.Call("rogue", "hello");
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.status, ReplyStatus::kFailed);
+  EXPECT_EQ(reply->header.reason, Reason::kWorkerError);
+  EXPECT_EQ(reply->payload,
+            "worker broke the protocol: worker replied to a request it was not sent");
+  EXPECT_TRUE(WaitFor([&] {
+    return h.Log().find("worker broke the protocol") != std::string::npos;
+  })) << h.Log();
+}
+
 }  // namespace bulkhead::e2e
