@@ -34,6 +34,7 @@
 
 #include "base/exit_status.h"
 #include "base/status.h"
+#include "base/temp_dir.h"
 #include "base/unique_fd.h"
 #include "bench/child_process.h"
 #include "bench/closed_loop.h"
@@ -132,30 +133,6 @@ Result<UniqueFd> ListenUnix(const std::string& path, int backlog) {
   return fd;
 }
 
-// A fresh /tmp/bh-bench-XXXXXX (short: socket paths must stay under 108 bytes), removed with its
-// contents by the destructor.
-class TempDir {
- public:
-  TempDir() = default;
-  ~TempDir() {
-    if (path_.empty()) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  Status Create() {
-    char tmpl[] = "/tmp/bh-bench-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return Status::FromErrno("mkdtemp /tmp/bh-bench-XXXXXX");
-    path_ = tmpl;
-    return Status::Ok();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::string MachineDescription() {
   utsname uts{};
   std::string kernel = ::uname(&uts) == 0 ? std::string(uts.sysname) + " " + uts.release : "?";
@@ -192,7 +169,7 @@ class Bench {
 
  private:
   Status Setup() {
-    Status status = dir_.Create();
+    Status status = dir_.Create("bh-bench");
     if (!status.ok()) return status;
     const std::string root = dir_.path();
     const std::string gates = root + "/gates";

@@ -33,6 +33,7 @@
 
 #include "base/exit_status.h"
 #include "base/status.h"
+#include "base/temp_dir.h"
 #include "base/unique_fd.h"
 #include "ctl/control_client.h"
 #include "ipc/client.h"
@@ -130,31 +131,6 @@ Status OpenGate(const std::string& gates_dir, const std::string& name,
   }
   return Status::Ok();
 }
-
-// A fresh /tmp/bh-demo-XXXXXX (short, so socket paths stay far below 108 bytes), removed with its
-// contents by the destructor.
-class TempDir {
- public:
-  TempDir() = default;
-  ~TempDir() {
-    if (path_.empty()) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  Status Create() {
-    char tmpl[] = "/tmp/bh-demo-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return Status::FromErrno("mkdtemp /tmp/bh-demo-XXXXXX");
-    path_ = tmpl;
-    return Status::Ok();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // What the demo reads of one cell in the control socket's `status` response.
 struct CellFigures {
@@ -662,7 +638,7 @@ int Main(int argc, char** argv) {
   std::fprintf(stderr, "bulkhead-demo: replaying the seed's transcripts with %s\n",
                bin.bulkheadd.c_str());
   TempDir dir;
-  Status status = dir.Create();
+  Status status = dir.Create("bh-demo");
   if (status.ok()) status = RunSeedTranscript(bin, dir.path());
   if (status.ok()) status = RunExtendedTranscript(bin, dir.path());
   if (!status.ok()) {

@@ -21,24 +21,11 @@
 namespace bulkhead::testing {
 
 TempDir::TempDir() {
-  char pattern[] = "/tmp/bulkhead-test-XXXXXX";
-  if (::mkdtemp(pattern) == nullptr) {
-    std::perror("mkdtemp");
+  Status created = Create("bulkhead-test");
+  if (!created.ok()) {
+    std::fprintf(stderr, "%s\n", created.message().c_str());
     std::abort();
   }
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
-std::string TempDir::Join(std::string_view name) const {
-  std::string joined = path_;
-  joined += '/';
-  joined += name;
-  return joined;
 }
 
 Result<UniqueFd> ListenUnix(const std::string& path) {

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "base/temp_dir.h"
 #include "base/unique_fd.h"
 
 #ifndef BULKHEAD_BUILD_DIR
@@ -40,19 +41,10 @@ inline constexpr std::chrono::milliseconds kDefaultTimeout{10000};
 
 // A fresh directory /tmp/bulkhead-test-XXXXXX (short, so socket paths stay under 108 bytes),
 // removed with its contents by the destructor. Aborts the test binary if it cannot be created.
-class TempDir {
+class TempDir : public bulkhead::TempDir {
  public:
+  // Creates /tmp/bulkhead-test-XXXXXX; aborts the test binary if it cannot.
   TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  // path() + "/" + name.
-  std::string Join(std::string_view name) const;
-
- private:
-  std::string path_;
 };
 
 // A SOCK_STREAM | SOCK_CLOEXEC Unix socket bound to `path` and listening (backlog 128).
