@@ -30,12 +30,24 @@
 
 #include "cell/cgroup.h"
 #include "cell/process.h"
+#include "tests/vm/vm_probe.h"
 
 namespace bulkhead::cell {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+using vm::DescribeStatus;
+using vm::FlatKey;
+using vm::Gone;
+using vm::KilledBySigkill;
+using vm::ParentOf;
+using vm::Print;
+using vm::ReadText;
+using vm::ReapAvailable;
+using vm::ReapedStatus;
+using vm::Str;
+using vm::WaitForExit;
 
 // Limits of the two cells (bytes, μs). alpha is small and CPU-capped; beta is roomy.
 constexpr uint64_t kMiB = 1024 * 1024;
@@ -55,61 +67,14 @@ constexpr double kCpuShareExpected = 0.20;
 constexpr double kCpuShareTolerance = 0.05;
 
 int g_failures = 0;
-std::map<pid_t, int> g_reaped;  // wait status of every process reaped so far
-
-// One line to stdout with a single write(2): no stdio buffer that a clone3 child could inherit
-// and flush twice.
-void Print(const char* format, ...) {
-  char line[1024];
-  va_list args;
-  va_start(args, format);
-  int n = vsnprintf(line, sizeof(line) - 1, format, args);
-  va_end(args);
-  if (n < 0) return;
-  size_t size = std::min<size_t>(static_cast<size_t>(n), sizeof(line) - 2);
-  line[size] = '\n';
-  ssize_t ignored = write(STDOUT_FILENO, line, size + 1);
-  (void)ignored;
-}
 
 void Check(bool ok, const char* check, const std::string& detail) {
   if (!ok) ++g_failures;
   Print("PROBE %-28s %s %s", check, ok ? "ok  " : "FAIL", detail.c_str());
 }
 
-std::string Str(const char* format, ...) {
-  char text[1024];
-  va_list args;
-  va_start(args, format);
-  vsnprintf(text, sizeof(text), format, args);
-  va_end(args);
-  return text;
-}
-
 long ElapsedMs(Clock::time_point since) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
-}
-
-std::string ReadText(const std::string& path) {
-  FILE* file = fopen(path.c_str(), "re");
-  if (file == nullptr) return "<" + path + ": " + strerror(errno) + ">";
-  std::string text;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
-  fclose(file);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
-}
-
-// Value of `key` in a flat-keyed file, or -1.
-long long FlatKey(const std::string& path, const std::string& key) {
-  std::string text = ReadText(path) + "\n";
-  size_t at = text.find(key + " ");
-  while (at != std::string::npos && at != 0 && text[at - 1] != '\n') {
-    at = text.find(key + " ", at + 1);
-  }
-  return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size() + 1);
 }
 
 // --- Processes. ---
@@ -126,23 +91,6 @@ pid_t SpawnInCgroup(int cgroup_fd, const std::function<int()>& body) {
   return static_cast<pid_t>(pid);
 }
 
-void ReapAvailable() {
-  int status = 0;
-  pid_t pid;
-  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) g_reaped[pid] = status;
-}
-
-// Reaps until `pid` has been reaped; its wait status, or nullopt at the deadline.
-std::optional<int> WaitFor(pid_t pid, milliseconds deadline) {
-  Clock::time_point start = Clock::now();
-  while (true) {
-    ReapAvailable();
-    if (auto it = g_reaped.find(pid); it != g_reaped.end()) return it->second;
-    if (Clock::now() - start > deadline) return std::nullopt;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-}
-
 bool PollUntil(const std::function<bool()>& condition, milliseconds deadline) {
   Clock::time_point start = Clock::now();
   while (!condition()) {
@@ -150,28 +98,6 @@ bool PollUntil(const std::function<bool()>& condition, milliseconds deadline) {
     std::this_thread::sleep_for(milliseconds(5));
   }
   return true;
-}
-
-std::string DescribeStatus(std::optional<int> status) {
-  if (!status) return "still running";
-  if (WIFSIGNALED(*status)) return Str("killed by signal %d", WTERMSIG(*status));
-  return Str("exited %d", WEXITSTATUS(*status));
-}
-
-bool KilledBySigkill(std::optional<int> status) {
-  return status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL;
-}
-
-bool Gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
-
-// The ppid field of /proc/<pid>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
-// parentheses, so the fields are read after the last ')'), or 0.
-int ParentOf(pid_t pid) {
-  std::string stat = ReadText(Str("/proc/%d/stat", pid));
-  int ppid = 0;
-  size_t paren = stat.rfind(')');
-  if (paren != std::string::npos) sscanf(stat.c_str() + paren + 1, " %*c %d", &ppid);
-  return ppid;
 }
 
 // Reads one pid_t from `fd` within `deadline`, or 0.
@@ -332,7 +258,7 @@ void CheckOomKill(const Cells& cells, const BetaResidents& beta_residents) {
     }
     return 0;  // survived: the limit did not hold
   });
-  std::optional<int> status = WaitFor(hog, milliseconds(30000));
+  std::optional<int> status = WaitForExit(hog, milliseconds(30000));
   long took = ElapsedMs(start);
   Check(KilledBySigkill(status), "oom.child_killed",
         Str("hog pid %d (%llu MiB wanted, memory.max %llu MiB): %s after %ld ms", hog,
@@ -340,7 +266,7 @@ void CheckOomKill(const Cells& cells, const BetaResidents& beta_residents) {
             DescribeStatus(status).c_str(), took));
   if (!status) {
     kill(hog, SIGKILL);
-    WaitFor(hog, milliseconds(5000));
+    WaitForExit(hog, milliseconds(5000));
   }
 
   Result<CgroupStats> alpha = cells.alpha.ReadStats();
@@ -355,7 +281,7 @@ void CheckOomKill(const Cells& cells, const BetaResidents& beta_residents) {
                  : alpha.status().message());
   Result<CgroupStats> beta = cells.beta.ReadStats();
   ReapAvailable();
-  auto alive = [](pid_t pid) { return pid > 0 && g_reaped.count(pid) == 0 && kill(pid, 0) == 0; };
+  auto alive = [](pid_t pid) { return pid > 0 && !ReapedStatus(pid) && kill(pid, 0) == 0; };
   bool residents_alive = alive(beta_residents.sleeper) && alive(beta_residents.worker);
   Check(residents_alive && beta.ok() && beta->memory_events.oom_kill == 0, "oom.other_cell_lives",
         Str("beta pids %d and %d %s, beta oom_kill=%lld", beta_residents.sleeper,
@@ -373,12 +299,12 @@ void CheckCpuMax(const Cells& cells) {
     while (Clock::now() - begin < milliseconds(kBusyMs)) spins = spins + 1;
     return 0;
   });
-  std::optional<int> status = WaitFor(busy, milliseconds(kBusyMs + 15000));
+  std::optional<int> status = WaitForExit(busy, milliseconds(kBusyMs + 15000));
   double wall_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   Result<CgroupStats> after = cells.alpha.ReadStats();
   if (!status) {
     kill(busy, SIGKILL);
-    WaitFor(busy, milliseconds(5000));
+    WaitForExit(busy, milliseconds(5000));
   }
   if (!before.ok() || !after.ok()) {
     Check(false, "cpu.stat", before.status().message() + after.status().message());
@@ -470,9 +396,9 @@ void CheckForkBomb(Cells& cells, const BetaResidents& beta_residents) {
       },
       milliseconds(10000));
   long kill_ms = ElapsedMs(kill_start);
-  std::optional<int> bomb_status = WaitFor(bomb, milliseconds(5000));
-  std::optional<int> sleeper_status = WaitFor(beta_residents.sleeper, milliseconds(5000));
-  std::optional<int> worker_status = WaitFor(beta_residents.worker, milliseconds(5000));
+  std::optional<int> bomb_status = WaitForExit(bomb, milliseconds(5000));
+  std::optional<int> sleeper_status = WaitForExit(beta_residents.sleeper, milliseconds(5000));
+  std::optional<int> worker_status = WaitForExit(beta_residents.worker, milliseconds(5000));
   ReapAvailable();
   std::string now_current = ReadText(pids_current_path);
   Check(killed.ok() && emptied && now_current == "0" && KilledBySigkill(bomb_status) &&
@@ -516,7 +442,7 @@ void CheckDoubleForkKill(CellCgroup& alpha) {
     Check(false, "kill.setup", Str("child %d daemon %d", child, daemon));
     if (child > 0) {
       kill(child, SIGKILL);
-      WaitFor(child, milliseconds(5000));
+      WaitForExit(child, milliseconds(5000));
     }
     return;
   }
@@ -555,8 +481,8 @@ void CheckDoubleForkKill(CellCgroup& alpha) {
   long took = ElapsedMs(start);
   // We are the child subreaper: the daemon was reparented to us, so both are reaped here and
   // kill(pid, 0) cannot be fooled by a zombie.
-  std::optional<int> child_status = WaitFor(child, milliseconds(5000));
-  std::optional<int> daemon_status = WaitFor(daemon, milliseconds(5000));
+  std::optional<int> child_status = WaitForExit(child, milliseconds(5000));
+  std::optional<int> daemon_status = WaitForExit(daemon, milliseconds(5000));
   bool none_left = Gone(child) && Gone(daemon);
   Check(killed.ok() && emptied && none_left && KilledBySigkill(child_status) &&
             KilledBySigkill(daemon_status),

@@ -40,11 +40,23 @@
 
 #include "ipc/client.h"
 #include "ipc/frame.h"
+#include "tests/vm/vm_probe.h"
 
 namespace bulkhead {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using vm::DescribeStatus;
+using vm::FlatKey;
+using vm::Gone;
+using vm::KilledBySigkill;
+using vm::ParentOf;
+using vm::Print;
+using vm::ReadText;
+using vm::ReapAvailable;
+using vm::ReapedStatus;
+using vm::Str;
+using vm::WaitForExit;
 using Json = nlohmann::json;
 using std::chrono::milliseconds;
 
@@ -87,30 +99,6 @@ constexpr int kEchoPauseMs = 10;
 const std::vector<std::string> kCells = {"steady", "hog", "burner", "bomb", "tear"};
 
 int g_failures = 0;
-std::map<pid_t, int> g_reaped;  // wait status of every process reaped so far (main thread)
-
-// One line to stdout with a single write(2), so lines of both threads never interleave.
-void Print(const char* format, ...) {
-  char line[2048];
-  va_list args;
-  va_start(args, format);
-  int n = vsnprintf(line, sizeof(line) - 1, format, args);
-  va_end(args);
-  if (n < 0) return;
-  size_t size = std::min<size_t>(static_cast<size_t>(n), sizeof(line) - 2);
-  line[size] = '\n';
-  ssize_t ignored = write(STDOUT_FILENO, line, size + 1);
-  (void)ignored;
-}
-
-std::string Str(const char* format, ...) {
-  char text[2048];
-  va_list args;
-  va_start(args, format);
-  vsnprintf(text, sizeof(text), format, args);
-  va_end(args);
-  return text;
-}
 
 void Check(bool ok, const char* check, const std::string& detail) {
   if (!ok) ++g_failures;
@@ -121,30 +109,11 @@ double MsSince(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
-std::string ReadText(const std::string& path) {
-  FILE* file = fopen(path.c_str(), "re");
-  if (file == nullptr) return "<" + path + ": " + strerror(errno) + ">";
-  std::string text;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
-  fclose(file);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
-}
-
 bool WriteText(const std::string& path, const std::string& text) {
   FILE* file = fopen(path.c_str(), "we");
   if (file == nullptr) return false;
   bool ok = fwrite(text.data(), 1, text.size(), file) == text.size();
   return fclose(file) == 0 && ok;
-}
-
-// Value of `key` in a flat-keyed file ("key value" lines), or -1.
-long long FlatKey(const std::string& path, const std::string& key) {
-  std::string text = "\n" + ReadText(path) + "\n";
-  size_t at = text.find("\n" + key + " ");
-  return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size() + 2);
 }
 
 std::vector<pid_t> ReadPids(const std::string& path) {
@@ -176,23 +145,6 @@ bool Contains(const std::vector<pid_t>& pids, pid_t pid) {
 
 // --- Processes. ---
 
-void ReapAvailable() {
-  int status = 0;
-  pid_t pid;
-  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) g_reaped[pid] = status;
-}
-
-// Reaps until `pid` has been reaped; its wait status, or nullopt at the deadline.
-std::optional<int> WaitFor(pid_t pid, milliseconds deadline) {
-  Clock::time_point start = Clock::now();
-  while (true) {
-    ReapAvailable();
-    if (auto it = g_reaped.find(pid); it != g_reaped.end()) return it->second;
-    if (Clock::now() - start > deadline) return std::nullopt;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-}
-
 bool PollUntil(const std::function<bool()>& condition, milliseconds deadline,
                milliseconds interval = milliseconds(20)) {
   Clock::time_point start = Clock::now();
@@ -202,27 +154,6 @@ bool PollUntil(const std::function<bool()>& condition, milliseconds deadline,
     std::this_thread::sleep_for(interval);
   }
   return true;
-}
-
-std::string DescribeStatus(std::optional<int> status) {
-  if (!status) return "still running";
-  if (WIFSIGNALED(*status)) return Str("killed by signal %d", WTERMSIG(*status));
-  return Str("exited %d", WEXITSTATUS(*status));
-}
-
-bool KilledBySigkill(std::optional<int> status) {
-  return status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL;
-}
-
-bool Gone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
-
-// The ppid field of /proc/<pid>/stat (read after the last ')': comm may hold anything), or 0.
-int ParentOf(pid_t pid) {
-  std::string stat = ReadText(Str("/proc/%d/stat", pid));
-  int ppid = 0;
-  size_t paren = stat.rfind(')');
-  if (paren != std::string::npos) sscanf(stat.c_str() + paren + 1, " %*c %d", &ppid);
-  return ppid;
 }
 
 // fork + execv with stdout and stderr sent to files; -1 on failure. Async-signal-safe between
@@ -271,10 +202,10 @@ Run RunCapture(const std::vector<std::string>& argv, milliseconds deadline = mil
     run.err = Str("fork: %s", strerror(errno));
     return run;
   }
-  run.status = WaitFor(pid, deadline);
+  run.status = WaitForExit(pid, deadline);
   if (!run.status) {
     kill(pid, SIGKILL);
-    WaitFor(pid, milliseconds(5000));
+    WaitForExit(pid, milliseconds(5000));
   }
   run.ms = MsSince(start);
   run.out = ReadText(out_path);
@@ -549,7 +480,7 @@ std::string ConfigText() {
 bool WaitCellsRunning(pid_t daemon, std::optional<Json>* status, milliseconds deadline) {
   return PollUntil(
       [&] {
-        if (g_reaped.count(daemon) != 0) return true;
+        if (ReapedStatus(daemon).has_value()) return true;
         *status = ControlStatus();
         if (!*status) return false;
         for (const std::string& name : kCells) {
@@ -562,11 +493,11 @@ bool WaitCellsRunning(pid_t daemon, std::optional<Json>* status, milliseconds de
 
 // Stops a bulkheadd whose startup check failed: SIGTERM, then SIGKILL.
 void StopFailedDaemon(pid_t daemon) {
-  if (g_reaped.count(daemon) != 0) return;
+  if (ReapedStatus(daemon).has_value()) return;
   kill(daemon, SIGTERM);
-  if (!WaitFor(daemon, milliseconds(10000))) {
+  if (!WaitForExit(daemon, milliseconds(10000))) {
     kill(daemon, SIGKILL);
-    WaitFor(daemon, milliseconds(5000));
+    WaitForExit(daemon, milliseconds(5000));
   }
 }
 
@@ -581,12 +512,12 @@ pid_t StartDaemon() {
   pid_t daemon = Start({kBulkheadd, "--config", kConfigPath}, kDaemonLog, kDaemonLog);
   std::optional<Json> status;
   bool up = WaitCellsRunning(daemon, &status, milliseconds(30000));
-  bool alive = g_reaped.count(daemon) == 0;
+  bool alive = !ReapedStatus(daemon);
   std::string detail = Str("bulkheadd pid %d, %zu cells running after %.0f ms", daemon,
                            kCells.size(), MsSince(start));
   if (!up || !alive) {
     detail = alive ? "cells not all running within 30 s"
-                   : "bulkheadd " + DescribeStatus(g_reaped[daemon]);
+                   : "bulkheadd " + DescribeStatus(ReapedStatus(daemon));
   }
   Check(up && alive, "setup.bulkheadd_running", detail);
   if (!up || !alive) {
@@ -703,7 +634,7 @@ void CheckOomKill(EchoLoop& steady) {
         Str("bulkheadctl call hog \"alloc %d\" (memory_max 64M): exit %d (5 = FAILED), ",
             kHogAllocMiB, run.exit_code()) +
             run.Describe());
-  std::optional<int> sleeper_status = WaitFor(sleeper, milliseconds(20000));
+  std::optional<int> sleeper_status = WaitForExit(sleeper, milliseconds(20000));
   std::string sleeper_said = ReadText(sleeper_err);
   Check(sleeping && sleeper_status && WIFEXITED(*sleeper_status) &&
             WEXITSTATUS(*sleeper_status) == 5 &&
@@ -711,7 +642,7 @@ void CheckOomKill(EchoLoop& steady) {
         "memory.inflight_failed_oom_killed",
         Str("the other request in flight (\"sleep 60000\"): %s, stderr \"%s\"",
             DescribeStatus(sleeper_status).c_str(), sleeper_said.c_str()));
-  std::optional<int> grandchild_status = WaitFor(grandchild, milliseconds(10000));
+  std::optional<int> grandchild_status = WaitForExit(grandchild, milliseconds(10000));
   Check(KilledBySigkill(grandchild_status) && Gone(grandchild), "memory.oom_group_whole_cell",
         Str("setsid grandchild %d of worker %d: %s, kill(pid,0) %s", grandchild, worker,
             DescribeStatus(grandchild_status).c_str(), Gone(grandchild) ? "ESRCH" : "ALIVE"));
@@ -791,7 +722,7 @@ void CheckCpuMax(EchoLoop& steady) {
   std::this_thread::sleep_for(milliseconds(kCpuWindowMs));
   Json b = sample(&t1);
 
-  std::optional<int> status = WaitFor(caller, milliseconds(30000));
+  std::optional<int> status = WaitForExit(caller, milliseconds(30000));
   std::string out = ReadText(std::string(kRuntimeDir) + "/burn.out");
   bool answered = status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0 &&
                   out.rfind(Str("burned %d ms", kBurnMs), 0) == 0;
@@ -890,7 +821,7 @@ void CheckStopCell() {
   double took = MsSince(start);
   // The grandchild was reparented to this process (the subreaper): its wait status is the proof
   // of how it died.
-  std::optional<int> grandchild_status = WaitFor(grandchild, milliseconds(10000));
+  std::optional<int> grandchild_status = WaitForExit(grandchild, milliseconds(10000));
   std::string dir = CgroupOf("tear");
   bool empty =
       ReadPids(dir + "/cgroup.procs").empty() && FlatKey(dir + "/cgroup.events", "populated") == 0;
@@ -917,13 +848,13 @@ void CheckShutdown(pid_t daemon) {
   }
   Clock::time_point start = Clock::now();
   kill(daemon, SIGTERM);
-  std::optional<int> exit_status = WaitFor(daemon, milliseconds(30000));
+  std::optional<int> exit_status = WaitForExit(daemon, milliseconds(30000));
   double took = MsSince(start);
   if (!exit_status) {
     kill(daemon, SIGKILL);  // reported below; the cells' leftovers show in the checks after it
-    WaitFor(daemon, milliseconds(5000));
+    WaitForExit(daemon, milliseconds(5000));
   }
-  std::optional<int> grandchild_status = WaitFor(grandchild, milliseconds(10000));
+  std::optional<int> grandchild_status = WaitForExit(grandchild, milliseconds(10000));
   bool daemon_ok = exit_status && WIFEXITED(*exit_status) && WEXITSTATUS(*exit_status) == 0;
 
   int alive = 0;
@@ -992,12 +923,12 @@ pid_t CheckRestartAfterSigkill(pid_t daemon) {
   // signal from here.
   Clock::time_point killed_at = Clock::now();
   kill(daemon, SIGKILL);
-  std::optional<int> daemon_status = WaitFor(daemon, milliseconds(10000));
+  std::optional<int> daemon_status = WaitForExit(daemon, milliseconds(10000));
   // One deadline for all of them: a regression costs 10 s, not 10 s per cell.
   PollUntil(
       [&] {
         for (const auto& [name, pid] : workers) {
-          if (g_reaped.count(pid) == 0) return false;
+          if (!ReapedStatus(pid)) return false;
         }
         return true;
       },
@@ -1007,7 +938,7 @@ pid_t CheckRestartAfterSigkill(pid_t daemon) {
   std::string how;
   for (const auto& [name, pid] : workers) {
     std::optional<int> status;
-    if (auto it = g_reaped.find(pid); it != g_reaped.end()) status = it->second;
+    if (std::optional<int> reaped = ReapedStatus(pid)) status = *reaped;
     if (KilledBySigkill(status) && Gone(pid)) ++died;
     how += Str("; %s worker %d %s", name.c_str(), pid, DescribeStatus(status).c_str());
   }
@@ -1032,9 +963,9 @@ pid_t CheckRestartAfterSigkill(pid_t daemon) {
   // still lives, now the only process of the cell's cgroup.
   ReapAvailable();
   std::vector<pid_t> left = ReadPids(dir + "/cgroup.procs");
-  std::string fate = g_reaped.count(grandchild) != 0 ? DescribeStatus(g_reaped[grandchild])
-                     : kill(grandchild, 0) == 0      ? "alive"
-                                                     : "GONE";
+  std::string fate = ReapedStatus(grandchild).has_value() ? DescribeStatus(ReapedStatus(grandchild))
+                     : kill(grandchild, 0) == 0           ? "alive"
+                                                          : "GONE";
   bool survived = fate == "alive" && left == std::vector<pid_t>{grandchild} &&
                   FlatKey(dir + "/cgroup.events", "populated") == 1;
   Check(survived, "restart.grandchild_outlived",
@@ -1049,16 +980,16 @@ pid_t CheckRestartAfterSigkill(pid_t daemon) {
       Start({kBulkheadd, "--config", kConfigPath}, kRestartedDaemonLog, kRestartedDaemonLog);
   std::optional<Json> status;
   bool up = WaitCellsRunning(again, &status, milliseconds(30000));
-  bool alive = g_reaped.count(again) == 0;
+  bool alive = !ReapedStatus(again);
   double up_ms = MsSince(start);
   Check(up && alive, "restart.bulkheadd_running",
         alive ? Str("bulkheadd pid %d started again on %s, %s after %.0f ms; in %s", again,
                     kConfigPath, up ? "every cell running" : "NOT every cell running", up_ms,
                     ReadText(Str("/proc/%d/cgroup", again)).c_str())
-              : "bulkheadd " + DescribeStatus(g_reaped[again]));
+              : "bulkheadd " + DescribeStatus(ReapedStatus(again)));
   if (!up || !alive) {
     StopFailedDaemon(again);
-    WaitFor(grandchild, milliseconds(1000));
+    WaitForExit(grandchild, milliseconds(1000));
     return 0;
   }
 
@@ -1084,7 +1015,7 @@ pid_t CheckRestartAfterSigkill(pid_t daemon) {
         Str("%d line(s) with \"%s\":%s", warnings, warning.c_str(), lines.c_str()));
 
   // Killed by the new bulkheadd's cgroup.kill; reaped here, as its parent is this process now.
-  std::optional<int> grandchild_status = WaitFor(grandchild, milliseconds(10000));
+  std::optional<int> grandchild_status = WaitForExit(grandchild, milliseconds(10000));
   Check(KilledBySigkill(grandchild_status) && Gone(grandchild), "restart.grandchild_killed",
         Str("grandchild %d of the killed run: %s, kill(pid,0) %s", grandchild,
             DescribeStatus(grandchild_status).c_str(), Gone(grandchild) ? "ESRCH" : "ALIVE"));
