@@ -23,6 +23,7 @@ namespace bulkhead::config {
 struct SourcePosition {
   int line = 0;
   int column = 0;
+  bool operator==(const SourcePosition&) const = default;
 };
 
 // `restart`: when a worker that ended is started again (systemd.service(5) Restart=).
@@ -127,6 +128,10 @@ struct CellConfig {
   std::optional<uint64_t> pids_max;
   // Of the [cells.NAME] table (its '[', or '{' for an inline table).
   SourcePosition position;
+
+  // Every field, so that a field added later counts in reload's comparison (a changed field
+  // restarts the cell unless supervisor/reload_plan.h classifies it otherwise).
+  bool operator==(const CellConfig&) const = default;
 };
 
 // The [supervisor] table. All paths are absolute and lexically normalised.
@@ -142,6 +147,9 @@ struct SupervisorConfig {
   std::string log_level = "info";
   // Whether cells get a cgroup v2 each and their limits are enforced.
   CgroupMode cgroup = CgroupMode::kAuto;
+
+  // Every field: a reload refuses a change of any key but log_level (supervisor/reload_plan.h).
+  bool operator==(const SupervisorConfig&) const = default;
 };
 
 struct Config {

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+// PlanReload: every key of a cell classified (live admission, live cgroup, live policy, restart),
+// a field it does not know by name restarting the cell, the table position ignored, cells added
+// and removed, and the refusals: a changed [supervisor] key other than log_level, a changed cell
+// socket.
+#include "supervisor/reload_plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config/config.h"
+
+namespace bulkhead::supervisor {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using Action = CellPlan::Action;
+
+constexpr char kFile[] = "/etc/bulkhead/bulkhead.toml";
+
+constexpr char kBase[] = R"([supervisor]
+runtime_dir = "/run/bh"
+
+[cells.payments]
+command = ["/bin/pay"]
+max_concurrent = 2
+max_queue = 4
+
+[cells.catalog]
+command = ["/bin/catalog", "--fast"]
+max_concurrent = 1
+)";
+
+config::Config Parse(const std::string& toml) {
+  config::LoadResult loaded = config::ParseConfig(toml, kFile, config::HostFacts{.cpus = 4});
+  EXPECT_THAT(loaded.errors, IsEmpty())
+      << (loaded.errors.empty() ? "" : loaded.errors[0].ToString());
+  return loaded.config.value_or(config::Config{});
+}
+
+// kBase with `catalog_extra` appended to [cells.catalog].
+ReloadPlan PlanCatalogChange(const std::string& catalog_extra) {
+  return PlanReload(Parse(kBase), Parse(std::string(kBase) + catalog_extra));
+}
+
+TEST(ReloadPlan, SameFileChangesNothing) {
+  ReloadPlan plan = PlanReload(Parse(kBase), Parse(kBase));
+  EXPECT_TRUE(plan.ok());
+  EXPECT_FALSE(plan.log_level_changed);
+  ASSERT_EQ(plan.cells.size(), 2u);
+  EXPECT_EQ(plan.cells[0].action, Action::kUnchanged);
+  EXPECT_EQ(plan.cells[1].action, Action::kUnchanged);
+  EXPECT_EQ(plan.Summary(), "payments unchanged, catalog unchanged");
+}
+
+TEST(ReloadPlan, MovedTablesAndCommentsAreNoChange) {
+  const std::string moved = R"(# comment
+[cells.catalog]
+max_concurrent = 1
+command = ["/bin/catalog", "--fast"]
+
+[supervisor]
+runtime_dir = "/run/bh"
+
+
+[cells.payments]
+max_queue = 4
+command = ["/bin/pay"]
+max_concurrent = 2
+)";
+  ReloadPlan plan = PlanReload(Parse(kBase), Parse(moved));
+  EXPECT_TRUE(plan.ok());
+  // New file order.
+  EXPECT_EQ(plan.Summary(), "catalog unchanged, payments unchanged");
+}
+
+TEST(ReloadPlan, AdmissionLimitsApplyLive) {
+  ReloadPlan plan = PlanReload(Parse(kBase), Parse(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.payments]
+command = ["/bin/pay"]
+max_concurrent = 3
+max_queue = 1
+queue_timeout = "5s"
+[cells.catalog]
+command = ["/bin/catalog", "--fast"]
+max_concurrent = 1
+)"));
+  ASSERT_TRUE(plan.ok());
+  const CellPlan& payments = plan.cells[0];
+  EXPECT_EQ(payments.action, Action::kUpdate);
+  EXPECT_THAT(payments.changed, ElementsAre("max_concurrent", "max_queue", "queue_timeout"));
+  EXPECT_TRUE(payments.admission_changed);
+  EXPECT_FALSE(payments.cgroup_changed);
+  EXPECT_FALSE(payments.policy_changed);
+  EXPECT_EQ(plan.cells[1].action, Action::kUnchanged);
+  EXPECT_EQ(plan.Summary(),
+            "payments updated (max_concurrent, max_queue, queue_timeout changed), catalog "
+            "unchanged");
+}
+
+TEST(ReloadPlan, CgroupLimitsApplyLive) {
+  ReloadPlan plan = PlanCatalogChange(
+      "cpu_max = \"50%\"\ncpu_weight = 200\nmemory_max = \"64M\"\nmemory_high = \"32M\"\n"
+      "memory_swap_max = 0\npids_max = 64\ncpu_max_period = \"50ms\"\n");
+  ASSERT_TRUE(plan.ok());
+  const CellPlan& catalog = plan.cells[1];
+  EXPECT_EQ(catalog.action, Action::kUpdate);
+  EXPECT_TRUE(catalog.cgroup_changed);
+  EXPECT_FALSE(catalog.admission_changed);
+  EXPECT_THAT(catalog.changed, ElementsAre("cpu_max", "cpu_max_period", "cpu_weight", "memory_max",
+                                           "memory_high", "memory_swap_max", "pids_max"));
+}
+
+TEST(ReloadPlan, LifecyclePolicyAppliesLive) {
+  ReloadPlan plan = PlanCatalogChange(
+      "restart = \"on-failure\"\nrestart_delay = \"1s\"\nrestart_max_delay = \"1m\"\n"
+      "restart_reset_after = \"1m\"\nstart_limit_burst = 9\nstart_limit_interval = \"2m\"\n"
+      "request_timeout = \"3s\"\nstall_timeout = \"4s\"\nstop_signal = \"SIGINT\"\n"
+      "stop_timeout = \"2s\"\n");
+  ASSERT_TRUE(plan.ok());
+  const CellPlan& catalog = plan.cells[1];
+  EXPECT_EQ(catalog.action, Action::kUpdate);
+  EXPECT_TRUE(catalog.policy_changed);
+  EXPECT_FALSE(catalog.cgroup_changed);
+  EXPECT_THAT(catalog.changed,
+              ElementsAre("restart", "restart_delay", "restart_max_delay", "restart_reset_after",
+                          "start_limit_burst", "start_limit_interval", "request_timeout",
+                          "stall_timeout", "stop_signal", "stop_timeout"));
+}
+
+TEST(ReloadPlan, WorkerKeysRestartTheCell) {
+  struct Case {
+    std::string extra;
+    std::string key;
+  };
+  for (const Case& c : {
+           Case{"working_directory = \"/tmp\"\n", "working_directory"},
+           Case{"ready = \"notify\"\n", "ready"},
+           Case{"watchdog = \"10s\"\n", "watchdog"},
+           Case{"[cells.catalog.environment]\nMODE = \"x\"\n", "environment"},
+       }) {
+    ReloadPlan plan = PlanCatalogChange(c.extra);
+    ASSERT_TRUE(plan.ok()) << c.key;
+    EXPECT_EQ(plan.cells[1].action, Action::kRestart) << c.key;
+    EXPECT_THAT(plan.cells[1].changed, ElementsAre(c.key));
+    EXPECT_EQ(plan.cells[0].action, Action::kUnchanged) << c.key;
+  }
+}
+
+TEST(ReloadPlan, ChangedCommandRestartsAndLiveKeysComeAlong) {
+  config::Config current = Parse(kBase);
+  config::Config next = current;
+  next.cells[1].command = {"/bin/catalog", "--slow"};
+  next.cells[1].max_queue = 7;
+  ReloadPlan plan = PlanReload(current, next);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan.cells[1].action, Action::kRestart);
+  EXPECT_TRUE(plan.cells[1].admission_changed);
+  EXPECT_THAT(plan.cells[1].changed, ElementsAre("command", "max_queue"));
+  EXPECT_EQ(plan.Summary(), "payments unchanged, catalog restarted (command, max_queue changed)");
+}
+
+// A CellConfig field that reload does not classify (here worker_socket, which no key sets; a
+// field added later behaves the same) restarts the cell rather than being ignored.
+TEST(ReloadPlan, UnclassifiedFieldRestartsTheCell) {
+  config::Config current = Parse(kBase);
+  config::Config next = current;
+  next.cells[0].worker_socket = "/run/bh/elsewhere.worker.sock";
+  ReloadPlan plan = PlanReload(current, next);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan.cells[0].action, Action::kRestart);
+  EXPECT_THAT(plan.cells[0].changed, ElementsAre("other settings"));
+}
+
+TEST(ReloadPlan, PositionIsNotAChange) {
+  config::Config current = Parse(kBase);
+  config::Config next = current;
+  next.cells[0].position = {.line = 40, .column = 1};
+  EXPECT_EQ(PlanReload(current, next).cells[0].action, Action::kUnchanged);
+}
+
+TEST(ReloadPlan, CellsAddedAndRemoved) {
+  ReloadPlan plan = PlanReload(Parse(kBase), Parse(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.search]
+command = ["/bin/search"]
+max_concurrent = 1
+[cells.payments]
+command = ["/bin/pay"]
+max_concurrent = 2
+max_queue = 4
+)"));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan.cells.size(), 3u);
+  EXPECT_EQ(plan.cells[0].name, "search");
+  EXPECT_EQ(plan.cells[0].action, Action::kAdd);
+  EXPECT_EQ(plan.cells[1].action, Action::kUnchanged);
+  EXPECT_EQ(plan.cells[2].name, "catalog");
+  EXPECT_EQ(plan.cells[2].action, Action::kRemove);
+  EXPECT_EQ(plan.Summary(), "search added, payments unchanged, catalog removed");
+}
+
+TEST(ReloadPlan, ChangedSocketIsRefusedWithItsPlace) {
+  ReloadPlan plan = PlanCatalogChange("socket = \"/run/other/catalog.sock\"\n");
+  EXPECT_FALSE(plan.ok());
+  ASSERT_EQ(plan.errors.size(), 1u);
+  EXPECT_THAT(plan.errors[0],
+              HasSubstr(std::string(kFile) + ":9:1: cells.catalog.socket: a running cell's socket "
+                                             "cannot change by reload"));
+}
+
+TEST(ReloadPlan, LogLevelAppliesLive) {
+  ReloadPlan plan = PlanReload(
+      Parse(kBase), Parse(std::string("[supervisor]\nlog_level = \"debug\"\n") + (kBase + 13)));
+  EXPECT_TRUE(plan.ok());
+  EXPECT_TRUE(plan.log_level_changed);
+  EXPECT_EQ(plan.Summary(), "log_level changed, payments unchanged, catalog unchanged");
+}
+
+TEST(ReloadPlan, OtherSupervisorKeysAreRefusedByName) {
+  struct Case {
+    std::string line;
+    std::string key;
+  };
+  for (const Case& c : {
+           Case{"max_payload_bytes = 1024\n", "max_payload_bytes"},
+           Case{"control_socket = \"/run/ctl.sock\"\n", "control_socket"},
+           Case{"cgroup = \"off\"\n", "cgroup"},
+       }) {
+    ReloadPlan plan =
+        PlanReload(Parse(kBase), Parse(std::string("[supervisor]\n") + c.line + (kBase + 13)));
+    ASSERT_EQ(plan.errors.size(), 1u) << c.key;
+    EXPECT_EQ(plan.errors[0], std::string(kFile) + ": supervisor." + c.key +
+                                  ": changed, and only log_level of [supervisor] applies live; "
+                                  "restart bulkheadd to change it");
+  }
+  config::Config current = Parse(kBase);
+  config::Config next = current;
+  next.supervisor.runtime_dir = "/run/elsewhere";
+  ReloadPlan plan = PlanReload(current, next);
+  ASSERT_EQ(plan.errors.size(), 1u);
+  EXPECT_THAT(plan.errors[0], HasSubstr("supervisor.runtime_dir: changed"));
+}
+
+}  // namespace
+}  // namespace bulkhead::supervisor
