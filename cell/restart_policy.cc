@@ -59,6 +59,12 @@ RestartPolicy::RestartPolicy(Options options, Jitter jitter)
   BH_CHECK(jitter_ != nullptr);
 }
 
+void RestartPolicy::SetOptions(const Options& options) {
+  BH_CHECK(options.max_delay_ms >= options.delay_ms);
+  BH_CHECK(options.start_limit_burst >= 1);
+  options_ = options;
+}
+
 void RestartPolicy::RecordStart(uint64_t now_ms) {
   has_start_ = true;
   last_start_ms_ = now_ms;

@@ -89,6 +89,11 @@ class RestartPolicy {
   // Forgets every start and goes back to the first backoff step (`bulkheadctl restart`).
   void Reset();
 
+  // New options (a config reload) from the next call on. Recorded starts and the backoff step are
+  // kept: a lower start_limit_burst or shorter interval counts the starts already made, a lower
+  // max_delay_ms caps the next step. REQUIRES: options valid (see Options).
+  void SetOptions(const Options& options);
+
   // The backoff step of the next restart, before jitter: min(delay_ms * 2^steps, max_delay_ms).
   uint64_t NextStepMs() const;
   // Backoff doublings since the last reset (stops growing at the cap).

@@ -578,6 +578,11 @@ void Lifecycle::IgnoreWhileStopping(const Event& e, Transition& t) {
   t.ignored = "worker is stopping";
 }
 
+void Lifecycle::SetOptions(const Options& options) {
+  options_ = options;
+  policy_.SetOptions(options.restart);
+}
+
 Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_config) {
   Lifecycle::Options options;
   switch (cell_config.restart) {

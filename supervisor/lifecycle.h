@@ -250,6 +250,12 @@ class Lifecycle {
   const Options& options() const { return options_; }
   const cell::RestartPolicy& policy() const { return policy_; }
 
+  // Reload: new options apply from the next event on (a stop already under way keeps the timer
+  // it armed; the next phase uses the new stop_timeout). The RestartPolicy keeps its recorded
+  // starts and backoff step (cell::RestartPolicy::SetOptions). REQUIRES: options valid, as for the
+  // constructor.
+  void SetOptions(const Options& options);
+
  private:
   enum class StopPhase : uint8_t { kDraining, kSignalled, kKilled };
   // What follows the exit of a worker being stopped.
@@ -302,7 +308,7 @@ class Lifecycle {
   static void Add(Transition& t, Action::Type type);
   static void Log(Transition& t, LogLevel level, std::string line);
 
-  const Options options_;
+  Options options_;
   const Clock* clock_;
   cell::RestartPolicy policy_;
 

@@ -269,3 +269,38 @@ TEST(RestartPolicy, ModeNames) {
 
 }  // namespace
 }  // namespace bulkhead::cell
+
+namespace bulkhead::cell {
+namespace {
+
+// A config reload: new options apply to the next decision, the backoff step and the counted
+// starts are kept.
+TEST(RestartPolicy, SetOptionsKeepsStepAndStarts) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.start_limit_burst = 100;
+  options.start_limit_interval_ms = 60'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 1000;
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 100u);
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 200u);
+
+  RestartPolicy::Options lower = options;
+  lower.max_delay_ms = 300;
+  policy.SetOptions(lower);
+  EXPECT_EQ(policy.NextStepMs(), 300u);  // 400, capped by the new max
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 300u);
+
+  RestartPolicy::Options never = lower;
+  never.mode = RestartMode::kNever;
+  policy.SetOptions(never);
+  EXPECT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kStay);
+
+  // A start limit set by the reload counts the starts made before it.
+  RestartPolicy::Options limited = lower;
+  limited.start_limit_burst = 4;
+  policy.SetOptions(limited);
+  EXPECT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kGiveUp);
+}
+
+}  // namespace
+}  // namespace bulkhead::cell
