@@ -437,6 +437,46 @@ void Cell::OnHandleClosed(uv_handle_t* handle) {
   if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
 }
 
+// --- Reload. ---
+
+Status Cell::Reconfigure(const config::CellConfig& next,
+                         const std::optional<cell::CgroupLimits>& cgroup_limits) {
+  BH_CHECK(next.name == config_.name && next.socket == config_.socket &&
+           next.worker_socket == config_.worker_socket &&
+           next.notify_socket == config_.notify_socket);
+  config_ = next;
+  if (worker_listen_fd_.valid()) {
+    // More links may connect at once than the backlog Bind gave: listen(2) again resizes it.
+    ::listen(worker_listen_fd_.get(),
+             static_cast<int>(std::max<uint32_t>(config_.max_concurrent, 128)));
+  }
+  lifecycle_.SetOptions(LifecycleOptionsFromConfig(config_));
+  bulkhead_.SetLimits(LimitsOf(config_));
+  if (config_.request_timeout.count() > 0) {
+    ArmRequestTimer();
+  } else {
+    uv_timer_stop(&request_timer_);
+  }
+  if (config_.stall_timeout.count() == 0) {
+    uv_timer_stop(&stall_timer_);
+  } else if (!busy_links_.empty()) {
+    // Checks at once against the new timeout and re-arms itself for what remains.
+    uv_timer_start(&stall_timer_, &Cell::OnStallTimer, 0, 0);
+  }
+  // A raised max_concurrent starts queued requests now; a changed queue_timeout re-arms the queue
+  // timer for the head's new deadline.
+  StartQueued();
+  Status written = Status::Ok();
+  if (cgroup_limits) {
+    compartment_.limits = *cgroup_limits;
+    if (cgroup_) {
+      written = cgroup_->WriteLimits(compartment_.limits);
+      if (!written.ok()) Log(LogLevel::kError, name(), pid_, "cgroup: " + written.message());
+    }
+  }
+  return written;
+}
+
 // --- Request path. ---
 
 void Cell::OnClientConnected(FrontConnection* conn) { clients_.insert(conn); }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -119,6 +120,18 @@ class Cell {
   std::string Restart();
   // `on_stopped` (may be null) runs once the cell has no worker and is stopped; at once if it is.
   std::string Stop(std::function<void()> on_stopped);
+
+  // Reload (supervisor/reload_plan.h): `next` becomes the cell's config, without touching the
+  // worker. Admission limits apply at once (Bulkhead::SetLimits: queued requests are kept above a
+  // lowered max_queue, running ones above a lowered max_concurrent finish; a raised max_concurrent
+  // opens more worker links and starts queued requests now); lifecycle options apply from the next
+  // event (Lifecycle::SetOptions); request_timeout and stall_timeout re-arm their timers;
+  // `cgroup_limits`, when set, are written to the cell's cgroup now (when limits are enforced) and
+  // shown by status. Keys that need a new worker (command, environment, ...) take effect at the
+  // next spawn: the caller restarts the cell. Returns the cgroup write's error, if any; the rest
+  // is applied regardless. REQUIRES: same name, socket, worker_socket and notify_socket.
+  Status Reconfigure(const config::CellConfig& next,
+                     const std::optional<cell::CgroupLimits>& cgroup_limits);
 
   // Closes every handle; `on_closed` runs when the last close callback has run.
   // REQUIRES: stopped (no worker), no clients left.

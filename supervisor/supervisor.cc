@@ -4,13 +4,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
 
 #include "base/check.h"
 #include "base/exit_status.h"
 #include "base/log.h"
 #include "ipc/frame.h"
 #include "supervisor/listen_socket.h"
+#include "supervisor/reload_plan.h"
 
 namespace bulkhead::supervisor {
 
@@ -127,6 +131,28 @@ cell::CgroupLimits CgroupLimitsOf(const config::CellConfig& c) {
   return limits;
 }
 
+// The cell named `name` of `config`. REQUIRES: there is one.
+const config::CellConfig& CellConfigIn(const config::Config& config, const std::string& name) {
+  for (const config::CellConfig& c : config.cells) {
+    if (c.name == name) return c;
+  }
+  BH_CHECK(false);
+  return config.cells.front();
+}
+
+// config/ accepts debug | info | warning | error (docs/config.md); main.cc maps it at startup.
+LogLevel LogLevelFromName(const std::string& name) {
+  static constexpr std::pair<const char*, LogLevel> kLevels[] = {
+      {"debug", LogLevel::kDebug},
+      {"warning", LogLevel::kWarning},
+      {"error", LogLevel::kError},
+  };
+  for (const auto& [level_name, level] : kLevels) {
+    if (name == level_name) return level;
+  }
+  return LogLevel::kInfo;
+}
+
 std::string ErrorResponse(const std::string& message) {
   return nlohmann::json({{"ok", false}, {"error", message}}).dump();
 }
@@ -159,13 +185,8 @@ int Supervisor::Run() {
   control_ = std::make_unique<ControlServer>(
       &loop_, [this](const std::string& line) { return HandleControl(line); });
   Status status = SetUpCgroups();
-  for (config::CellConfig& cell_config : config_.cells) {
-    CellCompartment compartment;
-    if (cgroup_tree_) compartment.tree = &*cgroup_tree_;
-    compartment.not_enforced_reason = cgroup_note_;
-    compartment.limits = CgroupLimitsOf(cell_config);
-    cells_.push_back(std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
-                                            config_.supervisor.max_payload_bytes, &pool_));
+  for (const config::CellConfig& cell_config : config_.cells) {
+    cells_.push_back(MakeCell(cell_config));
   }
 
   if (status.ok()) status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
@@ -223,7 +244,9 @@ void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
       self->BeginShutdown(signum);
       break;
     case SIGHUP:
-      LogWarning("SIGHUP: configuration reload is not supported yet; nothing changed");
+      // Reload logs what it did, or why it changed nothing.
+      LogInfo("SIGHUP: reloading " + self->config_.source);
+      self->Reload();
       break;
     case SIGUSR1:
     case SIGUSR2:
@@ -235,12 +258,15 @@ void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
 
 void Supervisor::ReapChildren() {
   // Reap by pid: only our own workers. (Exec failures are reaped by the launcher.)
-  for (auto& cell : cells_) {
-    pid_t pid = cell->pid();
-    if (pid == 0) continue;
-    int wait_status = 0;
-    pid_t got = ::waitpid(pid, &wait_status, WNOHANG);
-    if (got == pid) cell->OnWorkerExit(wait_status);
+  for (auto* cells : {&cells_, &retiring_}) {
+    for (size_t i = 0; i < cells->size(); ++i) {
+      Cell* cell = (*cells)[i].get();
+      pid_t pid = cell->pid();
+      if (pid == 0) continue;
+      int wait_status = 0;
+      pid_t got = ::waitpid(pid, &wait_status, WNOHANG);
+      if (got == pid) cell->OnWorkerExit(wait_status);
+    }
   }
 }
 
@@ -251,14 +277,20 @@ void Supervisor::BeginShutdown(int signum) {
           ": stopping every cell");
   cells_running_ = static_cast<int>(cells_.size());
   if (cells_running_ == 0) {
-    FinishShutdown();
+    MaybeFinishShutdown();
     return;
   }
   for (auto& cell : cells_) {
     cell->Stop([this] {
-      if (--cells_running_ == 0) FinishShutdown();
+      if (--cells_running_ == 0) MaybeFinishShutdown();
     });
   }
+}
+
+void Supervisor::MaybeFinishShutdown() {
+  // Cells a reload removed may still be draining: their workers are reaped through SIGCHLD, which
+  // stays handled until every one has stopped.
+  if (shutting_down_ && cells_running_ == 0 && retiring_stopping_ == 0) FinishShutdown();
 }
 
 void Supervisor::FinishShutdown() {
@@ -284,11 +316,7 @@ void Supervisor::CloseAll() {
 }
 
 const config::CellConfig& Supervisor::ConfigOf(const std::string& name) const {
-  for (const config::CellConfig& c : config_.cells) {
-    if (c.name == name) return c;
-  }
-  BH_CHECK(false);
-  return config_.cells.front();
+  return CellConfigIn(config_, name);
 }
 
 std::string Supervisor::HandleControl(const std::string& request_line) {
@@ -326,6 +354,7 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
     };
     return response.dump();
   }
+  if (*command == "reload") return ReloadControl();
   if (*command == "start" || *command == "stop" || *command == "restart") {
     auto cell_name = request.find("cell");
     if (cell_name == request.end() || !cell_name->is_string()) {
@@ -345,6 +374,159 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
     return ErrorResponse("no cell named " + cell_name->get<std::string>());
   }
   return ErrorResponse("unknown command " + command->dump());
+}
+
+std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config) {
+  CellCompartment compartment;
+  if (cgroup_tree_) compartment.tree = &*cgroup_tree_;
+  compartment.not_enforced_reason = cgroup_note_;
+  compartment.limits = CgroupLimitsOf(cell_config);
+  return std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
+                                config_.supervisor.max_payload_bytes, &pool_);
+}
+
+void Supervisor::Retire(std::unique_ptr<Cell> cell) {
+  Cell* raw = cell.get();
+  retiring_.push_back(std::move(cell));
+  ++retiring_stopping_;
+  // Runs at once when the cell is already stopped (or was never started).
+  raw->Stop([this, raw] {
+    --retiring_stopping_;
+    raw->DisconnectClients();
+    raw->CloseHandles([this, raw] {
+      Log(LogLevel::kInfo, raw->name(), 0, "cell closed: worker stopped, sockets removed");
+      std::erase_if(retiring_, [raw](const std::unique_ptr<Cell>& c) { return c.get() == raw; });
+    });
+    MaybeFinishShutdown();
+  });
+}
+
+ReloadResult Supervisor::Reload() {
+  ReloadResult result;
+  auto refuse = [&result, this]() -> ReloadResult {
+    for (const std::string& error : result.errors) LogError("reload: " + error);
+    LogError("reload of " + config_.source + " refused (" + std::to_string(result.errors.size()) +
+             " error(s)); nothing changed");
+    return std::move(result);
+  };
+  if (shutting_down_) {
+    result.errors.push_back("bulkheadd is shutting down");
+    return refuse();
+  }
+  config::LoadResult loaded = config::LoadConfigFile(config_.source);
+  if (!loaded.config) {
+    for (const config::ConfigError& error : loaded.errors)
+      result.errors.push_back(error.ToString());
+    return refuse();
+  }
+  config::Config next = std::move(*loaded.config);
+  result.plan = PlanReload(config_, next);
+  result.errors = result.plan.errors;
+  auto config_of = [&next](const std::string& name) -> const config::CellConfig& {
+    return CellConfigIn(next, name);
+  };
+  for (const CellPlan& planned : result.plan.cells) {
+    if (planned.action != CellPlan::Action::kAdd) continue;
+    for (const auto& retiring : retiring_) {
+      if (retiring->name() == planned.name) {
+        result.errors.push_back("cells." + planned.name +
+                                ": a removed cell of that name is still stopping; reload again "
+                                "once it is gone from status");
+      }
+    }
+  }
+  if (!result.errors.empty()) return refuse();
+
+  // New cells bind first: a socket that cannot be claimed refuses the reload before anything
+  // running is touched.
+  std::vector<std::unique_ptr<Cell>> added;
+  for (const CellPlan& planned : result.plan.cells) {
+    if (planned.action != CellPlan::Action::kAdd) continue;
+    added.push_back(MakeCell(config_of(planned.name)));
+    Status bound = added.back()->Bind();
+    if (!bound.ok()) result.errors.push_back("cells." + planned.name + ": " + bound.message());
+  }
+  if (!result.errors.empty()) {
+    for (auto& cell : added) Retire(std::move(cell));
+    return refuse();
+  }
+
+  if (result.plan.log_level_changed) SetLogLevel(LogLevelFromName(next.supervisor.log_level));
+  std::vector<std::string> notes;
+  std::vector<std::unique_ptr<Cell>> cells;
+  std::vector<Cell*> to_start;
+  auto take = [this](const std::string& name) {
+    auto it = std::find_if(cells_.begin(), cells_.end(),
+                           [&name](const std::unique_ptr<Cell>& c) { return c->name() == name; });
+    BH_CHECK(it != cells_.end());
+    std::unique_ptr<Cell> cell = std::move(*it);
+    cells_.erase(it);
+    return cell;
+  };
+  size_t next_added = 0;
+  for (const CellPlan& planned : result.plan.cells) {
+    switch (planned.action) {
+      case CellPlan::Action::kUnchanged:
+        cells.push_back(take(planned.name));
+        break;
+      case CellPlan::Action::kUpdate:
+      case CellPlan::Action::kRestart: {
+        std::unique_ptr<Cell> cell = take(planned.name);
+        const config::CellConfig& cell_config = config_of(planned.name);
+        std::optional<cell::CgroupLimits> limits;
+        if (planned.cgroup_changed) limits = CgroupLimitsOf(cell_config);
+        Status applied = cell->Reconfigure(cell_config, limits);
+        if (!applied.ok()) notes.push_back(planned.name + ": " + applied.message());
+        if (planned.action == CellPlan::Action::kRestart) {
+          Lifecycle::State state = cell->state();
+          if (state == Lifecycle::State::kStopped || state == Lifecycle::State::kStopping) {
+            // A stopped cell stays stopped; a stop or restart under way spawns (if at all) with
+            // the new config.
+            notes.push_back(planned.name + " is " + Lifecycle::StateName(state) +
+                            ": its new config applies at its next start");
+          } else {
+            cell->Restart();
+          }
+        }
+        cells.push_back(std::move(cell));
+        break;
+      }
+      case CellPlan::Action::kAdd:
+        to_start.push_back(added[next_added].get());
+        cells.push_back(std::move(added[next_added++]));
+        break;
+      case CellPlan::Action::kRemove:
+        Retire(take(planned.name));
+        break;
+    }
+  }
+  BH_CHECK(cells_.empty() && next_added == added.size());
+  cells_ = std::move(cells);
+  config_ = std::move(next);
+  for (Cell* cell : to_start) cell->Start();
+
+  result.ok = true;
+  result.summary = "reloaded: " + result.plan.Summary();
+  for (const std::string& note : notes) result.summary += "; " + note;
+  LogInfo(result.summary);
+  return result;
+}
+
+std::string Supervisor::ReloadControl() {
+  ReloadResult result = Reload();
+  if (!result.ok) {
+    return nlohmann::json({{"ok", false},
+                           {"error", "reload refused; nothing changed"},
+                           {"errors", result.errors}})
+        .dump();
+  }
+  nlohmann::json cells = nlohmann::json::array();
+  for (const CellPlan& planned : result.plan.cells) {
+    cells.push_back({{"name", planned.name},
+                     {"action", CellActionName(planned.action)},
+                     {"changed", planned.changed}});
+  }
+  return nlohmann::json({{"ok", true}, {"result", result.summary}, {"cells", cells}}).dump();
 }
 
 }  // namespace bulkhead::supervisor

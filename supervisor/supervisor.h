@@ -16,9 +16,24 @@
 #include "config/config.h"
 #include "supervisor/cell.h"
 #include "supervisor/control_server.h"
+#include "supervisor/reload_plan.h"
 #include "supervisor/request.h"
 
 namespace bulkhead::supervisor {
+
+// The outcome of Supervisor::Reload.
+struct ReloadResult {
+  bool ok = false;
+  // When !ok: why nothing changed, one line each. Config errors as config/ gives them
+  // ("file:line:col: cells.NAME.key: message"), or a refusal ("FILE: supervisor.runtime_dir:
+  // changed, ...", "cells.NAME: ...").
+  std::vector<std::string> errors;
+  // When ok: "reloaded: payments unchanged, catalog restarted (command changed), search added",
+  // followed by notes ("; ...") where a cell could not do all the plan says.
+  std::string summary;
+  // What was planned per cell (empty when the file was refused before planning).
+  ReloadPlan plan;
+};
 
 class Supervisor {
  public:
@@ -35,6 +50,16 @@ class Supervisor {
   // The control socket's request handler: one JSON request line in, one JSON response line out.
   std::string HandleControl(const std::string& request_line);
 
+  // Re-reads the config file bulkheadd was started with (config.source) and applies it as a diff
+  // (supervisor/reload_plan.h, docs/config.md "Reload"): an invalid file, a changed [supervisor]
+  // key other than log_level, a changed cell socket, or a new cell that cannot bind changes
+  // nothing. Otherwise unchanged cells are not touched, live keys apply to the running cell,
+  // cells whose worker must change are restarted (front socket, clients and queue kept), removed
+  // cells stop admitting, drain within stop_timeout, stop and remove their sockets, and new cells
+  // bind and start. Logs the outcome. The one entry point of SIGHUP and the control command
+  // "reload". REQUIRES: loop thread, inside Run().
+  ReloadResult Reload();
+
  private:
   static void OnSignal(uv_signal_t* handle, int signum);
   void ReapChildren();
@@ -45,6 +70,14 @@ class Supervisor {
   // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
   Status SetUpCgroups();
   const config::CellConfig& ConfigOf(const std::string& name) const;
+  std::unique_ptr<Cell> MakeCell(const config::CellConfig& cell_config);
+  // Takes a cell out of service (removed by a reload, or added by a refused one): stops it (new
+  // requests REJECTED unavailable, in-flight ones drain within stop_timeout), closes its clients
+  // and handles and removes its sockets and cgroup, then destroys it.
+  void Retire(std::unique_ptr<Cell> cell);
+  // Ends the shutdown once every cell, retiring ones included, has stopped.
+  void MaybeFinishShutdown();
+  std::string ReloadControl();
 
   config::Config config_;
   std::optional<cell::CgroupTree> cgroup_tree_;
@@ -52,6 +85,9 @@ class Supervisor {
   uv_loop_t loop_{};
   RequestPool pool_;
   std::vector<std::unique_ptr<Cell>> cells_;
+  // Cells retired by a reload, until their handles are closed. Their workers are still reaped.
+  std::vector<std::unique_ptr<Cell>> retiring_;
+  int retiring_stopping_ = 0;  // retiring cells whose worker has not stopped yet
   std::unique_ptr<ControlServer> control_;
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   uint64_t started_at_ms_ = 0;
