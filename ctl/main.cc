@@ -18,6 +18,7 @@
 #include "ctl/cell_call.h"
 #include "ctl/control_client.h"
 #include "ctl/default_socket.h"
+#include "ctl/reload_command.h"
 #include "ctl/status_table.h"
 #include "ipc/frame.h"
 
@@ -137,19 +138,22 @@ int Call(const std::string& socket, const std::string& cell, const std::optional
   return outcome.exit_code;
 }
 
+// Prints why `reply` has no response and returns the exit code for it.
+int ReportNoResponse(const ControlReply& reply) {
+  if (reply.unreachable) {
+    PrintError("cannot reach bulkheadd at " + reply.error +
+               " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
+    return kExitUnreachable;
+  }
+  PrintError(reply.error);
+  return kExitFailure;
+}
+
 // start / stop / restart: one lifecycle command for one cell; the change itself is asynchronous.
 int CellCommand(const std::string& socket, const std::string& command, const std::string& cell,
                 Deadline deadline) {
   ControlReply reply = QueryControl(socket, CellCommandRequest(command, cell), deadline);
-  if (!reply.response) {
-    if (reply.unreachable) {
-      PrintError("cannot reach bulkheadd at " + reply.error +
-                 " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
-      return kExitUnreachable;
-    }
-    PrintError(reply.error);
-    return kExitFailure;
-  }
+  if (!reply.response) return ReportNoResponse(reply);
   CommandOutcome outcome = InterpretCellCommand(command, *reply.response);
   if (!outcome.success) {
     PrintError(command + " " + cell + ": " + outcome.error);
@@ -157,6 +161,16 @@ int CellCommand(const std::string& socket, const std::string& command, const std
   }
   if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
   return kExitOk;
+}
+
+// reload: the supervisor re-reads its config file and applies it; refused files change nothing.
+int Reload(const std::string& socket, Deadline deadline) {
+  ControlReply reply = QueryControl(socket, ReloadRequest(), deadline);
+  if (!reply.response) return ReportNoResponse(reply);
+  ReloadOutcome outcome = InterpretReload(*reply.response);
+  if (!outcome.err.empty()) WriteAll(stderr, outcome.err);
+  if (!WriteAll(stdout, outcome.out)) return kExitFailure;
+  return outcome.exit_code;
 }
 
 int Main(int argc, char** argv) {
@@ -200,6 +214,9 @@ int Main(int argc, char** argv) {
     cell_commands.push_back(sub);
   }
 
+  CLI::App* reload = app.add_subcommand(
+      "reload", "re-read bulkheadd's config file and apply the changes (docs/config.md, Reload)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -220,6 +237,10 @@ int Main(int argc, char** argv) {
   if (status->parsed()) {
     if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
     return Status(socket, status_cell, json, deadline);
+  }
+  if (reload->parsed()) {
+    if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
+    return Reload(socket, deadline);
   }
   for (CLI::App* sub : cell_commands) {
     if (!sub->parsed()) continue;

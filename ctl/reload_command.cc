@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+#include "ctl/reload_command.h"
+
+#include "base/exit_status.h"
+
+namespace bulkhead::ctl {
+
+nlohmann::json ReloadRequest() { return {{"command", "reload"}}; }
+
+ReloadOutcome InterpretReload(const nlohmann::json& response) {
+  ReloadOutcome outcome;
+  auto text = [&response](const char* key) {
+    auto it = response.find(key);
+    return it != response.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (!response.is_object()) {
+    outcome.err = "bulkheadctl: unexpected response " + response.dump() + "\n";
+    outcome.exit_code = kExitFailure;
+    return outcome;
+  }
+  if (response.value("ok", false) == true && !text("result").empty()) {
+    outcome.out = text("result") + "\n";
+    outcome.exit_code = kExitOk;
+    return outcome;
+  }
+  auto errors = response.find("errors");
+  if (response.value("ok", true) == false && errors != response.end() && errors->is_array()) {
+    for (const nlohmann::json& error : *errors) {
+      outcome.err += (error.is_string() ? error.get<std::string>() : error.dump()) + "\n";
+    }
+    outcome.err +=
+        "bulkheadctl: " + (text("error").empty() ? "reload refused" : text("error")) + "\n";
+    outcome.exit_code = kExitConfigInvalid;
+    return outcome;
+  }
+  outcome.err = "bulkheadctl: reload: " +
+                (text("error").empty() ? "unexpected response " + response.dump() : text("error")) +
+                "\n";
+  outcome.exit_code = kExitFailure;
+  return outcome;
+}
+
+}  // namespace bulkhead::ctl

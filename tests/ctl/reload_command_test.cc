@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// InterpretReload: what `bulkheadctl reload` prints and returns for each kind of response.
+#include "ctl/reload_command.h"
+
+#include <gtest/gtest.h>
+
+#include "base/exit_status.h"
+
+namespace bulkhead::ctl {
+namespace {
+
+TEST(ReloadCommand, RequestIsTheReloadCommand) {
+  EXPECT_EQ(ReloadRequest().dump(), R"({"command":"reload"})");
+}
+
+TEST(ReloadCommand, SuccessPrintsTheSummary) {
+  ReloadOutcome outcome = InterpretReload({{"ok", true},
+                                           {"result", "reloaded: a unchanged, b added"},
+                                           {"cells", nlohmann::json::array()}});
+  EXPECT_EQ(outcome.exit_code, kExitOk);
+  EXPECT_EQ(outcome.out, "reloaded: a unchanged, b added\n");
+  EXPECT_EQ(outcome.err, "");
+}
+
+TEST(ReloadCommand, RefusalPrintsEveryErrorAndExitsConfigInvalid) {
+  ReloadOutcome outcome =
+      InterpretReload({{"ok", false},
+                       {"error", "reload refused; nothing changed"},
+                       {"errors",
+                        {"/b.toml:3:18: cells.a.max_concurrent: must be 1 to 65535; got 0",
+                         "/b.toml: supervisor.cgroup: changed"}}});
+  EXPECT_EQ(outcome.exit_code, kExitConfigInvalid);
+  EXPECT_EQ(outcome.out, "");
+  EXPECT_EQ(outcome.err,
+            "/b.toml:3:18: cells.a.max_concurrent: must be 1 to 65535; got 0\n"
+            "/b.toml: supervisor.cgroup: changed\n"
+            "bulkheadctl: reload refused; nothing changed\n");
+}
+
+TEST(ReloadCommand, OtherFailuresExitFailure) {
+  ReloadOutcome unknown = InterpretReload({{"ok", false}, {"error", "unknown command \"reload\""}});
+  EXPECT_EQ(unknown.exit_code, kExitFailure);
+  EXPECT_EQ(unknown.err, "bulkheadctl: reload: unknown command \"reload\"\n");
+  ReloadOutcome odd = InterpretReload(nlohmann::json::array());
+  EXPECT_EQ(odd.exit_code, kExitFailure);
+  EXPECT_EQ(InterpretReload({{"ok", true}}).exit_code, kExitFailure);
+}
+
+}  // namespace
+}  // namespace bulkhead::ctl
