@@ -231,6 +231,13 @@ void Harness::WriteConfig() const {
   std::ofstream(config_path()) << toml.str();
 }
 
+void Harness::RewriteConfig(std::vector<CellSpec> cells,
+                            std::optional<std::string> supervisor_toml) {
+  options_.cells = std::move(cells);
+  if (supervisor_toml) options_.supervisor_toml = std::move(*supervisor_toml);
+  WriteConfig();
+}
+
 std::string Harness::Log() const {
   std::ifstream in(log_path(), std::ios::binary);
   std::ostringstream content;

@@ -109,6 +109,11 @@ class Harness {
   Harness(const Harness&) = delete;
   Harness& operator=(const Harness&) = delete;
 
+  // Replaces the cells (and the extra [supervisor] lines, when given) and rewrites config_path(),
+  // for reload tests: a running bulkheadd reads it on `bulkheadctl reload` or SIGHUP.
+  void RewriteConfig(std::vector<CellSpec> cells,
+                     std::optional<std::string> supervisor_toml = std::nullopt);
+
   // Starts bulkheadd --config config_path(), stderr and stdout appended to log_path(), and waits
   // until the control socket answers and every cell with wait_running is "running" with a pid.
   // May be called again after Stop or Kill (same config, same sockets). On failure bulkheadd is
