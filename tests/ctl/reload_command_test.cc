@@ -27,12 +27,12 @@ TEST(ReloadCommand, RefusalPrintsEveryErrorAndExitsConfigInvalid) {
       InterpretReload({{"ok", false},
                        {"error", "reload refused; nothing changed"},
                        {"errors",
-                        {"/b.toml:3:18: cells.a.max_concurrent: must be 1 to 65535; got 0",
+                        {"/b.toml:3:18: cells.a.max_concurrent: must be between 1 and 65535, got 0",
                          "/b.toml: supervisor.cgroup: changed"}}});
   EXPECT_EQ(outcome.exit_code, kExitConfigInvalid);
   EXPECT_EQ(outcome.out, "");
   EXPECT_EQ(outcome.err,
-            "/b.toml:3:18: cells.a.max_concurrent: must be 1 to 65535; got 0\n"
+            "/b.toml:3:18: cells.a.max_concurrent: must be between 1 and 65535, got 0\n"
             "/b.toml: supervisor.cgroup: changed\n"
             "bulkheadctl: reload refused; nothing changed\n");
 }
