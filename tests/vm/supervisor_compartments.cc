@@ -3,9 +3,10 @@
 // inside the test VM, on a real cgroup v2 root. It writes a config with five cells, starts
 // bulkheadd (cgroup = "required") and drives it with bulkheadctl, the control socket and
 // ipc::Client, checking kernel-read numbers: an OOM kill inside a cell, a cpu.max share, a fork
-// bomb at pids.max, the teardown of a setsid grandchild, the limit files, and a bulkheadd started
-// again after a SIGKILL, which must empty the cgroup a setsid grandchild kept populated. One
-// "PASS|FAIL <check> <numbers>" line per check; exit 0 only if all pass (docs/vm-tests.md).
+// bomb at pids.max, the teardown of a setsid grandchild, the limit files, limits changed by a
+// live reload, and a bulkheadd started again after a SIGKILL, which must empty the cgroup a setsid
+// grandchild kept populated. One "PASS|FAIL <check> <numbers>" line per check; exit 0 only if all
+// pass (docs/vm-tests.md).
 // Threads: the main thread drives, forks and reaps (it is the child subreaper, so orphans of the
 // cells come to it and are reaped by pid); one thread runs the steady cell's echo loop and only
 // uses its own socket.
@@ -539,6 +540,43 @@ pid_t StartDaemon() {
   }
   Check(placed, "setup.cgroup_placement", where);
   return daemon;
+}
+
+// --- 4b. A reload writes changed limits into a running cell's cgroup (docs/config.md, Reload). ---
+
+// steady's limit files and worker pid, read from the kernel and status.
+std::string SteadyLimits() {
+  const std::string dir = CgroupOf("steady");
+  return Str("pids.max %s, memory.max %s, cpu.weight %s", ReadText(dir + "/pids.max").c_str(),
+             ReadText(dir + "/memory.max").c_str(), ReadText(dir + "/cpu.weight").c_str());
+}
+
+void CheckReloadLimits() {
+  const long long pid = Num(CellOf(CtlStatus(), "steady"), "pid");
+  std::string changed = ConfigText();
+  const std::string steady = "max_concurrent = 4\n";  // steady's line, and only steady's
+  changed.insert(changed.find(steady) + steady.size(),
+                 "pids_max = 1000\nmemory_max = \"512M\"\ncpu_weight = 300\n");
+  bool written = WriteText(kConfigPath, changed);
+  Run run = Ctl({"reload"});
+  std::string got = SteadyLimits();
+  long long after = Num(CellOf(CtlStatus(), "steady"), "pid");
+  Check(written && run.exit_code() == 0 &&
+            got == "pids.max 1000, memory.max 536870912, cpu.weight 300" && after == pid,
+        "reload.limits_live",
+        Str("reload: %s; steady: %s; worker pid %lld -> %lld", run.Describe().c_str(), got.c_str(),
+            pid, after));
+
+  // The original config again: the limits it does not set go back to the kernel defaults.
+  written = WriteText(kConfigPath, ConfigText());
+  run = Ctl({"reload"});
+  got = SteadyLimits();
+  after = Num(CellOf(CtlStatus(), "steady"), "pid");
+  Check(written && run.exit_code() == 0 && got == "pids.max max, memory.max max, cpu.weight 100" &&
+            after == pid,
+        "reload.limits_lifted",
+        Str("reload: %s; steady: %s; worker pid %lld -> %lld", run.Describe().c_str(), got.c_str(),
+            pid, after));
 }
 
 // --- 5. The limit files hold exactly the configured values. ---
@@ -1082,6 +1120,7 @@ int Main() {
   pid_t daemon = StartDaemon();
   if (daemon > 0) {
     CheckLimitFiles();
+    CheckReloadLimits();
     EchoLoop steady(std::string(kRuntimeDir) + "/steady.sock");
     steady.Start();
     CheckOomKill(steady);
