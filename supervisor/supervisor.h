@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "supervisor/cell.h"
 #include "supervisor/control_server.h"
+#include "supervisor/metrics_server.h"
 #include "supervisor/request.h"
 
 namespace bulkhead::supervisor {
@@ -45,6 +46,9 @@ class Supervisor {
   // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
   Status SetUpCgroups();
   const config::CellConfig& ConfigOf(const std::string& name) const;
+  // Every cell's figures, in config order; and them in the Prometheus text format.
+  std::vector<CellSnapshot> Snapshots() const;
+  std::string RenderMetrics() const;
 
   config::Config config_;
   std::optional<cell::CgroupTree> cgroup_tree_;
@@ -53,6 +57,7 @@ class Supervisor {
   RequestPool pool_;
   std::vector<std::unique_ptr<Cell>> cells_;
   std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<MetricsServer> metrics_;  // null without metrics_listen
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
