@@ -277,6 +277,23 @@ TEST(Metrics, CountersReconcileAtEveryInstantUnderLoad) {
   EXPECT_GT(c["admitted"].get<uint64_t>(), 0u);
 }
 
+TEST(Metrics, InFlightLeavesOutRequestsAnsweredByTimeout) {
+  // request_timeout answers the client while the worker keeps the slot: the request is failed
+  // (an outcome), still running, and no longer in flight.
+  Harness h(TestOptions({CellSpec{.name = "t",
+                                  .max_concurrent = 1,
+                                  .extra_toml = std::string(kQuickStop) +
+                                                "request_timeout = \"100ms\"\n"}}));
+  ASSERT_STARTED(h);
+  Result<ipc::Client::Reply> reply = h.Call("t", "hang");
+  EXPECT_TRUE(IsReply(reply, ReplyStatus::kFailed, Reason::kTimeout)) << Describe(reply);
+  nlohmann::json c = h.Cell("t");
+  EXPECT_EQ(c["running"], 1) << c.dump();
+  EXPECT_EQ(c["in_flight"], 0) << c.dump();
+  EXPECT_EQ(c["failed_by_reason"]["timeout"], 1) << c.dump();
+  ExpectCountersReconcile(c);
+}
+
 TEST(Metrics, StatusLongFormAndWatch) {
   Harness h(TestOptions({MetricsCell()}));
   ASSERT_STARTED(h);
