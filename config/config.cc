@@ -48,8 +48,8 @@ constexpr int64_t kMaxPidsMax = 4'194'304;
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
-constexpr std::array<std::string_view, 5> kSupervisorKeys = {
-    "runtime_dir", "control_socket", "max_payload_bytes", "log_level", "cgroup"};
+constexpr std::array<std::string_view, 6> kSupervisorKeys = {
+    "runtime_dir", "control_socket", "max_payload_bytes", "log_level", "cgroup", "metrics_listen"};
 constexpr std::array<std::string_view, 26> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
@@ -608,6 +608,8 @@ class ConfigParser {
           if (auto mode = ExpectChoice(*node, path, kCgroupModes)) {
             out.cgroup = static_cast<CgroupMode>(*mode);
           }
+        } else if (name == "metrics_listen") {
+          ParseMetricsListen(*node, path, out);
         } else {
           UnknownKey(*key, path, kSupervisorKeys);
         }
@@ -622,6 +624,21 @@ class ConfigParser {
                             "supervisor.runtime_dir"});
       }
     }
+  }
+
+  // `metrics_listen`: a TCP address or an absolute Unix socket path (config/listen_address.h).
+  void ParseMetricsListen(const toml::node& node, const std::string& path, SupervisorConfig& out) {
+    std::optional<std::string> text = ExpectString(node, path);
+    if (!text) return;
+    Result<ListenAddress> address = ParseListenAddress(*text);
+    if (!address.ok()) {
+      AddError(At(node.source()), path, address.status().message());
+      return;
+    }
+    if (!address->is_tcp()) {
+      sockets_.push_back({address->path, path, path, "socket", At(node.source()), ""});
+    }
+    out.metrics_listen = std::move(address).value();
   }
 
   static std::string Quoted(std::string_view text) {

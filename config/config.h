@@ -16,6 +16,7 @@
 
 #include "base/duration.h"
 #include "config/config_error.h"
+#include "config/listen_address.h"
 
 namespace bulkhead::config {
 
@@ -147,6 +148,8 @@ struct SupervisorConfig {
   std::string log_level = "info";
   // Whether cells get a cgroup v2 each and their limits are enforced.
   CgroupMode cgroup = CgroupMode::kAuto;
+  // Where the Prometheus endpoint (GET /metrics, docs/metrics.md) listens; nullopt: no endpoint.
+  std::optional<ListenAddress> metrics_listen;
 
   // Every field: a reload refuses a change of any key but log_level (supervisor/reload_plan.h).
   bool operator==(const SupervisorConfig&) const = default;

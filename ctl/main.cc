@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // bulkheadctl: a thin client of bulkheadd's control socket (docs/control.md). Parse the command
 // line, ask the supervisor, print, and exit with a code from base/exit_status.h.
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include "ctl/default_socket.h"
 #include "ctl/reload_command.h"
 #include "ctl/status_table.h"
+#include "ctl/status_view.h"
 #include "ipc/frame.h"
 
 namespace bulkhead::ctl {
@@ -66,17 +68,92 @@ std::optional<nlohmann::json> QueryStatus(const std::string& socket, const std::
   return response;
 }
 
+// The text `status` prints for `response`: the long form of one cell when `cell` is named,
+// else the status table and the activity table (ctl/status_view.h).
+Result<std::string> StatusText(const nlohmann::json& response, const std::string& cell) {
+  if (!cell.empty() && response.contains("cells") && response["cells"].is_array() &&
+      response["cells"].size() == 1 && response["cells"][0].contains("recent")) {
+    return FormatCellLong(response["cells"][0]);
+  }
+  Result<std::string> table = FormatStatusTable(response);
+  if (!table.ok()) return table;
+  Result<std::string> activity = FormatActivityTable(response);
+  if (!activity.ok()) return activity;
+  if (activity->empty()) return table;
+  return *table + "\n" + *activity;
+}
+
 int Status(const std::string& socket, const std::string& cell, bool json, Deadline deadline) {
   int exit_code = kExitOk;
   std::optional<nlohmann::json> response = QueryStatus(socket, cell, deadline, &exit_code);
   if (!response) return exit_code;
   if (json) return WriteAll(stdout, response->dump() + "\n") ? kExitOk : kExitFailure;
-  Result<std::string> table = FormatStatusTable(*response);
-  if (!table.ok()) {
-    PrintError(table.status().message());
+  Result<std::string> text = StatusText(*response, cell);
+  if (!text.ok()) {
+    PrintError(text.status().message());
     return kExitFailure;
   }
-  return WriteAll(stdout, *table) ? kExitOk : kExitFailure;
+  return WriteAll(stdout, *text) ? kExitOk : kExitFailure;
+}
+
+volatile sig_atomic_t g_interrupted = 0;
+
+// status --watch: clears the terminal and redraws every `interval` until SIGINT or SIGTERM, then
+// exits 0. Each query is bounded by `timeout` (or kDefaultControlTimeout); a failed query ends the
+// watch with its exit code.
+int WatchStatus(const std::string& socket, const std::string& cell, bool json,
+                std::chrono::milliseconds interval, std::optional<std::chrono::milliseconds> timeout) {
+  struct sigaction action {};
+  action.sa_handler = [](int) { g_interrupted = 1; };
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  while (!g_interrupted) {
+    int exit_code = kExitOk;
+    Deadline deadline = std::chrono::steady_clock::now() + timeout.value_or(kDefaultControlTimeout);
+    std::optional<nlohmann::json> response = QueryStatus(socket, cell, deadline, &exit_code);
+    if (!response) return exit_code;
+    Result<std::string> text =
+        json ? Result<std::string>(response->dump() + "\n") : StatusText(*response, cell);
+    if (!text.ok()) {
+      PrintError(text.status().message());
+      return kExitFailure;
+    }
+    // Home, clear screen, then the new view: it replaces the last one in place.
+    if (!WriteAll(stdout, "\033[H\033[2J" + *text)) return kExitFailure;
+    // nanosleep returns early (EINTR) when SIGINT arrives: the watch ends at once.
+    timespec rest{static_cast<time_t>(interval.count() / 1000),
+                  static_cast<long>(interval.count() % 1000) * 1'000'000L};
+    ::nanosleep(&rest, nullptr);
+  }
+  return kExitOk;
+}
+
+// Prints why `reply` has no response and returns the exit code for it.
+int ReportNoResponse(const ControlReply& reply) {
+  if (reply.unreachable) {
+    PrintError("cannot reach bulkheadd at " + reply.error +
+               " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
+    return kExitUnreachable;
+  }
+  PrintError(reply.error);
+  return kExitFailure;
+}
+
+// metrics: the Prometheus text exposition of every cell, as the metrics endpoint serves it.
+int Metrics(const std::string& socket, Deadline deadline) {
+  ControlReply reply = QueryControl(socket, nlohmann::json{{"command", "metrics"}}, deadline);
+  if (!reply.response) return ReportNoResponse(reply);
+  const nlohmann::json& response = *reply.response;
+  auto text = response.find("text");
+  if (response.value("ok", false) != true || text == response.end() || !text->is_string()) {
+    auto error = response.find("error");
+    PrintError(error != response.end() && error->is_string()
+                   ? error->get<std::string>()
+                   : "metrics failed: " + response.dump());
+    return kExitFailure;
+  }
+  return WriteAll(stdout, text->get<std::string>()) ? kExitOk : kExitFailure;
 }
 
 // All of stdin, as bytes.
@@ -192,6 +269,15 @@ int Main(int argc, char** argv) {
   bool json = false;
   status->add_option("cell", status_cell, "only this cell");
   status->add_flag("--json", json, "print the supervisor's JSON response (stable schema)");
+  std::string watch_text;
+  CLI::Option* watch_option =
+      status
+          ->add_option("-w,--watch", watch_text,
+                       "redraw in place every INTERVAL (default 2s, e.g. 500ms) until Ctrl-C")
+          ->expected(0, 1);
+
+  CLI::App* metrics =
+      app.add_subcommand("metrics", "print every cell's metrics in the Prometheus text format");
 
   CLI::App* call = app.add_subcommand("call", "send one request to a cell and print the reply");
   std::string call_cell;
@@ -234,6 +320,26 @@ int Main(int argc, char** argv) {
   }
   const std::string socket = ControlSocketFromEnvironment(socket_flag);
 
+  if (status->parsed() && watch_option->count() > 0) {
+    std::chrono::milliseconds interval{2000};
+    if (!watch_text.empty()) {
+      Result<std::chrono::milliseconds> parsed = ParseDuration(watch_text);
+      if (!parsed.ok() || parsed->count() <= 0) {
+        PrintError("--watch: bad interval \"" + watch_text + "\": " +
+                   (parsed.ok() ? std::string("must be more than 0") : parsed.status().message()) +
+                   " (e.g. 500ms, 2s)");
+        return kExitUsage;
+      }
+      interval = *parsed;
+    }
+    std::optional<std::chrono::milliseconds> timeout;
+    if (!timeout_text.empty()) timeout = ParseDuration(timeout_text).value();
+    return WatchStatus(socket, status_cell, json, interval, timeout);
+  }
+  if (metrics->parsed()) {
+    if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
+    return Metrics(socket, deadline);
+  }
   if (status->parsed()) {
     if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
     return Status(socket, status_cell, json, deadline);

@@ -153,6 +153,10 @@ Row CompartmentRow(const nlohmann::json& cell) {
 
 }  // namespace
 
+std::string RenderColumns(const std::vector<std::vector<std::string>>& rows) {
+  return Render(rows);
+}
+
 Result<std::string> FormatStatusTable(const nlohmann::json& response) {
   if (!response.is_object() || !response.contains("cells") || !response["cells"].is_array()) {
     return Status::Error("status response: no \"cells\" array");

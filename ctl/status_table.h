@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -35,5 +36,10 @@ namespace bulkhead::ctl {
 // Errors: a missing "cells" array or a cell field that is missing or of the wrong type, named as
 // in "status response: cells[0].running: ...".
 Result<std::string> FormatStatusTable(const nlohmann::json& response);
+
+// Rows (the first is the header) as FormatStatusTable lays them out: left-aligned columns as wide
+// as their widest entry, two spaces apart, no trailing spaces, '\n' after each row.
+// REQUIRES: at least one row, all of the same length.
+std::string RenderColumns(const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace bulkhead::ctl

@@ -8,6 +8,7 @@ here="$(dirname "$0")"
 bash "$here/apt-ensure.sh" \
   build-essential cmake pkg-config \
   libuv1-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev \
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev \
+  libhttp-parser-dev curl prometheus
 
 bash "$here/install-vm-deps.sh"

@@ -132,7 +132,11 @@ std::string Cell::Start() {
 }
 
 std::string Cell::Restart() {
-  return Lifecycle::ReplyText(Handle(Event::RestartRequested(bulkhead_.running())).reply);
+  operator_restart_ = true;
+  std::string reply =
+      Lifecycle::ReplyText(Handle(Event::RestartRequested(bulkhead_.running())).reply);
+  if (reply != Lifecycle::ReplyText(Lifecycle::Reply::kAccepted)) operator_restart_ = false;
+  return reply;
 }
 
 std::string Cell::Stop(std::function<void()> on_stopped) {
@@ -229,6 +233,14 @@ void Cell::Execute(const Lifecycle::Transition& t) {
 
 void Cell::DoSpawn() {
   BH_CHECK(pid_ == 0);
+  // The lifecycle counted a restart before asking for this spawn: attribute it to its cause.
+  if (lifecycle_.restarts() > restarts_attributed_) {
+    RestartReason why = operator_restart_ ? RestartReason::kOperator
+                                          : ClassifyLastExit(lifecycle_.last_exit());
+    restarts_by_reason_[static_cast<size_t>(why)] += lifecycle_.restarts() - restarts_attributed_;
+    restarts_attributed_ = lifecycle_.restarts();
+  }
+  operator_restart_ = false;
   cell::SpawnOptions options;
   options.argv = config_.command;
   bool has_path = false;
@@ -492,23 +504,30 @@ void Cell::OnRequest(FrontConnection* conn, const ipc::FrameView& frame) {
   request->cell = this;
   request->client_request_id = frame.header.request_id;
   request->admitted_at_ms = Now();
+  request->admitted_at_ns = uv_hrtime();
+  request->dispatched_at_ns = 0;
   conn->LinkRequest(request);
   if (lifecycle_.RefusesRequests()) {
+    ++counters_.rejected_at_admission;
     Reject(request, ipc::Reason::kUnavailable);
     return;
   }
   switch (bulkhead_.Admit(request, request->admitted_at_ms)) {
     case Bulkhead::Decision::kRun:
+      ++counters_.admitted;
       Dispatch(request, frame.payload);
       break;
     case Bulkhead::Decision::kQueued:
+      ++counters_.admitted;
       request->payload.assign(frame.payload);
       if (bulkhead_.queued() == 1) ArmQueueTimer();
       break;
     case Bulkhead::Decision::kRejectedFull:
+      ++counters_.rejected_at_admission;
       Reject(request, ipc::Reason::kFull);
       break;
     case Bulkhead::Decision::kRejectedUnavailable:
+      ++counters_.rejected_at_admission;
       Reject(request, ipc::Reason::kUnavailable);
       break;
   }
@@ -537,6 +556,9 @@ void Cell::Dispatch(Request* request, std::string_view payload) {
   busy_links_.push_back(link);
 
   request->dispatched_at_ms = now;
+  request->dispatched_at_ns = uv_hrtime();
+  queue_wait_.Record(request->dispatched_at_ns,
+                     request->dispatched_at_ns - request->admitted_at_ns);
   request->run_prev = running_tail_;
   request->run_next = nullptr;
   if (running_tail_ != nullptr) {
@@ -648,12 +670,17 @@ void Cell::FinishRunning(Request* request) {
     running_tail_ = request->run_prev;
   }
   request->run_prev = request->run_next = nullptr;
+  if (request->answered) --answered_running_;
   bulkhead_.Finish(request);
 }
 
 void Cell::Answer(Request* request, const ipc::FrameHeader& header, std::string_view payload) {
   BH_CHECK(!request->answered);
   request->answered = true;
+  if (request->dispatched_at_ns != 0) {
+    uint64_t now_ns = uv_hrtime();
+    request_duration_.Record(now_ns, now_ns - request->admitted_at_ns);
+  }
   if (request->client != nullptr) {
     FrontConnection* client = request->client;
     client->UnlinkRequest(request);
@@ -786,6 +813,7 @@ void Cell::OnRequestTimer(uv_timer_t* timer) {
     // The client is answered now; the slot stays taken until the worker answers or is replaced,
     // because the worker really is still busy with it.
     ++self->counters_.failed_timeout;
+    ++self->answered_running_;
     self->Answer(r, ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
                  "request_timeout of " + std::to_string(timeout) + " ms passed");
   }
@@ -818,6 +846,13 @@ CellSnapshot Cell::Snapshot() const {
   s.limits_note = compartment_.not_enforced_reason;
   s.cgroup_limits = compartment_.limits;
   s.oom_kills = oom_kills_;
+  s.in_flight = bulkhead_.running() - answered_running_ + bulkhead_.queued();
+  uint64_t now_ns = uv_hrtime();
+  s.queue_wait = queue_wait_.total();
+  s.request_duration = request_duration_.total();
+  s.recent_queue_wait = queue_wait_.Recent(now_ns);
+  s.recent_request_duration = request_duration_.Recent(now_ns);
+  s.restarts_by_reason = restarts_by_reason_;
   if (cgroup_) {
     s.cgroup_path = cgroup_->path();
     Result<cell::CgroupStats> stats = cgroup_->ReadStats();

@@ -22,9 +22,11 @@
 #include "config/config.h"
 #include "ipc/frame.h"
 #include "supervisor/bulkhead.h"
+#include "supervisor/latency_histogram.h"
 #include "supervisor/lifecycle.h"
 #include "supervisor/notify_socket.h"
 #include "supervisor/request.h"
+#include "supervisor/restart_reason.h"
 
 namespace bulkhead::supervisor {
 
@@ -49,6 +51,14 @@ struct CellCounters {
   // Running when their client disconnected: the worker's outcome (answer, failure) was dropped.
   uint64_t dropped = 0;
   uint64_t bad_request = 0;  // frames refused before admission (connection closed)
+  // Requests that got a slot or a queue place. Every well-formed request is either admitted or
+  // rejected at admission (full, or unavailable while the cell refuses requests); a rejection
+  // after admission (queue_timeout, unavailable for a queued request when the worker stops) counts
+  // in both. At every instant (docs/control.md, "Counters"):
+  //   admitted + rejected_at_admission = ok + rejected() + failed() + cancelled + dropped
+  //                                      + in flight (running requests not yet answered + queued)
+  uint64_t admitted = 0;
+  uint64_t rejected_at_admission = 0;
   uint64_t rejected() const {
     return rejected_full + rejected_queue_timeout + rejected_unavailable;
   }
@@ -94,6 +104,16 @@ struct CellSnapshot {
   cell::CgroupLimits cgroup_limits;         // as configured
   std::optional<cell::CgroupStats> cgroup;  // read from the kernel now; nullopt without a cgroup
   uint64_t oom_kills = 0;
+  // Admitted requests without an outcome yet: queued plus running ones not yet answered (a
+  // request answered by request_timeout keeps its slot, in `running`, until the worker answers).
+  uint32_t in_flight = 0;
+  // Queue wait (admission to dispatch, for dispatched requests) and request duration (admission to
+  // the outcome, for dispatched requests), since the supervisor started and over the recent window.
+  LatencyHistogram::Counts queue_wait;
+  LatencyHistogram::Counts request_duration;
+  LatencyHistogram::Counts recent_queue_wait;
+  LatencyHistogram::Counts recent_request_duration;
+  RestartCounts restarts_by_reason{};
 };
 
 class Cell {
@@ -263,6 +283,13 @@ class Cell {
   std::unordered_set<FrontConnection*> clients_;
 
   CellCounters counters_;
+  // Running requests already answered (request_timeout): counted in an outcome, not in flight.
+  uint32_t answered_running_ = 0;
+  WindowedLatency queue_wait_;
+  WindowedLatency request_duration_;
+  RestartCounts restarts_by_reason_{};
+  uint64_t restarts_attributed_ = 0;  // lifecycle_.restarts() already in restarts_by_reason_
+  bool operator_restart_ = false;     // the next restart is the operator's (Restart())
   std::string scratch_;  // reused for reply payloads built here
 };
 

@@ -22,6 +22,10 @@ struct Request : AdmissionEntry {
   FrontConnection* client = nullptr;  // null once the client disconnected
   uint64_t client_request_id = 0;
   uint64_t admitted_at_ms = 0;
+  // uv_hrtime() at admission and at dispatch to the worker (0: not dispatched), for the latency
+  // histograms (supervisor/latency_histogram.h).
+  uint64_t admitted_at_ns = 0;
+  uint64_t dispatched_at_ns = 0;
   std::string payload;  // filled only while the request waits in the queue
   // The client's list of its live requests (intrusive, so a disconnect finds them in O(own)).
   Request* client_prev = nullptr;

@@ -15,6 +15,7 @@
 #include "ipc/frame.h"
 #include "supervisor/listen_socket.h"
 #include "supervisor/reload_plan.h"
+#include "supervisor/metrics_text.h"
 
 namespace bulkhead::supervisor {
 
@@ -39,6 +40,37 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"stop_signal", c.stop_signal},
       {"stop_timeout_ms", ms(c.stop_timeout)},
   };
+}
+
+// A quantile of `counts` in ms, or null when the window holds nothing.
+nlohmann::json QuantileMs(const LatencyHistogram::Counts& counts, double q) {
+  std::optional<double> seconds = LatencyHistogram::QuantileSeconds(counts, q);
+  return seconds ? nlohmann::json(*seconds * 1000.0) : nlohmann::json(nullptr);
+}
+
+// The figures added for metrics (docs/control.md): admission totals, in flight, restarts by
+// reason, and the recent window's latency quantiles.
+void AddMetricsFields(const CellSnapshot& s, nlohmann::json& j) {
+  j["admitted"] = s.counters.admitted;
+  j["rejected_at_admission"] = s.counters.rejected_at_admission;
+  j["in_flight"] = s.in_flight;
+  nlohmann::json by_reason = nlohmann::json::object();
+  for (size_t i = 0; i < kRestartReasonCount; ++i) {
+    by_reason[std::string(RestartReasonName(static_cast<RestartReason>(i)))] =
+        s.restarts_by_reason[i];
+  }
+  j["restarts_by_reason"] = std::move(by_reason);
+  j["recent"] = {
+      {"window_s", WindowedLatency::kSlices * WindowedLatency::kSliceNs / 1'000'000'000},
+      {"requests", s.recent_request_duration.count},
+      {"latency_p50_ms", QuantileMs(s.recent_request_duration, 0.5)},
+      {"latency_p99_ms", QuantileMs(s.recent_request_duration, 0.99)},
+      {"dispatched", s.recent_queue_wait.count},
+      {"queue_wait_p50_ms", QuantileMs(s.recent_queue_wait, 0.5)},
+      {"queue_wait_p99_ms", QuantileMs(s.recent_queue_wait, 0.99)},
+  };
+  j["request_duration_count"] = s.request_duration.count;
+  j["queue_wait_count"] = s.queue_wait.count;
 }
 
 nlohmann::json SnapshotJson(const CellSnapshot& s) {
@@ -191,6 +223,11 @@ int Supervisor::Run() {
 
   if (status.ok()) status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
   if (status.ok()) status = control_->Listen(config_.supervisor.control_socket);
+  if (config_.supervisor.metrics_listen) {
+    metrics_ = std::make_unique<MetricsServer>(&loop_, [this] { return RenderMetrics(); });
+    if (status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
+    if (status.ok()) LogInfo("metrics endpoint: http://" + metrics_->bound_address() + "/metrics");
+  }
   for (auto& cell : cells_) {
     if (!status.ok()) break;
     status = cell->Bind();
@@ -301,15 +338,17 @@ void Supervisor::FinishShutdown() {
 
 void Supervisor::CloseAll() {
   for (auto& cell : cells_) cell->DisconnectClients();
-  closing_ = static_cast<int>(cells_.size()) + 1;
+  closing_ = static_cast<int>(cells_.size()) + 1 + (metrics_ ? 1 : 0);
   auto closed = [this] {
     if (--closing_ == 0) {
       cells_.clear();
       control_.reset();
+      metrics_.reset();
     }
   };
   for (auto& cell : cells_) cell->CloseHandles(closed);
   control_->Close(closed);
+  if (metrics_) metrics_->Close(closed);
   for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_, &sigusr1_, &sigusr2_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
   }
@@ -318,6 +357,15 @@ void Supervisor::CloseAll() {
 const config::CellConfig& Supervisor::ConfigOf(const std::string& name) const {
   return CellConfigIn(config_, name);
 }
+
+std::vector<CellSnapshot> Supervisor::Snapshots() const {
+  std::vector<CellSnapshot> snapshots;
+  snapshots.reserve(cells_.size());
+  for (const auto& cell : cells_) snapshots.push_back(cell->Snapshot());
+  return snapshots;
+}
+
+std::string Supervisor::RenderMetrics() const { return MetricsText(Snapshots()); }
 
 std::string Supervisor::HandleControl(const std::string& request_line) {
   nlohmann::json request = nlohmann::json::parse(request_line, nullptr, /*allow_exceptions=*/false);
@@ -337,7 +385,9 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
     nlohmann::json cells = nlohmann::json::array();
     for (auto& cell : cells_) {
       if (!only.empty() && cell->name() != only) continue;
-      nlohmann::json j = SnapshotJson(cell->Snapshot());
+      CellSnapshot snapshot = cell->Snapshot();
+      nlohmann::json j = SnapshotJson(snapshot);
+      AddMetricsFields(snapshot, j);
       j["policy"] = PolicyJson(ConfigOf(cell->name()));
       cells.push_back(std::move(j));
     }
@@ -349,12 +399,19 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
           {"version", BULKHEAD_VERSION},
           {"uptime_ms", uv_now(&loop_) - started_at_ms_},
           {"config", config_.source},
-          {"live_requests", pool_.live()}}},
+          {"live_requests", pool_.live()},
+          {"metrics_listen",
+           metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)}}},
         {"cells", cells},
     };
     return response.dump();
   }
   if (*command == "reload") return ReloadControl();
+  if (*command == "metrics") {
+    return nlohmann::json({{"ok", true}, {"content_type", kMetricsContentType},
+                           {"text", RenderMetrics()}})
+        .dump();
+  }
   if (*command == "start" || *command == "stop" || *command == "restart") {
     auto cell_name = request.find("cell");
     if (cell_name == request.end() || !cell_name->is_string()) {

@@ -17,6 +17,7 @@
 #include "supervisor/cell.h"
 #include "supervisor/control_server.h"
 #include "supervisor/reload_plan.h"
+#include "supervisor/metrics_server.h"
 #include "supervisor/request.h"
 
 namespace bulkhead::supervisor {
@@ -78,6 +79,9 @@ class Supervisor {
   // Ends the shutdown once every cell, retiring ones included, has stopped.
   void MaybeFinishShutdown();
   std::string ReloadControl();
+  // Every cell's figures, in config order; and them in the Prometheus text format.
+  std::vector<CellSnapshot> Snapshots() const;
+  std::string RenderMetrics() const;
 
   config::Config config_;
   std::optional<cell::CgroupTree> cgroup_tree_;
@@ -89,6 +93,7 @@ class Supervisor {
   std::vector<std::unique_ptr<Cell>> retiring_;
   int retiring_stopping_ = 0;  // retiring cells whose worker has not stopped yet
   std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<MetricsServer> metrics_;  // null without metrics_listen
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;

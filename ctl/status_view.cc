@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+#include "ctl/status_view.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "ctl/status_table.h"
+
+namespace bulkhead::ctl {
+namespace {
+
+struct FieldError {
+  std::string key;
+  std::string problem;
+};
+
+const nlohmann::json& Field(const nlohmann::json& object, const std::string& key) {
+  if (!object.is_object()) throw FieldError{"", "not an object"};
+  auto it = object.find(key);
+  if (it == object.end()) throw FieldError{key, "missing"};
+  return *it;
+}
+
+uint64_t Number(const nlohmann::json& object, const std::string& key) {
+  const nlohmann::json& value = Field(object, key);
+  if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0)) {
+    throw FieldError{key, "not an unsigned integer"};
+  }
+  return value.get<uint64_t>();
+}
+
+std::string Text(const nlohmann::json& object, const std::string& key) {
+  const nlohmann::json& value = Field(object, key);
+  if (value.is_null()) return "-";
+  if (!value.is_string()) throw FieldError{key, "not a string"};
+  return value.get<std::string>();
+}
+
+// Any JSON scalar as text: strings bare, null as "-", the rest as JSON.
+std::string Scalar(const nlohmann::json& value) {
+  if (value.is_null()) return "-";
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump();
+}
+
+std::string Uptime(const nlohmann::json& cell) {
+  if (Field(cell, "pid").is_null()) return "-";
+  return FormatAge(Number(cell, "uptime_ms"));
+}
+
+// "3 (full 1, queue_timeout 2, unavailable 0)"
+std::string ByReason(const nlohmann::json& cell, const char* total, const char* by_reason) {
+  std::string out = std::to_string(Number(cell, total));
+  const nlohmann::json& reasons = Field(cell, by_reason);
+  if (!reasons.is_object()) throw FieldError{by_reason, "not an object"};
+  std::string parts;
+  for (auto it = reasons.begin(); it != reasons.end(); ++it) {
+    if (!parts.empty()) parts += ", ";
+    parts += it.key() + " " + Scalar(it.value());
+  }
+  return parts.empty() ? out : out + " (" + parts + ")";
+}
+
+}  // namespace
+
+std::string FormatAge(uint64_t ms) {
+  char out[48];
+  const uint64_t s = ms / 1000;
+  if (s < 60) {
+    std::snprintf(out, sizeof out, "%.1fs", static_cast<double>(ms) / 1000.0);
+  } else if (s < 3600) {
+    std::snprintf(out, sizeof out, "%llum%llus", static_cast<unsigned long long>(s / 60),
+                  static_cast<unsigned long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(out, sizeof out, "%lluh%llum", static_cast<unsigned long long>(s / 3600),
+                  static_cast<unsigned long long>(s % 3600 / 60));
+  } else {
+    std::snprintf(out, sizeof out, "%llud%lluh", static_cast<unsigned long long>(s / 86400),
+                  static_cast<unsigned long long>(s % 86400 / 3600));
+  }
+  return out;
+}
+
+std::string FormatLatency(const nlohmann::json& ms) {
+  if (!ms.is_number()) return "-";
+  const double value = ms.get<double>();
+  char out[32];
+  if (value >= 1000.0) {
+    std::snprintf(out, sizeof out, "%.3gs", value / 1000.0);
+  } else {
+    std::snprintf(out, sizeof out, "%.3gms", value);
+  }
+  return out;
+}
+
+Result<std::string> FormatActivityTable(const nlohmann::json& response) {
+  if (!response.is_object() || !response.contains("cells") || !response["cells"].is_array()) {
+    return Status::Error("status response: no \"cells\" array");
+  }
+  const nlohmann::json& cells = response["cells"];
+  if (cells.empty()) return std::string();
+  for (const nlohmann::json& cell : cells) {
+    if (!cell.is_object() || !cell.contains("recent")) return std::string();
+  }
+  size_t index = 0;
+  try {
+    std::vector<std::vector<std::string>> rows;
+    rows.push_back({"CELL", "SINCE", "UPTIME", "IN FLIGHT", "CANCELLED", "DROPPED", "P50", "P99",
+                    "WAIT P50", "WAIT P99"});
+    for (index = 0; index < cells.size(); ++index) {
+      const nlohmann::json& cell = cells[index];
+      const nlohmann::json& recent = Field(cell, "recent");
+      rows.push_back({
+          Text(cell, "name"),
+          FormatAge(Number(cell, "state_since_ms")),
+          Uptime(cell),
+          std::to_string(Number(cell, "in_flight")),
+          std::to_string(Number(cell, "cancelled")),
+          std::to_string(Number(cell, "dropped")),
+          FormatLatency(Field(recent, "latency_p50_ms")),
+          FormatLatency(Field(recent, "latency_p99_ms")),
+          FormatLatency(Field(recent, "queue_wait_p50_ms")),
+          FormatLatency(Field(recent, "queue_wait_p99_ms")),
+      });
+    }
+    return RenderColumns(rows);
+  } catch (const FieldError& e) {
+    std::string where = "status response: cells[" + std::to_string(index) + "]";
+    if (!e.key.empty()) where += "." + e.key;
+    return Status::Error(where + ": " + e.problem);
+  }
+}
+
+Result<std::string> FormatCellLong(const nlohmann::json& cell) {
+  try {
+    std::string out;
+    auto line = [&out](const std::string& key, const std::string& value) {
+      std::string label = key + ":";
+      if (label.size() < 18) label.append(18 - label.size(), ' ');
+      out += "    " + label + " " + value + "\n";
+    };
+    out += "● " + Text(cell, "name") + " - " + Text(cell, "state") + " for " +
+           FormatAge(Number(cell, "state_since_ms")) + "\n";
+    line("pid", Scalar(Field(cell, "pid")));
+    line("uptime", Uptime(cell));
+    if (Number(cell, "next_start_in_ms") > 0) {
+      line("next start in", FormatAge(Number(cell, "next_start_in_ms")));
+    }
+    line("starts", std::to_string(Number(cell, "starts")));
+    std::string restarts = std::to_string(Number(cell, "restarts"));
+    if (cell.contains("restarts_by_reason")) {
+      std::string parts;
+      const nlohmann::json& by_reason = Field(cell, "restarts_by_reason");
+      for (auto it = by_reason.begin(); it != by_reason.end(); ++it) {
+        if (Scalar(it.value()) == "0") continue;
+        if (!parts.empty()) parts += ", ";
+        parts += it.key() + " " + Scalar(it.value());
+      }
+      if (!parts.empty()) restarts += " (" + parts + ")";
+    }
+    line("restarts", restarts);
+    line("last exit", Text(cell, "last_exit"));
+    if (Text(cell, "reason") != "-") line("reason", Text(cell, "reason"));
+    line("status text", Text(cell, "status_text"));
+    line("socket", Text(cell, "socket"));
+    line("worker socket", Text(cell, "worker_socket"));
+    line("running", std::to_string(Number(cell, "running")) + "/" +
+                        std::to_string(Number(cell, "max_concurrent")));
+    line("queued", std::to_string(Number(cell, "queued")) + "/" +
+                       std::to_string(Number(cell, "max_queue")) + " (queue_timeout " +
+                       std::to_string(Number(cell, "queue_timeout_ms")) + " ms)");
+    line("clients", std::to_string(Number(cell, "clients")));
+    line("admitted", std::to_string(Number(cell, "admitted")));
+    line("in flight", std::to_string(Number(cell, "in_flight")));
+    line("ok", std::to_string(Number(cell, "ok")));
+    line("rejected", ByReason(cell, "rejected", "rejected_by_reason") + ", " +
+                         std::to_string(Number(cell, "rejected_at_admission")) +
+                         " at admission");
+    line("failed", ByReason(cell, "failed", "failed_by_reason"));
+    line("cancelled", std::to_string(Number(cell, "cancelled")));
+    line("dropped", std::to_string(Number(cell, "dropped")));
+    line("bad requests", std::to_string(Number(cell, "bad_request")));
+    const nlohmann::json& recent = Field(cell, "recent");
+    const std::string window = " (last " + std::to_string(Number(recent, "window_s")) + " s, ";
+    line("latency", "p50 " + FormatLatency(Field(recent, "latency_p50_ms")) + ", p99 " +
+                        FormatLatency(Field(recent, "latency_p99_ms")) + window +
+                        std::to_string(Number(recent, "requests")) + " requests)");
+    line("queue wait", "p50 " + FormatLatency(Field(recent, "queue_wait_p50_ms")) + ", p99 " +
+                           FormatLatency(Field(recent, "queue_wait_p99_ms")) + window +
+                           std::to_string(Number(recent, "dispatched")) + " dispatched)");
+    if (cell.contains("policy") && Field(cell, "policy").is_object()) {
+      const nlohmann::json& policy_json = Field(cell, "policy");
+      std::string policy;
+      for (auto it = policy_json.begin(); it != policy_json.end(); ++it) {
+        if (!policy.empty()) policy += " ";
+        policy += it.key() + "=" + Scalar(it.value());
+      }
+      line("policy", policy);
+    }
+    const nlohmann::json& limits = Field(cell, "limits");
+    std::string limit_text;
+    for (auto it = limits.begin(); it != limits.end(); ++it) {
+      if (!limit_text.empty()) limit_text += " ";
+      limit_text += it.key() + "=" + (it.value().is_null() ? "max" : Scalar(it.value()));
+    }
+    line("limits", limit_text);
+    if (!Field(cell, "limits_enforced").get<bool>()) {
+      line("limits enforced", "no: " + Text(cell, "limits_note"));
+    }
+    const nlohmann::json& kernel = Field(cell, "cgroup");
+    if (kernel.is_object()) {
+      line("cgroup", Text(kernel, "path"));
+      line("memory", std::to_string(Number(kernel, "memory_current")) + " bytes of " +
+                         (Field(kernel, "memory_max").is_null()
+                              ? std::string("max")
+                              : std::to_string(Number(kernel, "memory_max"))));
+      line("cpu", std::to_string(Number(kernel, "cpu_usage_usec")) + " µs used, " +
+                      std::to_string(Number(kernel, "cpu_throttled_usec")) + " µs throttled");
+      line("tasks", std::to_string(Number(kernel, "pids_current")) + " of " +
+                        (Field(kernel, "pids_max").is_null() ? std::string("max")
+                                                             : Scalar(kernel["pids_max"])));
+    }
+    line("oom kills", std::to_string(Number(cell, "oom_kills")));
+    return out;
+  } catch (const FieldError& e) {
+    std::string where = "status response: cell";
+    if (!e.key.empty()) where += "." + e.key;
+    return Status::Error(where + ": " + e.problem);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Error(std::string("status response: ") + e.what());
+  }
+}
+
+}  // namespace bulkhead::ctl

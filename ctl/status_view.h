@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// The parts of `bulkheadctl status` that come from the metrics fields of a status response
+// (docs/control.md): the activity table under the status table, and `status CELL`'s long form.
+// Pure functions; thread-safe. Errors name the field, as FormatStatusTable's do.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/status.h"
+
+namespace bulkhead::ctl {
+
+// 1234 -> "1.2s", 75000 -> "1m15s", 3600000 -> "1h0m", 90061000 -> "1d1h": a duration in ms,
+// two units at most.
+std::string FormatAge(uint64_t ms);
+// A latency in ms (null: "-"): "0.25ms", "12ms", "1.5s".
+std::string FormatLatency(const nlohmann::json& ms);
+
+// One row per cell of response["cells"], under a header, for supervisors whose cells carry
+// "recent" (empty string otherwise):
+//
+//   CELL      SINCE  UPTIME  IN FLIGHT  CANCELLED  DROPPED  P50    P99   WAIT P50  WAIT P99
+//   payments  5m12s  5m12s   3          0          0        1.2ms  12ms  0.1ms     3ms
+//
+// SINCE is how long the cell has been in its state, UPTIME the worker's age ("-" without a
+// worker), P50/P99 the request duration and WAIT the queue wait over the recent window.
+Result<std::string> FormatActivityTable(const nlohmann::json& response);
+
+// The long form of one cell (like `systemctl status`): the state line, then one "key: value"
+// line per figure (pid, uptime, sockets, admission, outcomes by reason, latency, restarts by
+// reason, last exit, status text, policy, cgroup path, limits and kernel figures).
+Result<std::string> FormatCellLong(const nlohmann::json& cell);
+
+}  // namespace bulkhead::ctl

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// MetricsServer: the Prometheus endpoint (`[supervisor] metrics_listen`, docs/metrics.md). A tiny
+// HTTP/1.x server on the loop: requests are parsed by http-parser; `GET /metrics` (or HEAD) is
+// answered with the text `render` returns, another path with 404, another method with 405, a
+// malformed request with 400 and one too large (over kMaxRequestBytes) with 431. One response per
+// connection, then the connection closes ("Connection: close"). A connection idle for kIdleMs and
+// connections above kMaxConnections are closed. REQUIRES: loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <string>
+#include <unordered_set>
+
+#include "base/status.h"
+#include "config/listen_address.h"
+
+namespace bulkhead::supervisor {
+
+class MetricsConnection;
+
+class MetricsServer {
+ public:
+  static constexpr size_t kMaxRequestBytes = 8 * 1024;
+  static constexpr uint64_t kIdleMs = 10'000;
+  static constexpr size_t kMaxConnections = 64;
+
+  // `render` returns the exposition text (supervisor/metrics_text.h), called once per scrape.
+  MetricsServer(uv_loop_t* loop, std::function<std::string()> render);
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // Binds and listens: a TCP address (SO_REUSEADDR, as libuv sets it) or a Unix socket path
+  // (claimed like the control socket: a live instance's socket is refused). Errors name the
+  // address: "metrics_listen 127.0.0.1:9464: bind: address already in use".
+  Status Listen(const config::ListenAddress& address);
+  // The address actually bound ("127.0.0.1:40123" when port 0 was asked), "" before Listen.
+  const std::string& bound_address() const { return bound_; }
+  // Closes the listener and every connection; `on_closed` runs after the last close callback.
+  void Close(std::function<void()> on_closed);
+
+ private:
+  friend class MetricsConnection;
+  static void OnConnection(uv_stream_t* server, int status);
+  void HandleClosed();
+
+  uv_loop_t* loop_;
+  std::function<std::string()> render_;
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } listener_{};
+  bool is_tcp_ = true;
+  bool initialized_ = false;
+  std::string unix_path_;  // a Unix socket file this server bound (removed on Close)
+  std::string bound_;
+  std::unordered_set<MetricsConnection*> connections_;
+  int pending_closes_ = 0;
+  std::function<void()> on_closed_;
+};
+
+}  // namespace bulkhead::supervisor

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+#include "supervisor/metrics_text.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <functional>
+#include <string_view>
+
+namespace bulkhead::supervisor {
+
+namespace {
+
+// Writes families one by one; a family's HELP and TYPE lines appear before its first sample.
+class Writer {
+ public:
+  explicit Writer(std::string* out) : out_(out) {}
+
+  void Family(std::string_view name, std::string_view type, std::string_view help) {
+    name_ = name;
+    type_ = type;
+    help_ = help;
+    header_written_ = false;
+  }
+
+  // One sample of the current family: `suffix` ("", "_bucket", "_sum", "_count") and `labels`
+  // (already formatted, e.g. cell="a",reason="full").
+  void Sample(std::string_view suffix, const std::string& labels, std::string_view value) {
+    if (!header_written_) {
+      header_written_ = true;
+      Append("# HELP ", name_, " ", help_, "\n# TYPE ", name_, " ", type_, "\n");
+    }
+    Append(name_, suffix, "{", labels, "} ", value, "\n");
+  }
+  void Sample(const std::string& labels, uint64_t value) {
+    Sample("", labels, std::to_string(value));
+  }
+
+ private:
+  template <typename... Parts>
+  void Append(const Parts&... parts) {
+    (out_->append(parts), ...);
+  }
+
+  std::string* out_;
+  std::string_view name_, type_, help_;
+  bool header_written_ = false;
+};
+
+std::string CellLabel(const CellSnapshot& s) { return "cell=\"" + EscapeLabelValue(s.name) + "\""; }
+
+// `ns` as a decimal number of seconds, exactly and without trailing zeros: "0.0001", "2.5", "60".
+std::string Seconds(uint64_t ns) {
+  std::string text = std::to_string(ns / 1'000'000'000);
+  uint64_t fraction = ns % 1'000'000'000;
+  if (fraction == 0) return text;
+  char digits[16];
+  std::snprintf(digits, sizeof digits, ".%09" PRIu64, fraction);
+  std::string_view tail(digits);
+  while (tail.back() == '0') tail.remove_suffix(1);
+  text.append(tail);
+  return text;
+}
+
+void Histogram(Writer& w, const std::string& cell_label, const LatencyHistogram::Counts& c) {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
+    cumulative += c.buckets[i];
+    std::string le = i + 1 == LatencyHistogram::kBuckets
+                         ? std::string("+Inf")
+                         : Seconds(LatencyHistogram::kBoundsNs[i]);
+    w.Sample("_bucket", cell_label + ",le=\"" + le + "\"", std::to_string(cumulative));
+  }
+  w.Sample("_sum", cell_label, Seconds(c.sum_ns));
+  w.Sample("_count", cell_label, std::to_string(c.count));
+}
+
+using Each = std::function<void(const CellSnapshot&, const std::string& cell_label)>;
+
+void ForEachCell(const std::vector<CellSnapshot>& cells, const Each& each) {
+  for (const CellSnapshot& s : cells) each(s, CellLabel(s));
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string MetricsText(const std::vector<CellSnapshot>& cells) {
+  std::string out;
+  Writer w(&out);
+
+  w.Family("bulkhead_up", "gauge",
+           "1 when the cell's worker is running and its admission open, else 0.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.state == Lifecycle::State::kRunning ? 1 : 0);
+  });
+
+  w.Family("bulkhead_cell_state", "gauge",
+           "The cell's lifecycle state: 1 for the current state, 0 for the others.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    for (size_t i = 0; i < Lifecycle::kStateCount; ++i) {
+      auto state = static_cast<Lifecycle::State>(i);
+      w.Sample(l + ",state=\"" + Lifecycle::StateName(state) + "\"", s.state == state ? 1 : 0);
+    }
+  });
+
+  w.Family("bulkhead_requests_total", "counter",
+           "Requests that reached an outcome, by outcome (ok, rejected, failed, cancelled, "
+           "dropped) and reason.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    const CellCounters& c = s.counters;
+    auto sample = [&](const char* outcome, const char* reason, uint64_t value) {
+      w.Sample(l + ",outcome=\"" + outcome + "\",reason=\"" + reason + "\"", value);
+    };
+    sample("ok", "none", c.ok);
+    sample("rejected", "full", c.rejected_full);
+    sample("rejected", "queue_timeout", c.rejected_queue_timeout);
+    sample("rejected", "unavailable", c.rejected_unavailable);
+    sample("failed", "worker_error", c.failed_worker_error);
+    sample("failed", "worker_died", c.failed_worker_died);
+    sample("failed", "oom_killed", c.failed_oom_killed);
+    sample("failed", "timeout", c.failed_timeout);
+    sample("failed", "stalled", c.failed_stalled);
+    sample("cancelled", "client_gone", c.cancelled);
+    sample("dropped", "client_gone", c.dropped);
+  });
+
+  w.Family("bulkhead_requests_admitted_total", "counter",
+           "Requests that got a slot or a queue place.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.counters.admitted);
+  });
+  w.Family("bulkhead_requests_rejected_at_admission_total", "counter",
+           "Requests rejected before admission (full, or unavailable while the cell refuses).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.counters.rejected_at_admission);
+  });
+  w.Family("bulkhead_bad_requests_total", "counter",
+           "Malformed request frames; each closed its client connection.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.counters.bad_request);
+  });
+
+  w.Family("bulkhead_requests_in_flight", "gauge",
+           "Admitted requests without an outcome yet (queued, or running and not yet answered).");
+  ForEachCell(cells,
+              [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.in_flight); });
+  w.Family("bulkhead_requests_running", "gauge", "Requests holding a worker slot.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.running); });
+  w.Family("bulkhead_requests_queued", "gauge", "Requests waiting in the queue for a slot.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.queued); });
+  w.Family("bulkhead_max_concurrent", "gauge", "The cell's slots (max_concurrent).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.limits.max_concurrent);
+  });
+  w.Family("bulkhead_max_queue", "gauge", "The cell's queue places (max_queue).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.limits.max_queue);
+  });
+  w.Family("bulkhead_client_connections", "gauge", "Open client connections.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.clients); });
+
+  w.Family("bulkhead_queue_wait_seconds", "histogram",
+           "Time from admission to dispatch to the worker, of dispatched requests.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    Histogram(w, l, s.queue_wait);
+  });
+  w.Family("bulkhead_request_duration_seconds", "histogram",
+           "Time from admission to the outcome, of requests dispatched to the worker.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    Histogram(w, l, s.request_duration);
+  });
+
+  w.Family("bulkhead_cell_starts_total", "counter", "Worker start attempts.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.starts); });
+  w.Family("bulkhead_cell_restarts_total", "counter",
+           "Worker starts that replaced an earlier worker, by what ended the earlier one.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    for (size_t i = 0; i < kRestartReasonCount; ++i) {
+      std::string reason(RestartReasonName(static_cast<RestartReason>(i)));
+      w.Sample(l + ",reason=\"" + reason + "\"", s.restarts_by_reason[i]);
+    }
+  });
+  w.Family("bulkhead_cell_oom_kills_total", "counter",
+           "Workers killed by the cgroup's OOM killer (memory.events oom_kill).");
+  ForEachCell(cells,
+              [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.oom_kills); });
+  w.Family("bulkhead_cell_uptime_seconds", "gauge", "Age of the current worker; 0 when none.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample("", l, Seconds(s.uptime_ms * 1'000'000));
+  });
+
+  // The kernel's figures (cgroup v2), for cells that have a cgroup.
+  w.Family("bulkhead_cell_memory_bytes", "gauge", "The cell cgroup's memory.current.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (s.cgroup) w.Sample(l, s.cgroup->memory_current);
+  });
+  w.Family("bulkhead_cell_memory_max_bytes", "gauge",
+           "The cell cgroup's memory.max; absent when unlimited.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (s.cgroup && s.cgroup->memory_max) w.Sample(l, *s.cgroup->memory_max);
+  });
+  w.Family("bulkhead_cell_cpu_usage_seconds_total", "counter",
+           "CPU time used by the cell cgroup (cpu.stat usage_usec).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (s.cgroup) w.Sample("", l, Seconds(s.cgroup->cpu.usage_usec * 1000));
+  });
+  w.Family("bulkhead_cell_cpu_throttled_seconds_total", "counter",
+           "Time the cell cgroup was throttled by cpu.max (cpu.stat throttled_usec).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (s.cgroup) w.Sample("", l, Seconds(s.cgroup->cpu.throttled_usec * 1000));
+  });
+  w.Family("bulkhead_cell_cpu_quota_cpus", "gauge",
+           "The cell's cpu.max quota as a number of CPUs; absent when unlimited.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    const cell::CgroupLimits& limits = s.cgroup_limits;
+    if (!s.cgroup || !limits.cpu_quota_us) return;
+    uint64_t period = limits.cpu_period_us.value_or(cell::kDefaultCpuPeriodUs);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%g",
+                  static_cast<double>(*limits.cpu_quota_us) / static_cast<double>(period));
+    w.Sample("", l, buf);
+  });
+  w.Family("bulkhead_cell_tasks", "gauge", "Tasks in the cell cgroup (pids.current).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (s.cgroup) w.Sample(l, s.cgroup->pids_current);
+  });
+  return out;
+}
+
+}  // namespace bulkhead::supervisor

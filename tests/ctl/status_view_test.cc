@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// The activity table and the long form of `bulkheadctl status` (ctl/status_view.h): the exact
+// table, durations and latencies as printed, and errors that name the field.
+#include "ctl/status_view.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace bulkhead::ctl {
+namespace {
+
+using ::testing::HasSubstr;
+
+nlohmann::json Recent(nlohmann::json p50, nlohmann::json p99) {
+  return {{"window_s", 60},          {"requests", 7},           {"latency_p50_ms", p50},
+          {"latency_p99_ms", p99},   {"dispatched", 7},         {"queue_wait_p50_ms", 0.25},
+          {"queue_wait_p99_ms", 3}};
+}
+
+nlohmann::json Cell() {
+  return {{"name", "payments"}, {"state", "running"}, {"state_since_ms", 312000},
+          {"pid", 41234},       {"uptime_ms", 312000}, {"in_flight", 3},
+          {"cancelled", 0},     {"dropped", 1},        {"recent", Recent(1.2, 12)}};
+}
+
+TEST(StatusView, ActivityTableMatchesTheDocumentedExample) {
+  Result<std::string> table = FormatActivityTable({{"cells", {Cell()}}});
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table,
+            "CELL      SINCE  UPTIME  IN FLIGHT  CANCELLED  DROPPED  P50    P99   WAIT P50  "
+            "WAIT P99\n"
+            "payments  5m12s  5m12s   3          0          1        1.2ms  12ms  0.25ms    3ms\n");
+}
+
+TEST(StatusView, ActivityTableIsLeftOutForOlderSupervisors) {
+  nlohmann::json old = Cell();
+  old.erase("recent");
+  Result<std::string> table = FormatActivityTable({{"cells", {old}}});
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ(*table, "");
+}
+
+TEST(StatusView, EmptyWindowAndNoWorkerAreDashes) {
+  nlohmann::json cell = Cell();
+  cell["pid"] = nullptr;
+  cell["recent"] = Recent(nullptr, nullptr);
+  Result<std::string> table = FormatActivityTable({{"cells", {cell}}});
+  ASSERT_TRUE(table.ok());
+  EXPECT_THAT(*table,
+              HasSubstr("payments  5m12s  -       3          0          1        -    -    0.25ms"));
+}
+
+TEST(StatusView, ErrorsNameTheField) {
+  nlohmann::json cell = Cell();
+  cell.erase("in_flight");
+  Result<std::string> table = FormatActivityTable({{"cells", {cell}}});
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().message(), "status response: cells[0].in_flight: missing");
+  Result<std::string> long_form = FormatCellLong(cell);
+  ASSERT_FALSE(long_form.ok());
+}
+
+TEST(StatusView, AgesAndLatencies) {
+  EXPECT_EQ(FormatAge(1234), "1.2s");
+  EXPECT_EQ(FormatAge(75000), "1m15s");
+  EXPECT_EQ(FormatAge(3600000), "1h0m");
+  EXPECT_EQ(FormatAge(90061000), "1d1h");
+  EXPECT_EQ(FormatLatency(0.075), "0.075ms");
+  EXPECT_EQ(FormatLatency(1500.0), "1.5s");
+  EXPECT_EQ(FormatLatency(nullptr), "-");
+}
+
+}  // namespace
+}  // namespace bulkhead::ctl

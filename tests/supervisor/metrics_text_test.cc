@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// MetricsText: HELP and TYPE once per family, the samples of each cell, cumulative histogram
+// buckets ending in +Inf = _count, exact seconds, label escaping, and the cgroup families only for
+// cells that have a cgroup. RestartReason's classification of Lifecycle::last_exit().
+#include "supervisor/metrics_text.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "supervisor/restart_reason.h"
+
+namespace bulkhead::supervisor {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+CellSnapshot Snapshot(const std::string& name) {
+  CellSnapshot s;
+  s.name = name;
+  s.state = Lifecycle::State::kRunning;
+  s.limits.max_concurrent = 4;
+  s.limits.max_queue = 8;
+  s.running = 2;
+  s.queued = 1;
+  s.in_flight = 3;
+  s.counters.ok = 10;
+  s.counters.rejected_full = 2;
+  s.counters.failed_worker_died = 1;
+  s.counters.admitted = 14;
+  s.counters.rejected_at_admission = 2;
+  s.restarts_by_reason[static_cast<size_t>(RestartReason::kOom)] = 3;
+  LatencyHistogram h;
+  h.Record(50'000);         // 50 µs
+  h.Record(3'000'000);      // 3 ms
+  h.Record(120'000'000'000);  // 120 s: +Inf only
+  s.request_duration = h.counts();
+  return s;
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(MetricsText, EveryFamilyHasHelpAndTypeOnce) {
+  std::string text = MetricsText({Snapshot("a"), Snapshot("b")});
+  std::istringstream lines(text);
+  std::string line;
+  size_t families = 0;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("# TYPE ")) continue;
+    ++families;
+    std::string name = line.substr(7, line.find(' ', 7) - 7);
+    EXPECT_EQ(Count(text, "# TYPE " + name + " "), 1u) << name;
+    EXPECT_EQ(Count(text, "# HELP " + name + " "), 1u) << name;
+  }
+  EXPECT_GE(families, 15u);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(MetricsText, RequestsByOutcomeAndReason) {
+  std::string text = MetricsText({Snapshot("a")});
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_requests_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_requests_total{cell=\"a\",outcome=\"ok\",reason=\"none\"} 10\n"));
+  EXPECT_THAT(text, HasSubstr(
+                        "bulkhead_requests_total{cell=\"a\",outcome=\"rejected\",reason=\"full\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_requests_total{cell=\"a\",outcome=\"failed\",reason="
+                              "\"worker_died\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_requests_admitted_total{cell=\"a\"} 14\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_requests_in_flight{cell=\"a\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_max_concurrent{cell=\"a\"} 4\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_up{cell=\"a\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_state{cell=\"a\",state=\"running\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_state{cell=\"a\",state=\"backoff\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_restarts_total{cell=\"a\",reason=\"oom\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_restarts_total{cell=\"a\",reason=\"crash\"} 0\n"));
+}
+
+TEST(MetricsText, HistogramBucketsAreCumulativeInSeconds) {
+  std::string text = MetricsText({Snapshot("a")});
+  const std::string h = "bulkhead_request_duration_seconds";
+  EXPECT_THAT(text, HasSubstr("# TYPE " + h + " histogram\n"));
+  EXPECT_THAT(text, HasSubstr(h + "_bucket{cell=\"a\",le=\"0.0001\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(h + "_bucket{cell=\"a\",le=\"0.0025\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(h + "_bucket{cell=\"a\",le=\"0.005\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(h + "_bucket{cell=\"a\",le=\"60\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(h + "_bucket{cell=\"a\",le=\"+Inf\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr(h + "_sum{cell=\"a\"} 120.00305\n"));
+  EXPECT_THAT(text, HasSubstr(h + "_count{cell=\"a\"} 3\n"));
+  // An empty histogram still has every bucket, all 0.
+  EXPECT_THAT(text, HasSubstr("bulkhead_queue_wait_seconds_bucket{cell=\"a\",le=\"+Inf\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_queue_wait_seconds_sum{cell=\"a\"} 0\n"));
+}
+
+TEST(MetricsText, CgroupFamiliesOnlyForCellsWithACgroup) {
+  CellSnapshot without = Snapshot("plain");
+  std::string text = MetricsText({without});
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_cell_memory_bytes")));
+  CellSnapshot with = Snapshot("boxed");
+  with.cgroup.emplace();
+  with.cgroup->memory_current = 4096;
+  with.cgroup->memory_max = 1 << 20;
+  with.cgroup->cpu.usage_usec = 1'500'000;
+  with.cgroup_limits.cpu_quota_us = 50'000;
+  text = MetricsText({without, with});
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_memory_bytes{cell=\"boxed\"} 4096\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_memory_max_bytes{cell=\"boxed\"} 1048576\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_cpu_usage_seconds_total{cell=\"boxed\"} 1.5\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_cpu_quota_cpus{cell=\"boxed\"} 0.5\n"));
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_cell_memory_bytes{cell=\"plain\"}")));
+}
+
+TEST(MetricsText, EscapesLabelValues) {
+  EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  EXPECT_EQ(EscapeLabelValue("payments-1"), "payments-1");
+}
+
+TEST(RestartReason, ClassifiesLastExit) {
+  EXPECT_EQ(ClassifyLastExit("exit 3"), RestartReason::kCrash);
+  EXPECT_EQ(ClassifyLastExit("signal 9"), RestartReason::kCrash);
+  EXPECT_EQ(ClassifyLastExit("exit 0"), RestartReason::kExit);
+  EXPECT_EQ(ClassifyLastExit("oom-kill"), RestartReason::kOom);
+  EXPECT_EQ(ClassifyLastExit("stalled: no reply for 5000 ms (signal 9)"), RestartReason::kStall);
+  EXPECT_EQ(ClassifyLastExit("watchdog timeout: no WATCHDOG=1 within 1000 ms (signal 6)"),
+            RestartReason::kWatchdog);
+  EXPECT_EQ(ClassifyLastExit("start failed: exec /bin/x: No such file or directory"),
+            RestartReason::kStartFailed);
+  for (size_t i = 0; i < kRestartReasonCount; ++i) {
+    EXPECT_FALSE(RestartReasonName(static_cast<RestartReason>(i)).empty());
+  }
+  EXPECT_EQ(RestartReasonName(RestartReason::kStartFailed), "start_failed");
+}
+
+}  // namespace
+}  // namespace bulkhead::supervisor
