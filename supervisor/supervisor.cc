@@ -166,6 +166,7 @@ int Supervisor::Run() {
     compartment.limits = CgroupLimitsOf(cell_config);
     cells_.push_back(std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
                                             config_.supervisor.max_payload_bytes, &pool_));
+    cells_.back()->SetStateObserver([this] { OnCellStateChanged(); });
   }
 
   if (status.ok()) status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
@@ -177,6 +178,7 @@ int Supervisor::Run() {
   }
   if (!status.ok()) {
     LogError("startup failed: " + status.message());
+    notifier_.Status("startup failed: " + status.message());
     exit_code_ = kExitFailure;
     CloseAll();
     uv_run(&loop_, UV_RUN_DEFAULT);
@@ -186,6 +188,8 @@ int Supervisor::Run() {
   LogInfo("bulkheadd started: " + std::to_string(cells_.size()) + " cells, control socket " +
           config_.supervisor.control_socket);
   for (auto& cell : cells_) cell->Start();
+  booted_ = true;
+  OnCellStateChanged();
   uv_run(&loop_, UV_RUN_DEFAULT);
   return exit_code_;
 }
@@ -249,6 +253,7 @@ void Supervisor::BeginShutdown(int signum) {
   shutting_down_ = true;
   LogInfo(std::string("received ") + (signum == SIGINT ? "SIGINT" : "SIGTERM") +
           ": stopping every cell");
+  notifier_.Stopping();
   cells_running_ = static_cast<int>(cells_.size());
   if (cells_running_ == 0) {
     FinishShutdown();
@@ -280,6 +285,22 @@ void Supervisor::CloseAll() {
   control_->Close(closed);
   for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_, &sigusr1_, &sigusr2_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
+  }
+}
+
+void Supervisor::OnCellStateChanged() {
+  if (!booted_) return;
+  std::vector<Lifecycle::State> states;
+  states.reserve(cells_.size());
+  for (const auto& cell : cells_) states.push_back(cell->state());
+  bool starting = false;
+  for (Lifecycle::State state : states) starting |= state == Lifecycle::State::kStarting;
+  std::string summary = DescribeCellStates(states);
+  notifier_.Status(summary);
+  if (!ready_sent_ && !starting && !shutting_down_) {
+    ready_sent_ = true;
+    notifier_.Ready();
+    if (notifier_.enabled()) LogInfo("READY=1 sent to the service manager: " + summary);
   }
 }
 

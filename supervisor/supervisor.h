@@ -17,6 +17,7 @@
 #include "supervisor/cell.h"
 #include "supervisor/control_server.h"
 #include "supervisor/request.h"
+#include "supervisor/service_notifier.h"
 
 namespace bulkhead::supervisor {
 
@@ -41,6 +42,9 @@ class Supervisor {
   void BeginShutdown(int signum);
   void FinishShutdown();
   void CloseAll();
+  // A cell changed state: sends READY=1 once every cell has left `starting` after boot, and the
+  // STATUS= summary (supervisor/service_notifier.h).
+  void OnCellStateChanged();
 
   // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
   Status SetUpCgroups();
@@ -56,6 +60,10 @@ class Supervisor {
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
+  // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().
+  ServiceNotifier notifier_;
+  bool booted_ = false;      // every cell was given its first start
+  bool ready_sent_ = false;  // READY=1 was sent after boot
   int cells_running_ = 0;
   int closing_ = 0;
   int exit_code_ = 0;
