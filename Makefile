@@ -26,3 +26,8 @@ bench: build
 
 clean:
 	rm -rf $(BUILD)
+
+# The Debian package (packaging/, README "Debian package and systemd"): $(BUILD)/bulkhead_*.deb.
+.PHONY: package
+package: build
+	cmake --build $(BUILD) --target package

@@ -7,8 +7,14 @@ here="$(dirname "$0")"
 
 bash "$here/apt-ensure.sh" \
   build-essential cmake pkg-config \
-  libuv1-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev \
+  libuv1-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libsystemd-dev \
   libgtest-dev libgmock-dev \
   libhttp-parser-dev curl prometheus
+
+# The Debian package and the unit (packaging/, tests/packaging/): cpack's dpkg-shlibdeps needs file;
+# lintian checks the package; systemd-analyze (systemd) verifies the unit; man-db and
+# bash-completion check the man pages and the completion once installed.
+bash "$here/apt-ensure.sh" \
+  dpkg-dev file lintian systemd man-db bash-completion
 
 bash "$here/install-vm-deps.sh"

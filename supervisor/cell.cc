@@ -229,6 +229,13 @@ void Cell::Execute(const Lifecycle::Transition& t) {
     }
   }
   executing_ = was_executing;
+  NoteState();
+}
+
+void Cell::NoteState() {
+  if (lifecycle_.state() == observed_state_) return;
+  observed_state_ = lifecycle_.state();
+  if (state_observer_) state_observer_();
 }
 
 void Cell::DoSpawn() {

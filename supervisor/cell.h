@@ -128,6 +128,9 @@ class Cell {
   // The live worker's pid, 0 when none (or when it was reaped and its cgroup is being emptied).
   pid_t pid() const { return pid_; }
   Lifecycle::State state() const { return lifecycle_.state(); }
+  // `observer` (may be null) runs whenever the cell has moved to another state, once the actions
+  // of the event that moved it ran. It may read any cell's state() but must feed no cell an event.
+  void SetStateObserver(std::function<void()> observer) { state_observer_ = std::move(observer); }
 
   // Creates the cell's cgroup and writes its limits (when enforced), claims and binds the front,
   // worker and notify sockets (stale files from a killed run are reclaimed; a front socket another
@@ -201,6 +204,8 @@ class Cell {
   void FailInFlight(ipc::Reason reason, const std::string& message);
   void RejectQueued();
   void MaybeDrained();
+  // Runs the state observer if the state changed since it last ran.
+  void NoteState();
 
   // Request path.
   void Dispatch(Request* request, std::string_view payload);
@@ -256,6 +261,8 @@ class Cell {
   uv_timer_t request_timer_{};
   int open_handles_ = 0;
   std::function<void()> on_closed_;
+  std::function<void()> state_observer_;
+  Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
 
   // The live worker (0: none). pgid_ stays set after the reap so KillAll reaches what it left.
   pid_t pid_ = 0;

@@ -235,6 +235,7 @@ int Supervisor::Run() {
   }
   if (!status.ok()) {
     LogError("startup failed: " + status.message());
+    notifier_.Status("startup failed: " + status.message());
     exit_code_ = kExitFailure;
     CloseAll();
     uv_run(&loop_, UV_RUN_DEFAULT);
@@ -244,6 +245,8 @@ int Supervisor::Run() {
   LogInfo("bulkheadd started: " + std::to_string(cells_.size()) + " cells, control socket " +
           config_.supervisor.control_socket);
   for (auto& cell : cells_) cell->Start();
+  booted_ = true;
+  OnCellStateChanged();
   uv_run(&loop_, UV_RUN_DEFAULT);
   return exit_code_;
 }
@@ -312,6 +315,7 @@ void Supervisor::BeginShutdown(int signum) {
   shutting_down_ = true;
   LogInfo(std::string("received ") + (signum == SIGINT ? "SIGINT" : "SIGTERM") +
           ": stopping every cell");
+  notifier_.Stopping();
   cells_running_ = static_cast<int>(cells_.size());
   if (cells_running_ == 0) {
     MaybeFinishShutdown();
@@ -351,6 +355,22 @@ void Supervisor::CloseAll() {
   if (metrics_) metrics_->Close(closed);
   for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_, &sigusr1_, &sigusr2_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
+  }
+}
+
+void Supervisor::OnCellStateChanged() {
+  if (!booted_) return;
+  std::vector<Lifecycle::State> states;
+  states.reserve(cells_.size());
+  for (const auto& cell : cells_) states.push_back(cell->state());
+  bool starting = false;
+  for (Lifecycle::State state : states) starting |= state == Lifecycle::State::kStarting;
+  std::string summary = DescribeCellStates(states);
+  notifier_.Status(summary);
+  if (!ready_sent_ && !starting && !shutting_down_) {
+    ready_sent_ = true;
+    notifier_.Ready();
+    if (notifier_.enabled()) LogInfo("READY=1 sent to the service manager: " + summary);
   }
 }
 
@@ -438,8 +458,11 @@ std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config
   if (cgroup_tree_) compartment.tree = &*cgroup_tree_;
   compartment.not_enforced_reason = cgroup_note_;
   compartment.limits = CgroupLimitsOf(cell_config);
-  return std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
-                                config_.supervisor.max_payload_bytes, &pool_);
+  auto cell = std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
+                                     config_.supervisor.max_payload_bytes, &pool_);
+  // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
+  cell->SetStateObserver([this] { OnCellStateChanged(); });
+  return cell;
 }
 
 void Supervisor::Retire(std::unique_ptr<Cell> cell) {
@@ -459,6 +482,16 @@ void Supervisor::Retire(std::unique_ptr<Cell> cell) {
 }
 
 ReloadResult Supervisor::Reload() {
+  // Before READY=1 the service manager still waits for the start; it is told only of the outcome.
+  const bool tell = ready_sent_;
+  if (tell) notifier_.Reloading();
+  ReloadResult result = ApplyReload();
+  if (tell) notifier_.Ready();
+  OnCellStateChanged();
+  return result;
+}
+
+ReloadResult Supervisor::ApplyReload() {
   ReloadResult result;
   auto refuse = [&result, this]() -> ReloadResult {
     for (const std::string& error : result.errors) LogError("reload: " + error);

@@ -19,6 +19,7 @@
 #include "supervisor/reload_plan.h"
 #include "supervisor/metrics_server.h"
 #include "supervisor/request.h"
+#include "supervisor/service_notifier.h"
 
 namespace bulkhead::supervisor {
 
@@ -58,15 +59,20 @@ class Supervisor {
   // cells whose worker must change are restarted (front socket, clients and queue kept), removed
   // cells stop admitting, drain within stop_timeout, stop and remove their sockets, and new cells
   // bind and start. Logs the outcome. The one entry point of SIGHUP and the control command
-  // "reload". REQUIRES: loop thread, inside Run().
+  // "reload". Once READY=1 was sent, the service manager is told RELOADING=1 before and READY=1
+  // after (sd_notify(3)), whatever the outcome. REQUIRES: loop thread, inside Run().
   ReloadResult Reload();
 
  private:
   static void OnSignal(uv_signal_t* handle, int signum);
+  ReloadResult ApplyReload();
   void ReapChildren();
   void BeginShutdown(int signum);
   void FinishShutdown();
   void CloseAll();
+  // A cell changed state: sends READY=1 once every cell has left `starting` after boot, and the
+  // STATUS= summary (supervisor/service_notifier.h).
+  void OnCellStateChanged();
 
   // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
   Status SetUpCgroups();
@@ -97,6 +103,10 @@ class Supervisor {
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
+  // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().
+  ServiceNotifier notifier_;
+  bool booted_ = false;      // every cell was given its first start
+  bool ready_sent_ = false;  // READY=1 was sent after boot
   int cells_running_ = 0;
   int closing_ = 0;
   int exit_code_ = 0;

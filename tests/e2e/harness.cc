@@ -255,7 +255,7 @@ bulkhead::Status Harness::Start() {
   if (!null) return bulkhead::Status::FromErrno("open /dev/null");
 
   CStrings argv({BulkheaddPath(), "--config", config_path()});
-  CStrings env(Environment({}));
+  CStrings env(Environment(options_.env));
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return bulkhead::Status::FromErrno("fork");

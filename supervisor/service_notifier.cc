@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+#include "supervisor/service_notifier.h"
+
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace bulkhead::supervisor {
+
+std::string DescribeCellStates(const std::vector<Lifecycle::State>& states) {
+  std::array<size_t, Lifecycle::kStateCount> counts{};
+  for (Lifecycle::State state : states) ++counts[static_cast<size_t>(state)];
+  std::string text = std::to_string(states.size()) + (states.size() == 1 ? " cell" : " cells");
+  const char* separator = ": ";
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] == 0) continue;
+    text += separator + std::to_string(counts[i]) + " " +
+            Lifecycle::StateName(static_cast<Lifecycle::State>(i));
+    separator = ", ";
+  }
+  return text;
+}
+
+ServiceNotifier::ServiceNotifier() {
+  const char* socket = std::getenv("NOTIFY_SOCKET");
+  enabled_ = socket != nullptr && socket[0] != '\0';
+}
+
+void ServiceNotifier::Ready() { Send("READY=1"); }
+
+void ServiceNotifier::Reloading() {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  uint64_t usec =
+      static_cast<uint64_t>(now.tv_sec) * 1000000 + static_cast<uint64_t>(now.tv_nsec) / 1000;
+  Send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec));
+}
+
+void ServiceNotifier::Stopping() { Send("STOPPING=1"); }
+
+void ServiceNotifier::Status(std::string_view text) {
+  std::string line(text);
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+  if (line == last_status_) return;
+  last_status_ = line;
+  Send("STATUS=" + line);
+}
+
+void ServiceNotifier::Send(const std::string& message) {
+  if (!enabled_) return;
+  int rc = sd_notify(/*unset_environment=*/0, message.c_str());
+  if (rc > 0) {
+    ++sent_;
+    return;
+  }
+  if (warned_) return;
+  warned_ = true;
+  LogWarning("cannot notify the service manager ($NOTIFY_SOCKET): " +
+             std::string(rc < 0 ? std::strerror(-rc) : "NOTIFY_SOCKET is not set") +
+             "; further notification errors are not logged");
+}
+
+}  // namespace bulkhead::supervisor
