@@ -46,6 +46,15 @@ enum class CgroupMode {
   kOff,       // "off": never touch cgroups
 };
 
+// `on_shutdown`: what bulkheadd does once every cell has stopped after SIGTERM/SIGINT
+// (docs/pid1.md). "poweroff" and "reboot" act only when bulkheadd is PID 1: sync(2), then
+// reboot(2) with RB_POWER_OFF or RB_AUTOBOOT; elsewhere they are logged and bulkheadd exits.
+enum class ShutdownAction {
+  kExit,      // "exit": exit with the supervisor's exit code (a container's PID 1, a service)
+  kPoweroff,  // "poweroff": as PID 1, power the machine off (a VM's init)
+  kReboot,    // "reboot": as PID 1, reboot the machine
+};
+
 // One [cells.NAME] table: a worker process and the admission limits in front of it. All paths are
 // absolute and lexically normalised.
 struct CellConfig {
@@ -142,6 +151,8 @@ struct SupervisorConfig {
   std::string log_level = "info";
   // Whether cells get a cgroup v2 each and their limits are enforced.
   CgroupMode cgroup = CgroupMode::kAuto;
+  // What happens after the orderly shutdown.
+  ShutdownAction on_shutdown = ShutdownAction::kExit;
 };
 
 struct Config {
