@@ -9,8 +9,10 @@
 #include "base/check.h"
 #include "base/exit_status.h"
 #include "base/log.h"
+#include "cell/process.h"
 #include "ipc/frame.h"
 #include "supervisor/listen_socket.h"
+#include "supervisor/reaper.h"
 
 namespace bulkhead::supervisor {
 
@@ -234,14 +236,21 @@ void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
 }
 
 void Supervisor::ReapChildren() {
-  // Reap by pid: only our own workers. (Exec failures are reaped by the launcher.)
-  for (auto& cell : cells_) {
-    pid_t pid = cell->pid();
-    if (pid == 0) continue;
-    int wait_status = 0;
-    pid_t got = ::waitpid(pid, &wait_status, WNOHANG);
-    if (got == pid) cell->OnWorkerExit(wait_status);
-  }
+  // Every exited child, until none is left: SIGCHLDs coalesce, and as PID 1 or a subreaper
+  // (supervisor/init_mode.h) orphans are our children too. A worker's status goes to its cell;
+  // anything else is an orphan, reaped and forgotten. (Exec failures are reaped inside Spawn.)
+  int reaped = ReapExitedChildren(WaitAnyChild, [this](pid_t pid, int wait_status) {
+    // Looked up at each reap, not from a table built before the loop: OnWorkerExit may start the
+    // next worker at once, and that one may exit before this loop ends.
+    for (auto& cell : cells_) {
+      if (cell->pid() == pid) {
+        cell->OnWorkerExit(wait_status);
+        return;
+      }
+    }
+    Log(LogLevel::kDebug, {}, pid, "reaped orphan: " + cell::DescribeWaitStatus(wait_status));
+  });
+  if (reaped < 0) LogError(Status::FromErrno("waitpid", -reaped).message());
 }
 
 void Supervisor::BeginShutdown(int signum) {
