@@ -92,12 +92,7 @@ pid_t SpawnInCgroup(int cgroup_fd, const std::function<int()>& body) {
 }
 
 bool PollUntil(const std::function<bool()>& condition, milliseconds deadline) {
-  Clock::time_point start = Clock::now();
-  while (!condition()) {
-    if (Clock::now() - start > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
+  return vm::PollUntil(condition, deadline, milliseconds(5));
 }
 
 // Reads one pid_t from `fd` within `deadline`, or 0.
