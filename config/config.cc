@@ -48,8 +48,9 @@ constexpr int64_t kMaxPidsMax = 4'194'304;
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
-constexpr std::array<std::string_view, 6> kSupervisorKeys = {
-    "runtime_dir", "control_socket", "max_payload_bytes", "log_level", "cgroup", "metrics_listen"};
+constexpr std::array<std::string_view, 7> kSupervisorKeys = {
+    "runtime_dir", "control_socket", "max_payload_bytes", "log_level",
+    "cgroup",      "metrics_listen", "on_shutdown"};
 constexpr std::array<std::string_view, 26> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
@@ -82,6 +83,8 @@ constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure
 constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
 // In the order of CgroupMode.
 constexpr std::array<std::string_view, 3> kCgroupModes = {"auto", "required", "off"};
+// In the order of ShutdownAction.
+constexpr std::array<std::string_view, 3> kShutdownActions = {"exit", "poweroff", "reboot"};
 
 struct SignalName {
   std::string_view name;  // without the SIG prefix
@@ -610,6 +613,10 @@ class ConfigParser {
           }
         } else if (name == "metrics_listen") {
           ParseMetricsListen(*node, path, out);
+        } else if (name == "on_shutdown") {
+          if (auto action = ExpectChoice(*node, path, kShutdownActions)) {
+            out.on_shutdown = static_cast<ShutdownAction>(*action);
+          }
         } else {
           UnknownKey(*key, path, kSupervisorKeys);
         }

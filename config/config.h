@@ -48,6 +48,15 @@ enum class CgroupMode {
   kOff,       // "off": never touch cgroups
 };
 
+// `on_shutdown`: what bulkheadd does once every cell has stopped after SIGTERM/SIGINT
+// (docs/pid1.md). "poweroff" and "reboot" act only when bulkheadd is PID 1: sync(2), then
+// reboot(2) with RB_POWER_OFF or RB_AUTOBOOT; elsewhere they are logged and bulkheadd exits.
+enum class ShutdownAction {
+  kExit,      // "exit": exit with the supervisor's exit code (a container's PID 1, a service)
+  kPoweroff,  // "poweroff": as PID 1, power the machine off (a VM's init)
+  kReboot,    // "reboot": as PID 1, reboot the machine
+};
+
 // One [cells.NAME] table: a worker process and the admission limits in front of it. All paths are
 // absolute and lexically normalised.
 struct CellConfig {
@@ -150,6 +159,9 @@ struct SupervisorConfig {
   CgroupMode cgroup = CgroupMode::kAuto;
   // Where the Prometheus endpoint (GET /metrics, docs/metrics.md) listens; nullopt: no endpoint.
   std::optional<ListenAddress> metrics_listen;
+
+  // What happens after the orderly shutdown.
+  ShutdownAction on_shutdown = ShutdownAction::kExit;
 
   // Every field: a reload refuses a change of any key but log_level (supervisor/reload_plan.h).
   bool operator==(const SupervisorConfig&) const = default;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// bulkheadd: load the config, build the supervisor, run it.
+// bulkheadd: load the config, build the supervisor, run it. As PID 1, first mount what is missing
+// and last power off or reboot when configured (supervisor/init_mode.h, docs/pid1.md).
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -9,10 +11,18 @@
 #include "base/exit_status.h"
 #include "base/log.h"
 #include "config/config.h"
+#include "supervisor/init_mode.h"
 #include "supervisor/supervisor.h"
 
 int main(int argc, char** argv) {
   using namespace bulkhead;
+  // Before anything may print: as PID 1, stdio may still be closed and /proc absent.
+  const bool pid1 = ::getpid() == 1;
+  if (pid1) {
+    for (const supervisor::InitLogLine& line : supervisor::SetUpInit()) {
+      Log(line.level, {}, 0, line.message);
+    }
+  }
   CLI::App app{"bulkheadd: runs each cell's worker in its own compartment and admits requests"};
   std::string config_path = "/etc/bulkhead/bulkhead.toml";
   bool check_only = false;
@@ -46,7 +56,18 @@ int main(int argc, char** argv) {
                                    : LogLevel::kInfo);
   // A client that hangs up must never kill the supervisor.
   ::signal(SIGPIPE, SIG_IGN);
+  if (!pid1) {
+    // PID 1 adopts every orphan anyway; elsewhere the cells' double-forked descendants would
+    // escape to it (or to another subreaper) and never be reaped by us.
+    Status subreaper = supervisor::BecomeChildSubreaper();
+    if (!subreaper.ok()) LogWarning(subreaper.message() + ": orphans of cells are not reaped here");
+  }
 
-  supervisor::Supervisor supervisor(std::move(*loaded.config));
-  return supervisor.Run();
+  const config::ShutdownAction on_shutdown = loaded.config->supervisor.on_shutdown;
+  int exit_code = 0;
+  {
+    supervisor::Supervisor supervisor(std::move(*loaded.config));
+    exit_code = supervisor.Run();
+  }
+  return supervisor::EndProcess(on_shutdown, exit_code, pid1);
 }

@@ -12,10 +12,12 @@
 #include "base/check.h"
 #include "base/exit_status.h"
 #include "base/log.h"
+#include "cell/process.h"
 #include "ipc/frame.h"
 #include "supervisor/listen_socket.h"
 #include "supervisor/reload_plan.h"
 #include "supervisor/metrics_text.h"
+#include "supervisor/reaper.h"
 
 namespace bulkhead::supervisor {
 
@@ -297,17 +299,24 @@ void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
 }
 
 void Supervisor::ReapChildren() {
-  // Reap by pid: only our own workers. (Exec failures are reaped by the launcher.)
-  for (auto* cells : {&cells_, &retiring_}) {
-    for (size_t i = 0; i < cells->size(); ++i) {
-      Cell* cell = (*cells)[i].get();
-      pid_t pid = cell->pid();
-      if (pid == 0) continue;
-      int wait_status = 0;
-      pid_t got = ::waitpid(pid, &wait_status, WNOHANG);
-      if (got == pid) cell->OnWorkerExit(wait_status);
+  // Every exited child, until none is left: SIGCHLDs coalesce, and as PID 1 or a subreaper
+  // (supervisor/init_mode.h) orphans are our children too. A worker's status goes to its cell;
+  // anything else is an orphan, reaped and forgotten. (Exec failures are reaped inside Spawn.)
+  int reaped = ReapExitedChildren(WaitAnyChild, [this](pid_t pid, int wait_status) {
+    // Looked up at each reap, not from a table built before the loop: OnWorkerExit may start the
+    // next worker at once, and that one may exit before this loop ends.
+    // Cells a reload retired are still draining: their workers are ours until they exit.
+    for (auto* cells : {&cells_, &retiring_}) {
+      for (auto& cell : *cells) {
+        if (cell->pid() == pid) {
+          cell->OnWorkerExit(wait_status);
+          return;
+        }
+      }
     }
-  }
+    Log(LogLevel::kDebug, {}, pid, "reaped orphan: " + cell::DescribeWaitStatus(wait_status));
+  });
+  if (reaped < 0) LogError(Status::FromErrno("waitpid", -reaped).message());
 }
 
 void Supervisor::BeginShutdown(int signum) {

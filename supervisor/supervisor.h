@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Supervisor: bulkheadd's core. One libuv loop on one thread runs every cell, the control socket
-// and the signal handling: SIGCHLD reaps workers by pid, SIGTERM/SIGINT stop every cell and end
-// Run() with 0. REQUIRES: constructed, run and destroyed on one thread; SIGPIPE ignored by the
-// caller.
+// and the signal handling: SIGCHLD reaps every exited child (a worker's status goes to its cell,
+// orphans adopted as PID 1 or subreaper are discarded), SIGTERM/SIGINT stop every cell in parallel
+// and end Run() with 0. REQUIRES: constructed, run and destroyed on one thread; SIGPIPE ignored
+// by the caller.
 #pragma once
 
 #include <uv.h>

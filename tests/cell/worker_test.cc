@@ -335,14 +335,8 @@ TEST(TestWorker, IgnoreSigterm) {
 
 // The parent pid of `pid` from /proc/<pid>/stat ("pid (comm) state ppid ..."), or -1.
 pid_t ParentOf(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat").value_or("");
-  size_t after_comm = stat.rfind(") ");
-  if (after_comm == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(after_comm + 2));
-  std::string state;
-  pid_t parent = -1;
-  fields >> state >> parent;
-  return parent;
+  std::optional<testing::ProcStat> stat = testing::ReadProcStat(pid);
+  return stat ? stat->ppid : -1;
 }
 
 TEST(TestWorker, SpawnGrandchildLeavesASessionLeaderBehind) {

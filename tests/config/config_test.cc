@@ -373,6 +373,25 @@ TEST(ParseConfig, CgroupModes) {
               ElementsAre(At(1, 1, "cgroup", "unknown key; cgroup belongs in [supervisor]")));
 }
 
+TEST(ParseConfig, OnShutdownActions) {
+  EXPECT_EQ(MustParse(CellWith("")).supervisor.on_shutdown, ShutdownAction::kExit);
+  const std::pair<std::string_view, ShutdownAction> cases[] = {
+      {"exit", ShutdownAction::kExit},
+      {"poweroff", ShutdownAction::kPoweroff},
+      {"reboot", ShutdownAction::kReboot}};
+  for (const auto& [text, action] : cases) {
+    const Config config =
+        MustParse("[supervisor]\non_shutdown = \"" + std::string(text) + "\"\n" + CellWith(""));
+    EXPECT_EQ(config.supervisor.on_shutdown, action) << text;
+  }
+  EXPECT_THAT(Errors("[supervisor]\non_shutdown = \"powerof\"\n" + CellWith("")),
+              ElementsAre(At(2, 15, "supervisor.on_shutdown",
+                             "must be one of exit, poweroff, reboot; got \"powerof\"; did you mean "
+                             "\"poweroff\"?")));
+  EXPECT_THAT(Errors("[supervisor]\non_shutdown = 1\n" + CellWith("")),
+              ElementsAre(At(2, 15, "supervisor.on_shutdown", "expected string, got integer")));
+}
+
 TEST(ParseConfig, CpuMaxIsAShareOfOneCpuTimesThePeriod) {
   struct Case {
     std::string_view lines;

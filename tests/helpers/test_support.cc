@@ -126,4 +126,29 @@ bool BecomeSubreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
 
 bool ProcessExists(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
 
+std::optional<ProcStat> ReadProcStat(pid_t pid) {
+  std::optional<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return std::nullopt;
+  // "pid (comm) S ppid ...": comm may hold spaces and parentheses, so parse after the last ") ".
+  size_t after_comm = stat->rfind(") ");
+  if (after_comm == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat->substr(after_comm + 2));
+  ProcStat out;
+  if (!(fields >> out.state >> out.ppid)) return std::nullopt;
+  return out;
+}
+
+std::vector<pid_t> ZombieChildrenOf(pid_t parent) {
+  std::vector<pid_t> zombies;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    std::optional<ProcStat> stat = ReadProcStat(pid);
+    if (stat && stat->ppid == parent && stat->state == 'Z') zombies.push_back(pid);
+  }
+  return zombies;
+}
+
 }  // namespace bulkhead::testing

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "base/temp_dir.h"
@@ -111,5 +112,16 @@ bool BecomeSubreaper();
 
 // True while `pid` names a process that has not yet been reaped (kill(pid, 0) succeeds).
 bool ProcessExists(pid_t pid);
+
+// Fields 3 and 4 of /proc/<pid>/stat (proc(5)).
+struct ProcStat {
+  char state = '?';  // 'R', 'S', 'D', 'Z' (zombie: exited, not yet reaped), ...
+  pid_t ppid = -1;
+};
+// nullopt once the process is gone (reaped) or /proc/<pid>/stat cannot be parsed.
+std::optional<ProcStat> ReadProcStat(pid_t pid);
+
+// Every process whose parent is `parent` and whose state is 'Z', from a scan of /proc.
+std::vector<pid_t> ZombieChildrenOf(pid_t parent);
 
 }  // namespace bulkhead::testing

@@ -92,12 +92,7 @@ pid_t SpawnInCgroup(int cgroup_fd, const std::function<int()>& body) {
 }
 
 bool PollUntil(const std::function<bool()>& condition, milliseconds deadline) {
-  Clock::time_point start = Clock::now();
-  while (!condition()) {
-    if (Clock::now() - start > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
+  return vm::PollUntil(condition, deadline, milliseconds(5));
 }
 
 // Reads one pid_t from `fd` within `deadline`, or 0.
@@ -239,7 +234,17 @@ BetaResidents StartBetaResidents(const Cells& cells) {
   if (worker.ok()) residents.worker = worker.value();
   std::string worker_where =
       worker.ok() ? ReadText(Str("/proc/%d/cgroup", residents.worker)) : "<no worker>";
-  std::string worker_exe = worker.ok() ? ReadText(Str("/proc/%d/cmdline", residents.worker)) : "";
+  // Spawn returns once exec has closed the CLOEXEC status pipe; the kernel sets the new argv a
+  // little later in the same execve, so /proc/PID/cmdline may still be empty for a moment.
+  std::string worker_exe;
+  if (worker.ok()) {
+    PollUntil(
+        [&] {
+          worker_exe = ReadText(Str("/proc/%d/cmdline", residents.worker));
+          return worker_exe.rfind("sleep", 0) == 0;
+        },
+        milliseconds(5000), milliseconds(10));
+  }
   Check(worker.ok() && worker_where == "0::/cells/beta" && worker_exe.rfind("sleep", 0) == 0,
         "spawn.launcher_into_cgroup",
         worker.ok() ? Str("cell::Spawn sleep pid %d in ", residents.worker) + worker_where

@@ -5,9 +5,17 @@
 # Never touches the host's cgroups. Exit: 0 = PASS marker seen, 1 = FAIL (including no boot or
 # timeout), 77 = SKIP (qemu, kernel image or busybox-static not installed). See docs/vm-tests.md.
 #
-# Usage: run-vm.sh --scenario FILE [--bin FILE]... [--timeout SECONDS] [--log FILE] [--keep]
+# Usage: run-vm.sh (--scenario FILE | --init-config FILE) [--bin FILE]... [--expect TEXT]...
+#                  [--timeout SECONDS] [--log FILE] [--keep]
 #   --scenario FILE  shell script run by busybox sh inside the VM (cwd /, PATH has /bin); its exit
 #                    status decides PASS (0) or FAIL. Binaries given with --bin sit in /bin.
+#   --init-config FILE
+#                    init mode: the kernel starts /bin/bulkheadd as PID 1 (rdinit=, so --bin it)
+#                    with FILE as /etc/bulkhead/bulkhead.toml; nothing else runs first. A cell
+#                    prints the BOOTED and result markers itself. Needs no --scenario (one given is
+#                    copied to /scenario.sh for the cells).
+#   --expect TEXT    the console log must also contain a line with TEXT, else FAIL (repeatable),
+#                    e.g. the kernel's "reboot: Power down" after a clean power-off.
 #   --bin FILE       executable to copy into the VM's /bin (debug info stripped), with every shared
 #                    library ldd lists. Repeat it for each binary the scenario needs.
 #   --timeout SEC    hard limit for the whole VM run, boot included (default 240).
@@ -24,6 +32,8 @@ readonly kBootMarker='BULKHEAD-VM-BOOTED'
 
 scenario=""
 bins=()
+init_config=""
+expects=()
 timeout_s=240
 log=""
 keep=0
@@ -31,14 +41,20 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --scenario) scenario="$2"; shift 2 ;;
     --bin) bins+=("$2"); shift 2 ;;
+    --init-config) init_config="$2"; shift 2 ;;
+    --expect) expects+=("$2"); shift 2 ;;
     --timeout) timeout_s="$2"; shift 2 ;;
     --log) log="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     *) echo "run-vm.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$scenario" ] || { echo "run-vm.sh: --scenario FILE is required" >&2; exit 2; }
-[ -r "$scenario" ] || { echo "run-vm.sh: cannot read scenario $scenario" >&2; exit 2; }
+[ -n "$scenario" ] || [ -n "$init_config" ] || {
+  echo "run-vm.sh: --scenario FILE or --init-config FILE is required" >&2; exit 2; }
+[ -z "$scenario" ] || [ -r "$scenario" ] || {
+  echo "run-vm.sh: cannot read scenario $scenario" >&2; exit 2; }
+[ -z "$init_config" ] || [ -r "$init_config" ] || {
+  echo "run-vm.sh: cannot read init config $init_config" >&2; exit 2; }
 
 # --- Prerequisites: missing packages skip, anything else broken fails. ---------------------------
 install_hint="install them with: sudo bash scripts/install-vm-deps.sh (Debian packages qemu-system-x86, linux-image-cloud-amd64, busybox-static, cpio)"
@@ -109,7 +125,15 @@ for bin in "${bins[@]}"; do
     done
   fi
 done
-cp "$scenario" "$root/scenario.sh"
+[ -z "$scenario" ] || cp "$scenario" "$root/scenario.sh"
+append="console=ttyS0 panic=-1 quiet"
+if [ -n "$init_config" ]; then
+  [ -x "$root/bin/bulkheadd" ] || { echo "FAIL: --init-config needs --bin .../bulkheadd"; exit 1; }
+  mkdir -p "$root/etc/bulkhead"
+  cp "$init_config" "$root/etc/bulkhead/bulkhead.toml"
+  # bulkheadd mounts /proc, /dev, /sys, cgroup2 and /run itself and attaches stdio to the console.
+  append="$append rdinit=/bin/bulkheadd"
+fi
 
 # PID 1. The kernel starts it without stdin/stdout (the initramfs has no /dev/console node, so
 # that building it needs no root), hence the redirect once devtmpfs is mounted.
@@ -155,7 +179,7 @@ set +e
 timeout --kill-after=5 "$timeout_s" "$qemu" \
   -accel tcg -cpu max -m 1024 -smp 2 -nographic -no-reboot -nic none \
   -kernel "$kernel" -initrd "$initrd" \
-  -append "console=ttyS0 panic=-1 quiet" </dev/null 2>&1 |
+  -append "$append" </dev/null 2>&1 |
   while IFS= read -r line; do
     # Drop the carriage returns and the terminal escapes (screen clears, resets) that SeaBIOS
     # and the kernel send, so markers start lines and the log reads as text.
@@ -183,6 +207,12 @@ if grep -q "^$kFailMarker" "$log"; then
   echo "FAIL: $(grep "^$kFailMarker" "$log" | head -n 1)"
   exit 1
 fi
+for text in "${expects[@]}"; do
+  if ! grep -qF -- "$text" "$log"; then
+    echo "FAIL: the console log has no line with \"$text\" ($log_note)"
+    exit 1
+  fi
+done
 if grep -q "^$kPassMarker" "$log"; then
   echo "PASS (${total_ms} ms total)"
   exit 0

@@ -102,4 +102,14 @@ int ParentOf(pid_t pid) {
   return ppid;
 }
 
+bool PollUntil(const std::function<bool()>& condition, std::chrono::milliseconds deadline,
+               std::chrono::milliseconds interval) {
+  auto start = std::chrono::steady_clock::now();
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() - start > deadline) return false;
+    std::this_thread::sleep_for(interval);
+  }
+  return true;
+}
+
 }  // namespace bulkhead::vm

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -35,6 +36,9 @@ std::string DescribeStatus(std::optional<int> status);
 bool KilledBySigkill(std::optional<int> status);
 // kill(pid, 0) says ESRCH: no such process (reaped, or never a child of ours and gone).
 bool Gone(pid_t pid);
+// Calls `condition` every `interval` until it holds (true) or `deadline` passes (false).
+bool PollUntil(const std::function<bool()>& condition, std::chrono::milliseconds deadline,
+               std::chrono::milliseconds interval);
 // The ppid field of /proc/<pid>/stat (read after the last ')': comm may hold anything), or 0.
 int ParentOf(pid_t pid);
 
