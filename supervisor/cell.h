@@ -24,6 +24,7 @@
 #include "supervisor/lifecycle.h"
 #include "supervisor/notify_socket.h"
 #include "supervisor/request.h"
+#include "supervisor/worker_output.h"
 
 namespace bulkhead::supervisor {
 
@@ -209,6 +210,8 @@ class Cell {
   LoopClock clock_;
   Lifecycle lifecycle_;
   NotifySocket notify_;
+  // The worker's stdout and stderr (docs/logging.md).
+  WorkerOutput output_;
 
   uv_pipe_t front_{};
   bool front_bound_ = false;  // this cell bound the front socket file (and so removes it)
