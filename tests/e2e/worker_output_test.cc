@@ -64,6 +64,17 @@ TEST(WorkerOutput, StdoutAndStderrLinesAreLoggedWithCellPidAndStream) {
       << h.Log();
 }
 
+TEST(WorkerOutput, LinesBelowTheLogLevelAreDropped) {
+  Harness h(TestOptions({CellSpec{.name = "terse"}}, "log_level = \"warning\"\n"));
+  ASSERT_STARTED(h);
+  EXPECT_OK_REPLY(h.Call("terse", "print-stdout routine detail"), "printed");
+  EXPECT_OK_REPLY(h.Call("terse", "print-stdout <4>disk almost full"), "printed");
+  ASSERT_TRUE(WaitForLogLine(h, {"level=warning cell=terse", "msg=\"disk almost full\""}))
+      << h.Log();
+  // Lines of one stream are logged in order: the info line, written first, was dropped.
+  EXPECT_EQ(h.Log().find("routine detail"), std::string::npos) << h.Log();
+}
+
 TEST(WorkerOutput, OutputNullAndInheritAreNotLoggedAsLines) {
   Harness h(TestOptions({CellSpec{.name = "silent", .extra_toml = "output = \"null\"\n"},
                          CellSpec{.name = "direct", .extra_toml = "output = \"inherit\"\n"}}));
