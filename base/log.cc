@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "base/log.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <string>
 
 namespace bulkhead {
@@ -13,7 +16,116 @@ namespace {
 
 std::atomic<LogLevel> g_level{LogLevel::kInfo};
 
-const char* LevelName(LogLevel level) {
+constexpr char kHex[] = "0123456789abcdef";
+
+void AppendHexByte(std::string* out, unsigned char c) {
+  out->append("\\x");
+  out->push_back(kHex[c >> 4]);
+  out->push_back(kHex[c & 0xf]);
+}
+
+// The length of the valid UTF-8 sequence at the start of `text` (2 to 4), or 0 when it is not one
+// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). REQUIRES: text[0] >= 0x80.
+size_t Utf8SequenceLength(std::string_view text) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char lead = byte(0);
+  size_t length = 0;
+  unsigned char second_min = 0x80;
+  unsigned char second_max = 0xbf;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) second_min = 0xa0;
+    if (lead == 0xed) second_max = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) second_min = 0x90;
+    if (lead == 0xf4) second_max = 0x8f;
+  } else {
+    return 0;
+  }
+  if (text.size() < length) return 0;
+  if (byte(1) < second_min || byte(1) > second_max) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+  }
+  return length;
+}
+
+void AppendQuoted(std::string* out, std::string_view text) {
+  out->push_back('"');
+  size_t i = 0;
+  while (i < text.size()) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      size_t length = Utf8SequenceLength(text.substr(i));
+      if (length == 0) {
+        AppendHexByte(out, c);
+        ++i;
+      } else {
+        out->append(text.substr(i, length));
+        i += length;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          AppendHexByte(out, c);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+    ++i;
+  }
+  out->push_back('"');
+}
+
+bool IsBareValue(std::string_view value) {
+  if (value.empty()) return false;
+  for (char c : value) {
+    if (c <= ' ' || c >= 0x7f || c == '"' || c == '=' || c == '\\') return false;
+  }
+  return true;
+}
+
+LogStyle DetectStderrStyle() {
+  const char* stream = std::getenv("JOURNAL_STREAM");
+  if (stream == nullptr) return LogStyle::kTimestamp;
+  uintmax_t device = 0;
+  uintmax_t inode = 0;
+  if (std::sscanf(stream, "%" SCNuMAX ":%" SCNuMAX, &device, &inode) != 2) {
+    return LogStyle::kTimestamp;
+  }
+  struct stat st {};
+  if (::fstat(STDERR_FILENO, &st) != 0) return LogStyle::kTimestamp;
+  return static_cast<uintmax_t>(st.st_dev) == device && static_cast<uintmax_t>(st.st_ino) == inode
+             ? LogStyle::kJournal
+             : LogStyle::kTimestamp;
+}
+
+}  // namespace
+
+void SetLogLevel(LogLevel level) { g_level.store(level); }
+LogLevel GetLogLevel() { return g_level.load(); }
+
+const char* LogLevelName(LogLevel level) {
   switch (level) {
     case LogLevel::kDebug:
       return "debug";
@@ -27,58 +139,111 @@ const char* LevelName(LogLevel level) {
   return "info";
 }
 
-void AppendQuoted(std::string* out, std::string_view text) {
-  out->push_back('"');
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (c == '\n') {
-      out->append("\\n");
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out->push_back(' ');
-    } else {
-      out->push_back(c);
-    }
+std::optional<LogLevel> ParseLogLevel(std::string_view name) {
+  for (LogLevel level : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
+    if (name == LogLevelName(level)) return level;
   }
-  out->push_back('"');
+  return std::nullopt;
 }
 
-}  // namespace
+int SyslogPriority(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return 7;
+    case LogLevel::kInfo:
+      return 6;
+    case LogLevel::kWarning:
+      return 4;
+    case LogLevel::kError:
+      return 3;
+  }
+  return 6;
+}
 
-void SetLogLevel(LogLevel level) { g_level.store(level); }
-LogLevel GetLogLevel() { return g_level.load(); }
+std::optional<LogLevel> StripPriorityPrefix(std::string_view* text) {
+  if (text->size() < 3 || (*text)[0] != '<' || (*text)[2] != '>') return std::nullopt;
+  char digit = (*text)[1];
+  if (digit < '0' || digit > '7') return std::nullopt;
+  text->remove_prefix(3);
+  if (digit <= '3') return LogLevel::kError;
+  if (digit == '4') return LogLevel::kWarning;
+  if (digit <= '6') return LogLevel::kInfo;
+  return LogLevel::kDebug;
+}
 
-void Log(LogLevel level, std::string_view cell, int pid, std::string_view message) {
-  if (level < g_level.load()) return;
-  std::string line;
-  line.reserve(96 + message.size());
-  static const bool under_journald = std::getenv("JOURNAL_STREAM") != nullptr;
-  if (!under_journald) {
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME, &now);
+void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::string_view cell,
+                   int pid, std::span<const LogField> fields, std::string_view message,
+                   std::string* out) {
+  if (style == LogStyle::kJournal) {
+    out->push_back('<');
+    out->push_back(static_cast<char>('0' + SyslogPriority(level)));
+    out->push_back('>');
+  } else {
     tm utc{};
     gmtime_r(&now.tv_sec, &utc);
     char stamp[40];
     size_t n = strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-    snprintf(stamp + n, sizeof stamp - n, ".%03ldZ ", now.tv_nsec / 1000000);
-    line += stamp;
+    std::snprintf(stamp + n, sizeof stamp - n, ".%03ldZ ", now.tv_nsec / 1000000);
+    out->append(stamp);
   }
-  line += "level=";
-  line += LevelName(level);
+  out->append("level=");
+  out->append(LogLevelName(level));
   if (!cell.empty()) {
-    line += " cell=";
-    line += cell;
+    out->append(" cell=");
+    if (IsBareValue(cell)) {
+      out->append(cell);
+    } else {
+      AppendQuoted(out, cell);
+    }
   }
   if (pid > 0) {
-    line += " pid=";
-    line += std::to_string(pid);
+    out->append(" pid=");
+    out->append(std::to_string(pid));
   }
-  line += " msg=";
-  AppendQuoted(&line, message);
-  line.push_back('\n');
-  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
-  (void)ignored;
+  for (const LogField& field : fields) {
+    out->push_back(' ');
+    out->append(field.key);
+    out->push_back('=');
+    if (IsBareValue(field.value)) {
+      out->append(field.value);
+    } else {
+      AppendQuoted(out, field.value);
+    }
+  }
+  out->append(" msg=");
+  AppendQuoted(out, message);
+  out->push_back('\n');
+}
+
+LogStyle StderrLogStyle() {
+  static const LogStyle style = DetectStderrStyle();
+  return style;
+}
+
+void Log(LogLevel level, std::string_view cell, int pid, std::string_view message) {
+  Log(level, cell, pid, {}, message);
+}
+
+void Log(LogLevel level, std::string_view cell, int pid, std::span<const LogField> fields,
+         std::string_view message) {
+  if (level < g_level.load()) return;
+  // Reused per thread: logging a worker's lines makes no heap churn.
+  thread_local std::string line;
+  line.clear();
+  timespec now{};
+  LogStyle style = StderrLogStyle();
+  if (style == LogStyle::kTimestamp) clock_gettime(CLOCK_REALTIME, &now);
+  FormatLogLine(style, now, level, cell, pid, fields, message, &line);
+  // One write(2) per line keeps lines whole; a short write (a signal, a full pipe) goes on.
+  size_t written = 0;
+  while (written < line.size()) {
+    ssize_t n = ::write(STDERR_FILENO, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  // A huge line (a message of many megabytes) should not keep its capacity for good.
+  if (line.capacity() > (1u << 20)) std::string().swap(line);
 }
 
 }  // namespace bulkhead

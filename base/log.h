@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: MIT
-// Supervisor logging: one line per event on stderr, in logfmt so that journald and grep read it:
+// Supervisor logging: one line per event on stderr, in logfmt so that journald and grep read it
+// (the format is specified in docs/logging.md):
 //   2026-11-29T22:41:07.123Z level=info cell=payments pid=41234 msg="worker started"
-// The timestamp is left out when stderr goes to journald (JOURNAL_STREAM set), which stamps lines
-// itself. Thread-safe: each line is written with one write(2).
+// When stderr is the journal's stream (JOURNAL_STREAM names stderr's device:inode, systemd.exec(5))
+// the timestamp is left out, since journald stamps lines itself, and the line starts with the
+// sd-daemon(3) priority prefix instead: "<6>level=info ...". Thread-safe: each line is written with
+// one write(2).
 #pragma once
 
+#include <ctime>
+#include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace bulkhead {
@@ -15,9 +22,55 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
 
-// Writes one line. `cell` may be empty and `pid` 0 when the event concerns no cell or process.
-// `message` is quoted and escaped as needed.
+// "debug", "info", "warning", "error" (the values of `[supervisor] log_level` and
+// `bulkheadd --log-level`) to a level; nullopt for anything else.
+std::optional<LogLevel> ParseLogLevel(std::string_view name);
+// The name ParseLogLevel accepts for `level`.
+const char* LogLevelName(LogLevel level);
+
+// The sd-daemon(3) / syslog(3) priority of a level: 7 debug, 6 info, 4 warning, 3 error.
+int SyslogPriority(LogLevel level);
+
+// A line that starts with an sd-daemon(3) priority prefix "<N>", N = 0..7, as journald reads it
+// (systemd.exec(5) SyslogLevelPrefix=): removes the prefix from `*text` and returns its level
+// (0-3 error, 4 warning, 5-6 info, 7 debug). nullopt, `*text` unchanged, without such a prefix.
+std::optional<LogLevel> StripPriorityPrefix(std::string_view* text);
+
+// One more key=value of a line, between pid= and msg=. `key` is a bare word (a-z, '_'); `value`
+// is written bare when it is a non-empty run of printable ASCII without ' ', '"', '=' or '\',
+// else quoted as messages are.
+struct LogField {
+  std::string_view key;
+  std::string_view value;
+};
+
+// How a line starts: a timestamp, or the journal's priority prefix.
+enum class LogStyle {
+  kTimestamp,  // "2026-11-29T22:41:07.123Z " (RFC 3339, UTC, milliseconds)
+  kJournal,    // "<6>" (sd-daemon(3))
+};
+
+// Appends one complete line, '\n' included, to `*out`:
+//   [stamp or <N>]level=L[ cell=C][ pid=P][ key=value...] msg="M"
+// `cell` is left out when empty and `pid` when <= 0. The message is always quoted: '"' and '\' are
+// escaped with '\', newline, carriage return and tab as \n \r \t, other control bytes (and DEL) and
+// bytes that are not valid UTF-8 as \xNN, so the line is one line of valid UTF-8 whatever the
+// input. `now` (CLOCK_REALTIME) is used for kTimestamp only. Pure: for tests.
+void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::string_view cell,
+                   int pid, std::span<const LogField> fields, std::string_view message,
+                   std::string* out);
+
+// The style of this process's stderr: kJournal when $JOURNAL_STREAM is "DEVICE:INODE" of the file
+// on descriptor 2 (the check systemd.exec(5) recommends, so a child whose stderr was redirected
+// does not take the journal's format), else kTimestamp. Decided once, on the first call.
+LogStyle StderrLogStyle();
+
+// Writes one line to stderr. `cell` may be empty and `pid` 0 when the event concerns no cell or
+// process. `message` is quoted and escaped as needed.
 void Log(LogLevel level, std::string_view cell, int pid, std::string_view message);
+// As above with more fields (e.g. stream=stdout for a worker's output).
+void Log(LogLevel level, std::string_view cell, int pid, std::span<const LogField> fields,
+         std::string_view message);
 
 inline void LogInfo(std::string_view message) { Log(LogLevel::kInfo, {}, 0, message); }
 inline void LogWarning(std::string_view message) { Log(LogLevel::kWarning, {}, 0, message); }

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <string_view>
+#include <tuple>
 
 #include "base/exit_status.h"
 #include "base/unique_fd.h"
@@ -54,6 +55,7 @@ enum class ChildStep : int32_t {
   kCloseFds,
   kChdir,
   kExec,
+  kOutputFd,
 };
 
 // Written once by a failing child: fits in one atomic pipe write (PIPE_BUF).
@@ -80,6 +82,9 @@ struct ChildPlan {
   unsigned int close_fallback_limit = 0;  // highest descriptor + 1 for the pre-5.9 close loop
   int parent_death_signal = 0;
   pid_t parent_pid = 0;
+  // SpawnOptions::stdout_fd / stderr_fd, moved above the listening socket's 3; -1: inherit.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
 constexpr std::string_view kListenPidPrefix = "LISTEN_PID=";
@@ -203,6 +208,13 @@ bool CloseRange(unsigned int first, unsigned int last, unsigned int fallback_lim
     }
   }
 
+  // Captured output (SpawnOptions::stdout_fd / stderr_fd): dup2 clears FD_CLOEXEC on 1 and 2; the
+  // sources (>= kMinReportFd) are closed below with the rest.
+  if ((plan.stdout_fd >= 0 && ::dup2(plan.stdout_fd, STDOUT_FILENO) < 0) ||
+      (plan.stderr_fd >= 0 && ::dup2(plan.stderr_fd, STDERR_FILENO) < 0)) {
+    ReportAndExit(plan, ChildStep::kOutputFd, errno);
+  }
+
   // Close everything above 2 except the listening socket (3) and the report pipe (closed by exec).
   unsigned int first = plan.listen_fd >= 0 ? kListenFdNumber + 1 : kListenFdNumber;
   unsigned int report = static_cast<unsigned int>(plan.report_fd);
@@ -256,6 +268,8 @@ Status DescribeChildFailure(const ChildReport& report, const SpawnOptions& optio
       return Status::FromErrno("close_range", err);
     case ChildStep::kChdir:
       return Status::FromErrno("chdir " + options.working_directory, err);
+    case ChildStep::kOutputFd:
+      return Status::FromErrno("dup2 output fd to stdout/stderr", err);
     case ChildStep::kExec:
       if (report.candidate >= 0 &&
           static_cast<size_t>(report.candidate) < plan.exec_candidates.size()) {
@@ -361,6 +375,20 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   if (!report_write.ok()) return report_write.status();
   plan.report_fd = report_write->get();
   plan.report_read_fd = report_read.get();
+  // Output descriptors on 0-3 would be overwritten before the child's dup2 to 1 and 2: copies
+  // above 3 (close-on-exec) are used instead, held until the child has exec'd.
+  UniqueFd stdout_copy;
+  UniqueFd stderr_copy;
+  for (auto [given, copy, planned] :
+       {std::tuple{options.stdout_fd, &stdout_copy, &plan.stdout_fd},
+        std::tuple{options.stderr_fd, &stderr_copy, &plan.stderr_fd}}) {
+    *planned = given;
+    if (given < 0 || given >= kMinReportFd) continue;
+    int moved = ::fcntl(given, F_DUPFD_CLOEXEC, kMinReportFd);
+    if (moved < 0) return Status::FromErrno("spawn: fcntl(F_DUPFD_CLOEXEC) of an output fd");
+    copy->Reset(moved);
+    *planned = moved;
+  }
 
   // Block every signal across the fork so that no handler of the parent runs in the child before
   // it resets the dispositions; the child empties its mask, the parent restores its own.

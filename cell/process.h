@@ -45,6 +45,12 @@ struct SpawnOptions {
   // unnoticed. A child whose parent died before the request exits at once with that signal's
   // conventional status. Reaches the worker only, not what it forks later.
   int parent_death_signal = 0;
+  // If >= 0: becomes descriptor 1 (stdout_fd) or 2 (stderr_fd) of the child in place of the
+  // parent's, e.g. the write end of a pipe the supervisor reads the worker's output from
+  // (docs/logging.md). The same descriptor may be given for both. Still owned by the caller, whose
+  // copy is left open; its close-on-exec flag in the parent does not matter.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
 // Starts a worker process and returns its pid once it has exec'd (the parent blocks only that
@@ -53,7 +59,8 @@ struct SpawnOptions {
 // In the child, before execve(2): every signal disposition reset to SIG_DFL and the signal mask
 // emptied (ignored or blocked signals would otherwise survive exec); setsid(), so the worker leads
 // its own session and process group and kill(-pid, sig) reaches the whole cell; stdin from
-// /dev/null; stdout and stderr inherited (/dev/null if the parent has them closed); `listen_fd`
+// /dev/null; stdout and stderr inherited (/dev/null if the parent has them closed), or
+// `stdout_fd` / `stderr_fd` when given; `listen_fd`
 // moved to descriptor 3; every other descriptor above 2 closed (close_range(2), or a loop up to
 // RLIMIT_NOFILE on kernels before 5.9); chdir(working_directory); execve with `environment`.
 // Only async-signal-safe calls run after the fork: argv, envp and PATH candidates are built

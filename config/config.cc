@@ -51,7 +51,7 @@ constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"
 constexpr std::array<std::string_view, 7> kSupervisorKeys = {
     "runtime_dir", "control_socket", "max_payload_bytes", "log_level",
     "cgroup",      "metrics_listen", "on_shutdown"};
-constexpr std::array<std::string_view, 26> kCellKeys = {"command",
+constexpr std::array<std::string_view, 30> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
                                                         "max_queue",
@@ -76,11 +76,18 @@ constexpr std::array<std::string_view, 26> kCellKeys = {"command",
                                                         "memory_max",
                                                         "memory_high",
                                                         "memory_swap_max",
-                                                        "pids_max"};
+                                                        "pids_max",
+                                                        "output",
+                                                        "log_line_max",
+                                                        "log_rate_limit_burst",
+                                                        "log_rate_limit_interval"};
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
 constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
+// In the order of OutputMode.
+constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "null"};
+constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
 // In the order of CgroupMode.
 constexpr std::array<std::string_view, 3> kCgroupModes = {"auto", "required", "off"};
 // In the order of ShutdownAction.
@@ -815,6 +822,27 @@ class ConfigParser {
         auto pids = ExpectInteger(*value, key_path, 1, kMaxPidsMax, " (PID_MAX_LIMIT)");
         key_ok = pids.has_value();
         if (pids) cell.pids_max = static_cast<uint64_t>(*pids);
+      } else if (key_name == "output") {
+        auto mode = ExpectChoice(*value, key_path, kOutputModes);
+        key_ok = mode.has_value();
+        if (mode) cell.output = static_cast<OutputMode>(*mode);
+      } else if (key_name == "log_line_max") {
+        std::optional<uint64_t> bytes = ExpectSize(*value, key_path, "");
+        if (bytes && (*bytes < kMinLogLineMax || *bytes > kMaxLogLineMax)) {
+          AddError(At(value->source()), key_path,
+                   "must be between 64 and 1048576 bytes (1M), got " + SizeAsWritten(*value));
+          bytes.reset();
+        }
+        key_ok = bytes.has_value();
+        if (bytes) cell.log_line_max = static_cast<uint32_t>(*bytes);
+      } else if (key_name == "log_rate_limit_burst") {
+        auto burst = ExpectInteger(*value, key_path, 0, kMaxLogRateLimitBurst);
+        key_ok = burst.has_value();
+        if (burst) cell.log_rate_limit_burst = static_cast<uint32_t>(*burst);
+      } else if (key_name == "log_rate_limit_interval") {
+        auto interval = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = interval.has_value();
+        if (interval) cell.log_rate_limit_interval = *interval;
       } else if (key_name == "worker_socket") {
         AddError(At(key->source()), key_path,
                  "unknown key; the worker socket is always <runtime_dir>/NAME.worker.sock");

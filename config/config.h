@@ -57,6 +57,17 @@ enum class ShutdownAction {
   kReboot,    // "reboot": as PID 1, reboot the machine
 };
 
+// `output`: where the worker's stdout and stderr go (docs/logging.md).
+enum class OutputMode {
+  kLog,      // "log": a pipe per stream, read by the supervisor and logged line by line
+  kInherit,  // "inherit": the supervisor's own stdout and stderr
+  kNull,     // "null": /dev/null
+};
+
+// The bounds of `log_line_max`, bytes.
+inline constexpr uint64_t kMinLogLineMax = 64;
+inline constexpr uint64_t kMaxLogLineMax = 1 << 20;
+
 // One [cells.NAME] table: a worker process and the admission limits in front of it. All paths are
 // absolute and lexically normalised.
 struct CellConfig {
@@ -136,6 +147,17 @@ struct CellConfig {
   // pids.max: processes and threads in the cell; fork() and clone() fail with EAGAIN at the limit.
   // 1..4194304 (PID_MAX_LIMIT).
   std::optional<uint64_t> pids_max;
+  // Where the worker's stdout and stderr go.
+  OutputMode output = OutputMode::kLog;
+  // A longer line of worker output is logged truncated to its first log_line_max bytes (marked
+  // truncated=true) and the rest of it dropped. Bytes, kMinLogLineMax..kMaxLogLineMax.
+  uint32_t log_line_max = 4096;
+  // At most log_rate_limit_burst lines of worker output (stdout and stderr together) are logged per
+  // log_rate_limit_interval; more are dropped and counted, and "suppressed K lines" is logged when
+  // the interval ends (journald.conf(5) RateLimitBurst=, RateLimitIntervalSec=). Burst
+  // 0..1000000, interval >= 0, at most 24h; either 0 = no limit.
+  uint32_t log_rate_limit_burst = 1000;
+  std::chrono::milliseconds log_rate_limit_interval{10'000};
   // Of the [cells.NAME] table (its '[', or '{' for an inline table).
   SourcePosition position;
 

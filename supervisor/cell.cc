@@ -60,7 +60,8 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartme
       lifecycle_(LifecycleOptionsFromConfig(config_), &clock_, cell::RestartPolicy::RandomJitter()),
       notify_(loop, [this](pid_t sender, const cell::NotifyMessage& message) {
         OnNotify(sender, message);
-      }) {
+      }),
+      output_(loop, config_) {
   for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
                             &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_}) {
     uv_timer_init(loop_, timer);
@@ -274,7 +275,11 @@ void Cell::DoSpawn() {
     oom_baseline_ = OomKillCount();
   }
   status_text_.clear();
+  Status output = output_.Prepare(&options);
+  if (!output.ok())
+    Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
   Result<pid_t> pid = cell::Spawn(options);
+  output_.Spawned(pid.ok() ? *pid : 0);
   if (!pid.ok()) {
     Log(LogLevel::kError, name(), 0, "cannot start worker: " + pid.status().message());
     Execute(lifecycle_.Handle(Event::SpawnFailed(pid.status().message())));
@@ -294,6 +299,8 @@ void Cell::OnWorkerExit(int wait_status) {
   BH_CHECK(pid_ != 0);
   pid_t pid = pid_;
   pid_ = 0;
+  // Its last words first: they often tell why it ended.
+  output_.WorkerExited();
   // An OOM kill is told apart from a manual SIGKILL by the cgroup's memory.events counters,
   // compared with their value when this worker started (cgroup-v2.rst: memory.events oom_kill,
   // oom_group_kill).
@@ -444,6 +451,11 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
   if (worker_listen_fd_.valid()) ::unlink(config_.worker_socket.c_str());
   worker_listen_fd_.Reset();
   ++open_handles_;
+  output_.Close([this] {
+    BH_CHECK(open_handles_ > 0);
+    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
+  });
+  ++open_handles_;
   notify_.Close([this] {
     BH_CHECK(open_handles_ > 0);
     if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
@@ -471,6 +483,7 @@ Status Cell::Reconfigure(const config::CellConfig& next,
   }
   lifecycle_.SetOptions(LifecycleOptionsFromConfig(config_));
   bulkhead_.SetLimits(LimitsOf(config_));
+  output_.SetOptions(config_);
   if (config_.request_timeout.count() > 0) {
     ArmRequestTimer();
   } else {

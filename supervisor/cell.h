@@ -27,6 +27,7 @@
 #include "supervisor/notify_socket.h"
 #include "supervisor/request.h"
 #include "supervisor/restart_reason.h"
+#include "supervisor/worker_output.h"
 
 namespace bulkhead::supervisor {
 
@@ -247,6 +248,8 @@ class Cell {
   LoopClock clock_;
   Lifecycle lifecycle_;
   NotifySocket notify_;
+  // The worker's stdout and stderr (docs/logging.md).
+  WorkerOutput output_;
 
   uv_pipe_t front_{};
   bool front_bound_ = false;  // this cell bound the front socket file (and so removes it)

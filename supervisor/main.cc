@@ -26,8 +26,12 @@ int main(int argc, char** argv) {
   CLI::App app{"bulkheadd: runs each cell's worker in its own compartment and admits requests"};
   std::string config_path = "/etc/bulkhead/bulkhead.toml";
   bool check_only = false;
+  std::string log_level;
   app.add_option("-c,--config", config_path, "configuration file (TOML)");
   app.add_flag("--check-config", check_only, "validate the configuration and exit");
+  app.add_option("--log-level", log_level,
+                 "lines below this level are dropped; overrides [supervisor] log_level")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   app.set_version_flag("--version", BULKHEAD_VERSION);
   try {
     app.parse(argc, argv);
@@ -49,11 +53,9 @@ int main(int argc, char** argv) {
     std::printf("%s: ok (%zu cells)\n", config_path.c_str(), loaded.config->cells.size());
     return kExitOk;
   }
-  const std::string& level = loaded.config->supervisor.log_level;
-  SetLogLevel(level == "debug"     ? LogLevel::kDebug
-              : level == "warning" ? LogLevel::kWarning
-              : level == "error"   ? LogLevel::kError
-                                   : LogLevel::kInfo);
+  // The command line wins over the file (docs/logging.md).
+  if (!log_level.empty()) loaded.config->supervisor.log_level = log_level;
+  SetLogLevel(ParseLogLevel(loaded.config->supervisor.log_level).value_or(LogLevel::kInfo));
   // A client that hangs up must never kill the supervisor.
   ::signal(SIGPIPE, SIG_IGN);
   if (!pid1) {
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   {
     supervisor::Supervisor supervisor(std::move(*loaded.config));
+    if (!log_level.empty()) supervisor.PinLogLevel(log_level);
     exit_code = supervisor.Run();
   }
   return supervisor::EndProcess(on_shutdown, exit_code, pid1);

@@ -58,6 +58,12 @@ const CellKey kCellKeys[] = {
     Key<&C::memory_high>("memory_high", Group::kCgroup),
     Key<&C::memory_swap_max>("memory_swap_max", Group::kCgroup),
     Key<&C::pids_max>("pids_max", Group::kCgroup),
+    // Read by WorkerOutput at each spawn (Cell::Reconfigure hands them over): the new worker's
+    // pipes follow them.
+    Key<&C::output>("output", Group::kRestart),
+    Key<&C::log_line_max>("log_line_max", Group::kRestart),
+    Key<&C::log_rate_limit_burst>("log_rate_limit_burst", Group::kRestart),
+    Key<&C::log_rate_limit_interval>("log_rate_limit_interval", Group::kRestart),
 };
 
 std::string Where(const config::Config& config, const config::SourcePosition& position) {
@@ -77,12 +83,16 @@ void PlanSupervisor(const config::Config& current, const config::Config& next, R
   if (a.control_socket != b.control_socket) keys.push_back("control_socket");
   if (a.max_payload_bytes != b.max_payload_bytes) keys.push_back("max_payload_bytes");
   if (a.cgroup != b.cgroup) keys.push_back("cgroup");
+  if (a.metrics_listen != b.metrics_listen) keys.push_back("metrics_listen");
+  if (a.on_shutdown != b.on_shutdown) keys.push_back("on_shutdown");
   config::SupervisorConfig masked = b;
   masked.log_level = a.log_level;
   masked.runtime_dir = a.runtime_dir;
   masked.control_socket = a.control_socket;
   masked.max_payload_bytes = a.max_payload_bytes;
   masked.cgroup = a.cgroup;
+  masked.metrics_listen = a.metrics_listen;
+  masked.on_shutdown = a.on_shutdown;
   // A key added later and not known here.
   if (!(masked == a)) keys.push_back("(a key other than log_level)");
   for (const std::string& key : keys) {

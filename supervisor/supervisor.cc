@@ -174,19 +174,6 @@ const config::CellConfig& CellConfigIn(const config::Config& config, const std::
   return config.cells.front();
 }
 
-// config/ accepts debug | info | warning | error (docs/config.md); main.cc maps it at startup.
-LogLevel LogLevelFromName(const std::string& name) {
-  static constexpr std::pair<const char*, LogLevel> kLevels[] = {
-      {"debug", LogLevel::kDebug},
-      {"warning", LogLevel::kWarning},
-      {"error", LogLevel::kError},
-  };
-  for (const auto& [level_name, level] : kLevels) {
-    if (name == level_name) return level;
-  }
-  return LogLevel::kInfo;
-}
-
 std::string ErrorResponse(const std::string& message) {
   return nlohmann::json({{"ok", false}, {"error", message}}).dump();
 }
@@ -519,6 +506,7 @@ ReloadResult Supervisor::ApplyReload() {
     return refuse();
   }
   config::Config next = std::move(*loaded.config);
+  if (!pinned_log_level_.empty()) next.supervisor.log_level = pinned_log_level_;
   result.plan = PlanReload(config_, next);
   result.errors = result.plan.errors;
   auto config_of = [&next](const std::string& name) -> const config::CellConfig& {
@@ -550,7 +538,7 @@ ReloadResult Supervisor::ApplyReload() {
     return refuse();
   }
 
-  if (result.plan.log_level_changed) SetLogLevel(LogLevelFromName(next.supervisor.log_level));
+  if (result.plan.log_level_changed) SetLogLevel(ParseLogLevel(next.supervisor.log_level).value_or(LogLevel::kInfo));
   std::vector<std::string> notes;
   std::vector<std::unique_ptr<Cell>> cells;
   std::vector<Cell*> to_start;

@@ -45,6 +45,10 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
+  // The log level given on the command line (`--log-level`): it wins over the file's log_level,
+  // at startup and at every reload. Call before Run().
+  void PinLogLevel(std::string level) { pinned_log_level_ = std::move(level); }
+
   // Creates the runtime directory, claims and binds every socket, starts every worker and runs the
   // loop until a stop signal. Returns a process exit code (base/exit_status.h); a socket that
   // cannot be claimed fails startup before any worker starts.
@@ -91,6 +95,7 @@ class Supervisor {
   std::string RenderMetrics() const;
 
   config::Config config_;
+  std::string pinned_log_level_;  // empty: the file's log_level applies
   std::optional<cell::CgroupTree> cgroup_tree_;
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};

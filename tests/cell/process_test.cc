@@ -147,6 +147,60 @@ TEST(Spawn, ChildHasOnlyStdioAndTheListenFd) {
   EXPECT_EQ(reply->payload, "0 1 2 3 4");
 }
 
+// Reads `fd` until EOF.
+std::string ReadAll(int fd) {
+  std::string text;
+  char buffer[256];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
+  return text;
+}
+
+// Spawns a shell writing to stdout and stderr with SpawnOptions::stdout_fd / stderr_fd set to the
+// write ends of two pipes, the stdout pipe's write end placed on `stdout_slot` (-1: anywhere).
+void ExpectOutputCaptured(int stdout_slot) {
+  std::optional<testing::ScopedFdSlot> slot;
+  // A placeholder holds the slot, so that the pipes land elsewhere; dup3 below replaces it.
+  UniqueFd placeholder;
+  if (stdout_slot >= 0) {
+    slot.emplace(stdout_slot);
+    placeholder.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ASSERT_EQ(placeholder.get(), stdout_slot);
+  }
+  int out[2];
+  int err[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(err, O_CLOEXEC), 0);
+  UniqueFd out_read(out[0]);
+  UniqueFd out_write(out[1]);
+  UniqueFd err_read(err[0]);
+  UniqueFd err_write(err[1]);
+  if (stdout_slot >= 0 && out_write.get() != stdout_slot) {
+    ASSERT_EQ(::dup3(out_write.get(), stdout_slot, O_CLOEXEC), stdout_slot);
+    placeholder.Release();
+    out_write.Reset(stdout_slot);
+  }
+  SpawnOptions options = ShellOptions("echo to-out; echo to-err >&2");
+  options.stdout_fd = out_write.get();
+  options.stderr_fd = err_write.get();
+  // A listening socket goes to 3 in the child: it must not overwrite an output descriptor there.
+  UniqueFd listen(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(listen.valid());
+  options.listen_fd = listen.get();
+  EXPECT_EQ(RunToExit(options), "exit 0");
+  // The parent's copies stay open (and close-on-exec): closed here, so EOF comes.
+  EXPECT_EQ(::fcntl(out_write.get(), F_GETFD), FD_CLOEXEC);
+  out_write.Reset();
+  err_write.Reset();
+  EXPECT_EQ(ReadAll(out_read.get()), "to-out\n");
+  EXPECT_EQ(ReadAll(err_read.get()), "to-err\n");
+}
+
+TEST(Spawn, StdoutAndStderrFdsBecomeDescriptors1And2) { ExpectOutputCaptured(-1); }
+
+// Given on 3, the listening socket's number, the output descriptor must survive the child's setup.
+TEST(Spawn, OutputFdOnDescriptor3IsMovedOutOfTheWay) { ExpectOutputCaptured(3); }
+
 TEST(Spawn, SignalMaskAndDispositionsAreReset) {
   // The parent blocks SIGTERM and ignores SIGINT; both survive execve unless Spawn resets them.
   sigset_t block;

@@ -1459,5 +1459,38 @@ TEST_F(LoadConfigFileTest, DirectoryGivesOneClearError) {
   EXPECT_THAT(ErrorLines(result), ElementsAre(dir_ + ": cannot read config file: Is a directory"));
 }
 
+TEST(ParseConfig, WorkerOutputKeys) {
+  const CellConfig defaults = MustParse(CellWith("")).cells[0];
+  EXPECT_EQ(defaults.output, OutputMode::kLog);
+  EXPECT_EQ(defaults.log_line_max, 4096u);
+  EXPECT_EQ(defaults.log_rate_limit_burst, 1000u);
+  EXPECT_EQ(defaults.log_rate_limit_interval, std::chrono::seconds(10));
+
+  const CellConfig set = MustParse(CellWith("output = \"null\"\nlog_line_max = \"64K\"\n"
+                                            "log_rate_limit_burst = 0\n"
+                                            "log_rate_limit_interval = \"1m\""))
+                             .cells[0];
+  EXPECT_EQ(set.output, OutputMode::kNull);
+  EXPECT_EQ(set.log_line_max, 65536u);
+  EXPECT_EQ(set.log_rate_limit_burst, 0u);
+  EXPECT_EQ(set.log_rate_limit_interval, std::chrono::minutes(1));
+  EXPECT_EQ(MustParse(CellWith("output = \"inherit\"\nlog_line_max = 64")).cells[0].output,
+            OutputMode::kInherit);
+
+  EXPECT_THAT(Errors(CellWith("log_line_max = 63")),
+              ElementsAre(At(4, 16, "cells.a.log_line_max",
+                             "must be between 64 and 1048576 bytes (1M), got 63")));
+  EXPECT_THAT(Errors(CellWith("log_line_max = \"2M\"")),
+              ElementsAre(At(4, 16, "cells.a.log_line_max",
+                             "must be between 64 and 1048576 bytes (1M), got \"2M\"")));
+  EXPECT_THAT(Errors(CellWith("log_rate_limit_burst = 1000001")),
+              ElementsAre(At(4, 24, "cells.a.log_rate_limit_burst",
+                             "must be between 0 and 1000000, got 1000001")));
+  std::vector<std::string> bad_output = Errors(CellWith("output = \"journal\""));
+  ASSERT_EQ(bad_output.size(), 1u);
+  EXPECT_THAT(bad_output[0], ::testing::HasSubstr("cells.a.output"));
+  EXPECT_THAT(bad_output[0], ::testing::HasSubstr("must be one of log, inherit, null"));
+}
+
 }  // namespace
 }  // namespace bulkhead::config

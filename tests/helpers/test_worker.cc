@@ -25,6 +25,12 @@
 //   notify TEXT      sends TEXT as one datagram to $NOTIFY_SOCKET (sd_notify(3)), e.g.
 //                    "STATUS=warming up"; OK "notified", or FAILED with the errno text
 //   stop-watchdog    stops the --watchdog pings (the next WATCHDOG=1 never comes); OK
+//   print-stdout TEXT  writes TEXT and a newline to stdout with one write(2); OK "printed"
+//   print-stderr TEXT  the same on stderr
+//   flood N          writes N lines "flood line I" (I = 1..N) to stdout, blocking while the pipe is
+//                    full; OK "flooded N"
+//   long-line BYTES  writes one line of BYTES 'x' and a newline to stdout; OK "wrote BYTES"
+//   last-words TEXT  writes TEXT to stderr without a newline, then crashes as `crash` does
 // Anything else is FAILED/worker_error "unknown command: ...".
 //
 // Switches: --ignore-sigterm; --ready-file PATH (the pid is written to PATH, atomically, once the
@@ -214,6 +220,42 @@ std::string SendNotify(std::string_view text) {
   return error;
 }
 
+// raise(SIGSEGV), RLIMIT_CORE set to 0 first so that no core file is written.
+HandlerResult Crash() {
+  rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::raise(SIGSEGV);
+  return HandlerResult::Error("SIGSEGV did not kill the worker");
+}
+
+// Writes all of `text` to `fd`, going on after short writes.
+bool WriteAll(int fd, std::string_view text) {
+  while (!text.empty()) {
+    ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+HandlerResult Print(int fd, std::string_view text) {
+  if (!WriteAll(fd, std::string(text) + "\n")) return HandlerResult::Error(std::strerror(errno));
+  return HandlerResult::Ok("printed");
+}
+
+HandlerResult Flood(long lines) {
+  std::string chunk;
+  for (long i = 1; i <= lines; ++i) {
+    chunk += "flood line " + std::to_string(i) + "\n";
+    if (chunk.size() >= 16384 || i == lines) {
+      if (!WriteAll(STDOUT_FILENO, chunk)) return HandlerResult::Error(std::strerror(errno));
+      chunk.clear();
+    }
+  }
+  return HandlerResult::Ok("flooded " + std::to_string(lines));
+}
+
 HandlerResult Handle(std::string_view payload) {
   RunningScope running;
   size_t space = payload.find(' ');
@@ -228,12 +270,7 @@ HandlerResult Handle(std::string_view payload) {
     return HandlerResult::Ok("slept " + std::string(argument));
   }
   if (command == "exit" && ParseInt(argument, &number)) ::_exit(static_cast<int>(number));
-  if (command == "crash") {
-    rlimit no_core{0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);
-    ::raise(SIGSEGV);
-    return HandlerResult::Error("SIGSEGV did not kill the worker");
-  }
+  if (command == "crash") return Crash();
   if (command == "hang") {
     while (true) ::pause();
   }
@@ -251,6 +288,19 @@ HandlerResult Handle(std::string_view payload) {
   if (command == "notify") {
     std::string error = SendNotify(argument);
     return error.empty() ? HandlerResult::Ok("notified") : HandlerResult::Error(error);
+  }
+  if (command == "print-stdout") return Print(STDOUT_FILENO, argument);
+  if (command == "print-stderr") return Print(STDERR_FILENO, argument);
+  if (command == "flood" && ParseInt(argument, &number) && number >= 0) return Flood(number);
+  if (command == "long-line" && ParseInt(argument, &number) && number >= 0) {
+    if (!WriteAll(STDOUT_FILENO, std::string(static_cast<size_t>(number), 'x') + "\n")) {
+      return HandlerResult::Error(std::strerror(errno));
+    }
+    return HandlerResult::Ok("wrote " + std::string(argument));
+  }
+  if (command == "last-words") {
+    WriteAll(STDERR_FILENO, argument);
+    return Crash();
   }
   if (command == "stop-watchdog") {
     g_watchdog_pings.store(false);
