@@ -216,16 +216,6 @@ int Call(const std::string& socket, const std::string& cell, const std::optional
 }
 
 // Prints why `reply` has no response and returns the exit code for it.
-int ReportNoResponse(const ControlReply& reply) {
-  if (reply.unreachable) {
-    PrintError("cannot reach bulkheadd at " + reply.error +
-               " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
-    return kExitUnreachable;
-  }
-  PrintError(reply.error);
-  return kExitFailure;
-}
-
 // start / stop / restart: one lifecycle command for one cell; the change itself is asynchronous.
 int CellCommand(const std::string& socket, const std::string& command, const std::string& cell,
                 Deadline deadline) {
