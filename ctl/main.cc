@@ -215,7 +215,6 @@ int Call(const std::string& socket, const std::string& cell, const std::optional
   return outcome.exit_code;
 }
 
-// Prints why `reply` has no response and returns the exit code for it.
 // start / stop / restart: one lifecycle command for one cell; the change itself is asynchronous.
 int CellCommand(const std::string& socket, const std::string& command, const std::string& cell,
                 Deadline deadline) {

@@ -243,7 +243,7 @@ BetaResidents StartBetaResidents(const Cells& cells) {
           worker_exe = ReadText(Str("/proc/%d/cmdline", residents.worker));
           return worker_exe.rfind("sleep", 0) == 0;
         },
-        milliseconds(5000), milliseconds(10));
+        milliseconds(5000));
   }
   Check(worker.ok() && worker_where == "0::/cells/beta" && worker_exe.rfind("sleep", 0) == 0,
         "spawn.launcher_into_cgroup",
