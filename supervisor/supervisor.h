@@ -33,6 +33,9 @@ class Supervisor {
   int Run();
 
   // The control socket's request handler: one JSON request line in, one JSON response line out.
+  // Commands that are not read-only are refused unless `peer` may run them (ControlAccess).
+  std::string HandleControl(const std::string& request_line, const ControlPeer& peer);
+  // As above, from this process itself (every command allowed).
   std::string HandleControl(const std::string& request_line);
 
  private:
@@ -53,6 +56,7 @@ class Supervisor {
   RequestPool pool_;
   std::vector<std::unique_ptr<Cell>> cells_;
   std::unique_ptr<ControlServer> control_;
+  ControlAccess control_access_;
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
