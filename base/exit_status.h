@@ -15,6 +15,9 @@ inline constexpr int kExitRejected = 4;     // reply REJECTED (full, queue_timeo
 inline constexpr int kExitFailed = 5;       // reply FAILED (worker error or worker death)
 inline constexpr int kExitBadRequest = 6;   // reply BAD_REQUEST
 inline constexpr int kExitUnreachable = 7;  // no supervisor answered on the socket
+// bulkheadctl: the supervisor refused the command for the caller's credentials (a response with
+// "code":"permission_denied"). sysexits(3) EX_NOPERM.
+inline constexpr int kExitPermissionDenied = 77;
 
 // Exit codes of a worker child that could not exec its command (tini, POSIX shells).
 inline constexpr int kExitExecNotExecutable = 126;

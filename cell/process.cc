@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,6 +57,10 @@ enum class ChildStep : int32_t {
   kChdir,
   kExec,
   kOutputFd,
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kNoNewPrivileges,
 };
 
 // Written once by a failing child: fits in one atomic pipe write (PIPE_BUF).
@@ -85,6 +90,14 @@ struct ChildPlan {
   // SpawnOptions::stdout_fd / stderr_fd, moved above the listening socket's 3; -1: inherit.
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // Credentials to take (SpawnOptions::credentials); groups points into SpawnOptions.
+  bool change_credentials = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  const gid_t* groups = nullptr;
+  size_t group_count = 0;
+  mode_t umask = kDefaultWorkerUmask;
+  bool no_new_privileges = true;
 };
 
 constexpr std::string_view kListenPidPrefix = "LISTEN_PID=";
@@ -155,6 +168,30 @@ bool CloseRange(unsigned int first, unsigned int last, unsigned int fallback_lim
   return true;
 }
 
+// The privilege drop of the child, in one place (systemd.exec(5) User=, Group=,
+// SupplementaryGroups=, UMask=, NoNewPrivileges=): supplementary groups first, then the group,
+// then the user, since each step needs privileges the next one gives up. Raw system calls, not
+// glibc's wrappers: after clone3 glibc still believes the parent's threads exist and its setxid
+// broadcast would signal them; the child has one thread, so the per-thread call is the whole
+// process.
+void ApplyCredentials(const ChildPlan& plan) {
+  if (plan.change_credentials) {
+    if (::syscall(SYS_setgroups, plan.group_count, plan.groups) != 0) {
+      ReportAndExit(plan, ChildStep::kSetgroups, errno);
+    }
+    if (::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) {
+      ReportAndExit(plan, ChildStep::kSetgid, errno);
+    }
+    if (::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0) {
+      ReportAndExit(plan, ChildStep::kSetuid, errno);
+    }
+  }
+  ::umask(plan.umask);
+  if (plan.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    ReportAndExit(plan, ChildStep::kNoNewPrivileges, errno);
+  }
+}
+
 [[noreturn]] void RunChild(const ChildPlan& plan) {
   ::close(plan.report_read_fd);
 
@@ -175,6 +212,9 @@ bool CloseRange(unsigned int first, unsigned int last, unsigned int fallback_lim
   }
 
   if (::setsid() < 0) ReportAndExit(plan, ChildStep::kSetsid, errno);
+
+  // Before the parent-death signal: a credential change clears it.
+  ApplyCredentials(plan);
 
   if (plan.parent_death_signal != 0) {
     ::prctl(PR_SET_PDEATHSIG, plan.parent_death_signal);
@@ -270,6 +310,15 @@ Status DescribeChildFailure(const ChildReport& report, const SpawnOptions& optio
       return Status::FromErrno("chdir " + options.working_directory, err);
     case ChildStep::kOutputFd:
       return Status::FromErrno("dup2 output fd to stdout/stderr", err);
+    case ChildStep::kSetgroups:
+      return Status::FromErrno(
+          "setgroups (" + std::to_string(plan.group_count) + " supplementary groups)", err);
+    case ChildStep::kSetgid:
+      return Status::FromErrno("setresgid " + std::to_string(plan.gid), err);
+    case ChildStep::kSetuid:
+      return Status::FromErrno("setresuid " + std::to_string(plan.uid), err);
+    case ChildStep::kNoNewPrivileges:
+      return Status::FromErrno("prctl PR_SET_NO_NEW_PRIVS", err);
     case ChildStep::kExec:
       if (report.candidate >= 0 &&
           static_cast<size_t>(report.candidate) < plan.exec_candidates.size()) {
@@ -367,6 +416,15 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   plan.close_fallback_limit = CloseFallbackLimit();
   plan.parent_death_signal = options.parent_death_signal;
   plan.parent_pid = ::getpid();
+  if (options.credentials) {
+    plan.change_credentials = true;
+    plan.uid = options.credentials->uid;
+    plan.gid = options.credentials->gid;
+    plan.groups = options.credentials->supplementary_groups.data();
+    plan.group_count = options.credentials->supplementary_groups.size();
+  }
+  plan.umask = options.umask & 0777;
+  plan.no_new_privileges = options.no_new_privileges;
 
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::FromErrno("spawn: pipe2");

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,18 @@ inline constexpr char kDefaultSearchPath[] =
 
 // The listening socket is passed as the first descriptor of sd_listen_fds(3): SD_LISTEN_FDS_START.
 inline constexpr int kListenFdNumber = 3;
+
+// Who the worker runs as (systemd.exec(5) User=, Group=, SupplementaryGroups=). Taking them needs
+// CAP_SETUID and CAP_SETGID (a root supervisor); without, the spawn fails with EPERM.
+struct Credentials {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  // The complete supplementary group list; empty clears it (setgroups(2) with size 0).
+  std::vector<gid_t> supplementary_groups;
+};
+
+// The umask of a worker unless SpawnOptions says otherwise (systemd.exec(5) UMask= default).
+inline constexpr mode_t kDefaultWorkerUmask = 0022;
 
 struct SpawnOptions {
   // argv[0] is the program: a path with a '/' (absolute, or relative to `working_directory`
@@ -51,6 +64,17 @@ struct SpawnOptions {
   // copy is left open; its close-on-exec flag in the parent does not matter.
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // If set: the child drops to these credentials before exec (setgroups, setresgid, setresuid:
+  // real, effective, saved and filesystem ids all change). The parent-death signal is requested
+  // after the change, since the kernel clears it on a credential change (prctl(2)), and
+  // `working_directory` is entered as the new user. Unset: the caller's credentials are kept.
+  std::optional<Credentials> credentials;
+  // umask(2) of the child, 0..0777; not inherited from the caller.
+  mode_t umask = kDefaultWorkerUmask;
+  // prctl(PR_SET_NO_NEW_PRIVS, 1) in the child: no execve of the worker or of anything it runs can
+  // gain privileges (set-user-ID bits, file capabilities); inherited by its children and
+  // irreversible (systemd.exec(5) NoNewPrivileges=).
+  bool no_new_privileges = true;
 };
 
 // Starts a worker process and returns its pid once it has exec'd (the parent blocks only that
@@ -58,7 +82,8 @@ struct SpawnOptions {
 //
 // In the child, before execve(2): every signal disposition reset to SIG_DFL and the signal mask
 // emptied (ignored or blocked signals would otherwise survive exec); setsid(), so the worker leads
-// its own session and process group and kill(-pid, sig) reaches the whole cell; stdin from
+// its own session and process group and kill(-pid, sig) reaches the whole cell; `credentials`
+// taken (see ApplyCredentials in process.cc), umask set, PR_SET_NO_NEW_PRIVS; stdin from
 // /dev/null; stdout and stderr inherited (/dev/null if the parent has them closed), or
 // `stdout_fd` / `stderr_fd` when given; `listen_fd`
 // moved to descriptor 3; every other descriptor above 2 closed (close_range(2), or a loop up to

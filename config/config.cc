@@ -22,6 +22,7 @@
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "config/cpu_share.h"
+#include "config/identity.h"
 #include "config/size.h"
 
 namespace bulkhead::config {
@@ -48,10 +49,11 @@ constexpr int64_t kMaxPidsMax = 4'194'304;
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
-constexpr std::array<std::string_view, 7> kSupervisorKeys = {
-    "runtime_dir", "control_socket", "max_payload_bytes", "log_level",
-    "cgroup",      "metrics_listen", "on_shutdown"};
-constexpr std::array<std::string_view, 30> kCellKeys = {"command",
+constexpr std::array<std::string_view, 10> kSupervisorKeys = {
+    "runtime_dir",         "control_socket",       "max_payload_bytes", "log_level",
+    "cgroup",              "metrics_listen",       "on_shutdown",       "control_socket_mode",
+    "control_socket_group", "control_group"};
+constexpr std::array<std::string_view, 37> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
                                                         "max_queue",
@@ -80,7 +82,14 @@ constexpr std::array<std::string_view, 30> kCellKeys = {"command",
                                                         "output",
                                                         "log_line_max",
                                                         "log_rate_limit_burst",
-                                                        "log_rate_limit_interval"};
+                                                        "log_rate_limit_interval",
+                                                        "user",
+                                                        "group",
+                                                        "supplementary_groups",
+                                                        "umask",
+                                                        "no_new_privileges",
+                                                        "socket_mode",
+                                                        "socket_group"};
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
@@ -447,6 +456,64 @@ class ConfigParser {
     return share.value();
   }
 
+  // A user or group: a name (string) or a numeric id (integer, or a string of digits).
+  std::optional<std::string> ExpectIdentity(const toml::node& node, const std::string& path) {
+    if (const toml::value<int64_t>* integer = node.as_integer()) {
+      if (integer->get() < 0) {
+        AddError(At(node.source()), path,
+                 "must not be negative, got " + std::to_string(integer->get()));
+        return std::nullopt;
+      }
+      return std::to_string(integer->get());
+    }
+    return ExpectString(node, path, "write a name, \"nobody\", or a numeric id, 65534");
+  }
+
+  std::optional<ResolvedUser> ExpectUser(const toml::node& node, const std::string& path) {
+    std::optional<std::string> text = ExpectIdentity(node, path);
+    if (!text) return std::nullopt;
+    Result<ResolvedUser> user = ResolveUser(*text);
+    if (!user.ok()) {
+      AddError(At(node.source()), path, user.status().message());
+      return std::nullopt;
+    }
+    return user.value();
+  }
+
+  std::optional<gid_t> ExpectGroup(const toml::node& node, const std::string& path) {
+    std::optional<std::string> text = ExpectIdentity(node, path);
+    if (!text) return std::nullopt;
+    Result<gid_t> group = ResolveGroup(*text);
+    if (!group.ok()) {
+      AddError(At(node.source()), path, group.status().message());
+      return std::nullopt;
+    }
+    return group.value();
+  }
+
+  // An octal permission string, "0660" (config/identity.h), 0..0777.
+  std::optional<uint32_t> ExpectMode(const toml::node& node, const std::string& path) {
+    std::optional<std::string> text =
+        ExpectString(node, path, "write the mode as an octal string, such as \"0660\"");
+    if (!text) return std::nullopt;
+    Result<uint32_t> mode = ParseOctalMode(*text, 0777);
+    if (!mode.ok()) {
+      AddError(At(node.source()), path, mode.status().message());
+      return std::nullopt;
+    }
+    return mode.value();
+  }
+
+  std::optional<bool> ExpectBoolean(const toml::node& node, const std::string& path) {
+    const toml::value<bool>* value = node.as_boolean();
+    if (value == nullptr) {
+      TypeError(node, path, "boolean",
+                node.is_string() ? "write true or false without quotes" : "");
+      return std::nullopt;
+    }
+    return value->get();
+  }
+
   // A string that must be one of `choices`; returns its index.
   std::optional<size_t> ExpectChoice(const toml::node& node, const std::string& path,
                                      std::span<const std::string_view> choices) {
@@ -624,6 +691,12 @@ class ConfigParser {
           if (auto action = ExpectChoice(*node, path, kShutdownActions)) {
             out.on_shutdown = static_cast<ShutdownAction>(*action);
           }
+        } else if (name == "control_socket_mode") {
+          if (auto mode = ExpectMode(*node, path)) out.control_socket_mode = *mode;
+        } else if (name == "control_socket_group") {
+          if (auto group = ExpectGroup(*node, path)) out.control_socket_group = *group;
+        } else if (name == "control_group") {
+          if (auto group = ExpectGroup(*node, path)) out.control_group = *group;
         } else {
           UnknownKey(*key, path, kSupervisorKeys);
         }
@@ -690,6 +763,9 @@ class ConfigParser {
     // For the memory_high <= memory_max check: each as written, and where.
     std::optional<std::pair<SourcePosition, std::string>> memory_max_written;
     std::optional<std::pair<SourcePosition, std::string>> memory_high_written;
+    // For the group of `user`: its primary group when it has a database entry, and where it was.
+    std::optional<gid_t> user_primary_group;
+    std::optional<SourcePosition> user_at;
 
     for (auto [key, value] : InFileOrder(*table)) {
       const std::string key_path = JoinKey(path, key->str());
@@ -843,6 +919,38 @@ class ConfigParser {
         auto interval = ExpectDuration(*value, key_path, /*allow_zero=*/true);
         key_ok = interval.has_value();
         if (interval) cell.log_rate_limit_interval = *interval;
+      } else if (key_name == "user") {
+        auto user = ExpectUser(*value, key_path);
+        key_ok = user.has_value();
+        if (user) {
+          cell.user = user->uid;
+          cell.user_name = user->name;
+          cell.user_home = user->home;
+          cell.user_shell = user->shell;
+          if (user->has_entry) user_primary_group = user->gid;
+          user_at = At(value->source());
+        }
+      } else if (key_name == "group") {
+        cell.group = ExpectGroup(*value, key_path);
+        key_ok = cell.group.has_value();
+      } else if (key_name == "supplementary_groups") {
+        key_ok = ParseGroupList(*value, key_path, cell.supplementary_groups);
+        cell.has_supplementary_groups = true;
+      } else if (key_name == "umask") {
+        auto mask = ExpectMode(*value, key_path);
+        key_ok = mask.has_value();
+        if (mask) cell.umask = *mask;
+      } else if (key_name == "no_new_privileges") {
+        auto enabled = ExpectBoolean(*value, key_path);
+        key_ok = enabled.has_value();
+        if (enabled) cell.no_new_privileges = *enabled;
+      } else if (key_name == "socket_mode") {
+        auto mode = ExpectMode(*value, key_path);
+        key_ok = mode.has_value();
+        if (mode) cell.socket_mode = *mode;
+      } else if (key_name == "socket_group") {
+        cell.socket_group = ExpectGroup(*value, key_path);
+        key_ok = cell.socket_group.has_value();
       } else if (key_name == "worker_socket") {
         AddError(At(key->source()), key_path,
                  "unknown key; the worker socket is always <runtime_dir>/NAME.worker.sock");
@@ -892,6 +1000,19 @@ class ConfigParser {
                "must be at most memory_max (" + memory_max_written->second + "), got " +
                    memory_high_written->second);
       ok = false;
+    }
+
+    // systemd.exec(5): the group defaults to the user's primary group. A numeric uid without an
+    // entry has none to offer.
+    if (user_at && !cell.group) {
+      if (user_primary_group) {
+        cell.group = user_primary_group;
+      } else {
+        AddError(*user_at, JoinKey(path, "user"),
+                 "uid " + std::to_string(*cell.user) +
+                     " has no entry in the user database, so it has no primary group; set group");
+        ok = false;
+      }
     }
 
     // Sockets named after the cell need a valid name and a usable runtime_dir.
@@ -963,6 +1084,27 @@ class ConfigParser {
         }
       }
       argv.push_back(std::move(*arg));
+    }
+    return ok;
+  }
+
+  // `supplementary_groups`: an array of group names or ids; may be empty.
+  bool ParseGroupList(const toml::node& node, const std::string& path, std::vector<gid_t>& groups) {
+    const toml::array* array = node.as_array();
+    if (array == nullptr) {
+      TypeError(node, path, "array of groups",
+                "write supplementary_groups = [\"adm\", 4]; [] for none");
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < array->size(); ++i) {
+      std::optional<gid_t> group =
+          ExpectGroup(*array->get(i), path + "[" + std::to_string(i) + "]");
+      if (!group) {
+        ok = false;
+        continue;
+      }
+      if (std::find(groups.begin(), groups.end(), *group) == groups.end()) groups.push_back(*group);
     }
     return ok;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
@@ -158,6 +159,31 @@ struct CellConfig {
   // 0..1000000, interval >= 0, at most 24h; either 0 = no limit.
   uint32_t log_rate_limit_burst = 1000;
   std::chrono::milliseconds log_rate_limit_interval{10'000};
+  // Privileges of the worker (docs/config.md, "Privileges"; systemd.exec(5) User=, Group=,
+  // SupplementaryGroups=, UMask=, NoNewPrivileges=). Names are resolved when the config is loaded
+  // (config/identity.h).
+  //
+  // `user`: the worker's uid; unset = the supervisor's own credentials, unchanged. With a user
+  // database entry, user_name, user_home and user_shell give USER, LOGNAME, HOME and SHELL.
+  std::optional<uid_t> user;
+  std::string user_name;
+  std::string user_home;
+  std::string user_shell;
+  // `group`: the worker's gid. Unset with `user` set: the user's primary group.
+  std::optional<gid_t> group;
+  // `supplementary_groups`: the complete list. With user or group set and this key absent, the
+  // list is cleared (empty).
+  std::vector<gid_t> supplementary_groups;
+  bool has_supplementary_groups = false;
+  // `umask`, 0..0777. Default 0022.
+  uint32_t umask = 0022;
+  // `no_new_privileges`: prctl(PR_SET_NO_NEW_PRIVS) in the worker. Default true.
+  bool no_new_privileges = true;
+  // `socket_mode`: permission bits of the client socket file, 0..0777 (connect(2) needs write
+  // permission). Default 0660 (docs/config.md explains why not systemd.socket(5)'s 0666).
+  uint32_t socket_mode = 0660;
+  // `socket_group`: the client socket file's group; unset = the supervisor's.
+  std::optional<gid_t> socket_group;
   // Of the [cells.NAME] table (its '[', or '{' for an inline table).
   SourcePosition position;
 
@@ -184,6 +210,15 @@ struct SupervisorConfig {
 
   // What happens after the orderly shutdown.
   ShutdownAction on_shutdown = ShutdownAction::kExit;
+  // `control_socket_mode`: permission bits of the control socket file, 0..0777. Whoever may
+  // connect may read `status`. Default 0660.
+  uint32_t control_socket_mode = 0660;
+  // `control_socket_group`: the control socket file's group; unset = the supervisor's.
+  std::optional<gid_t> control_socket_group;
+  // `control_group`: besides uid 0 and the supervisor's own uid, members of this group (primary or
+  // supplementary, as SO_PEERCRED / SO_PEERGROUPS report them) may run mutating commands. Unset =
+  // nobody else.
+  std::optional<gid_t> control_group;
 
   // Every field: a reload refuses a change of any key but log_level (supervisor/reload_plan.h).
   bool operator==(const SupervisorConfig&) const = default;

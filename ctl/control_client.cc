@@ -48,6 +48,12 @@ nlohmann::json CellCommandRequest(const std::string& command, const std::string&
   return {{"command", command}, {"cell", cell}};
 }
 
+bool IsPermissionDenied(const nlohmann::json& response) {
+  auto code = response.find("code");
+  return response.value("ok", false) != true && code != response.end() &&
+         *code == "permission_denied";
+}
+
 CommandOutcome InterpretCellCommand(const std::string& command, const nlohmann::json& response) {
   CommandOutcome outcome;
   const std::string result =
@@ -62,6 +68,7 @@ CommandOutcome InterpretCellCommand(const std::string& command, const nlohmann::
     outcome.note = result;
     return outcome;
   }
+  outcome.permission_denied = IsPermissionDenied(response);
   if (response.contains("error") && response["error"].is_string()) {
     outcome.error = response["error"];
   } else {

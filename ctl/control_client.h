@@ -45,7 +45,12 @@ struct CommandOutcome {
   bool success = false;
   std::string note;   // on success: "already started" / "already stopped", or empty
   std::string error;  // on failure: "restart in progress", "no cell named x", ...
+  // On failure: the supervisor refused the caller ("code":"permission_denied").
+  bool permission_denied = false;
 };
 CommandOutcome InterpretCellCommand(const std::string& command, const nlohmann::json& response);
+
+// True for a refusal for the caller's credentials: {"ok":false,"code":"permission_denied",...}.
+bool IsPermissionDenied(const nlohmann::json& response);
 
 }  // namespace bulkhead::ctl

@@ -62,7 +62,7 @@ std::optional<nlohmann::json> QueryStatus(const std::string& socket, const std::
     auto error = response.find("error");
     PrintError(error != response.end() && error->is_string() ? error->get<std::string>()
                                                              : "status failed: " + response.dump());
-    *exit_code = kExitFailure;
+    *exit_code = IsPermissionDenied(response) ? kExitPermissionDenied : kExitFailure;
     return std::nullopt;
   }
   return response;
@@ -223,7 +223,7 @@ int CellCommand(const std::string& socket, const std::string& command, const std
   CommandOutcome outcome = InterpretCellCommand(command, *reply.response);
   if (!outcome.success) {
     PrintError(command + " " + cell + ": " + outcome.error);
-    return kExitFailure;
+    return outcome.permission_denied ? kExitPermissionDenied : kExitFailure;
   }
   if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
   return kExitOk;

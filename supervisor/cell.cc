@@ -14,6 +14,7 @@
 #include "supervisor/front_connection.h"
 #include "supervisor/listen_socket.h"
 #include "supervisor/worker_link.h"
+#include "supervisor/worker_privileges.h"
 
 namespace bulkhead::supervisor {
 
@@ -89,7 +90,8 @@ Status Cell::Bind() {
   }
   // The front socket first: it tells whether another live instance serves this cell.
   Result<UniqueFd> front =
-      ClaimListeningSocket(config_.socket, kFrontBacklog, StaleCheck::kRefuseLive);
+      ClaimListeningSocket(config_.socket, kFrontBacklog, StaleCheck::kRefuseLive,
+                           Blocking::kNonBlocking, FrontSocketAccess(config_));
   if (!front.ok()) return front.status();
   int rc = uv_pipe_open(&front_, front->get());
   if (rc != 0) return Status::Error("uv_pipe_open " + config_.socket + ": " + uv_strerror(rc));
@@ -104,7 +106,7 @@ Status Cell::Bind() {
   if (!worker.ok()) return worker.status();
   worker_listen_fd_ = std::move(worker).value();
 
-  Status notify = notify_.Bind(config_.notify_socket);
+  Status notify = notify_.Bind(config_.notify_socket, NotifySocketAccess(config_));
   if (!notify.ok()) return notify;
   return Status::Ok();
 }
@@ -263,6 +265,10 @@ void Cell::DoSpawn() {
     options.environment.push_back("WATCHDOG_USEC=" +
                                   std::to_string(config_.watchdog.count() * 1000));
   }
+  AppendUserEnvironment(config_, &options.environment);
+  options.credentials = WorkerCredentials(config_);
+  options.umask = static_cast<mode_t>(config_.umask);
+  options.no_new_privileges = config_.no_new_privileges;
   options.working_directory = config_.working_directory;
   options.listen_fd = worker_listen_fd_.get();
   options.listen_fd_name = config_.name;

@@ -32,6 +32,19 @@ class ControlConnection {
   uv_pipe_t* pipe() { return &pipe_; }
 
   void Start() {
+    // A connection whose credentials cannot be read is treated as an unknown user: it may still
+    // read, and is refused every mutating command.
+    uv_os_fd_t fd = -1;
+    Result<ControlPeer> peer = uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) == 0
+                                   ? PeerOf(fd)
+                                   : Result<ControlPeer>(Status::Error("no descriptor"));
+    if (peer.ok()) {
+      peer_ = std::move(peer).value();
+    } else {
+      peer_.uid = static_cast<uid_t>(-1);
+      peer_.gid = static_cast<gid_t>(-1);
+      LogWarning("control connection: " + peer.status().message());
+    }
     uv_read_start(
         reinterpret_cast<uv_stream_t*>(&pipe_),
         [](uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -72,7 +85,7 @@ class ControlConnection {
       std::string request = line_.substr(start, end - start);
       start = end + 1;
       if (request.empty()) continue;
-      std::string response = server_->handler_(request);
+      std::string response = server_->handler_(request, peer_);
       response.push_back('\n');
       writer_.AppendBytes(response);
     }
@@ -91,6 +104,7 @@ class ControlConnection {
   StreamWriter writer_;
   char read_buf_[4096];
   std::string line_;
+  ControlPeer peer_;
   bool closing_ = false;
   bool close_when_drained_ = false;
 };
@@ -103,8 +117,9 @@ ControlServer::ControlServer(uv_loop_t* loop, Handler handler)
 
 ControlServer::~ControlServer() { BH_CHECK(pending_closes_ == 0 && connections_.empty()); }
 
-Status ControlServer::Listen(const std::string& path) {
-  Result<UniqueFd> fd = ClaimListeningSocket(path, 64, StaleCheck::kRefuseLive);
+Status ControlServer::Listen(const std::string& path, const std::optional<SocketAccess>& access) {
+  Result<UniqueFd> fd =
+      ClaimListeningSocket(path, 64, StaleCheck::kRefuseLive, Blocking::kNonBlocking, access);
   if (!fd.ok()) return fd.status();
   int rc = uv_pipe_open(&listener_, fd->get());
   if (rc != 0) return Status::Error("uv_pipe_open " + path + ": " + uv_strerror(rc));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ControlServer: the supervisor's control socket. Newline-delimited JSON: one request object per
-// line, one response object per line (docs/control.md). Read-only commands for now: `status`.
-// REQUIRES: loop thread only.
+// line, one response object per line (docs/control.md). Each connection's credentials are taken
+// from the kernel when it is accepted (SO_PEERCRED) and handed to the handler with every request,
+// which decides what that caller may do (ControlAccess). REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -11,6 +12,8 @@
 #include <unordered_set>
 
 #include "base/status.h"
+#include "supervisor/control_access.h"
+#include "supervisor/listen_socket.h"
 
 namespace bulkhead::supervisor {
 
@@ -18,16 +21,18 @@ class ControlConnection;
 
 class ControlServer {
  public:
-  // `handler` maps one request line to one response line (without the newline).
-  using Handler = std::function<std::string(const std::string& request_line)>;
+  // `handler` maps one request line, from `peer`, to one response line (without the newline).
+  using Handler =
+      std::function<std::string(const std::string& request_line, const ControlPeer& peer)>;
 
   ControlServer(uv_loop_t* loop, Handler handler);
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 
-  // Claims `path` (refusing a live instance's socket) and starts accepting.
-  Status Listen(const std::string& path);
+  // Claims `path` (refusing a live instance's socket), gives the file `access` (mode, group)
+  // before it listens, and starts accepting.
+  Status Listen(const std::string& path, const std::optional<SocketAccess>& access = std::nullopt);
   // Closes the listener and every connection; `on_closed` runs after the last close callback.
   void Close(std::function<void()> on_closed);
 

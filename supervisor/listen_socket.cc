@@ -34,8 +34,29 @@ bool SomeoneListens(const sockaddr_un& addr) {
 
 }  // namespace
 
+Status ApplySocketAccess(int fd, const std::string& path, const SocketAccess& access,
+                         BindPhase phase) {
+  if (phase == BindPhase::kBeforeBind) {
+    if (::fchmod(fd, access.mode) != 0) return Status::FromErrno("fchmod socket for " + path);
+    return Status::Ok();
+  }
+  if (::chmod(path.c_str(), access.mode) != 0) return Status::FromErrno("chmod " + path);
+  if (access.owner || access.group) {
+    uid_t owner = access.owner.value_or(static_cast<uid_t>(-1));
+    gid_t group = access.group.value_or(static_cast<gid_t>(-1));
+    if (::lchown(path.c_str(), owner, group) != 0) {
+      std::string to = access.owner ? "user " + std::to_string(*access.owner) : "";
+      if (access.group)
+        to += (to.empty() ? "group " : " and group ") + std::to_string(*access.group);
+      return Status::FromErrno("chown " + path + " to " + to);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<UniqueFd> ClaimListeningSocket(const std::string& path, int backlog, StaleCheck check,
-                                      Blocking blocking) {
+                                      Blocking blocking,
+                                      const std::optional<SocketAccess>& access) {
   sockaddr_un addr;
   if (!FillAddress(path, &addr)) {
     return Status::Error("socket path " + path + " is empty or longer than " +
@@ -58,8 +79,19 @@ Result<UniqueFd> ClaimListeningSocket(const std::string& path, int backlog, Stal
   int type = SOCK_STREAM | SOCK_CLOEXEC | (blocking == Blocking::kNonBlocking ? SOCK_NONBLOCK : 0);
   UniqueFd fd(::socket(AF_UNIX, type, 0));
   if (!fd) return Status::FromErrno("socket");
+  if (access) {
+    Status before = ApplySocketAccess(fd.get(), path, *access, BindPhase::kBeforeBind);
+    if (!before.ok()) return before;
+  }
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return Status::FromErrno("bind " + path);
+  }
+  if (access) {
+    Status after = ApplySocketAccess(fd.get(), path, *access, BindPhase::kAfterBind);
+    if (!after.ok()) {
+      ::unlink(path.c_str());
+      return after;
+    }
   }
   if (::listen(fd.get(), backlog) != 0) return Status::FromErrno("listen " + path);
   return fd;

@@ -17,7 +17,7 @@ NotifySocket::NotifySocket(uv_loop_t* loop, Handler handler)
   poll_.data = this;
 }
 
-Status NotifySocket::Bind(const std::string& path) {
+Status NotifySocket::Bind(const std::string& path, const std::optional<SocketAccess>& access) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof addr.sun_path) {
@@ -31,8 +31,19 @@ Status NotifySocket::Bind(const std::string& path) {
     return Status::FromErrno("setsockopt SO_PASSCRED");
   }
   ::unlink(path.c_str());
+  if (access) {
+    Status before = ApplySocketAccess(fd.get(), path, *access, BindPhase::kBeforeBind);
+    if (!before.ok()) return before;
+  }
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return Status::FromErrno("bind " + path);
+  }
+  if (access) {
+    Status after = ApplySocketAccess(fd.get(), path, *access, BindPhase::kAfterBind);
+    if (!after.ok()) {
+      ::unlink(path.c_str());
+      return after;
+    }
   }
   int rc = uv_poll_init(loop_, &poll_, fd.get());
   if (rc != 0) return Status::Error(std::string("uv_poll_init: ") + uv_strerror(rc));

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "cell/notify_message.h"
+#include "supervisor/listen_socket.h"
 
 namespace bulkhead::supervisor {
 
@@ -26,8 +27,10 @@ class NotifySocket {
   NotifySocket(const NotifySocket&) = delete;
   NotifySocket& operator=(const NotifySocket&) = delete;
 
-  // Binds `path` (an existing socket file there is replaced) and starts reading.
-  Status Bind(const std::string& path);
+  // Binds `path` (an existing socket file there is replaced) and starts reading. With `access`,
+  // the file gets that mode and owner before the first datagram can arrive (ApplySocketAccess):
+  // the worker must be able to write to it when it runs as another user.
+  Status Bind(const std::string& path, const std::optional<SocketAccess>& access = std::nullopt);
   const std::string& path() const { return path_; }
 
   // Closes the poll handle; `on_closed` runs from its close callback. The file is unlinked.

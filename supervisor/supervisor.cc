@@ -180,7 +180,8 @@ std::string ErrorResponse(const std::string& message) {
 
 }  // namespace
 
-Supervisor::Supervisor(config::Config config) : config_(std::move(config)) {
+Supervisor::Supervisor(config::Config config)
+    : config_(std::move(config)), control_access_(::geteuid(), config_.supervisor.control_group) {
   BH_CHECK(uv_loop_init(&loop_) == 0);
 }
 
@@ -204,14 +205,21 @@ int Supervisor::Run() {
   uv_signal_start(&sigusr2_, &Supervisor::OnSignal, SIGUSR2);
 
   control_ = std::make_unique<ControlServer>(
-      &loop_, [this](const std::string& line) { return HandleControl(line); });
+      &loop_, [this](const std::string& line, const ControlPeer& peer) {
+        return HandleControl(line, peer);
+      });
   Status status = SetUpCgroups();
   for (const config::CellConfig& cell_config : config_.cells) {
     cells_.push_back(MakeCell(cell_config));
   }
 
   if (status.ok()) status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
-  if (status.ok()) status = control_->Listen(config_.supervisor.control_socket);
+  if (status.ok()) {
+    SocketAccess control_access;
+    control_access.mode = config_.supervisor.control_socket_mode;
+    control_access.group = config_.supervisor.control_socket_group;
+    status = control_->Listen(config_.supervisor.control_socket, control_access);
+  }
   if (config_.supervisor.metrics_listen) {
     metrics_ = std::make_unique<MetricsServer>(&loop_, [this] { return RenderMetrics(); });
     if (status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
@@ -384,6 +392,10 @@ std::vector<CellSnapshot> Supervisor::Snapshots() const {
 std::string Supervisor::RenderMetrics() const { return MetricsText(Snapshots()); }
 
 std::string Supervisor::HandleControl(const std::string& request_line) {
+  return HandleControl(request_line, SelfAsPeer());
+}
+
+std::string Supervisor::HandleControl(const std::string& request_line, const ControlPeer& peer) {
   nlohmann::json request = nlohmann::json::parse(request_line, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded() || !request.is_object()) {
     return ErrorResponse("request is not a JSON object");
@@ -391,6 +403,11 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
   auto command = request.find("command");
   if (command == request.end() || !command->is_string()) {
     return ErrorResponse("request has no \"command\" string");
+  }
+  if (std::string denied = control_access_.Check(command->get<std::string>(), peer);
+      !denied.empty()) {
+    nlohmann::json response = {{"ok", false}, {"error", denied}, {"code", "permission_denied"}};
+    return response.dump();
   }
   if (*command == "status") {
     std::string only;

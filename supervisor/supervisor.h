@@ -55,6 +55,9 @@ class Supervisor {
   int Run();
 
   // The control socket's request handler: one JSON request line in, one JSON response line out.
+  // Commands that are not read-only are refused unless `peer` may run them (ControlAccess).
+  std::string HandleControl(const std::string& request_line, const ControlPeer& peer);
+  // As above, from this process itself (every command allowed).
   std::string HandleControl(const std::string& request_line);
 
   // Re-reads the config file bulkheadd was started with (config.source) and applies it as a diff
@@ -106,6 +109,7 @@ class Supervisor {
   int retiring_stopping_ = 0;  // retiring cells whose worker has not stopped yet
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;  // null without metrics_listen
+  ControlAccess control_access_;
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;

@@ -25,7 +25,12 @@ class RunningWorker {
  public:
   // Spawns `argv` with a listening socket at <temp dir>/worker.sock. Check ok() with ASSERT.
   explicit RunningWorker(std::vector<std::string> argv,
-                         std::vector<std::string> environment = {"PATH=/usr/bin:/bin"}) {
+                         std::vector<std::string> environment = {"PATH=/usr/bin:/bin"})
+      : RunningWorker(Options(std::move(argv), std::move(environment))) {}
+
+  // As above with every other SpawnOptions field from `options` (listen_fd and its name are set
+  // here).
+  explicit RunningWorker(cell::SpawnOptions options) {
     socket_path_ = dir_.Join("worker.sock");
     Result<UniqueFd> listener = ListenUnix(socket_path_);
     if (!listener.ok()) {
@@ -33,9 +38,6 @@ class RunningWorker {
       return;
     }
     listener_ = std::move(listener).value();
-    cell::SpawnOptions options;
-    options.argv = std::move(argv);
-    options.environment = std::move(environment);
     options.listen_fd = listener_.get();
     options.listen_fd_name = "worker";
     Result<pid_t> pid = cell::Spawn(options);
@@ -63,6 +65,14 @@ class RunningWorker {
   }
 
  private:
+  static cell::SpawnOptions Options(std::vector<std::string> argv,
+                                    std::vector<std::string> environment) {
+    cell::SpawnOptions options;
+    options.argv = std::move(argv);
+    options.environment = std::move(environment);
+    return options;
+  }
+
   TempDir dir_;
   std::string socket_path_;
   UniqueFd listener_;

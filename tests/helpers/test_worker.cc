@@ -31,6 +31,11 @@
 //                    full; OK "flooded N"
 //   long-line BYTES  writes one line of BYTES 'x' and a newline to stdout; OK "wrote BYTES"
 //   last-words TEXT  writes TEXT to stderr without a newline, then crashes as `crash` does
+//   self             OK with what the worker was started with, captured first thing in main(),
+//                    before it changed anything: one "Key:\tvalue" line each of /proc/self/status
+//                    Uid, Gid, Groups, Umask, NoNewPrivs, SigBlk, SigIgn (values as the kernel
+//                    writes them), then "Fds:\t0 1 2 3" (open descriptors, ascending), then one
+//                    "Env:\tNAME=VALUE" line per environment entry, in environ order
 // Anything else is FAILED/worker_error "unknown command: ...".
 //
 // Switches: --ignore-sigterm; --ready-file PATH (the pid is written to PATH, atomically, once the
@@ -189,6 +194,31 @@ HandlerResult ForkBomb(long max) {
   return HandlerResult::Ok("forked " + std::to_string(forked));
 }
 
+// The answer to `self`, captured at the start of Main.
+std::string g_started_with;
+
+std::string CaptureStartedWith() {
+  std::string text;
+  if (std::FILE* status = std::fopen("/proc/self/status", "re")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, status) != nullptr) {
+      std::string_view entry = line;
+      for (std::string_view key :
+           {"Uid:", "Gid:", "Groups:", "Umask:", "NoNewPrivs:", "SigBlk:", "SigIgn:"}) {
+        if (entry.starts_with(key)) text += entry;
+      }
+    }
+    std::fclose(status);
+  }
+  text += "Fds:\t" + OpenFds() + "\n";
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    text += "Env:\t";
+    text += *entry;
+    text += '\n';
+  }
+  return text;
+}
+
 // Cleared by `stop-watchdog`: the --watchdog thread sends no further WATCHDOG=1.
 std::atomic<bool> g_watchdog_pings{true};
 // $NOTIFY_SOCKET, read in Main before any thread starts; empty when unset.
@@ -302,6 +332,7 @@ HandlerResult Handle(std::string_view payload) {
     WriteAll(STDERR_FILENO, argument);
     return Crash();
   }
+  if (command == "self") return HandlerResult::Ok(g_started_with);
   if (command == "stop-watchdog") {
     g_watchdog_pings.store(false);
     return HandlerResult::Ok("watchdog stopped");
@@ -328,6 +359,7 @@ int Usage(const char* message) {
 }
 
 int Main(int argc, char** argv) {
+  g_started_with = CaptureStartedWith();
   bool ignore_sigterm = false;
   std::string ready_file;
   long exit_after_ms = -1;

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#include "supervisor/control_access.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+
+namespace bulkhead::supervisor {
+namespace {
+
+constexpr std::array<std::string_view, 2> kReadOnlyCommands = {"status", "metrics"};
+constexpr std::array<std::string_view, 3> kCellCommands = {"start", "stop", "restart"};
+
+}  // namespace
+
+Result<ControlPeer> PeerOf(int fd) {
+  ucred cred{};
+  socklen_t length = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) {
+    return Status::FromErrno("getsockopt SO_PEERCRED");
+  }
+  ControlPeer peer;
+  peer.pid = cred.pid;
+  peer.uid = cred.uid;
+  peer.gid = cred.gid;
+  // SO_PEERGROUPS: ERANGE says how much room the list needs.
+  std::vector<gid_t> groups(16);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    socklen_t bytes = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &bytes) == 0) {
+      groups.resize(bytes / sizeof(gid_t));
+      peer.groups = std::move(groups);
+      break;
+    }
+    if (errno != ERANGE) break;
+    groups.resize(bytes / sizeof(gid_t) + 1);
+  }
+  return peer;
+}
+
+ControlPeer SelfAsPeer() {
+  ControlPeer peer;
+  peer.pid = ::getpid();
+  peer.uid = ::geteuid();
+  peer.gid = ::getegid();
+  return peer;
+}
+
+bool ControlAccess::IsReadOnly(std::string_view command) {
+  return std::find(kReadOnlyCommands.begin(), kReadOnlyCommands.end(), command) !=
+         kReadOnlyCommands.end();
+}
+
+std::string ControlAccess::Check(std::string_view command, const ControlPeer& peer) const {
+  if (IsReadOnly(command) || peer.uid == 0 || peer.uid == own_uid_) return "";
+  if (control_group_ &&
+      (peer.gid == *control_group_ ||
+       std::find(peer.groups.begin(), peer.groups.end(), *control_group_) != peer.groups.end())) {
+    return "";
+  }
+  std::string message = "permission denied: uid " + std::to_string(peer.uid) + " may not ";
+  if (std::find(kCellCommands.begin(), kCellCommands.end(), command) != kCellCommands.end()) {
+    message.append(command);
+    message += " cells";
+  } else {
+    message += "run \"";
+    message.append(command);
+    message += '"';
+  }
+  return message;
+}
+
+}  // namespace bulkhead::supervisor
