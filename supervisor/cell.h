@@ -48,6 +48,9 @@ struct CellCounters {
   // Running when their client disconnected: the worker's outcome (answer, failure) was dropped.
   uint64_t dropped = 0;
   uint64_t bad_request = 0;  // frames refused before admission (connection closed)
+  // Connections refused at accept (REJECTED/too_many_connections): over max_connections, or over
+  // the supervisor's descriptor budget. Not requests: they are in no other counter.
+  uint64_t refused_connections = 0;
   uint64_t rejected() const {
     return rejected_full + rejected_queue_timeout + rejected_unavailable;
   }
@@ -78,6 +81,8 @@ struct CellSnapshot {
   uint32_t running = 0;
   uint32_t queued = 0;
   uint32_t clients = 0;
+  uint32_t max_connections = 0;
+  uint32_t connection_limit = 0;  // min(max_connections, the cell's share of the budget)
   uint32_t worker_connections = 0;
   uint64_t starts = 0;
   uint64_t restarts = 0;
@@ -107,6 +112,8 @@ class Cell {
   // The live worker's pid, 0 when none (or when it was reaped and its cgroup is being emptied).
   pid_t pid() const { return pid_; }
   Lifecycle::State state() const { return lifecycle_.state(); }
+  // Client connections open on the front socket now.
+  size_t clients() const { return clients_.size(); }
 
   // Creates the cell's cgroup and writes its limits (when enforced), claims and binds the front,
   // worker and notify sockets (stale files from a killed run are reclaimed; a front socket another
@@ -130,6 +137,10 @@ class Cell {
   void OnWorkerExit(int wait_status);
 
   CellSnapshot Snapshot() const;
+
+  // Lowers the cell's limit on client connections below max_connections: its share of the
+  // supervisor's descriptor budget (supervisor/connection_budget.h). Set before clients connect.
+  void SetConnectionShare(uint32_t share) { connection_share_ = share; }
 
   // Called by FrontConnection.
   void OnClientConnected(FrontConnection* conn);
@@ -155,6 +166,8 @@ class Cell {
   };
 
   static void OnConnection(uv_stream_t* server, int status);
+  // Why a new connection is refused now ("max_connections of 1024 reached"), or "" to keep it.
+  std::string ConnectionRefusal() const;
   static void OnHandleClosed(uv_handle_t* handle);
 
   uint64_t Now() const { return uv_now(loop_); }
@@ -248,6 +261,10 @@ class Cell {
   // Last time the worker showed progress (a reply, or work given to an idle worker): stall_timeout.
   uint64_t last_progress_ms_ = 0;
   std::unordered_set<FrontConnection*> clients_;
+  uint32_t connection_share_ = UINT32_MAX;
+  // When a refusal was last logged (one warning per second at most, under a flood).
+  uint64_t refusal_logged_ms_ = 0;
+  uint64_t refusals_unlogged_ = 0;
 
   CellCounters counters_;
   std::string scratch_;  // reused for reply payloads built here

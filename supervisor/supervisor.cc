@@ -52,6 +52,9 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"queued", s.queued},
       {"queue_timeout_ms", s.limits.queue_timeout_ms},
       {"clients", s.clients},
+      {"max_connections", s.max_connections},
+      {"connection_limit", s.connection_limit},
+      {"connections_refused", c.refused_connections},
       {"worker_connections", s.worker_connections},
       {"ok", c.ok},
       {"rejected", c.rejected()},
@@ -183,6 +186,7 @@ int Supervisor::Run() {
     return exit_code_;
   }
 
+  SetUpConnectionBudget();
   LogInfo("bulkheadd started: " + std::to_string(cells_.size()) + " cells, control socket " +
           config_.supervisor.control_socket);
   for (auto& cell : cells_) cell->Start();
@@ -210,6 +214,43 @@ Status Supervisor::SetUpCgroups() {
   LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
              ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
   return Status::Ok();
+}
+
+void Supervisor::SetUpConnectionBudget() {
+  Result<uint64_t> nofile = NofileSoftLimit();
+  Result<size_t> open_now = OpenDescriptorCount();
+  if (!nofile.ok() || !open_now.ok()) {
+    LogWarning("no client connection budget: " +
+               (nofile.ok() ? open_now.status() : nofile.status()).message());
+    return;
+  }
+  uint64_t worker_links = 0;
+  uint64_t wanted = 0;
+  std::vector<uint32_t> max_connections;
+  for (const config::CellConfig& c : config_.cells) {
+    worker_links += c.max_concurrent;
+    wanted += c.max_connections;
+    max_connections.push_back(c.max_connections);
+  }
+  client_budget_ = ClientConnectionBudget(*nofile, *open_now, worker_links);
+  std::vector<uint32_t> shares = ShareConnectionBudget(client_budget_, max_connections);
+  std::string figures = "RLIMIT_NOFILE " + std::to_string(*nofile) + ", " +
+                        std::to_string(*open_now) + " descriptors open, " +
+                        std::to_string(worker_links) + " kept for worker connections, " +
+                        std::to_string(kDescriptorHeadroom) + " in reserve";
+  if (client_budget_ >= wanted) {
+    LogInfo("client connection budget: " + std::to_string(client_budget_) + " (" + figures + ")");
+    return;
+  }
+  std::string split;
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    cells_[i]->SetConnectionShare(shares[i]);
+    split += (i == 0 ? "" : ", ") + cells_[i]->name() + " " + std::to_string(shares[i]);
+  }
+  LogWarning("at most " + std::to_string(client_budget_) + " client connections in all (" +
+             figures + "), fewer than the cells' max_connections add up to (" +
+             std::to_string(wanted) + "): cells get " + split +
+             "; raise the limit (LimitNOFILE=, ulimit -n) to accept more");
 }
 
 void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
@@ -314,6 +355,8 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
       cells.push_back(std::move(j));
     }
     if (!only.empty() && cells.empty()) return ErrorResponse("no cell named " + only);
+    uint64_t client_connections = 0;
+    for (auto& cell : cells_) client_connections += cell->clients();
     nlohmann::json response = {
         {"ok", true},
         {"supervisor",
@@ -321,7 +364,9 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
           {"version", BULKHEAD_VERSION},
           {"uptime_ms", uv_now(&loop_) - started_at_ms_},
           {"config", config_.source},
-          {"live_requests", pool_.live()}}},
+          {"live_requests", pool_.live()},
+          {"client_connections", client_connections},
+          {"client_connection_budget", client_budget_}}},
         {"cells", cells},
     };
     return response.dump();

@@ -15,6 +15,7 @@
 #include "cell/cgroup.h"
 #include "config/config.h"
 #include "supervisor/cell.h"
+#include "supervisor/connection_budget.h"
 #include "supervisor/control_server.h"
 #include "supervisor/request.h"
 
@@ -45,12 +46,16 @@ class Supervisor {
   // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
   Status SetUpCgroups();
   const config::CellConfig& ConfigOf(const std::string& name) const;
+  // Computes the client connection budget from RLIMIT_NOFILE once every socket is bound, and gives
+  // each cell its share (supervisor/connection_budget.h).
+  void SetUpConnectionBudget();
 
   config::Config config_;
   std::optional<cell::CgroupTree> cgroup_tree_;
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};
   RequestPool pool_;
+  uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;
   std::unique_ptr<ControlServer> control_;
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};

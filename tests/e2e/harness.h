@@ -70,6 +70,8 @@ struct HarnessOptions {
   // the default stop_timeout of 5 s (in-flight requests drain for up to 5 s, then the worker has
   // 5 s between stop_signal and SIGKILL), so that Stop does not kill a bulkheadd that is on time.
   std::chrono::milliseconds stop_timeout{15000};
+  // RLIMIT_NOFILE (soft and hard) for bulkheadd, set between fork and exec; 0 inherits the test's.
+  uint64_t max_open_files = 0;
   // Receives what the destructor found wrong: bulkheadd exited non-zero, by a signal, or did not
   // stop. Default: printed to stderr. GoogleTest users pass [](auto& m) { ADD_FAILURE() << m; }.
   std::function<void(const std::string& message)> on_failure;
