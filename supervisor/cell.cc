@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "supervisor/cell.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <utility>
@@ -268,8 +272,38 @@ void Cell::Execute(const Lifecycle::Transition& t) {
   executing_ = was_executing;
 }
 
+void Cell::DrainStaleWorkerConnections() {
+  // The listening socket outlives worker generations. A connection the supervisor made to a worker
+  // that died before accept()ing it waits in the backlog with its request frame, although the
+  // supervisor closed its end and failed that request: the next worker would accept it and run the
+  // request again, beside max_concurrent live ones. No link of this cell is open between
+  // generations, so whatever waits in the backlog now is stale. The socket is blocking (the worker
+  // may accept in blocking mode); no worker shares it at this point, so O_NONBLOCK is set for the
+  // drain and cleared again.
+  const int fd = worker_listen_fd_.get();
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return;
+  int drained = 0;
+  while (true) {
+    int conn = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      break;  // EAGAIN: the backlog is empty (or accept failed: nothing more to do)
+    }
+    ::close(conn);
+    ++drained;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  if (drained > 0) {
+    Log(LogLevel::kDebug, name(), 0,
+        "closed " + std::to_string(drained) +
+            " connection(s) the last worker never accepted (their requests already failed)");
+  }
+}
+
 void Cell::DoSpawn() {
   BH_CHECK(pid_ == 0);
+  if (idle_links_.empty() && busy_links_.empty()) DrainStaleWorkerConnections();
   cell::SpawnOptions options;
   options.argv = config_.command;
   bool has_path = false;

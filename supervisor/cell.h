@@ -178,6 +178,10 @@ class Cell {
   Lifecycle::Transition Handle(const Lifecycle::Event& event);
   void Execute(const Lifecycle::Transition& transition);
   void DoSpawn();
+  // Accepts and closes every connection waiting in the worker socket's backlog: connections to a
+  // worker generation that ended before accepting them. REQUIRES: no worker, no link open (DoSpawn
+  // drains only then).
+  void DrainStaleWorkerConnections();
   void FailInFlight(ipc::Reason reason, const std::string& message);
   void RejectQueued();
   void MaybeDrained();
