@@ -51,7 +51,7 @@ void PrintError(const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, message.c_str());
 }
 
-HandlerResult Invoke(const Handler& handler, std::string_view payload) {
+HandlerResult Invoke(const Handler& handler, std::string_view payload, uint32_t max_payload) {
   HandlerResult result;
   try {
     result = handler(payload);
@@ -60,23 +60,23 @@ HandlerResult Invoke(const Handler& handler, std::string_view payload) {
   } catch (...) {
     result = HandlerResult::Error("handler threw a non-std::exception");
   }
-  if (result.payload.size() > ipc::kDefaultMaxPayload) {
+  if (result.payload.size() > max_payload) {
     result = HandlerResult::Error("reply of " + std::to_string(result.payload.size()) +
-                                  " bytes exceeds the maximum of " +
-                                  std::to_string(ipc::kDefaultMaxPayload));
+                                  " bytes exceeds the maximum of " + std::to_string(max_payload));
   }
   return result;
 }
 
 // Runs on its own thread until the peer closes, sends malformed bytes, or a write fails.
-void ServeConnection(UniqueFd connection, std::shared_ptr<const Handler> handler) {
-  ipc::FrameDecoder decoder(ipc::FrameType::kRequest);
+void ServeConnection(UniqueFd connection, std::shared_ptr<const Handler> handler,
+                     uint32_t max_payload) {
+  ipc::FrameDecoder decoder(ipc::FrameType::kRequest, max_payload);
   while (true) {
     ipc::FrameView frame;
     ipc::DecodeResult decoded = decoder.Next(&frame);
     if (decoded == ipc::DecodeResult::kFrame) {
       // frame.payload points into the decoder: answer before reading more.
-      HandlerResult result = Invoke(*handler, frame.payload);
+      HandlerResult result = Invoke(*handler, frame.payload, max_payload);
       ipc::FrameHeader reply;
       reply.type = ipc::FrameType::kReply;
       reply.status = result.ok ? ipc::ReplyStatus::kOk : ipc::ReplyStatus::kFailed;
@@ -166,6 +166,18 @@ Result<int> ListenFdFromEnv() {
   return fd;
 }
 
+uint32_t MaxPayloadFromEnv() {
+  const char* text = std::getenv(kMaxPayloadEnv);
+  if (text == nullptr) return ipc::kDefaultMaxPayload;
+  std::optional<long> value = ParsePositive(text);
+  if (!value || *value > (1L << 30)) {
+    PrintError(std::string(kMaxPayloadEnv) + "=" + text +
+               " is not a size in 1..1073741824; using " + std::to_string(ipc::kDefaultMaxPayload));
+    return ipc::kDefaultMaxPayload;
+  }
+  return static_cast<uint32_t>(*value);
+}
+
 int Serve(int listen_fd, Handler handler) {
   struct sigaction ignore = {};
   ignore.sa_handler = SIG_IGN;
@@ -173,6 +185,7 @@ int Serve(int listen_fd, Handler handler) {
   ::sigaction(SIGPIPE, &ignore, nullptr);
 
   auto shared = std::make_shared<const Handler>(std::move(handler));
+  const uint32_t max_payload = MaxPayloadFromEnv();
   while (true) {
     int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
@@ -188,7 +201,7 @@ int Serve(int listen_fd, Handler handler) {
     }
     UniqueFd connection(fd);
     try {
-      std::thread(ServeConnection, std::move(connection), shared).detach();
+      std::thread(ServeConnection, std::move(connection), shared, max_payload).detach();
     } catch (const std::system_error& e) {
       // No thread for this connection: it is closed (if not moved), the peer sees EOF.
       PrintError(std::string("cannot start a connection thread: ") + e.what());

@@ -4,6 +4,7 @@
 // those threads, concurrently, so it must be thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -25,8 +26,8 @@ struct HandlerResult {
 
 // Called once per REQUEST with its payload (valid only during the call). May block (a slow
 // dependency) and runs concurrently with other calls. An exception escaping the handler becomes
-// REPLY FAILED/worker_error with its what(); a result over the protocol's 4 MiB payload limit
-// becomes FAILED/worker_error "reply of N bytes exceeds ...".
+// REPLY FAILED/worker_error with its what(); a result over the payload limit (MaxPayloadFromEnv)
+// becomes FAILED/worker_error "reply of N bytes exceeds the maximum of M".
 using Handler = std::function<HandlerResult(std::string_view payload)>;
 
 // Takes the listening socket passed per sd_listen_fds(3): LISTEN_PID must equal getpid() and
@@ -37,11 +38,20 @@ using Handler = std::function<HandlerResult(std::string_view payload)>;
 // (pid 57)". REQUIRES: called before the process starts threads (it calls unsetenv).
 Result<int> ListenFdFromEnv();
 
+// The environment variable in which bulkheadd passes its max_payload_bytes to the worker
+// (docs/protocol.md, "Worker socket").
+inline constexpr char kMaxPayloadEnv[] = "BULKHEAD_MAX_PAYLOAD_BYTES";
+
+// The largest request and reply payload, in bytes: $BULKHEAD_MAX_PAYLOAD_BYTES when it is a number
+// in 1..1073741824 (1 GiB), else the protocol's default of 4 MiB (ipc::kDefaultMaxPayload).
+uint32_t MaxPayloadFromEnv();
+
 // Serves forever on `listen_fd` (a listening SOCK_STREAM socket): accept(2)s connections and runs
 // each on its own detached thread, which reads REQUEST frames and answers each, in order, with a
 // REPLY carrying the same request_id (OK, or FAILED/worker_error). Requests on one connection are
 // handled one after another; concurrency comes from several connections. A connection that sends
-// malformed bytes (ipc::FrameDecoder error) or an oversized frame is closed; others continue.
+// malformed bytes (ipc::FrameDecoder error) or a frame over MaxPayloadFromEnv() (read once, when
+// Serve starts) is closed; others continue.
 // Ignores SIGPIPE (a peer that went away is an EPIPE on that connection only).
 // Returns an exit code (1) only when accept(2) fails fatally (EBADF, EINVAL, ENOTSOCK), after
 // printing the error to stderr; EMFILE/ENFILE/ENOBUFS/ENOMEM pause accepting for 100 ms and retry.

@@ -35,6 +35,8 @@ constexpr size_t kMaxSocketPathBytes = sizeof(sockaddr_un{}.sun_path) - 1;
 constexpr size_t kMaxCellNameLength = 64;
 constexpr int64_t kMaxConcurrentLimit = 65535;
 constexpr int64_t kMaxQueueLimit = 1'000'000;
+// fs.nr_open's default: no process can hold more descriptors than this.
+constexpr int64_t kMaxConnectionsLimit = 1'048'576;
 constexpr int64_t kMaxPayloadBytesLimit = int64_t{1} << 30;  // 1 GiB.
 constexpr int64_t kMaxStartLimitBurst = 1000;
 // cgroup-v2.rst: cpu.weight is in [1, 10000]; cpu.max takes a period of 1ms to 1s and a quota of
@@ -53,7 +55,7 @@ constexpr std::array<std::string_view, 10> kSupervisorKeys = {
     "runtime_dir",         "control_socket",       "max_payload_bytes", "log_level",
     "cgroup",              "metrics_listen",       "on_shutdown",       "control_socket_mode",
     "control_socket_group", "control_group"};
-constexpr std::array<std::string_view, 37> kCellKeys = {"command",
+constexpr std::array<std::string_view, 38> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
                                                         "max_queue",
@@ -89,7 +91,8 @@ constexpr std::array<std::string_view, 37> kCellKeys = {"command",
                                                         "umask",
                                                         "no_new_privileges",
                                                         "socket_mode",
-                                                        "socket_group"};
+                                                        "socket_group",
+                                                        "max_connections"};
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
@@ -791,6 +794,10 @@ class ConfigParser {
         auto queue = ExpectInteger(*value, key_path, 0, kMaxQueueLimit);
         key_ok = queue.has_value();
         if (queue) cell.max_queue = static_cast<uint32_t>(*queue);
+      } else if (key_name == "max_connections") {
+        auto connections = ExpectInteger(*value, key_path, 1, kMaxConnectionsLimit);
+        key_ok = connections.has_value();
+        if (connections) cell.max_connections = static_cast<uint32_t>(*connections);
       } else if (key_name == "queue_timeout") {
         auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/false);
         key_ok = timeout.has_value();

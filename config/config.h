@@ -87,6 +87,10 @@ struct CellConfig {
   uint32_t max_concurrent = 0;
   // Requests waiting, in FIFO order, for a free slot; more are refused. 0..1000000; 0 = no queue.
   uint32_t max_queue = 0;
+  // Client connections open at once on the cell's front socket; a connection beyond it is accepted,
+  // answered REJECTED/too_many_connections (request_id 0) and closed (docs/protocol.md). The
+  // supervisor's descriptor budget (RLIMIT_NOFILE) may refuse earlier. 1..1048576.
+  uint32_t max_connections = 1024;
   // Longest time a request waits in the queue before it is refused. > 0, at most 24h.
   std::chrono::milliseconds queue_timeout{1000};
   // When a worker that ended is started again.

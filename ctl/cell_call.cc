@@ -51,7 +51,7 @@ CallResult CallCell(const std::string& socket_path, std::string_view payload, De
     ipc::FrameView frame;
     switch (decoder.Next(&frame)) {
       case ipc::DecodeResult::kFrame: {
-        if (frame.header.request_id != 1) {
+        if (frame.header.request_id != 1 && !ipc::IsConnectionRefusal(frame.header)) {
           return Failure(false, socket_path + ": reply carries request id " +
                                     std::to_string(frame.header.request_id) + ", expected 1");
         }

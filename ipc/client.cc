@@ -85,9 +85,17 @@ Result<Client::Reply> Client::Receive() {
 
 Result<Client::Reply> Client::Call(std::string_view payload) {
   const uint64_t id = next_request_id_++;
-  if (Status status = Send(id, payload); !status.ok()) return status;
+  if (Status status = Send(id, payload); !status.ok()) {
+    // A refused connection is closed by the supervisor right after its refusal, which may make
+    // the send fail; the refusal is still readable and is the answer.
+    if (status.error_number() != EPIPE && status.error_number() != ECONNRESET) return status;
+    Result<Reply> refusal = Receive();
+    if (refusal.ok() && IsConnectionRefusal(refusal->header)) return refusal;
+    return status;
+  }
   Result<Reply> reply = Receive();
   if (!reply.ok()) return reply;
+  if (IsConnectionRefusal(reply->header)) return reply;
   if (reply->header.request_id != id) {
     return Status::Error(peer_ + ": reply carries request id " +
                          std::to_string(reply->header.request_id) + ", expected " +

@@ -50,7 +50,9 @@ class Client {
   Result<Reply> Receive();
 
   // Send with an internal id (1, 2, 3, ... per Client) then Receive; an error if the reply's
-  // request_id differs. Not to be mixed with outstanding pipelined Sends.
+  // request_id differs, except for a connection refusal (IsConnectionRefusal, request_id 0), which
+  // is returned as the reply, also when the send failed with EPIPE because the supervisor had
+  // closed the refused connection. Not to be mixed with outstanding pipelined Sends.
   Result<Reply> Call(std::string_view payload);
 
   // Bounds each blocking send(2) and read(2) (SO_SNDTIMEO / SO_RCVTIMEO), not a whole Receive:

@@ -84,6 +84,8 @@ const char* ReasonName(Reason r) {
       return "queue_timeout";
     case Reason::kUnavailable:
       return "unavailable";
+    case Reason::kTooManyConnections:
+      return "too_many_connections";
     case Reason::kWorkerError:
       return "worker_error";
     case Reason::kWorkerDied:
@@ -120,6 +122,11 @@ void AppendFrame(std::string* out, FrameHeader header, std::string_view payload)
   out->reserve(out->size() + kHeaderSize + payload.size());
   out->append(encoded, kHeaderSize);
   out->append(payload);
+}
+
+bool IsConnectionRefusal(const FrameHeader& header) {
+  return header.type == FrameType::kReply && header.status == ReplyStatus::kRejected &&
+         header.reason == Reason::kTooManyConnections && header.request_id == 0;
 }
 
 bool IsValidWorkerReply(const FrameHeader& header) {

@@ -34,6 +34,9 @@ enum class Reason : uint8_t {
   kFull = 1,          // concurrency slots and queue both full
   kQueueTimeout = 2,  // waited in the queue longer than the cell allows
   kUnavailable = 3,   // the cell has no live worker (starting, backing off, stopped)
+  // The connection itself was refused (the cell's max_connections, or the supervisor's descriptor
+  // budget): sent once, with request_id 0, right after accept; then the connection is closed.
+  kTooManyConnections = 4,
   // FAILED: the request was admitted and did not complete.
   kWorkerError = 16,  // the worker answered with an error; payload = its message
   kWorkerDied = 17,   // payload = "exit 3" / "signal 9"
@@ -47,8 +50,9 @@ enum class Reason : uint8_t {
 
 // "OK", "REJECTED", "FAILED", "BAD_REQUEST"; "unknown" for other values.
 const char* StatusName(ReplyStatus s);
-// "none", "full", "queue_timeout", "unavailable", "worker_error", "worker_died", "timeout",
-// "stalled", "oom_killed", "malformed", "too_large"; "unknown" for other values.
+// "none", "full", "queue_timeout", "unavailable", "too_many_connections", "worker_error",
+// "worker_died", "timeout", "stalled", "oom_killed", "malformed", "too_large"; "unknown" for other
+// values.
 const char* ReasonName(Reason r);
 
 struct FrameHeader {
@@ -66,6 +70,11 @@ void EncodeHeader(const FrameHeader& header, char out[kHeaderSize]);
 // Appends header (payload_size taken from payload.size()) and payload to *out.
 // REQUIRES: payload.size() <= kMaxEncodablePayload.
 void AppendFrame(std::string* out, FrameHeader header, std::string_view payload);
+
+// True for the supervisor's refusal of a whole connection (docs/protocol.md, "Connection limits"):
+// a REPLY REJECTED/too_many_connections with request_id 0, sent before any request was read. It
+// answers every request the client sent on that connection: none of them was admitted.
+bool IsConnectionRefusal(const FrameHeader& header);
 
 // Whether a worker may send `header` (docs/protocol.md, "Supervisor -> worker"): a REPLY with
 // status OK and reason none, or status FAILED and reason worker_error. Checks no request id.

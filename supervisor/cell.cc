@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "supervisor/cell.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <utility>
@@ -11,6 +15,7 @@
 #include "base/log.h"
 #include "cell/process.h"
 #include "cell/restart_policy.h"
+#include "cell/worker.h"
 #include "supervisor/front_connection.h"
 #include "supervisor/listen_socket.h"
 #include "supervisor/worker_link.h"
@@ -117,7 +122,47 @@ void Cell::OnConnection(uv_stream_t* server, int status) {
     Log(LogLevel::kWarning, self->name(), 0, std::string("accept: ") + uv_strerror(status));
     return;
   }
-  FrontConnection::Accept(self, server, self->max_payload_);
+  std::string refusal = self->ConnectionRefusal();
+  if (refusal.empty()) {
+    FrontConnection::Accept(self, server, self->max_payload_);
+    return;
+  }
+  // libuv has accepted the connection already (it asks only whether to keep it): answer it once
+  // and close it, so the client learns why rather than hang in the backlog.
+  ++self->counters_.refused_connections;
+  ipc::RejectDetail detail;
+  detail.cell = self->config_.name;
+  detail.running = self->bulkhead_.running();
+  detail.queued = self->bulkhead_.queued();
+  ipc::FrameHeader header =
+      ReplyHeader(ipc::ReplyStatus::kRejected, ipc::Reason::kTooManyConnections);
+  header.request_id = 0;
+  self->scratch_.clear();
+  ipc::AppendRejectDetail(&self->scratch_, detail);
+  std::string frame;
+  ipc::AppendFrame(&frame, header, self->scratch_);
+  self->scratch_.clear();
+  FrontConnection::Refuse(server, frame);
+  uint64_t now = self->Now();
+  ++self->refusals_unlogged_;
+  if (self->refusal_logged_ms_ == 0 || now - self->refusal_logged_ms_ >= 1000) {
+    Log(LogLevel::kWarning, self->name(), 0,
+        "refused " + std::to_string(self->refusals_unlogged_) +
+            " client connection(s): " + refusal);
+    self->refusal_logged_ms_ = now;
+    self->refusals_unlogged_ = 0;
+  }
+}
+
+std::string Cell::ConnectionRefusal() const {
+  if (clients_.size() >= config_.max_connections) {
+    return "max_connections of " + std::to_string(config_.max_connections) + " reached";
+  }
+  if (clients_.size() >= connection_share_) {
+    return "its share of the client connection budget (" + std::to_string(connection_share_) +
+           ", from RLIMIT_NOFILE) is used up";
+  }
+  return {};
 }
 
 // --- Lifecycle plumbing. ---
@@ -241,6 +286,35 @@ void Cell::NoteState() {
   if (state_observer_) state_observer_();
 }
 
+void Cell::DrainStaleWorkerConnections() {
+  // The listening socket outlives worker generations. A connection the supervisor made to a worker
+  // that died before accept()ing it waits in the backlog with its request frame, although the
+  // supervisor closed its end and failed that request: the next worker would accept it and run the
+  // request again, beside max_concurrent live ones. No link of this cell is open between
+  // generations, so whatever waits in the backlog now is stale. The socket is blocking (the worker
+  // may accept in blocking mode); no worker shares it at this point, so O_NONBLOCK is set for the
+  // drain and cleared again.
+  const int fd = worker_listen_fd_.get();
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return;
+  int drained = 0;
+  while (true) {
+    int conn = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      break;  // EAGAIN: the backlog is empty (or accept failed: nothing more to do)
+    }
+    ::close(conn);
+    ++drained;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  if (drained > 0) {
+    Log(LogLevel::kDebug, name(), 0,
+        "closed " + std::to_string(drained) +
+            " connection(s) the last worker never accepted (their requests already failed)");
+  }
+}
+
 void Cell::DoSpawn() {
   BH_CHECK(pid_ == 0);
   // The lifecycle counted a restart before asking for this spawn: attribute it to its cause.
@@ -251,16 +325,23 @@ void Cell::DoSpawn() {
     restarts_attributed_ = lifecycle_.restarts();
   }
   operator_restart_ = false;
+  if (idle_links_.empty() && busy_links_.empty()) DrainStaleWorkerConnections();
   cell::SpawnOptions options;
   options.argv = config_.command;
   bool has_path = false;
   for (const auto& [key, value] : config_.environment) {
-    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID") continue;
+    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID" ||
+        key == cell::kMaxPayloadEnv) {
+      continue;
+    }
     options.environment.push_back(key + "=" + value);
     if (key == "PATH") has_path = true;
   }
   if (!has_path) options.environment.emplace_back(kDefaultPath);
   options.environment.push_back("NOTIFY_SOCKET=" + notify_.path());
+  // The worker SDK reads its payload limit here (cell/worker.h MaxPayloadFromEnv).
+  options.environment.push_back(std::string(cell::kMaxPayloadEnv) + "=" +
+                                std::to_string(max_payload_));
   if (config_.watchdog.count() > 0) {
     options.environment.push_back("WATCHDOG_USEC=" +
                                   std::to_string(config_.watchdog.count() * 1000));
@@ -859,6 +940,8 @@ CellSnapshot Cell::Snapshot() const {
   s.running = bulkhead_.running();
   s.queued = bulkhead_.queued();
   s.clients = static_cast<uint32_t>(clients_.size());
+  s.max_connections = config_.max_connections;
+  s.connection_limit = std::min(config_.max_connections, connection_share_);
   s.worker_connections = static_cast<uint32_t>(idle_links_.size() + busy_links_.size());
   s.starts = lifecycle_.starts();
   s.restarts = lifecycle_.restarts();

@@ -60,6 +60,9 @@ struct CellCounters {
   //                                      + in flight (running requests not yet answered + queued)
   uint64_t admitted = 0;
   uint64_t rejected_at_admission = 0;
+  // Connections refused at accept (REJECTED/too_many_connections): over max_connections, or over
+  // the supervisor's descriptor budget. Not requests: they are in no other counter.
+  uint64_t refused_connections = 0;
   uint64_t rejected() const {
     return rejected_full + rejected_queue_timeout + rejected_unavailable;
   }
@@ -90,6 +93,8 @@ struct CellSnapshot {
   uint32_t running = 0;
   uint32_t queued = 0;
   uint32_t clients = 0;
+  uint32_t max_connections = 0;
+  uint32_t connection_limit = 0;  // min(max_connections, the cell's share of the budget)
   uint32_t worker_connections = 0;
   uint64_t starts = 0;
   uint64_t restarts = 0;
@@ -132,6 +137,8 @@ class Cell {
   // `observer` (may be null) runs whenever the cell has moved to another state, once the actions
   // of the event that moved it ran. It may read any cell's state() but must feed no cell an event.
   void SetStateObserver(std::function<void()> observer) { state_observer_ = std::move(observer); }
+  // Client connections open on the front socket now.
+  size_t clients() const { return clients_.size(); }
 
   // Creates the cell's cgroup and writes its limits (when enforced), claims and binds the front,
   // worker and notify sockets (stale files from a killed run are reclaimed; a front socket another
@@ -168,6 +175,10 @@ class Cell {
 
   CellSnapshot Snapshot() const;
 
+  // Lowers the cell's limit on client connections below max_connections: its share of the
+  // supervisor's descriptor budget (supervisor/connection_budget.h). Set before clients connect.
+  void SetConnectionShare(uint32_t share) { connection_share_ = share; }
+
   // Called by FrontConnection.
   void OnClientConnected(FrontConnection* conn);
   void OnClientDisconnected(FrontConnection* conn);
@@ -192,6 +203,8 @@ class Cell {
   };
 
   static void OnConnection(uv_stream_t* server, int status);
+  // Why a new connection is refused now ("max_connections of 1024 reached"), or "" to keep it.
+  std::string ConnectionRefusal() const;
   static void OnHandleClosed(uv_handle_t* handle);
 
   uint64_t Now() const { return uv_now(loop_); }
@@ -202,6 +215,10 @@ class Cell {
   Lifecycle::Transition Handle(const Lifecycle::Event& event);
   void Execute(const Lifecycle::Transition& transition);
   void DoSpawn();
+  // Accepts and closes every connection waiting in the worker socket's backlog: connections to a
+  // worker generation that ended before accepting them. REQUIRES: no worker, no link open (DoSpawn
+  // drains only then).
+  void DrainStaleWorkerConnections();
   void FailInFlight(ipc::Reason reason, const std::string& message);
   void RejectQueued();
   void MaybeDrained();
@@ -291,6 +308,10 @@ class Cell {
   // Last time the worker showed progress (a reply, or work given to an idle worker): stall_timeout.
   uint64_t last_progress_ms_ = 0;
   std::unordered_set<FrontConnection*> clients_;
+  uint32_t connection_share_ = UINT32_MAX;
+  // When a refusal was last logged (one warning per second at most, under a flood).
+  uint64_t refusal_logged_ms_ = 0;
+  uint64_t refusals_unlogged_ = 0;
 
   CellCounters counters_;
   // Running requests already answered (request_timeout): counted in an outcome, not in flight.

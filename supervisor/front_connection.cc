@@ -2,6 +2,7 @@
 #include "supervisor/front_connection.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <string>
 
@@ -49,6 +50,20 @@ void FrontConnection::Accept(Cell* cell, uv_stream_t* server, uint32_t max_paylo
   cell->OnClientConnected(conn);
   uv_read_start(reinterpret_cast<uv_stream_t*>(&conn->pipe_), &FrontConnection::OnAlloc,
                 &FrontConnection::OnRead);
+}
+
+void FrontConnection::Refuse(uv_stream_t* server, std::string_view frame) {
+  auto* pipe = new uv_pipe_t;
+  uv_pipe_init(server->loop, pipe, 0);
+  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(pipe)) == 0) {
+    uv_os_fd_t fd;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(pipe), &fd) == 0) {
+      ssize_t sent = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)sent;  // a client that left already needs no answer
+    }
+  }
+  uv_close(reinterpret_cast<uv_handle_t*>(pipe),
+           [](uv_handle_t* handle) { delete reinterpret_cast<uv_pipe_t*>(handle); });
 }
 
 void FrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {

@@ -24,6 +24,11 @@ class FrontConnection {
   // Accepts one pending connection on `server` for `cell`. Errors are logged; nothing to return.
   static void Accept(Cell* cell, uv_stream_t* server, uint32_t max_payload);
 
+  // Refuses one pending connection on `server`: accepts it, sends `frame` (one small REPLY, which
+  // a fresh socket's send buffer always takes whole) without blocking, and closes it. A client that
+  // is already gone is ignored.
+  static void Refuse(uv_stream_t* server, std::string_view frame);
+
   // Queues a reply frame to this client; written at once unless a read is being processed, in which
   // case every reply produced by that read goes out in one write.
   void SendReply(const ipc::FrameHeader& header, std::string_view payload);

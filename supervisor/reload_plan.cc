@@ -37,6 +37,8 @@ const CellKey kCellKeys[] = {
     Key<&C::max_concurrent>("max_concurrent", Group::kAdmission),
     Key<&C::max_queue>("max_queue", Group::kAdmission),
     Key<&C::queue_timeout>("queue_timeout", Group::kAdmission),
+    // Read at each accept; the supervisor splits its descriptor budget anew after a reload.
+    Key<&C::max_connections>("max_connections", Group::kAdmission),
     Key<&C::restart>("restart", Group::kPolicy),
     Key<&C::restart_delay>("restart_delay", Group::kPolicy),
     Key<&C::restart_max_delay>("restart_max_delay", Group::kPolicy),
@@ -127,7 +129,9 @@ CellPlan PlanCommonCell(const config::CellConfig& a, const config::CellConfig& b
     key.copy(masked, a);
   }
   masked.position = a.position;
-  masked.socket = a.socket;  // refused by the caller when it changed
+  masked.socket = a.socket;  // refused by the caller when it changed, as are the next two
+  masked.socket_mode = a.socket_mode;
+  masked.socket_group = a.socket_group;
   if (!(masked == a)) {
     cell.changed.push_back("other settings");
     restart = true;
@@ -193,6 +197,13 @@ ReloadPlan PlanReload(const config::Config& current, const config::Config& next)
       plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +
                             ".socket: a running cell's socket cannot change by reload; remove the "
                             "cell (reload), then add it back with the new socket (reload)");
+    }
+    // The front socket file's mode and group are set when it is bound, which a reload does not do.
+    if (a->socket_mode != b.socket_mode || a->socket_group != b.socket_group) {
+      plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +
+                            ".socket_mode/socket_group: set when the socket is bound, so they "
+                            "cannot change by reload; remove the cell and add it back, or restart "
+                            "bulkheadd");
     }
     plan.cells.push_back(PlanCommonCell(*a, b));
   }

@@ -90,6 +90,9 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"queued", s.queued},
       {"queue_timeout_ms", s.limits.queue_timeout_ms},
       {"clients", s.clients},
+      {"max_connections", s.max_connections},
+      {"connection_limit", s.connection_limit},
+      {"connections_refused", c.refused_connections},
       {"worker_connections", s.worker_connections},
       {"ok", c.ok},
       {"rejected", c.rejected()},
@@ -239,6 +242,7 @@ int Supervisor::Run() {
     return exit_code_;
   }
 
+  SetUpConnectionBudget();
   LogInfo("bulkheadd started: " + std::to_string(cells_.size()) + " cells, control socket " +
           config_.supervisor.control_socket);
   for (auto& cell : cells_) cell->Start();
@@ -268,6 +272,51 @@ Status Supervisor::SetUpCgroups() {
   LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
              ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
   return Status::Ok();
+}
+
+void Supervisor::SetUpConnectionBudget() {
+  Result<uint64_t> nofile = NofileSoftLimit();
+  Result<size_t> open_now = OpenDescriptorCount();
+  if (!nofile.ok() || !open_now.ok()) {
+    LogWarning("no client connection budget: " +
+               (nofile.ok() ? open_now.status() : nofile.status()).message());
+    return;
+  }
+  uint64_t worker_links = 0;
+  uint64_t wanted = 0;
+  std::vector<uint32_t> max_connections;
+  for (const config::CellConfig& c : config_.cells) {
+    worker_links += c.max_concurrent;
+    wanted += c.max_connections;
+    max_connections.push_back(c.max_connections);
+  }
+  // At a reload, connections already open are part of what the budget covers, not fixed costs.
+  uint64_t fixed = *open_now;
+  for (const auto& cell : cells_) {
+    CellSnapshot s = cell->Snapshot();
+    fixed -= std::min<uint64_t>(fixed, uint64_t{s.clients} + s.worker_connections);
+  }
+  client_budget_ = ClientConnectionBudget(*nofile, fixed, worker_links);
+  std::vector<uint32_t> shares = ShareConnectionBudget(client_budget_, max_connections);
+  // Every cell gets its share, its whole max_connections when all fit (a reload may have lifted
+  // an earlier split).
+  for (size_t i = 0; i < cells_.size(); ++i) cells_[i]->SetConnectionShare(shares[i]);
+  std::string figures = "RLIMIT_NOFILE " + std::to_string(*nofile) + ", " +
+                        std::to_string(*open_now) + " descriptors open, " +
+                        std::to_string(worker_links) + " kept for worker connections, " +
+                        std::to_string(kDescriptorHeadroom) + " in reserve";
+  if (client_budget_ >= wanted) {
+    LogInfo("client connection budget: " + std::to_string(client_budget_) + " (" + figures + ")");
+    return;
+  }
+  std::string split;
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    split += (i == 0 ? "" : ", ") + cells_[i]->name() + " " + std::to_string(shares[i]);
+  }
+  LogWarning("at most " + std::to_string(client_budget_) + " client connections in all (" +
+             figures + "), fewer than the cells' max_connections add up to (" +
+             std::to_string(wanted) + "): cells get " + split +
+             "; raise the limit (LimitNOFILE=, ulimit -n) to accept more");
 }
 
 void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
@@ -425,6 +474,8 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
       cells.push_back(std::move(j));
     }
     if (!only.empty() && cells.empty()) return ErrorResponse("no cell named " + only);
+    uint64_t client_connections = 0;
+    for (auto& cell : cells_) client_connections += cell->clients();
     nlohmann::json response = {
         {"ok", true},
         {"supervisor",
@@ -434,7 +485,9 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
           {"config", config_.source},
           {"live_requests", pool_.live()},
           {"metrics_listen",
-           metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)}}},
+           metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
+          {"client_connections", client_connections},
+          {"client_connection_budget", client_budget_}}},
         {"cells", cells},
     };
     return response.dump();
@@ -607,6 +660,8 @@ ReloadResult Supervisor::ApplyReload() {
   BH_CHECK(cells_.empty() && next_added == added.size());
   cells_ = std::move(cells);
   config_ = std::move(next);
+  // Cells added or removed, or max_connections changed: the descriptor budget is split anew.
+  SetUpConnectionBudget();
   for (Cell* cell : to_start) cell->Start();
 
   result.ok = true;

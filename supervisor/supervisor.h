@@ -16,6 +16,7 @@
 #include "cell/cgroup.h"
 #include "config/config.h"
 #include "supervisor/cell.h"
+#include "supervisor/connection_budget.h"
 #include "supervisor/control_server.h"
 #include "supervisor/reload_plan.h"
 #include "supervisor/metrics_server.h"
@@ -96,6 +97,9 @@ class Supervisor {
   // Every cell's figures, in config order; and them in the Prometheus text format.
   std::vector<CellSnapshot> Snapshots() const;
   std::string RenderMetrics() const;
+  // Computes the client connection budget from RLIMIT_NOFILE once every socket is bound, and gives
+  // each cell its share (supervisor/connection_budget.h).
+  void SetUpConnectionBudget();
 
   config::Config config_;
   std::string pinned_log_level_;  // empty: the file's log_level applies
@@ -103,6 +107,7 @@ class Supervisor {
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};
   RequestPool pool_;
+  uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;
   // Cells retired by a reload, until their handles are closed. Their workers are still reaped.
   std::vector<std::unique_ptr<Cell>> retiring_;

@@ -1490,6 +1490,50 @@ TEST(ParseConfig, WorkerOutputKeys) {
   ASSERT_EQ(bad_output.size(), 1u);
   EXPECT_THAT(bad_output[0], ::testing::HasSubstr("cells.a.output"));
   EXPECT_THAT(bad_output[0], ::testing::HasSubstr("must be one of log, inherit, null"));
+// cells.NAME.max_connections: its default, its range, and positioned errors.
+TEST(ParseConfig, MaxConnectionsDefaultAndRange) {
+  EXPECT_EQ(MustParse(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)")
+                .cells[0]
+                .max_connections,
+            1024u);
+  const Config config = MustParse(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+max_connections = 1
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+max_connections = 1048576
+)");
+  EXPECT_EQ(config.cells[0].max_connections, 1u);
+  EXPECT_EQ(config.cells[1].max_connections, 1048576u);
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+max_connections = 0
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+max_connections = 1048577
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+max_connections = "many"
+)"),
+      ElementsAre(
+          At(6, 19, "cells.a.max_connections", "must be between 1 and 1048576, got 0"),
+          At(10, 19, "cells.b.max_connections", "must be between 1 and 1048576, got 1048577"),
+          At(14, 19, "cells.c.max_connections", "expected integer, got string")));
 }
 
 }  // namespace

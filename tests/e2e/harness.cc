@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,14 +61,18 @@ std::vector<std::string> Environment(const std::vector<std::string>& overrides) 
 }
 
 // Child side of a fork: stdin/stdout/stderr from the given descriptors, then exec. Async-signal-
-// safe calls only. `death_signal` 0 means none.
+// safe calls only. `death_signal` 0 means none; `max_open_files` 0 keeps RLIMIT_NOFILE.
 [[noreturn]] void ExecChild(int in, int out, int err, pid_t parent, int death_signal, char** argv,
-                            char** envp) {
+                            char** envp, uint64_t max_open_files = 0) {
   if (death_signal != 0) {
     ::prctl(PR_SET_PDEATHSIG, death_signal);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
   }
   if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) ::_exit(127);
+  if (max_open_files != 0) {
+    rlimit nofile{static_cast<rlim_t>(max_open_files), static_cast<rlim_t>(max_open_files)};
+    if (::setrlimit(RLIMIT_NOFILE, &nofile) != 0) ::_exit(127);
+  }
   // The signal mask and dispositions of the test (gtest, threads) are not the child's business.
   sigset_t none;
   sigemptyset(&none);
@@ -259,7 +264,10 @@ bulkhead::Status Harness::Start() {
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return bulkhead::Status::FromErrno("fork");
-  if (pid == 0) ExecChild(null.get(), log.get(), log.get(), parent, SIGTERM, argv.get(), env.get());
+  if (pid == 0) {
+    ExecChild(null.get(), log.get(), log.get(), parent, SIGTERM, argv.get(), env.get(),
+              options_.max_open_files);
+  }
   pid_ = pid;
 
   std::string last_problem = "no status response yet";

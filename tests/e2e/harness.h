@@ -73,6 +73,8 @@ struct HarnessOptions {
   // Entries ("NAME=value") added to, or replacing in, the test's environment for bulkheadd, e.g.
   // "NOTIFY_SOCKET=/tmp/.../notify".
   std::vector<std::string> env = {};
+  // RLIMIT_NOFILE (soft and hard) for bulkheadd, set between fork and exec; 0 inherits the test's.
+  uint64_t max_open_files = 0;
   // Receives what the destructor found wrong: bulkheadd exited non-zero, by a signal, or did not
   // stop. Default: printed to stderr. GoogleTest users pass [](auto& m) { ADD_FAILURE() << m; }.
   std::function<void(const std::string& message)> on_failure;

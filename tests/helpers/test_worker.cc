@@ -36,9 +36,15 @@
 //                    Uid, Gid, Groups, Umask, NoNewPrivs, SigBlk, SigIgn (values as the kernel
 //                    writes them), then "Fds:\t0 1 2 3" (open descriptors, ascending), then one
 //                    "Env:\tNAME=VALUE" line per environment entry, in environ order
+//   blob N           OK with N bytes of BlobPattern (tests/helpers/blob_pattern.h): large replies
+//   exit-mid-reply N starts sending an OK reply of N bytes, and _exit(3)s from another thread 2 ms
+//                    after the handler returned: for N much larger than the socket buffer the
+//                    worker dies while the reply is being written (a race by design, for chaos)
 // Anything else is FAILED/worker_error "unknown command: ...".
 //
-// Switches: --ignore-sigterm; --ready-file PATH (the pid is written to PATH, atomically, once the
+// Switches: --peak-file PATH (each time the peak of requests running at once rises, the new peak
+// is appended to PATH as a line, O_APPEND, so every generation of the worker adds to one file);
+// --ignore-sigterm; --ready-file PATH (the pid is written to PATH, atomically, once the
 // socket is taken and just before serving); --exit-after-ms N (_exit(0) N ms after start);
 // --notify-ready-after-ms N (READY=1 to $NOTIFY_SOCKET N ms after start); --watchdog (WATCHDOG=1
 // to $NOTIFY_SOCKET every WATCHDOG_USEC / 2 until `stop-watchdog`; nothing without WATCHDOG_USEC).
@@ -71,6 +77,7 @@
 
 #include "base/exit_status.h"
 #include "cell/worker.h"
+#include "tests/helpers/blob_pattern.h"
 
 namespace bulkhead {
 namespace {
@@ -79,6 +86,15 @@ using cell::HandlerResult;
 
 std::atomic<int> g_running{0};
 std::atomic<int> g_peak{0};
+// --peak-file, opened O_APPEND before any thread starts; -1 without it.
+int g_peak_fd = -1;
+
+void RecordPeak(int peak) {
+  if (g_peak_fd < 0) return;
+  std::string line = std::to_string(peak) + "\n";
+  ssize_t written = ::write(g_peak_fd, line.data(), line.size());
+  (void)written;
+}
 
 // Counts a request as running for its lifetime, keeping g_peak up to date.
 class RunningScope {
@@ -88,6 +104,7 @@ class RunningScope {
     int peak = g_peak.load();
     while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
     }
+    if (now > peak) RecordPeak(now);
   }
   ~RunningScope() { g_running.fetch_sub(1); }
 };
@@ -333,6 +350,16 @@ HandlerResult Handle(std::string_view payload) {
     return Crash();
   }
   if (command == "self") return HandlerResult::Ok(g_started_with);
+  if (command == "blob" && ParseInt(argument, &number) && number >= 0) {
+    return HandlerResult::Ok(testing::BlobPattern(static_cast<size_t>(number)));
+  }
+  if (command == "exit-mid-reply" && ParseInt(argument, &number) && number >= 0) {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      ::_exit(3);
+    }).detach();
+    return HandlerResult::Ok(testing::BlobPattern(static_cast<size_t>(number)));
+  }
   if (command == "stop-watchdog") {
     g_watchdog_pings.store(false);
     return HandlerResult::Ok("watchdog stopped");
@@ -350,11 +377,12 @@ bool WriteReadyFile(const std::string& path) {
 }
 
 int Usage(const char* message) {
-  std::fprintf(stderr,
-               "bulkhead-test-worker: %s\n"
-               "usage: bulkhead-test-worker [--ignore-sigterm] [--ready-file PATH] "
-               "[--exit-after-ms N] [--notify-ready-after-ms N] [--watchdog]\n",
-               message);
+  std::fprintf(
+      stderr,
+      "bulkhead-test-worker: %s\n"
+      "usage: bulkhead-test-worker [--peak-file PATH] [--ignore-sigterm] [--ready-file PATH] "
+      "[--exit-after-ms N] [--notify-ready-after-ms N] [--watchdog]\n",
+      message);
   return kExitUsage;
 }
 
@@ -369,6 +397,9 @@ int Main(int argc, char** argv) {
     std::string_view arg = argv[i];
     if (arg == "--ignore-sigterm") {
       ignore_sigterm = true;
+    } else if (arg == "--peak-file" && i + 1 < argc) {
+      g_peak_fd = ::open(argv[++i], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (g_peak_fd < 0) return Usage("--peak-file: cannot open the file");
     } else if (arg == "--ready-file" && i + 1 < argc) {
       ready_file = argv[++i];
     } else if (arg == "--exit-after-ms" && i + 1 < argc) {

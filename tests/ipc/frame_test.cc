@@ -415,6 +415,7 @@ TEST(Names, ReasonNames) {
       {Reason::kFull, "full"},
       {Reason::kQueueTimeout, "queue_timeout"},
       {Reason::kUnavailable, "unavailable"},
+      {Reason::kTooManyConnections, "too_many_connections"},
       {Reason::kWorkerError, "worker_error"},
       {Reason::kWorkerDied, "worker_died"},
       {Reason::kTimeout, "timeout"},
@@ -422,7 +423,7 @@ TEST(Names, ReasonNames) {
       {Reason::kOomKilled, "oom_killed"},
       {Reason::kMalformed, "malformed"},
       {Reason::kTooLarge, "too_large"},
-      {static_cast<Reason>(4), "unknown"},
+      {static_cast<Reason>(5), "unknown"},
       {static_cast<Reason>(255), "unknown"},
   };
   for (const auto& [reason, name] : cases) {

@@ -214,6 +214,25 @@ TEST(ReloadPlan, ChangedSocketIsRefusedWithItsPlace) {
                                              "cannot change by reload"));
 }
 
+TEST(ReloadPlan, ChangedSocketModeOrGroupIsRefused) {
+  for (const char* extra : {"socket_mode = \"0666\"\n", "socket_group = 0\n"}) {
+    ReloadPlan plan = PlanCatalogChange(extra);
+    EXPECT_FALSE(plan.ok()) << extra;
+    ASSERT_EQ(plan.errors.size(), 1u) << extra;
+    EXPECT_THAT(plan.errors[0],
+                HasSubstr(std::string(kFile) + ":9:1: cells.catalog.socket_mode/socket_group: "
+                                               "set when the socket is bound"));
+  }
+}
+
+TEST(ReloadPlan, MaxConnectionsAppliesLive) {
+  ReloadPlan plan = PlanCatalogChange("max_connections = 10\n");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan.cells[1].action, Action::kUpdate);
+  EXPECT_THAT(plan.cells[1].changed, ElementsAre("max_connections"));
+  EXPECT_TRUE(plan.cells[1].admission_changed);
+}
+
 TEST(ReloadPlan, LogLevelAppliesLive) {
   ReloadPlan plan = PlanReload(
       Parse(kBase), Parse(std::string("[supervisor]\nlog_level = \"debug\"\n") + (kBase + 13)));
@@ -231,6 +250,8 @@ TEST(ReloadPlan, OtherSupervisorKeysAreRefusedByName) {
            Case{"max_payload_bytes = 1024\n", "max_payload_bytes"},
            Case{"control_socket = \"/run/ctl.sock\"\n", "control_socket"},
            Case{"cgroup = \"off\"\n", "cgroup"},
+           Case{"metrics_listen = \"127.0.0.1:0\"\n", "metrics_listen"},
+           Case{"on_shutdown = \"poweroff\"\n", "on_shutdown"},
        }) {
     ReloadPlan plan =
         PlanReload(Parse(kBase), Parse(std::string("[supervisor]\n") + c.line + (kBase + 13)));
