@@ -1490,6 +1490,8 @@ TEST(ParseConfig, WorkerOutputKeys) {
   ASSERT_EQ(bad_output.size(), 1u);
   EXPECT_THAT(bad_output[0], ::testing::HasSubstr("cells.a.output"));
   EXPECT_THAT(bad_output[0], ::testing::HasSubstr("must be one of log, inherit, null"));
+}
+
 // cells.NAME.max_connections: its default, its range, and positioned errors.
 TEST(ParseConfig, MaxConnectionsDefaultAndRange) {
   EXPECT_EQ(MustParse(R"([supervisor]
