@@ -3,8 +3,15 @@
 BUILD ?= build
 PRESET_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= $(shell nproc)
+# The sanitizer build: clang, ASan + UBSan, the libFuzzer targets (CMakePresets.json asan-ubsan).
+ASAN_BUILD := build-asan
+# `make fuzz`: seconds each fuzzer runs (the ctest entries run BULKHEAD_FUZZ_SECONDS, 20 s).
+FUZZ_SECONDS ?= 600
+FUZZERS := ipc/ipc_frame_fuzzer config/config_fuzzer cell/notify_message_fuzzer
+LAUNCHER := $(if $(shell command -v ccache),\
+  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all deps build demo test bench clean
+.PHONY: all deps build demo test asan-build asan-test fuzz lint bench clean
 
 all: build
 
@@ -18,14 +25,37 @@ build: deps
 demo: build
 	$(BUILD)/examples/bulkhead-demo --bin-dir $(BUILD)
 
+# The normal build's full ctest, then the sanitizer build's (fuzzers included, VM tests excluded).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+	$(MAKE) asan-test
+
+asan-build: deps
+	cmake --preset asan-ubsan $(LAUNCHER)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# Every ctest entry but the VM tests (label vm), each fuzzer for BULKHEAD_FUZZ_SECONDS; the test
+# preset sets ASAN_OPTIONS / UBSAN_OPTIONS so that any finding fails its test.
+asan-test: asan-build
+	ctest --preset asan-ubsan -j $(JOBS) --timeout 300
+
+# Each fuzzer for FUZZ_SECONDS, one after the other, keeping what it finds in its work corpus.
+fuzz: asan-build
+	set -e; for f in $(FUZZERS); do \
+	  bash tests/fuzz/run_fuzzer.sh $(ASAN_BUILD)/tests/$$f tests/fuzz/corpus/$$(basename $$f) \
+	    $(ASAN_BUILD)/tests/$$f.work $(FUZZ_SECONDS); \
+	done
+
+# clang-tidy (.clang-tidy) over the project's sources, with the sanitizer build's compile commands.
+lint: deps
+	cmake --preset asan-ubsan $(LAUNCHER) >/dev/null
+	bash scripts/lint.sh $(ASAN_BUILD) $(JOBS)
 
 bench: build
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)
 
 # The Debian package (packaging/, README "Debian package and systemd"): $(BUILD)/bulkhead_*.deb.
 .PHONY: package

@@ -23,7 +23,9 @@ std::optional<int64_t> ParseDecimal(std::string_view text, int64_t min, int64_t 
   int64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');
+    const int digit = c - '0';
+    if (value > (max - digit) / 10) return std::nullopt;  // value * 10 + digit > max
+    value = value * 10 + digit;
   }
   if (value < min || value > max) return std::nullopt;
   return value;

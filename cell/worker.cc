@@ -68,6 +68,8 @@ HandlerResult Invoke(const Handler& handler, std::string_view payload, uint32_t 
 }
 
 // Runs on its own thread until the peer closes, sends malformed bytes, or a write fails.
+// `handler` by value: each connection thread shares ownership of the handler for its whole life.
+// NOLINTNEXTLINE(performance-unnecessary-value-param): that shared ownership is the point.
 void ServeConnection(UniqueFd connection, std::shared_ptr<const Handler> handler,
                      uint32_t max_payload) {
   ipc::FrameDecoder decoder(ipc::FrameType::kRequest, max_payload);

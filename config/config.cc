@@ -644,7 +644,6 @@ class ConfigParser {
   // `table` is null when [supervisor] is absent (or not a table): everything takes its default.
   void ParseSupervisor(const toml::table* table, SupervisorConfig& out) {
     out.runtime_dir = default_runtime_dir_;
-    std::optional<SourcePosition> control_socket_at;
     SourcePosition runtime_dir_at;
     bool has_control_socket = false;
     if (table != nullptr) {

@@ -59,8 +59,7 @@ std::string FixUnit(std::string_view unit) {
 // whole ("1.5G" -> "1536M"), or in bytes; a general hint when none does.
 std::string DecimalHint(std::string_view text, std::string_view whole, std::string_view fraction,
                         const Unit& unit) {
-  const std::string general =
-      "decimals are not allowed; use a smaller unit (\"1536M\", not \"1.5G\")";
+  std::string general = "decimals are not allowed; use a smaller unit (\"1536M\", not \"1.5G\")";
   // Beyond these lengths the exact arithmetic below could overflow; such sizes get the general
   // hint.
   if (whole.size() > 12 || fraction.empty() || fraction.size() > 12) return general;

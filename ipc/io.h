@@ -17,7 +17,7 @@
 namespace bulkhead::ipc {
 
 // Bytes offered to each read(2) by ReadOnce.
-inline constexpr size_t kReadChunkSize = 64 * 1024;
+inline constexpr size_t kReadChunkSize = size_t{64} * 1024;
 
 // Writes every byte of `iov` to `fd`, looping on partial writes and EINTR; blocks until done. A
 // socket is written with sendmsg(MSG_NOSIGNAL), so a closed peer is an EPIPE error and never

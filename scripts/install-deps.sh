@@ -17,4 +17,9 @@ bash "$here/apt-ensure.sh" \
 bash "$here/apt-ensure.sh" \
   dpkg-dev file lintian systemd man-db bash-completion
 
+# The asan-ubsan build and its libFuzzer targets (clang, compiler-rt), and `make lint`
+# (clang-tidy; scripts/lint.sh reads compile_commands.json with python3).
+bash "$here/apt-ensure.sh" \
+  clang libclang-rt-14-dev clang-tidy python3
+
 bash "$here/install-vm-deps.sh"

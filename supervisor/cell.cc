@@ -718,7 +718,7 @@ void Cell::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameVie
   }
 }
 
-void Cell::OnLinkBroken(WorkerLink* link, std::string why, bool worker_at_fault) {
+void Cell::OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) {
   Request* request = link->TakeInflight();
   DropLink(link);
   if (worker_at_fault) {

@@ -189,7 +189,7 @@ class Cell {
   // Called by WorkerLink. `request` has been taken off the link.
   void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame);
   // `worker_at_fault`: the worker broke the protocol; its request fails at once with that reason.
-  void OnLinkBroken(WorkerLink* link, std::string why, bool worker_at_fault);
+  void OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault);
 
  private:
   // The lifecycle reads loop time.

@@ -14,7 +14,7 @@ namespace bulkhead::supervisor {
 
 namespace {
 // A request line longer than this closes the connection: control requests are small.
-constexpr size_t kMaxLine = 64 * 1024;
+constexpr size_t kMaxLine = size_t{64} * 1024;
 }  // namespace
 
 class ControlConnection {

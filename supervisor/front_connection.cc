@@ -15,7 +15,7 @@ namespace bulkhead::supervisor {
 
 namespace {
 // Bytes asked of the kernel per read; the decoder grows beyond it only for large frames.
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kReadChunk = size_t{64} * 1024;
 // True when the peer closed its socket rather than only shutting down its writing side: a Unix
 // stream socket then reports POLLHUP (both directions shut down), a half-close only POLLRDHUP.
 bool PeerClosedBothWays(uv_stream_t* stream) {

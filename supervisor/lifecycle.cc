@@ -320,7 +320,7 @@ void Lifecycle::RecordExit(const Event& e) {
   if (!kill_reason_.empty()) last_exit_ = kill_reason_ + " (" + last_exit_ + ")";
 }
 
-void Lifecycle::ApplyPolicy(bool clean, std::string log_prefix, Transition& t) {
+void Lifecycle::ApplyPolicy(bool clean, const std::string& log_prefix, Transition& t) {
   cell::RestartPolicy::Decision decision = policy_.OnExit(now_ms_, clean, last_exit_);
   switch (decision.verdict) {
     case cell::RestartPolicy::Verdict::kRestart:

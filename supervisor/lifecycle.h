@@ -303,7 +303,7 @@ class Lifecycle {
   void SendStopSignal(Transition& t);
   void EnterStopped(Transition& t);
   void RecordExit(const Event& e);
-  void ApplyPolicy(bool clean, std::string log_prefix, Transition& t);
+  void ApplyPolicy(bool clean, const std::string& log_prefix, Transition& t);
   std::string StalledText(const Event& e) const;
   static void Add(Transition& t, Action::Type type);
   static void Log(Transition& t, LogLevel level, std::string line);

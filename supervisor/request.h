@@ -53,7 +53,7 @@ class RequestPool {
 
  private:
   // A payload buffer larger than this is freed on release rather than kept for reuse.
-  static constexpr size_t kMaxRetainedPayload = 64 * 1024;
+  static constexpr size_t kMaxRetainedPayload = size_t{64} * 1024;
 
   std::vector<std::unique_ptr<Request>> free_;
   size_t live_ = 0;

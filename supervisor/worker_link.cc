@@ -15,7 +15,7 @@
 namespace bulkhead::supervisor {
 
 namespace {
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kReadChunk = size_t{64} * 1024;
 }  // namespace
 
 WorkerLink::WorkerLink(Cell* cell, uint32_t max_payload)
@@ -111,9 +111,9 @@ void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
   }
 }
 
-void WorkerLink::Broken(std::string why, bool worker_at_fault) {
+void WorkerLink::Broken(const std::string& why, bool worker_at_fault) {
   if (closing_) return;
-  cell_->OnLinkBroken(this, std::move(why), worker_at_fault);
+  cell_->OnLinkBroken(this, why, worker_at_fault);
 }
 
 void WorkerLink::Close() {

@@ -52,7 +52,7 @@ class WorkerLink {
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void OnClosed(uv_handle_t* handle);
   // `worker_at_fault`: the worker broke the protocol (not an EOF or a socket error).
-  void Broken(std::string why, bool worker_at_fault = false);
+  void Broken(const std::string& why, bool worker_at_fault = false);
 
   Cell* cell_;
   uv_pipe_t pipe_{};

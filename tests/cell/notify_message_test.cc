@@ -98,6 +98,20 @@ TEST(ParseNotifyMessage, NumbersArePlainDecimalsInRange) {
   EXPECT_EQ(MustParse("MAINPID=2147483647").main_pid, 2147483647);
 }
 
+// 19 digits pass the length bound but can exceed int64_t: the parser must refuse them without
+// overflowing (signed overflow is undefined; the asan-ubsan build stops on it). Found while
+// writing fuzz.notify_message_fuzzer.
+TEST(ParseNotifyMessage, NineteenDigitNumbersDoNotOverflow) {
+  for (const char* line : {"MAINPID=9999999999999999999", "ERRNO=9999999999999999999",
+                           "ERRNO=9223372036854775808", "MAINPID=9223372036854775807"}) {
+    const NotifyMessage m = MustParse(line);
+    EXPECT_FALSE(m.main_pid.has_value()) << line;
+    EXPECT_FALSE(m.error.has_value()) << line;
+    EXPECT_EQ(m.ignored_lines, 1u) << line;
+  }
+  EXPECT_EQ(MustParse("ERRNO=0000000000000000009").error, 9);
+}
+
 TEST(ParseNotifyMessage, MalformedAndUnknownLinesAreIgnored) {
   const NotifyMessage m =
       MustParse("garbage\n=1\nRE ADY=1\nFDSTORE=1\nEXTEND_TIMEOUT_USEC=5000000\n\n\nREADY=1");

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Regenerates the checked-in seed corpora tests/fuzz/corpus/<fuzzer>/ from what the project itself
+# says is valid or interesting: frames of every type, status and reason (docs/protocol.md) and
+# their broken forms; the config files of examples/ and docs/ and the TOML strings of
+# tests/config/; sd_notify(3) datagrams. Deterministic: running it twice gives the same files.
+# Usage: python3 tests/fuzz/make_seed_corpus.py   (from anywhere; rewrites the seed files)
+import pathlib
+import re
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "fuzz" / "corpus"
+
+REQUEST, REPLY = 1, 2
+# (status, reason) pairs a reply can carry (ipc/frame.h).
+REPLY_KINDS = [(0, 0), (1, 1), (1, 2), (1, 3), (2, 16), (2, 17), (2, 18), (2, 19), (2, 20),
+               (3, 32), (3, 33)]
+
+
+def header(ftype, status=0, reason=0, request_id=1, payload_size=0, version=1, length=None):
+    if length is None:
+        length = 12 + payload_size
+    return struct.pack(">IBBBBQ", length & 0xFFFFFFFF, version, ftype, status, reason, request_id)
+
+
+def frame(ftype, payload=b"", **kw):
+    return header(ftype, payload_size=len(payload), **kw) + payload
+
+
+def write(fuzzer, name, data):
+    directory = CORPUS / fuzzer
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_bytes(data)
+
+
+def frame_seeds():
+    # ipc_frame_fuzzer reads byte 0 as (max_payload / 4) << 1 | (1 if REPLY accepted) and byte 1 as
+    # the seed of the piece sizes; the rest is the byte stream (tests/ipc/frame_fuzzer.cc).
+    def emit(name, accepted, stream, max_payload=508, pieces=0x5A):
+        control = ((max_payload // 4) << 1) | (1 if accepted == REPLY else 0)
+        write("ipc_frame_fuzzer", name, bytes([control & 0xFF, pieces]) + stream)
+
+    emit("request_empty", REQUEST, frame(REQUEST))
+    emit("request_hello", REQUEST, frame(REQUEST, b"hello", request_id=42))
+    emit("request_max_id", REQUEST, frame(REQUEST, b"x", request_id=2**64 - 1))
+    emit("requests_pipelined", REQUEST,
+         b"".join(frame(REQUEST, b"p%d" % i, request_id=i) for i in range(1, 9)), pieces=0x07)
+    emit("request_at_max_payload", REQUEST, frame(REQUEST, b"A" * 508))
+    emit("request_one_past_max", REQUEST, frame(REQUEST, b"A" * 509))
+    emit("request_payload_with_zero_max", REQUEST, frame(REQUEST, b"x"), max_payload=0)
+    for status, reason in REPLY_KINDS:
+        emit("reply_%d_%d" % (status, reason), REPLY,
+             frame(REPLY, b"reply body", status=status, reason=reason, request_id=7))
+    emit("replies_pipelined", REPLY,
+         b"".join(frame(REPLY, b"r" * i, status=s, reason=r, request_id=i)
+                  for i, (s, r) in enumerate(REPLY_KINDS)), pieces=0x33)
+    # Broken forms, one per check of FrameDecoder, in its order.
+    emit("truncated_header", REQUEST, frame(REQUEST, b"abc")[:7])
+    emit("truncated_payload", REQUEST, frame(REQUEST, b"abcdef")[:19])
+    emit("bad_version", REQUEST, frame(REQUEST, b"v", version=7))
+    emit("version_zero", REQUEST, frame(REQUEST, version=0))
+    emit("length_below_header", REQUEST, header(REQUEST, length=11))
+    emit("length_zero", REQUEST, header(REQUEST, length=0))
+    emit("announces_4gib", REQUEST, header(REQUEST, length=0xFFFFFFFF) + b"partial")
+    emit("announces_4gib_reply", REPLY, header(REPLY, length=0xFFFFFFFF))
+    emit("wrong_type_request", REQUEST, frame(REPLY, b"x"))
+    emit("wrong_type_reply", REPLY, frame(REQUEST, b"x"))
+    emit("unknown_type", REQUEST, frame(9, b"x"))
+    emit("request_with_status", REQUEST, frame(REQUEST, b"x", status=1, reason=1))
+    emit("request_with_reason", REQUEST, frame(REQUEST, b"x", reason=32))
+    emit("reply_bad_status", REPLY, frame(REPLY, b"x", status=4))
+    emit("reply_unknown_reason", REPLY, frame(REPLY, b"x", status=2, reason=200))
+    emit("good_then_bad", REQUEST, frame(REQUEST, b"ok") + frame(REQUEST, version=2) +
+         frame(REQUEST, b"after"))
+    emit("empty_stream", REQUEST, b"")
+
+
+def config_seeds():
+    def emit(name, text):
+        write("config_fuzzer", name, text.encode())
+
+    emit("examples_shop.toml", (ROOT / "examples" / "shop.toml").read_text())
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        for i, block in enumerate(re.findall(r"```toml\n(.*?)```", doc.read_text(), re.S)):
+            emit("docs_%s_%d.toml" % (doc.stem, i), block)
+    for test in sorted((ROOT / "tests" / "config").glob("*_test.cc")):
+        strings = re.findall(r'R"\((.*?)\)"', test.read_text(), re.S)
+        for i, text in enumerate(strings):
+            emit("%s_%02d.toml" % (test.stem, i), text)
+    # Edge cases the tests may not spell out.
+    emit("edge_empty.toml", "")
+    emit("edge_only_comment.toml", "# nothing\n")
+    emit("edge_nul.toml", "[cells.a]\ncommand = [\"/bin/true\0\"]\n")
+    emit("edge_bad_utf8.toml", "[cells.\xff]\n")
+    emit("edge_deep_nesting.toml", "a = " + "[" * 200 + "]" * 200 + "\n")
+    emit("edge_huge_integers.toml",
+         "[cells.a]\ncommand = [\"/bin/true\"]\nmax_concurrent = 9223372036854775807\n"
+         "max_queue = -9223372036854775808\nqueue_timeout = \"99999999999999999999ms\"\n")
+    emit("edge_crlf.toml", "[cells.a]\r\ncommand = [\"/bin/true\"]\r\n")
+    emit("edge_unterminated.toml", "[cells.a]\ncommand = [\"/bin/true\n")
+
+
+def notify_seeds():
+    def emit(name, text):
+        write("notify_message_fuzzer", name, text if isinstance(text, bytes) else text.encode())
+
+    emit("ready", "READY=1")
+    emit("ready_status_mainpid", "READY=1\nSTATUS=serving\nMAINPID=4242\n")
+    emit("reloading", "RELOADING=1\n")
+    emit("stopping", "STOPPING=1\n")
+    emit("watchdog", "WATCHDOG=1")
+    emit("watchdog_trigger", "WATCHDOG=trigger\n")
+    emit("errno", "ERRNO=2\nSTATUS=failed: ENOENT\n")
+    emit("status_empty", "STATUS=\n")
+    emit("status_utf8", "STATUS=caf\xc3\xa9 \xf0\x9f\x9a\x80".encode("latin-1"))
+    emit("status_bad_utf8", b"STATUS=\xed\xa0\x80\n")
+    emit("mainpid_big", "MAINPID=2147483648\n")
+    emit("mainpid_19_digits", "MAINPID=1234567890123456789\n")
+    emit("errno_negative", "ERRNO=-1\n")
+    emit("unknown_names", "FDSTORE=1\nEXTEND_TIMEOUT_USEC=5000000\nlower=1\n=x\nNOEQUALS\n\n")
+    emit("duplicates", "STATUS=a\nSTATUS=b\nMAINPID=1\nMAINPID=2\nREADY=1\nREADY=1\n")
+    emit("nul_byte", b"READY=1\0STATUS=x")
+    emit("at_limit", "STATUS=" + "x" * (4096 - 7))
+    emit("past_limit", "STATUS=" + "x" * (4096 - 6))
+
+
+if __name__ == "__main__":
+    frame_seeds()
+    config_seeds()
+    notify_seeds()
