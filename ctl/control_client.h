@@ -13,7 +13,7 @@
 namespace bulkhead::ctl {
 
 // The longest response line QueryControl reads: 16 MiB (a status line is about 700 bytes a cell).
-inline constexpr size_t kMaxResponseLine = 16 * 1024 * 1024;
+inline constexpr size_t kMaxResponseLine = size_t{16} * 1024 * 1024;
 
 struct ControlReply {
   // The response object, whether its "ok" is true or false. Empty on failure.
