@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -108,9 +109,17 @@ bool IsBareValue(std::string_view value) {
 LogStyle DetectStderrStyle() {
   const char* stream = std::getenv("JOURNAL_STREAM");
   if (stream == nullptr) return LogStyle::kTimestamp;
+  // "DEVICE:INODE", both decimal (systemd.exec(5) $JOURNAL_STREAM).
+  std::string_view text(stream);
+  size_t colon = text.find(':');
   uintmax_t device = 0;
   uintmax_t inode = 0;
-  if (std::sscanf(stream, "%" SCNuMAX ":%" SCNuMAX, &device, &inode) != 2) {
+  if (colon == std::string_view::npos) return LogStyle::kTimestamp;
+  const char* end = text.data() + text.size();
+  auto [device_end, device_error] = std::from_chars(text.data(), text.data() + colon, device);
+  auto [inode_end, inode_error] = std::from_chars(text.data() + colon + 1, end, inode);
+  if (device_error != std::errc() || device_end != text.data() + colon ||
+      inode_error != std::errc() || inode_end != end) {
     return LogStyle::kTimestamp;
   }
   struct stat st {};

@@ -22,7 +22,7 @@ class MetricsConnection;
 
 class MetricsServer {
  public:
-  static constexpr size_t kMaxRequestBytes = 8 * 1024;
+  static constexpr size_t kMaxRequestBytes = size_t{8} * 1024;
   static constexpr uint64_t kIdleMs = 10'000;
   static constexpr size_t kMaxConnections = 64;
 

@@ -100,7 +100,8 @@ TEST(Privilege, WorkerRunsAsNobodyAndCanStillNotify) {
   EXPECT_THAT(env, ::testing::UnorderedElementsAre(
                        "GREETING=hello", "HOME=/srv/jail", StartsWith("PATH="), notify,
                        "USER=nobody", "LOGNAME=nobody", "SHELL=/usr/sbin/nologin", "LISTEN_FDS=1",
-                       "LISTEN_FDNAMES=jail", StartsWith("LISTEN_PID=")))
+                       "LISTEN_FDNAMES=jail", StartsWith("LISTEN_PID="),
+                       "BULKHEAD_MAX_PAYLOAD_BYTES=4194304"))
       << self;
 
   // Only the worker's user (and root) may write to its notify socket.
