@@ -19,7 +19,7 @@ deps:
 	bash scripts/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) $(PRESET_FLAGS) -DBULKHEAD_WERROR=ON
+	cmake -S . -B $(BUILD) $(PRESET_FLAGS) -DBULKHEAD_WERROR=ON $(LAUNCHER)
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
