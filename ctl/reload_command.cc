@@ -2,6 +2,7 @@
 #include "ctl/reload_command.h"
 
 #include "base/exit_status.h"
+#include "ctl/control_client.h"
 
 namespace bulkhead::ctl {
 
@@ -36,7 +37,8 @@ ReloadOutcome InterpretReload(const nlohmann::json& response) {
   outcome.err = "bulkheadctl: reload: " +
                 (text("error").empty() ? "unexpected response " + response.dump() : text("error")) +
                 "\n";
-  outcome.exit_code = kExitFailure;
+  // A caller without the privilege (docs/control.md, "Credentials") exits as every command does.
+  outcome.exit_code = IsPermissionDenied(response) ? kExitPermissionDenied : kExitFailure;
   return outcome;
 }
 

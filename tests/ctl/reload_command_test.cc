@@ -46,5 +46,14 @@ TEST(ReloadCommand, OtherFailuresExitFailure) {
   EXPECT_EQ(InterpretReload({{"ok", true}}).exit_code, kExitFailure);
 }
 
+TEST(ReloadCommand, PermissionDeniedExitsNoPerm) {
+  ReloadOutcome denied =
+      InterpretReload({{"ok", false},
+                       {"error", "permission denied: uid 65534 may not run \"reload\""},
+                       {"code", "permission_denied"}});
+  EXPECT_EQ(denied.exit_code, kExitPermissionDenied);
+  EXPECT_EQ(denied.err, "bulkheadctl: reload: permission denied: uid 65534 may not run \"reload\"\n");
+}
+
 }  // namespace
 }  // namespace bulkhead::ctl
