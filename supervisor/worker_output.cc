@@ -14,7 +14,7 @@ namespace bulkhead::supervisor {
 namespace {
 
 // The read buffer: one default pipe's capacity (pipe(7)).
-constexpr size_t kReadBufferBytes = 64 * 1024;
+constexpr size_t kReadBufferBytes = size_t{64} * 1024;
 
 }  // namespace
 
