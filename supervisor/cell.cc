@@ -765,16 +765,19 @@ void Cell::DropLink(WorkerLink* link) {
 }
 
 void Cell::FinishRunning(Request* request) {
-  // Off the running list, then the slot is freed.
-  if (request->run_prev != nullptr) {
-    request->run_prev->run_next = request->run_next;
-  } else {
-    running_head_ = request->run_next;
-  }
-  if (request->run_next != nullptr) {
-    request->run_next->run_prev = request->run_prev;
-  } else {
-    running_tail_ = request->run_prev;
+  // Off the running list (where a request whose worker connection failed never was), then the
+  // slot is freed.
+  if (request->run_prev != nullptr || running_head_ == request) {
+    if (request->run_prev != nullptr) {
+      request->run_prev->run_next = request->run_next;
+    } else {
+      running_head_ = request->run_next;
+    }
+    if (request->run_next != nullptr) {
+      request->run_next->run_prev = request->run_prev;
+    } else {
+      running_tail_ = request->run_prev;
+    }
   }
   request->run_prev = request->run_next = nullptr;
   if (request->answered) --answered_running_;

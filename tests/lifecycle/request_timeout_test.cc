@@ -2,6 +2,11 @@
 // request_timeout (issue 4): a request that runs too long is answered FAILED/timeout at once, but
 // its slot stays taken (running = 1, the next request finds the cell full) until the worker
 // really answers; that late answer is dropped, so the client gets exactly one reply.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -65,6 +70,32 @@ TEST(RequestTimeout, FailsTheClientFastButKeepsTheSlotUntilTheWorkerAnswers) {
   EXPECT_EQ(c["failed_by_reason"]["timeout"], 1) << c.dump();
   EXPECT_EQ(c["dropped"], 0) << c.dump();
   ExpectCountersMatch(h, "slowpoke", tally);
+}
+
+// A request whose worker connection cannot be made fails at once; it was never on the running
+// list, and taking it off must not drop the requests that are (they would never time out).
+TEST(RequestTimeout, AFailedWorkerConnectionLeavesTheOthersOnTheTimeoutList) {
+  Harness h(TestOptions({CellSpec{.name = "flaky",
+                                  .max_concurrent = 2,
+                                  .max_queue = 0,
+                                  .extra_toml = "request_timeout = \"300ms\"\n"}}));
+  ASSERT_STARTED(h);
+  Result<ipc::Client> slow = SendOn(h, "flaky", 1, "sleep 4000");
+  ASSERT_TRUE(slow.ok()) << slow.status().message();
+  ASSERT_TRUE(h.WaitForCell("flaky", [](const nlohmann::json& c) { return c["running"] == 1; }));
+
+  // The next request needs a second worker connection; with the socket file gone, connect(2)
+  // fails (ENOENT) while the supervisor's listening socket itself stays open.
+  ASSERT_EQ(::unlink(h.WorkerSocket("flaky").c_str()), 0) << std::strerror(errno);
+  Result<ipc::Client::Reply> refused = h.Call("flaky", "echo second");
+  ASSERT_TRUE(IsReply(refused, ReplyStatus::kFailed, Reason::kWorkerError)) << Describe(refused);
+  EXPECT_THAT(refused->payload, ::testing::HasSubstr("cannot connect to worker"));
+
+  // The first request is still on the list: request_timeout answers it, not the worker's reply
+  // 4 s later (with the list emptied it was answered OK "slept ...").
+  Result<ipc::Client::Reply> first = slow->Receive();
+  EXPECT_TRUE(IsReply(first, ReplyStatus::kFailed, Reason::kTimeout)) << Describe(first);
+  EXPECT_EQ(h.Cell("flaky")["failed_by_reason"]["timeout"], 1);
 }
 
 }  // namespace
