@@ -192,18 +192,28 @@ void ApplyCredentials(const ChildPlan& plan) {
   }
 }
 
+// The kernel's struct sigaction for rt_sigaction(2) on x86-64 and arm64 (not glibc's), and its
+// signal count (_NSIG): signals 1..64.
+struct KernelSigaction {
+  uintptr_t handler = 0;  // SIG_DFL
+  unsigned long flags = 0;
+  uintptr_t restorer = 0;
+  uint64_t mask = 0;
+};
+constexpr int kKernelSignals = 65;
+
 [[noreturn]] void RunChild(const ChildPlan& plan) {
   ::close(plan.report_read_fd);
 
   // Signals: dispositions first, so that no handler of the parent can run once the mask (all
-  // blocked by the parent around the fork) is emptied. SIGKILL/SIGSTOP cannot be changed, and
-  // glibc refuses its two internal signals: errors are ignored.
-  struct sigaction default_action = {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) {
+  // blocked by the parent around the fork) is emptied. SIGKILL/SIGSTOP cannot be changed. The
+  // raw rt_sigaction(2) reaches the two signals glibc's sigaction refuses (32 and 33, its
+  // internal ones): ignored by whoever started bulkheadd, they would survive execve into a worker
+  // whose runtime may use them.
+  for (int sig = 1; sig < kKernelSignals; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
-    ::sigaction(sig, &default_action, nullptr);
+    KernelSigaction default_action;  // SIG_DFL, no flags, empty mask
+    ::syscall(SYS_rt_sigaction, sig, &default_action, nullptr, sizeof default_action.mask);
   }
   sigset_t empty;
   sigemptyset(&empty);

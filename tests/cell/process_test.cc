@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -239,6 +241,41 @@ TEST(Spawn, SignalMaskAndDispositionsAreReset) {
   struct sigaction chld = {};
   ASSERT_EQ(::sigaction(SIGCHLD, nullptr, &chld), 0);
   EXPECT_EQ(chld.sa_handler, SIG_DFL);
+}
+
+// Signals 32 and 33 are glibc's own (its sigaction refuses them), but a parent that is not glibc
+// may leave them ignored, and an ignored signal survives execve.
+TEST(Spawn, SignalsGlibcKeepsForItselfAreResetToo) {
+  struct KernelSigaction {
+    uintptr_t handler;
+    unsigned long flags;
+    uintptr_t restorer;
+    uint64_t mask;
+  };
+  KernelSigaction ignore = {reinterpret_cast<uintptr_t>(SIG_IGN), 0, 0, 0};
+  KernelSigaction saved[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(::syscall(SYS_rt_sigaction, 32 + i, &ignore, &saved[i], sizeof ignore.mask), 0)
+        << std::strerror(errno);
+  }
+  SpawnOptions options;
+  options.argv = {"sleep", "60"};
+  options.environment = {"PATH=/usr/bin:/bin"};
+  Result<pid_t> pid = Spawn(options);
+  for (int i = 0; i < 2; ++i) {
+    ::syscall(SYS_rt_sigaction, 32 + i, &saved[i], nullptr, sizeof ignore.mask);
+  }
+  ASSERT_TRUE(pid.ok()) << pid.status().message();
+  ChildGuard child(*pid);
+
+  // Spawn returns once exec closed the status pipe: the dispositions are final by then.
+  std::ifstream status("/proc/" + std::to_string(*pid) + "/status");
+  std::string line;
+  std::string ignored;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigIgn:", 0) == 0) ignored = line.substr(line.find_first_not_of(" \t", 7));
+  }
+  EXPECT_EQ(ignored, "0000000000000000");
 }
 
 TEST(Spawn, ChildLeadsItsOwnSessionAndProcessGroup) {
