@@ -416,7 +416,9 @@ TEST(ChaosSoak, InvariantsHoldUnderKillsStopsExitsAndDisconnects) {
   }
   auto worker_connections = [&] {
     uint64_t total = 0;
-    for (const nlohmann::json& cell : h.Status()["cells"]) total += U(cell, "worker_connections");
+    // Named: a range-for over a member of a temporary reads freed memory (before C++23).
+    const nlohmann::json status = h.Status();
+    for (const nlohmann::json& cell : status["cells"]) total += U(cell, "worker_connections");
     return total;
   };
   auto settled_fds = [&] { return FdCount(daemon) - worker_connections(); };
