@@ -56,6 +56,19 @@ int g_duration_s = 45;
 // of this branch: not yet explained); a leak per request, connection or restart is hundreds.
 constexpr size_t kFdTolerance = 8;
 constexpr double kRssToleranceFactor = 1.5;
+// Under AddressSanitizer freed memory sits in its quarantine (up to 256 MiB), so bulkheadd's RSS
+// says nothing about leaks there; LeakSanitizer checks them at its exit instead.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssMeaningful = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kRssMeaningful = false;
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+#else
+constexpr bool kRssMeaningful = true;
+#endif
 constexpr uint64_t kRssToleranceBytes = 16 << 20;
 constexpr int kClientThreads = 4;
 constexpr size_t kBlobBytes = 100'000;
@@ -532,7 +545,12 @@ TEST(ChaosSoak, InvariantsHoldUnderKillsStopsExitsAndDisconnects) {
       static_cast<unsigned long long>(rss / 1024));
   EXPECT_TRUE(fds_back) << "descriptors " << fd_baseline << " -> " << fds << ":\n"
                         << FdTargets(daemon) << "status: " << h.Status().dump();
-  EXPECT_LE(rss, static_cast<uint64_t>(rss_baseline * kRssToleranceFactor) + kRssToleranceBytes);
+  if (kRssMeaningful) {
+    EXPECT_LE(rss,
+              static_cast<uint64_t>(rss_baseline * kRssToleranceFactor) + kRssToleranceBytes);
+  } else {
+    std::printf("  (RSS not checked: AddressSanitizer's quarantine holds freed memory)\n");
+  }
 }
 
 }  // namespace
