@@ -180,10 +180,13 @@ std::string Cell::Start() {
 }
 
 std::string Cell::Restart() {
+  // Set before Handle (the spawn may come at once); a refused restart ("restart in progress")
+  // leaves the flag of the one under way as it was.
+  const bool earlier = operator_restart_;
   operator_restart_ = true;
   std::string reply =
       Lifecycle::ReplyText(Handle(Event::RestartRequested(bulkhead_.running())).reply);
-  if (reply != Lifecycle::ReplyText(Lifecycle::Reply::kAccepted)) operator_restart_ = false;
+  if (reply != Lifecycle::ReplyText(Lifecycle::Reply::kAccepted)) operator_restart_ = earlier;
   return reply;
 }
 

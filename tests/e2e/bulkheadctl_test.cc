@@ -5,11 +5,20 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <regex>
 #include <string>
 
 #include "base/exit_status.h"
+#include "base/unique_fd.h"
 #include "ctl/status_table.h"
 #include "tests/e2e/e2e_test.h"
 
@@ -315,6 +324,38 @@ TEST(Bulkheadctl, CallTimeoutBoundsTheWait) {
   EXPECT_THAT(run.err, HasSubstr("timed out waiting for the reply"));
   // Not before the timeout; and well before "sleep 5000" could answer, or the exit code would be 0.
   EXPECT_GE(elapsed, milliseconds(300));
+}
+
+// Two restarts in one read of the control socket: the second is refused ("restart in progress")
+// and must not turn the first, the operator's, into a crash in restarts_by_reason.
+TEST(Bulkheadctl, ARefusedSecondRestartKeepsTheFirstAnOperatorRestart) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  const int first_pid = h.Cell("payments")["pid"].get<int>();
+  UniqueFd control(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(control.valid());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", h.control_socket().c_str());
+  ASSERT_EQ(::connect(control.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string twice = "{\"command\":\"restart\",\"cell\":\"payments\"}\n"
+                            "{\"command\":\"restart\",\"cell\":\"payments\"}\n";
+  ASSERT_EQ(::write(control.get(), twice.data(), twice.size()),
+            static_cast<ssize_t>(twice.size()));
+  std::string replies;
+  char buf[512];
+  while (std::count(replies.begin(), replies.end(), '\n') < 2) {
+    ssize_t n = ::read(control.get(), buf, sizeof buf);
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    replies.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_THAT(replies, HasSubstr("restart in progress")) << replies;
+  ASSERT_TRUE(h.WaitForCell("payments", [&](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != first_pid;
+  })) << h.Status().dump();
+  const nlohmann::json by_reason = h.Cell("payments")["restarts_by_reason"];
+  EXPECT_EQ(by_reason["operator"], 1) << by_reason.dump();
+  EXPECT_EQ(by_reason["crash"], 0) << by_reason.dump();
 }
 
 TEST(Bulkheadctl, StopStartAndRestartACell) {
