@@ -25,10 +25,12 @@ build: deps
 demo: build
 	$(BUILD)/examples/bulkhead-demo --bin-dir $(BUILD)
 
-# The normal build's full ctest, then the sanitizer build's (fuzzers included, VM tests excluded).
+# The normal build's full ctest, then the sanitizer build's (fuzzers included, VM tests excluded),
+# then clang-tidy: the whole suite, what .ci/run runs.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 	$(MAKE) asan-test
+	$(MAKE) lint
 
 asan-build: deps
 	cmake --preset asan-ubsan $(LAUNCHER)
