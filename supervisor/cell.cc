@@ -948,7 +948,7 @@ CellSnapshot Cell::Snapshot() const {
   s.clients = static_cast<uint32_t>(clients_.size());
   s.max_connections = config_.max_connections;
   s.connection_limit = std::min(config_.max_connections, connection_share_);
-  s.worker_connections = static_cast<uint32_t>(idle_links_.size() + busy_links_.size());
+  s.worker_connections = static_cast<uint32_t>(worker_connections());
   s.starts = lifecycle_.starts();
   s.restarts = lifecycle_.restarts();
   s.last_exit = lifecycle_.last_exit();

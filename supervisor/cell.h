@@ -139,6 +139,8 @@ class Cell {
   void SetStateObserver(std::function<void()> observer) { state_observer_ = std::move(observer); }
   // Client connections open on the front socket now.
   size_t clients() const { return clients_.size(); }
+  // Connections to the worker open now, idle or carrying a request.
+  size_t worker_connections() const { return idle_links_.size() + busy_links_.size(); }
 
   // Creates the cell's cgroup and writes its limits (when enforced), claims and binds the front,
   // worker and notify sockets (stale files from a killed run are reclaimed; a front socket another

@@ -293,8 +293,7 @@ void Supervisor::SetUpConnectionBudget() {
   // At a reload, connections already open are part of what the budget covers, not fixed costs.
   uint64_t fixed = *open_now;
   for (const auto& cell : cells_) {
-    CellSnapshot s = cell->Snapshot();
-    fixed -= std::min<uint64_t>(fixed, uint64_t{s.clients} + s.worker_connections);
+    fixed -= std::min<uint64_t>(fixed, cell->clients() + cell->worker_connections());
   }
   client_budget_ = ClientConnectionBudget(*nofile, fixed, worker_links);
   std::vector<uint32_t> shares = ShareConnectionBudget(client_budget_, max_connections);
