@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(dirname "$0")"
 
 bash "$here/apt-ensure.sh" \
-  build-essential cmake pkg-config \
+  build-essential cmake pkg-config ccache \
   libuv1-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libsystemd-dev \
   libgtest-dev libgmock-dev \
   libhttp-parser-dev curl prometheus
