@@ -31,6 +31,9 @@ namespace {
 // Pause after accept(2) runs out of descriptors or memory, before trying again.
 constexpr int kAcceptBackoffMs = 100;
 
+// Set by ServeConnection around each Handler call on its thread (CurrentRequest).
+thread_local std::optional<RequestContext> t_current_request;
+
 std::optional<std::string> TakeEnv(const char* name) {
   const char* value = std::getenv(name);
   std::optional<std::string> copy;
@@ -78,7 +81,9 @@ void ServeConnection(UniqueFd connection, std::shared_ptr<const Handler> handler
     ipc::DecodeResult decoded = decoder.Next(&frame);
     if (decoded == ipc::DecodeResult::kFrame) {
       // frame.payload points into the decoder: answer before reading more.
+      t_current_request = RequestContext{connection.get(), frame.header.request_id};
       HandlerResult result = Invoke(*handler, frame.payload, max_payload);
+      t_current_request.reset();
       ipc::FrameHeader reply;
       reply.type = ipc::FrameType::kReply;
       reply.status = result.ok ? ipc::ReplyStatus::kOk : ipc::ReplyStatus::kFailed;
@@ -121,6 +126,8 @@ bool IsResourceAcceptError(int err) {
 }
 
 }  // namespace
+
+std::optional<RequestContext> CurrentRequest() { return t_current_request; }
 
 Result<int> ListenFdFromEnv() {
   std::optional<std::string> listen_pid = TakeEnv("LISTEN_PID");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +30,18 @@ struct HandlerResult {
 // REPLY FAILED/worker_error with its what(); a result over the payload limit (MaxPayloadFromEnv)
 // becomes FAILED/worker_error "reply of N bytes exceeds the maximum of M".
 using Handler = std::function<HandlerResult(std::string_view payload)>;
+
+// The request a Handler is answering, as CurrentRequest() shows it to that handler.
+struct RequestContext {
+  int connection_fd = -1;   // the connection the request came on (owned by the SDK)
+  uint64_t request_id = 0;  // the REQUEST frame's request_id, which its REPLY must carry
+};
+
+// Inside a Handler call: the request that handler is answering on the calling thread; nullopt
+// anywhere else. For a handler that must write to the connection itself rather than return a
+// result (the test worker sends half a reply and exits): such a handler never returns, since the
+// SDK would then write a REPLY of its own after those bytes.
+std::optional<RequestContext> CurrentRequest();
 
 // Takes the listening socket passed per sd_listen_fds(3): LISTEN_PID must equal getpid() and
 // LISTEN_FDS must be 1, so the socket is fd 3 (SD_LISTEN_FDS_START); fd 3 must be a listening

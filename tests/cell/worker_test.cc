@@ -11,7 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -19,6 +22,7 @@
 
 #include "ipc/frame.h"
 #include "tests/cell/worker_fixture.h"
+#include "tests/helpers/blob_pattern.h"
 #include "tests/helpers/test_support.h"
 
 namespace bulkhead::cell {
@@ -286,6 +290,34 @@ TEST(TestWorker, ExitAndCrashEndTheProcessMidRequest) {
   std::optional<int> crash_status = crashes.child().WaitExit();
   ASSERT_TRUE(crash_status.has_value());
   EXPECT_EQ(DescribeWaitStatus(*crash_status), "signal 11");
+}
+
+// The chaos soak's `exit-mid-reply`: the supervisor sees the header and exactly half the payload,
+// then end of stream, and the worker exits 3, whatever the size (not a race with the write).
+TEST(TestWorker, ExitMidReplyWritesHalfAReplyThenExits3) {
+  constexpr size_t kSize = 1000000;
+  RunningWorker worker({TestWorkerPath()});
+  ASSERT_TRUE(worker.ok()) << worker.error();
+  ipc::Client client = worker.Connect();
+  ASSERT_TRUE(client.SetTimeout(std::chrono::seconds(10)).ok());
+  ASSERT_TRUE(client.Send(9, "exit-mid-reply " + std::to_string(kSize)).ok());
+  std::string received;
+  char buffer[65536];
+  for (ssize_t n; (n = ::read(client.fd(), buffer, sizeof buffer)) != 0;) {
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    received.append(buffer, static_cast<size_t>(n));
+  }
+  ipc::FrameHeader header;
+  header.type = ipc::FrameType::kReply;
+  header.request_id = 9;
+  std::string expected;
+  ipc::AppendFrame(&expected, header, testing::BlobPattern(kSize));
+  expected.resize(ipc::kHeaderSize + kSize / 2);
+  EXPECT_EQ(received.size(), expected.size());
+  EXPECT_TRUE(received == expected) << "not the header and first half of the blob";
+  std::optional<int> exit_status = worker.child().WaitExit();
+  ASSERT_TRUE(exit_status.has_value());
+  EXPECT_EQ(DescribeWaitStatus(*exit_status), "exit 3");
 }
 
 TEST(TestWorker, PidMatchesTheSpawnedPid) {

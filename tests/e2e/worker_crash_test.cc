@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// A worker that dies mid-request: the client gets FAILED/worker_died naming the exit ("exit 3",
-// "signal 11"), the cell restarts with a new pid and serves again, and requests that were queued
-// when it died are served by the next worker.
+// A worker that dies mid-request (or mid-reply): the client gets FAILED/worker_died naming the exit
+// ("exit 3", "signal 11"), the cell restarts with a new pid and serves again, and requests that
+// were queued when it died are served by the next worker.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -53,6 +53,11 @@ TEST(WorkerCrash, ExitMidRequestFailsWithTheExitCodeAndRestarts) {
 
 TEST(WorkerCrash, SegfaultMidRequestFailsWithTheSignalAndRestarts) {
   ExpectDeathAndRestart("crash", "signal 11");
+}
+
+// The worker dies with its reply half written: the client gets the exit, never a truncated OK.
+TEST(WorkerCrash, ExitMidReplyFailsWithTheExitCodeAndRestarts) {
+  ExpectDeathAndRestart("exit-mid-reply 3000000", "exit 3");
 }
 
 TEST(WorkerCrash, QueuedRequestsWaitForTheNextWorker) {

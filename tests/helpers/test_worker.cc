@@ -37,9 +37,9 @@
 //                    writes them), then "Fds:\t0 1 2 3" (open descriptors, ascending), then one
 //                    "Env:\tNAME=VALUE" line per environment entry, in environ order
 //   blob N           OK with N bytes of BlobPattern (tests/helpers/blob_pattern.h): large replies
-//   exit-mid-reply N starts sending an OK reply of N bytes, and _exit(3)s from another thread 2 ms
-//                    after the handler returned: for N much larger than the socket buffer the
-//                    worker dies while the reply is being written (a race by design, for chaos)
+//   exit-mid-reply N (N >= 1) writes the header of an OK reply of N bytes of BlobPattern and its
+//                    first N / 2 bytes on the request's connection, then _exit(3)s: the supervisor
+//                    always sees a reply cut short by the worker's death, whatever N
 // Anything else is FAILED/worker_error "unknown command: ...".
 //
 // Switches: --peak-file PATH (each time the peak of requests running at once rises, the new peak
@@ -70,6 +70,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -77,6 +78,7 @@
 
 #include "base/exit_status.h"
 #include "cell/worker.h"
+#include "ipc/frame.h"
 #include "tests/helpers/blob_pattern.h"
 
 namespace bulkhead {
@@ -303,6 +305,23 @@ HandlerResult Flood(long lines) {
   return HandlerResult::Ok("flooded " + std::to_string(lines));
 }
 
+// Writes the header of an OK reply of `size` bytes and the first size / 2 bytes of its payload to
+// the request's connection, then _exit(3)s: a reply cut short at a known point, not a race.
+HandlerResult ExitMidReply(size_t size) {
+  std::optional<cell::RequestContext> request = cell::CurrentRequest();
+  if (!request) return HandlerResult::Error("exit-mid-reply: no request context");
+  ipc::FrameHeader header;
+  header.type = ipc::FrameType::kReply;
+  header.status = ipc::ReplyStatus::kOk;
+  header.reason = ipc::Reason::kNone;
+  header.request_id = request->request_id;
+  std::string frame;
+  ipc::AppendFrame(&frame, header, testing::BlobPattern(size));
+  frame.resize(ipc::kHeaderSize + size / 2);
+  WriteAll(request->connection_fd, frame);
+  ::_exit(3);
+}
+
 HandlerResult Handle(std::string_view payload) {
   RunningScope running;
   size_t space = payload.find(' ');
@@ -353,12 +372,8 @@ HandlerResult Handle(std::string_view payload) {
   if (command == "blob" && ParseInt(argument, &number) && number >= 0) {
     return HandlerResult::Ok(testing::BlobPattern(static_cast<size_t>(number)));
   }
-  if (command == "exit-mid-reply" && ParseInt(argument, &number) && number >= 0) {
-    std::thread([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      ::_exit(3);
-    }).detach();
-    return HandlerResult::Ok(testing::BlobPattern(static_cast<size_t>(number)));
+  if (command == "exit-mid-reply" && ParseInt(argument, &number) && number >= 1) {
+    return ExitMidReply(static_cast<size_t>(number));
   }
   if (command == "stop-watchdog") {
     g_watchdog_pings.store(false);
