@@ -55,7 +55,7 @@ constexpr std::array<std::string_view, 10> kSupervisorKeys = {
     "runtime_dir",         "control_socket",       "max_payload_bytes", "log_level",
     "cgroup",              "metrics_listen",       "on_shutdown",       "control_socket_mode",
     "control_socket_group", "control_group"};
-constexpr std::array<std::string_view, 38> kCellKeys = {"command",
+constexpr std::array<std::string_view, 39> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
                                                         "max_queue",
@@ -69,6 +69,7 @@ constexpr std::array<std::string_view, 38> kCellKeys = {"command",
                                                         "request_timeout",
                                                         "stall_timeout",
                                                         "ready",
+                                                        "start_timeout",
                                                         "watchdog",
                                                         "stop_signal",
                                                         "stop_timeout",
@@ -231,8 +232,10 @@ bool Contains(std::span<const std::string_view> list, std::string_view word) {
   return std::find(list.begin(), list.end(), word) != list.end();
 }
 
+// A leading '-' is refused: the name becomes the default socket's file name ("-x.sock") and an
+// argument of bulkheadctl, where it would read as an option ("--help") and need "--".
 bool IsValidCellName(std::string_view name) {
-  return !name.empty() && name.size() <= kMaxCellNameLength &&
+  return !name.empty() && name.size() <= kMaxCellNameLength && name.front() != '-' &&
          std::all_of(name.begin(), name.end(), IsBareKeyChar);
 }
 
@@ -742,7 +745,8 @@ class ConfigParser {
     const bool name_ok = IsValidCellName(name.str());
     if (!name_ok) {
       AddError(At(name.source()), path,
-               "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'");
+               "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting "
+               "with '-'");
     }
     const toml::table* table = ExpectTable(node, path, "write the cell as a [cells.NAME] table");
     if (table == nullptr) return std::nullopt;
@@ -845,6 +849,13 @@ class ConfigParser {
         auto mode = ExpectChoice(*value, key_path, kReadyModes);
         key_ok = mode.has_value();
         if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+      } else if (key_name == "start_timeout") {
+        // "0s", or systemd's "infinity" (TimeoutStartSec=infinity): wait for READY=1 forever.
+        auto timeout = value->value_exact<std::string>() == "infinity"
+                           ? std::optional<milliseconds>(0)
+                           : ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = timeout.has_value();
+        if (timeout) cell.start_timeout = *timeout;
       } else if (key_name == "watchdog") {
         auto interval = ExpectDuration(*value, key_path, /*allow_zero=*/true);
         key_ok = interval.has_value();

@@ -72,7 +72,7 @@ inline constexpr uint64_t kMaxLogLineMax = 1 << 20;
 // One [cells.NAME] table: a worker process and the admission limits in front of it. All paths are
 // absolute and lexically normalised.
 struct CellConfig {
-  // NAME of [cells.NAME]: 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'.
+  // NAME of [cells.NAME]: 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting with '-'.
   std::string name;
   // The worker's argv, non-empty. command[0] is a path (absolute once resolved) if it contains a
   // '/', else a program name searched in $PATH at exec time.
@@ -115,6 +115,10 @@ struct CellConfig {
   std::chrono::milliseconds stall_timeout{0};
   // When a started worker may take requests.
   ReadyMode ready = ReadyMode::kExec;
+  // With ready = "notify": a worker that has not sent READY=1 this long after its spawn is stopped
+  // and its start counts as failed (systemd.service(5) TimeoutStartSec=). >= 0, at most 24h; 0
+  // (written "0s" or "infinity") = wait forever.
+  std::chrono::milliseconds start_timeout{90'000};
   // Longest gap between two WATCHDOG=1 from the worker (sd_notify(3)), passed to it as
   // WATCHDOG_USEC; a miss is a stall. >= 0, at most 24h; 0 = off.
   std::chrono::milliseconds watchdog{0};

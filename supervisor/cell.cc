@@ -68,8 +68,9 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartme
         OnNotify(sender, message);
       }),
       output_(loop, config_) {
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
-                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_}) {
+  for (uv_timer_t* timer :
+       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_, &orphan_timer_,
+        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_}) {
     uv_timer_init(loop_, timer);
     timer->data = this;
     ++open_handles_;
@@ -266,10 +267,19 @@ void Cell::Execute(const Lifecycle::Transition& t) {
             },
             a.ms, 0);
         break;
+      case Action::Type::kArmStartTimer:
+        uv_timer_start(
+            &start_timer_,
+            [](uv_timer_t* timer) {
+              static_cast<Cell*>(timer->data)->Handle(Event::StartTimeout());
+            },
+            a.ms, 0);
+        break;
       case Action::Type::kCancelTimers:
         uv_timer_stop(&backoff_timer_);
         uv_timer_stop(&stop_timer_);
         uv_timer_stop(&watchdog_timer_);
+        uv_timer_stop(&start_timer_);
         break;
       case Action::Type::kNotifyStopped: {
         std::vector<std::function<void()>> callbacks;
@@ -531,8 +541,9 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
-                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_}) {
+  for (uv_timer_t* timer :
+       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_, &orphan_timer_,
+        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &Cell::OnHandleClosed);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&front_), &Cell::OnHandleClosed);
@@ -939,6 +950,7 @@ CellSnapshot Cell::Snapshot() const {
   s.state = lifecycle_.state();
   uint64_t now = uv_now(loop_);
   s.state_since_ms = now - std::min(now, lifecycle_.since_ms());
+  s.state_detail = lifecycle_.StateDetail();
   s.pid = pid_;
   s.socket = config_.socket;
   s.worker_socket = config_.worker_socket;
