@@ -65,6 +65,11 @@ enum class OutputMode {
   kNull,     // "null": /dev/null
 };
 
+// The worker's PATH when its `environment` sets none (bulkheadd's own PATH is not passed on): the
+// directories a bare command[0] such as "python3" is searched in. systemd's default for services.
+inline constexpr char kDefaultWorkerPath[] =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 // The bounds of `log_line_max`, bytes.
 inline constexpr uint64_t kMinLogLineMax = 64;
 inline constexpr uint64_t kMaxLogLineMax = 1 << 20;
@@ -246,6 +251,11 @@ struct LoadResult {
   // Every error found, sorted by position (line, then column; unpositioned errors first).
   // A TOML syntax error stops parsing, so it is always the only error.
   std::vector<ConfigError> errors;
+  // What is valid but likely wrong, sorted likewise; never refuses the file (docs/config.md,
+  // "Warnings"): request_timeout without stall_timeout, stall_timeout below request_timeout, a
+  // command[0] that does not resolve to an executable file on this host now, a relative script
+  // argument that names no file in working_directory.
+  std::vector<ConfigError> warnings;
 };
 
 // What ParseConfig checks against the host it runs on.
@@ -262,8 +272,9 @@ HostFacts CurrentHostFacts();
 LoadResult LoadConfigFile(const std::string& path);
 
 // Validates `toml_text`. `source_path` names the file in errors and anchors relative paths: they
-// are resolved against its directory, made absolute with the cwd if needed. Lexical only: no
-// filesystem access, no symlink resolution. Never throws.
+// are resolved against its directory, made absolute with the cwd if needed. Errors are lexical
+// only (no symlink resolution); only the warnings about `command` look at the filesystem (stat(2),
+// access(2) X_OK as the caller). Never throws.
 LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path);
 // As above, checking against `host` rather than CurrentHostFacts(): for tests.
 LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path,

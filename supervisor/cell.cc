@@ -36,9 +36,6 @@ constexpr int kFrontBacklog = 1024;
 // How often an emptying cgroup is polled after cgroup.kill, in ms.
 constexpr uint64_t kTeardownPollMs = 5;
 
-constexpr const char* kDefaultPath =
-    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 ipc::FrameHeader ReplyHeader(ipc::ReplyStatus status, ipc::Reason reason) {
   ipc::FrameHeader header;
   header.type = ipc::FrameType::kReply;
@@ -350,7 +347,7 @@ void Cell::DoSpawn() {
     options.environment.push_back(key + "=" + value);
     if (key == "PATH") has_path = true;
   }
-  if (!has_path) options.environment.emplace_back(kDefaultPath);
+  if (!has_path) options.environment.push_back(std::string("PATH=") + config::kDefaultWorkerPath);
   options.environment.push_back("NOTIFY_SOCKET=" + notify_.path());
   // The worker SDK reads its payload limit here (cell/worker.h MaxPayloadFromEnv).
   options.environment.push_back(std::string(cell::kMaxPayloadEnv) + "=" +

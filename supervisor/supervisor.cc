@@ -577,6 +577,8 @@ ReloadResult Supervisor::ApplyReload() {
       result.errors.push_back(error.ToString());
     return refuse();
   }
+  for (const config::ConfigError& warning : loaded.warnings)
+    LogWarning("reload: " + warning.ToString());
   config::Config next = std::move(*loaded.config);
   if (!pinned_log_level_.empty()) next.supervisor.log_level = pinned_log_level_;
   result.plan = PlanReload(config_, next);
