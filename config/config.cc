@@ -6,13 +6,16 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <span>
@@ -55,7 +58,7 @@ constexpr std::array<std::string_view, 10> kSupervisorKeys = {
     "runtime_dir",         "control_socket",       "max_payload_bytes", "log_level",
     "cgroup",              "metrics_listen",       "on_shutdown",       "control_socket_mode",
     "control_socket_group", "control_group"};
-constexpr std::array<std::string_view, 38> kCellKeys = {"command",
+constexpr std::array<std::string_view, 39> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
                                                         "max_queue",
@@ -69,6 +72,7 @@ constexpr std::array<std::string_view, 38> kCellKeys = {"command",
                                                         "request_timeout",
                                                         "stall_timeout",
                                                         "ready",
+                                                        "start_timeout",
                                                         "watchdog",
                                                         "stop_signal",
                                                         "stop_timeout",
@@ -231,8 +235,10 @@ bool Contains(std::span<const std::string_view> list, std::string_view word) {
   return std::find(list.begin(), list.end(), word) != list.end();
 }
 
+// A leading '-' is refused: the name becomes the default socket's file name ("-x.sock") and an
+// argument of bulkheadctl, where it would read as an option ("--help") and need "--".
 bool IsValidCellName(std::string_view name) {
-  return !name.empty() && name.size() <= kMaxCellNameLength &&
+  return !name.empty() && name.size() <= kMaxCellNameLength && name.front() != '-' &&
          std::all_of(name.begin(), name.end(), IsBareKeyChar);
 }
 
@@ -300,15 +306,20 @@ class ConfigParser {
   void AddError(SourcePosition at, std::string key, std::string message) {
     errors_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
   }
+  void AddWarning(SourcePosition at, std::string key, std::string message) {
+    warnings_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
+  }
 
   LoadResult Finish(std::optional<Config> config) {
     LoadResult result;
-    std::stable_sort(errors_.begin(), errors_.end(),
-                     [](const ConfigError& a, const ConfigError& b) {
-                       return Before({a.line, a.column}, {b.line, b.column});
-                     });
+    for (std::vector<ConfigError>* list : {&errors_, &warnings_}) {
+      std::stable_sort(list->begin(), list->end(), [](const ConfigError& a, const ConfigError& b) {
+        return Before({a.line, a.column}, {b.line, b.column});
+      });
+    }
     if (errors_.empty()) result.config = std::move(config);
     result.errors = std::move(errors_);
+    result.warnings = std::move(warnings_);
     return result;
   }
 
@@ -742,7 +753,8 @@ class ConfigParser {
     const bool name_ok = IsValidCellName(name.str());
     if (!name_ok) {
       AddError(At(name.source()), path,
-               "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'");
+               "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting "
+               "with '-'");
     }
     const toml::table* table = ExpectTable(node, path, "write the cell as a [cells.NAME] table");
     if (table == nullptr) return std::nullopt;
@@ -753,6 +765,10 @@ class ConfigParser {
     bool ok = name_ok;
     bool has_command = false;
     bool has_max_concurrent = false;
+    // For the warnings: where each element of `command` and the two timeouts were written.
+    std::vector<SourcePosition> command_at;
+    SourcePosition request_timeout_at;
+    SourcePosition stall_timeout_at;
     std::optional<SocketUse> explicit_socket;
     // For the restart_max_delay >= restart_delay check: the durations as written, and where.
     std::string restart_delay_text = std::to_string(CellConfig{}.restart_delay.count()) + "ms";
@@ -776,6 +792,9 @@ class ConfigParser {
       if (key_name == "command") {
         has_command = true;
         key_ok = ParseCommand(*value, key_path, cell.command);
+        if (const toml::array* array = value->as_array()) {
+          for (const toml::node& element : *array) command_at.push_back(At(element.source()));
+        }
       } else if (key_name == "socket") {
         std::optional<std::string> socket = ExpectPath(*value, key_path);
         key_ok = socket.has_value();
@@ -837,14 +856,23 @@ class ConfigParser {
         auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/true);
         key_ok = timeout.has_value();
         if (timeout) cell.request_timeout = *timeout;
+        request_timeout_at = At(value->source());
       } else if (key_name == "stall_timeout") {
         auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/true);
         key_ok = timeout.has_value();
         if (timeout) cell.stall_timeout = *timeout;
+        stall_timeout_at = At(value->source());
       } else if (key_name == "ready") {
         auto mode = ExpectChoice(*value, key_path, kReadyModes);
         key_ok = mode.has_value();
         if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+      } else if (key_name == "start_timeout") {
+        // "0s", or systemd's "infinity" (TimeoutStartSec=infinity): wait for READY=1 forever.
+        auto timeout = value->value_exact<std::string>() == "infinity"
+                           ? std::optional<milliseconds>(0)
+                           : ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = timeout.has_value();
+        if (timeout) cell.start_timeout = *timeout;
       } else if (key_name == "watchdog") {
         auto interval = ExpectDuration(*value, key_path, /*allow_zero=*/true);
         key_ok = interval.has_value();
@@ -1048,7 +1076,108 @@ class ConfigParser {
     }
 
     if (!ok) return std::nullopt;
+    WarnAboutTimeouts(cell, path, request_timeout_at, stall_timeout_at);
+    WarnAboutCommand(cell, path, command_at);
     return cell;
+  }
+
+  // request_timeout answers a request but leaves its slot taken until the worker answers; only
+  // stall_timeout replaces a worker that never does.
+  void WarnAboutTimeouts(const CellConfig& cell, const std::string& path,
+                         SourcePosition request_timeout_at, SourcePosition stall_timeout_at) {
+    const auto text = [](milliseconds d) { return Quoted(std::to_string(d.count()) + "ms"); };
+    if (cell.request_timeout.count() > 0 && cell.stall_timeout.count() == 0) {
+      AddWarning(request_timeout_at, JoinKey(path, "request_timeout"),
+                 "set without stall_timeout: a request answered FAILED timeout keeps its slot "
+                 "until the worker answers, so a hung worker holds its slots, and the cell, "
+                 "forever; set stall_timeout too (docs/config.md, Timeouts)");
+    } else if (cell.request_timeout.count() > 0 && cell.stall_timeout < cell.request_timeout) {
+      AddWarning(stall_timeout_at, JoinKey(path, "stall_timeout"),
+                 "is shorter than request_timeout (" + text(cell.request_timeout) +
+                     "): a worker with one request in flight that is allowed " +
+                     text(cell.request_timeout) + " is killed as stalled after " +
+                     text(cell.stall_timeout) + "; make stall_timeout at least request_timeout");
+    }
+  }
+
+  // exec(2) happens later, as another user maybe, on a host that may not be this one: what does
+  // not resolve here is a warning, not an error (docs/config.md, "Warnings", says why).
+  // `command_at`: the position of each element of `command`.
+  void WarnAboutCommand(const CellConfig& cell, const std::string& path,
+                        const std::vector<SourcePosition>& command_at) {
+    if (command_at.size() != cell.command.size()) return;
+    const std::string key = JoinKey(path, "command");
+    const std::string& program = cell.command[0];
+    const auto under_cwd = [&cell](const std::string& name) {
+      return name.starts_with('/') ? name : JoinPath(cell.working_directory, name);
+    };
+    if (program.find('/') != std::string::npos) {
+      if (std::string why = NotExecutable(program); !why.empty()) {
+        AddWarning(command_at[0], key + "[0]",
+                   program + ": " + why + "; the worker's start will fail (exec)");
+      }
+    } else {
+      std::string search_path = kDefaultWorkerPath;
+      for (const auto& [name, value] : cell.environment) {
+        if (name == "PATH") search_path = value;
+      }
+      bool found = false;
+      for (size_t begin = 0; !found && begin <= search_path.size();) {
+        size_t end = std::min(search_path.find(':', begin), search_path.size());
+        // POSIX: an empty PATH element is the current directory, the worker's working_directory.
+        std::string dir = search_path.substr(begin, end - begin);
+        found = NotExecutable(under_cwd(JoinPath(dir.empty() ? "." : dir, program))).empty();
+        begin = end + 1;
+      }
+      if (!found) {
+        AddWarning(
+            command_at[0], key + "[0]",
+            Quoted(program) +
+                " is not an executable file in any directory of the "
+                "worker's PATH (" +
+                search_path + ", from " +
+                (search_path == kDefaultWorkerPath ? std::string("the default; bulkheadd's own "
+                                                                 "PATH is not passed on")
+                                                   : JoinKey(JoinKey(path, "environment"), "PATH")) +
+                "); the worker's start will fail (exec); write an absolute path");
+      }
+    }
+    // python3 app.py: the script is opened by the worker, from its working directory.
+    for (size_t i = 1; i < cell.command.size(); ++i) {
+      const std::string& arg = cell.command[i];
+      if (!LooksLikeRelativeScript(arg)) continue;
+      struct stat st {};
+      if (::stat(under_cwd(arg).c_str(), &st) == 0) continue;
+      std::string message = "relative path " + Quoted(arg) +
+                            " is opened by the worker from its working_directory " +
+                            Quoted(cell.working_directory) +
+                            " (not from the config file's directory), where there is no such "
+                            "file; write an absolute path or set working_directory";
+      AddWarning(command_at[i], key + "[" + std::to_string(i) + "]", std::move(message));
+    }
+  }
+
+  // Why exec(2) of `file` would fail here: "" when it is a regular file we may execute.
+  static std::string NotExecutable(const std::string& file) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) return std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return "not a regular file";
+    if (::access(file.c_str(), X_OK) != 0) return "not executable (no x permission)";
+    return "";
+  }
+
+  // An argument that reads as a relative path to a file: "app.py", "./run.sh", "lib/main.js";
+  // not an option ("-m"), an assignment ("a=b"), a URL or an absolute path.
+  static bool LooksLikeRelativeScript(std::string_view arg) {
+    if (arg.empty() || arg.front() == '-' || arg.front() == '/' ||
+        arg.find_first_of("=: \t") != std::string_view::npos) {
+      return false;
+    }
+    if (arg.find('/') != std::string_view::npos) return true;
+    static constexpr std::array<std::string_view, 12> kScriptSuffixes = {
+        ".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".jar"};
+    return std::any_of(kScriptSuffixes.begin(), kScriptSuffixes.end(),
+                       [arg](std::string_view suffix) { return arg.ends_with(suffix); });
   }
 
   bool ParseCommand(const toml::node& node, const std::string& path,
@@ -1170,6 +1299,7 @@ class ConfigParser {
   bool runtime_dir_ok_ = true;
   std::vector<SocketUse> sockets_;
   std::vector<ConfigError> errors_;
+  std::vector<ConfigError> warnings_;
 };
 
 // The absolute directory of `source_path`, or "" when it is relative and the cwd is unknown.

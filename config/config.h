@@ -65,6 +65,11 @@ enum class OutputMode {
   kNull,     // "null": /dev/null
 };
 
+// The worker's PATH when its `environment` sets none (bulkheadd's own PATH is not passed on): the
+// directories a bare command[0] such as "python3" is searched in. systemd's default for services.
+inline constexpr char kDefaultWorkerPath[] =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 // The bounds of `log_line_max`, bytes.
 inline constexpr uint64_t kMinLogLineMax = 64;
 inline constexpr uint64_t kMaxLogLineMax = 1 << 20;
@@ -72,7 +77,7 @@ inline constexpr uint64_t kMaxLogLineMax = 1 << 20;
 // One [cells.NAME] table: a worker process and the admission limits in front of it. All paths are
 // absolute and lexically normalised.
 struct CellConfig {
-  // NAME of [cells.NAME]: 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'.
+  // NAME of [cells.NAME]: 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting with '-'.
   std::string name;
   // The worker's argv, non-empty. command[0] is a path (absolute once resolved) if it contains a
   // '/', else a program name searched in $PATH at exec time.
@@ -115,6 +120,10 @@ struct CellConfig {
   std::chrono::milliseconds stall_timeout{0};
   // When a started worker may take requests.
   ReadyMode ready = ReadyMode::kExec;
+  // With ready = "notify": a worker that has not sent READY=1 this long after its spawn is stopped
+  // and its start counts as failed (systemd.service(5) TimeoutStartSec=). >= 0, at most 24h; 0
+  // (written "0s" or "infinity") = wait forever.
+  std::chrono::milliseconds start_timeout{90'000};
   // Longest gap between two WATCHDOG=1 from the worker (sd_notify(3)), passed to it as
   // WATCHDOG_USEC; a miss is a stall. >= 0, at most 24h; 0 = off.
   std::chrono::milliseconds watchdog{0};
@@ -242,6 +251,11 @@ struct LoadResult {
   // Every error found, sorted by position (line, then column; unpositioned errors first).
   // A TOML syntax error stops parsing, so it is always the only error.
   std::vector<ConfigError> errors;
+  // What is valid but likely wrong, sorted likewise; never refuses the file (docs/config.md,
+  // "Warnings"): request_timeout without stall_timeout, stall_timeout below request_timeout, a
+  // command[0] that does not resolve to an executable file on this host now, a relative script
+  // argument that names no file in working_directory.
+  std::vector<ConfigError> warnings;
 };
 
 // What ParseConfig checks against the host it runs on.
@@ -258,8 +272,9 @@ HostFacts CurrentHostFacts();
 LoadResult LoadConfigFile(const std::string& path);
 
 // Validates `toml_text`. `source_path` names the file in errors and anchors relative paths: they
-// are resolved against its directory, made absolute with the cwd if needed. Lexical only: no
-// filesystem access, no symlink resolution. Never throws.
+// are resolved against its directory, made absolute with the cwd if needed. Errors are lexical
+// only (no symlink resolution); only the warnings about `command` look at the filesystem (stat(2),
+// access(2) X_OK as the caller). Never throws.
 LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path);
 // As above, checking against `host` rather than CurrentHostFacts(): for tests.
 LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path,

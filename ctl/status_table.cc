@@ -197,6 +197,15 @@ Result<std::string> FormatStatusTable(const nlohmann::json& response) {
       out += "\n" + Render(kernel_rows);
       if (!note.empty()) out += "limits not enforced: " + note + "\n";
     }
+    // Why each cell that does not serve does not (supervisors that report it).
+    std::string details;
+    for (index = 0; index < cells.size(); ++index) {
+      if (cells[index].is_object() && cells[index].contains("state_detail") &&
+          !cells[index]["state_detail"].is_null()) {
+        details += Text(cells[index], "name") + ": " + Text(cells[index], "state_detail") + "\n";
+      }
+    }
+    if (!details.empty()) out += "\n" + details;
     return out;
   } catch (const FieldError& e) {
     std::string where = "status response: cells[" + std::to_string(index) + "]";

@@ -33,6 +33,8 @@ namespace bulkhead::ctl {
 // pids.current/pids.max ("max": no limit), OOM KILLS the cell's OOM kills since bulkheadd started.
 // A cell whose limits are not enforced says "not enforced", and one line "limits not enforced:
 // <why>" closes the table.
+// Last, after an empty line, one line per cell with a non-null "state_detail" (why it does not
+// serve): "late: starting for 37 s, waiting for READY=1 (start_timeout 90 s); requests queue".
 // Errors: a missing "cells" array or a cell field that is missing or of the wrong type, named as
 // in "status response: cells[0].running: ...".
 Result<std::string> FormatStatusTable(const nlohmann::json& response);

@@ -141,6 +141,9 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     };
     out += "● " + Text(cell, "name") + " - " + Text(cell, "state") + " for " +
            FormatAge(Number(cell, "state_since_ms")) + "\n";
+    if (cell.contains("state_detail") && !cell["state_detail"].is_null()) {
+      line("state detail", Text(cell, "state_detail"));
+    }
     line("pid", Scalar(Field(cell, "pid")));
     line("uptime", Uptime(cell));
     if (Number(cell, "next_start_in_ms") > 0) {

@@ -29,8 +29,9 @@ std::string FormatLatency(const nlohmann::json& ms);
 Result<std::string> FormatActivityTable(const nlohmann::json& response);
 
 // The long form of one cell (like `systemctl status`): the state line, then one "key: value"
-// line per figure (pid, uptime, sockets, admission, outcomes by reason, latency, restarts by
-// reason, last exit, status text, policy, cgroup path, limits and kernel figures).
+// line per figure (why it does not serve, when the supervisor says, pid, uptime, sockets,
+// admission, outcomes by reason, latency, restarts by reason, last exit, status text, policy,
+// cgroup path, limits and kernel figures).
 Result<std::string> FormatCellLong(const nlohmann::json& cell);
 
 }  // namespace bulkhead::ctl

@@ -36,9 +36,6 @@ constexpr int kFrontBacklog = 1024;
 // How often an emptying cgroup is polled after cgroup.kill, in ms.
 constexpr uint64_t kTeardownPollMs = 5;
 
-constexpr const char* kDefaultPath =
-    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 ipc::FrameHeader ReplyHeader(ipc::ReplyStatus status, ipc::Reason reason) {
   ipc::FrameHeader header;
   header.type = ipc::FrameType::kReply;
@@ -68,8 +65,9 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartme
         OnNotify(sender, message);
       }),
       output_(loop, config_) {
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
-                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_}) {
+  for (uv_timer_t* timer :
+       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_, &orphan_timer_,
+        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_}) {
     uv_timer_init(loop_, timer);
     timer->data = this;
     ++open_handles_;
@@ -266,10 +264,19 @@ void Cell::Execute(const Lifecycle::Transition& t) {
             },
             a.ms, 0);
         break;
+      case Action::Type::kArmStartTimer:
+        uv_timer_start(
+            &start_timer_,
+            [](uv_timer_t* timer) {
+              static_cast<Cell*>(timer->data)->Handle(Event::StartTimeout());
+            },
+            a.ms, 0);
+        break;
       case Action::Type::kCancelTimers:
         uv_timer_stop(&backoff_timer_);
         uv_timer_stop(&stop_timer_);
         uv_timer_stop(&watchdog_timer_);
+        uv_timer_stop(&start_timer_);
         break;
       case Action::Type::kNotifyStopped: {
         std::vector<std::function<void()>> callbacks;
@@ -340,7 +347,7 @@ void Cell::DoSpawn() {
     options.environment.push_back(key + "=" + value);
     if (key == "PATH") has_path = true;
   }
-  if (!has_path) options.environment.emplace_back(kDefaultPath);
+  if (!has_path) options.environment.push_back(std::string("PATH=") + config::kDefaultWorkerPath);
   options.environment.push_back("NOTIFY_SOCKET=" + notify_.path());
   // The worker SDK reads its payload limit here (cell/worker.h MaxPayloadFromEnv).
   options.environment.push_back(std::string(cell::kMaxPayloadEnv) + "=" +
@@ -531,8 +538,9 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
-                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_}) {
+  for (uv_timer_t* timer :
+       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_, &orphan_timer_,
+        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &Cell::OnHandleClosed);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&front_), &Cell::OnHandleClosed);
@@ -939,6 +947,7 @@ CellSnapshot Cell::Snapshot() const {
   s.state = lifecycle_.state();
   uint64_t now = uv_now(loop_);
   s.state_since_ms = now - std::min(now, lifecycle_.since_ms());
+  s.state_detail = lifecycle_.StateDetail();
   s.pid = pid_;
   s.socket = config_.socket;
   s.worker_socket = config_.worker_socket;

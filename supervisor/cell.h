@@ -86,6 +86,7 @@ struct CellSnapshot {
   std::string name;
   Lifecycle::State state = Lifecycle::State::kStopped;
   uint64_t state_since_ms = 0;  // how long the cell has been in `state`
+  std::string state_detail;     // Lifecycle::StateDetail(): why it does not serve; empty if running
   pid_t pid = 0;
   std::string socket;
   std::string worker_socket;
@@ -281,6 +282,7 @@ class Cell {
   uv_timer_t teardown_timer_{};
   uv_timer_t stall_timer_{};
   uv_timer_t request_timer_{};
+  uv_timer_t start_timer_{};
   int open_handles_ = 0;
   std::function<void()> on_closed_;
   std::function<void()> state_observer_;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "base/check.h"
@@ -22,6 +23,17 @@ size_t Index(State state) { return static_cast<size_t>(state); }
 size_t Index(EventType type) { return static_cast<size_t>(type); }
 
 std::string Ms(uint64_t ms) { return std::to_string(ms) + " ms"; }
+
+// For status: "0.2 s", "2.1 s" below 10 s, then whole seconds: "37 s".
+std::string Seconds(uint64_t ms) {
+  char text[32];
+  if (ms < 10'000) {
+    std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(ms) / 1000.0);
+  } else {
+    std::snprintf(text, sizeof text, "%llu s", static_cast<unsigned long long>(ms / 1000));
+  }
+  return text;
+}
 
 // "SIGTERM" for the signals a config may name, else "signal N".
 std::string SignalText(int signal) {
@@ -48,44 +60,44 @@ std::string SignalText(int signal) {
 
 // Rows: states in State order. Columns: events in Event::Type order:
 //   StartRequested, RestartRequested, StopRequested, Spawned, SpawnFailed, Ready, WatchdogPing,
-//   Drained, Exited, StopTimeout, BackoffElapsed, Stalled, WatchdogMissed.
+//   Drained, Exited, StopTimeout, BackoffElapsed, Stalled, WatchdogMissed, StartTimeout.
 const Lifecycle::Handler Lifecycle::kTable[kStateCount][Event::kTypeCount] = {
     // stopped
     {&Lifecycle::StartFresh, &Lifecycle::StartFresh, &Lifecycle::AlreadyStopped,
      &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoWorker,
      &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreNotDraining, &Lifecycle::IgnoreNoWorker,
      &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreNoWorker,
-     &Lifecycle::IgnoreNoWorker},
+     &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreStaleTimer},
     // starting
     {&Lifecycle::AlreadyStarted, &Lifecycle::RestartWorker, &Lifecycle::StopWorker,
      &Lifecycle::OnSpawned, &Lifecycle::OnSpawnFailed, &Lifecycle::OnReady,
      &Lifecycle::OnWatchdogPing, &Lifecycle::IgnoreNotDraining, &Lifecycle::OnWorkerExit,
      &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreStaleTimer, &Lifecycle::KillStalled,
-     &Lifecycle::KillStalled},
+     &Lifecycle::KillStalled, &Lifecycle::StopUnready},
     // running
     {&Lifecycle::AlreadyStarted, &Lifecycle::RestartWorker, &Lifecycle::StopWorker,
      &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreAlreadyReady,
      &Lifecycle::OnWatchdogPing, &Lifecycle::IgnoreNotDraining, &Lifecycle::OnWorkerExit,
      &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreStaleTimer, &Lifecycle::KillStalled,
-     &Lifecycle::KillStalled},
+     &Lifecycle::KillStalled, &Lifecycle::IgnoreStaleTimer},
     // stopping
     {&Lifecycle::StartAfterStop, &Lifecycle::StartAfterStop, &Lifecycle::StopAfterStop,
      &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreWhileStopping,
      &Lifecycle::IgnoreWhileStopping, &Lifecycle::OnDrained, &Lifecycle::OnStoppedExit,
      &Lifecycle::OnStopTimeout, &Lifecycle::IgnoreStaleTimer, &Lifecycle::KillStalledWhileStopping,
-     &Lifecycle::IgnoreWhileStopping},
+     &Lifecycle::IgnoreWhileStopping, &Lifecycle::IgnoreStaleTimer},
     // backoff
     {&Lifecycle::StartNow, &Lifecycle::StartNow, &Lifecycle::StopFromBackoff,
      &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoWorker,
      &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreNotDraining, &Lifecycle::IgnoreNoWorker,
      &Lifecycle::IgnoreStaleTimer, &Lifecycle::OnBackoffElapsed, &Lifecycle::IgnoreNoWorker,
-     &Lifecycle::IgnoreNoWorker},
+     &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreStaleTimer},
     // failed
     {&Lifecycle::StartFresh, &Lifecycle::StartFresh, &Lifecycle::StopFromFailed,
      &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoSpawn, &Lifecycle::IgnoreNoWorker,
      &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreNotDraining, &Lifecycle::IgnoreNoWorker,
      &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreStaleTimer, &Lifecycle::IgnoreNoWorker,
-     &Lifecycle::IgnoreNoWorker},
+     &Lifecycle::IgnoreNoWorker, &Lifecycle::IgnoreStaleTimer},
 };
 
 const char* Lifecycle::StateName(State state) {
@@ -134,6 +146,8 @@ const char* Lifecycle::EventName(Event::Type type) {
       return "Stalled";
     case EventType::kWatchdogMissed:
       return "WatchdogMissed";
+    case EventType::kStartTimeout:
+      return "StartTimeout";
   }
   return "unknown";
 }
@@ -160,6 +174,8 @@ const char* Lifecycle::ActionName(Action::Type type) {
       return "ArmStopTimer";
     case ActionType::kArmWatchdog:
       return "ArmWatchdog";
+    case ActionType::kArmStartTimer:
+      return "ArmStartTimer";
     case ActionType::kCancelTimers:
       return "CancelTimers";
     case ActionType::kNotifyStopped:
@@ -234,6 +250,49 @@ bool Lifecycle::RefusesRequests() const {
       return false;
   }
   return true;
+}
+
+std::string Lifecycle::StateDetail() const {
+  const uint64_t now = clock_->NowMs();
+  const std::string in_state = Seconds(now - std::min(now, since_ms_));
+  switch (state_) {
+    case State::kStopped:
+      if (reason_.empty()) return "stopped; requests are refused until bulkheadctl start";
+      return "stopped after " + last_exit_ + " (" + reason_ +
+             "); requests are refused until bulkheadctl start";
+    case State::kStarting: {
+      if (spawn_pending_) return "starting; requests queue";
+      std::string detail = "starting for " + in_state + ", waiting for READY=1 (";
+      detail += options_.start_timeout_ms > 0
+                    ? "start_timeout " + Seconds(options_.start_timeout_ms)
+                    : std::string("no start_timeout");
+      return detail + "); requests queue";
+    }
+    case State::kRunning:
+      return "";
+    case State::kStopping: {
+      std::string detail = after_stop_ == AfterStop::kStart ? "restarting for " : "stopping for ";
+      detail += in_state;
+      if (!kill_reason_.empty()) detail += " after " + kill_reason_;
+      detail += phase_ == StopPhase::kDraining ? ", draining requests in flight"
+                : phase_ == StopPhase::kSignalled
+                    ? ", " + SignalText(options_.stop_signal) + " sent"
+                    : ", SIGKILL sent";
+      return detail + (after_stop_ == AfterStop::kStay ? "; requests are refused"
+                                                       : "; requests queue for the next worker");
+    }
+    case State::kBackoff: {
+      const uint64_t left = next_start_at_ms_ > now ? next_start_at_ms_ - now : 0;
+      return "backoff after " + last_exit_ + ", next start in " + Seconds(left) +
+             (RefusesRequests() ? "; requests are refused (longer than queue_timeout " +
+                                      Seconds(options_.queue_timeout_ms) + ")"
+                                : std::string("; requests queue"));
+    }
+    case State::kFailed:
+      return "failed: start limit hit (" + reason_ +
+             "); requests are refused until bulkheadctl restart";
+  }
+  return "";
 }
 
 uint32_t Lifecycle::RetryAfterMs() const {
@@ -438,6 +497,11 @@ void Lifecycle::OnSpawned(const Event& e, Transition& t) {
     Enter(State::kRunning);
     Add(t, ActionType::kOpenAdmission);
     Log(t, LogLevel::kInfo, "worker started");
+  } else if (options_.start_timeout_ms > 0) {
+    Add(t, ActionType::kArmStartTimer);
+    t.actions.back().ms = options_.start_timeout_ms;
+    Log(t, LogLevel::kInfo,
+        "worker started; waiting up to " + Ms(options_.start_timeout_ms) + " for READY=1");
   } else {
     Log(t, LogLevel::kInfo, "worker started; waiting for READY=1");
   }
@@ -567,6 +631,17 @@ void Lifecycle::KillStalledWhileStopping(const Event& e, Transition& t) {
   Log(t, LogLevel::kWarning, kill_reason_ + "; killing worker");
 }
 
+void Lifecycle::StopUnready(const Event& e, Transition& t) {
+  // systemd.service(5) TimeoutStartSec=: the worker is stopped as on a restart, then its end goes
+  // through the restart policy as a failed start (never clean, whatever its exit status).
+  std::string why =
+      "start timeout: no READY=1 within " + Ms(now_ms_ - worker_started_at_ms_) + " of the start";
+  after_stop_ = AfterStop::kPolicy;
+  BeginStop(/*in_flight=*/0, /*refuse=*/false, t);
+  Log(t, LogLevel::kWarning, why + "; stopping worker (" + SignalText(options_.stop_signal) + ")");
+  kill_reason_ = std::move(why);
+}
+
 // --- ignored ---
 
 void Lifecycle::IgnoreNoWorker(const Event& e, Transition& t) { t.ignored = "no worker"; }
@@ -607,6 +682,7 @@ Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_con
   options.stop_signal = cell_config.stop_signal;
   options.stop_timeout_ms = static_cast<uint64_t>(cell_config.stop_timeout.count());
   options.queue_timeout_ms = static_cast<uint64_t>(cell_config.queue_timeout.count());
+  options.start_timeout_ms = static_cast<uint64_t>(cell_config.start_timeout.count());
   return options;
 }
 

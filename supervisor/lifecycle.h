@@ -29,11 +29,15 @@ namespace bulkhead::supervisor {
 // stopped   No worker; new requests are refused (REJECTED unavailable). Initial state.
 // starting  A spawn is pending, or the worker runs but has not sent READY=1 yet (ready = "notify").
 //           Admission is closed: new requests queue (Bulkhead semantics) until the worker is ready.
+//           A worker not ready within start_timeout is stopped as on a restart (stop_signal, then
+//           SIGKILL after stop_timeout) and its start counts as failed: the restart policy decides
+//           (systemd.service(5) TimeoutStartSec=). With ready = "exec" the exec is the readiness.
 // running   The worker is ready; admission is open.
 // stopping  The worker is being stopped: for `stop` (new requests refused), for `restart` (new
-//           requests queue for the next worker) or because it stalled (killed, then the restart
-//           policy decides). Phases: draining (waiting for in-flight requests, up to stop_timeout),
-//           signalled (stop_signal sent, up to stop_timeout), killed (SIGKILL sent).
+//           requests queue for the next worker), because it stalled (killed, then the restart
+//           policy decides) or because it missed start_timeout (as a restart, then the policy).
+//           Phases: draining (waiting for in-flight requests, up to stop_timeout), signalled
+//           (stop_signal sent, up to stop_timeout), killed (SIGKILL sent).
 // backoff   The worker ended and the next start waits for the backoff timer. New requests queue,
 //           unless the wait is longer than queue_timeout: then they are refused with retry-after.
 // failed    The start limit was reached ("gave up: ..."); no worker, no timer, no CPU spent, new
@@ -68,6 +72,8 @@ class Lifecycle {
     uint64_t stop_timeout_ms = 5000;
     // The cell's queue_timeout: a backoff longer than this refuses new requests at once.
     uint64_t queue_timeout_ms = 1000;
+    // Longest wait for READY=1 after the spawn (ready = "notify"); 0: wait forever.
+    uint64_t start_timeout_ms = 90'000;
   };
 
   struct Event {
@@ -85,8 +91,9 @@ class Lifecycle {
       kBackoffElapsed,    // the ArmBackoff timer fired
       kStalled,           // stall_timeout passed with requests in flight and no reply; `text` = why
       kWatchdogMissed,    // the ArmWatchdog timer fired
+      kStartTimeout,      // the ArmStartTimer timer fired
     };
-    static constexpr size_t kTypeCount = 13;
+    static constexpr size_t kTypeCount = 14;
 
     Type type = Type::kStartRequested;
     // kStopRequested, kRestartRequested: requests in flight in the worker now (Bulkhead running()).
@@ -135,6 +142,7 @@ class Lifecycle {
       return e;
     }
     static Event WatchdogMissed() { return Of(Type::kWatchdogMissed); }
+    static Event StartTimeout() { return Of(Type::kStartTimeout); }
     static Event Of(Type type) {
       Event e;
       e.type = type;
@@ -169,7 +177,10 @@ class Lifecycle {
       kArmStopTimer,
       // (Re)start the watchdog timer: `ms`, then Handle(WatchdogMissed()).
       kArmWatchdog,
-      // Stop the backoff, stop and watchdog timers.
+      // Start the start timer: `ms`, then Handle(StartTimeout()). Left running after READY=1 (it
+      // then fires as a stale timer); every way out of running cancels it.
+      kArmStartTimer,
+      // Stop the backoff, stop, watchdog and start timers.
       kCancelTimers,
       // The cell has no worker and is stopped: run whatever waits for the stop to finish.
       kNotifyStopped,
@@ -246,6 +257,11 @@ class Lifecycle {
   // The retry-after hint for REJECTED unavailable, in ms: the time to the next start while in
   // backoff (at least 1), else 0 (unknown).
   uint32_t RetryAfterMs() const;
+  // Why the cell does not serve now, one line for status (docs/control.md, `state_detail`):
+  // "starting for 37 s, waiting for READY=1 (start_timeout 90 s); requests queue",
+  // "backoff after exit 1, next start in 2.1 s; requests queue", "failed: start limit hit (gave
+  // up: ...); requests are refused until bulkheadctl restart". Empty while running.
+  std::string StateDetail() const;
 
   const Options& options() const { return options_; }
   const cell::RestartPolicy& policy() const { return policy_; }
@@ -289,6 +305,7 @@ class Lifecycle {
   void OnBackoffElapsed(const Event& e, Transition& t);
   void KillStalled(const Event& e, Transition& t);
   void KillStalledWhileStopping(const Event& e, Transition& t);
+  void StopUnready(const Event& e, Transition& t);
   void IgnoreNoWorker(const Event& e, Transition& t);
   void IgnoreNoSpawn(const Event& e, Transition& t);
   void IgnoreStaleTimer(const Event& e, Transition& t);
@@ -329,8 +346,8 @@ class Lifecycle {
 
 // The lifecycle options of `cell_config` (restart, restart_delay, restart_max_delay,
 // restart_reset_after, start_limit_burst, start_limit_interval, ready, watchdog, stop_signal,
-// stop_timeout, queue_timeout). request_timeout and stall_timeout are the Cell's: they watch
-// requests.
+// stop_timeout, queue_timeout, start_timeout). request_timeout and stall_timeout are the Cell's:
+// they watch requests.
 Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_config);
 
 }  // namespace bulkhead::supervisor

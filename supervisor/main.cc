@@ -49,13 +49,20 @@ int main(int argc, char** argv) {
                  config_path.c_str());
     return kExitConfigInvalid;
   }
+  // Warnings never refuse the file (docs/config.md, "Warnings"): --check-config exits 0 with them.
   if (check_only) {
-    std::printf("%s: ok (%zu cells)\n", config_path.c_str(), loaded.config->cells.size());
+    for (const config::ConfigError& warning : loaded.warnings) {
+      std::fprintf(stderr, "warning: %s\n", warning.ToString().c_str());
+    }
+    std::printf("%s: ok (%zu cells", config_path.c_str(), loaded.config->cells.size());
+    if (!loaded.warnings.empty()) std::printf(", %zu warning(s)", loaded.warnings.size());
+    std::printf(")\n");
     return kExitOk;
   }
   // The command line wins over the file (docs/logging.md).
   if (!log_level.empty()) loaded.config->supervisor.log_level = log_level;
   SetLogLevel(ParseLogLevel(loaded.config->supervisor.log_level).value_or(LogLevel::kInfo));
+  for (const config::ConfigError& warning : loaded.warnings) LogWarning(warning.ToString());
   // A client that hangs up must never kill the supervisor.
   ::signal(SIGPIPE, SIG_IGN);
   if (!pid1) {

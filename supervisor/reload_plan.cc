@@ -48,6 +48,8 @@ const CellKey kCellKeys[] = {
     Key<&C::request_timeout>("request_timeout", Group::kPolicy),
     Key<&C::stall_timeout>("stall_timeout", Group::kPolicy),
     Key<&C::ready>("ready", Group::kRestart),
+    // Read when the next worker is spawned; a start under way keeps the timeout it began with.
+    Key<&C::start_timeout>("start_timeout", Group::kPolicy),
     Key<&C::watchdog>("watchdog", Group::kRestart),
     Key<&C::stop_signal>("stop_signal", Group::kPolicy),
     Key<&C::stop_timeout>("stop_timeout", Group::kPolicy),

@@ -27,7 +27,9 @@ RestartReason ClassifyLastExit(std::string_view last_exit) {
   // Lifecycle::RecordExit writes "<kill reason> (<exit>)" when the supervisor killed the worker.
   if (last_exit.starts_with("stalled")) return RestartReason::kStall;
   if (last_exit.starts_with("watchdog")) return RestartReason::kWatchdog;
-  if (last_exit.starts_with("start failed")) return RestartReason::kStartFailed;
+  if (last_exit.starts_with("start failed") || last_exit.starts_with("start timeout")) {
+    return RestartReason::kStartFailed;
+  }
   if (last_exit == "oom-kill") return RestartReason::kOom;
   if (last_exit == "exit 0") return RestartReason::kExit;
   return RestartReason::kCrash;

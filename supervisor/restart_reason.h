@@ -16,7 +16,7 @@ enum class RestartReason : uint8_t {
   kOom,          // the cgroup's OOM killer killed it (memory.events oom_kill)
   kStall,        // stall_timeout passed with requests in flight: the supervisor killed it
   kWatchdog,     // no WATCHDOG=1 within watchdog (sd_notify(3)): the supervisor killed it
-  kStartFailed,  // the previous start failed (exec error, cgroup error)
+  kStartFailed,  // the previous start failed (exec error, cgroup error, start_timeout)
   kOperator,     // `bulkheadctl restart`
 };
 inline constexpr size_t kRestartReasonCount = 7;
@@ -25,7 +25,8 @@ inline constexpr size_t kRestartReasonCount = 7;
 std::string_view RestartReasonName(RestartReason reason);
 
 // Classifies Lifecycle::last_exit(): "oom-kill" -> kOom, "stalled: ..." -> kStall, "watchdog
-// timeout: ..." -> kWatchdog, "start failed: ..." -> kStartFailed, "exit 0" -> kExit, anything
+// timeout: ..." -> kWatchdog, "start failed: ..." and "start timeout: ..." -> kStartFailed,
+// "exit 0" -> kExit, anything
 // else ("exit 3", "signal 9", "exited") -> kCrash.
 RestartReason ClassifyLastExit(std::string_view last_exit);
 

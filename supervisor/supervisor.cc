@@ -38,6 +38,7 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"request_timeout_ms", ms(c.request_timeout)},
       {"stall_timeout_ms", ms(c.stall_timeout)},
       {"ready", c.ready == config::ReadyMode::kNotify ? "notify" : "exec"},
+      {"start_timeout_ms", ms(c.start_timeout)},
       {"watchdog_ms", ms(c.watchdog)},
       {"stop_signal", c.stop_signal},
       {"stop_timeout_ms", ms(c.stop_timeout)},
@@ -81,6 +82,8 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"name", s.name},
       {"state", Lifecycle::StateName(s.state)},
       {"state_since_ms", s.state_since_ms},
+      {"state_detail",
+       s.state_detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.state_detail)},
       {"pid", s.pid == 0 ? nlohmann::json(nullptr) : nlohmann::json(s.pid)},
       {"socket", s.socket},
       {"worker_socket", s.worker_socket},
@@ -574,6 +577,8 @@ ReloadResult Supervisor::ApplyReload() {
       result.errors.push_back(error.ToString());
     return refuse();
   }
+  for (const config::ConfigError& warning : loaded.warnings)
+    LogWarning("reload: " + warning.ToString());
   config::Config next = std::move(*loaded.config);
   if (!pinned_log_level_.empty()) next.supervisor.log_level = pinned_log_level_;
   result.plan = PlanReload(config_, next);

@@ -881,7 +881,8 @@ TEST(ParseConfig, NoCells) {
 
 TEST(ParseConfig, InvalidCellNames) {
   const std::string too_long(65, 'a');
-  const std::string message = "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'";
+  const std::string message =
+      "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting with '-'";
   EXPECT_THAT(
       Errors(R"([supervisor]
 runtime_dir = "/run/bh"
@@ -904,6 +905,25 @@ max_concurrent = 1
 )"),
       ElementsAre(At(3, 8, "cells.\"bad name\"", message), At(6, 8, "cells." + too_long, message),
                   At(9, 8, "cells.\"\"", message), At(12, 8, "cells.\"a.b\"", message)));
+}
+
+// Issue 13: "--help" would become --help.sock and read as an option of bulkheadctl.
+TEST(ParseConfig, CellNamesStartingWithADashAreRefused) {
+  const std::string message =
+      "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting with '-'";
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.--help]
+command = ["x"]
+max_concurrent = 1
+[cells.-x]
+command = ["x"]
+max_concurrent = 1
+[cells.a-]
+command = ["x"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(3, 8, "cells.--help", message), At(6, 8, "cells.-x", message)));
 }
 
 TEST(ParseConfig, BadCommands) {

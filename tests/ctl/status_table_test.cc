@@ -73,6 +73,32 @@ TEST(StatusTable, AddsLastExitColumnOnlyWhenSomeCellHasOne) {
             "catalog   running  6    0/2      0/0     0   0         0       0         -\n");
 }
 
+// Issue 11 item 7: a cell that does not serve says why, under the table.
+TEST(StatusTable, SaysWhyEachCellThatDoesNotServeDoesNot) {
+  nlohmann::json late = Cell("late", 7, 0, 1, 2, 4, 0, 0, 0, 0);
+  late["state"] = "starting";
+  late["state_detail"] =
+      "starting for 37 s, waiting for READY=1 (start_timeout 90 s); requests queue";
+  nlohmann::json up = Cell("up", 8, 0, 1, 0, 0, 5, 0, 0, 0);
+  up["state_detail"] = nullptr;
+  nlohmann::json gone = Cell("gone", nullptr, 0, 1, 0, 0, 0, 3, 0, 4);
+  gone["state"] = "failed";
+  gone["state_detail"] =
+      "failed: start limit hit (gave up: 5 starts in 60s, last exit 1); requests are refused "
+      "until bulkheadctl restart";
+  Result<std::string> table = FormatStatusTable(Response({late, up, gone}));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table,
+            "CELL  STATE     PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n"
+            "late  starting  7    0/1      2/4     0   0         0       0\n"
+            "up    running   8    0/1      0/0     5   0         0       0\n"
+            "gone  failed    -    0/1      0/0     0   3         0       4\n"
+            "\n"
+            "late: starting for 37 s, waiting for READY=1 (start_timeout 90 s); requests queue\n"
+            "gone: failed: start limit hit (gave up: 5 starts in 60s, last exit 1); requests are "
+            "refused until bulkheadctl restart\n");
+}
+
 TEST(StatusTable, NoCellsGivesTheHeaderOnly) {
   Result<std::string> table = FormatStatusTable(Response({}));
   ASSERT_TRUE(table.ok()) << table.status().message();

@@ -209,5 +209,39 @@ TEST(BulkheaddProcess, BadConfigIsRefusedWithPositionedErrors) {
   EXPECT_THAT(missing.err, StartsWith(file + ":1:1: cells.x.command: missing required key"));
 }
 
+// Issue 11 item 7 and issue 13: likely mistakes are warned about with file:line:col and key, by
+// --check-config (which still exits 0) and in the log at startup.
+TEST(BulkheaddProcess, WarningsNameTheKeyAndNeverRefuseTheFile) {
+  TempDir dir;
+  const std::string file = dir.Join("warn.toml");
+  std::ofstream(file) << "[supervisor]\n"
+                         "runtime_dir = \""
+                      << dir.Join("run")
+                      << "\"\n"
+                         "[cells.x]\n"
+                         "command = [\"bulkhead-no-such-program\", \"app.py\"]\n"
+                         "max_concurrent = 1\n"
+                         "request_timeout = \"2s\"\n";
+  Result<ProcessResult> check = RunProcess({BulkheaddPath(), "--check-config", "--config", file},
+                                           "", std::chrono::seconds(10));
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->exit_code(), kExitOk) << check->Describe();
+  EXPECT_EQ(check->out, file + ": ok (1 cells, 3 warning(s))\n") << check->Describe();
+  EXPECT_THAT(check->err,
+              StartsWith("warning: " + file +
+                         ":4:12: cells.x.command[0]: \"bulkhead-no-such-program\" is not an "
+                         "executable file in any directory of the worker's PATH"));
+  EXPECT_THAT(check->err, HasSubstr("warning: " + file +
+                                    ":4:40: cells.x.command[1]: relative path \"app.py\" is "
+                                    "opened by the worker from its working_directory \"/\""));
+  EXPECT_THAT(check->err, HasSubstr("warning: " + file +
+                                    ":6:19: cells.x.request_timeout: set without stall_timeout"));
+
+  Harness h(TestOptions({CellSpec{.name = "a", .extra_toml = "request_timeout = \"2s\"\n"}}));
+  ASSERT_STARTED(h);
+  EXPECT_THAT(h.Log(), HasSubstr(h.config_path() + ":"));
+  EXPECT_THAT(h.Log(), HasSubstr(": cells.a.request_timeout: set without stall_timeout"));
+}
+
 }  // namespace
 }  // namespace bulkhead::e2e

@@ -98,6 +98,74 @@ TEST(ServiceManager, ACellThatCannotStartDoesNotHoldBackReady) {
   })) << ::testing::PrintToString(manager->messages());
 }
 
+// Issues 11 (item 7) and 13: a ready = "notify" worker that never sends READY=1 used to hold its
+// cell in `starting`, and so bulkheadd's own READY=1, forever. start_timeout stops it, counts a
+// failed start, and status says why the cell refuses.
+TEST(ServiceManager, AWorkerThatNeverSendsReadyIsStoppedAtStartTimeoutAndReadyIsSent) {
+  TempDir dir;
+  Result<NotifyListener> manager = NotifyListener::Bind(dir.Join("notify"));
+  ASSERT_TRUE(manager.ok()) << manager.status().message();
+  HarnessOptions options = TestOptions({
+      CellSpec{.name = "good"},
+      // The test worker sends no READY=1 without --notify-ready-after-ms.
+      CellSpec{.name = "mute",
+               .max_queue = 4,
+               .queue_timeout = "60s",
+               .extra_toml = "ready = \"notify\"\n"
+                             "start_timeout = \"400ms\"\n"
+                             "start_limit_burst = 2\n"
+                             "start_limit_interval = \"60s\"\n",
+               .wait_running = false},
+  });
+  options.env = {"NOTIFY_SOCKET=" + manager->path()};
+  Harness h(std::move(options));
+  ASSERT_STARTED(h);
+
+  std::string starting_detail;
+  ASSERT_TRUE(h.WaitForCell("mute", [&starting_detail](const nlohmann::json& c) {
+    if (c["state"] != "starting" || c["pid"].is_null()) return false;
+    starting_detail = c["state_detail"].get<std::string>();
+    return true;
+  })) << h.Status().dump();
+  EXPECT_THAT(starting_detail, ::testing::MatchesRegex(
+                                   "starting for [0-9.]+ s, waiting for READY=1 \\(start_timeout "
+                                   "0\\.4 s\\); requests queue"));
+  EXPECT_EQ(h.Cell("mute")["policy"]["start_timeout_ms"], 400) << h.Cell("mute").dump();
+  // Queued (starting, then a short backoff), then refused when the cell gives up.
+  Result<ipc::Client::Reply> refused = h.Call("mute", "echo never", std::chrono::seconds(30));
+  EXPECT_TRUE(IsReply(refused, ipc::ReplyStatus::kRejected, ipc::Reason::kUnavailable))
+      << Describe(refused);
+
+  ASSERT_TRUE(h.WaitForCell(
+      "mute", [](const nlohmann::json& c) { return c["state"] == "failed"; },
+      std::chrono::seconds(20)))
+      << h.Status().dump() << h.Log();
+  const nlohmann::json c = h.Cell("mute");
+  EXPECT_EQ(c["starts"], 2) << c.dump();
+  EXPECT_EQ(c["restarts_by_reason"]["start_failed"], 1) << c.dump();
+  EXPECT_THAT(c["last_exit"].get<std::string>(),
+              ::testing::StartsWith("start timeout: no READY=1 within "))
+      << c.dump();
+  EXPECT_THAT(c["state_detail"].get<std::string>(),
+              ::testing::StartsWith("failed: start limit hit (gave up: 2 starts in 60s, last "
+                                    "start timeout: no READY=1 within "))
+      << c.dump();
+  EXPECT_THAT(h.Log(), ::testing::HasSubstr("start timeout: no READY=1 within "));
+  EXPECT_EQ(h.Cell("good")["state_detail"], nullptr);
+
+  // bulkheadd told the service manager it is ready once `mute` left `starting`.
+  ASSERT_TRUE(manager->WaitForField("READY=1"))
+      << ::testing::PrintToString(manager->messages()) << h.Log();
+
+  // bulkheadctl shows the why under the table and in the long form.
+  Result<ProcessResult> table = h.Ctl({"status"});
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_THAT(table->out, ::testing::HasSubstr("\nmute: failed: start limit hit (gave up: "));
+  Result<ProcessResult> long_form = h.Ctl({"status", "mute"});
+  ASSERT_TRUE(long_form.ok()) << long_form.status().message();
+  EXPECT_THAT(long_form->out, ::testing::HasSubstr("state detail:      failed: start limit hit"));
+}
+
 TEST(ServiceManager, ANotifySocketNobodyListensOnBreaksNothing) {
   TempDir dir;
   HarnessOptions options = TestOptions({CellSpec{.name = "a"}});

@@ -37,6 +37,7 @@ std::string Describe(const Action& action) {
     case ActionType::kArmBackoff:
     case ActionType::kArmStopTimer:
     case ActionType::kArmWatchdog:
+    case ActionType::kArmStartTimer:
       out += "(" + std::to_string(action.ms) + ")";
       break;
     case ActionType::kSignalStop:
@@ -77,8 +78,11 @@ void CheckInvariants(const Transition& t) {
       EXPECT_EQ(t.to, State::kStarting);
     }
     if (type == ActionType::kArmBackoff || type == ActionType::kArmStopTimer ||
-        type == ActionType::kArmWatchdog) {
+        type == ActionType::kArmWatchdog || type == ActionType::kArmStartTimer) {
       armed = true;
+    }
+    if (type == ActionType::kArmStartTimer) {
+      EXPECT_EQ(t.to, State::kStarting);
     }
     if (type == ActionType::kCancelTimers) {
       EXPECT_FALSE(armed) << "CancelTimers after an Arm";
@@ -118,6 +122,7 @@ class LifecycleTest : public ::testing::Test {
     options_.stop_timeout_ms = 5000;
     options_.stop_signal = SIGTERM;
     options_.queue_timeout_ms = 1000;
+    options_.start_timeout_ms = 4000;
   }
 
   Lifecycle& Make() {
@@ -234,6 +239,7 @@ const Event kStopTimeout = Event::StopTimeout();
 const Event kBackoffElapsed = Event::BackoffElapsed();
 const Event kStalled = Event::Stalled("no reply for 2000 ms");
 const Event kWatchdogMissed = Event::WatchdogMissed();
+const Event kStartTimeout = Event::StartTimeout();
 
 const Actions kExitToBackoff = {"CloseAdmission", "CancelTimers", "KillAll",
                                 "FailInFlight(worker_died, exit 3)", "ArmBackoff(100)"};
@@ -259,8 +265,9 @@ const std::vector<Entry> kTable = {
     {From::kStopped, kBackoffElapsed, State::kStopped, {}, Reply::kAccepted, "stale timer"},
     {From::kStopped, kStalled, State::kStopped, {}, Reply::kAccepted, "no worker"},
     {From::kStopped, kWatchdogMissed, State::kStopped, {}, Reply::kAccepted, "no worker"},
+    {From::kStopped, kStartTimeout, State::kStopped, {}, Reply::kAccepted, "stale timer"},
     // starting, spawn pending: only the answer to Spawn may come
-    {From::kStartingSpawnPending, kSpawned, State::kStarting, {"ArmWatchdog(3000)"}},
+    {From::kStartingSpawnPending, kSpawned, State::kStarting, {"ArmWatchdog(3000)", "ArmStartTimer(4000)"}},
     {From::kStartingSpawnPending, kSpawnFailed, State::kBackoff, {"ArmBackoff(100)"}},
     // starting: spawned, waiting for READY=1
     {From::kStarting, kStart, State::kStarting, {}, Reply::kAlreadyStarted, "already started"},
@@ -276,6 +283,7 @@ const std::vector<Entry> kTable = {
     {From::kStarting, kBackoffElapsed, State::kStarting, {}, Reply::kAccepted, "stale timer"},
     {From::kStarting, kStalled, State::kStopping, kKillStalled},
     {From::kStarting, kWatchdogMissed, State::kStopping, kKillWatchdog},
+    {From::kStarting, kStartTimeout, State::kStopping, {"CancelTimers", "CloseAdmission", "SignalStop(15)", "ArmStopTimer(5000)"}},
     // running
     {From::kRunning, kStart, State::kRunning, {}, Reply::kAlreadyStarted, "already started"},
     {From::kRunning, kRestart, State::kStopping, {"CancelTimers", "CloseAdmission", "ArmStopTimer(5000)"}},
@@ -290,6 +298,7 @@ const std::vector<Entry> kTable = {
     {From::kRunning, kBackoffElapsed, State::kRunning, {}, Reply::kAccepted, "stale timer"},
     {From::kRunning, kStalled, State::kStopping, kKillStalled},
     {From::kRunning, kWatchdogMissed, State::kStopping, kKillWatchdog},
+    {From::kRunning, kStartTimeout, State::kRunning, {}, Reply::kAccepted, "stale timer"},
     // stopping (for a stop, draining one request)
     {From::kStopping, kStart, State::kStopping, {}},
     {From::kStopping, kRestart, State::kStopping, {}},
@@ -304,6 +313,7 @@ const std::vector<Entry> kTable = {
     {From::kStopping, kBackoffElapsed, State::kStopping, {}, Reply::kAccepted, "stale timer"},
     {From::kStopping, kStalled, State::kStopping, {"KillAll", "FailInFlight(stalled, stalled: no reply for 2000 ms)"}},
     {From::kStopping, kWatchdogMissed, State::kStopping, {}, Reply::kAccepted, "worker is stopping"},
+    {From::kStopping, kStartTimeout, State::kStopping, {}, Reply::kAccepted, "stale timer"},
     // backoff
     {From::kBackoff, kStart, State::kStarting, {"CancelTimers", "Spawn"}},
     {From::kBackoff, kRestart, State::kStarting, {"CancelTimers", "Spawn"}},
@@ -318,6 +328,7 @@ const std::vector<Entry> kTable = {
     {From::kBackoff, kBackoffElapsed, State::kStarting, {"Spawn"}},
     {From::kBackoff, kStalled, State::kBackoff, {}, Reply::kAccepted, "no worker"},
     {From::kBackoff, kWatchdogMissed, State::kBackoff, {}, Reply::kAccepted, "no worker"},
+    {From::kBackoff, kStartTimeout, State::kBackoff, {}, Reply::kAccepted, "stale timer"},
     // failed
     {From::kFailed, kStart, State::kStarting, {"Spawn"}},
     {From::kFailed, kRestart, State::kStarting, {"Spawn"}},
@@ -332,11 +343,12 @@ const std::vector<Entry> kTable = {
     {From::kFailed, kBackoffElapsed, State::kFailed, {}, Reply::kAccepted, "stale timer"},
     {From::kFailed, kStalled, State::kFailed, {}, Reply::kAccepted, "no worker"},
     {From::kFailed, kWatchdogMissed, State::kFailed, {}, Reply::kAccepted, "no worker"},
+    {From::kFailed, kStartTimeout, State::kFailed, {}, Reply::kAccepted, "stale timer"},
 };
 // clang-format on
 
 TEST_F(LifecycleTableTest, EveryEntry) {
-  // Each (row, event) pair of the table is listed: 6 states x 13 events, with the two answers to
+  // Each (row, event) pair of the table is listed: 6 states x 14 events, with the two answers to
   // Spawn listed for the spawn-pending part of starting and as ignored once spawned.
   ASSERT_EQ(kTable.size(), Lifecycle::kStateCount * Event::kTypeCount + 2);
   for (const Entry& entry : kTable) {
@@ -673,8 +685,8 @@ TEST_F(LifecycleTest, WatchdogIsArmedAtSpawnAndRearmedByEachPing) {
   Do(Event::StartRequested());
   const Transition spawned = Do(Event::Spawned());
   EXPECT_EQ(spawned.to, State::kStarting);
-  EXPECT_EQ(Describe(spawned), Actions{"ArmWatchdog(3000)"});
-  EXPECT_EQ(spawned.log, "worker started; waiting for READY=1");
+  EXPECT_EQ(Describe(spawned), (Actions{"ArmWatchdog(3000)", "ArmStartTimer(4000)"}));
+  EXPECT_EQ(spawned.log, "worker started; waiting up to 4000 ms for READY=1");
   EXPECT_FALSE(lc().RefusesRequests());  // requests queue until READY=1
   EXPECT_TRUE(lc().has_worker());
   EXPECT_EQ(Describe(Do(Event::WatchdogPing())), Actions{"ArmWatchdog(3000)"});
@@ -689,6 +701,140 @@ TEST_F(LifecycleTest, WatchdogIsArmedAtSpawnAndRearmedByEachPing) {
   EXPECT_EQ(missed.log, "watchdog timeout: no WATCHDOG=1 within 3000 ms; killing worker");
   EXPECT_EQ(Do(Event::Exited(SignalStatus(SIGKILL), "signal 9")).to, State::kBackoff);
   EXPECT_EQ(lc().last_exit(), "watchdog timeout: no WATCHDOG=1 within 3000 ms (signal 9)");
+}
+
+// Issue 11 item 7: a ready = "notify" worker that never sends READY=1 no longer holds its cell in
+// `starting` forever (systemd.service(5) TimeoutStartSec=).
+TEST_F(LifecycleTest, StartTimeoutStopsAnUnreadyWorkerAndCountsAsAFailedStart) {
+  options_.ready = config::ReadyMode::kNotify;
+  options_.restart.mode = cell::RestartMode::kOnFailure;
+  Boot();
+  EXPECT_EQ(lc().state(), State::kStarting);
+  clock_.AdvanceMs(4000);
+  const Transition timeout = Do(Event::StartTimeout());
+  EXPECT_EQ(timeout.to, State::kStopping);
+  EXPECT_EQ(Describe(timeout),
+            (Actions{"CancelTimers", "CloseAdmission", "SignalStop(15)", "ArmStopTimer(5000)"}));
+  EXPECT_EQ(timeout.log_level, LogLevel::kWarning);
+  EXPECT_EQ(timeout.log,
+            "start timeout: no READY=1 within 4000 ms of the start; stopping worker (SIGTERM)");
+  // Queued requests stay for the next worker; a READY=1 now comes too late.
+  EXPECT_FALSE(lc().RefusesRequests());
+  EXPECT_EQ(Do(Event::Ready()).ignored, "worker is stopping");
+  EXPECT_EQ(Do(Event::StartRequested()).reply, Reply::kRestartInProgress);
+  // A worker that ignores stop_signal is killed after stop_timeout, as on any stop.
+  clock_.AdvanceMs(5000);
+  EXPECT_EQ(Describe(Do(Event::StopTimeout())), Actions{"KillAll"});
+  // Even a clean exit is a failed start: restart = "on-failure" restarts it, with backoff.
+  const Transition exited = Do(Event::Exited(ExitStatus(0), "exit 0"));
+  EXPECT_EQ(exited.to, State::kBackoff);
+  EXPECT_EQ(Describe(exited).back(), "ArmBackoff(100)");
+  EXPECT_EQ(lc().last_exit(), "start timeout: no READY=1 within 4000 ms of the start (exit 0)");
+  EXPECT_EQ(exited.log,
+            "worker exited: start timeout: no READY=1 within 4000 ms of the start (exit 0); "
+            "restarting in 100 ms");
+}
+
+TEST_F(LifecycleTest, StartTimeoutsCountTowardsTheStartLimit) {
+  options_.ready = config::ReadyMode::kNotify;
+  options_.restart.start_limit_burst = 2;
+  Boot();
+  for (int start = 1; start <= 2; ++start) {
+    clock_.AdvanceMs(4000);
+    ASSERT_EQ(Do(Event::StartTimeout()).to, State::kStopping);
+    const Transition exited = Do(Event::Exited(SignalStatus(SIGTERM), "signal 15"));
+    if (start == 1) {
+      ASSERT_EQ(exited.to, State::kBackoff);
+      clock_.SetMs(lc().next_start_at_ms());
+      ASSERT_EQ(Describe(Do(Event::BackoffElapsed())), Actions{"Spawn"});
+      ASSERT_EQ(Describe(Do(Event::Spawned())), Actions{"ArmStartTimer(4000)"});
+    } else {
+      EXPECT_EQ(exited.to, State::kFailed);
+    }
+  }
+  EXPECT_EQ(lc().starts(), 2u);
+  EXPECT_EQ(lc().reason(),
+            "gave up: 2 starts in 60s, last start timeout: no READY=1 within 4000 ms of the start "
+            "(signal 15)");
+}
+
+TEST_F(LifecycleTest, ReadyInTimeLeavesTheStartTimerStale) {
+  options_.ready = config::ReadyMode::kNotify;
+  Boot();
+  clock_.AdvanceMs(3999);
+  EXPECT_EQ(Do(Event::Ready()).to, State::kRunning);
+  clock_.AdvanceMs(1);
+  EXPECT_EQ(Do(Event::StartTimeout()).ignored, "stale timer");
+  EXPECT_EQ(lc().state(), State::kRunning);
+}
+
+TEST_F(LifecycleTest, StartTimeoutZeroWaitsForReadyForever) {
+  options_.ready = config::ReadyMode::kNotify;
+  options_.start_timeout_ms = 0;
+  Make();
+  Do(Event::StartRequested());
+  const Transition spawned = Do(Event::Spawned());
+  EXPECT_TRUE(spawned.actions.empty()) << Describe(spawned).size();
+  EXPECT_EQ(spawned.log, "worker started; waiting for READY=1");
+  clock_.AdvanceMs(3'600'000);
+  EXPECT_EQ(lc().StateDetail(),
+            "starting for 3600 s, waiting for READY=1 (no start_timeout); requests queue");
+}
+
+// What status shows as `state_detail`: why the cell does not serve, in each state.
+TEST_F(LifecycleTest, StateDetailSaysWhyTheCellDoesNotServe) {
+  options_.ready = config::ReadyMode::kNotify;
+  options_.start_timeout_ms = 90'000;
+  options_.restart.delay_ms = 2100;
+  options_.restart.max_delay_ms = 4000;
+  options_.restart.start_limit_burst = 2;
+  options_.restart.start_limit_interval_ms = 600'000;
+  options_.queue_timeout_ms = 5000;
+  Make();
+  EXPECT_EQ(lc().StateDetail(), "stopped; requests are refused until bulkheadctl start");
+  Do(Event::StartRequested());
+  EXPECT_EQ(lc().StateDetail(), "starting; requests queue");
+  Do(Event::Spawned());
+  clock_.AdvanceMs(37'400);
+  EXPECT_EQ(lc().StateDetail(),
+            "starting for 37 s, waiting for READY=1 (start_timeout 90 s); requests queue");
+  Do(Event::Ready());
+  EXPECT_EQ(lc().StateDetail(), "");
+  Do(Event::Exited(ExitStatus(1), "exit 1"));
+  EXPECT_EQ(lc().StateDetail(), "backoff after exit 1, next start in 2.1 s; requests queue");
+  clock_.SetMs(lc().next_start_at_ms());
+  Do(Event::BackoffElapsed());
+  Do(Event::Spawned());
+  clock_.AdvanceMs(90'000);
+  Do(Event::StartTimeout());
+  clock_.AdvanceMs(1200);
+  EXPECT_EQ(lc().StateDetail(),
+            "stopping for 1.2 s after start timeout: no READY=1 within 90000 ms of the start, "
+            "SIGTERM sent; requests queue for the next worker");
+  Do(Event::Exited(SignalStatus(SIGTERM), "signal 15"));
+  EXPECT_EQ(lc().StateDetail(),
+            "failed: start limit hit (gave up: 2 starts in 600s, last start timeout: no READY=1 "
+            "within 90000 ms of the start (signal 15)); requests are refused until bulkheadctl "
+            "restart");
+  Do(Event::StartRequested());
+  Do(Event::Spawned());
+  Do(Event::Ready());
+  Do(Event::StopRequested(1));
+  EXPECT_EQ(lc().StateDetail(),
+            "stopping for 0.0 s, draining requests in flight; requests are refused");
+  Do(Event::Exited(ExitStatus(0), "exit 0"));
+  EXPECT_EQ(lc().StateDetail(), "stopped; requests are refused until bulkheadctl start");
+
+  // A backoff longer than queue_timeout refuses at once, and says so.
+  options_.queue_timeout_ms = 1000;
+  Make();
+  Do(Event::StartRequested());
+  Do(Event::Spawned());
+  Do(Event::Ready());
+  Do(Event::Exited(ExitStatus(3), "exit 3"));
+  EXPECT_EQ(lc().StateDetail(),
+            "backoff after exit 3, next start in 2.1 s; requests are refused (longer than "
+            "queue_timeout 1.0 s)");
 }
 
 TEST_F(LifecycleTest, PingsWithoutAWatchdogAreIgnored) {
@@ -749,6 +895,7 @@ TEST(LifecycleOptionsFromConfig, CopiesEveryLifecycleKey) {
   cell_config.stop_signal = SIGQUIT;
   cell_config.stop_timeout = std::chrono::milliseconds(1500);
   cell_config.queue_timeout = std::chrono::milliseconds(700);
+  cell_config.start_timeout = std::chrono::milliseconds(2500);
   const Lifecycle::Options options = LifecycleOptionsFromConfig(cell_config);
   EXPECT_EQ(options.restart.mode, cell::RestartMode::kOnFailure);
   EXPECT_EQ(options.restart.delay_ms, 250u);
@@ -761,6 +908,7 @@ TEST(LifecycleOptionsFromConfig, CopiesEveryLifecycleKey) {
   EXPECT_EQ(options.stop_signal, SIGQUIT);
   EXPECT_EQ(options.stop_timeout_ms, 1500u);
   EXPECT_EQ(options.queue_timeout_ms, 700u);
+  EXPECT_EQ(options.start_timeout_ms, 2500u);
 
   cell_config.restart = config::RestartMode::kNever;
   EXPECT_EQ(LifecycleOptionsFromConfig(cell_config).restart.mode, cell::RestartMode::kNever);
