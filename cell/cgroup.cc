@@ -288,7 +288,10 @@ Result<MemoryEvents> ParseMemoryEvents(std::string_view text) {
       events.oom_kill = value;
       has_oom_kill = true;
     }
-    if (key == "oom_group_kill") events.oom_group_kill = value;
+    if (key == "oom_group_kill") {
+      events.oom_group_kill = value;
+      events.has_oom_group_kill = true;
+    }
   });
   if (!status.ok()) return status;
   if (!has_oom || !has_oom_kill) return Status::Error("memory.events without oom or oom_kill");
@@ -498,7 +501,7 @@ Status CellCgroup::WriteLimits(const CgroupLimits& limits) {
       {"memory.high", FormatMaxValue(limits.memory_high)},
       {"memory.swap.max", FormatMaxValue(limits.memory_swap_max)},
       {"pids.max", FormatMaxValue(limits.pids_max)},
-      {"memory.oom.group", "1"},
+      {"memory.oom.group", limits.oom_group ? "1" : "0"},
   };
   for (const Entry& entry : entries) {
     int err = WriteRawAt(dir_fd_.get(), entry.file, entry.value);
@@ -552,12 +555,19 @@ Result<CgroupStats> CellCgroup::ReadStats() const {
   if (!value.ok()) return Prefixed(where("pids.max"), value.status());
   stats.pids_max = value.value();
 
-  text = read("memory.events");
-  if (!text.ok()) return text.status();
-  Result<MemoryEvents> events = ParseMemoryEvents(text.value());
-  if (!events.ok()) return Prefixed(where("memory.events"), events.status());
+  Result<MemoryEvents> events = ReadMemoryEvents();
+  if (!events.ok()) return events.status();
   stats.memory_events = events.value();
   return stats;
+}
+
+Result<MemoryEvents> CellCgroup::ReadMemoryEvents() const {
+  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
+  Result<std::string> text = ReadFileAt(dir_fd_.get(), path_, "memory.events");
+  if (!text.ok()) return text.status();
+  Result<MemoryEvents> events = ParseMemoryEvents(text.value());
+  if (!events.ok()) return Prefixed(Join(path_, "memory.events"), events.status());
+  return events;
 }
 
 Result<std::vector<pid_t>> CellCgroup::Procs() const {

@@ -45,6 +45,10 @@ struct CgroupLimits {
   std::optional<uint64_t> memory_swap_max;
   // pids.max: processes plus threads; fork()/clone() fail with EAGAIN at the limit.
   std::optional<uint64_t> pids_max;
+  // memory.oom.group: true (1) makes an OOM kill take every process of the cell whose
+  // oom_score_adj is not -1000 (systemd's OOMPolicy=kill); false (0) kills only the victim the
+  // kernel chose (OOMPolicy=continue). Not a limit: WriteLimits always writes it.
+  bool oom_group = true;
 };
 
 // memory.events (hierarchical counters since the cgroup was created).
@@ -58,6 +62,7 @@ struct MemoryEvents {
   // VM: one process, oom_kill 2). Treat it as "> 0 since last read", never as a process count.
   uint64_t oom_kill = 0;
   uint64_t oom_group_kill = 0;  // times memory.oom.group killed the whole cgroup (kernel >= 5.17)
+  bool has_oom_group_kill = false;  // the kernel writes the oom_group_kill key (>= 5.17)
 };
 
 // cpu.stat. The three nr_/throttled_ keys only exist while the cpu controller is enabled.
@@ -192,15 +197,21 @@ class CellCgroup {
   // uv_fs_event) when "populated" changes, so the loop can learn that a killed cell is empty
   // without polling.
   std::string events_path() const { return path_ + "/cgroup.events"; }
+  // <path>/memory.events: a file-modified event follows every change of its counters (the
+  // kernel's cgroup_file_notify, at most one per 10 ms), so OOM kills can be watched the same way.
+  std::string memory_events_path() const { return path_ + "/memory.events"; }
 
   // Writes cpu.max, cpu.weight, memory.max, memory.high, memory.swap.max, pids.max (each unset
   // field as the kernel default, so calling again with fewer limits lifts the others) and
-  // memory.oom.group = 1 (an OOM kill takes the whole cell, never half of it). A missing
-  // memory.swap.max is skipped when memory_swap_max is unset. Stops at the first failing file.
+  // memory.oom.group = limits.oom_group (1: an OOM kill takes the whole cell, never half of it). A
+  // missing memory.swap.max is skipped when memory_swap_max is unset. Stops at the first failing
+  // file.
   Status WriteLimits(const CgroupLimits& limits);
 
   // Reads memory.current, memory.max, cpu.stat, pids.current, pids.max and memory.events.
   Result<CgroupStats> ReadStats() const;
+  // Reads memory.events alone (one small read), for watching OOM kills.
+  Result<MemoryEvents> ReadMemoryEvents() const;
 
   // Pids listed in this cgroup's cgroup.procs (not its sub-cgroups'), unordered.
   Result<std::vector<pid_t>> Procs() const;

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
@@ -61,6 +63,7 @@ enum class ChildStep : int32_t {
   kSetgid,
   kSetuid,
   kNoNewPrivileges,
+  kOomScoreAdj,
 };
 
 // Written once by a failing child: fits in one atomic pipe write (PIPE_BUF).
@@ -98,6 +101,8 @@ struct ChildPlan {
   size_t group_count = 0;
   mode_t umask = kDefaultWorkerUmask;
   bool no_new_privileges = true;
+  // SpawnOptions::oom_score_adj as decimal text ("-1000"); empty: leave it as inherited.
+  std::string oom_score_adj;
 };
 
 constexpr std::string_view kListenPidPrefix = "LISTEN_PID=";
@@ -192,6 +197,21 @@ void ApplyCredentials(const ChildPlan& plan) {
   }
 }
 
+// /proc/self/oom_score_adj (proc(5)): one write(2) of the decimal value, as the kernel takes it.
+void WriteOomScoreAdj(const ChildPlan& plan) {
+  int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) ReportAndExit(plan, ChildStep::kOomScoreAdj, errno);
+  const size_t length = plan.oom_score_adj.size();
+  ssize_t written = 0;
+  do {
+    written = ::write(fd, plan.oom_score_adj.data(), length);
+  } while (written < 0 && errno == EINTR);
+  if (written < 0 || static_cast<size_t>(written) != length) {
+    ReportAndExit(plan, ChildStep::kOomScoreAdj, written < 0 ? errno : EIO);
+  }
+  ::close(fd);
+}
+
 // The kernel's struct sigaction for rt_sigaction(2) on x86-64 and arm64 (not glibc's), and its
 // signal count (_NSIG): signals 1..64.
 struct KernelSigaction {
@@ -222,6 +242,9 @@ constexpr int kKernelSignals = 65;
   }
 
   if (::setsid() < 0) ReportAndExit(plan, ChildStep::kSetsid, errno);
+
+  // While the child still has the caller's capabilities: lowering it may need CAP_SYS_RESOURCE.
+  if (!plan.oom_score_adj.empty()) WriteOomScoreAdj(plan);
 
   // Before the parent-death signal: a credential change clears it.
   ApplyCredentials(plan);
@@ -329,6 +352,13 @@ Status DescribeChildFailure(const ChildReport& report, const SpawnOptions& optio
       return Status::FromErrno("setresuid " + std::to_string(plan.uid), err);
     case ChildStep::kNoNewPrivileges:
       return Status::FromErrno("prctl PR_SET_NO_NEW_PRIVS", err);
+    case ChildStep::kOomScoreAdj:
+      return Status::FromErrno(
+          "write " + plan.oom_score_adj + " to /proc/self/oom_score_adj" +
+              (err == EACCES ? " (going below the oom_score_adj a privileged process set for the "
+                               "supervisor needs CAP_SYS_RESOURCE)"
+                             : ""),
+          err);
     case ChildStep::kExec:
       if (report.candidate >= 0 &&
           static_cast<size_t>(report.candidate) < plan.exec_candidates.size()) {
@@ -401,6 +431,22 @@ Status ForkError(const SpawnOptions& options, int err) {
   return Status::FromErrno(what, err);
 }
 
+// This process's /proc/self/oom_score_adj, or nullopt when it cannot be read.
+std::optional<int> OwnOomScoreAdj() {
+  UniqueFd fd(::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  char text[16] = {};
+  ssize_t n = 0;
+  do {
+    n = ::read(fd.get(), text, sizeof text - 1);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return std::nullopt;
+  int value = 0;
+  auto [end, ec] = std::from_chars(text, text + n, value);
+  if (ec != std::errc() || (end != text + n && *end != '\n')) return std::nullopt;
+  return value;
+}
+
 void Reap(pid_t pid) {
   int wait_status = 0;
   while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
@@ -435,6 +481,9 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   }
   plan.umask = options.umask & 0777;
   plan.no_new_privileges = options.no_new_privileges;
+  if (options.oom_score_adj && OwnOomScoreAdj() != options.oom_score_adj) {
+    plan.oom_score_adj = std::to_string(*options.oom_score_adj);
+  }
 
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::FromErrno("spawn: pipe2");

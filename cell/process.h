@@ -75,6 +75,13 @@ struct SpawnOptions {
   // gain privileges (set-user-ID bits, file capabilities); inherited by its children and
   // irreversible (systemd.exec(5) NoNewPrivileges=).
   bool no_new_privileges = true;
+  // If set: the child writes it to /proc/self/oom_score_adj (-1000..1000; proc(5)) before it
+  // takes `credentials`, so that what the worker forks inherits it (systemd.exec(5)
+  // OOMScoreAdjust=). Unset: the caller's value is inherited. Skipped when the caller already has
+  // this value. Raising it is always allowed; going below the lowest value a process with
+  // CAP_SYS_RESOURCE set for the caller (its oom_score_adj_min) needs CAP_SYS_RESOURCE, and the
+  // spawn then fails with EACCES ("oom_score_adj -1000: Permission denied").
+  std::optional<int> oom_score_adj;
 };
 
 // Starts a worker process and returns its pid once it has exec'd (the parent blocks only that
@@ -82,14 +89,13 @@ struct SpawnOptions {
 //
 // In the child, before execve(2): every signal disposition reset to SIG_DFL and the signal mask
 // emptied (ignored or blocked signals would otherwise survive exec); setsid(), so the worker leads
-// its own session and process group and kill(-pid, sig) reaches the whole cell; `credentials`
-// taken (see ApplyCredentials in process.cc), umask set, PR_SET_NO_NEW_PRIVS; stdin from
-// /dev/null; stdout and stderr inherited (/dev/null if the parent has them closed), or
-// `stdout_fd` / `stderr_fd` when given; `listen_fd`
-// moved to descriptor 3; every other descriptor above 2 closed (close_range(2), or a loop up to
-// RLIMIT_NOFILE on kernels before 5.9); chdir(working_directory); execve with `environment`.
-// Only async-signal-safe calls run after the fork: argv, envp and PATH candidates are built
-// before it.
+// its own session and process group and kill(-pid, sig) reaches the whole cell; `oom_score_adj`
+// written; `credentials` taken (see ApplyCredentials in process.cc), umask set,
+// PR_SET_NO_NEW_PRIVS; stdin from /dev/null; stdout and stderr inherited (/dev/null if the parent
+// has them closed), or `stdout_fd` / `stderr_fd` when given; `listen_fd` moved to descriptor 3;
+// every other descriptor above 2 closed (close_range(2), or a loop up to RLIMIT_NOFILE on kernels
+// before 5.9); chdir(working_directory); execve with `environment`. Only async-signal-safe calls
+// run after the fork: argv, envp and PATH candidates are built before it.
 //
 // Errors: a failed step in the child is reported through a close-on-exec pipe with its errno; the
 // child then exits 127 (ENOENT) or 126 (anything else) like a shell (base/exit_status.h) and is

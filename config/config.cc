@@ -58,7 +58,7 @@ constexpr std::array<std::string_view, 10> kSupervisorKeys = {
     "runtime_dir",         "control_socket",       "max_payload_bytes", "log_level",
     "cgroup",              "metrics_listen",       "on_shutdown",       "control_socket_mode",
     "control_socket_group", "control_group"};
-constexpr std::array<std::string_view, 39> kCellKeys = {"command",
+constexpr auto kCellKeys = std::to_array<std::string_view>({"command",
                                                         "socket",
                                                         "max_concurrent",
                                                         "max_queue",
@@ -85,6 +85,8 @@ constexpr std::array<std::string_view, 39> kCellKeys = {"command",
                                                         "memory_high",
                                                         "memory_swap_max",
                                                         "pids_max",
+                                                        "oom_policy",
+                                                        "oom_score_adjust",
                                                         "output",
                                                         "log_line_max",
                                                         "log_rate_limit_burst",
@@ -96,7 +98,7 @@ constexpr std::array<std::string_view, 39> kCellKeys = {"command",
                                                         "no_new_privileges",
                                                         "socket_mode",
                                                         "socket_group",
-                                                        "max_connections"};
+                                                        "max_connections"});
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
@@ -104,6 +106,8 @@ constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
 // In the order of OutputMode.
 constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "null"};
 constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
+// In the order of OomPolicy.
+constexpr std::array<std::string_view, 2> kOomPolicies = {"kill", "continue"};
 // In the order of CgroupMode.
 constexpr std::array<std::string_view, 3> kCgroupModes = {"auto", "required", "off"};
 // In the order of ShutdownAction.
@@ -932,6 +936,15 @@ class ConfigParser {
         auto pids = ExpectInteger(*value, key_path, 1, kMaxPidsMax, " (PID_MAX_LIMIT)");
         key_ok = pids.has_value();
         if (pids) cell.pids_max = static_cast<uint64_t>(*pids);
+      } else if (key_name == "oom_policy") {
+        auto policy = ExpectChoice(*value, key_path, kOomPolicies);
+        key_ok = policy.has_value();
+        if (policy) cell.oom_policy = static_cast<OomPolicy>(*policy);
+      } else if (key_name == "oom_score_adjust") {
+        auto adjust = ExpectInteger(*value, key_path, kMinOomScoreAdjust, kMaxOomScoreAdjust,
+                                    " (oom_score_adj)");
+        key_ok = adjust.has_value();
+        if (adjust) cell.oom_score_adjust = static_cast<int>(*adjust);
       } else if (key_name == "output") {
         auto mode = ExpectChoice(*value, key_path, kOutputModes);
         key_ok = mode.has_value();

@@ -49,6 +49,17 @@ enum class CgroupMode {
   kOff,       // "off": never touch cgroups
 };
 
+// `oom_policy`: what an OOM kill in a cell's cgroup takes (systemd.service(5) OOMPolicy=), written
+// as the cell's memory.oom.group (the kernel's Documentation/admin-guide/cgroup-v2.rst).
+enum class OomPolicy {
+  kKill,      // "kill": memory.oom.group 1, every process of the cell but those at -1000
+  kContinue,  // "continue": memory.oom.group 0, only the process the kernel chose
+};
+
+// The bounds of `oom_score_adjust` (proc(5) /proc/pid/oom_score_adj).
+inline constexpr int kMinOomScoreAdjust = -1000;
+inline constexpr int kMaxOomScoreAdjust = 1000;
+
 // `on_shutdown`: what bulkheadd does once every cell has stopped after SIGTERM/SIGINT
 // (docs/pid1.md). "poweroff" and "reboot" act only when bulkheadd is PID 1: sync(2), then
 // reboot(2) with RB_POWER_OFF or RB_AUTOBOOT; elsewhere they are logged and bulkheadd exits.
@@ -150,6 +161,13 @@ struct CellConfig {
   uint64_t cpu_max_period_us = 100000;
   // cpu.weight: the cell's share of CPU under contention, against its siblings. 1..10000.
   std::optional<uint32_t> cpu_weight;
+  // What an OOM kill in the cell takes: memory.oom.group 1 (kill) or 0 (continue).
+  OomPolicy oom_policy = OomPolicy::kKill;
+  // The worker's oom_score_adj, set in the child before exec (systemd.exec(5) OOMScoreAdjust=);
+  // what it forks inherits it. kMinOomScoreAdjust..kMaxOomScoreAdjust; default 0, so a worker
+  // never inherits bulkheadd's own value. A value below the lowest one a privileged process set
+  // for bulkheadd needs CAP_SYS_RESOURCE (the spawn fails with EACCES without it).
+  int oom_score_adjust = 0;
   // memory.max, bytes: above it the kernel OOM-kills in the cell. 1..kMaxSizeBytes (config/size.h);
   // the kernel rounds it down to whole pages.
   std::optional<uint64_t> memory_max;

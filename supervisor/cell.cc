@@ -35,6 +35,13 @@ constexpr uint64_t kOrphanGraceMs = 1000;
 constexpr int kFrontBacklog = 1024;
 // How often an emptying cgroup is polled after cgroup.kill, in ms.
 constexpr uint64_t kTeardownPollMs = 5;
+// How long after an OOM kill is seen the worker is checked for having survived it, in ms. The
+// kernel raises memory.events oom_kill just before it queues SIGKILL to the victim (mm/oom_kill.c),
+// so a look at the very moment of the rise could find a victim not yet signalled; this long after,
+// a victim is dying (SIGKILL pending, exiting) or dead, whatever the load.
+constexpr uint64_t kOomSurvivalCheckMs = 200;
+// How often memory.events is read when it cannot be watched (uv_fs_event failed), in ms.
+constexpr uint64_t kOomPollMs = 1000;
 
 ipc::FrameHeader ReplyHeader(ipc::ReplyStatus status, ipc::Reason reason) {
   ipc::FrameHeader header;
@@ -72,6 +79,12 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartme
     timer->data = this;
     ++open_handles_;
   }
+  uv_timer_init(loop_, &oom_timer_);
+  oom_timer_.data = this;
+  ++open_handles_;
+  uv_fs_event_init(loop_, &memory_events_watch_);
+  memory_events_watch_.data = this;
+  ++open_handles_;
   uv_pipe_init(loop_, &front_, 0);
   front_.data = this;
   ++open_handles_;
@@ -86,6 +99,7 @@ Status Cell::Bind() {
     Status written = made->WriteLimits(compartment_.limits);
     if (!written.ok()) return written;
     cgroup_.emplace(std::move(made).value());
+    StartOomWatch();
     // A cgroup that still has processes belongs to an earlier run that died without stopping
     // them: they are killed before this run's first worker starts (see Start).
     Result<bool> empty = cgroup_->IsEmpty();
@@ -360,6 +374,8 @@ void Cell::DoSpawn() {
   options.credentials = WorkerCredentials(config_);
   options.umask = static_cast<mode_t>(config_.umask);
   options.no_new_privileges = config_.no_new_privileges;
+  // Set in the child, so the worker never inherits bulkheadd's own oom_score_adj.
+  options.oom_score_adj = config_.oom_score_adjust;
   options.working_directory = config_.working_directory;
   options.listen_fd = worker_listen_fd_.get();
   options.listen_fd_name = config_.name;
@@ -369,7 +385,9 @@ void Cell::DoSpawn() {
   if (cgroup_) {
     // The worker is born inside its cgroup (clone3 CLONE_INTO_CGROUP): so is all it forks.
     options.cgroup_fd = cgroup_->dir_fd();
-    oom_baseline_ = OomKillCount();
+    // OOM kills before this worker concern none of its processes.
+    LookForOomKills();
+    oom_->WorkerStarted();
   }
   status_text_.clear();
   Status output = output_.Prepare(&options);
@@ -395,14 +413,16 @@ void Cell::DoSpawn() {
 void Cell::OnWorkerExit(int wait_status) {
   BH_CHECK(pid_ != 0);
   pid_t pid = pid_;
+  // An OOM kill of the worker: a SIGKILL, and an OOM kill in memory.events that it was not seen
+  // to survive (cell::OomKillTracker). The last look is taken while pid_ still names the worker.
+  bool oom_killed = false;
+  if (oom_) {
+    oom_killed = oom_->WorkerDied(wait_status, LookForOomKills());
+    if (!oom_polling_) uv_timer_stop(&oom_timer_);
+  }
   pid_ = 0;
   // Its last words first: they often tell why it ended.
   output_.WorkerExited();
-  // An OOM kill is told apart from a manual SIGKILL by the cgroup's memory.events counters,
-  // compared with their value when this worker started (cgroup-v2.rst: memory.events oom_kill,
-  // oom_group_kill).
-  bool oom_killed = cgroup_ && OomKillCount() > oom_baseline_;
-  if (oom_killed) ++oom_kills_;
   std::string description = cell::DescribeWaitStatus(wait_status);
   Log(LogLevel::kDebug, name(), pid,
       "worker reaped: " + description + (oom_killed ? " (OOM kill)" : ""));
@@ -443,13 +463,6 @@ void Cell::MaybeDrained() {
 }
 
 // --- Teardown of a worker generation. ---
-
-uint64_t Cell::OomKillCount() const {
-  if (!cgroup_) return 0;
-  Result<cell::CgroupStats> stats = cgroup_->ReadStats();
-  if (!stats.ok()) return 0;
-  return stats->memory_events.oom_kill + stats->memory_events.oom_group_kill;
-}
 
 void Cell::KillAll() {
   if (cgroup_) {
@@ -493,6 +506,85 @@ void Cell::OnTeardownTimer(uv_timer_t* timer) {
         "cgroup " + self->cgroup_->path() + " still has processes 5 s after cgroup.kill" +
             (empty.ok() ? "" : ": " + empty.status().message()));
   }
+}
+
+// --- OOM kills (memory.events). ---
+
+void Cell::StartOomWatch() {
+  Result<cell::MemoryEvents> events = cgroup_->ReadMemoryEvents();
+  if (!events.ok()) {
+    Log(LogLevel::kWarning, name(), 0, "OOM kills: " + events.status().message());
+  }
+  // Kills before this run are not counted: they are the earlier run's.
+  oom_.emplace(events.ok() ? *events : cell::MemoryEvents{});
+  const std::string path = cgroup_->memory_events_path();
+  int rc = uv_fs_event_start(&memory_events_watch_, &Cell::OnMemoryEvents, path.c_str(), 0);
+  if (rc != 0) {
+    Log(LogLevel::kWarning, name(), 0,
+        "cannot watch " + path + " (" + uv_strerror(rc) + "): reading it every " +
+            std::to_string(kOomPollMs) + " ms instead");
+    oom_polling_ = true;
+    uv_timer_start(&oom_timer_, &Cell::OnOomTimer, kOomPollMs, kOomPollMs);
+  }
+}
+
+cell::OomKillTracker::Look Cell::LookForOomKills() {
+  if (!oom_ || !cgroup_) return {};
+  Result<cell::MemoryEvents> events = cgroup_->ReadMemoryEvents();
+  if (!events.ok()) return {};  // the cgroup is being removed (shutdown)
+  const bool group_kill = compartment_.limits.oom_group;
+  cell::OomKillTracker::Look look = oom_->Observe(*events, group_kill, pid_ != 0);
+  if (!look.rose) return look;
+  auto counter = [](const char* key, uint64_t before, uint64_t now) {
+    return std::string(key) + " " + std::to_string(now) + " (+" +
+           std::to_string(now >= before ? now - before : 0) + ")";
+  };
+  // The kernel names the victim (pid, command, oom_score_adj) only in its log; memory.events
+  // holds counters alone.
+  Log(LogLevel::kWarning, name(), pid_,
+      "OOM kill in the cell: memory.events " +
+          counter("oom_kill", look.before.oom_kill, look.now.oom_kill) + ", " +
+          counter("oom_group_kill", look.before.oom_group_kill, look.now.oom_group_kill) +
+          " (oom_policy " + (group_kill ? "kill" : "continue") +
+          (compartment_.limits.memory_max
+               ? ", memory.max " + std::to_string(*compartment_.limits.memory_max)
+               : std::string()) +
+          "); the kernel log names the victim");
+  if (oom_->pending()) {
+    oom_seen_ms_ = Now();
+    if (!oom_polling_) uv_timer_start(&oom_timer_, &Cell::OnOomTimer, kOomSurvivalCheckMs, 0);
+  }
+  return look;
+}
+
+void Cell::OnMemoryEvents(uv_fs_event_t* handle, const char* /*filename*/, int /*events*/,
+                          int status) {
+  auto* self = static_cast<Cell*>(handle->data);
+  if (status < 0) {
+    Log(LogLevel::kWarning, self->name(), 0,
+        std::string("watching memory.events: ") + uv_strerror(status));
+  }
+  self->LookForOomKills();
+}
+
+void Cell::OnOomTimer(uv_timer_t* timer) {
+  auto* self = static_cast<Cell*>(timer->data);
+  self->LookForOomKills();
+  if (!self->oom_ || !self->oom_->pending() || self->pid_ == 0) return;
+  const uint64_t since = self->Now() - self->oom_seen_ms_;
+  if (since < kOomSurvivalCheckMs) {
+    if (!self->oom_polling_) {
+      uv_timer_start(timer, &Cell::OnOomTimer, kOomSurvivalCheckMs - since, 0);
+    }
+    return;
+  }
+  // A victim is dying or dead by now: its reap settles its fate (OnWorkerExit). A worker that is
+  // neither survived, and its later death is not blamed on this OOM kill.
+  Result<bool> dying = cell::ProcessIsDying(self->pid_);
+  if (!dying.ok() || *dying) return;
+  self->oom_->WorkerSurvived();
+  Log(LogLevel::kWarning, self->name(), self->pid_,
+      "the worker survived the OOM kill and keeps serving");
 }
 
 // --- Notify socket (sd_notify(3)). ---
@@ -540,9 +632,10 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
   }
   for (uv_timer_t* timer :
        {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_, &orphan_timer_,
-        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_}) {
+        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_, &oom_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &Cell::OnHandleClosed);
   }
+  uv_close(reinterpret_cast<uv_handle_t*>(&memory_events_watch_), &Cell::OnHandleClosed);
   uv_close(reinterpret_cast<uv_handle_t*>(&front_), &Cell::OnHandleClosed);
   // Only socket files this cell bound are removed (never a live instance's).
   if (front_bound_) ::unlink(config_.socket.c_str());
@@ -969,7 +1062,7 @@ CellSnapshot Cell::Snapshot() const {
   s.limits_enforced = cgroup_.has_value();
   s.limits_note = compartment_.not_enforced_reason;
   s.cgroup_limits = compartment_.limits;
-  s.oom_kills = oom_kills_;
+  s.oom_kills = oom_ ? oom_->kills() : 0;
   s.in_flight = bulkhead_.running() - answered_running_ + bulkhead_.queued();
   uint64_t now_ns = uv_hrtime();
   s.queue_wait = queue_wait_.total();

@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "cell/cgroup.h"
+#include "cell/oom_kill_tracker.h"
 #include "config/config.h"
 #include "ipc/frame.h"
 #include "supervisor/bulkhead.h"
@@ -110,6 +111,8 @@ struct CellSnapshot {
   std::string cgroup_path;
   cell::CgroupLimits cgroup_limits;         // as configured
   std::optional<cell::CgroupStats> cgroup;  // read from the kernel now; nullopt without a cgroup
+  // OOM kills in the cell's cgroup since bulkheadd opened it, whether or not the worker died: one
+  // per decision of the kernel's OOM killer (cell::CountOomKills).
   uint64_t oom_kills = 0;
   // Admitted requests without an outcome yet: queued plus running ones not yet answered (a
   // request answered by request_timeout keeps its slot, in `running`, until the worker answers).
@@ -245,7 +248,14 @@ class Cell {
   // one) and runs `then` once nothing of it is left: never two generations side by side.
   void Teardown(std::function<void()> then);
   void KillAll();
-  uint64_t OomKillCount() const;
+
+  // OOM kills (memory.events, watched with inotify through uv_fs_event, or polled when that
+  // fails). StartOomWatch: REQUIRES cgroup_. LookForOomKills reads memory.events, counts and logs
+  // what rose since the previous look, and arms the survival check of the worker when one runs.
+  void StartOomWatch();
+  cell::OomKillTracker::Look LookForOomKills();
+  static void OnMemoryEvents(uv_fs_event_t* handle, const char* filename, int events, int status);
+  static void OnOomTimer(uv_timer_t* timer);
   void OnNotify(pid_t sender, const cell::NotifyMessage& message);
   bool SpeaksForCell(pid_t sender) const;
 
@@ -260,8 +270,14 @@ class Cell {
   config::CellConfig config_;
   CellCompartment compartment_;
   std::optional<cell::CellCgroup> cgroup_;
-  uint64_t oom_baseline_ = 0;  // oom_kill + oom_group_kill in memory.events when the worker started
-  uint64_t oom_kills_ = 0;
+  // With cgroup_: OOM kills seen in memory.events, and whether the worker survived them.
+  std::optional<cell::OomKillTracker> oom_;
+  uv_fs_event_t memory_events_watch_{};
+  // The worker's survival check after an OOM kill (one-shot), or the poll of memory.events when
+  // it cannot be watched (repeating).
+  uv_timer_t oom_timer_{};
+  bool oom_polling_ = false;
+  uint64_t oom_seen_ms_ = 0;  // when the last OOM kill was seen with the worker running
   uint32_t max_payload_;
   RequestPool* pool_;
   Bulkhead bulkhead_;

@@ -196,7 +196,8 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
     }
   });
   w.Family("bulkhead_cell_oom_kills_total", "counter",
-           "Workers killed by the cgroup's OOM killer (memory.events oom_kill).");
+           "OOM kills in the cell's cgroup, the worker's or a helper's (memory.events "
+           "oom_group_kill, or oom_kill under oom_policy continue).");
   ForEachCell(cells,
               [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.oom_kills); });
   w.Family("bulkhead_cell_uptime_seconds", "gauge", "Age of the current worker; 0 when none.");

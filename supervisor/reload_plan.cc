@@ -62,6 +62,10 @@ const CellKey kCellKeys[] = {
     Key<&C::memory_high>("memory_high", Group::kCgroup),
     Key<&C::memory_swap_max>("memory_swap_max", Group::kCgroup),
     Key<&C::pids_max>("pids_max", Group::kCgroup),
+    // memory.oom.group, rewritten live with the limits.
+    Key<&C::oom_policy>("oom_policy", Group::kCgroup),
+    // Set in the child before exec: the next worker gets it.
+    Key<&C::oom_score_adjust>("oom_score_adjust", Group::kRestart),
     // Read by WorkerOutput at each spawn (Cell::Reconfigure hands them over): the new worker's
     // pipes follow them.
     Key<&C::output>("output", Group::kRestart),

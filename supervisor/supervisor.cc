@@ -42,6 +42,8 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"watchdog_ms", ms(c.watchdog)},
       {"stop_signal", c.stop_signal},
       {"stop_timeout_ms", ms(c.stop_timeout)},
+      {"oom_policy", c.oom_policy == config::OomPolicy::kContinue ? "continue" : "kill"},
+      {"oom_score_adjust", c.oom_score_adjust},
   };
 }
 
@@ -168,6 +170,7 @@ cell::CgroupLimits CgroupLimitsOf(const config::CellConfig& c) {
   limits.memory_high = c.memory_high;
   limits.memory_swap_max = c.memory_swap_max;
   limits.pids_max = c.pids_max;
+  limits.oom_group = c.oom_policy == config::OomPolicy::kKill;
   return limits;
 }
 

@@ -66,6 +66,7 @@ TEST(ParseMemoryEvents, Kernel61) {
   EXPECT_EQ(events.value().oom, 3u);
   EXPECT_EQ(events.value().oom_kill, 2u);
   EXPECT_EQ(events.value().oom_group_kill, 1u);
+  EXPECT_TRUE(events.value().has_oom_group_kill);
 }
 
 TEST(ParseMemoryEvents, OlderKernelWithoutOomGroupKill) {
@@ -73,6 +74,7 @@ TEST(ParseMemoryEvents, OlderKernelWithoutOomGroupKill) {
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events.value().oom_kill, 7u);
   EXPECT_EQ(events.value().oom_group_kill, 0u);
+  EXPECT_FALSE(events.value().has_oom_group_kill);
 }
 
 TEST(ParseMemoryEvents, RejectsMalformedAndIncomplete) {
@@ -377,6 +379,26 @@ TEST_F(FakeCgroupTree, WriteLimitsWritesEveryFile) {
   EXPECT_EQ(ReadText(dir / "cpu.weight"), "100");
   EXPECT_EQ(ReadText(dir / "memory.max"), "max");
   EXPECT_EQ(ReadText(dir / "pids.max"), "max");
+  EXPECT_EQ(ReadText(dir / "memory.oom.group"), "1");
+}
+
+// oom_policy = "continue" (systemd's OOMPolicy=continue): memory.oom.group 0, so an OOM kill takes
+// only the kernel's victim; "kill" writes 1 again (a reload switches it live).
+TEST_F(FakeCgroupTree, WriteLimitsWritesTheOomGroupOfThePolicy) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  PopulateCellFiles(dir);
+
+  CgroupLimits limits;
+  limits.oom_group = false;
+  ASSERT_TRUE(cell->WriteLimits(limits).ok());
+  EXPECT_EQ(ReadText(dir / "memory.oom.group"), "0");
+  limits.oom_group = true;
+  ASSERT_TRUE(cell->WriteLimits(limits).ok());
+  EXPECT_EQ(ReadText(dir / "memory.oom.group"), "1");
 }
 
 TEST_F(FakeCgroupTree, WriteLimitsWithoutSwapAccounting) {

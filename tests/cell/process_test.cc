@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -343,6 +344,120 @@ TEST(Spawn, EmptyArgvIsRefusedWithoutForking) {
   Result<pid_t> pid = Spawn(options);
   ASSERT_FALSE(pid.ok());
   EXPECT_EQ(pid.status().message(), "spawn: argv[0] is empty");
+}
+
+// Writes `value` to this process's /proc/self/oom_score_adj; true on success.
+bool SetOwnOomScoreAdj(int value) {
+  std::ofstream file("/proc/self/oom_score_adj");
+  file << value;
+  file.flush();
+  return file.good();
+}
+
+// Sets the test process's oom_score_adj (a supervisor started at a non-zero score) and puts it
+// back to what it was.
+class ScopedOwnOomScoreAdj {
+ public:
+  explicit ScopedOwnOomScoreAdj(int value)
+      : saved_(std::stoi(ReadFile("/proc/self/oom_score_adj").value_or("0"))) {
+    ok_ = SetOwnOomScoreAdj(value);
+  }
+  ~ScopedOwnOomScoreAdj() { SetOwnOomScoreAdj(saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  int saved_;
+  bool ok_ = false;
+};
+
+// What the spawned child reads from its own /proc/self/oom_score_adj, or the spawn's error.
+std::string ChildOomScoreAdj(std::optional<int> oom_score_adj) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return "pipe failed";
+  UniqueFd out_read(out[0]);
+  UniqueFd out_write(out[1]);
+  SpawnOptions options = ShellOptions("cat /proc/self/oom_score_adj");
+  options.stdout_fd = out_write.get();
+  options.oom_score_adj = oom_score_adj;
+  std::string end = RunToExit(options);
+  out_write.Reset();
+  std::string text = ReadAll(out_read.get());
+  if (end != "exit 0") return end;
+  return text;
+}
+
+// The worker never inherits the supervisor's oom_score_adj unless asked to (issue 12: a bulkheadd
+// started at -1000 made every worker unkillable by the OOM killer).
+TEST(Spawn, OomScoreAdjIsSetInTheChildBeforeExec) {
+  ScopedOwnOomScoreAdj own(500);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(ChildOomScoreAdj(std::nullopt), "500\n");  // unset: inherited
+  EXPECT_EQ(ChildOomScoreAdj(0), "0\n");
+  EXPECT_EQ(ChildOomScoreAdj(700), "700\n");
+  EXPECT_EQ(ChildOomScoreAdj(500), "500\n");  // the parent's own value: nothing to write
+  EXPECT_EQ(ReadFile("/proc/self/oom_score_adj"), "500\n");  // the parent is untouched
+}
+
+TEST(Spawn, OomScoreAdjOutOfRangeNamesTheFileAndErrno) {
+  SpawnOptions options = ShellOptions("exit 0");
+  options.oom_score_adj = 5000;
+  Result<pid_t> pid = Spawn(options);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().message(), "write 5000 to /proc/self/oom_score_adj: Invalid argument");
+  EXPECT_EQ(pid.status().error_number(), EINVAL);
+  EXPECT_TRUE(NoChildrenLeft());
+}
+
+// Going below the oom_score_adj a privileged process set for the supervisor (its
+// oom_score_adj_min) needs CAP_SYS_RESOURCE (proc(5), the kernel's __set_oom_adj): a supervisor
+// without it cannot start the worker, and the error says why. A helper process plays the
+// supervisor: with CAP_SYS_RESOURCE it sets 300 (the minimum becomes 300), gives the capability up
+// and asks for 0; without it (a container), it asks for -1000, below the inherited minimum.
+TEST(Spawn, OomScoreAdjBelowThePrivilegedMinimumNeedsCapSysResource) {
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  UniqueFd report_read(report[0]);
+  UniqueFd report_write(report[1]);
+  pid_t helper = ::fork();
+  ASSERT_GE(helper, 0);
+  if (helper == 0) {
+    std::string result = "setup failed";
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[2] = {};
+    std::optional<int> target;
+    if (::syscall(SYS_capget, &header, caps) == 0) {
+      const bool privileged =
+          (caps[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective & CAP_TO_MASK(CAP_SYS_RESOURCE)) != 0;
+      if (!privileged) {
+        target = -1000;
+      } else if (SetOwnOomScoreAdj(300)) {
+        caps[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective &= ~CAP_TO_MASK(CAP_SYS_RESOURCE);
+        if (::syscall(SYS_capset, &header, caps) == 0) target = 0;
+      }
+    }
+    if (target) {
+      SpawnOptions options = ShellOptions("exit 0");
+      options.oom_score_adj = target;
+      Result<pid_t> pid = Spawn(options);
+      result = pid.ok() ? "spawned at " + std::to_string(*target) : pid.status().message();
+      if (pid.ok()) ::waitpid(*pid, nullptr, 0);
+    }
+    ssize_t ignored = ::write(report_write.get(), result.data(), result.size());
+    (void)ignored;
+    ::_exit(0);
+  }
+  ChildGuard guard(helper);
+  report_write.Reset();
+  std::string result = ReadAll(report_read.get());
+  ASSERT_TRUE(guard.WaitExit().has_value());
+  if (result == "spawned at -1000") {
+    GTEST_SKIP() << "this process may go to -1000 without CAP_SYS_RESOURCE (a privileged "
+                    "ancestor set its oom_score_adj_min to -1000)";
+  }
+  EXPECT_THAT(result, ::testing::MatchesRegex(
+                          "write (0|-1000) to /proc/self/oom_score_adj \\(going below the "
+                          "oom_score_adj a privileged process set for the supervisor needs "
+                          "CAP_SYS_RESOURCE\\): Permission denied"));
 }
 
 // Spawning into a real cgroup (CLONE_INTO_CGROUP) is proved in the VM (tests/vm/): tests on this

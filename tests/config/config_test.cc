@@ -652,6 +652,37 @@ TEST(ParseConfig, PidsMax) {
               ElementsAre(At(4, 12, "cells.a.pids_max", "expected integer, got string")));
 }
 
+// systemd's OOMPolicy= and OOMScoreAdjust=, per cell (issue 12).
+TEST(ParseConfig, OomPolicyAndOomScoreAdjust) {
+  const Config defaults = MustParse(CellWith(""));
+  EXPECT_EQ(defaults.cells[0].oom_policy, OomPolicy::kKill);
+  EXPECT_EQ(defaults.cells[0].oom_score_adjust, 0);  // reset, never inherited from bulkheadd
+  const Config set = MustParse(CellWith("oom_policy = \"continue\"\noom_score_adjust = -1000"));
+  EXPECT_EQ(set.cells[0].oom_policy, OomPolicy::kContinue);
+  EXPECT_EQ(set.cells[0].oom_score_adjust, -1000);
+  EXPECT_EQ(MustParse(CellWith("oom_policy = \"kill\"")).cells[0].oom_policy, OomPolicy::kKill);
+  EXPECT_EQ(MustParse(CellWith("oom_score_adjust = 1000")).cells[0].oom_score_adjust, 1000);
+
+  EXPECT_THAT(
+      Errors(CellWith("oom_policy = \"stop\"")),
+      ElementsAre(At(4, 14, "cells.a.oom_policy", "must be one of kill, continue; got \"stop\"")));
+  EXPECT_THAT(Errors(CellWith("oom_policy = \"continu\"")),
+              ElementsAre(At(4, 14, "cells.a.oom_policy",
+                             "must be one of kill, continue; got \"continu\"; did you mean "
+                             "\"continue\"?")));
+  EXPECT_THAT(Errors(CellWith("oom_score_adjust = 1001")),
+              ElementsAre(At(4, 20, "cells.a.oom_score_adjust",
+                             "must be between -1000 and 1000 (oom_score_adj), got 1001")));
+  EXPECT_THAT(Errors(CellWith("oom_score_adjust = -1001")),
+              ElementsAre(At(4, 20, "cells.a.oom_score_adjust",
+                             "must be between -1000 and 1000 (oom_score_adj), got -1001")));
+  EXPECT_THAT(Errors(CellWith("oom_score_adjust = \"-500\"")),
+              ElementsAre(At(4, 20, "cells.a.oom_score_adjust", "expected integer, got string")));
+  EXPECT_THAT(Errors(CellWith("oom_score_ajust = 5")),
+              ElementsAre(At(4, 1, "cells.a.oom_score_ajust",
+                             "unknown key; did you mean \"oom_score_adjust\"?")));
+}
+
 TEST(ParseConfig, CgroupKeyNamesWithHints) {
   EXPECT_THAT(
       Errors(CellWith("memory_maxx = \"1G\"")),

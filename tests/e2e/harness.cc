@@ -61,9 +61,11 @@ std::vector<std::string> Environment(const std::vector<std::string>& overrides) 
 }
 
 // Child side of a fork: stdin/stdout/stderr from the given descriptors, then exec. Async-signal-
-// safe calls only. `death_signal` 0 means none; `max_open_files` 0 keeps RLIMIT_NOFILE.
+// safe calls only. `death_signal` 0 means none; `max_open_files` 0 keeps RLIMIT_NOFILE; an empty
+// `oom_score_adj` keeps /proc/self/oom_score_adj.
 [[noreturn]] void ExecChild(int in, int out, int err, pid_t parent, int death_signal, char** argv,
-                            char** envp, uint64_t max_open_files = 0) {
+                            char** envp, uint64_t max_open_files = 0,
+                            std::string_view oom_score_adj = {}) {
   if (death_signal != 0) {
     ::prctl(PR_SET_PDEATHSIG, death_signal);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
@@ -72,6 +74,14 @@ std::vector<std::string> Environment(const std::vector<std::string>& overrides) 
   if (max_open_files != 0) {
     rlimit nofile{static_cast<rlim_t>(max_open_files), static_cast<rlim_t>(max_open_files)};
     if (::setrlimit(RLIMIT_NOFILE, &nofile) != 0) ::_exit(127);
+  }
+  if (!oom_score_adj.empty()) {
+    int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, oom_score_adj.data(), oom_score_adj.size()) !=
+                      static_cast<ssize_t>(oom_score_adj.size())) {
+      ::_exit(127);
+    }
+    ::close(fd);
   }
   // The signal mask and dispositions of the test (gtest, threads) are not the child's business.
   sigset_t none;
@@ -261,12 +271,14 @@ bulkhead::Status Harness::Start() {
 
   CStrings argv({BulkheaddPath(), "--config", config_path()});
   CStrings env(Environment(options_.env));
+  const std::string oom_score_adj =
+      options_.oom_score_adj ? std::to_string(*options_.oom_score_adj) : std::string();
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return bulkhead::Status::FromErrno("fork");
   if (pid == 0) {
     ExecChild(null.get(), log.get(), log.get(), parent, SIGTERM, argv.get(), env.get(),
-              options_.max_open_files);
+              options_.max_open_files, oom_score_adj);
   }
   pid_ = pid;
 

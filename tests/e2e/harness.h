@@ -75,6 +75,9 @@ struct HarnessOptions {
   std::vector<std::string> env = {};
   // RLIMIT_NOFILE (soft and hard) for bulkheadd, set between fork and exec; 0 inherits the test's.
   uint64_t max_open_files = 0;
+  // bulkheadd's /proc/self/oom_score_adj, set between fork and exec (a supervisor started at a
+  // non-zero score, as some init setups do); nullopt inherits the test's. Lowering it needs root.
+  std::optional<int> oom_score_adj;
   // Receives what the destructor found wrong: bulkheadd exited non-zero, by a signal, or did not
   // stop. Default: printed to stderr. GoogleTest users pass [](auto& m) { ADD_FAILURE() << m; }.
   std::function<void(const std::string& message)> on_failure;

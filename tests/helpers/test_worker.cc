@@ -17,6 +17,9 @@
 //                    group, reparented away from the worker), closes every descriptor above 2
 //                    and sleeps forever; OK with the grandchild's pid
 //   alloc MIB        allocates and touches MIB MiB, kept until exit; OK "allocated MIB MiB"
+//   alloc-child MIB ADJ  forks a helper that sets its oom_score_adj to ADJ (-1000..1000), then
+//                    touches MIB MiB and exits 0; waits for it and answers OK "helper PID exit N"
+//                    or "helper PID signal N" (an OOM-killed helper: "signal 9")
 //   burn MS          spins on the CPU for MS ms of wall-clock time (one thread), then OK
 //                    "burned MS ms, cpu N us" (N: this thread's CPU time, CLOCK_THREAD_CPUTIME_ID)
 //   forkbomb MAX     forks up to MAX children that pause forever, stopping at the first fork that
@@ -34,7 +37,8 @@
 //   self             OK with what the worker was started with, captured first thing in main(),
 //                    before it changed anything: one "Key:\tvalue" line each of /proc/self/status
 //                    Uid, Gid, Groups, Umask, NoNewPrivs, SigBlk, SigIgn (values as the kernel
-//                    writes them), then "Fds:\t0 1 2 3" (open descriptors, ascending), then one
+//                    writes them), then "OomScoreAdj:\tN" (/proc/self/oom_score_adj), then
+//                    "Fds:\t0 1 2 3" (open descriptors, ascending), then one
 //                    "Env:\tNAME=VALUE" line per environment entry, in environ order
 //   blob N           OK with N bytes of BlobPattern (tests/helpers/blob_pattern.h): large replies
 //   exit-mid-reply N (N >= 1) writes the header of an OK reply of N bytes of BlobPattern and its
@@ -52,6 +56,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -182,6 +187,31 @@ HandlerResult Allocate(long mib) {
   return HandlerResult::Ok("allocated " + std::to_string(mib) + " MiB");
 }
 
+// A helper process in the worker's cell that the OOM killer may pick: after fork in a threaded
+// process it makes only async-signal-safe calls (open, write, mmap, memset).
+HandlerResult AllocateInChild(long mib, long adj) {
+  const std::string adj_text = std::to_string(adj);
+  pid_t helper = ::fork();
+  if (helper < 0) return HandlerResult::Error(std::string("fork: ") + std::strerror(errno));
+  if (helper == 0) {
+    int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, adj_text.data(), adj_text.size()) < 0) ::_exit(2);
+    ::close(fd);
+    const size_t bytes = static_cast<size_t>(mib) * 1024 * 1024;
+    void* block =
+        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) ::_exit(3);
+    std::memset(block, 0x5a, bytes);
+    ::_exit(0);
+  }
+  int wait_status = 0;
+  while (::waitpid(helper, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  std::string end = WIFSIGNALED(wait_status) ? "signal " + std::to_string(WTERMSIG(wait_status))
+                                             : "exit " + std::to_string(WEXITSTATUS(wait_status));
+  return HandlerResult::Ok("helper " + std::to_string(helper) + " " + end);
+}
+
 HandlerResult Burn(long ms) {
   using std::chrono::steady_clock;
   const steady_clock::time_point end = steady_clock::now() + std::chrono::milliseconds(ms);
@@ -228,6 +258,12 @@ std::string CaptureStartedWith() {
       }
     }
     std::fclose(status);
+  }
+  if (std::FILE* adj = std::fopen("/proc/self/oom_score_adj", "re")) {
+    char value[32] = {};
+    if (std::fgets(value, sizeof value, adj) != nullptr)
+      text += std::string("OomScoreAdj:\t") + value;
+    std::fclose(adj);
   }
   text += "Fds:\t" + OpenFds() + "\n";
   for (char** entry = environ; *entry != nullptr; ++entry) {
@@ -349,6 +385,14 @@ HandlerResult Handle(std::string_view payload) {
   }
   if (command == "spawn-grandchild") return SpawnGrandchild();
   if (command == "alloc" && ParseInt(argument, &number) && number >= 0) return Allocate(number);
+  if (command == "alloc-child") {
+    size_t split = argument.find(' ');
+    long adj = 0;
+    if (split != std::string_view::npos && ParseInt(argument.substr(0, split), &number) &&
+        number >= 0 && ParseInt(argument.substr(split + 1), &adj)) {
+      return AllocateInChild(number, adj);
+    }
+  }
   if (command == "burn" && ParseInt(argument, &number) && number >= 0) return Burn(number);
   if (command == "forkbomb" && ParseInt(argument, &number) && number >= 0) return ForkBomb(number);
   if (command == "notify") {

@@ -106,14 +106,16 @@ max_concurrent = 1
 TEST(ReloadPlan, CgroupLimitsApplyLive) {
   ReloadPlan plan = PlanCatalogChange(
       "cpu_max = \"50%\"\ncpu_weight = 200\nmemory_max = \"64M\"\nmemory_high = \"32M\"\n"
-      "memory_swap_max = 0\npids_max = 64\ncpu_max_period = \"50ms\"\n");
+      "memory_swap_max = 0\npids_max = 64\ncpu_max_period = \"50ms\"\noom_policy = \"continue\"\n");
   ASSERT_TRUE(plan.ok());
   const CellPlan& catalog = plan.cells[1];
   EXPECT_EQ(catalog.action, Action::kUpdate);
   EXPECT_TRUE(catalog.cgroup_changed);
   EXPECT_FALSE(catalog.admission_changed);
-  EXPECT_THAT(catalog.changed, ElementsAre("cpu_max", "cpu_max_period", "cpu_weight", "memory_max",
-                                           "memory_high", "memory_swap_max", "pids_max"));
+  // oom_policy is memory.oom.group, rewritten with the limits.
+  EXPECT_THAT(catalog.changed,
+              ElementsAre("cpu_max", "cpu_max_period", "cpu_weight", "memory_max", "memory_high",
+                          "memory_swap_max", "pids_max", "oom_policy"));
 }
 
 TEST(ReloadPlan, LifecyclePolicyAppliesLive) {
@@ -142,6 +144,8 @@ TEST(ReloadPlan, WorkerKeysRestartTheCell) {
            Case{"working_directory = \"/tmp\"\n", "working_directory"},
            Case{"ready = \"notify\"\n", "ready"},
            Case{"watchdog = \"10s\"\n", "watchdog"},
+           // Set in the child before exec: only a new worker gets it.
+           Case{"oom_score_adjust = -500\n", "oom_score_adjust"},
            Case{"[cells.catalog.environment]\nMODE = \"x\"\n", "environment"},
        }) {
     ReloadPlan plan = PlanCatalogChange(c.extra);

@@ -5,11 +5,13 @@
 // ipc::Client, checking kernel-read numbers: an OOM kill inside a cell, a cpu.max share, a fork
 // bomb at pids.max, the teardown of a setsid grandchild, the limit files, limits changed by a
 // live reload, and a bulkheadd started again after a SIGKILL, which must empty the cgroup a setsid
-// grandchild kept populated. One "PASS|FAIL <check> <numbers>" line per check; exit 0 only if all
-// pass (docs/vm-tests.md).
-// Threads: the main thread drives, forks and reaps (it is a child subreaper, so orphans of the
-// cells come to it once bulkheadd, the nearer subreaper, is gone, and are reaped by pid); one
-// thread runs the steady cell's echo loop and only uses its own socket.
+// grandchild kept populated. Issue 12: bulkheadd is started at oom_score_adj -1000 and its workers
+// must not inherit it; a helper OOM-killed beside a surviving worker is counted and logged, and
+// the worker's later crash is a crash; oom_policy "continue" spares the worker. One "PASS|FAIL
+// <check> <numbers>" line per check; exit 0 only if all pass (docs/vm-tests.md). Threads: the main
+// thread drives, forks and reaps (it is a child subreaper, so orphans of the cells come to it once
+// bulkheadd, the nearer subreaper, is gone, and are reaped by pid); one thread runs the steady
+// cell's echo loop and only uses its own socket.
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -92,8 +94,13 @@ constexpr double kCpuShareTolerance = 0.05;
 // The steady cell's echo loop: one request, then this pause.
 constexpr int kEchoPauseMs = 10;
 
+// bulkheadd's own oom_score_adj (as some init setups start a supervisor): its workers must not
+// inherit it (issue 12).
+constexpr int kDaemonOomScoreAdj = -1000;
+
 // In config order.
-const std::vector<std::string> kCells = {"steady", "hog", "burner", "bomb", "tear"};
+const std::vector<std::string> kCells = {"steady", "hog",    "burner", "bomb",
+                                         "tear",   "spared", "lenient"};
 
 int g_failures = 0;
 
@@ -470,7 +477,8 @@ LatencySummary Summarize(const std::vector<EchoSample>& samples, double from_ms,
 
 // --- Setup. ---
 
-std::string ConfigText() {
+// `lenient_policy`: lenient's oom_policy.
+std::string ConfigText(const char* lenient_policy = "continue") {
   std::string worker = Str("command = [\"%s\"]\n", kWorker);
   return Str("[supervisor]\nruntime_dir = \"%s\"\ncgroup = \"required\"\n\n", kRuntimeDir) +
          // Echoes all along: the neighbour whose every request must succeed.
@@ -484,7 +492,13 @@ std::string ConfigText() {
          // Every limit key, and a setsid grandchild to tear down.
          "[cells.tear]\n" + worker +
          "max_concurrent = 2\ncpu_max = \"20%\"\ncpu_weight = 50\nmemory_max = \"64M\"\n"
-         "memory_high = \"48M\"\nmemory_swap_max = 0\npids_max = 32\n";
+         "memory_high = \"48M\"\nmemory_swap_max = 0\npids_max = 32\n\n" +
+         // A worker the OOM killer never picks, beside a helper it does (oom_policy kill).
+         "[cells.spared]\n" + worker +
+         "max_concurrent = 2\nmemory_max = \"64M\"\noom_score_adjust = -1000\n\n" +
+         // Only the kernel's victim dies.
+         "[cells.lenient]\n" + worker +
+         Str("max_concurrent = 2\nmemory_max = \"64M\"\noom_policy = \"%s\"\n", lenient_policy);
 }
 
 // Waits until every cell of `daemon` runs (the last status in `status`); false at the deadline
@@ -520,8 +534,11 @@ pid_t StartDaemon() {
     Check(false, "setup.config", Str("cannot write %s: %s", kConfigPath, strerror(errno)));
     return 0;
   }
+  // bulkheadd inherits it from this driver (and so would its workers, unreset).
+  bool adjusted = WriteText("/proc/self/oom_score_adj", std::to_string(kDaemonOomScoreAdj));
   Clock::time_point start = Clock::now();
   pid_t daemon = Start({kBulkheadd, "--config", kConfigPath}, kDaemonLog, kDaemonLog);
+  WriteText("/proc/self/oom_score_adj", "0");
   std::optional<Json> status;
   bool up = WaitCellsRunning(daemon, &status, milliseconds(30000));
   bool alive = !ReapedStatus(daemon);
@@ -550,6 +567,18 @@ pid_t StartDaemon() {
     where += Str("; %s pid %d in %s", name.c_str(), PidOf(cell), proc.c_str());
   }
   Check(placed, "setup.cgroup_placement", where);
+
+  // Each worker's oom_score_adj is its cell's oom_score_adjust (default 0), not bulkheadd's.
+  std::string scores = Str("bulkheadd %s", ReadText(Str("/proc/%d/oom_score_adj", daemon)).c_str());
+  bool reset = adjusted && ReadText(Str("/proc/%d/oom_score_adj", daemon)) ==
+                               std::to_string(kDaemonOomScoreAdj);
+  for (const std::string& name : kCells) {
+    const std::string got = ReadText(Str("/proc/%d/oom_score_adj", PidOf(CellOf(status, name))));
+    reset = reset && got == (name == "spared" ? "-1000" : "0");
+    scores += Str("; %s %s", name.c_str(), got.c_str());
+  }
+  Check(reset, "oom.score_adj_not_inherited",
+        scores + " (expected 0, spared -1000: its oom_score_adjust)");
   return daemon;
 }
 
@@ -628,7 +657,7 @@ void CheckLimitFiles() {
   }
   for (const std::string& name : kCells) {
     std::string got = ReadText(CgroupOf(name) + "/memory.oom.group");
-    if (got != "1") {
+    if (got != (name == "lenient" ? "0" : "1")) {
       ++wrong;
       detail += Str("; %s memory.oom.group = \"%s\"", name.c_str(), got.c_str());
     }
@@ -637,7 +666,8 @@ void CheckLimitFiles() {
         Str("%d of %zu files hold the configured value (tear: cpu.max \"20000 100000\", "
             "cpu.weight 50, memory.max 67108864, memory.high 50331648, memory.swap.max 0, "
             "pids.max 32; burner cpu.max \"20000 100000\"; hog memory.max 67108864; bomb pids.max "
-            "32; unset limits \"max\"; memory.oom.group 1 in all %zu cells)%s",
+            "32; unset limits \"max\"; memory.oom.group 1 in all %zu cells but lenient's 0, "
+            "oom_policy continue)%s",
             static_cast<int>(expected.size() + kCells.size()) - wrong,
             expected.size() + kCells.size(), kCells.size(), detail.c_str()));
 
@@ -700,7 +730,7 @@ void CheckOomKill(EchoLoop& steady) {
   pid_t second = PidOf(after);
   Json shown = CellOf(CtlStatus(), "hog");
   std::string last_exit = Text(shown, "last_exit");
-  bool status_ok = last_exit == "oom-kill" && Num(shown, "oom_kills") >= 1 &&
+  bool status_ok = last_exit == "oom-kill" && Num(shown, "oom_kills") == 1 &&
                    Num(shown, "restarts") >= 1 && Num(shown, "cgroup/oom_kill") >= 1 &&
                    Num(shown, "cgroup/oom_group_kill") >= 1 &&
                    Num(shown, "failed_by_reason/oom_killed") == 2 && second > 0 && second != first;
@@ -736,6 +766,119 @@ void CheckOomKill(EchoLoop& steady) {
   LatencySummary s = Summarize(steady.Samples(), from_ms, MsSince(steady.origin()));
   Check(s.count > 0 && s.failed == 0, "memory.steady_answered",
         "steady meanwhile: " + s.Describe());
+}
+
+// --- 1b. OOM kills of a helper (issue 12): counted and logged when they happen, whether or not
+// the worker dies; the worker's own death is told by its wait status. ---
+
+// The first line of bulkheadd's log about `cell` that contains `text`, or "".
+std::string LogLine(const std::string& cell, const std::string& text) {
+  const std::string log = ReadText(kDaemonLog);
+  const std::string tag = " cell=" + cell + " ";
+  size_t at = 0;
+  while (at < log.size()) {
+    size_t end = log.find('\n', at);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(at, end - at);
+    if (line.find(tag) != std::string::npos && line.find(text) != std::string::npos) return line;
+    at = end + 1;
+  }
+  return "";
+}
+
+// `alloc-child` in `cell`: a helper at oom_score_adj `adj` touches kHogAllocMiB MiB in the 64 MiB
+// cell and is OOM-killed. The worker answers "helper PID signal 9" once it reaped it.
+Run HelperOomKill(const std::string& cell, int adj) {
+  return Call(cell, Str("alloc-child %d %d", kHogAllocMiB, adj));
+}
+
+void CheckHelperOomKill() {
+  // spared: oom_policy kill, the worker at -1000 (oom_score_adjust), the helper at 0. The kernel
+  // kills the helper and then the group, which skips the worker.
+  const pid_t worker = PidOf(CellOf(ControlStatus(), "spared"));
+  Run run = HelperOomKill("spared", 0);
+  Json shown;
+  bool settled = PollUntil(
+      [&] {
+        shown = CellOf(ControlStatus(), "spared");
+        return Num(shown, "oom_kills") >= 1 && !LogLine("spared", "survived").empty();
+      },
+      milliseconds(20000));
+  Check(run.exit_code() == 0 && run.out.find(" signal 9") != std::string::npos && settled &&
+            Num(shown, "oom_kills") == 1 && PidOf(shown) == worker &&
+            Text(shown, "state") == "running" && Text(shown, "last_exit") == "<null>" &&
+            Num(shown, "cgroup/oom_group_kill") == 1,
+        "oom.helper_killed_worker_survives",
+        Str("spared (worker %d at -1000): alloc-child: ", worker) + run.Describe() +
+            Str("; status: oom_kills %lld, pid %d, state %s, last_exit %s, memory.events oom_kill "
+                "%lld oom_group_kill %lld",
+                Num(shown, "oom_kills"), PidOf(shown), Text(shown, "state").c_str(),
+                Text(shown, "last_exit").c_str(), Num(shown, "cgroup/oom_kill"),
+                Num(shown, "cgroup/oom_group_kill")));
+  const std::string logged = LogLine("spared", "OOM kill in the cell: memory.events oom_kill");
+  const std::string survived = LogLine("spared", "survived");
+  Check(!logged.empty() && !survived.empty(), "oom.helper_kill_logged",
+        "\"" + logged + "\" then \"" + survived + "\"");
+
+  // Its later plain SIGSEGV, memory.events unchanged, is a crash, not an OOM kill.
+  Run crash = Call("spared", "crash");
+  Json next = WaitRunning("spared", worker, milliseconds(20000));
+  Json crashed = CellOf(CtlStatus(), "spared");
+  Check(crash.exit_code() == 5 &&
+            crash.err.find("failed: worker_died: signal 11") != std::string::npos &&
+            Text(crashed, "last_exit") == "signal 11" &&
+            Num(crashed, "restarts_by_reason/crash") == 1 &&
+            Num(crashed, "restarts_by_reason/oom") == 0 &&
+            Num(crashed, "failed_by_reason/oom_killed") == 0 && Num(crashed, "oom_kills") == 1 &&
+            PidOf(next) > 0,
+        "oom.later_crash_is_a_crash",
+        "crash: " + crash.Describe() +
+            Str("; status: last_exit %s, restarts_by_reason crash %lld oom %lld, "
+                "failed_by_reason.oom_killed %lld, oom_kills %lld, next worker %d",
+                Text(crashed, "last_exit").c_str(), Num(crashed, "restarts_by_reason/crash"),
+                Num(crashed, "restarts_by_reason/oom"), Num(crashed, "failed_by_reason/oom_killed"),
+                Num(crashed, "oom_kills"), PidOf(next)));
+
+  // lenient: oom_policy continue (memory.oom.group 0), the worker at 0, the helper at 1000: only
+  // the helper dies.
+  const pid_t lenient = PidOf(CellOf(ControlStatus(), "lenient"));
+  run = HelperOomKill("lenient", 1000);
+  settled = PollUntil(
+      [&] {
+        shown = CellOf(ControlStatus(), "lenient");
+        return Num(shown, "oom_kills") >= 1 && !LogLine("lenient", "survived").empty();
+      },
+      milliseconds(20000));
+  Check(run.exit_code() == 0 && run.out.find(" signal 9") != std::string::npos && settled &&
+            Num(shown, "oom_kills") == 1 && PidOf(shown) == lenient &&
+            Text(shown, "state") == "running" && Num(shown, "cgroup/oom_group_kill") == 0 &&
+            ReadText(CgroupOf("lenient") + "/memory.oom.group") == "0",
+        "oom.policy_continue_spares_worker",
+        Str("lenient (worker %d at 0): alloc-child: ", lenient) + run.Describe() +
+            Str("; status: oom_kills %lld, pid %d, state %s, memory.events oom_kill %lld "
+                "oom_group_kill %lld, memory.oom.group %s",
+                Num(shown, "oom_kills"), PidOf(shown), Text(shown, "state").c_str(),
+                Num(shown, "cgroup/oom_kill"), Num(shown, "cgroup/oom_group_kill"),
+                ReadText(CgroupOf("lenient") + "/memory.oom.group").c_str()));
+
+  // oom_policy applies live: a reload to "kill" writes memory.oom.group 1 with the same worker,
+  // and the original config writes 0 again.
+  bool written = WriteText(kConfigPath, ConfigText("kill"));
+  Run reload = Ctl({"reload"});
+  const std::string group_kill = ReadText(CgroupOf("lenient") + "/memory.oom.group");
+  Json reloaded = CellOf(CtlStatus(), "lenient");
+  written = WriteText(kConfigPath, ConfigText()) && written;
+  Run back = Ctl({"reload"});
+  const std::string group_back = ReadText(CgroupOf("lenient") + "/memory.oom.group");
+  Check(written && reload.exit_code() == 0 &&
+            reload.out.find("lenient updated (oom_policy changed)") != std::string::npos &&
+            group_kill == "1" && PidOf(reloaded) == lenient &&
+            Text(reloaded.value("policy", Json::object()), "oom_policy") == "kill" &&
+            back.exit_code() == 0 && group_back == "0",
+        "oom.policy_reload_live",
+        "reload: " + reload.Describe() +
+            Str("; memory.oom.group %s, pid %d -> %d; reload back: memory.oom.group %s",
+                group_kill.c_str(), lenient, PidOf(reloaded), group_back.c_str()));
 }
 
 // --- 2. cpu: cpu.max holds the burner at 20% of one CPU; the neighbour keeps answering. ---
@@ -1134,6 +1277,7 @@ int Main() {
     EchoLoop steady(std::string(kRuntimeDir) + "/steady.sock");
     steady.Start();
     CheckOomKill(steady);
+    CheckHelperOomKill();
     CheckCpuMax(steady);
     CheckForkBomb(steady);
     CheckStopCell();
