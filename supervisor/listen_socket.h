@@ -42,7 +42,9 @@ Status ApplySocketAccess(int fd, const std::string& path, const SocketAccess& ac
 // A socket file this process created with bind(2), known by the inode (st_dev, st_ino) the path
 // named right after the bind. Remove() unlinks the path only while it still names that inode: a
 // file that another instance has bound at the same path since ours was removed behind our back is
-// left alone. (A replacement between the lstat(2) and the unlink(2) of Remove cannot be told
+// left alone. The inode number cannot have been reused by then as long as the bound socket is
+// still open: a bound Unix socket holds a reference to its file (unix(7)), so call Remove before
+// closing it. (A replacement between the lstat(2) and the unlink(2) of Remove cannot be told
 // apart; that window is one system call wide.) Move-only; the destructor does not unlink.
 class SocketFile {
  public:

@@ -147,7 +147,8 @@ ProcessResult RunRefusedInstance(const TempDir& dir, const std::string& runtime_
   const std::string config = dir.Join("other.toml");
   std::ofstream(config) << "[supervisor]\nruntime_dir = " << Quoted(runtime_dir)
                         << "\ncontrol_socket = " << Quoted(dir.Join("control.sock"))
-                        << "\n[cells.a]\ncommand = [" << Quoted(TestWorkerPath()) << "]\n"
+                        << "\n[cells.a]\ncommand = [" << Quoted(TestWorkerPath())
+                        << "]\nmax_concurrent = 1\n"
                         << (own_front_socket ? "socket = " + Quoted(dir.Join("a.sock")) + "\n"
                                              : "");
   Result<ProcessResult> run =

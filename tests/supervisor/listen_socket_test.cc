@@ -26,15 +26,22 @@ namespace {
 
 using ::testing::HasSubstr;
 
+sockaddr_un Address(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
 // A socket of `type` bound to `path` (and listening, for SOCK_STREAM).
 UniqueFd BoundSocket(const std::string& path, int type) {
   UniqueFd fd(::socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
   EXPECT_TRUE(fd.valid());
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
-  if (type == SOCK_STREAM) EXPECT_EQ(::listen(fd.get(), 8), 0);
+  const sockaddr_un addr = Address(path);
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0) << path;
+  if (type == SOCK_STREAM) {
+    EXPECT_EQ(::listen(fd.get(), 8), 0);
+  }
   return fd;
 }
 
@@ -67,11 +74,13 @@ TEST(ListenSocket, StaleSocketIsReclaimed) {
   testing::TempDir dir;
   const std::string path = dir.Join("x.sock");
   BoundSocket(path, SOCK_STREAM).Reset();  // closed: the file stays, no one listens
-  const auto stale = Inode(path);
   Result<ListeningSocket> claimed = ClaimListeningSocket(path, 8);
   ASSERT_TRUE(claimed.ok()) << claimed.status().message();
-  EXPECT_NE(Inode(path), stale);
   EXPECT_TRUE(claimed->file.recorded());
+  // The path leads to the new listener now.
+  UniqueFd client(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const sockaddr_un addr = Address(path);
+  EXPECT_EQ(::connect(client.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
 }
 
 // A worker's helper that escaped PR_SET_PDEATHSIG may keep a killed run's worker socket (its fd 3)
@@ -81,10 +90,8 @@ TEST(ListenSocket, SocketHeldOnlyByProcessesOfADeadListenerIsReclaimed) {
   const std::string path = dir.Join("x.worker.sock");
   UniqueFd inherited(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   ASSERT_TRUE(inherited.valid());
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  ASSERT_EQ(::bind(inherited.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const sockaddr_un addr = Address(path);
+  ASSERT_EQ(::bind(inherited.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
   // The "dead supervisor": it calls listen(2) on the socket this process also holds, and exits.
   const pid_t listener = ::fork();
   ASSERT_GE(listener, 0);
