@@ -106,22 +106,22 @@ Status Cell::Bind() {
     stale_generation_ = !empty.ok() || !*empty;
   }
   // The front socket first: it tells whether another live instance serves this cell.
-  Result<UniqueFd> front =
-      ClaimListeningSocket(config_.socket, kFrontBacklog, StaleCheck::kRefuseLive,
-                           Blocking::kNonBlocking, FrontSocketAccess(config_));
+  Result<ListeningSocket> front = ClaimListeningSocket(config_.socket, kFrontBacklog,
+                                                      Blocking::kNonBlocking, FrontSocketAccess(config_));
   if (!front.ok()) return front.status();
-  int rc = uv_pipe_open(&front_, front->get());
+  front_file_ = std::move(front->file);
+  int rc = uv_pipe_open(&front_, front->fd.get());
   if (rc != 0) return Status::Error("uv_pipe_open " + config_.socket + ": " + uv_strerror(rc));
-  front->Release();
-  front_bound_ = true;
+  front->fd.Release();
   rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog, &Cell::OnConnection);
   if (rc != 0) return Status::Error("listen " + config_.socket + ": " + uv_strerror(rc));
 
-  Result<UniqueFd> worker = ClaimListeningSocket(
+  Result<ListeningSocket> worker = ClaimListeningSocket(
       config_.worker_socket, static_cast<int>(std::max<uint32_t>(config_.max_concurrent, 128)),
-      StaleCheck::kAlwaysReclaim, Blocking::kBlocking);
+      Blocking::kBlocking, WorkerSocketAccess());
   if (!worker.ok()) return worker.status();
-  worker_listen_fd_ = std::move(worker).value();
+  worker_file_ = std::move(worker->file);
+  worker_listen_fd_ = std::move(worker->fd);
 
   Status notify = notify_.Bind(config_.notify_socket, NotifySocketAccess(config_));
   if (!notify.ok()) return notify;
@@ -637,9 +637,9 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&memory_events_watch_), &Cell::OnHandleClosed);
   uv_close(reinterpret_cast<uv_handle_t*>(&front_), &Cell::OnHandleClosed);
-  // Only socket files this cell bound are removed (never a live instance's).
-  if (front_bound_) ::unlink(config_.socket.c_str());
-  if (worker_listen_fd_.valid()) ::unlink(config_.worker_socket.c_str());
+  // Only socket files this cell bound are removed, while they are still the ones it bound.
+  front_file_.Remove();
+  worker_file_.Remove();
   worker_listen_fd_.Reset();
   ++open_handles_;
   output_.Close([this] {

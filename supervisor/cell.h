@@ -25,6 +25,7 @@
 #include "supervisor/bulkhead.h"
 #include "supervisor/latency_histogram.h"
 #include "supervisor/lifecycle.h"
+#include "supervisor/listen_socket.h"
 #include "supervisor/notify_socket.h"
 #include "supervisor/request.h"
 #include "supervisor/restart_reason.h"
@@ -288,7 +289,8 @@ class Cell {
   WorkerOutput output_;
 
   uv_pipe_t front_{};
-  bool front_bound_ = false;  // this cell bound the front socket file (and so removes it)
+  SocketFile front_file_;  // the front socket file this cell bound (removed on close if still ours)
+  SocketFile worker_file_;  // the same for the worker socket
   UniqueFd worker_listen_fd_;
   uv_timer_t backoff_timer_{};
   uv_timer_t stop_timer_{};

@@ -118,16 +118,14 @@ ControlServer::ControlServer(uv_loop_t* loop, Handler handler)
 ControlServer::~ControlServer() { BH_CHECK(pending_closes_ == 0 && connections_.empty()); }
 
 Status ControlServer::Listen(const std::string& path, const std::optional<SocketAccess>& access) {
-  Result<UniqueFd> fd =
-      ClaimListeningSocket(path, 64, StaleCheck::kRefuseLive, Blocking::kNonBlocking, access);
-  if (!fd.ok()) return fd.status();
-  int rc = uv_pipe_open(&listener_, fd->get());
+  Result<ListeningSocket> socket = ClaimListeningSocket(path, 64, Blocking::kNonBlocking, access);
+  if (!socket.ok()) return socket.status();
+  file_ = std::move(socket->file);
+  int rc = uv_pipe_open(&listener_, socket->fd.get());
   if (rc != 0) return Status::Error("uv_pipe_open " + path + ": " + uv_strerror(rc));
-  fd->Release();
+  socket->fd.Release();
   rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 64, &ControlServer::OnConnection);
   if (rc != 0) return Status::Error("listen " + path + ": " + uv_strerror(rc));
-  listening_ = true;
-  path_ = path;
   return Status::Ok();
 }
 
@@ -150,9 +148,9 @@ void ControlServer::Close(std::function<void()> on_closed) {
   on_closed_ = std::move(on_closed);
   std::vector<ControlConnection*> conns(connections_.begin(), connections_.end());
   for (ControlConnection* conn : conns) conn->Close();
-  // Only a socket file this instance bound is removed: a refused second instance must not remove
-  // the live instance's.
-  if (listening_) ::unlink(path_.c_str());
+  // Only the socket file this instance bound is removed: not a live instance's that refused this
+  // one, nor one that another instance bound at the same path since.
+  file_.Remove();
   ++pending_closes_;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_), &ControlServer::OnClosed);
 }

@@ -46,8 +46,7 @@ class ControlServer {
   uv_loop_t* loop_;
   Handler handler_;
   uv_pipe_t listener_{};
-  bool listening_ = false;
-  std::string path_;  // the bound socket file, once listening
+  SocketFile file_;  // the socket file Listen bound (removed on Close if still ours)
   std::unordered_set<ControlConnection*> connections_;
   int pending_closes_ = 0;
   std::function<void()> on_closed_;

@@ -114,8 +114,8 @@ class MetricsConnection {
     if (responded_) return;
     if (HTTP_PARSER_ERRNO(&parser_) != HPE_OK || parsed != n) {
       Send(400, "Bad Request", "text/plain; charset=utf-8",
-           std::string("malformed HTTP request: ") +
-               http_errno_name(HTTP_PARSER_ERRNO(&parser_)) + "\n");
+           std::string("malformed HTTP request: ") + http_errno_name(HTTP_PARSER_ERRNO(&parser_)) +
+               "\n");
     } else if (received_ > MetricsServer::kMaxRequestBytes) {
       Send(431, "Request Header Fields Too Large", "text/plain; charset=utf-8",
            "request larger than " + std::to_string(MetricsServer::kMaxRequestBytes) + " bytes\n");
@@ -134,8 +134,8 @@ class MetricsConnection {
     std::string_view path;
     if (http_parser_parse_url(url_.data(), url_.size(), 0, &url) == 0 &&
         (url.field_set & (1 << UF_PATH)) != 0) {
-      path = std::string_view(url_).substr(url.field_data[UF_PATH].off,
-                                           url.field_data[UF_PATH].len);
+      path =
+          std::string_view(url_).substr(url.field_data[UF_PATH].off, url.field_data[UF_PATH].len);
     }
     if (path != "/metrics") {
       Send(404, "Not Found", "text/plain; charset=utf-8", "only /metrics is served here\n");
@@ -192,10 +192,9 @@ Status MetricsServer::Listen(const config::ListenAddress& address) {
     initialized_ = true;
     sockaddr_storage addr{};
     bool v6 = address.host.find(':') != std::string::npos;
-    rc = v6 ? uv_ip6_addr(address.host.c_str(), address.port,
-                          reinterpret_cast<sockaddr_in6*>(&addr))
-            : uv_ip4_addr(address.host.c_str(), address.port,
-                          reinterpret_cast<sockaddr_in*>(&addr));
+    rc =
+        v6 ? uv_ip6_addr(address.host.c_str(), address.port, reinterpret_cast<sockaddr_in6*>(&addr))
+           : uv_ip4_addr(address.host.c_str(), address.port, reinterpret_cast<sockaddr_in*>(&addr));
     if (rc == 0) rc = uv_tcp_bind(&listener_.tcp, reinterpret_cast<sockaddr*>(&addr), 0);
     if (rc != 0) return Status::Error(where + ": bind: " + uv_strerror(rc));
     rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_.tcp), kBacklog, &OnConnection);
@@ -221,12 +220,12 @@ Status MetricsServer::Listen(const config::ListenAddress& address) {
   uv_pipe_init(loop_, &listener_.pipe, 0);
   listener_.pipe.data = this;
   initialized_ = true;
-  Result<UniqueFd> fd = ClaimListeningSocket(address.path, kBacklog, StaleCheck::kRefuseLive);
-  if (!fd.ok()) return Status::Error(where + ": " + fd.status().message());
-  rc = uv_pipe_open(&listener_.pipe, fd->get());
+  Result<ListeningSocket> socket = ClaimListeningSocket(address.path, kBacklog);
+  if (!socket.ok()) return Status::Error(where + ": " + socket.status().message());
+  unix_file_ = std::move(socket->file);
+  rc = uv_pipe_open(&listener_.pipe, socket->fd.get());
   if (rc != 0) return Status::Error(where + ": uv_pipe_open: " + uv_strerror(rc));
-  fd->Release();
-  unix_path_ = address.path;
+  socket->fd.Release();
   rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_.pipe), kBacklog, &OnConnection);
   if (rc != 0) return Status::Error(where + ": listen: " + uv_strerror(rc));
   bound_ = address.path;
@@ -257,15 +256,14 @@ void MetricsServer::Close(std::function<void()> on_closed) {
   on_closed_ = std::move(on_closed);
   std::vector<MetricsConnection*> conns(connections_.begin(), connections_.end());
   for (MetricsConnection* conn : conns) conn->Close();
-  if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
+  unix_file_.Remove();
   if (!initialized_) {
     if (pending_closes_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
     return;
   }
   ++pending_closes_;
-  uv_close(reinterpret_cast<uv_handle_t*>(&listener_), [](uv_handle_t* handle) {
-    static_cast<MetricsServer*>(handle->data)->HandleClosed();
-  });
+  uv_close(reinterpret_cast<uv_handle_t*>(&listener_),
+           [](uv_handle_t* handle) { static_cast<MetricsServer*>(handle->data)->HandleClosed(); });
 }
 
 void MetricsServer::HandleClosed() {

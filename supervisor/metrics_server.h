@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "config/listen_address.h"
+#include "supervisor/listen_socket.h"
 
 namespace bulkhead::supervisor {
 
@@ -54,7 +55,7 @@ class MetricsServer {
   } listener_{};
   bool is_tcp_ = true;
   bool initialized_ = false;
-  std::string unix_path_;  // a Unix socket file this server bound (removed on Close)
+  SocketFile unix_file_;  // a Unix socket file this server bound (removed on Close if still ours)
   std::string bound_;
   std::unordered_set<MetricsConnection*> connections_;
   int pending_closes_ = 0;

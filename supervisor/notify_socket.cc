@@ -2,7 +2,6 @@
 #include "supervisor/notify_socket.h"
 
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,37 +17,22 @@ NotifySocket::NotifySocket(uv_loop_t* loop, Handler handler)
 }
 
 Status NotifySocket::Bind(const std::string& path, const std::optional<SocketAccess>& access) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    return Status::Error("notify socket path too long: " + path);
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return Status::FromErrno("socket");
   int on = 1;
   if (::setsockopt(fd.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
     return Status::FromErrno("setsockopt SO_PASSCRED");
   }
-  ::unlink(path.c_str());
-  if (access) {
-    Status before = ApplySocketAccess(fd.get(), path, *access, BindPhase::kBeforeBind);
-    if (!before.ok()) return before;
-  }
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status::FromErrno("bind " + path);
-  }
-  if (access) {
-    Status after = ApplySocketAccess(fd.get(), path, *access, BindPhase::kAfterBind);
-    if (!after.ok()) {
-      ::unlink(path.c_str());
-      return after;
-    }
-  }
+  Result<SocketFile> file = BindSocketFile(fd.get(), path, access);
+  if (!file.ok()) return file.status();
   int rc = uv_poll_init(loop_, &poll_, fd.get());
-  if (rc != 0) return Status::Error(std::string("uv_poll_init: ") + uv_strerror(rc));
+  if (rc != 0) {
+    file->Remove();
+    return Status::Error(std::string("uv_poll_init: ") + uv_strerror(rc));
+  }
   uv_poll_start(&poll_, UV_READABLE, &NotifySocket::OnReadable);
   path_ = path;
+  file_ = std::move(file).value();
   fd_ = std::move(fd);
   return Status::Ok();
 }
@@ -94,7 +78,7 @@ void NotifySocket::Close(std::function<void()> on_closed) {
     return;
   }
   on_closed_ = std::move(on_closed);
-  ::unlink(path_.c_str());
+  file_.Remove();
   uv_close(reinterpret_cast<uv_handle_t*>(&poll_), [](uv_handle_t* handle) {
     auto* self = static_cast<NotifySocket*>(handle->data);
     self->fd_.Reset();

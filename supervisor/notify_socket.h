@@ -27,13 +27,15 @@ class NotifySocket {
   NotifySocket(const NotifySocket&) = delete;
   NotifySocket& operator=(const NotifySocket&) = delete;
 
-  // Binds `path` (an existing socket file there is replaced) and starts reading. With `access`,
-  // the file gets that mode and owner before the first datagram can arrive (ApplySocketAccess):
-  // the worker must be able to write to it when it runs as another user.
+  // Claims and binds `path` (BindSocketFile: a live socket there is refused, a stale one replaced)
+  // and starts reading. With `access`, the file gets that mode and owner before the first datagram
+  // can arrive (ApplySocketAccess): the worker must be able to write to it when it runs as another
+  // user, and no one else should.
   Status Bind(const std::string& path, const std::optional<SocketAccess>& access = std::nullopt);
   const std::string& path() const { return path_; }
 
-  // Closes the poll handle; `on_closed` runs from its close callback. The file is unlinked.
+  // Closes the poll handle; `on_closed` runs from its close callback. The file is unlinked if it
+  // is still the one Bind created (SocketFile::Remove).
   void Close(std::function<void()> on_closed);
   bool bound() const { return fd_.valid(); }
 
@@ -43,6 +45,7 @@ class NotifySocket {
   uv_loop_t* loop_;
   Handler handler_;
   std::string path_;
+  SocketFile file_;
   UniqueFd fd_;
   uv_poll_t poll_{};
   std::function<void()> on_closed_;

@@ -15,6 +15,7 @@
 #include "cell/process.h"
 #include "ipc/frame.h"
 #include "supervisor/listen_socket.h"
+#include "supervisor/runtime_dir_lock.h"
 #include "supervisor/reload_plan.h"
 #include "supervisor/metrics_text.h"
 #include "supervisor/reaper.h"
@@ -217,12 +218,22 @@ int Supervisor::Run() {
       &loop_, [this](const std::string& line, const ControlPeer& peer) {
         return HandleControl(line, peer);
       });
-  Status status = SetUpCgroups();
+  // The runtime_dir lock first: a second instance on the same runtime_dir must not touch the
+  // running one's cgroups or sockets.
+  Status status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
+  if (status.ok()) {
+    Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
+    if (lock.ok()) {
+      runtime_dir_lock_ = std::move(lock).value();
+    } else {
+      status = Status::Error("supervisor.runtime_dir: " + lock.status().message());
+    }
+  }
+  if (status.ok()) status = SetUpCgroups();
   for (const config::CellConfig& cell_config : config_.cells) {
     cells_.push_back(MakeCell(cell_config));
   }
 
-  if (status.ok()) status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
   if (status.ok()) {
     SocketAccess control_access;
     control_access.mode = config_.supervisor.control_socket_mode;
@@ -245,6 +256,7 @@ int Supervisor::Run() {
     exit_code_ = kExitFailure;
     CloseAll();
     uv_run(&loop_, UV_RUN_DEFAULT);
+    runtime_dir_lock_.Release();
     return exit_code_;
   }
 
@@ -255,6 +267,8 @@ int Supervisor::Run() {
   booted_ = true;
   OnCellStateChanged();
   uv_run(&loop_, UV_RUN_DEFAULT);
+  // Every socket file is removed by now: the next instance may take the runtime_dir.
+  runtime_dir_lock_.Release();
   return exit_code_;
 }
 

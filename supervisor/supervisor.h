@@ -18,9 +18,10 @@
 #include "supervisor/cell.h"
 #include "supervisor/connection_budget.h"
 #include "supervisor/control_server.h"
-#include "supervisor/reload_plan.h"
 #include "supervisor/metrics_server.h"
+#include "supervisor/reload_plan.h"
 #include "supervisor/request.h"
+#include "supervisor/runtime_dir_lock.h"
 #include "supervisor/service_notifier.h"
 
 namespace bulkhead::supervisor {
@@ -111,7 +112,8 @@ class Supervisor {
   std::vector<std::unique_ptr<Cell>> cells_;
   // Cells retired by a reload, until their handles are closed. Their workers are still reaped.
   std::vector<std::unique_ptr<Cell>> retiring_;
-  int retiring_stopping_ = 0;  // retiring cells whose worker has not stopped yet
+  int retiring_stopping_ = 0;        // retiring cells whose worker has not stopped yet
+  RuntimeDirLock runtime_dir_lock_;  // held from startup until every socket file is removed
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<MetricsServer> metrics_;  // null without metrics_listen
   ControlAccess control_access_;

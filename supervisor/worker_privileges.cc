@@ -40,6 +40,12 @@ SocketAccess FrontSocketAccess(const config::CellConfig& cell) {
   return access;
 }
 
+SocketAccess WorkerSocketAccess() {
+  SocketAccess access;
+  access.mode = 0600;
+  return access;
+}
+
 SocketAccess NotifySocketAccess(const config::CellConfig& cell) {
   SocketAccess access;
   access.mode = 0600;

@@ -30,6 +30,12 @@ void AppendUserEnvironment(const config::CellConfig& cell, std::vector<std::stri
 // The client socket: `socket_mode`, group `socket_group` when set.
 SocketAccess FrontSocketAccess(const config::CellConfig& cell);
 
+// The worker socket (<runtime_dir>/NAME.worker.sock): mode 0600, owned by the supervisor's user,
+// whatever the umask. Only bulkheadd connects to it; the worker gets the listening socket as fd 3
+// (LISTEN_FDS) and never opens the path, so no other user, the cell's own included, may reach the
+// worker past admission.
+SocketAccess WorkerSocketAccess();
+
 // The cell's NOTIFY_SOCKET: mode 0600, owned by the worker's uid and gid when `user` / `group`
 // are set, so that the worker, and no other user but root, can send to it.
 SocketAccess NotifySocketAccess(const config::CellConfig& cell);

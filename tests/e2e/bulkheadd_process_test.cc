@@ -2,12 +2,17 @@
 // bulkheadd's life as a process: SIGTERM answers what is pending, stops every worker (even one
 // that ignores SIGTERM), removes the sockets and exits 0; a second instance on the same config is
 // refused while the first keeps serving; socket files left by a SIGKILLed supervisor are reclaimed;
-// a bad config is refused with file:line:col errors before anything starts.
+// a bad config is refused with file:line:col errors before anything starts. Instances never take
+// each other's files: the runtime_dir lock (bulkheadd.pid) refuses a second one at once, a live
+// socket is never replaced, and shutdown removes only the socket files this instance bound.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
@@ -114,7 +119,8 @@ TEST(BulkheaddProcess, SecondInstanceIsRefusedAndTheFirstKeepsServing) {
   ASSERT_TRUE(second.ok()) << second.status().message();
   EXPECT_FALSE(second->timed_out) << "the second bulkheadd kept running";
   EXPECT_EQ(second->exit_code(), kExitFailure) << second->Describe();
-  EXPECT_THAT(second->err, HasSubstr("is in use by another process")) << second->Describe();
+  EXPECT_THAT(second->err, HasSubstr("is in use by bulkheadd pid " + std::to_string(h.pid())))
+      << second->Describe();
 
   // The first instance still owns and serves every socket.
   for (const std::string& path : SocketFiles(h, {"a"})) {
@@ -122,6 +128,141 @@ TEST(BulkheaddProcess, SecondInstanceIsRefusedAndTheFirstKeepsServing) {
   }
   EXPECT_EQ(h.Status().value("ok", false), true) << h.Status().dump();
   EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
+}
+
+// The inode a path names now ({0, 0} when nothing is there): tells a file from its replacement.
+std::pair<dev_t, ino_t> Inode(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
+}
+
+std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
+
+// Runs another bulkheadd on `runtime_dir` with cell "a", its control socket (and, when
+// `own_front_socket`, the cell's front socket) in `dir`, not in `runtime_dir`. It must be refused:
+// exit status 1 at once. Returns its output.
+ProcessResult RunRefusedInstance(const TempDir& dir, const std::string& runtime_dir,
+                                 bool own_front_socket) {
+  const std::string config = dir.Join("other.toml");
+  std::ofstream(config) << "[supervisor]\nruntime_dir = " << Quoted(runtime_dir)
+                        << "\ncontrol_socket = " << Quoted(dir.Join("control.sock"))
+                        << "\n[cells.a]\ncommand = [" << Quoted(TestWorkerPath())
+                        << "]\nmax_concurrent = 1\n"
+                        << (own_front_socket ? "socket = " + Quoted(dir.Join("a.sock")) + "\n"
+                                             : "");
+  Result<ProcessResult> run =
+      RunProcess({BulkheaddPath(), "--config", config}, "", std::chrono::seconds(10));
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  if (!run.ok()) return ProcessResult{};
+  EXPECT_FALSE(run->timed_out) << "the second bulkheadd kept running";
+  EXPECT_EQ(run->exit_code(), kExitFailure) << run->Describe();
+  EXPECT_FALSE(Exists(dir.Join("control.sock"))) << "the refused instance left its control socket";
+  EXPECT_FALSE(Exists(dir.Join("a.sock"))) << "the refused instance left its front socket";
+  return std::move(run).value();
+}
+
+// Cell "a" of `h` still has the worker socket it had (`worker_socket`), and after a restart, whose
+// new worker links connect by path, it still answers: with its own worker.
+void ExpectWorkerSocketKept(Harness& h, std::pair<dev_t, ino_t> worker_socket) {
+  EXPECT_EQ(Inode(h.WorkerSocket("a")), worker_socket) << "the worker socket was replaced";
+  Result<ProcessResult> restart = h.Ctl({"restart", "a"});
+  ASSERT_TRUE(restart.ok() && restart->exit_code() == kExitOk) << restart->Describe();
+  ASSERT_TRUE(h.WaitForCell(
+      "a", [](const nlohmann::json& c) { return c["state"] == "running" && c["starts"] == 2; }));
+  EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
+}
+
+// The case: its own control socket, the same runtime_dir and cell name. The lock on
+// <runtime_dir>/bulkheadd.pid refuses it before it touches a socket, naming the running pid.
+TEST(BulkheaddProcess, SecondInstanceOnTheSameRuntimeDirIsRefusedWithThePidOfTheFirst) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  const std::string lock = h.runtime_dir() + "/bulkheadd.pid";
+  EXPECT_EQ(testing::ReadFile(lock), std::to_string(h.pid()) + "\n");
+  const auto worker_socket = Inode(h.WorkerSocket("a"));
+  TempDir other;
+  ProcessResult second = RunRefusedInstance(other, h.runtime_dir(), false);
+  EXPECT_THAT(second.err, HasSubstr("supervisor.runtime_dir: runtime_dir " + h.runtime_dir() +
+                                    " is in use by bulkheadd pid " + std::to_string(h.pid()) +
+                                    " (it holds the lock on " + lock + ")"))
+      << second.Describe();
+  EXPECT_EQ(testing::ReadFile(lock), std::to_string(h.pid()) + "\n");
+  ExpectWorkerSocketKept(h, worker_socket);
+  Result<int> stopped = h.Stop();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_FALSE(Exists(lock)) << "a clean shutdown leaves its lock file";
+}
+
+// Without the lock (its file removed behind the first instance's back), the claim alone still
+// refuses a live worker socket: a connect(2) to it is accepted, so it is not stale.
+TEST(BulkheaddProcess, LiveWorkerSocketIsNeverReplaced) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  EXPECT_EQ(::unlink((h.runtime_dir() + "/bulkheadd.pid").c_str()), 0) << "no lock file";
+  const auto worker_socket = Inode(h.WorkerSocket("a"));
+  TempDir other;
+  ProcessResult second = RunRefusedInstance(other, h.runtime_dir(), true);
+  EXPECT_THAT(second.err,
+              HasSubstr("cells.a: socket " + h.WorkerSocket("a") + " is in use by another process"))
+      << second.Describe();
+  ExpectWorkerSocketKept(h, worker_socket);
+}
+
+// A's files (sockets and lock) are removed behind its back; B starts on the same config and binds
+// the same paths. SIGTERM to A must leave B's files alone: A removes only the inodes it bound.
+TEST(BulkheaddProcess, ShutdownRemovesOnlyTheFilesItBound) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  const std::vector<std::string> files = {h.control_socket(), h.CellSocket("a"),
+                                          h.WorkerSocket("a"), h.runtime_dir() + "/a.notify",
+                                          h.runtime_dir() + "/bulkheadd.pid"};
+  // EXPECT, not ASSERT: the test goes on to what shutdown removes even if one is missing.
+  for (const std::string& path : files) EXPECT_EQ(::unlink(path.c_str()), 0) << path;
+
+  const std::string b_log = h.dir() + "/b.log";
+  const int log = ::open(b_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  ASSERT_GE(log, 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, log, 1);
+  posix_spawn_file_actions_adddup2(&actions, log, 2);
+  const std::string binary = BulkheaddPath();
+  const std::string config = h.config_path();
+  char* argv[] = {const_cast<char*>(binary.c_str()), const_cast<char*>("--config"),
+                  const_cast<char*>(config.c_str()), nullptr};
+  pid_t b_pid = -1;
+  const int spawned = ::posix_spawn(&b_pid, argv[0], &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(log);
+  ASSERT_EQ(spawned, 0);
+  testing::ChildGuard b(b_pid);
+  // A's control socket is gone: whatever answers on its path is B.
+  ASSERT_TRUE(WaitFor([&] {
+    nlohmann::json status = h.Status();
+    return status.value("ok", false) && status["supervisor"]["pid"] == b_pid &&
+           status["cells"][0]["state"] == "running";
+  })) << testing::ReadFile(b_log).value_or("");
+  std::vector<std::pair<dev_t, ino_t>> b_files;
+  for (const std::string& path : files) {
+    b_files.push_back(Inode(path));
+    EXPECT_TRUE(Exists(path)) << path << " was not made by B";
+  }
+
+  Result<int> stopped = h.Stop();  // SIGTERM to A
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << h.Log();
+  for (size_t i = 0; i < files.size(); ++i) {
+    EXPECT_EQ(Inode(files[i]), b_files[i]) << files[i] << " of B was removed by A's shutdown";
+  }
+  EXPECT_OK_REPLY(h.Call("a", "echo B answers"), "B answers");
+  EXPECT_EQ(h.Status()["supervisor"]["pid"], b_pid);
+
+  ASSERT_EQ(::kill(b_pid, SIGTERM), 0);
+  std::optional<int> b_exit = b.WaitExit(std::chrono::seconds(15));
+  ASSERT_TRUE(b_exit.has_value()) << "B did not stop on SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*b_exit) && WEXITSTATUS(*b_exit) == 0) << DescribeWaitStatus(*b_exit);
+  for (const std::string& path : files) EXPECT_FALSE(Exists(path)) << path << " outlived B";
 }
 
 TEST(BulkheaddProcess, StaleSocketsOfAKilledSupervisorAreReclaimed) {

@@ -4,11 +4,17 @@
 // read status, and a non-root bulkheadctl refused `stop` with its documented exit code. Runs
 // bulkheadctl as nobody through setpriv(1) (util-linux). Needs root: skipped otherwise.
 #include <gmock/gmock.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -57,6 +63,42 @@ gid_t GroupOf(const std::string& path) {
   return st.st_gid;
 }
 
+// connect(2) to the Unix socket at `path` from a child running as nobody:nogroup with no
+// supplementary groups: 0 when accepted, else the errno (EACCES: the file's mode refused it).
+int ConnectAsNobody(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return ENAMETOOLONG;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const pid_t pid = ::fork();
+  if (pid < 0) return errno;
+  if (pid == 0) {  // async-signal-safe calls only: the test runs threads
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(255);
+    }
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) ::_exit(254);
+    ::_exit(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 ? 0 : errno);
+  }
+  testing::ChildGuard child(pid);
+  std::optional<int> status = child.WaitExit();
+  if (!status || !WIFEXITED(*status)) return -1;
+  return WEXITSTATUS(*status);
+}
+
+// Sets the test process's umask for a scope (bulkheadd, its child, inherits it).
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t mask) : old_(::umask(mask)) {}
+  ~ScopedUmask() { ::umask(old_); }
+  ScopedUmask(const ScopedUmask&) = delete;
+  ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+ private:
+  mode_t old_;
+};
+
 std::vector<std::string> Lines(const std::string& text, const std::string& prefix) {
   std::vector<std::string> lines;
   size_t start = 0;
@@ -97,11 +139,11 @@ TEST(Privilege, WorkerRunsAsNobodyAndCanStillNotify) {
   EXPECT_THAT(self, HasSubstr("Fds:\t0 1 2 3\n"));
   const std::vector<std::string> env = Lines(self, "Env:\t");
   const std::string notify = "NOTIFY_SOCKET=" + h.runtime_dir() + "/jail.notify";
-  EXPECT_THAT(env, ::testing::UnorderedElementsAre(
-                       "GREETING=hello", "HOME=/srv/jail", StartsWith("PATH="), notify,
-                       "USER=nobody", "LOGNAME=nobody", "SHELL=/usr/sbin/nologin", "LISTEN_FDS=1",
-                       "LISTEN_FDNAMES=jail", StartsWith("LISTEN_PID="),
-                       "BULKHEAD_MAX_PAYLOAD_BYTES=4194304"))
+  EXPECT_THAT(
+      env, ::testing::UnorderedElementsAre(
+               "GREETING=hello", "HOME=/srv/jail", StartsWith("PATH="), notify, "USER=nobody",
+               "LOGNAME=nobody", "SHELL=/usr/sbin/nologin", "LISTEN_FDS=1", "LISTEN_FDNAMES=jail",
+               StartsWith("LISTEN_PID="), "BULKHEAD_MAX_PAYLOAD_BYTES=4194304"))
       << self;
 
   // Only the worker's user (and root) may write to its notify socket.
@@ -110,6 +152,40 @@ TEST(Privilege, WorkerRunsAsNobodyAndCanStillNotify) {
   struct stat st {};
   ASSERT_EQ(::lstat(notify_path.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);
+}
+
+// The worker socket is the way past admission (slots, queue): under umask 000 it must still be
+// 0600, owned by bulkheadd's user, so another local user's connect(2) is refused, whether the cell
+// runs as bulkheadd's user or as that very user. The notify socket is 0600 too.
+TEST(Privilege, WorkerSocketIsClosedToOtherUsersWhateverTheUmask) {
+  SKIP_UNLESS_ROOT();
+  ScopedUmask open_umask(0);
+  Harness h(TestOptions(
+      {CellSpec{.name = "plain", .extra_toml = "socket_mode = \"0666\"\n"},
+       CellSpec{.name = "jail",
+                .command = {TestWorkerPath(), "--notify-ready-after-ms", "0"},
+                .extra_toml = "user = \"nobody\"\nready = \"notify\"\nsocket_mode = \"0666\"\n"}},
+      "control_socket_mode = \"0666\"\n"));
+  OpenToOthers(h);
+  ASSERT_STARTED(h);
+  for (const char* cell : {"plain", "jail"}) {
+    SCOPED_TRACE(cell);
+    const std::string worker_socket = h.WorkerSocket(cell);
+    EXPECT_EQ(ModeOf(worker_socket), 0600u);
+    struct stat st {};
+    ASSERT_EQ(::lstat(worker_socket.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid());
+    EXPECT_EQ(ConnectAsNobody(worker_socket), EACCES) << worker_socket;
+    EXPECT_EQ(ModeOf(h.runtime_dir() + "/" + cell + ".notify"), 0600u);
+    // The way through admission stays open to the user, and the cell serves.
+    ProcessResult call = CtlAsNobody(h, {"call", cell, "--data", "echo hi"});
+    EXPECT_EQ(call.exit_code(), kExitOk) << call.Describe();
+    EXPECT_EQ(call.out, "hi\n");
+  }
+  EXPECT_EQ(ConnectAsNobody(h.CellSocket("plain")), 0);
+  EXPECT_EQ(ModeOf(h.control_socket()), 0666u);
+  EXPECT_EQ(ModeOf(h.runtime_dir() + "/bulkheadd.pid"), 0644u);
+  EXPECT_EQ(h.Cell("jail")["state"], "running");
 }
 
 TEST(Privilege, SocketModeAndGroupDecideWhoMayCall) {
