@@ -6,9 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <algorithm>
+#include <cerrno>
 #include <utility>
 
 #include "base/check.h"
@@ -68,13 +67,14 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartme
       bulkhead_(LimitsOf(config_)),
       clock_(loop),
       lifecycle_(LifecycleOptionsFromConfig(config_), &clock_, cell::RestartPolicy::RandomJitter()),
-      notify_(loop, [this](pid_t sender, const cell::NotifyMessage& message) {
-        OnNotify(sender, message);
-      }),
-      output_(loop, config_) {
-  for (uv_timer_t* timer :
-       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_, &orphan_timer_,
-        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_}) {
+      notify_(loop, [this](pid_t sender,
+                           const cell::NotifyMessage& message) { OnNotify(sender, message); }),
+      output_(loop, config_),
+      deadlines_(static_cast<uint64_t>(config_.request_timeout.count())),
+      after_poll_(loop, [this] { OnAfterPoll(); }) {
+  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
+                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_,
+                            &start_timer_}) {
     uv_timer_init(loop_, timer);
     timer->data = this;
     ++open_handles_;
@@ -271,12 +271,8 @@ void Cell::Execute(const Lifecycle::Transition& t) {
             a.ms, 0);
         break;
       case Action::Type::kArmWatchdog:
-        uv_timer_start(
-            &watchdog_timer_,
-            [](uv_timer_t* timer) {
-              static_cast<Cell*>(timer->data)->Handle(Event::WatchdogMissed());
-            },
-            a.ms, 0);
+        ++watchdog_arms_;
+        uv_timer_start(&watchdog_timer_, &Cell::OnWatchdogTimer, a.ms, 0);
         break;
       case Action::Type::kArmStartTimer:
         uv_timer_start(
@@ -287,6 +283,7 @@ void Cell::Execute(const Lifecycle::Transition& t) {
             a.ms, 0);
         break;
       case Action::Type::kCancelTimers:
+        ++watchdog_arms_;
         uv_timer_stop(&backoff_timer_);
         uv_timer_stop(&stop_timer_);
         uv_timer_stop(&watchdog_timer_);
@@ -343,8 +340,8 @@ void Cell::DoSpawn() {
   BH_CHECK(pid_ == 0);
   // The lifecycle counted a restart before asking for this spawn: attribute it to its cause.
   if (lifecycle_.restarts() > restarts_attributed_) {
-    RestartReason why = operator_restart_ ? RestartReason::kOperator
-                                          : ClassifyLastExit(lifecycle_.last_exit());
+    RestartReason why =
+        operator_restart_ ? RestartReason::kOperator : ClassifyLastExit(lifecycle_.last_exit());
     restarts_by_reason_[static_cast<size_t>(why)] += lifecycle_.restarts() - restarts_attributed_;
     restarts_attributed_ = lifecycle_.restarts();
   }
@@ -647,6 +644,11 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
     if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
   });
   ++open_handles_;
+  after_poll_.Close([this] {
+    BH_CHECK(open_handles_ > 0);
+    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
+  });
+  ++open_handles_;
   notify_.Close([this] {
     BH_CHECK(open_handles_ > 0);
     if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
@@ -666,6 +668,9 @@ Status Cell::Reconfigure(const config::CellConfig& next,
   BH_CHECK(next.name == config_.name && next.socket == config_.socket &&
            next.worker_socket == config_.worker_socket &&
            next.notify_socket == config_.notify_socket);
+  // A stall_timeout set or changed now counts the silence from now (systemd#9467): a worker busy
+  // for longer than the new timeout is not killed for the time before it existed.
+  if (next.stall_timeout != config_.stall_timeout) stall_counted_from_ms_ = Now();
   config_ = next;
   if (worker_listen_fd_.valid()) {
     // More links may connect at once than the backlog Bind gave: listen(2) again resizes it.
@@ -675,11 +680,9 @@ Status Cell::Reconfigure(const config::CellConfig& next,
   lifecycle_.SetOptions(LifecycleOptionsFromConfig(config_));
   bulkhead_.SetLimits(LimitsOf(config_));
   output_.SetOptions(config_);
-  if (config_.request_timeout.count() > 0) {
-    ArmRequestTimer();
-  } else {
-    uv_timer_stop(&request_timer_);
-  }
+  // A changed request_timeout counts from now for the requests running now.
+  deadlines_.SetTimeout(static_cast<uint64_t>(config_.request_timeout.count()), Now());
+  ArmRequestTimer();
   if (config_.stall_timeout.count() == 0) {
     uv_timer_stop(&stall_timer_);
   } else if (!busy_links_.empty()) {
@@ -766,24 +769,16 @@ void Cell::Dispatch(Request* request, std::string_view payload) {
   link->busy_index = busy_links_.size();
   busy_links_.push_back(link);
 
-  request->dispatched_at_ms = now;
   request->dispatched_at_ns = uv_hrtime();
   queue_wait_.Record(request->dispatched_at_ns,
                      request->dispatched_at_ns - request->admitted_at_ns);
-  request->run_prev = running_tail_;
-  request->run_next = nullptr;
-  if (running_tail_ != nullptr) {
-    running_tail_->run_next = request;
-  } else {
-    running_head_ = request;
-  }
-  running_tail_ = request;
+  deadlines_.Start(request, now);
   if (config_.stall_timeout.count() > 0 &&
       !uv_is_active(reinterpret_cast<uv_handle_t*>(&stall_timer_))) {
     uv_timer_start(&stall_timer_, &Cell::OnStallTimer,
                    static_cast<uint64_t>(config_.stall_timeout.count()), 0);
   }
-  if (config_.request_timeout.count() > 0 && running_head_ == request) ArmRequestTimer();
+  ArmRequestTimer();
   link->Send(request, payload);
 }
 
@@ -869,22 +864,9 @@ void Cell::DropLink(WorkerLink* link) {
 }
 
 void Cell::FinishRunning(Request* request) {
-  // Off the running list (where a request whose worker connection failed never was), then the
-  // slot is freed.
-  if (request->run_prev != nullptr || running_head_ == request) {
-    if (request->run_prev != nullptr) {
-      request->run_prev->run_next = request->run_next;
-    } else {
-      running_head_ = request->run_next;
-    }
-    if (request->run_next != nullptr) {
-      request->run_next->run_prev = request->run_prev;
-    } else {
-      running_tail_ = request->run_prev;
-    }
-  }
-  request->run_prev = request->run_next = nullptr;
-  if (request->answered) --answered_running_;
+  // Off the deadlines (where a request whose worker connection failed never was), then the slot
+  // is freed. The request timer, if armed for it, fires and re-arms for the next deadline.
+  deadlines_.Finish(request);
   bulkhead_.Finish(request);
 }
 
@@ -991,47 +973,78 @@ void Cell::OnQueueTimer(uv_timer_t* timer) {
 // --- Stall detection and request timeouts. ---
 
 void Cell::OnStallTimer(uv_timer_t* timer) {
-  auto* self = static_cast<Cell*>(timer->data);
-  if (self->busy_links_.empty() || self->pid_ == 0) return;  // idle: nothing to stall on
-  uint64_t stall_ms = static_cast<uint64_t>(self->config_.stall_timeout.count());
-  uint64_t quiet = self->Now() - self->last_progress_ms_;
-  if (quiet < stall_ms) {
+  static_cast<Cell*>(timer->data)->CheckStall(/*after_poll=*/false);
+}
+
+void Cell::CheckStall(bool after_poll) {
+  const uint64_t stall_ms = static_cast<uint64_t>(config_.stall_timeout.count());
+  // Idle (nothing to stall on), or no stall_timeout any more.
+  if (busy_links_.empty() || pid_ == 0 || stall_ms == 0) return;
+  const uint64_t now = Now();
+  const uint64_t counted = now - std::max(last_progress_ms_, stall_counted_from_ms_);
+  if (counted < stall_ms) {
     // It answered meanwhile: check again when the newest progress would go stale.
-    uv_timer_start(timer, &Cell::OnStallTimer, stall_ms - quiet, 0);
+    uv_timer_start(&stall_timer_, &Cell::OnStallTimer, stall_ms - counted, 0);
     return;
   }
-  self->Handle(Event::Stalled("no reply for " + std::to_string(quiet) + " ms"));
+  if (!after_poll) {
+    verdicts_.stall = true;
+    after_poll_.Request();
+    return;
+  }
+  Handle(Event::Stalled("no reply for " + std::to_string(now - last_progress_ms_) + " ms"));
+}
+
+void Cell::OnWatchdogTimer(uv_timer_t* timer) {
+  auto* self = static_cast<Cell*>(timer->data);
+  self->verdicts_.watchdog = true;
+  self->verdicts_.watchdog_arms = self->watchdog_arms_;
+  self->after_poll_.Request();
+}
+
+void Cell::OnAfterPoll() {
+  const PendingVerdicts verdicts = std::exchange(verdicts_, PendingVerdicts{});
+  // A WATCHDOG=1 read by the poll re-armed the watchdog: the miss did not happen.
+  if (verdicts.watchdog && watchdog_arms_ == verdicts.watchdog_arms) {
+    Handle(Event::WatchdogMissed());
+  }
+  if (verdicts.stall) CheckStall(/*after_poll=*/true);
+  if (verdicts.request_timeout) ExpireRequests();
 }
 
 void Cell::ArmRequestTimer() {
-  // The oldest running request that has no answer yet times out first (one timeout per cell).
-  Request* oldest = running_head_;
-  while (oldest != nullptr && oldest->answered) oldest = oldest->run_next;
-  if (oldest == nullptr) {
+  std::optional<uint64_t> deadline = deadlines_.NextDeadline();
+  if (!deadline) {
     uv_timer_stop(&request_timer_);
     return;
   }
-  uint64_t deadline =
-      oldest->dispatched_at_ms + static_cast<uint64_t>(config_.request_timeout.count());
   uint64_t now = Now();
-  uv_timer_start(&request_timer_, &Cell::OnRequestTimer, deadline > now ? deadline - now : 0, 0);
+  uv_timer_start(&request_timer_, &Cell::OnRequestTimer, *deadline > now ? *deadline - now : 0, 0);
 }
 
 void Cell::OnRequestTimer(uv_timer_t* timer) {
   auto* self = static_cast<Cell*>(timer->data);
-  uint64_t timeout = static_cast<uint64_t>(self->config_.request_timeout.count());
-  uint64_t now = self->Now();
-  for (Request* r = self->running_head_; r != nullptr && r->dispatched_at_ms + timeout <= now;
-       r = r->run_next) {
-    if (r->answered) continue;
-    // The client is answered now; the slot stays taken until the worker answers or is replaced,
-    // because the worker really is still busy with it.
-    ++self->counters_.failed_timeout;
-    ++self->answered_running_;
-    self->Answer(r, ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
-                 "request_timeout of " + std::to_string(timeout) + " ms passed");
+  std::optional<uint64_t> deadline = self->deadlines_.NextDeadline();
+  if (deadline && *deadline <= self->Now()) {
+    // Replies already waiting in the worker connections are read first.
+    self->verdicts_.request_timeout = true;
+    self->after_poll_.Request();
+    return;
   }
   self->ArmRequestTimer();
+}
+
+void Cell::ExpireRequests() {
+  const uint64_t timeout = deadlines_.timeout_ms();
+  while (DeadlineEntry* entry = deadlines_.PopExpired(Now())) {
+    auto* request = static_cast<Request*>(entry);
+    // The client is answered now; the slot stays taken until the worker answers or is replaced,
+    // because the worker really is still busy with it.
+    ++counters_.failed_timeout;
+    Answer(request, ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
+           "request_timeout of " + std::to_string(timeout) + " ms passed");
+  }
+  ArmRequestTimer();
 }
 
 CellSnapshot Cell::Snapshot() const {
@@ -1063,7 +1076,8 @@ CellSnapshot Cell::Snapshot() const {
   s.limits_note = compartment_.not_enforced_reason;
   s.cgroup_limits = compartment_.limits;
   s.oom_kills = oom_ ? oom_->kills() : 0;
-  s.in_flight = bulkhead_.running() - answered_running_ + bulkhead_.queued();
+  s.in_flight =
+      bulkhead_.running() - static_cast<uint32_t>(deadlines_.expired()) + bulkhead_.queued();
   uint64_t now_ns = uv_hrtime();
   s.queue_wait = queue_wait_.total();
   s.request_duration = request_duration_.total();

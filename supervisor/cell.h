@@ -22,12 +22,14 @@
 #include "cell/oom_kill_tracker.h"
 #include "config/config.h"
 #include "ipc/frame.h"
+#include "supervisor/after_poll.h"
 #include "supervisor/bulkhead.h"
 #include "supervisor/latency_histogram.h"
 #include "supervisor/lifecycle.h"
 #include "supervisor/listen_socket.h"
 #include "supervisor/notify_socket.h"
 #include "supervisor/request.h"
+#include "supervisor/request_deadlines.h"
 #include "supervisor/restart_reason.h"
 #include "supervisor/worker_output.h"
 
@@ -163,7 +165,8 @@ class Cell {
   // worker. Admission limits apply at once (Bulkhead::SetLimits: queued requests are kept above a
   // lowered max_queue, running ones above a lowered max_concurrent finish; a raised max_concurrent
   // opens more worker links and starts queued requests now); lifecycle options apply from the next
-  // event (Lifecycle::SetOptions); request_timeout and stall_timeout re-arm their timers;
+  // event (Lifecycle::SetOptions); request_timeout and stall_timeout re-arm their timers, a changed
+  // one counting from now for the requests running now (systemd#9467);
   // `cgroup_limits`, when set, are written to the cell's cgroup now (when limits are enforced) and
   // shown by status. Keys that need a new worker (command, environment, ...) take effect at the
   // next spawn: the caller restarts the cell. Returns the cgroup write's error, if any; the rest
@@ -263,8 +266,20 @@ class Cell {
   static void OnQueueTimer(uv_timer_t* timer);
   static void OnOrphanTimer(uv_timer_t* timer);
   static void OnTeardownTimer(uv_timer_t* timer);
+  // Timeouts judge silence only once the loop has read what waits in the sockets: a timer whose
+  // deadline passed asks after_poll_ for a verdict rather than acting (supervisor/after_poll.h),
+  // and OnAfterPoll decides with what that poll brought (a reply, a WATCHDOG=1).
   static void OnStallTimer(uv_timer_t* timer);
   static void OnRequestTimer(uv_timer_t* timer);
+  static void OnWatchdogTimer(uv_timer_t* timer);
+  void OnAfterPoll();
+  // Stall verdict: re-arms the stall timer if the silence is shorter than stall_timeout; if not,
+  // asks for a verdict after the next poll, or (`after_poll`) declares the worker stalled.
+  void CheckStall(bool after_poll);
+  // Answers FAILED/timeout every running request whose deadline passed, then re-arms.
+  void ExpireRequests();
+  // Arms the request timer for the earliest deadline of a running request not yet answered, or
+  // stops it when there is none. Called after every change to deadlines_.
   void ArmRequestTimer();
 
   uv_loop_t* loop_;
@@ -324,11 +339,24 @@ class Cell {
   // Requests whose link broke while the worker still ran: failed with the exit reason when the
   // worker exits, or as worker_error once the grace period passes.
   std::vector<Request*> orphans_;
-  // Running requests in dispatch order (intrusive), for request_timeout.
-  Request* running_head_ = nullptr;
-  Request* running_tail_ = nullptr;
+  // request_timeout of the running requests: the request timer is armed for NextDeadline().
+  RequestDeadlines deadlines_;
   // Last time the worker showed progress (a reply, or work given to an idle worker): stall_timeout.
   uint64_t last_progress_ms_ = 0;
+  // When stall_timeout last changed (reload): the silence counts from there at the earliest.
+  uint64_t stall_counted_from_ms_ = 0;
+  // Verdicts waiting for the next poll (OnAfterPoll).
+  struct PendingVerdicts {
+    bool stall = false;
+    bool request_timeout = false;
+    bool watchdog = false;
+    uint64_t watchdog_arms = 0;  // watchdog_arms_ when the watchdog timer fired
+  };
+  AfterPoll after_poll_;
+  PendingVerdicts verdicts_;
+  // Counts ArmWatchdog and CancelTimers actions: a WATCHDOG=1 (or a new worker, or a stop) since
+  // the watchdog timer fired changes it, and the miss is void.
+  uint64_t watchdog_arms_ = 0;
   std::unordered_set<FrontConnection*> clients_;
   uint32_t connection_share_ = UINT32_MAX;
   // When a refusal was last logged (one warning per second at most, under a flood).
@@ -336,14 +364,12 @@ class Cell {
   uint64_t refusals_unlogged_ = 0;
 
   CellCounters counters_;
-  // Running requests already answered (request_timeout): counted in an outcome, not in flight.
-  uint32_t answered_running_ = 0;
   WindowedLatency queue_wait_;
   WindowedLatency request_duration_;
   RestartCounts restarts_by_reason_{};
   uint64_t restarts_attributed_ = 0;  // lifecycle_.restarts() already in restarts_by_reason_
   bool operator_restart_ = false;     // the next restart is the operator's (Restart())
-  std::string scratch_;  // reused for reply payloads built here
+  std::string scratch_;               // reused for reply payloads built here
 };
 
 }  // namespace bulkhead::supervisor

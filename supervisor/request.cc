@@ -21,7 +21,7 @@ void RequestPool::Release(Request* request) {
   request->cell = nullptr;
   request->client_request_id = 0;
   request->client_prev = request->client_next = nullptr;
-  BH_CHECK(request->run_prev == nullptr && request->run_next == nullptr);
+  BH_CHECK(!request->started());
   request->answered = false;
   if (request->payload.capacity() > kMaxRetainedPayload) {
     std::string().swap(request->payload);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "supervisor/bulkhead.h"
+#include "supervisor/request_deadlines.h"
 
 namespace bulkhead::supervisor {
 
@@ -17,7 +18,9 @@ class Cell;
 class FrontConnection;
 class WorkerLink;
 
-struct Request : AdmissionEntry {
+// AdmissionEntry: its place in the cell's Bulkhead; DeadlineEntry: its request_timeout while it
+// runs (RequestDeadlines).
+struct Request : AdmissionEntry, DeadlineEntry {
   Cell* cell = nullptr;
   FrontConnection* client = nullptr;  // null once the client disconnected
   uint64_t client_request_id = 0;
@@ -31,10 +34,6 @@ struct Request : AdmissionEntry {
   Request* client_prev = nullptr;
   Request* client_next = nullptr;
   WorkerLink* link = nullptr;  // the worker connection carrying it while it runs
-  // The cell's list of running requests in dispatch order (request_timeout).
-  Request* run_prev = nullptr;
-  Request* run_next = nullptr;
-  uint64_t dispatched_at_ms = 0;
   // The client has its reply (request_timeout passed) though the worker still holds the slot.
   bool answered = false;
 };

@@ -9,6 +9,8 @@
 //   exit CODE        _exit(CODE) mid-request, no reply
 //   crash            raise(SIGSEGV) (RLIMIT_CORE set to 0 first, so no core file is written)
 //   hang             never answers (the connection's thread blocks forever)
+//   wait-file PATH   checks every 5 ms whether PATH exists, then OK "found PATH": a request that
+//                    ends when the test says so
 //   peak             OK with the peak number of requests running at once so far (this one counts)
 //   pid              OK getpid()
 //   fds              OK the open descriptors, ascending, space-separated ("0 1 2 3 4")
@@ -375,6 +377,13 @@ HandlerResult Handle(std::string_view payload) {
   if (command == "crash") return Crash();
   if (command == "hang") {
     while (true) ::pause();
+  }
+  if (command == "wait-file" && !argument.empty()) {
+    const std::string path(argument);
+    while (::access(path.c_str(), F_OK) != 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return HandlerResult::Ok("found " + path);
   }
   if (command == "peak") return HandlerResult::Ok(std::to_string(g_peak.load()));
   if (command == "pid") return HandlerResult::Ok(std::to_string(::getpid()));

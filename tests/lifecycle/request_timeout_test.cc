@@ -2,13 +2,12 @@
 // request_timeout (issue 4): a request that runs too long is answered FAILED/timeout at once, but
 // its slot stays taken (running = 1, the next request finds the cell full) until the worker
 // really answers; that late answer is dropped, so the client gets exactly one reply.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "tests/lifecycle/lifecycle_fixture.h"
 
@@ -96,6 +95,37 @@ TEST(RequestTimeout, AFailedWorkerConnectionLeavesTheOthersOnTheTimeoutList) {
   Result<ipc::Client::Reply> first = slow->Receive();
   EXPECT_TRUE(IsReply(first, ReplyStatus::kFailed, Reason::kTimeout)) << Describe(first);
   EXPECT_EQ(h.Cell("flaky")["failed_by_reason"]["timeout"], 1);
+}
+
+// Issue 11, item 2: with max_concurrent = 2, the first request times out but keeps its slot (its
+// worker is still busy with it, here for good); a second request dispatched then must time out
+// too. It used to get no deadline (the timer was armed only for a request at the head of the
+// running list) and came back OK "slept 2500" once the worker answered.
+TEST(RequestTimeout, ARequestDispatchedAfterAnotherTimedOutStillTimesOut) {
+  Harness h(TestOptions(
+      {CellSpec{.name = "pair",
+                .max_concurrent = 2,
+                .max_queue = 0,
+                .extra_toml = std::string("request_timeout = \"500ms\"\n") + e2e::kQuickStop}}));
+  ASSERT_STARTED(h);
+  Result<ipc::Client> first = SendOn(h, "pair", 1, "hang");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  Result<ipc::Client::Reply> first_reply = first->Receive();
+  ASSERT_TRUE(IsReply(first_reply, ReplyStatus::kFailed, Reason::kTimeout))
+      << Describe(first_reply);
+
+  Result<ipc::Client> second = SendOn(h, "pair", 2, "sleep 2500");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  Result<ipc::Client::Reply> second_reply = second->Receive();
+  EXPECT_TRUE(IsReply(second_reply, ReplyStatus::kFailed, Reason::kTimeout))
+      << Describe(second_reply);
+
+  // Both answered: nothing in flight, though the hung one holds its slot for good.
+  nlohmann::json c = h.Cell("pair");
+  EXPECT_EQ(c["failed_by_reason"]["timeout"], 2) << c.dump();
+  EXPECT_EQ(c["failed"], 2) << c.dump();
+  EXPECT_EQ(c["ok"], 0) << c.dump();
+  EXPECT_EQ(c["in_flight"], 0) << c.dump();
 }
 
 }  // namespace
