@@ -37,6 +37,9 @@ struct Request : AdmissionEntry {
   uint64_t dispatched_at_ms = 0;
   // The client has its reply (request_timeout passed) though the worker still holds the slot.
   bool answered = false;
+  // Sent again on a fresh worker connection once already (docs/protocol.md: a request the worker
+  // cannot have read is resent once).
+  bool resent = false;
 };
 
 class RequestPool {
