@@ -15,9 +15,9 @@
 #include "cell/process.h"
 #include "ipc/frame.h"
 #include "supervisor/listen_socket.h"
-#include "supervisor/reload_plan.h"
 #include "supervisor/metrics_text.h"
 #include "supervisor/reaper.h"
+#include "supervisor/reload_plan.h"
 
 namespace bulkhead::supervisor {
 
@@ -41,6 +41,8 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"watchdog_ms", ms(c.watchdog)},
       {"stop_signal", c.stop_signal},
       {"stop_timeout_ms", ms(c.stop_timeout)},
+      {"max_unsent_bytes", c.max_unsent_bytes},
+      {"client_write_timeout_ms", ms(c.client_write_timeout)},
   };
 }
 
@@ -99,6 +101,8 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"failed", c.failed()},
       {"cancelled", c.cancelled},
       {"dropped", c.dropped},
+      {"undelivered", c.undelivered},
+      {"unsent_bytes", s.unsent_bytes},
       {"bad_request", c.bad_request},
       {"rejected_by_reason",
        {{"full", c.rejected_full},
@@ -483,6 +487,7 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
           {"uptime_ms", uv_now(&loop_) - started_at_ms_},
           {"config", config_.source},
           {"live_requests", pool_.live()},
+          {"max_payload_bytes", config_.supervisor.max_payload_bytes},
           {"metrics_listen",
            metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
           {"client_connections", client_connections},
@@ -493,8 +498,8 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
   }
   if (*command == "reload") return ReloadControl();
   if (*command == "metrics") {
-    return nlohmann::json({{"ok", true}, {"content_type", kMetricsContentType},
-                           {"text", RenderMetrics()}})
+    return nlohmann::json(
+               {{"ok", true}, {"content_type", kMetricsContentType}, {"text", RenderMetrics()}})
         .dump();
   }
   if (*command == "start" || *command == "stop" || *command == "restart") {
@@ -607,7 +612,8 @@ ReloadResult Supervisor::ApplyReload() {
     return refuse();
   }
 
-  if (result.plan.log_level_changed) SetLogLevel(ParseLogLevel(next.supervisor.log_level).value_or(LogLevel::kInfo));
+  if (result.plan.log_level_changed)
+    SetLogLevel(ParseLogLevel(next.supervisor.log_level).value_or(LogLevel::kInfo));
   std::vector<std::string> notes;
   std::vector<std::unique_ptr<Cell>> cells;
   std::vector<Cell*> to_start;
