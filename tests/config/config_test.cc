@@ -1499,7 +1499,7 @@ TEST(ParseConfig, MaxUnsentBytesAndClientWriteTimeout) {
   EXPECT_EQ(defaults.max_unsent_bytes, uint64_t{64} << 20);
   EXPECT_EQ(defaults.client_write_timeout, std::chrono::seconds(30));
   // With 64 MiB payloads the default holds two full-size replies and 64 KiB.
-  EXPECT_EQ(MustParse("[supervisor]\nmax_payload_bytes = \"64M\"\n" + CellWith(""))
+  EXPECT_EQ(MustParse("[supervisor]\nmax_payload_bytes = 67108864\n" + CellWith(""))
                 .cells[0]
                 .max_unsent_bytes,
             2 * ((uint64_t{64} << 20) + 16) + 65536);
