@@ -50,6 +50,9 @@ constexpr milliseconds kMaxCpuMaxPeriod{1000};
 constexpr uint64_t kMinCpuMaxQuotaUs = 1000;
 // PID_MAX_LIMIT on 64-bit kernels (include/linux/threads.h): no cell can hold more tasks.
 constexpr int64_t kMaxPidsMax = 4'194'304;
+// A frame header, bytes (docs/protocol.md, "Frame layout"; ipc::kHeaderSize).
+constexpr uint64_t kFrameHeaderBytes = 16;
+
 // A config file is a few kilobytes; refuse to read anything absurd into memory.
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
@@ -98,7 +101,9 @@ constexpr auto kCellKeys = std::to_array<std::string_view>({"command",
                                                         "no_new_privileges",
                                                         "socket_mode",
                                                         "socket_group",
-                                                        "max_connections"});
+                                                        "max_connections",
+                                                        "max_unsent_bytes",
+                                                        "client_write_timeout"});
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
@@ -773,6 +778,7 @@ class ConfigParser {
     std::vector<SourcePosition> command_at;
     SourcePosition request_timeout_at;
     SourcePosition stall_timeout_at;
+    bool max_unsent_given = false;
     std::optional<SocketUse> explicit_socket;
     // For the restart_max_delay >= restart_delay check: the durations as written, and where.
     std::string restart_delay_text = std::to_string(CellConfig{}.restart_delay.count()) + "ms";
@@ -820,6 +826,24 @@ class ConfigParser {
         auto connections = ExpectInteger(*value, key_path, 1, kMaxConnectionsLimit);
         key_ok = connections.has_value();
         if (connections) cell.max_connections = static_cast<uint32_t>(*connections);
+      } else if (key_name == "max_unsent_bytes") {
+        std::optional<uint64_t> bytes = ExpectSize(*value, key_path, "");
+        const uint64_t least = uint64_t{supervisor.max_payload_bytes} + kFrameHeaderBytes;
+        if (bytes && *bytes < least) {
+          AddError(At(value->source()), key_path,
+                   "must hold one full-size reply: at least max_payload_bytes + 16 (" +
+                       std::to_string(least) + " bytes), got " + SizeAsWritten(*value));
+          bytes.reset();
+        }
+        key_ok = bytes.has_value();
+        if (bytes) {
+          cell.max_unsent_bytes = *bytes;
+          max_unsent_given = true;
+        }
+      } else if (key_name == "client_write_timeout") {
+        auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/true);
+        key_ok = timeout.has_value();
+        if (timeout) cell.client_write_timeout = *timeout;
       } else if (key_name == "queue_timeout") {
         auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/false);
         key_ok = timeout.has_value();
@@ -1016,6 +1040,12 @@ class ConfigParser {
     if (!has_max_concurrent) {
       AddError(cell.position, JoinKey(path, "max_concurrent"), "missing required key");
       ok = false;
+    }
+    // Left out, max_unsent_bytes holds at least two full-size replies (and 64 KiB).
+    if (!max_unsent_given) {
+      cell.max_unsent_bytes =
+          std::max(kDefaultMaxUnsentBytes,
+                   2 * (uint64_t{supervisor.max_payload_bytes} + kFrameHeaderBytes) + (64 << 10));
     }
     // The cap may not be below the first step. Left out, it follows a longer restart_delay.
     if (!max_delay_written) {

@@ -81,6 +81,9 @@ enum class OutputMode {
 inline constexpr char kDefaultWorkerPath[] =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+// The default of `max_unsent_bytes`, bytes.
+inline constexpr uint64_t kDefaultMaxUnsentBytes = uint64_t{64} << 20;
+
 // The bounds of `log_line_max`, bytes.
 inline constexpr uint64_t kMinLogLineMax = 64;
 inline constexpr uint64_t kMaxLogLineMax = 1 << 20;
@@ -107,6 +110,15 @@ struct CellConfig {
   // answered REJECTED/too_many_connections (request_id 0) and closed (docs/protocol.md). The
   // supervisor's descriptor budget (RLIMIT_NOFILE) may refuse earlier. 1..1048576.
   uint32_t max_connections = 1024;
+  // Reply bytes the supervisor holds for the cell's clients, not yet written to their sockets
+  // (clients that read slowly or not at all); over it, the clients that have accepted nothing for
+  // the longest are closed (docs/config.md). Bytes, at least max_payload_bytes + 16 (one full-size
+  // reply frame), at most kMaxSizeBytes. Default: kDefaultMaxUnsentBytes, or room for two
+  // full-size replies and 64 KiB when max_payload_bytes makes that larger.
+  uint64_t max_unsent_bytes = kDefaultMaxUnsentBytes;
+  // A client with replies waiting that accepts no byte of them for this long is closed (HAProxy's
+  // `timeout client`, nginx's send_timeout). >= 0, at most 24h; 0 = off.
+  std::chrono::milliseconds client_write_timeout{30'000};
   // Longest time a request waits in the queue before it is refused. > 0, at most 24h.
   std::chrono::milliseconds queue_timeout{1000};
   // When a worker that ended is started again.

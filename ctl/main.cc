@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -102,7 +104,8 @@ volatile sig_atomic_t g_interrupted = 0;
 // exits 0. Each query is bounded by `timeout` (or kDefaultControlTimeout); a failed query ends the
 // watch with its exit code.
 int WatchStatus(const std::string& socket, const std::string& cell, bool json,
-                std::chrono::milliseconds interval, std::optional<std::chrono::milliseconds> timeout) {
+                std::chrono::milliseconds interval,
+                std::optional<std::chrono::milliseconds> timeout) {
   struct sigaction action {};
   action.sa_handler = [](int) { g_interrupted = 1; };
   sigemptyset(&action.sa_mask);
@@ -156,12 +159,19 @@ int Metrics(const std::string& socket, Deadline deadline) {
   return WriteAll(stdout, text->get<std::string>()) ? kExitOk : kExitFailure;
 }
 
-// All of stdin, as bytes.
-std::optional<std::string> ReadStdin() {
+// The largest payload to read from stdin when the supervisor does not tell its max_payload_bytes:
+// the largest the config allows (docs/config.md).
+constexpr uint64_t kMaxPayloadBytesLimit = uint64_t{1} << 30;
+
+// All of stdin, as bytes, but never more than `limit` + 1 bytes: a longer input is cut there (the
+// caller refuses it). nullopt when read(2) fails.
+std::optional<std::string> ReadStdin(uint64_t limit) {
   std::string data;
   char buffer[64 * 1024];
-  while (true) {
-    ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+  while (data.size() <= limit) {
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>(sizeof buffer, limit + 1 - data.size()));
+    ssize_t n = ::read(STDIN_FILENO, buffer, want);
     if (n > 0) {
       data.append(buffer, static_cast<size_t>(n));
     } else if (n == 0) {
@@ -170,28 +180,40 @@ std::optional<std::string> ReadStdin() {
       return std::nullopt;
     }
   }
+  return data;
 }
 
 int Call(const std::string& socket, const std::string& cell, const std::optional<std::string>& data,
          bool raw, Deadline deadline) {
-  std::optional<std::string> payload = data;
-  if (!payload) {
-    payload = ReadStdin();
-    if (!payload) {
-      PrintError(std::string("cannot read the request from stdin: ") + std::strerror(errno));
-      return kExitFailure;
-    }
-  }
-  if (payload->size() > ipc::kMaxEncodablePayload) {
-    PrintError("request of " + std::to_string(payload->size()) + " bytes is too large");
+  if (data && data->size() > ipc::kMaxEncodablePayload) {
+    PrintError("request of " + std::to_string(data->size()) + " bytes is too large");
     return kExitUsage;
   }
-
   int exit_code = kExitOk;
   Deadline lookup_deadline = deadline;
   if (!lookup_deadline) lookup_deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
   std::optional<nlohmann::json> response = QueryStatus(socket, cell, lookup_deadline, &exit_code);
   if (!response) return exit_code;
+  std::optional<std::string> payload = data;
+  if (!payload) {
+    // Never more of stdin than the supervisor would accept (`call c < /dev/zero` ends here).
+    uint64_t limit = kMaxPayloadBytesLimit;
+    const nlohmann::json& supervisor = (*response)["supervisor"];
+    if (supervisor.is_object() && supervisor.contains("max_payload_bytes") &&
+        supervisor["max_payload_bytes"].is_number_unsigned()) {
+      limit = supervisor["max_payload_bytes"].get<uint64_t>();
+    }
+    payload = ReadStdin(limit);
+    if (!payload) {
+      PrintError(std::string("cannot read the request from stdin: ") + std::strerror(errno));
+      return kExitFailure;
+    }
+    if (payload->size() > limit) {
+      PrintError("the request on stdin is longer than max_payload_bytes (" + std::to_string(limit) +
+                 " bytes): not sent");
+      return kExitUsage;
+    }
+  }
   const nlohmann::json& cells = (*response)["cells"];
   if (!cells.is_array() || cells.size() != 1 || !cells[0].is_object() ||
       !cells[0].contains("socket") || !cells[0]["socket"].is_string()) {

@@ -105,8 +105,8 @@ Result<std::string> FormatActivityTable(const nlohmann::json& response) {
   size_t index = 0;
   try {
     std::vector<std::vector<std::string>> rows;
-    rows.push_back({"CELL", "SINCE", "UPTIME", "IN FLIGHT", "CANCELLED", "DROPPED", "P50", "P99",
-                    "WAIT P50", "WAIT P99"});
+    rows.push_back({"CELL", "SINCE", "UPTIME", "IN FLIGHT", "CANCELLED", "DROPPED", "UNDELIVERED",
+                    "P50", "P99", "WAIT P50", "WAIT P99"});
     for (index = 0; index < cells.size(); ++index) {
       const nlohmann::json& cell = cells[index];
       const nlohmann::json& recent = Field(cell, "recent");
@@ -117,6 +117,7 @@ Result<std::string> FormatActivityTable(const nlohmann::json& response) {
           std::to_string(Number(cell, "in_flight")),
           std::to_string(Number(cell, "cancelled")),
           std::to_string(Number(cell, "dropped")),
+          std::to_string(Number(cell, "undelivered")),
           FormatLatency(Field(recent, "latency_p50_ms")),
           FormatLatency(Field(recent, "latency_p99_ms")),
           FormatLatency(Field(recent, "queue_wait_p50_ms")),
@@ -177,11 +178,12 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     line("in flight", std::to_string(Number(cell, "in_flight")));
     line("ok", std::to_string(Number(cell, "ok")));
     line("rejected", ByReason(cell, "rejected", "rejected_by_reason") + ", " +
-                         std::to_string(Number(cell, "rejected_at_admission")) +
-                         " at admission");
+                         std::to_string(Number(cell, "rejected_at_admission")) + " at admission");
     line("failed", ByReason(cell, "failed", "failed_by_reason"));
     line("cancelled", std::to_string(Number(cell, "cancelled")));
     line("dropped", std::to_string(Number(cell, "dropped")));
+    line("undelivered", std::to_string(Number(cell, "undelivered")) + " (" +
+                            std::to_string(Number(cell, "unsent_bytes")) + " bytes unsent now)");
     line("bad requests", std::to_string(Number(cell, "bad_request")));
     const nlohmann::json& recent = Field(cell, "recent");
     const std::string window = " (last " + std::to_string(Number(recent, "window_s")) + " s, ";

@@ -2,6 +2,7 @@
 #include "supervisor/cell.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,6 +42,9 @@ constexpr uint64_t kTeardownPollMs = 5;
 constexpr uint64_t kOomSurvivalCheckMs = 200;
 // How often memory.events is read when it cannot be watched (uv_fs_event failed), in ms.
 constexpr uint64_t kOomPollMs = 1000;
+// A connection to the worker still waiting in its listening socket's backlog this long, in ms,
+// gets a warning: the worker does not serve its connections concurrently (docs/protocol.md).
+constexpr uint64_t kAcceptWarnMs = 5000;
 
 ipc::FrameHeader ReplyHeader(ipc::ReplyStatus status, ipc::Reason reason) {
   ipc::FrameHeader header;
@@ -74,7 +78,7 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartme
       after_poll_(loop, [this] { OnAfterPoll(); }) {
   for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
                             &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_,
-                            &start_timer_}) {
+                            &start_timer_, &accept_timer_, &write_timer_}) {
     uv_timer_init(loop_, timer);
     timer->data = this;
     ++open_handles_;
@@ -347,6 +351,7 @@ void Cell::DoSpawn() {
   }
   operator_restart_ = false;
   if (idle_links_.empty() && busy_links_.empty()) DrainStaleWorkerConnections();
+  accept_warned_ = false;
   cell::SpawnOptions options;
   options.argv = config_.command;
   bool has_path = false;
@@ -629,7 +634,8 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
   }
   for (uv_timer_t* timer :
        {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_, &orphan_timer_,
-        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_, &oom_timer_}) {
+        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_, &oom_timer_,
+        &accept_timer_, &write_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &Cell::OnHandleClosed);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&memory_events_watch_), &Cell::OnHandleClosed);
@@ -706,7 +712,79 @@ Status Cell::Reconfigure(const config::CellConfig& next,
 // --- Request path. ---
 
 void Cell::OnClientConnected(FrontConnection* conn) { clients_.insert(conn); }
-void Cell::OnClientDisconnected(FrontConnection* conn) { clients_.erase(conn); }
+void Cell::OnClientDisconnected(FrontConnection* conn) {
+  clients_.erase(conn);
+  waiting_clients_.erase(conn);
+}
+
+// --- Clients that do not read (max_unsent_bytes, client_write_timeout). ---
+
+void Cell::CountDelivered(uint64_t* outcome) {
+  BH_CHECK(replies_unwritten_ > 0);
+  --replies_unwritten_;
+  ++*outcome;
+}
+
+void Cell::CountUndelivered(uint64_t replies) {
+  BH_CHECK(replies_unwritten_ >= replies);
+  replies_unwritten_ -= replies;
+  counters_.undelivered += replies;
+}
+
+uint64_t Cell::UnsentBytes() const {
+  uint64_t total = 0;
+  for (const FrontConnection* conn : waiting_clients_) total += conn->unsent_bytes();
+  return total;
+}
+
+void Cell::OnRepliesWaiting(FrontConnection* conn) {
+  waiting_clients_.insert(conn);
+  if (config_.client_write_timeout.count() > 0 &&
+      !uv_is_active(reinterpret_cast<uv_handle_t*>(&write_timer_))) {
+    const uint64_t timeout = static_cast<uint64_t>(config_.client_write_timeout.count());
+    const uint64_t tick = std::clamp<uint64_t>(timeout / 4, 100, 1000);
+    uv_timer_start(&write_timer_, &Cell::OnWriteTimer, tick, tick);
+  }
+  uint64_t total = UnsentBytes();
+  if (total <= config_.max_unsent_bytes) return;
+  // Over the budget: the clients that have accepted nothing for the longest go first, until the
+  // rest fits (the one just answered too, when it is the slowest).
+  const uint64_t now = Now();
+  std::vector<FrontConnection*> by_stall(waiting_clients_.begin(), waiting_clients_.end());
+  for (FrontConnection* waiting : by_stall) waiting->CheckProgress(now);
+  std::sort(by_stall.begin(), by_stall.end(), [](FrontConnection* a, FrontConnection* b) {
+    if (a->stalled_since_ms() != b->stalled_since_ms()) {
+      return a->stalled_since_ms() < b->stalled_since_ms();
+    }
+    return a->unsent_bytes() > b->unsent_bytes();
+  });
+  for (FrontConnection* slowest : by_stall) {
+    if (total <= config_.max_unsent_bytes) break;
+    const size_t unsent = slowest->unsent_bytes();
+    if (unsent == 0) continue;
+    total -= unsent;
+    slowest->CloseUnread("the cell's max_unsent_bytes of " +
+                         std::to_string(config_.max_unsent_bytes) +
+                         " is used up and it accepted nothing for the longest");
+  }
+}
+
+void Cell::OnWriteTimer(uv_timer_t* timer) {
+  auto* self = static_cast<Cell*>(timer->data);
+  const uint64_t now = self->Now();
+  const uint64_t timeout = static_cast<uint64_t>(self->config_.client_write_timeout.count());
+  std::vector<FrontConnection*> waiting(self->waiting_clients_.begin(),
+                                        self->waiting_clients_.end());
+  for (FrontConnection* conn : waiting) {
+    if (conn->CheckProgress(now) == 0) {
+      self->waiting_clients_.erase(conn);
+    } else if (timeout > 0 && now - conn->stalled_since_ms() >= timeout) {
+      conn->CloseUnread("accepted no byte for " + std::to_string(now - conn->stalled_since_ms()) +
+                        " ms, client_write_timeout is " + std::to_string(timeout) + " ms");
+    }
+  }
+  if (self->waiting_clients_.empty() || timeout == 0) uv_timer_stop(timer);
+}
 
 void Cell::OnBadRequest(const std::string& why) {
   ++counters_.bad_request;
@@ -747,22 +825,52 @@ void Cell::OnRequest(FrontConnection* conn, const ipc::FrameView& frame) {
   }
 }
 
-void Cell::Dispatch(Request* request, std::string_view payload) {
-  WorkerLink* link = nullptr;
-  if (!idle_links_.empty()) {
-    link = idle_links_.back();
+WorkerLink* Cell::TakeLink(Request* request, bool fresh) {
+  if (!fresh && !idle_links_.empty()) {
+    WorkerLink* link = idle_links_.back();
     idle_links_.pop_back();
-  } else {
-    Result<WorkerLink*> made =
-        WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_);
-    if (!made.ok()) {
-      Log(LogLevel::kError, name(), pid_, "cannot connect to worker: " + made.status().message());
-      Fail(request, ipc::Reason::kWorkerError,
-           "cannot connect to worker: " + made.status().message());
-      return;
-    }
-    link = *made;
+    return link;
   }
+  Result<WorkerLink*> made = WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_);
+  if (!made.ok()) {
+    Log(LogLevel::kError, name(), pid_, "cannot connect to worker: " + made.status().message());
+    Fail(request, ipc::Reason::kWorkerError,
+         "cannot connect to worker: " + made.status().message());
+    return nullptr;
+  }
+  last_link_opened_ms_ = Now();
+  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&accept_timer_))) {
+    uv_timer_start(&accept_timer_, &Cell::OnAcceptTimer, kAcceptWarnMs, 0);
+  }
+  return *made;
+}
+
+void Cell::OnAcceptTimer(uv_timer_t* timer) {
+  auto* self = static_cast<Cell*>(timer->data);
+  if (self->pid_ == 0 || !self->worker_listen_fd_.valid()) return;
+  // A listening socket polls readable while a connection waits in its backlog, not accepted.
+  pollfd p{.fd = self->worker_listen_fd_.get(), .events = POLLIN, .revents = 0};
+  if (::poll(&p, 1, 0) != 1 || (p.revents & POLLIN) == 0) return;  // all accepted
+  // When the newest connection is kAcceptWarnMs old, the one waiting is at least as old.
+  const uint64_t newest_age = self->Now() - self->last_link_opened_ms_;
+  if (newest_age < kAcceptWarnMs) {
+    uv_timer_start(timer, &Cell::OnAcceptTimer, kAcceptWarnMs - newest_age, 0);
+    return;
+  }
+  if (!self->accept_warned_) {
+    self->accept_warned_ = true;
+    Log(LogLevel::kWarning, self->name(), self->pid_,
+        "worker has not accepted a connection the supervisor opened at least " +
+            std::to_string(kAcceptWarnMs / 1000) +
+            " s ago: a worker must accept every connection on its listening socket and serve its "
+            "connections concurrently, each one persistent (docs/protocol.md); requests sent on "
+            "this one wait");
+  }
+}
+
+void Cell::Dispatch(Request* request, std::string_view payload) {
+  WorkerLink* link = TakeLink(request, /*fresh=*/false);
+  if (link == nullptr) return;
   uint64_t now = Now();
   // A worker that had nothing to do starts its stall clock now.
   if (busy_links_.empty()) last_progress_ms_ = now;
@@ -782,6 +890,16 @@ void Cell::Dispatch(Request* request, std::string_view payload) {
   link->Send(request, payload);
 }
 
+void Cell::Resend(Request* request, std::string_view payload) {
+  request->resent = true;
+  // Keeps its slot, its place on the running list and its dispatch time (request_timeout).
+  WorkerLink* link = TakeLink(request, /*fresh=*/true);
+  if (link == nullptr) return;
+  link->busy_index = busy_links_.size();
+  busy_links_.push_back(link);
+  link->Send(request, payload);
+}
+
 void Cell::StartQueued() {
   while (AdmissionEntry* entry = bulkhead_.StartNext()) {
     auto* request = static_cast<Request*>(entry);
@@ -798,28 +916,38 @@ void Cell::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameVie
   idle_links_.push_back(link);
   last_progress_ms_ = Now();
 
+  // docs/protocol.md, "Supervisor -> worker": OK/none or FAILED/worker_error, nothing else.
   const ipc::FrameHeader& in = frame.header;
-  if (in.status == ipc::ReplyStatus::kOk) {
+  if (!ipc::IsValidWorkerReply(in)) {
+    Fail(request, ipc::Reason::kWorkerError,
+         std::string("worker broke the protocol: it replied with status ") +
+             ipc::StatusName(in.status) + " and reason " + ipc::ReasonName(in.reason));
+  } else if (in.status == ipc::ReplyStatus::kOk) {
     FinishRunning(request);
-    if (request->client == nullptr && !request->answered) {
-      ++counters_.dropped;
-    } else if (!request->answered) {
-      ++counters_.ok;
-    }
-    Complete(request, ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), frame.payload);
+    Complete(request, request->client == nullptr ? &counters_.dropped : &counters_.ok,
+             ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), frame.payload);
     StartQueued();
     MaybeDrained();
-  } else if (in.status == ipc::ReplyStatus::kFailed) {
-    Fail(request, ipc::Reason::kWorkerError, frame.payload);
   } else {
-    Fail(request, ipc::Reason::kWorkerError,
-         std::string("worker replied with status ") + ipc::StatusName(in.status));
+    Fail(request, ipc::Reason::kWorkerError, frame.payload);
   }
 }
 
 void Cell::OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) {
+  // A request the worker cannot have read (docs/protocol.md): most often it went out on an idle
+  // connection that the worker had closed, or was closing, after its last reply.
+  std::string unread_payload;
+  const bool unread = !worker_at_fault && link->inflight_unread();
+  if (unread) unread_payload.assign(link->inflight_payload());
   Request* request = link->TakeInflight();
   DropLink(link);
+  if (unread && !request->resent && pid_ != 0) {
+    Log(LogLevel::kDebug, name(), pid_,
+        "worker connection closed before the worker read the request (" + why +
+            "): sending it again on a new connection");
+    Resend(request, unread_payload);
+    return;
+  }
   if (worker_at_fault) {
     // The supervisor closed the connection: say why, at once, rather than wait for an exit.
     Log(LogLevel::kWarning, name(), pid_, "worker broke the protocol: " + why);
@@ -870,7 +998,8 @@ void Cell::FinishRunning(Request* request) {
   bulkhead_.Finish(request);
 }
 
-void Cell::Answer(Request* request, const ipc::FrameHeader& header, std::string_view payload) {
+void Cell::Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+                  std::string_view payload) {
   BH_CHECK(!request->answered);
   request->answered = true;
   if (request->dispatched_at_ns != 0) {
@@ -882,55 +1011,50 @@ void Cell::Answer(Request* request, const ipc::FrameHeader& header, std::string_
     client->UnlinkRequest(request);
     ipc::FrameHeader reply = header;
     reply.request_id = request->client_request_id;
-    client->SendReply(reply, payload);
+    ++replies_unwritten_;
+    client->SendReply(reply, payload, outcome);
+  } else {
+    ++*outcome;
   }
 }
 
-void Cell::Complete(Request* request, const ipc::FrameHeader& header, std::string_view payload) {
-  if (!request->answered) Answer(request, header, payload);
+void Cell::Complete(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+                    std::string_view payload) {
+  if (!request->answered) Answer(request, outcome, header, payload);
   pool_->Release(request);
 }
 
 void Cell::Fail(Request* request, ipc::Reason reason, std::string_view message) {
   FinishRunning(request);
-  if (request->client == nullptr && !request->answered) {
-    ++counters_.dropped;
-  } else if (!request->answered) {
+  uint64_t* outcome = &counters_.dropped;
+  if (request->client != nullptr) {
     switch (reason) {
       case ipc::Reason::kWorkerDied:
-        ++counters_.failed_worker_died;
+        outcome = &counters_.failed_worker_died;
         break;
       case ipc::Reason::kOomKilled:
-        ++counters_.failed_oom_killed;
+        outcome = &counters_.failed_oom_killed;
         break;
       case ipc::Reason::kStalled:
-        ++counters_.failed_stalled;
+        outcome = &counters_.failed_stalled;
         break;
       case ipc::Reason::kTimeout:
-        ++counters_.failed_timeout;
+        outcome = &counters_.failed_timeout;
         break;
       default:
-        ++counters_.failed_worker_error;
+        outcome = &counters_.failed_worker_error;
         break;
     }
   }
-  Complete(request, ReplyHeader(ipc::ReplyStatus::kFailed, reason), message);
+  Complete(request, outcome, ReplyHeader(ipc::ReplyStatus::kFailed, reason), message);
   StartQueued();
   MaybeDrained();
 }
 
 void Cell::Reject(Request* request, ipc::Reason reason) {
-  switch (reason) {
-    case ipc::Reason::kFull:
-      ++counters_.rejected_full;
-      break;
-    case ipc::Reason::kQueueTimeout:
-      ++counters_.rejected_queue_timeout;
-      break;
-    default:
-      ++counters_.rejected_unavailable;
-      break;
-  }
+  uint64_t* outcome = &counters_.rejected_unavailable;
+  if (reason == ipc::Reason::kFull) outcome = &counters_.rejected_full;
+  if (reason == ipc::Reason::kQueueTimeout) outcome = &counters_.rejected_queue_timeout;
   ipc::RejectDetail detail;
   detail.cell = config_.name;
   detail.running = bulkhead_.running();
@@ -938,7 +1062,7 @@ void Cell::Reject(Request* request, ipc::Reason reason) {
   if (reason == ipc::Reason::kUnavailable) detail.retry_after_ms = lifecycle_.RetryAfterMs();
   scratch_.clear();
   ipc::AppendRejectDetail(&scratch_, detail);
-  Complete(request, ReplyHeader(ipc::ReplyStatus::kRejected, reason), scratch_);
+  Complete(request, outcome, ReplyHeader(ipc::ReplyStatus::kRejected, reason), scratch_);
   scratch_.clear();
 }
 
@@ -1040,8 +1164,8 @@ void Cell::ExpireRequests() {
     auto* request = static_cast<Request*>(entry);
     // The client is answered now; the slot stays taken until the worker answers or is replaced,
     // because the worker really is still busy with it.
-    ++counters_.failed_timeout;
-    Answer(request, ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
+    Answer(request, &counters_.failed_timeout,
+           ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
            "request_timeout of " + std::to_string(timeout) + " ms passed");
   }
   ArmRequestTimer();
@@ -1078,6 +1202,8 @@ CellSnapshot Cell::Snapshot() const {
   s.oom_kills = oom_ ? oom_->kills() : 0;
   s.in_flight =
       bulkhead_.running() - static_cast<uint32_t>(deadlines_.expired()) + bulkhead_.queued();
+  s.in_flight += replies_unwritten_;
+  s.unsent_bytes = UnsentBytes();
   uint64_t now_ns = uv_hrtime();
   s.queue_wait = queue_wait_.total();
   s.request_duration = request_duration_.total();

@@ -55,13 +55,19 @@ struct CellCounters {
   uint64_t cancelled = 0;
   // Running when their client disconnected: the worker's outcome (answer, failure) was dropped.
   uint64_t dropped = 0;
+  // Answered, but the client's connection closed before the reply was written whole to it (it did
+  // not read: client_write_timeout, max_unsent_bytes; or it left): never delivered. A reply counts
+  // in its outcome (ok, rejected_*, failed_*) only once written whole to the client's socket.
+  uint64_t undelivered = 0;
   uint64_t bad_request = 0;  // frames refused before admission (connection closed)
   // Requests that got a slot or a queue place. Every well-formed request is either admitted or
   // rejected at admission (full, or unavailable while the cell refuses requests); a rejection
   // after admission (queue_timeout, unavailable for a queued request when the worker stops) counts
   // in both. At every instant (docs/control.md, "Counters"):
   //   admitted + rejected_at_admission = ok + rejected() + failed() + cancelled + dropped
-  //                                      + in flight (running requests not yet answered + queued)
+  //                                      + undelivered
+  //                                      + in flight (running requests not yet answered + queued
+  //                                                   + replies not yet written whole)
   uint64_t admitted = 0;
   uint64_t rejected_at_admission = 0;
   // Connections refused at accept (REJECTED/too_many_connections): over max_connections, or over
@@ -117,9 +123,12 @@ struct CellSnapshot {
   // OOM kills in the cell's cgroup since bulkheadd opened it, whether or not the worker died: one
   // per decision of the kernel's OOM killer (cell::CountOomKills).
   uint64_t oom_kills = 0;
-  // Admitted requests without an outcome yet: queued plus running ones not yet answered (a
-  // request answered by request_timeout keeps its slot, in `running`, until the worker answers).
+  // Admitted requests without an outcome yet: queued, running ones not yet answered (a request
+  // answered by request_timeout keeps its slot, in `running`, until the worker answers), and
+  // answered ones whose reply is not yet written whole to the client.
   uint32_t in_flight = 0;
+  // Reply bytes held for the cell's clients, not yet written to their sockets (max_unsent_bytes).
+  uint64_t unsent_bytes = 0;
   // Queue wait (admission to dispatch, for dispatched requests) and request duration (admission to
   // the outcome, for dispatched requests), since the supervisor started and over the recent window.
   LatencyHistogram::Counts queue_wait;
@@ -195,6 +204,13 @@ class Cell {
   void OnRequest(FrontConnection* conn, const ipc::FrameView& frame);
   void OnClientGone(Request* request);
   void OnBadRequest(const std::string& why);
+  // `conn` holds unsent reply bytes: watched for client_write_timeout, and the cell's clients are
+  // kept within max_unsent_bytes (the slowest closed first; `conn` may be one of them).
+  void OnRepliesWaiting(FrontConnection* conn);
+  // A reply was written whole to its client: `outcome` (a counter of counters_) counts it.
+  void CountDelivered(uint64_t* outcome);
+  // `replies` answered requests whose client closed before their reply was written whole.
+  void CountUndelivered(uint64_t replies);
 
   // Called by WorkerLink. `request` has been taken off the link.
   void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame);
@@ -237,12 +253,20 @@ class Cell {
 
   // Request path.
   void Dispatch(Request* request, std::string_view payload);
+  // An idle link, or a new connection when `fresh` or none is idle; nullptr when connect(2)
+  // failed, `request` then failed (worker_error).
+  WorkerLink* TakeLink(Request* request, bool fresh);
+  // Sends a running `request` that the worker cannot have read again, once, on a new connection.
+  void Resend(Request* request, std::string_view payload);
   void StartQueued();
-  void Complete(Request* request, const ipc::FrameHeader& header, std::string_view payload);
+  void Complete(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+                std::string_view payload);
   void Fail(Request* request, ipc::Reason reason, std::string_view message);
   void Reject(Request* request, ipc::Reason reason);
-  // Marks `request` answered, counts it, and writes the reply to its client (if still there).
-  void Answer(Request* request, const ipc::FrameHeader& header, std::string_view payload);
+  // Marks `request` answered and writes the reply to its client (if still there). `outcome`, a
+  // counter of counters_, counts it once the reply is written whole (at once without a client).
+  void Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+              std::string_view payload);
   void FinishRunning(Request* request);
   void ArmQueueTimer();
   void RemoveBusy(WorkerLink* link);
@@ -281,6 +305,11 @@ class Cell {
   // Arms the request timer for the earliest deadline of a running request not yet answered, or
   // stops it when there is none. Called after every change to deadlines_.
   void ArmRequestTimer();
+  // Warns once per worker when a connection the supervisor opened waits unaccepted.
+  static void OnAcceptTimer(uv_timer_t* timer);
+  // Every tick while replies wait: closes clients past client_write_timeout.
+  static void OnWriteTimer(uv_timer_t* timer);
+  uint64_t UnsentBytes() const;
 
   uv_loop_t* loop_;
   config::CellConfig config_;
@@ -316,6 +345,8 @@ class Cell {
   uv_timer_t stall_timer_{};
   uv_timer_t request_timer_{};
   uv_timer_t start_timer_{};
+  uv_timer_t accept_timer_{};
+  uv_timer_t write_timer_{};
   int open_handles_ = 0;
   std::function<void()> on_closed_;
   std::function<void()> state_observer_;
@@ -336,6 +367,9 @@ class Cell {
 
   std::vector<WorkerLink*> idle_links_;
   std::vector<WorkerLink*> busy_links_;
+  // When the newest worker connection was opened (OnAcceptTimer).
+  uint64_t last_link_opened_ms_ = 0;
+  bool accept_warned_ = false;  // this worker was warned about a connection it never accepted
   // Requests whose link broke while the worker still ran: failed with the exit reason when the
   // worker exits, or as worker_error once the grace period passes.
   std::vector<Request*> orphans_;
@@ -358,6 +392,10 @@ class Cell {
   // the watchdog timer fired changes it, and the miss is void.
   uint64_t watchdog_arms_ = 0;
   std::unordered_set<FrontConnection*> clients_;
+  // Clients with reply bytes unsent (or that had at the last look).
+  std::unordered_set<FrontConnection*> waiting_clients_;
+  // Replies handed to a client and not yet written whole: in flight until then.
+  uint32_t replies_unwritten_ = 0;
   uint32_t connection_share_ = UINT32_MAX;
   // When a refusal was last logged (one warning per second at most, under a flood).
   uint64_t refusal_logged_ms_ = 0;

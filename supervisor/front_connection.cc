@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "supervisor/front_connection.h"
 
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <string>
@@ -35,6 +37,7 @@ FrontConnection::FrontConnection(Cell* cell, uint32_t max_payload)
           reinterpret_cast<uv_stream_t*>(&pipe_), [this](int) { Close(); },
           [this] { OnDrained(); }) {
   pipe_.data = this;
+  writer_.SetOnWritten([this] { CountWritten(); });
 }
 
 void FrontConnection::Accept(Cell* cell, uv_stream_t* server, uint32_t max_payload) {
@@ -121,18 +124,66 @@ void FrontConnection::ProcessFrames() {
   if (close_when_drained_ && writer_.idle()) Close();
 }
 
-void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view payload) {
-  if (closing_) return;
+void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view payload,
+                                uint64_t* outcome) {
+  if (closing_) {
+    cell_->CountUndelivered(1);
+    return;
+  }
   writer_.AppendFrame(header, payload);
+  unwritten_.push_back(UnwrittenReply{writer_.appended_bytes(), outcome});
   if (!in_read_) writer_.Flush();
   if (closing_) return;
+  const size_t unsent = writer_.backlog_bytes();
+  if (unsent == 0) return;
   // A client that does not read its replies is dropped rather than buffered for without bound.
-  if (writer_.backlog_bytes() > max_backlog_) {
-    Log(LogLevel::kWarning, cell_->name(), 0,
-        "client does not read its replies (" + std::to_string(writer_.backlog_bytes()) +
-            " bytes unsent): closing its connection");
-    Close();
+  if (unsent > max_backlog_) {
+    CloseUnread("over 2 x max_payload_bytes + 64 KiB for one connection");
+    return;
   }
+  if (!waiting_) {
+    waiting_ = true;
+    stalled_since_ms_ = uv_now(pipe_.loop);
+    seen_written_ = writer_.written_bytes();
+    seen_unconsumed_ = UnconsumedBytes();
+  }
+  // May close this connection, or others, to keep the cell within max_unsent_bytes.
+  cell_->OnRepliesWaiting(this);
+}
+
+void FrontConnection::CountWritten() {
+  const uint64_t written = writer_.written_bytes();
+  while (!unwritten_.empty() && unwritten_.front().end <= written) {
+    cell_->CountDelivered(unwritten_.front().outcome);
+    unwritten_.pop_front();
+  }
+}
+
+uint64_t FrontConnection::UnconsumedBytes() {
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) != 0) return 0;
+  int queued = 0;
+  if (::ioctl(fd, SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
+  return static_cast<uint64_t>(queued);
+}
+
+size_t FrontConnection::CheckProgress(uint64_t now_ms) {
+  CountWritten();
+  const uint64_t written = writer_.written_bytes();
+  const uint64_t unconsumed = UnconsumedBytes();
+  if (written != seen_written_ || unconsumed < seen_unconsumed_) stalled_since_ms_ = now_ms;
+  seen_written_ = written;
+  seen_unconsumed_ = unconsumed;
+  const size_t unsent = writer_.backlog_bytes();
+  if (unsent == 0) waiting_ = false;
+  return unsent;
+}
+
+void FrontConnection::CloseUnread(const std::string& why) {
+  Log(LogLevel::kWarning, cell_->name(), 0,
+      "client does not read its replies (" + std::to_string(writer_.backlog_bytes()) +
+          " bytes unsent, " + why + "): closing its connection");
+  Close();
 }
 
 void FrontConnection::OnDrained() {
@@ -168,6 +219,12 @@ void FrontConnection::UnlinkRequest(Request* request) {
 void FrontConnection::Close() {
   if (closing_) return;
   closing_ = true;
+  // Replies not written whole by now are never delivered.
+  CountWritten();
+  if (!unwritten_.empty()) {
+    cell_->CountUndelivered(unwritten_.size());
+    unwritten_.clear();
+  }
   writer_.Abandon();
   while (requests_ != nullptr) {
     Request* request = requests_;

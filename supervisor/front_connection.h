@@ -9,6 +9,8 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <deque>
+#include <string>
 #include <string_view>
 
 #include "ipc/frame.h"
@@ -30,8 +32,23 @@ class FrontConnection {
   static void Refuse(uv_stream_t* server, std::string_view frame);
 
   // Queues a reply frame to this client; written at once unless a read is being processed, in which
-  // case every reply produced by that read goes out in one write.
-  void SendReply(const ipc::FrameHeader& header, std::string_view payload);
+  // case every reply produced by that read goes out in one write. `outcome` is the counter of the
+  // reply's outcome in the cell's CellCounters (which outlive every client): it is incremented
+  // once the reply is written whole to the socket; a reply still unwritten when the connection
+  // closes is counted undelivered instead (Cell::CountDelivered, Cell::CountUndelivered).
+  void SendReply(const ipc::FrameHeader& header, std::string_view payload, uint64_t* outcome);
+
+  // Reply bytes held for this client, not yet written to its socket.
+  size_t unsent_bytes() const { return writer_.backlog_bytes(); }
+  // Loop time (ms) since when the client has accepted no byte while replies wait for it
+  // (client_write_timeout); refreshed by CheckProgress.
+  uint64_t stalled_since_ms() const { return stalled_since_ms_; }
+  // Looks whether the client accepted bytes since the last look: bytes written to its socket, or
+  // bytes it consumed from the socket's send queue (SIOCOUTQ, which sees progress even when the
+  // supervisor itself was paused). Returns unsent_bytes().
+  size_t CheckProgress(uint64_t now_ms);
+  // Closes a client that does not read its replies, with a warning naming `why`.
+  void CloseUnread(const std::string& why);
 
   // The client's live requests: linked on admission, unlinked when answered.
   void LinkRequest(Request* request);
@@ -51,6 +68,10 @@ class FrontConnection {
   void OnDrained();
   // After the client's EOF: closes once every request it sent is answered and written.
   void CloseIfDone();
+  // Counts the replies written whole since the last call.
+  void CountWritten();
+  // Socket send queue bytes not yet consumed by the client (SIOCOUTQ), 0 when unknown.
+  uint64_t UnconsumedBytes();
 
   Cell* cell_;
   // Unsent reply bytes beyond which the client is dropped: room for two full-size replies.
@@ -59,6 +80,19 @@ class FrontConnection {
   ipc::FrameDecoder decoder_;
   StreamWriter writer_;
   Request* requests_ = nullptr;  // head of the intrusive list
+  // Replies not yet written whole, in order: where each ends in the writer's appended bytes, and
+  // the counter of its outcome.
+  struct UnwrittenReply {
+    uint64_t end = 0;
+    uint64_t* outcome = nullptr;
+  };
+  std::deque<UnwrittenReply> unwritten_;
+  // Progress of a client with replies waiting (CheckProgress): when it last accepted a byte, and
+  // what the last look saw.
+  uint64_t stalled_since_ms_ = 0;
+  uint64_t seen_written_ = 0;
+  uint64_t seen_unconsumed_ = 0;
+  bool waiting_ = false;  // replies wait for it: its Cell watches it
   bool in_read_ = false;
   bool closing_ = false;
   bool close_when_drained_ = false;

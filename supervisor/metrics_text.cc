@@ -65,9 +65,8 @@ void Histogram(Writer& w, const std::string& cell_label, const LatencyHistogram:
   uint64_t cumulative = 0;
   for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
     cumulative += c.buckets[i];
-    std::string le = i + 1 == LatencyHistogram::kBuckets
-                         ? std::string("+Inf")
-                         : Seconds(LatencyHistogram::kBoundsNs[i]);
+    std::string le = i + 1 == LatencyHistogram::kBuckets ? std::string("+Inf")
+                                                         : Seconds(LatencyHistogram::kBoundsNs[i]);
     w.Sample("_bucket", cell_label + ",le=\"" + le + "\"", std::to_string(cumulative));
   }
   w.Sample("_sum", cell_label, Seconds(c.sum_ns));
@@ -120,7 +119,7 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
 
   w.Family("bulkhead_requests_total", "counter",
            "Requests that reached an outcome, by outcome (ok, rejected, failed, cancelled, "
-           "dropped) and reason.");
+           "dropped, undelivered) and reason.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
     const CellCounters& c = s.counters;
     auto sample = [&](const char* outcome, const char* reason, uint64_t value) {
@@ -137,6 +136,7 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
     sample("failed", "stalled", c.failed_stalled);
     sample("cancelled", "client_gone", c.cancelled);
     sample("dropped", "client_gone", c.dropped);
+    sample("undelivered", "client_gone", c.undelivered);
   });
 
   w.Family("bulkhead_requests_admitted_total", "counter",
@@ -156,7 +156,8 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
   });
 
   w.Family("bulkhead_requests_in_flight", "gauge",
-           "Admitted requests without an outcome yet (queued, or running and not yet answered).");
+           "Admitted requests without an outcome yet (queued, running and not yet answered, or "
+           "answered with the reply not yet written whole).");
   ForEachCell(cells,
               [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.in_flight); });
   w.Family("bulkhead_requests_running", "gauge", "Requests holding a worker slot.");
@@ -168,17 +169,19 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
     w.Sample(l, s.limits.max_concurrent);
   });
   w.Family("bulkhead_max_queue", "gauge", "The cell's queue places (max_queue).");
-  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    w.Sample(l, s.limits.max_queue);
-  });
+  ForEachCell(
+      cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.limits.max_queue); });
   w.Family("bulkhead_client_connections", "gauge", "Open client connections.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.clients); });
+  w.Family("bulkhead_client_unsent_bytes", "gauge",
+           "Reply bytes held for clients, not yet written to their sockets (max_unsent_bytes).");
+  ForEachCell(cells,
+              [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.unsent_bytes); });
 
   w.Family("bulkhead_queue_wait_seconds", "histogram",
            "Time from admission to dispatch to the worker, of dispatched requests.");
-  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    Histogram(w, l, s.queue_wait);
-  });
+  ForEachCell(cells,
+              [&](const CellSnapshot& s, const std::string& l) { Histogram(w, l, s.queue_wait); });
   w.Family("bulkhead_request_duration_seconds", "histogram",
            "Time from admission to the outcome, of requests dispatched to the worker.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {

@@ -39,6 +39,9 @@ const CellKey kCellKeys[] = {
     Key<&C::queue_timeout>("queue_timeout", Group::kAdmission),
     // Read at each accept; the supervisor splits its descriptor budget anew after a reload.
     Key<&C::max_connections>("max_connections", Group::kAdmission),
+    // Read at each reply and each client_write_timeout tick.
+    Key<&C::max_unsent_bytes>("max_unsent_bytes", Group::kAdmission),
+    Key<&C::client_write_timeout>("client_write_timeout", Group::kAdmission),
     Key<&C::restart>("restart", Group::kPolicy),
     Key<&C::restart_delay>("restart_delay", Group::kPolicy),
     Key<&C::restart_max_delay>("restart_max_delay", Group::kPolicy),

@@ -23,6 +23,7 @@ void RequestPool::Release(Request* request) {
   request->client_prev = request->client_next = nullptr;
   BH_CHECK(!request->started());
   request->answered = false;
+  request->resent = false;
   if (request->payload.capacity() > kMaxRetainedPayload) {
     std::string().swap(request->payload);
   } else {

@@ -36,6 +36,9 @@ struct Request : AdmissionEntry, DeadlineEntry {
   WorkerLink* link = nullptr;  // the worker connection carrying it while it runs
   // The client has its reply (request_timeout passed) though the worker still holds the slot.
   bool answered = false;
+  // Sent again on a fresh worker connection once already (docs/protocol.md: a request the worker
+  // cannot have read is resent once).
+  bool resent = false;
 };
 
 class RequestPool {

@@ -12,10 +12,21 @@ StreamWriter::StreamWriter(uv_stream_t* stream, std::function<void(int)> on_erro
 }
 
 void StreamWriter::AppendFrame(const ipc::FrameHeader& header, std::string_view payload) {
+  const size_t before = pending_.size();
   ipc::AppendFrame(&pending_, header, payload);
+  appended_ += pending_.size() - before;
 }
 
-void StreamWriter::AppendBytes(std::string_view bytes) { pending_.append(bytes); }
+void StreamWriter::AppendBytes(std::string_view bytes) {
+  pending_.append(bytes);
+  appended_ += bytes.size();
+}
+
+uint64_t StreamWriter::written_bytes() const {
+  // libuv counts what is left of a uv_write in write_queue_size, partial writes deducted.
+  const size_t queued = writing_ ? uv_stream_get_write_queue_size(stream_) : 0;
+  return appended_ - pending_.size() - queued;
+}
 
 void StreamWriter::Flush() {
   if (writing_ || failed_ || abandoned_ || pending_.empty()) return;
@@ -23,6 +34,7 @@ void StreamWriter::Flush() {
   int n = uv_try_write(stream_, &buf, 1);
   if (n == static_cast<int>(pending_.size())) {
     pending_.clear();
+    if (on_written_) on_written_();
     if (on_drained_) on_drained_();
     return;
   }
@@ -31,7 +43,10 @@ void StreamWriter::Flush() {
     if (on_error_) on_error_(n);
     return;
   }
-  if (n > 0) pending_.erase(0, static_cast<size_t>(n));
+  if (n > 0) {
+    pending_.erase(0, static_cast<size_t>(n));
+    if (on_written_) on_written_();
+  }
   std::swap(pending_, inflight_);
   pending_.clear();
   buf = uv_buf_init(inflight_.data(), static_cast<unsigned>(inflight_.size()));
@@ -57,6 +72,7 @@ void StreamWriter::OnWrite(uv_write_t* req, int status) {
     }
     return;
   }
+  if (self->on_written_) self->on_written_();
   if (self->pending_.empty()) {
     if (self->on_drained_) self->on_drained_();
   } else {

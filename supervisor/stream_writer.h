@@ -33,8 +33,14 @@ class StreamWriter {
   // Writes what it can now; queues the rest with uv_write. Never blocks.
   void Flush();
 
-  // Bytes appended but not yet written (for bounding a slow reader).
+  // Bytes appended but not yet written (for bounding a slow reader): the memory they hold.
   size_t backlog_bytes() const { return pending_.size() + inflight_.size(); }
+  // Bytes appended since construction, and of those, the ones written to the stream (handed to
+  // the kernel) so far, partial writes included.
+  uint64_t appended_bytes() const { return appended_; }
+  uint64_t written_bytes() const;
+  // `on_written()` is called after a write wrote something (its bytes are in written_bytes()).
+  void SetOnWritten(std::function<void()> on_written) { on_written_ = std::move(on_written); }
   bool idle() const { return pending_.empty() && !writing_; }
 
   // Stops calling back: the owner is closing the stream. A write already handed to libuv completes
@@ -47,6 +53,8 @@ class StreamWriter {
   uv_stream_t* stream_;
   std::function<void(int)> on_error_;
   std::function<void()> on_drained_;
+  std::function<void()> on_written_;
+  uint64_t appended_ = 0;
   std::string pending_;   // appended, not yet handed to libuv
   std::string inflight_;  // handed to uv_write, not yet completed
   uv_write_t write_req_{};

@@ -16,9 +16,9 @@
 #include "ipc/frame.h"
 #include "supervisor/listen_socket.h"
 #include "supervisor/runtime_dir_lock.h"
-#include "supervisor/reload_plan.h"
 #include "supervisor/metrics_text.h"
 #include "supervisor/reaper.h"
+#include "supervisor/reload_plan.h"
 
 namespace bulkhead::supervisor {
 
@@ -45,6 +45,8 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"stop_timeout_ms", ms(c.stop_timeout)},
       {"oom_policy", c.oom_policy == config::OomPolicy::kContinue ? "continue" : "kill"},
       {"oom_score_adjust", c.oom_score_adjust},
+      {"max_unsent_bytes", c.max_unsent_bytes},
+      {"client_write_timeout_ms", ms(c.client_write_timeout)},
   };
 }
 
@@ -105,6 +107,8 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"failed", c.failed()},
       {"cancelled", c.cancelled},
       {"dropped", c.dropped},
+      {"undelivered", c.undelivered},
+      {"unsent_bytes", s.unsent_bytes},
       {"bad_request", c.bad_request},
       {"rejected_by_reason",
        {{"full", c.rejected_full},
@@ -503,6 +507,7 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
           {"uptime_ms", uv_now(&loop_) - started_at_ms_},
           {"config", config_.source},
           {"live_requests", pool_.live()},
+          {"max_payload_bytes", config_.supervisor.max_payload_bytes},
           {"metrics_listen",
            metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
           {"client_connections", client_connections},
@@ -513,8 +518,8 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
   }
   if (*command == "reload") return ReloadControl();
   if (*command == "metrics") {
-    return nlohmann::json({{"ok", true}, {"content_type", kMetricsContentType},
-                           {"text", RenderMetrics()}})
+    return nlohmann::json(
+               {{"ok", true}, {"content_type", kMetricsContentType}, {"text", RenderMetrics()}})
         .dump();
   }
   if (*command == "start" || *command == "stop" || *command == "restart") {
@@ -629,7 +634,8 @@ ReloadResult Supervisor::ApplyReload() {
     return refuse();
   }
 
-  if (result.plan.log_level_changed) SetLogLevel(ParseLogLevel(next.supervisor.log_level).value_or(LogLevel::kInfo));
+  if (result.plan.log_level_changed)
+    SetLogLevel(ParseLogLevel(next.supervisor.log_level).value_or(LogLevel::kInfo));
   std::vector<std::string> notes;
   std::vector<std::unique_ptr<Cell>> cells;
   std::vector<Cell*> to_start;

@@ -16,6 +16,8 @@ namespace bulkhead::supervisor {
 
 namespace {
 constexpr size_t kReadChunk = size_t{64} * 1024;
+// A kept payload buffer larger than this is freed once its reply starts rather than kept for reuse.
+constexpr size_t kMaxRetainedPayload = size_t{64} * 1024;
 }  // namespace
 
 WorkerLink::WorkerLink(Cell* cell, uint32_t max_payload)
@@ -24,6 +26,7 @@ WorkerLink::WorkerLink(Cell* cell, uint32_t max_payload)
       writer_(
           reinterpret_cast<uv_stream_t*>(&pipe_),
           [this](int status) {
+            write_failed_ = true;
             Broken(std::string("write to worker failed: ") + uv_strerror(status));
           },
           nullptr) {
@@ -60,6 +63,8 @@ void WorkerLink::Send(Request* request, std::string_view payload) {
   inflight_ = request;
   inflight_id_ = next_id_++;
   request->link = this;
+  payload_.assign(payload);
+  reply_started_ = false;
   ipc::FrameHeader header;
   header.type = ipc::FrameType::kRequest;
   header.request_id = inflight_id_;
@@ -84,12 +89,21 @@ void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
   auto* self = static_cast<WorkerLink*>(stream->data);
   if (self->closing_) return;
   if (nread < 0) {
+    if (nread == UV_ECONNRESET) self->reset_ = true;
     self->Broken(nread == UV_EOF ? "worker closed the connection"
                                  : std::string("read from worker failed: ") +
                                        uv_strerror(static_cast<int>(nread)));
     return;
   }
   if (nread == 0) return;
+  if (self->inflight_ != nullptr && !self->reply_started_) {
+    self->reply_started_ = true;
+    if (self->payload_.capacity() > kMaxRetainedPayload) {
+      std::string().swap(self->payload_);
+    } else {
+      self->payload_.clear();
+    }
+  }
   self->decoder_.Commit(static_cast<size_t>(nread));
   ipc::FrameView frame;
   for (;;) {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// WorkerLink: one connection from the supervisor to its cell's worker, carrying at most one request
-// at a time (so a worker written as a plain blocking accept loop works). Connected to the listening
-// socket the supervisor created and passed to the worker as fd 3: the connection completes in the
-// socket's backlog even while the worker is still starting. Owns itself: deleted in its handle's
-// close callback. REQUIRES: loop thread only.
+// WorkerLink: one persistent connection from the supervisor to its cell's worker, carrying at most
+// one request at a time (docs/protocol.md, "Supervisor -> worker": the worker serves its
+// connections concurrently). Connected to the listening socket the supervisor created and passed
+// to the worker as fd 3: the connection completes in the socket's backlog even while the worker is
+// still starting. Owns itself: deleted in its handle's close callback. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -34,6 +34,16 @@ class WorkerLink {
 
   bool busy() const { return inflight_ != nullptr; }
   Request* inflight() const { return inflight_; }
+  // The in-flight request cannot have reached the worker whole, so it is safe to send again: its
+  // write failed (EPIPE: the worker had closed the connection), or the worker closed the
+  // connection with bytes of it unread (ECONNRESET on a Unix stream socket), before any byte of a
+  // reply came.
+  bool inflight_unread() const {
+    return inflight_ != nullptr && !reply_started_ && (write_failed_ || reset_);
+  }
+  // The in-flight request's payload, kept until the first byte of its reply (for a resend). Valid
+  // until the link's close callback runs.
+  std::string_view inflight_payload() const { return payload_; }
   // Detaches and returns the in-flight request (or nullptr), e.g. to fail it.
   Request* TakeInflight();
 
@@ -60,6 +70,10 @@ class WorkerLink {
   StreamWriter writer_;
   Request* inflight_ = nullptr;
   uint64_t inflight_id_ = 0;
+  std::string payload_;         // of the in-flight request, until its reply starts
+  bool reply_started_ = false;  // a byte of the in-flight request's reply came
+  bool write_failed_ = false;
+  bool reset_ = false;  // a read failed with ECONNRESET
   uint64_t next_id_ = 1;
   bool closing_ = false;
 };

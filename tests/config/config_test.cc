@@ -1543,6 +1543,37 @@ TEST(ParseConfig, WorkerOutputKeys) {
   EXPECT_THAT(bad_output[0], ::testing::HasSubstr("must be one of log, inherit, null"));
 }
 
+// cells.NAME.max_unsent_bytes and client_write_timeout: defaults (following max_payload_bytes),
+// values, and positioned errors.
+TEST(ParseConfig, MaxUnsentBytesAndClientWriteTimeout) {
+  const CellConfig defaults = MustParse(CellWith("")).cells[0];
+  EXPECT_EQ(defaults.max_unsent_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(defaults.client_write_timeout, std::chrono::seconds(30));
+  // With 64 MiB payloads the default holds two full-size replies and 64 KiB.
+  EXPECT_EQ(MustParse("[supervisor]\nmax_payload_bytes = 67108864\n" + CellWith(""))
+                .cells[0]
+                .max_unsent_bytes,
+            2 * ((uint64_t{64} << 20) + 16) + 65536);
+
+  const CellConfig set =
+      MustParse(CellWith("max_unsent_bytes = \"8M\"\nclient_write_timeout = \"0s\"")).cells[0];
+  EXPECT_EQ(set.max_unsent_bytes, uint64_t{8} << 20);
+  EXPECT_EQ(set.client_write_timeout, std::chrono::milliseconds(0));
+
+  EXPECT_THAT(Errors(CellWith("max_unsent_bytes = \"4M\"")),
+              ElementsAre(At(4, 20, "cells.a.max_unsent_bytes",
+                             "must hold one full-size reply: at least max_payload_bytes + 16 "
+                             "(4194320 bytes), got \"4M\"")));
+  EXPECT_THAT(
+      Errors("[supervisor]\nmax_payload_bytes = 1024\n" + CellWith("max_unsent_bytes = 1000")),
+      ElementsAre(At(6, 20, "cells.a.max_unsent_bytes",
+                     "must hold one full-size reply: at least max_payload_bytes + 16 "
+                     "(1040 bytes), got 1000")));
+  std::vector<std::string> bad_timeout = Errors(CellWith("client_write_timeout = 30"));
+  ASSERT_EQ(bad_timeout.size(), 1u);
+  EXPECT_THAT(bad_timeout[0], ::testing::HasSubstr(":4:24: cells.a.client_write_timeout"));
+}
+
 // cells.NAME.max_connections: its default, its range, and positioned errors.
 TEST(ParseConfig, MaxConnectionsDefaultAndRange) {
   EXPECT_EQ(MustParse(R"([supervisor]

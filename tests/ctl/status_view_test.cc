@@ -12,24 +12,26 @@ namespace {
 using ::testing::HasSubstr;
 
 nlohmann::json Recent(nlohmann::json p50, nlohmann::json p99) {
-  return {{"window_s", 60},          {"requests", 7},           {"latency_p50_ms", p50},
-          {"latency_p99_ms", p99},   {"dispatched", 7},         {"queue_wait_p50_ms", 0.25},
+  return {{"window_s", 60},        {"requests", 7},   {"latency_p50_ms", p50},
+          {"latency_p99_ms", p99}, {"dispatched", 7}, {"queue_wait_p50_ms", 0.25},
           {"queue_wait_p99_ms", 3}};
 }
 
 nlohmann::json Cell() {
-  return {{"name", "payments"}, {"state", "running"}, {"state_since_ms", 312000},
-          {"pid", 41234},       {"uptime_ms", 312000}, {"in_flight", 3},
-          {"cancelled", 0},     {"dropped", 1},        {"recent", Recent(1.2, 12)}};
+  return {
+      {"name", "payments"},  {"state", "running"},       {"state_since_ms", 312000}, {"pid", 41234},
+      {"uptime_ms", 312000}, {"in_flight", 3},           {"cancelled", 0},           {"dropped", 1},
+      {"undelivered", 2},    {"recent", Recent(1.2, 12)}};
 }
 
 TEST(StatusView, ActivityTableMatchesTheDocumentedExample) {
   Result<std::string> table = FormatActivityTable({{"cells", {Cell()}}});
   ASSERT_TRUE(table.ok()) << table.status().message();
   EXPECT_EQ(*table,
-            "CELL      SINCE  UPTIME  IN FLIGHT  CANCELLED  DROPPED  P50    P99   WAIT P50  "
-            "WAIT P99\n"
-            "payments  5m12s  5m12s   3          0          1        1.2ms  12ms  0.25ms    3ms\n");
+            "CELL      SINCE  UPTIME  IN FLIGHT  CANCELLED  DROPPED  UNDELIVERED  P50    P99   "
+            "WAIT P50  WAIT P99\n"
+            "payments  5m12s  5m12s   3          0          1        2            1.2ms  12ms  "
+            "0.25ms    3ms\n");
 }
 
 TEST(StatusView, ActivityTableIsLeftOutForOlderSupervisors) {
@@ -46,8 +48,10 @@ TEST(StatusView, EmptyWindowAndNoWorkerAreDashes) {
   cell["recent"] = Recent(nullptr, nullptr);
   Result<std::string> table = FormatActivityTable({{"cells", {cell}}});
   ASSERT_TRUE(table.ok());
-  EXPECT_THAT(*table,
-              HasSubstr("payments  5m12s  -       3          0          1        -    -    0.25ms"));
+  EXPECT_THAT(
+      *table,
+      HasSubstr("payments  5m12s  -       3          0          1        2            -    -    "
+                "0.25ms"));
 }
 
 TEST(StatusView, ErrorsNameTheField) {

@@ -4,7 +4,6 @@
 // and usage errors (docs/control.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -76,10 +75,11 @@ TEST(Bulkheadctl, StatusTableShowsTheSupervisorsFigures) {
       "payments +not enforced( +-){4}\n"
       "catalog +not enforced( +-){4}\n"
       "limits not enforced: .*\n"
-      "\nCELL +SINCE +UPTIME +IN FLIGHT +CANCELLED +DROPPED +P50 +P99 +WAIT P50 +WAIT P99\n"
-      "payments +[0-9.smhd]+ +[0-9.smhd]+ +0 +0 +0 +[0-9.]+m?s +[0-9.]+m?s +[0-9.]+m?s +"
+      "\nCELL +SINCE +UPTIME +IN FLIGHT +CANCELLED +DROPPED +UNDELIVERED +P50 +P99 +WAIT P50 +WAIT "
+      "P99\n"
+      "payments +[0-9.smhd]+ +[0-9.smhd]+ +0 +0 +0 +0 +[0-9.]+m?s +[0-9.]+m?s +[0-9.]+m?s +"
       "[0-9.]+m?s\n"
-      "catalog +[0-9.smhd]+ +[0-9.smhd]+ +0 +0 +0 +- +- +- +-\n");
+      "catalog +[0-9.smhd]+ +[0-9.smhd]+ +0 +0 +0 +0 +- +- +- +-\n");
   EXPECT_TRUE(std::regex_match(run.out, table)) << run.out;
 
   // One cell: its long form (ctl/status_view.h).
@@ -150,6 +150,7 @@ TEST(Bulkheadctl, StatusJsonIsTheDocumentedSchema) {
   EXPECT_TRUE(supervisor["uptime_ms"].is_number_unsigned());
   EXPECT_EQ(supervisor["config"], h.config_path());
   EXPECT_TRUE(supervisor["live_requests"].is_number_unsigned());
+  EXPECT_EQ(supervisor["max_payload_bytes"], 4 * 1024 * 1024);
   ASSERT_TRUE(response["cells"].is_array());
   ASSERT_EQ(response["cells"].size(), 2u);
   EXPECT_EQ(response["cells"][0]["name"], "payments");
@@ -206,6 +207,28 @@ TEST(Bulkheadctl, CallPrintsTheOkPayload) {
       RunCtl(h, {"--timeout", "10s", "call", "payments", "--data", "echo before"});
   EXPECT_EQ(before.exit_code(), kExitOk) << before.Describe();
   EXPECT_EQ(before.out, "before\n");
+}
+
+// `call CELL < /dev/zero` must not read stdin without limit: bulkheadctl reads at most the
+// supervisor's max_payload_bytes (from status) and refuses a longer input without sending it.
+TEST(Bulkheadctl, CallReadsStdinOnlyUpToMaxPayloadBytes) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}, "max_payload_bytes = 1024\n"));
+  ASSERT_STARTED(h);
+  const std::string exact = "echo " + std::string(1024 - 5, 'x');
+  ProcessResult fits = RunCtl(h, {"call", "payments", "--raw"}, exact);
+  EXPECT_EQ(fits.exit_code(), kExitOk) << fits.Describe();
+  EXPECT_EQ(fits.out, std::string(1024 - 5, 'x'));
+
+  ProcessResult over = RunCtl(h, {"call", "payments"}, exact + "x");
+  EXPECT_EQ(over.exit_code(), kExitUsage) << over.Describe();
+  EXPECT_EQ(over.err,
+            "bulkheadctl: the request on stdin is longer than max_payload_bytes (1024 bytes): "
+            "not sent\n");
+  ProcessResult huge = RunCtl(h, {"call", "payments"}, std::string(8 << 20, '\0'));
+  EXPECT_EQ(huge.exit_code(), kExitUsage) << huge.Describe();
+  const nlohmann::json cell = h.Cell("payments");
+  EXPECT_EQ(cell["ok"], 1);
+  EXPECT_EQ(cell["bad_request"], 0);
 }
 
 TEST(Bulkheadctl, CallRejectedFull) {
@@ -338,10 +361,10 @@ TEST(Bulkheadctl, ARefusedSecondRestartKeepsTheFirstAnOperatorRestart) {
   addr.sun_family = AF_UNIX;
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", h.control_socket().c_str());
   ASSERT_EQ(::connect(control.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  const std::string twice = "{\"command\":\"restart\",\"cell\":\"payments\"}\n"
-                            "{\"command\":\"restart\",\"cell\":\"payments\"}\n";
-  ASSERT_EQ(::write(control.get(), twice.data(), twice.size()),
-            static_cast<ssize_t>(twice.size()));
+  const std::string twice =
+      "{\"command\":\"restart\",\"cell\":\"payments\"}\n"
+      "{\"command\":\"restart\",\"cell\":\"payments\"}\n";
+  ASSERT_EQ(::write(control.get(), twice.data(), twice.size()), static_cast<ssize_t>(twice.size()));
   std::string replies;
   char buf[512];
   while (std::count(replies.begin(), replies.end(), '\n') < 2) {

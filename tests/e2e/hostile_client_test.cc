@@ -65,10 +65,11 @@ uint64_t Counter(const nlohmann::json& cell, const char* name) {
   return cell.value(name, uint64_t{0});
 }
 
-// ok + rejected + failed + cancelled + dropped: every admitted request ends in exactly one.
+// ok + rejected + failed + cancelled + dropped + undelivered: every admitted request ends in
+// exactly one.
 uint64_t Outcomes(const nlohmann::json& cell) {
   return Counter(cell, "ok") + Counter(cell, "rejected") + Counter(cell, "failed") +
-         Counter(cell, "cancelled") + Counter(cell, "dropped");
+         Counter(cell, "cancelled") + Counter(cell, "dropped") + Counter(cell, "undelivered");
 }
 
 TEST(HostileClient, FourGibHeaderIsRefusedAtOnceAndClosed) {
@@ -162,6 +163,8 @@ TEST(HostileClient, ClientThatNeverReadsIsDroppedAfterABoundedBacklog) {
   nlohmann::json cell = h.Cell("c");
   EXPECT_EQ(Outcomes(cell), static_cast<uint64_t>(kRequests) + 1) << cell.dump();
   EXPECT_GT(Counter(cell, "cancelled") + Counter(cell, "dropped"), 0u) << cell.dump();
+  // Its replies buffered when it was closed were never delivered: not ok.
+  EXPECT_GT(Counter(cell, "undelivered"), 0u) << cell.dump();
   EXPECT_EQ(h.Status()["supervisor"]["live_requests"], 0);
 }
 

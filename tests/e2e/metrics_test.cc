@@ -6,12 +6,11 @@
 // `status CELL`, `status --watch` and the HTTP errors (404, 405) behave as documented.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -99,8 +98,7 @@ void RunKnownMix(Harness& h, std::optional<ipc::Client>* holder) {
     EXPECT_TRUE(IsReply(failed, ReplyStatus::kFailed, Reason::kWorkerError)) << Describe(failed);
   }
   Result<ipc::Client::Reply> crashed = h.Call("m", "crash");
-  EXPECT_TRUE(crashed.ok() && crashed->header.status == ReplyStatus::kFailed)
-      << Describe(crashed);
+  EXPECT_TRUE(crashed.ok() && crashed->header.status == ReplyStatus::kFailed) << Describe(crashed);
   ASSERT_TRUE(h.WaitForCell("m", [](const nlohmann::json& c) {
     return c["state"] == "running" && c["restarts"] == 1 && c["ok"] == 3 && c["failed"] == 3;
   })) << h.Status().dump();
@@ -125,7 +123,8 @@ void ExpectCountersReconcile(const nlohmann::json& c) {
   const uint64_t in = c["admitted"].get<uint64_t>() + c["rejected_at_admission"].get<uint64_t>();
   const uint64_t out = c["ok"].get<uint64_t>() + c["rejected"].get<uint64_t>() +
                        c["failed"].get<uint64_t>() + c["cancelled"].get<uint64_t>() +
-                       c["dropped"].get<uint64_t>() + c["in_flight"].get<uint64_t>();
+                       c["dropped"].get<uint64_t>() + c["undelivered"].get<uint64_t>() +
+                       c["in_flight"].get<uint64_t>();
   EXPECT_EQ(in, out) << c.dump();
 }
 
@@ -179,6 +178,9 @@ void CheckEndpoint(Harness& h, const Endpoint& endpoint) {
   }
   EXPECT_EQ(requests("cancelled", "client_gone"), status["cancelled"].get<double>());
   EXPECT_EQ(requests("dropped", "client_gone"), status["dropped"].get<double>());
+  EXPECT_EQ(requests("undelivered", "client_gone"), status["undelivered"].get<double>());
+  EXPECT_EQ(metric("bulkhead_client_unsent_bytes{cell=\"m\"}"),
+            status["unsent_bytes"].get<double>());
   EXPECT_EQ(metric("bulkhead_requests_admitted_total{cell=\"m\"}"), 8);
   EXPECT_EQ(metric("bulkhead_requests_rejected_at_admission_total{cell=\"m\"}"), 1);
   EXPECT_EQ(metric("bulkhead_requests_in_flight{cell=\"m\"}"), 1);
@@ -213,11 +215,12 @@ void CheckEndpoint(Harness& h, const Endpoint& endpoint) {
   }
 
   // Only GET /metrics.
-  ProcessResult missing = Curl(endpoint, "/other", {"--output", "/dev/null", "--write-out",
-                                                    "%{http_code}"});
+  ProcessResult missing =
+      Curl(endpoint, "/other", {"--output", "/dev/null", "--write-out", "%{http_code}"});
   EXPECT_EQ(missing.out, "404") << missing.Describe();
-  ProcessResult post = Curl(endpoint, "/metrics", {"--output", "/dev/null", "--write-out",
-                                                   "%{http_code}", "--data", "x=1"});
+  ProcessResult post =
+      Curl(endpoint, "/metrics",
+           {"--output", "/dev/null", "--write-out", "%{http_code}", "--data", "x=1"});
   EXPECT_EQ(post.out, "405") << post.Describe();
 }
 
@@ -280,10 +283,10 @@ TEST(Metrics, CountersReconcileAtEveryInstantUnderLoad) {
 TEST(Metrics, InFlightLeavesOutRequestsAnsweredByTimeout) {
   // request_timeout answers the client while the worker keeps the slot: the request is failed
   // (an outcome), still running, and no longer in flight.
-  Harness h(TestOptions({CellSpec{.name = "t",
-                                  .max_concurrent = 1,
-                                  .extra_toml = std::string(kQuickStop) +
-                                                "request_timeout = \"100ms\"\n"}}));
+  Harness h(TestOptions(
+      {CellSpec{.name = "t",
+                .max_concurrent = 1,
+                .extra_toml = std::string(kQuickStop) + "request_timeout = \"100ms\"\n"}}));
   ASSERT_STARTED(h);
   Result<ipc::Client::Reply> reply = h.Call("t", "hang");
   EXPECT_TRUE(IsReply(reply, ReplyStatus::kFailed, Reason::kTimeout)) << Describe(reply);
@@ -301,9 +304,9 @@ TEST(Metrics, StatusLongFormAndWatch) {
   Result<ProcessResult> long_form = h.Ctl({"status", "m"});
   ASSERT_TRUE(long_form.ok()) << long_form.status().message();
   EXPECT_EQ(long_form->exit_code(), 0) << long_form->Describe();
-  for (const char* figure : {"● m - running for ", "pid:", "uptime:", "restarts:", "last exit:",
-                             "running:", "queued:", "admitted:", "latency:", "queue wait:",
-                             "policy:", "limits:"}) {
+  for (const char* figure :
+       {"● m - running for ", "pid:", "uptime:", "restarts:", "last exit:", "running:", "queued:",
+        "admitted:", "latency:", "queue wait:", "policy:", "limits:"}) {
     EXPECT_THAT(long_form->out, HasSubstr(figure));
   }
   Result<ProcessResult> table = h.Ctl({"status"});

@@ -55,10 +55,13 @@ void ExpectCountersMatch(Harness& h, const std::string& cell, const Tally& tally
   EXPECT_EQ(c["ok"].get<uint64_t>(), seen.ok) << c.dump();
   EXPECT_EQ(c["rejected"].get<uint64_t>(), seen.rejected) << c.dump();
   EXPECT_EQ(c["failed"].get<uint64_t>(), seen.failed) << c.dump();
-  EXPECT_EQ(c["cancelled"].get<uint64_t>() + c["dropped"].get<uint64_t>(), seen.abandoned)
+  EXPECT_EQ(c["cancelled"].get<uint64_t>() + c["dropped"].get<uint64_t>() +
+                c["undelivered"].get<uint64_t>(),
+            seen.abandoned)
       << c.dump();
   EXPECT_EQ(c["ok"].get<uint64_t>() + c["rejected"].get<uint64_t>() + c["failed"].get<uint64_t>() +
-                c["cancelled"].get<uint64_t>() + c["dropped"].get<uint64_t>(),
+                c["cancelled"].get<uint64_t>() + c["dropped"].get<uint64_t>() +
+                c["undelivered"].get<uint64_t>(),
             seen.sent)
       << c.dump();
   EXPECT_EQ(c["running"], 0) << c.dump();
