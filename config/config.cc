@@ -51,11 +51,17 @@ constexpr int64_t kMaxPidsMax = 4'194'304;
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
-constexpr std::array<std::string_view, 10> kSupervisorKeys = {
-    "runtime_dir",         "control_socket",       "max_payload_bytes", "log_level",
-    "cgroup",              "metrics_listen",       "on_shutdown",       "control_socket_mode",
-    "control_socket_group", "control_group"};
-constexpr std::array<std::string_view, 38> kCellKeys = {"command",
+constexpr std::array<std::string_view, 10> kSupervisorKeys = {"runtime_dir",
+                                                              "control_socket",
+                                                              "max_payload_bytes",
+                                                              "log_level",
+                                                              "cgroup",
+                                                              "metrics_listen",
+                                                              "on_shutdown",
+                                                              "control_socket_mode",
+                                                              "control_socket_group",
+                                                              "control_group"};
+constexpr std::array<std::string_view, 39> kCellKeys = {"command",
                                                         "socket",
                                                         "max_concurrent",
                                                         "max_queue",
@@ -71,6 +77,7 @@ constexpr std::array<std::string_view, 38> kCellKeys = {"command",
                                                         "ready",
                                                         "watchdog",
                                                         "stop_signal",
+                                                        "kill_mode",
                                                         "stop_timeout",
                                                         "environment",
                                                         "working_directory",
@@ -102,6 +109,8 @@ constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "nul
 constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
 // In the order of CgroupMode.
 constexpr std::array<std::string_view, 3> kCgroupModes = {"auto", "required", "off"};
+// In the order of KillMode.
+constexpr std::array<std::string_view, 2> kKillModes = {"control-group", "mixed"};
 // In the order of ShutdownAction.
 constexpr std::array<std::string_view, 3> kShutdownActions = {"exit", "poweroff", "reboot"};
 
@@ -853,6 +862,10 @@ class ConfigParser {
         auto signal = ExpectStopSignal(*value, key_path);
         key_ok = signal.has_value();
         if (signal) cell.stop_signal = *signal;
+      } else if (key_name == "kill_mode") {
+        auto mode = ExpectChoice(*value, key_path, kKillModes);
+        key_ok = mode.has_value();
+        if (mode) cell.kill_mode = static_cast<KillMode>(*mode);
       } else if (key_name == "stop_timeout") {
         auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/false);
         key_ok = timeout.has_value();

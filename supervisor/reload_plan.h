@@ -35,7 +35,7 @@ struct CellPlan {
   // Which groups of live keys changed (kUpdate, kRestart).
   bool admission_changed = false;  // max_concurrent, max_queue, queue_timeout
   bool cgroup_changed = false;     // cpu_max, cpu_max_period, cpu_weight, memory_*, pids_max
-  bool policy_changed = false;     // restart*, start_limit_*, *_timeout, stop_signal
+  bool policy_changed = false;     // restart*, start_limit_*, *_timeout, stop_signal, kill_mode
 };
 
 struct ReloadPlan {
