@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -79,7 +80,19 @@ struct CellCompartment {
   const cell::CgroupTree* tree = nullptr;
   cell::CgroupLimits limits;
   std::string not_enforced_reason;  // why tree is null, shown by status
+  // cgroup = "required": a worker never starts unless every limit is written (a failed start
+  // otherwise, its reason in last_exit). "auto": what can be written is, the rest is logged.
+  bool required = false;
 };
+
+// Whether one limit of a cell (cell::Limit) is in force, for status and metrics.
+enum class LimitState : uint8_t {
+  kEnforced,     // set, and the kernel holds the configured value
+  kUnlimited,    // not set: nothing to enforce
+  kNotEnforced,  // set (or its reset failed), but the kernel does not hold it
+};
+// "enforced", "unlimited", "not enforced".
+const char* LimitStateName(LimitState state);
 
 // A consistent copy of a cell's figures, for the control socket.
 struct CellSnapshot {
@@ -104,8 +117,11 @@ struct CellSnapshot {
   uint64_t uptime_ms = 0;         // of the current worker, 0 when none
   uint64_t next_start_in_ms = 0;  // in backoff: time until the next start
   CellCounters counters;
+  // Every set limit is in force (limit_states has no kNotEnforced) and the cgroup is readable:
+  // never true without a cgroup.
   bool limits_enforced = false;
   std::string limits_note;  // why limits are not enforced, when they are not
+  std::array<LimitState, cell::kLimitCount> limit_states{};  // indexed by cell::Limit
   std::string cgroup_path;
   cell::CgroupLimits cgroup_limits;         // as configured
   std::optional<cell::CgroupStats> cgroup;  // read from the kernel now; nullopt without a cgroup
@@ -244,6 +260,14 @@ class Cell {
   // one) and runs `then` once nothing of it is left: never two generations side by side.
   void Teardown(std::function<void()> then);
   void KillAll();
+  // Sends stop_signal to the worker: to every process of the cell's cgroup (kill_mode =
+  // "control-group"), to the worker alone ("mixed"); without a cgroup, to its process group.
+  void SignalStop(int signal);
+  // Writes the limits into the cell's cgroup, keeps the outcome for status and logs every limit
+  // that is not in force. Returns Ok or the failures. REQUIRES: cgroup_.
+  Status WriteCellLimits();
+  // Spawns the worker and feeds the lifecycle Spawned or SpawnFailed.
+  void SpawnWorker();
   uint64_t OomKillCount() const;
   void OnNotify(pid_t sender, const cell::NotifyMessage& message);
   bool SpeaksForCell(pid_t sender) const;
@@ -259,6 +283,7 @@ class Cell {
   config::CellConfig config_;
   CellCompartment compartment_;
   std::optional<cell::CellCgroup> cgroup_;
+  cell::LimitsWritten limits_written_;  // the last WriteCellLimits
   uint64_t oom_baseline_ = 0;  // oom_kill + oom_group_kill in memory.events when the worker started
   uint64_t oom_kills_ = 0;
   uint32_t max_payload_;
@@ -294,6 +319,9 @@ class Cell {
   std::vector<std::function<void()>> on_stopped_;
   std::function<void()> after_teardown_;
   uint64_t teardown_started_ms_ = 0;
+  // Teardown sends no SIGKILL before this (loop ms): the rest of the cell had stop_signal and
+  // may exit by itself until stop_timeout (kill_mode = "control-group").
+  uint64_t teardown_kill_from_ms_ = 0;
   bool teardown_warned_ = false;
   std::string status_text_;
   // The cell's cgroup held processes when this run found it: Start() empties it first.
@@ -323,7 +351,7 @@ class Cell {
   RestartCounts restarts_by_reason_{};
   uint64_t restarts_attributed_ = 0;  // lifecycle_.restarts() already in restarts_by_reason_
   bool operator_restart_ = false;     // the next restart is the operator's (Restart())
-  std::string scratch_;  // reused for reply payloads built here
+  std::string scratch_;               // reused for reply payloads built here
 };
 
 }  // namespace bulkhead::supervisor

@@ -65,9 +65,8 @@ void Histogram(Writer& w, const std::string& cell_label, const LatencyHistogram:
   uint64_t cumulative = 0;
   for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
     cumulative += c.buckets[i];
-    std::string le = i + 1 == LatencyHistogram::kBuckets
-                         ? std::string("+Inf")
-                         : Seconds(LatencyHistogram::kBoundsNs[i]);
+    std::string le = i + 1 == LatencyHistogram::kBuckets ? std::string("+Inf")
+                                                         : Seconds(LatencyHistogram::kBoundsNs[i]);
     w.Sample("_bucket", cell_label + ",le=\"" + le + "\"", std::to_string(cumulative));
   }
   w.Sample("_sum", cell_label, Seconds(c.sum_ns));
@@ -168,17 +167,15 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
     w.Sample(l, s.limits.max_concurrent);
   });
   w.Family("bulkhead_max_queue", "gauge", "The cell's queue places (max_queue).");
-  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    w.Sample(l, s.limits.max_queue);
-  });
+  ForEachCell(
+      cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.limits.max_queue); });
   w.Family("bulkhead_client_connections", "gauge", "Open client connections.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.clients); });
 
   w.Family("bulkhead_queue_wait_seconds", "histogram",
            "Time from admission to dispatch to the worker, of dispatched requests.");
-  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    Histogram(w, l, s.queue_wait);
-  });
+  ForEachCell(cells,
+              [&](const CellSnapshot& s, const std::string& l) { Histogram(w, l, s.queue_wait); });
   w.Family("bulkhead_request_duration_seconds", "histogram",
            "Time from admission to the outcome, of requests dispatched to the worker.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
@@ -204,10 +201,21 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
     w.Sample("", l, Seconds(s.uptime_ms * 1'000'000));
   });
 
-  // The kernel's figures (cgroup v2), for cells that have a cgroup.
+  w.Family("bulkhead_cell_limit_enforced", "gauge",
+           "1 when the cell's configured cgroup limit is in force, 0 when it is not (no cgroup, "
+           "its controller missing, or its write failed); absent for limits not set.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    for (size_t i = 0; i < cell::kLimitCount; ++i) {
+      if (s.limit_states[i] == LimitState::kUnlimited) continue;
+      std::string limit(cell::LimitName(static_cast<cell::Limit>(i)));
+      w.Sample(l + ",limit=\"" + limit + "\"", s.limit_states[i] == LimitState::kEnforced ? 1 : 0);
+    }
+  });
+
+  // The kernel's figures (cgroup v2), for cells that have a cgroup (and the controller).
   w.Family("bulkhead_cell_memory_bytes", "gauge", "The cell cgroup's memory.current.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    if (s.cgroup) w.Sample(l, s.cgroup->memory_current);
+    if (s.cgroup && s.cgroup->has_memory) w.Sample(l, s.cgroup->memory_current);
   });
   w.Family("bulkhead_cell_memory_max_bytes", "gauge",
            "The cell cgroup's memory.max; absent when unlimited.");
@@ -237,7 +245,7 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
   });
   w.Family("bulkhead_cell_tasks", "gauge", "Tasks in the cell cgroup (pids.current).");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    if (s.cgroup) w.Sample(l, s.cgroup->pids_current);
+    if (s.cgroup && s.cgroup->has_pids) w.Sample(l, s.cgroup->pids_current);
   });
   return out;
 }

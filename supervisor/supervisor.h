@@ -18,8 +18,8 @@
 #include "supervisor/cell.h"
 #include "supervisor/connection_budget.h"
 #include "supervisor/control_server.h"
-#include "supervisor/reload_plan.h"
 #include "supervisor/metrics_server.h"
+#include "supervisor/reload_plan.h"
 #include "supervisor/request.h"
 #include "supervisor/service_notifier.h"
 
@@ -35,6 +35,9 @@ struct ReloadResult {
   // When ok: "reloaded: payments unchanged, catalog restarted (command changed), search added",
   // followed by notes ("; ...") where a cell could not do all the plan says.
   std::string summary;
+  // When ok: cgroup limits the reload wrote that are not in force, "cells.NAME: memory_max: write
+  // ...", one per cell. The reload applied; the control answer reports it as a failure.
+  std::vector<std::string> limit_errors;
   // What was planned per cell (empty when the file was refused before planning).
   ReloadPlan plan;
 };
