@@ -1003,10 +1003,12 @@ void CheckAutoWithoutMemory() {
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCapture(argv);
   };
-  Json cell;
+  Json cell = Json::object();
+  std::string last_status;
   bool up = PollUntil(
       [&] {
         Run status = ctl({"status", "--json"});
+        last_status = status.Describe();
         Json parsed = Json::parse(status.out, nullptr, false);
         if (parsed.is_discarded()) return false;
         cell = CellOf(parsed, "bomb");
@@ -1027,7 +1029,8 @@ void CheckAutoWithoutMemory() {
         Str("nomem/cgroup.controllers \"%s\"; bomb: %s; pids.max %s, %zu processes in "
             "cgroup.procs, pids.events max %lld; limits_enforcement %s",
             offered.c_str(), bomb.Describe().c_str(), pids_max.c_str(), procs, events_max,
-            enforcement.dump().c_str()));
+            enforcement.dump().c_str()) +
+            (up ? "" : "; not running: " + last_status));
   kill(daemon, SIGTERM);
   if (!WaitForExit(daemon, milliseconds(20000))) {
     kill(daemon, SIGKILL);
