@@ -991,7 +991,7 @@ void CheckAutoWithoutMemory() {
   const std::string config = dir + "/bulkhead.toml";
   const std::string control = dir + "/control.sock";
   WriteText(config, Str("[supervisor]\nruntime_dir = \"%s\"\ncontrol_socket = \"%s\"\n"
-                        "cgroup = \"auto\"\n\n[cells.bomb]\ncommand = [\"%s\"]\n"
+                        "cgroup = \"auto\"\n\n[cells.bomb]\ncommand = [\"%s\"]\nmax_concurrent = 2\n"
                         "memory_max = \"64M\"\npids_max = 16\n",
                         dir.c_str(), control.c_str(), kWorker));
   pid_t daemon = Start({"/bin/sh", "-c",
