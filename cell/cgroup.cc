@@ -45,6 +45,12 @@ std::string Join(std::string_view dir, std::string_view name) {
   return path;
 }
 
+// The parent directory of an absolute `path` ("/" for "/x").
+std::string Dirname(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
+}
+
 std::string_view Trim(std::string_view text) {
   constexpr std::string_view kSpace = " \t\n";
   size_t begin = text.find_first_not_of(kSpace);
@@ -363,6 +369,84 @@ std::string FormatCpuMax(std::optional<uint64_t> quota_us, uint64_t period_us) {
   return FormatMaxValue(quota_us) + ' ' + std::to_string(period_us);
 }
 
+std::string_view LimitName(Limit limit) {
+  switch (limit) {
+    case Limit::kCpuMax:
+      return "cpu_max";
+    case Limit::kCpuWeight:
+      return "cpu_weight";
+    case Limit::kMemoryMax:
+      return "memory_max";
+    case Limit::kMemoryHigh:
+      return "memory_high";
+    case Limit::kMemorySwapMax:
+      return "memory_swap_max";
+    case Limit::kPidsMax:
+      return "pids_max";
+  }
+  return "?";
+}
+
+std::string_view LimitFile(Limit limit) {
+  switch (limit) {
+    case Limit::kCpuMax:
+      return "cpu.max";
+    case Limit::kCpuWeight:
+      return "cpu.weight";
+    case Limit::kMemoryMax:
+      return "memory.max";
+    case Limit::kMemoryHigh:
+      return "memory.high";
+    case Limit::kMemorySwapMax:
+      return "memory.swap.max";
+    case Limit::kPidsMax:
+      return "pids.max";
+  }
+  return "?";
+}
+
+std::string_view LimitController(Limit limit) {
+  std::string_view file = LimitFile(limit);
+  return file.substr(0, file.find('.'));
+}
+
+bool LimitIsSet(const CgroupLimits& limits, Limit limit) {
+  switch (limit) {
+    case Limit::kCpuMax:
+      return limits.cpu_quota_us.has_value();
+    case Limit::kCpuWeight:
+      return limits.cpu_weight.has_value();
+    case Limit::kMemoryMax:
+      return limits.memory_max.has_value();
+    case Limit::kMemoryHigh:
+      return limits.memory_high.has_value();
+    case Limit::kMemorySwapMax:
+      return limits.memory_swap_max.has_value();
+    case Limit::kPidsMax:
+      return limits.pids_max.has_value();
+  }
+  return false;
+}
+
+bool LimitsWritten::ok() const {
+  for (const Status& status : limits) {
+    if (!status.ok()) return false;
+  }
+  return oom_group.ok();
+}
+
+Status LimitsWritten::status() const {
+  std::string message;
+  auto add = [&](std::string_view name, const Status& status) {
+    if (status.ok()) return;
+    if (!message.empty()) message += "; ";
+    message += std::string(name) + ": " + status.message();
+  };
+  for (size_t i = 0; i < kLimitCount; ++i) add(LimitName(static_cast<Limit>(i)), limits[i]);
+  add("memory.oom.group", oom_group);
+  return message.empty() ? Status::Ok() : Status::Error(message);
+}
+
 Status ValidateCellName(std::string_view name) {
   if (name.empty() || name.size() > kMaxCellNameLength) {
     return Status::Error("cell name \"" + std::string(name) + "\" must have 1 to " +
@@ -446,8 +530,14 @@ Result<CgroupTree> CgroupTree::Delegate(const DelegateOptions& options) {
   Result<std::string> available_text = ReadFile(controllers_file);
   if (!available_text.ok()) return available_text.status();
   std::vector<std::string> available = ParseControllers(available_text.value());
+  tree.controllers_file_ = controllers_file;
+  std::vector<std::string> enabled;
   for (const std::string& controller : options.controllers) {
-    if (!Contains(available, controller)) {
+    if (Contains(available, controller)) {
+      enabled.push_back(controller);
+    } else if (!options.require_all_controllers) {
+      tree.missing_controllers_.push_back(controller);
+    } else {
       return Status::Error("controller " + controller + " not available in " + controllers_file +
                            " (available: " + JoinWords(available) +
                            "): run under a systemd unit with Delegate=yes, or as PID 1 with "
@@ -462,11 +552,11 @@ Result<CgroupTree> CgroupTree::Delegate(const DelegateOptions& options) {
   status = WriteFile(Join(tree.supervisor_path_, "cgroup.procs"), std::to_string(pid));
   if (!status.ok()) return status;
 
-  status = EnableControllers(tree.own_path_, options.controllers);
+  status = EnableControllers(tree.own_path_, enabled);
   if (!status.ok()) return status;
   status = MakeDirectory(tree.cells_path_);
   if (!status.ok()) return status;
-  status = EnableControllers(tree.cells_path_, options.controllers);
+  status = EnableControllers(tree.cells_path_, enabled);
   if (!status.ok()) return status;
   return tree;
 }
@@ -484,80 +574,120 @@ Result<CellCgroup> CellCgroup::Create(const CgroupTree& tree, std::string_view n
   return CellCgroup(std::string(name), std::move(path), std::move(fd));
 }
 
-Status CellCgroup::WriteLimits(const CgroupLimits& limits) {
-  Status valid = ValidateLimits(limits);
-  if (!valid.ok()) return Prefixed("cell " + name_, valid);
-  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
-
-  struct Entry {
-    const char* file;
-    std::string value;
-  };
-  const Entry entries[] = {
-      {"cpu.max",
-       FormatCpuMax(limits.cpu_quota_us, limits.cpu_period_us.value_or(kDefaultCpuPeriodUs))},
-      {"cpu.weight", std::to_string(limits.cpu_weight.value_or(kDefaultCpuWeight))},
-      {"memory.max", FormatMaxValue(limits.memory_max)},
-      {"memory.high", FormatMaxValue(limits.memory_high)},
-      {"memory.swap.max", FormatMaxValue(limits.memory_swap_max)},
-      {"pids.max", FormatMaxValue(limits.pids_max)},
-      {"memory.oom.group", limits.oom_group ? "1" : "0"},
-  };
-  for (const Entry& entry : entries) {
-    int err = WriteRawAt(dir_fd_.get(), entry.file, entry.value);
-    if (err == 0) continue;
-    std::string file = Join(path_, entry.file);
-    if (std::string_view(entry.file) == "memory.swap.max" && err == ENOENT) {
-      if (!limits.memory_swap_max) continue;
-      return WriteError(file, entry.value, err,
+LimitsWritten CellCgroup::WriteLimits(const CgroupLimits& limits) {
+  LimitsWritten written;
+  Status refused = ValidateLimits(limits);
+  if (refused.ok() && !dir_fd_) refused = Status::Error("cgroup already removed");
+  if (!refused.ok()) {
+    refused = Prefixed("cell " + name_, refused);
+    written.limits.fill(refused);
+    written.oom_group = refused;
+    return written;
+  }
+  // Writes `value` to `file`. ENOENT means the file is absent: its controller is not enabled
+  // for the cell (withdrawn from the parent's cgroup.subtree_control, or never delegated), or
+  // the kernel lacks the feature (memory.swap.max without swap accounting). Nothing to undo then
+  // for an unset limit; a set one is not enforced.
+  auto write = [&](std::string_view file, const std::string& value, bool set,
+                   std::string_view controller) -> Status {
+    int err = WriteRawAt(dir_fd_.get(), file, value);
+    if (err == 0 || (err == ENOENT && !set)) return Status::Ok();
+    std::string path = Join(path_, file);
+    if (err != ENOENT) return WriteError(path, value, err);
+    if (file == "memory.swap.max") {
+      return WriteError(path, value, err,
                         "this kernel has no swap accounting: memory_swap_max needs CONFIG_SWAP "
                         "and swapaccount=1");
     }
-    return WriteError(file, entry.value, err);
+    return WriteError(path, value, err,
+                      "the " + std::string(controller) + " controller is not enabled for " + path_ +
+                          ": it is missing from " + Join(Dirname(path_), "cgroup.subtree_control"));
+  };
+  for (size_t i = 0; i < kLimitCount; ++i) {
+    const auto limit = static_cast<Limit>(i);
+    std::string value;
+    switch (limit) {
+      case Limit::kCpuMax:
+        value =
+            FormatCpuMax(limits.cpu_quota_us, limits.cpu_period_us.value_or(kDefaultCpuPeriodUs));
+        break;
+      case Limit::kCpuWeight:
+        value = std::to_string(limits.cpu_weight.value_or(kDefaultCpuWeight));
+        break;
+      case Limit::kMemoryMax:
+        value = FormatMaxValue(limits.memory_max);
+        break;
+      case Limit::kMemoryHigh:
+        value = FormatMaxValue(limits.memory_high);
+        break;
+      case Limit::kMemorySwapMax:
+        value = FormatMaxValue(limits.memory_swap_max);
+        break;
+      case Limit::kPidsMax:
+        value = FormatMaxValue(limits.pids_max);
+        break;
+    }
+    written.limits[i] =
+        write(LimitFile(limit), value, LimitIsSet(limits, limit), LimitController(limit));
   }
-  return Status::Ok();
+  written.oom_group =
+      write("memory.oom.group", limits.oom_group ? "1" : "0", /*set=*/false, "memory");
+  return written;
 }
 
 Result<CgroupStats> CellCgroup::ReadStats() const {
   if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
   CgroupStats stats;
-  auto read = [&](const char* file) { return ReadFileAt(dir_fd_.get(), path_, file); };
   auto where = [&](const char* file) { return Join(path_, file); };
+  // A controller's files are absent while it is not enabled for the cell: `*present` turns false
+  // and the caller leaves that controller's fields alone.
+  auto read = [&](const char* file, bool* present) -> Result<std::string> {
+    Result<std::string> text = ReadFileAt(dir_fd_.get(), path_, file);
+    if (!text.ok() && present != nullptr && text.status().error_number() == ENOENT) {
+      *present = false;
+    }
+    return text;
+  };
+  auto number = [&](const char* file, bool* present) -> Result<std::optional<uint64_t>> {
+    Result<std::string> text = read(file, present);
+    if (!text.ok()) return text.status();
+    Result<std::optional<uint64_t>> value = ParseMaxValue(text.value());
+    if (!value.ok()) return Prefixed(where(file), value.status());
+    return value;
+  };
 
-  Result<std::string> text = read("memory.current");
-  if (!text.ok()) return text.status();
-  Result<std::optional<uint64_t>> value = ParseMaxValue(text.value());
-  if (!value.ok() || !value.value())
-    return Status::Error(where("memory.current") + ": not a number");
-  stats.memory_current = *value.value();
+  Result<std::optional<uint64_t>> current = number("memory.current", &stats.has_memory);
+  if (stats.has_memory) {
+    if (!current.ok()) return current.status();
+    if (!current.value()) return Status::Error(where("memory.current") + ": not a number");
+    stats.memory_current = *current.value();
+    Result<std::optional<uint64_t>> max = number("memory.max", &stats.has_memory);
+    if (!max.ok()) return max.status();
+    stats.memory_max = max.value();
+    Result<std::string> text = read("memory.events", nullptr);
+    if (!text.ok()) return text.status();
+    Result<MemoryEvents> events = ParseMemoryEvents(text.value());
+    if (!events.ok()) return Prefixed(where("memory.events"), events.status());
+    stats.memory_events = events.value();
+  }
 
-  text = read("memory.max");
-  if (!text.ok()) return text.status();
-  value = ParseMaxValue(text.value());
-  if (!value.ok()) return Prefixed(where("memory.max"), value.status());
-  stats.memory_max = value.value();
-
-  text = read("cpu.stat");
+  // cpu.stat is a core file: present with or without the cpu controller.
+  Result<std::string> text = read("cpu.stat", nullptr);
   if (!text.ok()) return text.status();
   Result<CpuStat> cpu = ParseCpuStat(text.value());
   if (!cpu.ok()) return Prefixed(where("cpu.stat"), cpu.status());
   stats.cpu = cpu.value();
+  stats.has_cpu = faccessat(dir_fd_.get(), "cpu.max", F_OK, 0) == 0;
 
-  text = read("pids.current");
-  if (!text.ok()) return text.status();
-  value = ParseMaxValue(text.value());
-  if (!value.ok() || !value.value()) return Status::Error(where("pids.current") + ": not a number");
-  stats.pids_current = *value.value();
-
-  text = read("pids.max");
-  if (!text.ok()) return text.status();
-  value = ParseMaxValue(text.value());
-  if (!value.ok()) return Prefixed(where("pids.max"), value.status());
-  stats.pids_max = value.value();
-
-  Result<MemoryEvents> events = ReadMemoryEvents();
-  if (!events.ok()) return events.status();
-  stats.memory_events = events.value();
+  current = number("pids.current", &stats.has_pids);
+  if (stats.has_pids) {
+    if (!current.ok()) return current.status();
+    if (!current.value()) return Status::Error(where("pids.current") + ": not a number");
+    stats.pids_current = *current.value();
+    Result<std::optional<uint64_t>> max = number("pids.max", &stats.has_pids);
+    if (!max.ok()) return max.status();
+    stats.pids_max = max.value();
+  }
   return stats;
 }
 
@@ -580,12 +710,17 @@ Result<std::vector<pid_t>> CellCgroup::Procs() const {
 
 Status CellCgroup::Kill(KillMethod method) {
   if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
-  if (method == KillMethod::kSignalEachProcess) return KillBySignals();
+  if (method == KillMethod::kSignalEachProcess) return SignalEachProcess(SIGKILL);
   Status status = KillWithCgroupKill();
   if (method == KillMethod::kAuto && !status.ok() && status.error_number() == ENOENT) {
-    return KillBySignals();  // kernel < 5.14
+    return SignalEachProcess(SIGKILL);  // kernel < 5.14
   }
   return status;
+}
+
+Status CellCgroup::Signal(int signal) {
+  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
+  return SignalEachProcess(signal);
 }
 
 Status CellCgroup::KillWithCgroupKill() {
@@ -594,7 +729,7 @@ Status CellCgroup::KillWithCgroupKill() {
   return WriteFileAt(dir_fd_.get(), path_, "cgroup.kill", "1");
 }
 
-Status CellCgroup::KillBySignals() {
+Status CellCgroup::SignalEachProcess(int signal) {
   std::set<pid_t> signalled;
   for (int pass = 0; pass < kMaxKillPasses; ++pass) {
     std::vector<pid_t> pids;
@@ -604,14 +739,16 @@ Status CellCgroup::KillBySignals() {
     for (pid_t pid : pids) {
       if (!signalled.insert(pid).second) continue;
       found_new = true;
-      if (kill(pid, SIGKILL) != 0 && errno != ESRCH) {
-        return Status::FromErrno("kill(" + std::to_string(pid) + ", SIGKILL) in cell " + name_);
+      if (kill(pid, signal) != 0 && errno != ESRCH) {
+        return Status::FromErrno("kill(" + std::to_string(pid) + ", " + std::to_string(signal) +
+                                 ") in cell " + name_);
       }
     }
     if (!found_new) return Status::Ok();
   }
   return Status::Error("cell " + name_ + ": new processes kept appearing after " +
-                       std::to_string(kMaxKillPasses) + " SIGKILL passes over cgroup.procs");
+                       std::to_string(kMaxKillPasses) + " passes of signal " +
+                       std::to_string(signal) + " over cgroup.procs");
 }
 
 Result<bool> CellCgroup::IsEmpty() const {

@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -51,6 +53,45 @@ struct CgroupLimits {
   bool oom_group = true;
 };
 
+// The limits of CgroupLimits one by one, each held by one interface file (cpu.max takes quota and
+// period together).
+enum class Limit : uint8_t {
+  kCpuMax,
+  kCpuWeight,
+  kMemoryMax,
+  kMemoryHigh,
+  kMemorySwapMax,
+  kPidsMax
+};
+inline constexpr size_t kLimitCount = 6;
+// The config key and status name: "cpu_max", "cpu_weight", "memory_max", "memory_high",
+// "memory_swap_max", "pids_max".
+std::string_view LimitName(Limit limit);
+// Its interface file: "cpu.max", "cpu.weight", "memory.max", "memory.high", "memory.swap.max",
+// "pids.max".
+std::string_view LimitFile(Limit limit);
+// The controller that provides the file: "cpu", "memory" or "pids".
+std::string_view LimitController(Limit limit);
+// Whether `limits` sets `limit` (nullopt fields are unset; cpu_max counts the quota only).
+bool LimitIsSet(const CgroupLimits& limits, Limit limit);
+
+// What CellCgroup::WriteLimits did: every file is tried, whatever failed before it.
+struct LimitsWritten {
+  // Indexed by Limit. Ok when the kernel holds the configured value. An unset limit whose file is
+  // absent (its controller is not enabled for the cell) is Ok too: nothing limits it, which is
+  // what unset means. Otherwise the error names the file, the value and the cause.
+  std::array<Status, kLimitCount> limits{Status::Ok(), Status::Ok(), Status::Ok(),
+                                         Status::Ok(), Status::Ok(), Status::Ok()};
+  // memory.oom.group; an absent file (no memory controller) is Ok: no OOM killer runs there.
+  Status oom_group = Status::Ok();
+
+  const Status& of(Limit limit) const { return limits[static_cast<size_t>(limit)]; }
+  // Every write succeeded (or was rightly skipped).
+  bool ok() const;
+  // Ok, or one error listing every failure "limit: error", "; "-separated.
+  Status status() const;
+};
+
 // memory.events (hierarchical counters since the cgroup was created).
 struct MemoryEvents {
   uint64_t low = 0;
@@ -81,8 +122,12 @@ struct CgroupEvents {
   bool frozen = false;
 };
 
-// What ReadStats() returns: the kernel's own numbers for one cell.
+// What ReadStats() returns: the kernel's own numbers for one cell. The files of a controller that
+// is not enabled for the cell are absent: its fields stay 0 / nullopt and its flag says so.
 struct CgroupStats {
+  bool has_memory = true;              // memory.current, memory.max and memory.events were there
+  bool has_pids = true;                // pids.current and pids.max were there
+  bool has_cpu = true;                 // cpu.max was there (cpu.stat is a core file, always there)
   uint64_t memory_current = 0;         // memory.current, bytes
   std::optional<uint64_t> memory_max;  // memory.max, bytes; nullopt = "max"
   CpuStat cpu;                         // cpu.stat
@@ -129,8 +174,12 @@ struct DelegateOptions {
   bool check_filesystem = true;
   // Process moved into <own>/supervisor; 0 means the caller.
   pid_t pid = 0;
-  // Controllers that must be available and are enabled for the cells.
+  // Controllers enabled for the cells.
   std::vector<std::string> controllers = {"cpu", "memory", "pids"};
+  // true: every one of `controllers` must be available, else Delegate fails (cgroup =
+  // "required"). false: those available are enabled, the others are left out and listed in
+  // CgroupTree::missing_controllers() (cgroup = "auto": apply what the kernel offers).
+  bool require_all_controllers = true;
 };
 
 // The supervisor's delegated cgroup ("own": the one /proc/self/cgroup names at start) laid out as
@@ -159,6 +208,10 @@ class CgroupTree {
   const std::string& own_path() const { return own_path_; }
   const std::string& supervisor_path() const { return supervisor_path_; }
   const std::string& cells_path() const { return cells_path_; }
+  // Controllers of DelegateOptions::controllers that were not available and are not enabled
+  // (empty with require_all_controllers), and the file that said so, for messages.
+  const std::vector<std::string>& missing_controllers() const { return missing_controllers_; }
+  const std::string& controllers_file() const { return controllers_file_; }
 
  private:
   CgroupTree() = default;
@@ -166,6 +219,8 @@ class CgroupTree {
   std::string own_path_;
   std::string supervisor_path_;
   std::string cells_path_;
+  std::vector<std::string> missing_controllers_;
+  std::string controllers_file_;
 };
 
 // How Kill() kills.
@@ -203,10 +258,12 @@ class CellCgroup {
 
   // Writes cpu.max, cpu.weight, memory.max, memory.high, memory.swap.max, pids.max (each unset
   // field as the kernel default, so calling again with fewer limits lifts the others) and
-  // memory.oom.group = limits.oom_group (1: an OOM kill takes the whole cell, never half of it). A
-  // missing memory.swap.max is skipped when memory_swap_max is unset. Stops at the first failing
-  // file.
-  Status WriteLimits(const CgroupLimits& limits);
+  // memory.oom.group = limits.oom_group (1: an OOM kill takes the whole cell, never half of it). Every file is
+  // written even when an earlier one failed, and each outcome is reported (LimitsWritten): a
+  // controller withdrawn from the parent's cgroup.subtree_control removes its files (ENOENT),
+  // which fails a set limit and skips an unset one. Limits outside the kernel's ranges
+  // (ValidateLimits) fail every entry and nothing is written.
+  LimitsWritten WriteLimits(const CgroupLimits& limits);
 
   // Reads memory.current, memory.max, cpu.stat, pids.current, pids.max and memory.events.
   Result<CgroupStats> ReadStats() const;
@@ -225,6 +282,12 @@ class CellCgroup {
   // single-threaded reaper of its workers, does not reap during the call.
   Status Kill(KillMethod method = KillMethod::kAuto);
 
+  // Sends `signal` to every process in the cell and its sub-cgroups, as systemd's
+  // KillMode=control-group does (there is no cgroup.signal file): reads cgroup.procs and signals
+  // each pid not signalled yet, until a pass finds none new (at most 32 passes), so a process
+  // forked meanwhile is reached too. Returns without waiting. Same pid-reuse caveat as Kill.
+  Status Signal(int signal);
+
   // True when the cell and its sub-cgroups have no live process: "populated 0" in cgroup.events
   // (or an empty cgroup.procs on kernels without it). Zombies not yet reaped do not count.
   Result<bool> IsEmpty() const;
@@ -238,7 +301,7 @@ class CellCgroup {
       : name_(std::move(name)), path_(std::move(path)), dir_fd_(std::move(dir_fd)) {}
 
   Status KillWithCgroupKill();
-  Status KillBySignals();
+  Status SignalEachProcess(int signal);
 
   std::string name_;
   std::string path_;

@@ -78,6 +78,7 @@ constexpr auto kCellKeys = std::to_array<std::string_view>({"command",
                                                         "start_timeout",
                                                         "watchdog",
                                                         "stop_signal",
+                                                        "kill_mode",
                                                         "stop_timeout",
                                                         "environment",
                                                         "working_directory",
@@ -115,6 +116,8 @@ constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
 constexpr std::array<std::string_view, 2> kOomPolicies = {"kill", "continue"};
 // In the order of CgroupMode.
 constexpr std::array<std::string_view, 3> kCgroupModes = {"auto", "required", "off"};
+// In the order of KillMode.
+constexpr std::array<std::string_view, 2> kKillModes = {"control-group", "mixed"};
 // In the order of ShutdownAction.
 constexpr std::array<std::string_view, 3> kShutdownActions = {"exit", "poweroff", "reboot"};
 
@@ -909,6 +912,10 @@ class ConfigParser {
         auto signal = ExpectStopSignal(*value, key_path);
         key_ok = signal.has_value();
         if (signal) cell.stop_signal = *signal;
+      } else if (key_name == "kill_mode") {
+        auto mode = ExpectChoice(*value, key_path, kKillModes);
+        key_ok = mode.has_value();
+        if (mode) cell.kill_mode = static_cast<KillMode>(*mode);
       } else if (key_name == "stop_timeout") {
         auto timeout = ExpectDuration(*value, key_path, /*allow_zero=*/false);
         key_ok = timeout.has_value();

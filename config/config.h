@@ -60,6 +60,13 @@ enum class OomPolicy {
 inline constexpr int kMinOomScoreAdjust = -1000;
 inline constexpr int kMaxOomScoreAdjust = 1000;
 
+// `kill_mode`: which processes of a cell get stop_signal on a stop (systemd.kill(5) KillMode=).
+// Without a cgroup both mean the worker's process group.
+enum class KillMode {
+  kControlGroup,  // "control-group": every process of the cell's cgroup
+  kMixed,         // "mixed": the worker alone; the rest get SIGKILL (cgroup.kill) at the end
+};
+
 // `on_shutdown`: what bulkheadd does once every cell has stopped after SIGTERM/SIGINT
 // (docs/pid1.md). "poweroff" and "reboot" act only when bulkheadd is PID 1: sync(2), then
 // reboot(2) with RB_POWER_OFF or RB_AUTOBOOT; elsewhere they are logged and bulkheadd exits.
@@ -153,8 +160,11 @@ struct CellConfig {
   // The signal that asks the worker to stop: SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 or
   // SIGKILL (systemd.kill(5) KillSignal=).
   int stop_signal = SIGTERM;
-  // How long in-flight requests may take to finish on a stop, and then how long the worker may take
-  // to exit after stop_signal, before it is killed. > 0, at most 24h.
+  // Who gets stop_signal (systemd.kill(5) KillMode=).
+  KillMode kill_mode = KillMode::kControlGroup;
+  // Bound of a whole stop (systemd's TimeoutStopSec=): in-flight requests may finish, then the
+  // worker gets stop_signal and may exit, all within this time from the stop; SIGKILL at its end.
+  // > 0, at most 24h.
   std::chrono::milliseconds stop_timeout{5000};
   // Variables added to the worker's environment, in file order. Names are non-empty and contain
   // no '=' or NUL; values contain no NUL.

@@ -25,6 +25,18 @@ ReloadOutcome InterpretReload(const nlohmann::json& response) {
     return outcome;
   }
   auto errors = response.find("errors");
+  if (response.value("ok", true) == false && !text("result").empty() && errors != response.end() &&
+      errors->is_array()) {
+    // Applied, but some cgroup limit is not in force: the outcome on stdout, the limits that
+    // failed on stderr, and the exit code of a failure that is not the config's.
+    outcome.out = text("result") + "\n";
+    for (const nlohmann::json& error : *errors) {
+      outcome.err += (error.is_string() ? error.get<std::string>() : error.dump()) + "\n";
+    }
+    outcome.err += "bulkheadctl: " + text("error") + "\n";
+    outcome.exit_code = kExitFailure;
+    return outcome;
+  }
   if (response.value("ok", true) == false && errors != response.end() && errors->is_array()) {
     for (const nlohmann::json& error : *errors) {
       outcome.err += (error.is_string() ? error.get<std::string>() : error.dump()) + "\n";

@@ -126,12 +126,22 @@ std::string LimitOr(const nlohmann::json& object, const char* key,
 }
 
 Row CompartmentRow(const nlohmann::json& cell) {
-  if (!Field(cell, "limits_enforced").get<bool>()) {
+  // Without a cgroup nothing is enforced; with one, the figures (NOT ENFORCED names the gaps).
+  if (!Field(cell, "limits_enforced").get<bool>() && Field(cell, "cgroup").is_null()) {
     return {Text(cell, "name"), "not enforced", "-", "-", "-", "-"};
   }
   const nlohmann::json& limits = Field(cell, "limits");
   const nlohmann::json& kernel = Field(cell, "cgroup");
   if (kernel.is_null()) return {Text(cell, "name"), "-", "-", "-", "-", "-"};
+  auto memory = [&]() -> std::string {
+    if (Field(kernel, "memory_current").is_null()) return "-";  // no memory controller
+    return Bytes(Number(kernel, "memory_current")) + "/" + LimitOr(kernel, "memory_max", Bytes);
+  };
+  auto tasks = [&]() -> std::string {
+    if (Field(kernel, "pids_current").is_null()) return "-";  // no pids controller
+    return std::to_string(Number(kernel, "pids_current")) + "/" +
+           LimitOr(kernel, "pids_max", [](uint64_t n) { return std::to_string(n); });
+  };
   std::string quota = "max";
   if (!Field(limits, "cpu_quota_us").is_null()) {
     double share = 100.0 * static_cast<double>(Number(limits, "cpu_quota_us")) /
@@ -142,13 +152,26 @@ Row CompartmentRow(const nlohmann::json& cell) {
   }
   return {
       Text(cell, "name"),
-      Bytes(Number(kernel, "memory_current")) + "/" + LimitOr(kernel, "memory_max", Bytes),
+      memory(),
       Seconds(Number(kernel, "cpu_usage_usec")) + "/" + quota,
       Seconds(Number(kernel, "cpu_throttled_usec")),
-      std::to_string(Number(kernel, "pids_current")) + "/" +
-          LimitOr(kernel, "pids_max", [](uint64_t n) { return std::to_string(n); }),
+      tasks(),
       std::to_string(Number(cell, "oom_kills")),
   };
+}
+
+// The limits "limits_enforcement" calls "not enforced", comma-separated; "" when none (or when
+// the supervisor does not report it).
+std::string NotEnforcedLimits(const nlohmann::json& cell) {
+  auto it = cell.find("limits_enforcement");
+  if (it == cell.end() || !it->is_object()) return {};
+  std::string names;
+  for (auto limit = it->begin(); limit != it->end(); ++limit) {
+    if (!limit.value().is_string() || limit.value().get<std::string>() != "not enforced") continue;
+    if (!names.empty()) names += ",";
+    names += limit.key();
+  }
+  return names;
 }
 
 }  // namespace
@@ -186,16 +209,33 @@ Result<std::string> FormatStatusTable(const nlohmann::json& response) {
     if (with_compartments) {
       std::vector<Row> kernel_rows;
       kernel_rows.push_back({"CELL", "MEMORY", "CPU", "THROTTLED", "TASKS", "OOM KILLS"});
-      std::string note;
+      // A cell with a cgroup whose limits are partly in force names the others in a last column.
+      bool with_not_enforced = false;
       for (index = 0; index < cells.size(); ++index) {
-        kernel_rows.push_back(CompartmentRow(cells[index]));
-        if (note.empty() && !Field(cells[index], "limits_enforced").get<bool>() &&
-            cells[index].contains("limits_note") && cells[index]["limits_note"].is_string()) {
-          note = cells[index]["limits_note"].get<std::string>();
+        if (!Field(cells[index], "cgroup").is_null() && !NotEnforcedLimits(cells[index]).empty()) {
+          with_not_enforced = true;
+        }
+      }
+      if (with_not_enforced) kernel_rows.front().push_back("NOT ENFORCED");
+      std::vector<std::string> notes;
+      for (index = 0; index < cells.size(); ++index) {
+        const nlohmann::json& cell = cells[index];
+        kernel_rows.push_back(CompartmentRow(cell));
+        const bool has_cgroup = !Field(cell, "cgroup").is_null();
+        if (with_not_enforced) {
+          std::string names = has_cgroup ? NotEnforcedLimits(cell) : std::string();
+          kernel_rows.back().push_back(names.empty() ? "-" : names);
+        }
+        if (!Field(cell, "limits_enforced").get<bool>() && cell.contains("limits_note") &&
+            cell["limits_note"].is_string() && !cell["limits_note"].get<std::string>().empty()) {
+          // The supervisor-wide reason once; a cell's own reason with its name.
+          std::string note = (has_cgroup ? Text(cell, "name") + ": " : std::string()) +
+                             cell["limits_note"].get<std::string>();
+          if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
         }
       }
       out += "\n" + Render(kernel_rows);
-      if (!note.empty()) out += "limits not enforced: " + note + "\n";
+      for (const std::string& note : notes) out += "limits not enforced: " + note + "\n";
     }
     // Why each cell that does not serve does not (supervisors that report it).
     std::string details;

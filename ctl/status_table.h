@@ -31,8 +31,11 @@ namespace bulkhead::ctl {
 // MEMORY is memory.current/memory.max, CPU the CPU time used (cpu.stat usage_usec) and the
 // cpu.max quota as a share of one CPU, THROTTLED cpu.stat throttled_usec, TASKS
 // pids.current/pids.max ("max": no limit), OOM KILLS the cell's OOM kills since bulkheadd started.
-// A cell whose limits are not enforced says "not enforced", and one line "limits not enforced:
-// <why>" closes the table.
+// A cell without a cgroup says "not enforced"; MEMORY or TASKS is "-" when the cell's cgroup lacks
+// that controller. When a cell with a cgroup has limits that are not in force ("limits_enforcement"
+// says "not enforced"), a last column NOT ENFORCED names them ("memory_max,memory_high"). One line
+// "limits not enforced: <why>" per distinct reason closes the table (prefixed "<cell>: " for a
+// cell's own reason).
 // Last, after an empty line, one line per cell with a non-null "state_detail" (why it does not
 // serve): "late: starting for 37 s, waiting for READY=1 (start_timeout 90 s); requests queue".
 // Errors: a missing "cells" array or a cell field that is missing or of the wrong type, named as

@@ -212,18 +212,33 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     if (!Field(cell, "limits_enforced").get<bool>()) {
       line("limits enforced", "no: " + Text(cell, "limits_note"));
     }
+    // Per limit, for the limits that are set (unset ones have nothing to enforce).
+    auto enforcement = cell.find("limits_enforcement");
+    if (enforcement != cell.end() && enforcement->is_object()) {
+      std::string states;
+      for (auto it = enforcement->begin(); it != enforcement->end(); ++it) {
+        if (!it.value().is_string() || it.value().get<std::string>() == "unlimited") continue;
+        if (!states.empty()) states += ", ";
+        states += it.key() + " " + it.value().get<std::string>();
+      }
+      if (!states.empty()) line("enforcement", states);
+    }
     const nlohmann::json& kernel = Field(cell, "cgroup");
     if (kernel.is_object()) {
       line("cgroup", Text(kernel, "path"));
-      line("memory", std::to_string(Number(kernel, "memory_current")) + " bytes of " +
-                         (Field(kernel, "memory_max").is_null()
-                              ? std::string("max")
-                              : std::to_string(Number(kernel, "memory_max"))));
+      if (!Field(kernel, "memory_current").is_null()) {
+        line("memory", std::to_string(Number(kernel, "memory_current")) + " bytes of " +
+                           (Field(kernel, "memory_max").is_null()
+                                ? std::string("max")
+                                : std::to_string(Number(kernel, "memory_max"))));
+      }
       line("cpu", std::to_string(Number(kernel, "cpu_usage_usec")) + " µs used, " +
                       std::to_string(Number(kernel, "cpu_throttled_usec")) + " µs throttled");
-      line("tasks", std::to_string(Number(kernel, "pids_current")) + " of " +
-                        (Field(kernel, "pids_max").is_null() ? std::string("max")
-                                                             : Scalar(kernel["pids_max"])));
+      if (!Field(kernel, "pids_current").is_null()) {
+        line("tasks", std::to_string(Number(kernel, "pids_current")) + " of " +
+                          (Field(kernel, "pids_max").is_null() ? std::string("max")
+                                                               : Scalar(kernel["pids_max"])));
+      }
     }
     line("oom kills", std::to_string(Number(cell, "oom_kills")));
     return out;

@@ -100,10 +100,10 @@ Status Cell::Bind() {
   if (compartment_.tree != nullptr) {
     Result<cell::CellCgroup> made = cell::CellCgroup::Create(*compartment_.tree, config_.name);
     if (!made.ok()) return made.status();
-    Status written = made->WriteLimits(compartment_.limits);
-    if (!written.ok()) return written;
     cgroup_.emplace(std::move(made).value());
     StartOomWatch();
+    // Written again before every spawn; under "required" a failure here fails the first start.
+    (void)WriteCellLimits();
     // A cgroup that still has processes belongs to an earlier run that died without stopping
     // them: they are killed before this run's first worker starts (see Start).
     Result<bool> empty = cgroup_->IsEmpty();
@@ -181,6 +181,18 @@ std::string Cell::ConnectionRefusal() const {
   return {};
 }
 
+const char* LimitStateName(LimitState state) {
+  switch (state) {
+    case LimitState::kEnforced:
+      return "enforced";
+    case LimitState::kUnlimited:
+      return "unlimited";
+    case LimitState::kNotEnforced:
+      return "not enforced";
+  }
+  return "?";
+}
+
 // --- Lifecycle plumbing. ---
 
 std::string Cell::Start() {
@@ -250,10 +262,7 @@ void Cell::Execute(const Lifecycle::Transition& t) {
         FailInFlight(a.reason, a.message);
         break;
       case Action::Type::kSignalStop:
-        if (pgid_ > 0) {
-          ::kill(-pgid_, a.signal);
-          if (pid_ > 0) ::kill(pid_, a.signal);  // in case it left its process group
-        }
+        SignalStop(a.signal);
         break;
       case Action::Type::kKillAll:
         KillAll();
@@ -350,6 +359,24 @@ void Cell::DoSpawn() {
     restarts_attributed_ = lifecycle_.restarts();
   }
   operator_restart_ = false;
+  Status limits = cgroup_ ? WriteCellLimits() : Status::Ok();
+  if (!limits.ok() && compartment_.required) {
+    // cgroup = "required": no worker runs outside its limits. A failed start, as an exec error.
+    std::string why = "cgroup = \"required\" but limits not enforced: " + limits.message();
+    Log(LogLevel::kError, name(), 0, "cannot start worker: " + why);
+    Execute(lifecycle_.Handle(Event::SpawnFailed(why)));
+  } else {
+    SpawnWorker();
+  }
+  // Events raised while the answer's actions ran.
+  while (!executing_ && !pending_events_.empty()) {
+    Event next = pending_events_.front();
+    pending_events_.erase(pending_events_.begin());
+    Execute(lifecycle_.Handle(next));
+  }
+}
+
+void Cell::SpawnWorker() {
   if (idle_links_.empty() && busy_links_.empty()) DrainStaleWorkerConnections();
   accept_warned_ = false;
   cell::SpawnOptions options;
@@ -403,12 +430,6 @@ void Cell::DoSpawn() {
   } else {
     pid_ = pgid_ = *pid;
     Execute(lifecycle_.Handle(Event::Spawned()));
-  }
-  // Events raised while the answer's actions ran.
-  while (!executing_ && !pending_events_.empty()) {
-    Event next = pending_events_.front();
-    pending_events_.erase(pending_events_.begin());
-    Execute(lifecycle_.Handle(next));
   }
 }
 
@@ -466,6 +487,37 @@ void Cell::MaybeDrained() {
 
 // --- Teardown of a worker generation. ---
 
+Status Cell::WriteCellLimits() {
+  limits_written_ = cgroup_->WriteLimits(compartment_.limits);
+  Status status = limits_written_.status();
+  if (!status.ok()) {
+    Log(compartment_.required ? LogLevel::kError : LogLevel::kWarning, name(), pid_,
+        "cgroup limits not enforced: " + status.message());
+  }
+  return status;
+}
+
+void Cell::SignalStop(int signal) {
+  if (cgroup_ && config_.kill_mode == config::KillMode::kControlGroup) {
+    // systemd's KillMode=control-group: every process of the cell, a setsid helper included.
+    Status signalled = cgroup_->Signal(signal);
+    if (signalled.ok()) return;
+    Log(LogLevel::kError, name(), pid_, "cgroup signal: " + signalled.message());
+  }
+  if (cgroup_) {
+    // kill_mode = "mixed" (systemd's KillMode=mixed): the worker alone; whatever else is left
+    // gets SIGKILL (cgroup.kill) once it has exited or at stop_timeout.
+    if (pid_ > 0) ::kill(pid_, signal);
+    return;
+  }
+  // Without a cgroup: the worker's process group (it leads one since the spawn); a helper that
+  // left it (setsid) is not reached.
+  if (pgid_ > 0) {
+    ::kill(-pgid_, signal);
+    if (pid_ > 0) ::kill(pid_, signal);  // in case it left its process group
+  }
+}
+
 void Cell::KillAll() {
   if (cgroup_) {
     Status killed = cgroup_->Kill();
@@ -480,7 +532,13 @@ void Cell::KillAll() {
 }
 
 void Cell::Teardown(std::function<void()> then) {
-  KillAll();
+  // A stop with kill_mode = "control-group" signalled every process of the cell: those left
+  // when the worker exits may finish their cleanup until stop_timeout, when the stop timer's
+  // SIGKILL (KillAll) comes, as systemd waits for the whole control group.
+  teardown_kill_from_ms_ = cgroup_ && config_.kill_mode == config::KillMode::kControlGroup
+                               ? lifecycle_.signalled_stop_deadline_ms()
+                               : 0;
+  if (Now() >= teardown_kill_from_ms_) KillAll();
   if (!cgroup_) {
     then();
     return;
@@ -501,8 +559,9 @@ void Cell::OnTeardownTimer(uv_timer_t* timer) {
   }
   // cgroup.procs is not empty yet: kill again (a process may have forked meanwhile) and wait. The
   // next generation never starts beside a survivor of this one.
-  self->KillAll();
-  if (!self->teardown_warned_ && self->Now() - self->teardown_started_ms_ > 5000) {
+  if (self->Now() >= self->teardown_kill_from_ms_) self->KillAll();
+  if (!self->teardown_warned_ &&
+      self->Now() > std::max(self->teardown_started_ms_, self->teardown_kill_from_ms_) + 5000) {
     self->teardown_warned_ = true;
     Log(LogLevel::kError, self->name(), 0,
         "cgroup " + self->cgroup_->path() + " still has processes 5 s after cgroup.kill" +
@@ -701,10 +760,7 @@ Status Cell::Reconfigure(const config::CellConfig& next,
   Status written = Status::Ok();
   if (cgroup_limits) {
     compartment_.limits = *cgroup_limits;
-    if (cgroup_) {
-      written = cgroup_->WriteLimits(compartment_.limits);
-      if (!written.ok()) Log(LogLevel::kError, name(), pid_, "cgroup: " + written.message());
-    }
+    if (cgroup_) written = WriteCellLimits();
   }
   return written;
 }
@@ -1196,7 +1252,6 @@ CellSnapshot Cell::Snapshot() const {
   if (pid_ != 0) s.uptime_ms = now - std::min(now, lifecycle_.worker_started_at_ms());
   if (lifecycle_.next_start_at_ms() > now) s.next_start_in_ms = lifecycle_.next_start_at_ms() - now;
   s.counters = counters_;
-  s.limits_enforced = cgroup_.has_value();
   s.limits_note = compartment_.not_enforced_reason;
   s.cgroup_limits = compartment_.limits;
   s.oom_kills = oom_ ? oom_->kills() : 0;
@@ -1213,7 +1268,43 @@ CellSnapshot Cell::Snapshot() const {
   if (cgroup_) {
     s.cgroup_path = cgroup_->path();
     Result<cell::CgroupStats> stats = cgroup_->ReadStats();
-    if (stats.ok()) s.cgroup = std::move(stats).value();
+    if (stats.ok()) {
+      s.cgroup = std::move(stats).value();
+    } else {
+      s.limits_note = "cannot read " + cgroup_->path() + ": " + stats.status().message();
+    }
+  }
+  // Per limit: written at the last WriteCellLimits, and its controller's files still there now (a
+  // controller withdrawn from cells/cgroup.subtree_control takes its files and limits with it).
+  std::string lost;
+  for (size_t i = 0; i < cell::kLimitCount; ++i) {
+    const auto limit = static_cast<cell::Limit>(i);
+    const bool set = cell::LimitIsSet(compartment_.limits, limit);
+    bool present = cgroup_.has_value() && s.cgroup.has_value();
+    if (present && cell::LimitController(limit) == "memory") present = s.cgroup->has_memory;
+    if (present && cell::LimitController(limit) == "pids") present = s.cgroup->has_pids;
+    if (present && cell::LimitController(limit) == "cpu") present = s.cgroup->has_cpu;
+    if (cgroup_ && !limits_written_.of(limit).ok()) {
+      s.limit_states[i] = LimitState::kNotEnforced;
+    } else if (!set) {
+      s.limit_states[i] = LimitState::kUnlimited;
+    } else if (present) {
+      s.limit_states[i] = LimitState::kEnforced;
+    } else {
+      s.limit_states[i] = LimitState::kNotEnforced;
+      if (cgroup_ && s.cgroup && lost.empty()) {
+        lost = std::string(cell::LimitName(limit)) + ": the " +
+               std::string(cell::LimitController(limit)) + " controller is no longer enabled for " +
+               cgroup_->path();
+      }
+    }
+  }
+  s.limits_enforced = cgroup_.has_value() && s.cgroup.has_value() &&
+                      std::find(s.limit_states.begin(), s.limit_states.end(),
+                                LimitState::kNotEnforced) == s.limit_states.end();
+  if (cgroup_ && s.cgroup) {
+    Status written = limits_written_.status();
+    s.limits_note = !written.ok() ? written.message() : lost;
   }
   return s;
 }

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -89,7 +90,19 @@ struct CellCompartment {
   const cell::CgroupTree* tree = nullptr;
   cell::CgroupLimits limits;
   std::string not_enforced_reason;  // why tree is null, shown by status
+  // cgroup = "required": a worker never starts unless every limit is written (a failed start
+  // otherwise, its reason in last_exit). "auto": what can be written is, the rest is logged.
+  bool required = false;
 };
+
+// Whether one limit of a cell (cell::Limit) is in force, for status and metrics.
+enum class LimitState : uint8_t {
+  kEnforced,     // set, and the kernel holds the configured value
+  kUnlimited,    // not set: nothing to enforce
+  kNotEnforced,  // set (or its reset failed), but the kernel does not hold it
+};
+// "enforced", "unlimited", "not enforced".
+const char* LimitStateName(LimitState state);
 
 // A consistent copy of a cell's figures, for the control socket.
 struct CellSnapshot {
@@ -115,8 +128,11 @@ struct CellSnapshot {
   uint64_t uptime_ms = 0;         // of the current worker, 0 when none
   uint64_t next_start_in_ms = 0;  // in backoff: time until the next start
   CellCounters counters;
+  // Every set limit is in force (limit_states has no kNotEnforced) and the cgroup is readable:
+  // never true without a cgroup.
   bool limits_enforced = false;
   std::string limits_note;  // why limits are not enforced, when they are not
+  std::array<LimitState, cell::kLimitCount> limit_states{};  // indexed by cell::Limit
   std::string cgroup_path;
   cell::CgroupLimits cgroup_limits;         // as configured
   std::optional<cell::CgroupStats> cgroup;  // read from the kernel now; nullopt without a cgroup
@@ -284,6 +300,14 @@ class Cell {
   cell::OomKillTracker::Look LookForOomKills();
   static void OnMemoryEvents(uv_fs_event_t* handle, const char* filename, int events, int status);
   static void OnOomTimer(uv_timer_t* timer);
+  // Sends stop_signal to the worker: to every process of the cell's cgroup (kill_mode =
+  // "control-group"), to the worker alone ("mixed"); without a cgroup, to its process group.
+  void SignalStop(int signal);
+  // Writes the limits into the cell's cgroup, keeps the outcome for status and logs every limit
+  // that is not in force. Returns Ok or the failures. REQUIRES: cgroup_.
+  Status WriteCellLimits();
+  // Spawns the worker and feeds the lifecycle Spawned or SpawnFailed.
+  void SpawnWorker();
   void OnNotify(pid_t sender, const cell::NotifyMessage& message);
   bool SpeaksForCell(pid_t sender) const;
 
@@ -323,6 +347,7 @@ class Cell {
   uv_timer_t oom_timer_{};
   bool oom_polling_ = false;
   uint64_t oom_seen_ms_ = 0;  // when the last OOM kill was seen with the worker running
+  cell::LimitsWritten limits_written_;  // the last WriteCellLimits
   uint32_t max_payload_;
   RequestPool* pool_;
   Bulkhead bulkhead_;
@@ -360,6 +385,9 @@ class Cell {
   std::vector<std::function<void()>> on_stopped_;
   std::function<void()> after_teardown_;
   uint64_t teardown_started_ms_ = 0;
+  // Teardown sends no SIGKILL before this (loop ms): the rest of the cell had stop_signal and
+  // may exit by itself until stop_timeout (kill_mode = "control-group").
+  uint64_t teardown_kill_from_ms_ = 0;
   bool teardown_warned_ = false;
   std::string status_text_;
   // The cell's cgroup held processes when this run found it: Start() empties it first.

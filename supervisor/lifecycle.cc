@@ -343,6 +343,10 @@ void Lifecycle::BeginStop(uint32_t in_flight, bool refuse, Transition& t) {
     t.actions.back().reason = ipc::Reason::kUnavailable;
   }
   const std::string what = refuse ? "stopping" : "restarting";
+  // stop_timeout bounds the whole stop, drain included (systemd's TimeoutStopSec=, Kubernetes'
+  // terminationGracePeriodSeconds): SIGKILL comes at this deadline whatever phase it finds.
+  stop_started_ms_ = now_ms_;
+  stop_deadline_ms_ = now_ms_ + options_.stop_timeout_ms;
   if (drain) {
     phase_ = StopPhase::kDraining;
     Add(t, ActionType::kArmStopTimer);
@@ -360,8 +364,9 @@ void Lifecycle::SendStopSignal(Transition& t) {
   phase_ = StopPhase::kSignalled;
   Add(t, ActionType::kSignalStop);
   t.actions.back().signal = options_.stop_signal;
+  // What the drain left of stop_timeout.
   Add(t, ActionType::kArmStopTimer);
-  t.actions.back().ms = options_.stop_timeout_ms;
+  t.actions.back().ms = stop_deadline_ms_ > now_ms_ ? stop_deadline_ms_ - now_ms_ : 0;
 }
 
 void Lifecycle::EnterStopped(Transition& t) {
@@ -580,17 +585,19 @@ void Lifecycle::OnDrained(const Event& e, Transition& t) {
 void Lifecycle::OnStopTimeout(const Event& e, Transition& t) {
   switch (phase_) {
     case StopPhase::kDraining:
-      SendStopSignal(t);
+      // The whole stop_timeout went to the drain: nothing is left for stop_signal.
+      phase_ = StopPhase::kKilled;
+      Add(t, ActionType::kKillAll);
       Log(t, LogLevel::kWarning,
-          "requests still in flight after " + Ms(options_.stop_timeout_ms) + "; stopping worker (" +
-              SignalText(options_.stop_signal) + ")");
+          "requests still in flight at stop_timeout (" + Ms(now_ms_ - stop_started_ms_) +
+              "): sending SIGKILL");
       break;
     case StopPhase::kSignalled:
       phase_ = StopPhase::kKilled;
       Add(t, ActionType::kKillAll);
       Log(t, LogLevel::kWarning,
-          "worker still running " + Ms(options_.stop_timeout_ms) + " after " +
-              SignalText(options_.stop_signal) + ": sending SIGKILL");
+          "worker still running at stop_timeout (" + Ms(now_ms_ - stop_started_ms_) + ", " +
+              SignalText(options_.stop_signal) + " sent): sending SIGKILL");
       break;
     case StopPhase::kKilled:
       t.ignored = "already killed";

@@ -36,8 +36,9 @@ namespace bulkhead::supervisor {
 // stopping  The worker is being stopped: for `stop` (new requests refused), for `restart` (new
 //           requests queue for the next worker), because it stalled (killed, then the restart
 //           policy decides) or because it missed start_timeout (as a restart, then the policy).
-//           Phases: draining (waiting for in-flight requests, up to stop_timeout), signalled
-//           (stop_signal sent, up to stop_timeout), killed (SIGKILL sent).
+//           Phases: draining (waiting for in-flight requests), signalled (stop_signal sent),
+//           killed (SIGKILL sent). stop_timeout bounds draining and signalled together: SIGKILL
+//           follows stop_timeout after the stop began, whatever the phase.
 // backoff   The worker ended and the next start waits for the backoff timer. New requests queue,
 //           unless the wait is longer than queue_timeout: then they are refused with retry-after.
 // failed    The start limit was reached ("gave up: ..."); no worker, no timer, no CPU spent, new
@@ -65,10 +66,11 @@ class Lifecycle {
     config::ReadyMode ready = config::ReadyMode::kExec;
     // Longest gap between two WATCHDOG=1 (sd_notify(3)), from the spawn on; 0: no watchdog.
     uint64_t watchdog_ms = 0;
-    // Sent to the worker's process group to stop it (systemd.kill(5) KillSignal=).
+    // Sent to stop the worker (systemd.kill(5) KillSignal=); who gets it is the Cell's kill_mode.
     int stop_signal = SIGTERM;
-    // Bound of each stop phase, in ms: draining in-flight requests, then waiting for the worker to
-    // exit after stop_signal; SIGKILL after that. A stop takes at most 2 * stop_timeout_ms.
+    // Bound of a whole stop, in ms (systemd's TimeoutStopSec=): in-flight requests drain, then
+    // stop_signal is sent with what is left; SIGKILL at stop_timeout_ms after the stop began,
+    // also when the drain used all of it (then stop_signal is never sent).
     uint64_t stop_timeout_ms = 5000;
     // The cell's queue_timeout: a backoff longer than this refuses new requests at once.
     uint64_t queue_timeout_ms = 1000;
@@ -166,9 +168,11 @@ class Lifecycle {
       // Answer every request in flight to the worker (and any whose connection broke and waits
       // for the exit) FAILED with `reason` and `message` as payload; their slots are freed.
       kFailInFlight,
-      // kill(2) `signal` to the worker's process group.
+      // kill(2) `signal` to the worker: with a cgroup, to every process of it (kill_mode =
+      // "control-group") or the worker alone ("mixed"); without one, to its process group.
       kSignalStop,
-      // SIGKILL to the worker's process group, also after the worker itself was reaped, so that
+      // SIGKILL to the whole cell (cgroup.kill, or the worker's process group), also after the
+      // worker itself was reaped, so that
       // nothing it left behind runs beside the next worker.
       kKillAll,
       // (Re)start the backoff timer: `ms`, then Handle(BackoffElapsed()).
@@ -250,6 +254,11 @@ class Lifecycle {
   uint64_t restarts() const { return restarts_; }
   // In backoff: when the next start is due (Clock ms). 0 in every other state.
   uint64_t next_start_at_ms() const { return next_start_at_ms_; }
+  // While a stop has sent stop_signal and SIGKILL is not sent yet: when it is due (Clock ms,
+  // stop_timeout after the stop began). 0 otherwise.
+  uint64_t signalled_stop_deadline_ms() const {
+    return state_ == State::kStopping && phase_ == StopPhase::kSignalled ? stop_deadline_ms_ : 0;
+  }
 
   // New requests must be REJECTED unavailable at once rather than admitted: stopped, failed,
   // stopping for a stop, or in a backoff that ends more than queue_timeout_ms from now.
@@ -266,8 +275,8 @@ class Lifecycle {
   const Options& options() const { return options_; }
   const cell::RestartPolicy& policy() const { return policy_; }
 
-  // Reload: new options apply from the next event on (a stop already under way keeps the timer
-  // it armed; the next phase uses the new stop_timeout). The RestartPolicy keeps its recorded
+  // Reload: new options apply from the next event on (a stop already under way keeps the
+  // deadline it set; the next stop uses the new stop_timeout). The RestartPolicy keeps its recorded
   // starts and backoff step (cell::RestartPolicy::SetOptions). REQUIRES: options valid, as for the
   // constructor.
   void SetOptions(const Options& options);
@@ -334,6 +343,9 @@ class Lifecycle {
   uint64_t since_ms_ = 0;
   bool spawn_pending_ = false;
   StopPhase phase_ = StopPhase::kDraining;
+  // When the stop under way began, and when it must be over: stop_timeout later (Clock ms).
+  uint64_t stop_started_ms_ = 0;
+  uint64_t stop_deadline_ms_ = 0;
   AfterStop after_stop_ = AfterStop::kStay;
   std::string kill_reason_;  // set when the supervisor killed the worker as stalled
   uint64_t worker_started_at_ms_ = 0;

@@ -208,10 +208,21 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
     w.Sample("", l, Seconds(s.uptime_ms * 1'000'000));
   });
 
-  // The kernel's figures (cgroup v2), for cells that have a cgroup.
+  w.Family("bulkhead_cell_limit_enforced", "gauge",
+           "1 when the cell's configured cgroup limit is in force, 0 when it is not (no cgroup, "
+           "its controller missing, or its write failed); absent for limits not set.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    for (size_t i = 0; i < cell::kLimitCount; ++i) {
+      if (s.limit_states[i] == LimitState::kUnlimited) continue;
+      std::string limit(cell::LimitName(static_cast<cell::Limit>(i)));
+      w.Sample(l + ",limit=\"" + limit + "\"", s.limit_states[i] == LimitState::kEnforced ? 1 : 0);
+    }
+  });
+
+  // The kernel's figures (cgroup v2), for cells that have a cgroup (and the controller).
   w.Family("bulkhead_cell_memory_bytes", "gauge", "The cell cgroup's memory.current.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    if (s.cgroup) w.Sample(l, s.cgroup->memory_current);
+    if (s.cgroup && s.cgroup->has_memory) w.Sample(l, s.cgroup->memory_current);
   });
   w.Family("bulkhead_cell_memory_max_bytes", "gauge",
            "The cell cgroup's memory.max; absent when unlimited.");
@@ -241,7 +252,7 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
   });
   w.Family("bulkhead_cell_tasks", "gauge", "Tasks in the cell cgroup (pids.current).");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    if (s.cgroup) w.Sample(l, s.cgroup->pids_current);
+    if (s.cgroup && s.cgroup->has_pids) w.Sample(l, s.cgroup->pids_current);
   });
   return out;
 }

@@ -55,6 +55,8 @@ const CellKey kCellKeys[] = {
     Key<&C::start_timeout>("start_timeout", Group::kPolicy),
     Key<&C::watchdog>("watchdog", Group::kRestart),
     Key<&C::stop_signal>("stop_signal", Group::kPolicy),
+    // Read by the Cell when it sends stop_signal: the next stop follows it.
+    Key<&C::kill_mode>("kill_mode", Group::kPolicy),
     Key<&C::stop_timeout>("stop_timeout", Group::kPolicy),
     Key<&C::environment>("environment", Group::kRestart),
     Key<&C::working_directory>("working_directory", Group::kRestart),

@@ -34,8 +34,9 @@ struct CellPlan {
   std::vector<std::string> changed;
   // Which groups of live keys changed (kUpdate, kRestart).
   bool admission_changed = false;  // max_concurrent, max_queue, queue_timeout
-  bool cgroup_changed = false;     // cpu_max*, cpu_weight, memory_*, pids_max, oom_policy
-  bool policy_changed = false;     // restart*, start_limit_*, *_timeout, stop_signal
+  bool cgroup_changed = false;     // cpu_max, cpu_max_period, cpu_weight, memory_*, pids_max,
+                                   // oom_policy
+  bool policy_changed = false;     // restart*, start_limit_*, *_timeout, stop_signal, kill_mode
 };
 
 struct ReloadPlan {

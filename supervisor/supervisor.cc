@@ -42,6 +42,7 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"start_timeout_ms", ms(c.start_timeout)},
       {"watchdog_ms", ms(c.watchdog)},
       {"stop_signal", c.stop_signal},
+      {"kill_mode", c.kill_mode == config::KillMode::kMixed ? "mixed" : "control-group"},
       {"stop_timeout_ms", ms(c.stop_timeout)},
       {"oom_policy", c.oom_policy == config::OomPolicy::kContinue ? "continue" : "kill"},
       {"oom_score_adjust", c.oom_score_adjust},
@@ -132,6 +133,12 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"oom_kills", s.oom_kills},
   };
   if (!s.limits_enforced) j["limits_note"] = s.limits_note;
+  nlohmann::json enforcement = nlohmann::json::object();
+  for (size_t i = 0; i < cell::kLimitCount; ++i) {
+    enforcement[std::string(cell::LimitName(static_cast<cell::Limit>(i)))] =
+        LimitStateName(s.limit_states[i]);
+  }
+  j["limits_enforcement"] = std::move(enforcement);
   auto optional = [](const auto& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
   };
@@ -149,13 +156,13 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
     const cell::CgroupStats& k = *s.cgroup;
     j["cgroup"] = {
         {"path", s.cgroup_path},
-        {"memory_current", k.memory_current},
+        {"memory_current", k.has_memory ? nlohmann::json(k.memory_current) : nullptr},
         {"memory_max", optional(k.memory_max)},
         {"cpu_usage_usec", k.cpu.usage_usec},
         {"cpu_nr_periods", k.cpu.nr_periods},
         {"cpu_nr_throttled", k.cpu.nr_throttled},
         {"cpu_throttled_usec", k.cpu.throttled_usec},
-        {"pids_current", k.pids_current},
+        {"pids_current", k.has_pids ? nlohmann::json(k.pids_current) : nullptr},
         {"pids_max", optional(k.pids_max)},
         {"oom_kill", k.memory_events.oom_kill},
         {"oom_group_kill", k.memory_events.oom_group_kill},
@@ -282,10 +289,23 @@ Status Supervisor::SetUpCgroups() {
     cgroup_note_ = "cgroup = \"off\" in the config";
     return Status::Ok();
   }
-  Result<cell::CgroupTree> tree = cell::CgroupTree::Delegate();
+  cell::DelegateOptions options;
+  // "auto" applies every controller on offer: without memory, pids_max and cpu_max still hold.
+  options.require_all_controllers = mode == config::CgroupMode::kRequired;
+  Result<cell::CgroupTree> tree = cell::CgroupTree::Delegate(options);
   if (tree.ok()) {
     cgroup_tree_.emplace(std::move(tree).value());
     LogInfo("cgroup v2: cells live under " + cgroup_tree_->cells_path());
+    std::string missing;
+    for (const std::string& controller : cgroup_tree_->missing_controllers()) {
+      missing += (missing.empty() ? "" : " ") + controller;
+    }
+    if (!missing.empty()) {
+      LogWarning("cgroup controller(s) " + missing + " not available in " +
+                 cgroup_tree_->controllers_file() +
+                 ": the limits they hold are NOT enforced, the others are. Delegate them, or set "
+                 "cgroup = \"required\" to refuse to start without them.");
+    }
     return Status::Ok();
   }
   if (mode == config::CgroupMode::kRequired) {
@@ -548,6 +568,7 @@ std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config
   if (cgroup_tree_) compartment.tree = &*cgroup_tree_;
   compartment.not_enforced_reason = cgroup_note_;
   compartment.limits = CgroupLimitsOf(cell_config);
+  compartment.required = config_.supervisor.cgroup == config::CgroupMode::kRequired;
   auto cell = std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
                                      config_.supervisor.max_payload_bytes, &pool_);
   // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
@@ -660,7 +681,10 @@ ReloadResult Supervisor::ApplyReload() {
         std::optional<cell::CgroupLimits> limits;
         if (planned.cgroup_changed) limits = CgroupLimitsOf(cell_config);
         Status applied = cell->Reconfigure(cell_config, limits);
-        if (!applied.ok()) notes.push_back(planned.name + ": " + applied.message());
+        if (!applied.ok()) {
+          // The rest of the reload stands; the answer is a failure that names the limits.
+          result.limit_errors.push_back("cells." + planned.name + ": " + applied.message());
+        }
         if (planned.action == CellPlan::Action::kRestart) {
           Lifecycle::State state = cell->state();
           if (state == Lifecycle::State::kStopped || state == Lifecycle::State::kStopping) {
@@ -695,6 +719,9 @@ ReloadResult Supervisor::ApplyReload() {
   result.summary = "reloaded: " + result.plan.Summary();
   for (const std::string& note : notes) result.summary += "; " + note;
   LogInfo(result.summary);
+  for (const std::string& error : result.limit_errors) {
+    LogError("reload: limits not enforced: " + error);
+  }
   return result;
 }
 
@@ -712,7 +739,15 @@ std::string Supervisor::ReloadControl() {
                      {"action", CellActionName(planned.action)},
                      {"changed", planned.changed}});
   }
-  return nlohmann::json({{"ok", true}, {"result", result.summary}, {"cells", cells}}).dump();
+  nlohmann::json response = {{"ok", true}, {"result", result.summary}, {"cells", cells}};
+  if (!result.limit_errors.empty()) {
+    // Applied, but some limit is not in force: a failure for the operator (bulkheadctl exits
+    // non-zero), with the reload's outcome kept beside the errors.
+    response["ok"] = false;
+    response["error"] = "reloaded, but limits not enforced";
+    response["errors"] = result.limit_errors;
+  }
+  return response.dump();
 }
 
 }  // namespace bulkhead::supervisor

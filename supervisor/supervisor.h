@@ -36,6 +36,9 @@ struct ReloadResult {
   // When ok: "reloaded: payments unchanged, catalog restarted (command changed), search added",
   // followed by notes ("; ...") where a cell could not do all the plan says.
   std::string summary;
+  // When ok: cgroup limits the reload wrote that are not in force, "cells.NAME: memory_max: write
+  // ...", one per cell. The reload applied; the control answer reports it as a failure.
+  std::vector<std::string> limit_errors;
   // What was planned per cell (empty when the file was refused before planning).
   ReloadPlan plan;
 };

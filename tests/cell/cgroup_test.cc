@@ -363,8 +363,8 @@ TEST_F(FakeCgroupTree, WriteLimitsWritesEveryFile) {
   limits.memory_max = 32 << 20;
   limits.memory_swap_max = 0;
   limits.pids_max = 16;
-  Status status = cell->WriteLimits(limits);
-  ASSERT_TRUE(status.ok()) << status.message();
+  LimitsWritten written = cell->WriteLimits(limits);
+  ASSERT_TRUE(written.ok()) << written.status().message();
   EXPECT_EQ(ReadText(dir / "cpu.max"), "20000 100000");
   EXPECT_EQ(ReadText(dir / "cpu.weight"), "50");
   EXPECT_EQ(ReadText(dir / "memory.max"), "33554432");
@@ -411,25 +411,92 @@ TEST_F(FakeCgroupTree, WriteLimitsWithoutSwapAccounting) {
   EXPECT_TRUE(cell->WriteLimits({}).ok());
   CgroupLimits limits;
   limits.memory_swap_max = 0;
-  Status status = cell->WriteLimits(limits);
-  ASSERT_FALSE(status.ok());
+  LimitsWritten written = cell->WriteLimits(limits);
+  ASSERT_FALSE(written.ok());
+  const Status& status = written.of(Limit::kMemorySwapMax);
   EXPECT_EQ(status.error_number(), ENOENT);
   EXPECT_THAT(status.message(), HasSubstr("memory.swap.max"));
   EXPECT_THAT(status.message(), HasSubstr("swap accounting"));
+  EXPECT_TRUE(written.of(Limit::kMemoryMax).ok());
 }
 
-TEST_F(FakeCgroupTree, WriteLimitsNamesTheFailingFile) {
+TEST_F(FakeCgroupTree, WriteLimitsNamesEveryFailingFile) {
   Result<CgroupTree> tree = CgroupTree::Delegate(options_);
   ASSERT_TRUE(tree.ok());
   Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
   ASSERT_TRUE(cell.ok());
-  Status status = cell->WriteLimits({});  // no interface files at all
-  ASSERT_FALSE(status.ok());
-  EXPECT_THAT(status.message(),
-              HasSubstr("write \"max 100000\" to " + cell->path() + "/cpu.max: No such file"));
+  // No interface files at all (no controller enabled): unset limits have nothing to undo.
+  EXPECT_TRUE(cell->WriteLimits({}).ok());
+  CgroupLimits limits;
+  limits.cpu_quota_us = 20000;
+  limits.memory_max = 1 << 20;
+  limits.pids_max = 16;
+  LimitsWritten written = cell->WriteLimits(limits);
+  ASSERT_FALSE(written.ok());
+  EXPECT_THAT(written.of(Limit::kCpuMax).message(),
+              HasSubstr("write \"20000 100000\" to " + cell->path() + "/cpu.max"));
+  EXPECT_THAT(written.of(Limit::kMemoryMax).message(),
+              HasSubstr("the memory controller is not enabled for " + cell->path()));
+  EXPECT_THAT(written.of(Limit::kPidsMax).message(), HasSubstr("/pids.max"));
+  EXPECT_TRUE(written.of(Limit::kCpuWeight).ok());
+  // One message names each failed limit.
+  std::string all = written.status().message();
+  EXPECT_THAT(all, HasSubstr("cpu_max: write"));
+  EXPECT_THAT(all, HasSubstr("; memory_max: write"));
+  EXPECT_THAT(all, HasSubstr("; pids_max: write"));
   CgroupLimits bad;
   bad.cpu_quota_us = 10;
-  EXPECT_THAT(cell->WriteLimits(bad).message(), HasSubstr("cell alpha: cpu_quota_us 10"));
+  written = cell->WriteLimits(bad);
+  EXPECT_THAT(written.of(Limit::kPidsMax).message(), HasSubstr("cell alpha: cpu_quota_us 10"));
+  EXPECT_FALSE(written.oom_group.ok());
+}
+
+// A controller withdrawn from cells/cgroup.subtree_control takes its files away: the writes after
+// the first failure still happen, so pids.max holds although memory.max cannot.
+TEST_F(FakeCgroupTree, WriteLimitsGoesOnPastAFailedFile) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  PopulateCellFiles(dir);
+  for (const char* file : {"memory.max", "memory.high", "memory.swap.max", "memory.oom.group"}) {
+    fs::remove(dir / file);
+  }
+  CgroupLimits limits;
+  limits.memory_max = 64 << 20;
+  limits.pids_max = 16;
+  limits.cpu_weight = 50;
+  LimitsWritten written = cell->WriteLimits(limits);
+  EXPECT_FALSE(written.ok());
+  EXPECT_EQ(written.of(Limit::kMemoryMax).error_number(), ENOENT);
+  EXPECT_TRUE(written.of(Limit::kMemoryHigh).ok());  // unset, and nothing limits it
+  EXPECT_TRUE(written.of(Limit::kPidsMax).ok());
+  EXPECT_TRUE(written.oom_group.ok());
+  EXPECT_EQ(ReadText(dir / "pids.max"), "16");
+  EXPECT_EQ(ReadText(dir / "cpu.weight"), "50");
+  EXPECT_EQ(ReadText(dir / "cpu.max"), "max 100000");
+  EXPECT_THAT(
+      written.status().message(),
+      HasSubstr("memory_max: write \"67108864\" to " + (dir / "memory.max").string() +
+                " (the memory controller is not enabled for " + cell->path() +
+                ": it is missing from " + (own_ / "cells" / "cgroup.subtree_control").string()));
+}
+
+TEST_F(FakeCgroupTree, DelegateAutoEnablesTheControllersOnOffer) {
+  WriteText(own_ / "cgroup.controllers", "cpu pids\n");
+  options_.require_all_controllers = false;
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok()) << tree.status().message();
+  EXPECT_THAT(tree->missing_controllers(), ::testing::ElementsAre("memory"));
+  EXPECT_EQ(tree->controllers_file(), (own_ / "cgroup.controllers").string());
+  EXPECT_EQ(ReadText(own_ / "cgroup.subtree_control"), "+cpu +pids");
+  EXPECT_EQ(ReadText(own_ / "cells" / "cgroup.subtree_control"), "+cpu +pids");
+  // With everything on offer nothing is missing.
+  WriteText(own_ / "cgroup.controllers", "cpu memory pids\n");
+  tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  EXPECT_TRUE(tree->missing_controllers().empty());
 }
 
 TEST_F(FakeCgroupTree, ReadStatsParsesEveryFile) {
@@ -462,6 +529,25 @@ TEST_F(FakeCgroupTree, ReadStatsParsesEveryFile) {
   stats = cell->ReadStats();
   ASSERT_FALSE(stats.ok());
   EXPECT_THAT(stats.status().message(), HasSubstr(cell->path() + "/cpu.stat"));
+}
+
+TEST_F(FakeCgroupTree, ReadStatsWithoutTheMemoryController) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  WriteText(dir / "cpu.stat", "usage_usec 600\nuser_usec 500\nsystem_usec 100\n");
+  WriteText(dir / "pids.current", "3\n");
+  WriteText(dir / "pids.max", "16\n");
+  Result<CgroupStats> stats = cell->ReadStats();
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_FALSE(stats->has_memory);
+  EXPECT_FALSE(stats->has_cpu);  // no cpu.max
+  EXPECT_TRUE(stats->has_pids);
+  EXPECT_EQ(stats->pids_max, std::optional<uint64_t>(16));
+  EXPECT_EQ(stats->pids_current, 3u);
+  EXPECT_EQ(stats->cpu.usage_usec, 600u);
 }
 
 TEST_F(FakeCgroupTree, IsEmptyReadsCgroupEventsElseProcs) {
@@ -516,6 +602,28 @@ TEST_F(FakeCgroupTree, KillWithoutCgroupKillSignalsEveryListedPid) {
   ASSERT_NE(status, -1) << "pid " << in_sub_cgroup << " in a sub-cgroup was not killed";
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   EXPECT_EQ(kill(elsewhere, 0), 0) << "a pid not listed was killed";
+}
+
+TEST_F(FakeCgroupTree, SignalReachesEveryListedPid) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  pid_t in_cell = StartSleepingChild();
+  pid_t in_sub_cgroup = StartSleepingChild();
+  pid_t elsewhere = StartSleepingChild();
+  WriteText(dir / "cgroup.procs", std::to_string(in_cell) + "\n");
+  fs::create_directories(dir / "sub");
+  WriteText(dir / "sub" / "cgroup.procs", std::to_string(in_sub_cgroup) + "\n");
+
+  ASSERT_TRUE(cell->Signal(SIGTERM).ok());
+  for (pid_t pid : {in_cell, in_sub_cgroup}) {
+    int status = ReapWithin5s(pid);
+    ASSERT_NE(status, -1) << "pid " << pid << " listed in the cell was not signalled";
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  }
+  EXPECT_EQ(kill(elsewhere, 0), 0) << "a pid not listed was signalled";
 }
 
 TEST_F(FakeCgroupTree, ProcsListsPids) {

@@ -3,6 +3,7 @@
 // column, and errors that name the offending field.
 #include "ctl/status_table.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -157,6 +158,35 @@ TEST(StatusTable, CompartmentTableShowsKernelFigures) {
             "payments  12M/64M       3.1s/20%  0.8s       4/max  1\n"
             "catalog   not enforced  -         -          -      -\n"
             "limits not enforced: cgroup v2 not mounted\n");
+}
+
+TEST(StatusTable, CompartmentTableNamesLimitsNotInForce) {
+  nlohmann::json hog = Cell("hog", 41234, 0, 2, 0, 1, 3, 0, 0, 0);
+  hog["limits_enforced"] = false;
+  hog["limits_note"] =
+      "memory_max: write \"67108864\" to /sys/fs/cgroup/cells/hog/memory.max: gone";
+  hog["limits_enforcement"] = {{"cpu_max", "unlimited"},         {"cpu_weight", "unlimited"},
+                               {"memory_max", "not enforced"},   {"memory_high", "unlimited"},
+                               {"memory_swap_max", "unlimited"}, {"pids_max", "enforced"}};
+  hog["oom_kills"] = 0;
+  hog["limits"] = {{"cpu_quota_us", nullptr}, {"cpu_period_us", 100000}};
+  hog["cgroup"] = {{"memory_current", nullptr}, {"memory_max", nullptr}, {"cpu_usage_usec", 100000},
+                   {"cpu_throttled_usec", 0},   {"pids_current", 4},     {"pids_max", 16}};
+  nlohmann::json steady = Cell("steady", 41236, 0, 2, 0, 0, 1, 0, 0, 0);
+  steady["limits_enforced"] = true;
+  steady["oom_kills"] = 0;
+  steady["limits"] = {{"cpu_quota_us", nullptr}, {"cpu_period_us", 100000}};
+  steady["cgroup"] = {
+      {"memory_current", 1024 * 1024}, {"memory_max", nullptr}, {"cpu_usage_usec", 0},
+      {"cpu_throttled_usec", 0},       {"pids_current", 1},     {"pids_max", nullptr}};
+  Result<std::string> table = FormatStatusTable(Response({hog, steady}));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_THAT(*table, ::testing::HasSubstr(
+                          "CELL    MEMORY    CPU       THROTTLED  TASKS  OOM KILLS  NOT ENFORCED\n"
+                          "hog     -         0.1s/max  0.0s       4/16   0          memory_max\n"
+                          "steady  1.0M/max  0.0s/max  0.0s       1/max  0          -\n"
+                          "limits not enforced: hog: memory_max: write \"67108864\" to "
+                          "/sys/fs/cgroup/cells/hog/memory.max: gone\n"));
 }
 
 }  // namespace

@@ -18,6 +18,9 @@
 //   spawn-grandchild double-forks a grandchild that calls setsid() (its own session and process
 //                    group, reparented away from the worker), closes every descriptor above 2
 //                    and sleeps forever; OK with the grandchild's pid
+//   spawn-term-logger PATH  as spawn-grandchild, but on SIGTERM the grandchild appends
+//                    "SIGTERM <pid>\n" to PATH (opened O_APPEND before the reply) and exits 0:
+//                    shows whether a stop signalled a helper outside the worker's session
 //   alloc MIB        allocates and touches MIB MiB, kept until exit; OK "allocated MIB MiB"
 //   alloc-child MIB ADJ  forks a helper that sets its oom_score_adj to ADJ (-1000..1000), then
 //                    touches MIB MiB and exits 0; waits for it and answers OK "helper PID exit N"
@@ -144,7 +147,19 @@ std::string OpenFds() {
 }
 
 // After fork in a threaded process the children make only async-signal-safe calls.
-HandlerResult SpawnGrandchild() {
+// spawn-term-logger: the grandchild's log descriptor and line, for its SIGTERM handler.
+int g_term_log_fd = -1;
+char g_term_line[32];
+size_t g_term_line_size = 0;
+
+void OnTermLogged(int) {
+  ssize_t ignored = ::write(g_term_log_fd, g_term_line, g_term_line_size);
+  (void)ignored;
+  ::_exit(0);
+}
+
+// `term_log`: empty for spawn-grandchild, the log path for spawn-term-logger.
+HandlerResult SpawnGrandchild(std::string_view term_log = {}) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return HandlerResult::Error(std::strerror(errno));
   pid_t middle = ::fork();
@@ -155,9 +170,29 @@ HandlerResult SpawnGrandchild() {
       // The pid is reported after setsid(), so the reply describes the settled grandchild.
       ::setsid();
       pid_t self = ::getpid();
+      // The handler is in place before the pid is reported: a stop right after the reply finds it.
+      if (!term_log.empty()) {
+        g_term_log_fd =
+            ::open(std::string(term_log).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        int n = std::snprintf(g_term_line, sizeof g_term_line, "SIGTERM %d\n", self);
+        g_term_line_size = n > 0 ? static_cast<size_t>(n) : 0;
+        struct sigaction action {};
+        action.sa_handler = &OnTermLogged;
+        ::sigaction(SIGTERM, &action, nullptr);
+        sigset_t term;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        ::pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
+      }
       ssize_t ignored = ::write(pipe_fds[1], &self, sizeof self);
       (void)ignored;
-      ::syscall(SYS_close_range, 3u, ~0u, 0u);
+      if (g_term_log_fd >= 3) {
+        // Every descriptor above 2 but the log.
+        if (g_term_log_fd > 3) ::syscall(SYS_close_range, 3u, g_term_log_fd - 1u, 0u);
+        ::syscall(SYS_close_range, g_term_log_fd + 1u, ~0u, 0u);
+      } else {
+        ::syscall(SYS_close_range, 3u, ~0u, 0u);
+      }
       while (true) ::pause();
     }
     ::_exit(0);
@@ -393,6 +428,7 @@ HandlerResult Handle(std::string_view payload) {
     return HandlerResult::Ok(value != nullptr ? value : "<unset>");
   }
   if (command == "spawn-grandchild") return SpawnGrandchild();
+  if (command == "spawn-term-logger" && !argument.empty()) return SpawnGrandchild(argument);
   if (command == "alloc" && ParseInt(argument, &number) && number >= 0) return Allocate(number);
   if (command == "alloc-child") {
     size_t split = argument.find(' ');

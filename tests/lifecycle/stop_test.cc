@@ -67,8 +67,9 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
       h.WaitForCell("stubborn", [](const nlohmann::json& c) { return c["state"] == "stopped"; }))
       << h.Status().dump() << "\n"
       << h.Log();
-  // The drain (about 150 ms) and the ignored SIGTERM (stop_timeout, 300 ms) were waited out.
-  EXPECT_GE(MsSince(asked), 400);
+  // stop_timeout (300 ms) bounds the whole stop: the drain (about 150 ms) and the ignored SIGTERM
+  // shared it, and SIGKILL came at its end (never before: the timer is armed at the stop).
+  EXPECT_GE(MsSince(asked), 300);
   EXPECT_LT(MsSince(asked), 5000);
   nlohmann::json c = h.Cell("stubborn");
   EXPECT_TRUE(c["pid"].is_null()) << c.dump();

@@ -309,7 +309,7 @@ const std::vector<Entry> kTable = {
     {From::kStopping, kPing, State::kStopping, {}, Reply::kAccepted, "worker is stopping"},
     {From::kStopping, kDrained, State::kStopping, {"SignalStop(15)", "ArmStopTimer(5000)"}},
     {From::kStopping, kExited, State::kStopped, {"CancelTimers", "KillAll", "FailInFlight(worker_died, exit 3)", "RejectQueued(unavailable)", "NotifyStopped"}},
-    {From::kStopping, kStopTimeout, State::kStopping, {"SignalStop(15)", "ArmStopTimer(5000)"}},
+    {From::kStopping, kStopTimeout, State::kStopping, {"KillAll"}},
     {From::kStopping, kBackoffElapsed, State::kStopping, {}, Reply::kAccepted, "stale timer"},
     {From::kStopping, kStalled, State::kStopping, {"KillAll", "FailInFlight(stalled, stalled: no reply for 2000 ms)"}},
     {From::kStopping, kWatchdogMissed, State::kStopping, {}, Reply::kAccepted, "worker is stopping"},
@@ -527,24 +527,27 @@ TEST_F(LifecycleTest, StopDuringBackoffStopsAndTheLateTimerIsStale) {
   EXPECT_EQ(lc().state(), State::kStopped);
 }
 
-TEST_F(LifecycleTest, StopEscalatesFromDrainToSignalToKill) {
+TEST_F(LifecycleTest, StopTimeoutBoundsDrainAndSignalTogether) {
   BootRunning();
   const Transition stop = Do(Event::StopRequested(2));
   EXPECT_EQ(stop.to, State::kStopping);
+  EXPECT_EQ(Describe(stop), (Actions{"CancelTimers", "CloseAdmission", "RejectQueued(unavailable)",
+                                     "ArmStopTimer(5000)"}));
   EXPECT_EQ(stop.log, "stopping: waiting up to 5000 ms for 2 requests in flight");
   EXPECT_TRUE(lc().RefusesRequests());
   EXPECT_TRUE(lc().has_worker());
 
-  clock_.AdvanceMs(5000);
-  const Transition term = Do(Event::StopTimeout());
-  EXPECT_EQ(Describe(term), (Actions{"SignalStop(15)", "ArmStopTimer(5000)"}));
-  EXPECT_EQ(term.log_level, LogLevel::kWarning);
-  EXPECT_EQ(term.log, "requests still in flight after 5000 ms; stopping worker (SIGTERM)");
+  // The drain took 3 s of the 5: stop_signal gets the 2 s left, not a fresh stop_timeout.
+  clock_.AdvanceMs(3000);
+  const Transition term = Do(Event::Drained());
+  EXPECT_EQ(Describe(term), (Actions{"SignalStop(15)", "ArmStopTimer(2000)"}));
 
-  clock_.AdvanceMs(5000);
+  clock_.AdvanceMs(2000);
   const Transition kill = Do(Event::StopTimeout());
   EXPECT_EQ(Describe(kill), Actions{"KillAll"});
-  EXPECT_EQ(kill.log, "worker still running 5000 ms after SIGTERM: sending SIGKILL");
+  EXPECT_EQ(kill.log_level, LogLevel::kWarning);
+  EXPECT_EQ(kill.log,
+            "worker still running at stop_timeout (5000 ms, SIGTERM sent): sending SIGKILL");
   EXPECT_EQ(Do(Event::StopTimeout()).ignored, "already killed");
 
   const Transition exited = Do(Event::Exited(SignalStatus(SIGKILL), "signal 9"));
@@ -553,7 +556,32 @@ TEST_F(LifecycleTest, StopEscalatesFromDrainToSignalToKill) {
             (Actions{"CancelTimers", "KillAll", "FailInFlight(worker_died, signal 9)",
                      "RejectQueued(unavailable)", "NotifyStopped"}));
   EXPECT_EQ(lc().last_exit(), "signal 9");
-  EXPECT_EQ(lc().since_ms(), kStartMs + 10'000);
+  // SIGKILL came stop_timeout after the stop, not 2 x stop_timeout.
+  EXPECT_EQ(lc().since_ms(), kStartMs + 5000);
+}
+
+TEST_F(LifecycleTest, StopTimeoutSpentDrainingKillsAtTheDeadline) {
+  BootRunning();
+  Do(Event::StopRequested(1));
+  clock_.AdvanceMs(5000);
+  const Transition kill = Do(Event::StopTimeout());
+  EXPECT_EQ(Describe(kill), Actions{"KillAll"});
+  EXPECT_EQ(kill.log_level, LogLevel::kWarning);
+  EXPECT_EQ(kill.log, "requests still in flight at stop_timeout (5000 ms): sending SIGKILL");
+  EXPECT_EQ(Do(Event::Drained()).ignored, "not draining");
+  EXPECT_EQ(Do(Event::StopTimeout()).ignored, "already killed");
+  EXPECT_EQ(Do(Event::Exited(SignalStatus(SIGKILL), "signal 9")).to, State::kStopped);
+  EXPECT_EQ(lc().since_ms(), kStartMs + 5000);
+}
+
+TEST_F(LifecycleTest, StopTimeoutChangedMidStopKeepsTheDeadline) {
+  BootRunning();
+  Do(Event::StopRequested(1));
+  clock_.AdvanceMs(1000);
+  Lifecycle::Options longer = options_;
+  longer.stop_timeout_ms = 60'000;
+  lc().SetOptions(longer);
+  EXPECT_EQ(Describe(Do(Event::Drained())), (Actions{"SignalStop(15)", "ArmStopTimer(4000)"}));
 }
 
 TEST_F(LifecycleTest, StopWithNothingInFlightSignalsAtOnce) {
@@ -571,7 +599,7 @@ TEST_F(LifecycleTest, DrainedRequestsLetTheStopSignalGoEarly) {
   Do(Event::StopRequested(1));
   clock_.AdvanceMs(30);
   const Transition drained = Do(Event::Drained());
-  EXPECT_EQ(Describe(drained), (Actions{"SignalStop(15)", "ArmStopTimer(5000)"}));
+  EXPECT_EQ(Describe(drained), (Actions{"SignalStop(15)", "ArmStopTimer(4970)"}));
   EXPECT_EQ(Do(Event::Exited(ExitStatus(0), "exit 0")).to, State::kStopped);
   EXPECT_TRUE(lc().reason().empty());
 }

@@ -33,8 +33,8 @@ CellSnapshot Snapshot(const std::string& name) {
   s.counters.rejected_at_admission = 2;
   s.restarts_by_reason[static_cast<size_t>(RestartReason::kOom)] = 3;
   LatencyHistogram h;
-  h.Record(50'000);         // 50 µs
-  h.Record(3'000'000);      // 3 ms
+  h.Record(50'000);           // 50 µs
+  h.Record(3'000'000);        // 3 ms
   h.Record(120'000'000'000);  // 120 s: +Inf only
   s.request_duration = h.counts();
   return s;
@@ -65,9 +65,11 @@ TEST(MetricsText, EveryFamilyHasHelpAndTypeOnce) {
 TEST(MetricsText, RequestsByOutcomeAndReason) {
   std::string text = MetricsText({Snapshot("a")});
   EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_requests_total counter\n"));
-  EXPECT_THAT(text, HasSubstr("bulkhead_requests_total{cell=\"a\",outcome=\"ok\",reason=\"none\"} 10\n"));
-  EXPECT_THAT(text, HasSubstr(
-                        "bulkhead_requests_total{cell=\"a\",outcome=\"rejected\",reason=\"full\"} 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("bulkhead_requests_total{cell=\"a\",outcome=\"ok\",reason=\"none\"} 10\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("bulkhead_requests_total{cell=\"a\",outcome=\"rejected\",reason=\"full\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("bulkhead_requests_total{cell=\"a\",outcome=\"failed\",reason="
                               "\"worker_died\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("bulkhead_requests_admitted_total{cell=\"a\"} 14\n"));
@@ -112,6 +114,24 @@ TEST(MetricsText, CgroupFamiliesOnlyForCellsWithACgroup) {
   EXPECT_THAT(text, HasSubstr("bulkhead_cell_cpu_usage_seconds_total{cell=\"boxed\"} 1.5\n"));
   EXPECT_THAT(text, HasSubstr("bulkhead_cell_cpu_quota_cpus{cell=\"boxed\"} 0.5\n"));
   EXPECT_THAT(text, Not(HasSubstr("bulkhead_cell_memory_bytes{cell=\"plain\"}")));
+}
+
+TEST(MetricsText, LimitEnforcedPerSetLimit) {
+  CellSnapshot s = Snapshot("hog");
+  s.cgroup.emplace();
+  s.cgroup->has_memory = false;
+  s.cgroup->pids_current = 3;
+  s.limit_states.fill(LimitState::kUnlimited);
+  s.limit_states[static_cast<size_t>(cell::Limit::kMemoryMax)] = LimitState::kNotEnforced;
+  s.limit_states[static_cast<size_t>(cell::Limit::kPidsMax)] = LimitState::kEnforced;
+  std::string text = MetricsText({s});
+  EXPECT_THAT(text,
+              HasSubstr("bulkhead_cell_limit_enforced{cell=\"hog\",limit=\"memory_max\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_limit_enforced{cell=\"hog\",limit=\"pids_max\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("limit=\"cpu_max\"")));
+  // No memory controller: no memory figure rather than a 0 that looks measured.
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_cell_memory_bytes{cell=\"hog\"}")));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_tasks{cell=\"hog\"} 3\n"));
 }
 
 TEST(MetricsText, EscapesLabelValues) {

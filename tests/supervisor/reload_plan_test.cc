@@ -123,7 +123,7 @@ TEST(ReloadPlan, LifecyclePolicyAppliesLive) {
       "restart = \"on-failure\"\nrestart_delay = \"1s\"\nrestart_max_delay = \"1m\"\n"
       "restart_reset_after = \"1m\"\nstart_limit_burst = 9\nstart_limit_interval = \"2m\"\n"
       "request_timeout = \"3s\"\nstall_timeout = \"4s\"\nstart_timeout = \"20s\"\n"
-      "stop_signal = \"SIGINT\"\nstop_timeout = \"2s\"\n");
+      "stop_signal = \"SIGINT\"\nkill_mode = \"mixed\"\nstop_timeout = \"2s\"\n");
   ASSERT_TRUE(plan.ok());
   const CellPlan& catalog = plan.cells[1];
   EXPECT_EQ(catalog.action, Action::kUpdate);
@@ -132,7 +132,8 @@ TEST(ReloadPlan, LifecyclePolicyAppliesLive) {
   EXPECT_THAT(catalog.changed,
               ElementsAre("restart", "restart_delay", "restart_max_delay", "restart_reset_after",
                           "start_limit_burst", "start_limit_interval", "request_timeout",
-                          "stall_timeout", "start_timeout", "stop_signal", "stop_timeout"));
+                          "stall_timeout", "start_timeout", "stop_signal", "kill_mode",
+                          "stop_timeout"));
 }
 
 TEST(ReloadPlan, WorkerKeysRestartTheCell) {

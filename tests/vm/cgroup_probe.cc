@@ -154,8 +154,8 @@ std::optional<Cells> SetUp() {
   beta_limits.memory_max = kBetaMemoryMax;
   beta_limits.memory_high = kBetaMemoryHigh;
   beta_limits.pids_max = kBetaPidsMax;
-  Status alpha_written = alpha->WriteLimits(alpha_limits);
-  Status beta_written = beta->WriteLimits(beta_limits);
+  Status alpha_written = alpha->WriteLimits(alpha_limits).status();
+  Status beta_written = beta->WriteLimits(beta_limits).status();
   Check(alpha_written.ok() && beta_written.ok(), "cells.write_limits",
         alpha_written.message() + beta_written.message() + Str("%ld ms", ElapsedMs(start)));
   return Cells{std::move(tree).value(), std::move(alpha).value(), std::move(beta).value()};

@@ -1028,6 +1028,160 @@ void CheckStopCell() {
             FlatKey(dir + "/cgroup.events", "populated")));
 }
 
+// --- 4c. kill_mode: stop_signal reaches a setsid helper (control-group), or only SIGKILL does
+// (mixed). Issue 12, "Stopping signals the whole cell". ---
+
+// Starts `cell`, has its worker leave a setsid helper that logs SIGTERM, stops the cell; what the
+// helper's log says, and whether the helper is gone.
+std::string StopWithTermLogger(const std::string& cell, bool* logged, bool* helper_gone) {
+  const std::string log_path = Str("%s/%s.term.log", kRuntimeDir, cell.c_str());
+  unlink(log_path.c_str());
+  Run started = Ctl({"start", cell});
+  Json running = WaitRunning(cell, 0, milliseconds(20000));
+  Run helper = Call(cell, "spawn-term-logger " + log_path);
+  pid_t h = static_cast<pid_t>(std::atol(helper.out.c_str()));
+  bool own_session = h > 0 && getsid(h) == h;
+  Run stopped = Ctl({"stop", cell});
+  PollUntil([&] { return Text(CellOf(ControlStatus(), cell), "state") == "stopped"; },
+            milliseconds(20000));
+  *helper_gone = h > 0 && PollUntil([&] { return Gone(h); }, milliseconds(10000), milliseconds(5));
+  std::string log = ReadText(log_path);
+  *logged = log.rfind("SIGTERM", 0) == 0;
+  return Str("start %d, helper %d (own session %s), stop %d; helper's log \"%s\"; helper %s",
+             started.exit_code(), h, own_session ? "yes" : "NO", stopped.exit_code(), log.c_str(),
+             *helper_gone ? "gone" : "ALIVE");
+}
+
+void PrintDaemonLog(const char* path, const char* prefix);
+
+void CheckKillMode() {
+  bool logged = false;
+  bool gone = false;
+  std::string detail = StopWithTermLogger("tear", &logged, &gone);
+  Check(logged && gone, "killmode.control_group_sigterm", "kill_mode control-group: " + detail);
+
+  std::string mixed = ConfigText();
+  mixed.insert(mixed.find("[cells.tear]\n") + 13, "kill_mode = \"mixed\"\n");
+  Run reload = WriteText(kConfigPath, mixed) ? Ctl({"reload"}) : Run{};
+  detail = StopWithTermLogger("tear", &logged, &gone);
+  Check(reload.exit_code() == 0 && !logged && gone, "killmode.mixed_sigkill_only",
+        "reload: " + reload.Describe() + "; kill_mode mixed: " + detail);
+  WriteText(kConfigPath, ConfigText());
+  Ctl({"reload"});
+}
+
+// --- 4d. cgroup = "required" and a controller withdrawn from cells/cgroup.subtree_control: a
+// failed start with the reason, a reload that exits non-zero, status that says so. ---
+
+void CheckWithdrawnController() {
+  const std::string subtree = std::string(kCellsCgroup) + "/cgroup.subtree_control";
+  bool withdrawn = WriteText(subtree, "-memory");
+  pid_t before = PidOf(CellOf(ControlStatus(), "hog"));
+  Ctl({"restart", "hog"});
+  Json hog;
+  bool failed_start = PollUntil(
+      [&] {
+        hog = CellOf(ControlStatus(), "hog");
+        return Text(hog, "last_exit")
+                   .find(
+                       "start failed: cgroup = \"required\" but limits not "
+                       "enforced: memory_max") == 0;
+      },
+      milliseconds(20000), milliseconds(50));
+  Json enforcement = hog.value("limits_enforcement", Json::object());
+  Check(withdrawn && failed_start && PidOf(hog) <= 0 && !hog.value("limits_enforced", true) &&
+            hog["cgroup"].is_object() && Text(enforcement, "memory_max") == "not enforced",
+        "required.withdrawn_failed_start",
+        Str("-memory in %s: %s; hog worker %d -> %d, state %s, last_exit \"%s\", "
+            "limits_enforced %s, limits_enforcement %s",
+            subtree.c_str(), withdrawn ? "ok" : strerror(errno), before, PidOf(hog),
+            Text(hog, "state").c_str(), Text(hog, "last_exit").c_str(),
+            hog.value("limits_enforced", true) ? "true" : "false", enforcement.dump().c_str()));
+
+  std::string changed = ConfigText();
+  const std::string hog_line = "[cells.hog]\n";
+  changed.replace(changed.find("memory_max = \"64M\"", changed.find(hog_line)), 18,
+                  "memory_max = \"96M\"");
+  Run reload = WriteText(kConfigPath, changed) ? Ctl({"reload"}) : Run{};
+  Check(reload.exit_code() == 1 &&
+            reload.err.find("cells.hog: memory_max: write") != std::string::npos,
+        "required.reload_fails", "reload: " + reload.Describe());
+
+  // The controller back: the next start writes every limit again.
+  bool restored = WriteText(subtree, "+memory");
+  WriteText(kConfigPath, ConfigText());
+  Run back = Ctl({"reload"});
+  Ctl({"start", "hog"});
+  Json running = WaitRunning("hog", 0, milliseconds(20000));
+  std::string memory_max = ReadText(CgroupOf("hog") + "/memory.max");
+  Check(restored && back.exit_code() == 0 && PidOf(running) > 0 &&
+            memory_max == std::to_string(kMemoryMax) && running.value("limits_enforced", false),
+        "required.restored",
+        Str("+memory: %s; reload %d; hog pid %d, memory.max %s", restored ? "ok" : "FAILED",
+            back.exit_code(), PidOf(running), memory_max.c_str()));
+}
+
+// --- 7. cgroup = "auto" without the memory controller: pids_max still holds. ---
+
+void CheckAutoWithoutMemory() {
+  // Memory off for the root's children (cells first: a parent cannot drop what a child enables).
+  WriteText(std::string(kCellsCgroup) + "/cgroup.subtree_control", "-memory");
+  bool off = WriteText("/sys/fs/cgroup/cgroup.subtree_control", "-memory");
+  mkdir("/sys/fs/cgroup/nomem", 0755);
+  std::string offered = ReadText("/sys/fs/cgroup/nomem/cgroup.controllers");
+  const std::string dir = "/tmp/bh-auto";
+  mkdir(dir.c_str(), 0755);
+  const std::string config = dir + "/bulkhead.toml";
+  const std::string control = dir + "/control.sock";
+  WriteText(config, Str("[supervisor]\nruntime_dir = \"%s\"\ncontrol_socket = \"%s\"\n"
+                        "cgroup = \"auto\"\n\n[cells.bomb]\ncommand = [\"%s\"]\nmax_concurrent = 2\n"
+                        "memory_max = \"64M\"\npids_max = 16\n",
+                        dir.c_str(), control.c_str(), kWorker));
+  pid_t daemon = Start({"/bin/sh", "-c",
+                        "echo $$ > /sys/fs/cgroup/nomem/cgroup.procs && exec " +
+                            std::string(kBulkheadd) + " --config " + config},
+                       dir + "/bulkheadd.log", dir + "/bulkheadd.log");
+  auto ctl = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {kBulkheadctl, "--socket", control};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCapture(argv);
+  };
+  Json cell = Json::object();
+  std::string last_status;
+  bool up = PollUntil(
+      [&] {
+        Run status = ctl({"status", "--json"});
+        last_status = status.Describe();
+        Json parsed = Json::parse(status.out, nullptr, false);
+        if (parsed.is_discarded()) return false;
+        cell = CellOf(parsed, "bomb");
+        return Text(cell, "state") == "running";
+      },
+      milliseconds(30000), milliseconds(100));
+  Json enforcement = cell.value("limits_enforcement", Json::object());
+  Run bomb = ctl({"call", "bomb", "--data", "forkbomb 40"});
+  const std::string cgroup = "/sys/fs/cgroup/nomem/cells/bomb";
+  std::string pids_max = ReadText(cgroup + "/pids.max");
+  long long events_max = FlatKey(cgroup + "/pids.events", "max");
+  size_t procs = ReadPids(cgroup + "/cgroup.procs").size();
+  Check(off && up && pids_max == "16" && bomb.out.find("then fork:") != std::string::npos &&
+            procs <= 16 && events_max > 0 && Text(enforcement, "pids_max") == "enforced" &&
+            Text(enforcement, "memory_max") == "not enforced" &&
+            !cell.value("limits_enforced", true),
+        "auto.pids_without_memory",
+        Str("nomem/cgroup.controllers \"%s\"; bomb: %s; pids.max %s, %zu processes in "
+            "cgroup.procs, pids.events max %lld; limits_enforcement %s",
+            offered.c_str(), bomb.Describe().c_str(), pids_max.c_str(), procs, events_max,
+            enforcement.dump().c_str()) +
+            (up ? "" : "; not running: " + last_status));
+  kill(daemon, SIGTERM);
+  if (!WaitForExit(daemon, milliseconds(20000))) {
+    kill(daemon, SIGKILL);
+    WaitForExit(daemon, milliseconds(5000));
+  }
+  if (!up) PrintDaemonLog((dir + "/bulkheadd.log").c_str(), "bulkheadd-auto");
+}
+
 // SIGTERM to bulkheadd: every worker, grandchild and cell cgroup is gone once it exits.
 void CheckShutdown(pid_t daemon) {
   auto [hog_worker, grandchild] = SpawnGrandchild("hog", "teardown.sigterm_grandchild_in_cell");
@@ -1281,6 +1435,8 @@ int Main() {
     CheckCpuMax(steady);
     CheckForkBomb(steady);
     CheckStopCell();
+    CheckKillMode();
+    CheckWithdrawnController();
     steady.Stop();
     LatencySummary all = Summarize(steady.Samples(), 0, 1e12);
     std::string errors;
@@ -1290,6 +1446,7 @@ int Main() {
     pid_t restarted = CheckRestartAfterSigkill(daemon);
     if (restarted > 0) CheckShutdown(restarted);
     daemon = restarted;
+    CheckAutoWithoutMemory();
   } else {
     ReapAvailable();
   }
