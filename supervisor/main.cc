@@ -11,6 +11,7 @@
 #include "base/exit_status.h"
 #include "base/log.h"
 #include "config/config.h"
+#include "supervisor/container.h"
 #include "supervisor/init_mode.h"
 #include "supervisor/supervisor.h"
 
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
   // Before anything may print: as PID 1, stdio may still be closed and /proc absent.
   const bool pid1 = ::getpid() == 1;
   if (pid1) {
-    for (const supervisor::InitLogLine& line : supervisor::SetUpInit()) {
+    const std::string container = supervisor::DetectContainer(supervisor::ReadContainerSigns());
+    for (const supervisor::InitLogLine& line : supervisor::SetUpInit(container)) {
       Log(line.level, {}, 0, line.message);
     }
   }

@@ -171,6 +171,23 @@ TEST(BulkheaddProcess, StraySignalsAreLoggedAndIgnored) {
   EXPECT_THAT(h.Log(), HasSubstr("SIGUSR1 has no meaning to bulkheadd: ignored"));
 }
 
+// systemd's halt and poweroff requests, which podman's systemd mode sends a container's PID 1
+// (`podman stop`): an orderly shutdown, exit 0, the worker stopped, not a 10 s wait for SIGKILL.
+TEST(BulkheaddProcess, SystemdHaltAndPoweroffSignalsStopInOrder) {
+  for (int offset : {3, 4}) {
+    SCOPED_TRACE("SIGRTMIN+" + std::to_string(offset));
+    Harness h(TestOptions({CellSpec{.name = "a"}}));
+    ASSERT_STARTED(h);
+    const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+    Result<int> status = h.Stop(SIGRTMIN + offset);
+    ASSERT_TRUE(status.ok()) << status.status().message() << h.Log();
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << h.Log();
+    EXPECT_THAT(h.Log(), HasSubstr("received SIGRTMIN+" + std::to_string(offset)));
+    EXPECT_TRUE(WaitFor([&] { return Gone(worker); }));
+    EXPECT_FALSE(Exists(h.CellSocket("a")));
+  }
+}
+
 // Runs bulkheadd on `toml`; it must refuse it.
 ProcessResult RunOnConfig(const TempDir& dir, const std::string& toml) {
   const std::string path = dir.Join("bad.toml");

@@ -312,16 +312,16 @@ bulkhead::Status Harness::Start() {
   return bulkhead::Status::Ok();
 }
 
-Result<int> Harness::Stop() {
+Result<int> Harness::Stop(int signum) {
   if (!running()) return bulkhead::Status::Error("bulkheadd is not running");
   const pid_t pid = std::exchange(pid_, -1);
-  ::kill(pid, SIGTERM);
+  ::kill(pid, signum);
   std::optional<int> status = WaitExit(pid, options_.stop_timeout);
   if (!status) {
     KillAndReap(pid);
-    return bulkhead::Status::Error("bulkheadd did not exit within " +
-                                   std::to_string(options_.stop_timeout.count()) +
-                                   " ms of SIGTERM and was killed; its log:\n" + Log());
+    return bulkhead::Status::Error(
+        "bulkheadd did not exit within " + std::to_string(options_.stop_timeout.count()) +
+        " ms of signal " + std::to_string(signum) + " and was killed; its log:\n" + Log());
   }
   return *status;
 }

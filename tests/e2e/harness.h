@@ -15,6 +15,7 @@
 // thread once Start has returned.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -124,9 +125,9 @@ class Harness {
   // May be called again after Stop or Kill (same config, same sockets). On failure bulkheadd is
   // killed and reaped, and the message includes its log.
   bulkhead::Status Start();
-  // SIGTERM, then waits for the exit (SIGKILL after stop_timeout). Returns the wait status; an
-  // error when nothing was running or bulkheadd had to be killed.
-  Result<int> Stop();
+  // `signum` (SIGTERM), then waits for the exit (SIGKILL after stop_timeout). Returns the wait
+  // status; an error when nothing was running or bulkheadd had to be killed.
+  Result<int> Stop(int signum = SIGTERM);
   // SIGKILL to bulkheadd (a crash), then reaps it. Its workers keep running: see
   // KillOrphanedWorkers.
   void Kill();
