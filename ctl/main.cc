@@ -11,11 +11,13 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/duration.h"
 #include "base/exit_status.h"
+#include "base/log.h"
 #include "ctl/cell_call.h"
 #include "ctl/control_client.h"
 #include "ctl/default_socket.h"
@@ -30,8 +32,9 @@ namespace {
 // Bound on a control-socket exchange when --timeout is not given.
 constexpr std::chrono::seconds kDefaultControlTimeout{10};
 
+// At priority err when stderr is the journal (bulkheadctl as a unit's ExecReload=).
 void PrintError(const std::string& message) {
-  std::fprintf(stderr, "bulkheadctl: %s\n", message.c_str());
+  WriteStderrLine(LogLevel::kError, "bulkheadctl: " + message);
 }
 
 // Writes all of `bytes` to `stream`; false on error.
@@ -102,7 +105,8 @@ volatile sig_atomic_t g_interrupted = 0;
 // exits 0. Each query is bounded by `timeout` (or kDefaultControlTimeout); a failed query ends the
 // watch with its exit code.
 int WatchStatus(const std::string& socket, const std::string& cell, bool json,
-                std::chrono::milliseconds interval, std::optional<std::chrono::milliseconds> timeout) {
+                std::chrono::milliseconds interval,
+                std::optional<std::chrono::milliseconds> timeout) {
   struct sigaction action {};
   action.sa_handler = [](int) { g_interrupted = 1; };
   sigemptyset(&action.sa_mask);
@@ -234,7 +238,13 @@ int Reload(const std::string& socket, Deadline deadline) {
   ControlReply reply = QueryControl(socket, ReloadRequest(), deadline);
   if (!reply.response) return ReportNoResponse(reply);
   ReloadOutcome outcome = InterpretReload(*reply.response);
-  if (!outcome.err.empty()) WriteAll(stderr, outcome.err);
+  // A refusal's lines (each error, then the verdict), each at priority err under a unit.
+  std::string_view err = outcome.err;
+  while (!err.empty()) {
+    size_t end = err.find('\n');
+    WriteStderrLine(LogLevel::kError, err.substr(0, end));
+    err.remove_prefix(end == std::string_view::npos ? err.size() : end + 1);
+  }
   if (!WriteAll(stdout, outcome.out)) return kExitFailure;
   return outcome.exit_code;
 }

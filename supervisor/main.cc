@@ -44,11 +44,16 @@ int main(int argc, char** argv) {
 
   config::LoadResult loaded = config::LoadConfigFile(config_path);
   if (!loaded.config) {
+    // Plain file:line:col lines for a person; at priority err when stderr is the journal, so that
+    // `journalctl -u bulkheadd -p err` shows why a start failed.
     for (const config::ConfigError& error : loaded.errors) {
-      std::fprintf(stderr, "%s\n", error.ToString().c_str());
+      WriteStderrLine(LogLevel::kError, error.ToString());
     }
-    std::fprintf(stderr, "bulkheadd: %zu error(s) in %s; nothing started\n", loaded.errors.size(),
-                 config_path.c_str());
+    // --check-config starts nothing whatever the outcome (it also runs beside a live bulkheadd).
+    WriteStderrLine(
+        LogLevel::kError,
+        "bulkheadd: " + std::to_string(loaded.errors.size()) + " error(s) in " + config_path +
+            (check_only ? "; configuration refused" : "; configuration refused, nothing started"));
     return kExitConfigInvalid;
   }
   if (check_only) {

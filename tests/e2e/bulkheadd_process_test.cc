@@ -226,5 +226,31 @@ TEST(BulkheaddProcess, BadConfigIsRefusedWithPositionedErrors) {
   EXPECT_THAT(missing.err, StartsWith(file + ":1:1: cells.x.command: missing required key"));
 }
 
+// Under a unit, a refused config must reach `journalctl -p err`: every line at priority 3, and the
+// last says what did (not) happen for the kind of run.
+TEST(BulkheaddProcess, ConfigErrorsAreAtPriorityErrWhenStderrIsTheJournal) {
+  TempDir dir;
+  const std::string file = dir.Join("bad.toml");
+  std::ofstream(file) << "[cells.x]\ncommand = [\"/bin/true\"]\nmax_concurrent = 0\n";
+  for (bool check_only : {false, true}) {
+    std::vector<std::string> argv = {BulkheaddPath(), "--config", file};
+    if (check_only) argv.push_back("--check-config");
+    Result<ProcessResult> run = RunProcess(WithStderrAsJournal(argv), "", std::chrono::seconds(10));
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_EQ(run->exit_code(), kExitConfigInvalid) << run->Describe();
+    EXPECT_THAT(run->err, StartsWith("<3>" + file + ":3:18: cells.x.max_concurrent: "));
+    const std::string last =
+        check_only
+            ? "<3>bulkheadd: 1 error(s) in " + file + "; configuration refused\n"
+            : "<3>bulkheadd: 1 error(s) in " + file + "; configuration refused, nothing started\n";
+    EXPECT_THAT(run->err, ::testing::EndsWith(last)) << run->Describe();
+    EXPECT_THAT(run->err, ::testing::Not(HasSubstr("\n<6>")));
+  }
+  // At a terminal (no $JOURNAL_STREAM) the lines stay plain.
+  Result<ProcessResult> plain = RunProcess({BulkheaddPath(), "--check-config", "--config", file});
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_THAT(plain->err, StartsWith(file + ":3:18: cells.x.max_concurrent: "));
+}
+
 }  // namespace
 }  // namespace bulkhead::e2e

@@ -182,6 +182,16 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, std::stri
   return result;
 }
 
+std::vector<std::string> WithStderrAsJournal(const std::vector<std::string>& argv) {
+  // stat runs with the same stderr (a memfd from RunProcess), so its numbers are stderr's.
+  std::vector<std::string> wrapped = {
+      "/bin/sh", "-c",
+      "JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) && export JOURNAL_STREAM && exec \"$@\"",
+      "sh"};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
 Harness::Harness(HarnessOptions options) : options_(std::move(options)) {
   // Workers orphaned by a killed bulkheadd are re-parented to us, so we can reap them by pid.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -100,6 +100,11 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, std::stri
                                  std::chrono::milliseconds timeout = std::chrono::seconds(30),
                                  const std::vector<std::string>& env = {});
 
+// `argv` run through /bin/sh with $JOURNAL_STREAM set to its stderr's "DEVICE:INODE", as systemd
+// does for a unit whose stderr is the journal (systemd.exec(5)): the program then writes the
+// journal's "<N>" priority prefixes (base/log.h, StderrLogStyle).
+std::vector<std::string> WithStderrAsJournal(const std::vector<std::string>& argv);
+
 // Polling with a deadline and temporary directories come from the shared test helpers.
 using testing::TempDir;
 using testing::WaitFor;
