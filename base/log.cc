@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -129,6 +129,27 @@ LogStyle DetectStderrStyle() {
              : LogStyle::kTimestamp;
 }
 
+// The sd-daemon(3) prefix "<N>" of `level`.
+void AppendPriorityPrefix(LogLevel level, std::string* out) {
+  out->push_back('<');
+  out->push_back(static_cast<char>('0' + SyslogPriority(level)));
+  out->push_back('>');
+}
+
+// Writes all of `*line` with as few write(2) calls as the kernel allows (one, but for a signal or
+// a full pipe), so lines stay whole; then drops a huge buffer's capacity (a message of many
+// megabytes should not keep it for good).
+void WriteLineToStderr(std::string* line) {
+  size_t written = 0;
+  while (written < line->size()) {
+    ssize_t n = ::write(STDERR_FILENO, line->data() + written, line->size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  if (line->capacity() > (1u << 20)) std::string().swap(*line);
+}
+
 }  // namespace
 
 void SetLogLevel(LogLevel level) { g_level.store(level); }
@@ -184,9 +205,7 @@ void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::str
                    int pid, std::span<const LogField> fields, std::string_view message,
                    std::string* out) {
   if (style == LogStyle::kJournal) {
-    out->push_back('<');
-    out->push_back(static_cast<char>('0' + SyslogPriority(level)));
-    out->push_back('>');
+    AppendPriorityPrefix(level, out);
   } else {
     tm utc{};
     gmtime_r(&now.tv_sec, &utc);
@@ -243,16 +262,16 @@ void Log(LogLevel level, std::string_view cell, int pid, std::span<const LogFiel
   LogStyle style = StderrLogStyle();
   if (style == LogStyle::kTimestamp) clock_gettime(CLOCK_REALTIME, &now);
   FormatLogLine(style, now, level, cell, pid, fields, message, &line);
-  // One write(2) per line keeps lines whole; a short write (a signal, a full pipe) goes on.
-  size_t written = 0;
-  while (written < line.size()) {
-    ssize_t n = ::write(STDERR_FILENO, line.data() + written, line.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    written += static_cast<size_t>(n);
-  }
-  // A huge line (a message of many megabytes) should not keep its capacity for good.
-  if (line.capacity() > (1u << 20)) std::string().swap(line);
+  WriteLineToStderr(&line);
+}
+
+void WriteStderrLine(LogLevel level, std::string_view text) {
+  thread_local std::string line;
+  line.clear();
+  if (StderrLogStyle() == LogStyle::kJournal) AppendPriorityPrefix(level, &line);
+  line.append(text);
+  line.push_back('\n');
+  WriteLineToStderr(&line);
 }
 
 }  // namespace bulkhead

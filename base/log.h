@@ -72,6 +72,13 @@ void Log(LogLevel level, std::string_view cell, int pid, std::string_view messag
 void Log(LogLevel level, std::string_view cell, int pid, std::span<const LogField> fields,
          std::string_view message);
 
+// Writes `text` and a newline to stderr unformatted, in one write(2), preceded by the priority
+// prefix "<N>" of `level` when stderr is the journal (StderrLogStyle() is kJournal). For what a
+// command prints for a person (bulkheadd --check-config's file:line:col errors, bulkheadctl's
+// errors): plain at a terminal, at the right priority under a unit (`journalctl -p err`). Not
+// filtered by SetLogLevel. `text` should be one line.
+void WriteStderrLine(LogLevel level, std::string_view text);
+
 inline void LogInfo(std::string_view message) { Log(LogLevel::kInfo, {}, 0, message); }
 inline void LogWarning(std::string_view message) { Log(LogLevel::kWarning, {}, 0, message); }
 inline void LogError(std::string_view message) { Log(LogLevel::kError, {}, 0, message); }

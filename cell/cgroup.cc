@@ -520,6 +520,15 @@ Result<CgroupTree> CgroupTree::Delegate(const DelegateOptions& options) {
   if (std::string_view(relative).substr(slash + 1) == kSupervisorLeaf) {
     relative.resize(slash);
   }
+  // Whether this process moves into <own>/supervisor: always for its own cgroup; for a given
+  // parent only when it lives inside it (a sibling subtree is not ours to reorganise).
+  bool move_self = true;
+  if (!options.parent.empty()) {
+    std::string parent = options.parent;
+    while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
+    move_self = parent == "/" || relative == parent || relative.starts_with(parent + "/");
+    relative = parent;
+  }
   CgroupTree tree;
   tree.own_path_ = relative.empty() || relative == "/" ? root : root + relative;
   tree.supervisor_path_ = Join(tree.own_path_, kSupervisorLeaf);
@@ -546,11 +555,14 @@ Result<CgroupTree> CgroupTree::Delegate(const DelegateOptions& options) {
   }
 
   // The supervisor leaves <own> so that <own> may enable controllers for its children.
-  Status status = MakeDirectory(tree.supervisor_path_);
-  if (!status.ok()) return status;
-  pid_t pid = options.pid != 0 ? options.pid : getpid();
-  status = WriteFile(Join(tree.supervisor_path_, "cgroup.procs"), std::to_string(pid));
-  if (!status.ok()) return status;
+  Status status = Status::Ok();
+  if (move_self) {
+    status = MakeDirectory(tree.supervisor_path_);
+    if (!status.ok()) return status;
+    pid_t pid = options.pid != 0 ? options.pid : getpid();
+    status = WriteFile(Join(tree.supervisor_path_, "cgroup.procs"), std::to_string(pid));
+    if (!status.ok()) return status;
+  }
 
   status = EnableControllers(tree.own_path_, enabled);
   if (!status.ok()) return status;

@@ -174,6 +174,11 @@ struct DelegateOptions {
   bool check_filesystem = true;
   // Process moved into <own>/supervisor; 0 means the caller.
   pid_t pid = 0;
+  // The cgroup to build the tree in, as a path under root_mount ("/pod.slice/bulkhead"); empty:
+  // the one options.proc_self_cgroup names (bulkheadd's own). With a parent, the process moves to
+  // <parent>/supervisor only when it already lives in <parent> or below it; elsewhere it stays
+  // where it is, and <parent> must have no processes of its own.
+  std::string parent;
   // Controllers enabled for the cells.
   std::vector<std::string> controllers = {"cpu", "memory", "pids"};
   // true: every one of `controllers` must be available, else Delegate fails (cgroup =
@@ -182,7 +187,8 @@ struct DelegateOptions {
   bool require_all_controllers = true;
 };
 
-// The supervisor's delegated cgroup ("own": the one /proc/self/cgroup names at start) laid out as
+// The supervisor's delegated cgroup ("own": the one /proc/self/cgroup names at start, or the
+// `parent` of DelegateOptions) laid out as
 //   <own>/supervisor      leaf holding bulkheadd itself
 //   <own>/cells           no processes; +cpu +memory +pids in its cgroup.subtree_control
 //   <own>/cells/<name>    one leaf per cell (CellCgroup), the only place workers run

@@ -57,10 +57,10 @@ constexpr uint64_t kFrameHeaderBytes = 16;
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
-constexpr std::array<std::string_view, 10> kSupervisorKeys = {
-    "runtime_dir",         "control_socket",       "max_payload_bytes", "log_level",
-    "cgroup",              "metrics_listen",       "on_shutdown",       "control_socket_mode",
-    "control_socket_group", "control_group"};
+constexpr std::array<std::string_view, 11> kSupervisorKeys = {
+    "runtime_dir",          "control_socket", "max_payload_bytes", "log_level",
+    "cgroup",               "metrics_listen", "on_shutdown",       "control_socket_mode",
+    "control_socket_group", "control_group",  "cgroup_parent"};
 constexpr auto kCellKeys = std::to_array<std::string_view>({"command",
                                                         "socket",
                                                         "max_concurrent",
@@ -600,6 +600,40 @@ class ConfigParser {
     return std::nullopt;
   }
 
+  // A cgroup as the kernel names it in /proc/PID/cgroup: "/" or "/a/b", relative to the cgroup2
+  // mount. Components are never ".", ".." or empty, and hold no character a cgroup file name
+  // cannot (whitespace, control characters); a trailing '/' is dropped.
+  std::optional<std::string> ExpectCgroupPath(const toml::node& node, const std::string& path) {
+    std::optional<std::string> text = ExpectString(node, path);
+    if (!text) return std::nullopt;
+    std::string value = *text;
+    while (value.size() > 1 && value.back() == '/') value.pop_back();
+    auto fail = [&](const std::string& why) {
+      AddError(At(node.source()), path, why + ", got " + Quoted(*text));
+      return std::nullopt;
+    };
+    if (value.empty() || value.front() != '/') {
+      return fail(
+          "must be a cgroup path under the cgroup2 mount starting with '/' "
+          "(\"/pod.slice/bulkhead\")");
+    }
+    for (unsigned char c : value) {
+      if (c <= ' ' || c == 0x7f) return fail("must not contain whitespace or control characters");
+    }
+    if (value != "/") {
+      for (size_t start = 1; start <= value.size();) {
+        size_t end = value.find('/', start);
+        if (end == std::string::npos) end = value.size();
+        std::string_view part = std::string_view(value).substr(start, end - start);
+        if (part.empty() || part == "." || part == "..") {
+          return fail("must not have empty, \".\" or \"..\" components");
+        }
+        start = end + 1;
+      }
+    }
+    return value;
+  }
+
   // A string holding a path; relative paths are resolved against the config file's directory.
   std::optional<std::string> ExpectPath(const toml::node& node, const std::string& path) {
     std::optional<std::string> text = ExpectString(node, path);
@@ -709,6 +743,10 @@ class ConfigParser {
         } else if (name == "cgroup") {
           if (auto mode = ExpectChoice(*node, path, kCgroupModes)) {
             out.cgroup = static_cast<CgroupMode>(*mode);
+          }
+        } else if (name == "cgroup_parent") {
+          if (std::optional<std::string> parent = ExpectCgroupPath(*node, path)) {
+            out.cgroup_parent = std::move(*parent);
           }
         } else if (name == "metrics_listen") {
           ParseMetricsListen(*node, path, out);

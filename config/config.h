@@ -258,6 +258,9 @@ struct SupervisorConfig {
   std::string log_level = "info";
   // Whether cells get a cgroup v2 each and their limits are enforced.
   CgroupMode cgroup = CgroupMode::kAuto;
+  // `cgroup_parent`: the delegated cgroup to build <parent>/cells/NAME in, as a path under the
+  // cgroup2 mount ("/pod.slice/bulkhead"); "" = bulkheadd's own cgroup (cell/cgroup.h Delegate).
+  std::string cgroup_parent;
   // Where the Prometheus endpoint (GET /metrics, docs/metrics.md) listens; nullopt: no endpoint.
   std::optional<ListenAddress> metrics_listen;
 

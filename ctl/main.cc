@@ -13,11 +13,13 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/duration.h"
 #include "base/exit_status.h"
+#include "base/log.h"
 #include "ctl/cell_call.h"
 #include "ctl/control_client.h"
 #include "ctl/default_socket.h"
@@ -32,8 +34,9 @@ namespace {
 // Bound on a control-socket exchange when --timeout is not given.
 constexpr std::chrono::seconds kDefaultControlTimeout{10};
 
+// At priority err when stderr is the journal (bulkheadctl as a unit's ExecReload=).
 void PrintError(const std::string& message) {
-  std::fprintf(stderr, "bulkheadctl: %s\n", message.c_str());
+  WriteStderrLine(LogLevel::kError, "bulkheadctl: " + message);
 }
 
 // Writes all of `bytes` to `stream`; false on error.
@@ -256,7 +259,13 @@ int Reload(const std::string& socket, Deadline deadline) {
   ControlReply reply = QueryControl(socket, ReloadRequest(), deadline);
   if (!reply.response) return ReportNoResponse(reply);
   ReloadOutcome outcome = InterpretReload(*reply.response);
-  if (!outcome.err.empty()) WriteAll(stderr, outcome.err);
+  // A refusal's lines (each error, then the verdict), each at priority err under a unit.
+  std::string_view err = outcome.err;
+  while (!err.empty()) {
+    size_t end = err.find('\n');
+    WriteStderrLine(LogLevel::kError, err.substr(0, end));
+    err.remove_prefix(end == std::string_view::npos ? err.size() : end + 1);
+  }
   if (!WriteAll(stdout, outcome.out)) return kExitFailure;
   return outcome.exit_code;
 }

@@ -179,7 +179,7 @@ const std::vector<EssentialMount>& EssentialMounts() {
   return mounts;
 }
 
-std::vector<MountStep> PlanMounts(const std::vector<MountInfoEntry>& mounted) {
+std::vector<MountStep> PlanMounts(const std::vector<MountInfoEntry>& mounted, bool in_container) {
   std::vector<MountStep> steps;
   for (const EssentialMount& m : EssentialMounts()) {
     MountStep step;
@@ -188,7 +188,7 @@ std::vector<MountStep> PlanMounts(const std::vector<MountInfoEntry>& mounted) {
       if (entry.mount_point == m.target) step.present_type = entry.fs_type;  // topmost wins
     }
     if (step.present_type.empty()) {
-      step.decision = MountDecision::kMount;
+      step.decision = in_container ? MountDecision::kLeftToRuntime : MountDecision::kMount;
     } else {
       step.decision =
           step.present_type == m.fs_type ? MountDecision::kPresent : MountDecision::kPresentAsOther;
@@ -198,11 +198,15 @@ std::vector<MountStep> PlanMounts(const std::vector<MountInfoEntry>& mounted) {
   return steps;
 }
 
-std::vector<InitLogLine> SetUpInit() {
+std::vector<InitLogLine> SetUpInit(std::string_view container) {
   std::vector<InitLogLine> lines;
-  lines.push_back({LogLevel::kInfo, "bulkheadd is PID 1: init mode (docs/pid1.md)"});
+  const bool in_container = !container.empty();
+  lines.push_back({LogLevel::kInfo,
+                   in_container ? "bulkheadd is PID 1 of a " + std::string(container) +
+                                      " container: init mode (docs/pid1.md, docs/containers.md)"
+                                : std::string("bulkheadd is PID 1: init mode (docs/pid1.md)")});
   std::optional<std::string> mountinfo = ReadSmallFile(kMountInfo);
-  if (!mountinfo) {
+  if (!mountinfo && !in_container) {
     const EssentialMount& proc = EssentialMounts().front();
     if (int err = Mount(proc); err != 0) {
       lines.push_back({LogLevel::kError, "mount " + Describe(proc) + ": " + ErrnoText(err)});
@@ -215,15 +219,20 @@ std::vector<InitLogLine> SetUpInit() {
     lines.push_back({LogLevel::kError, std::string("cannot read ") + kMountInfo + ": " +
                                            ErrnoText(errno) + "; nothing else is mounted"});
   } else {
-    for (const MountStep& step : PlanMounts(ParseMountInfo(*mountinfo))) {
+    for (const MountStep& step : PlanMounts(ParseMountInfo(*mountinfo), in_container)) {
       const EssentialMount& m = *step.mount;
       switch (step.decision) {
         case MountDecision::kPresent:
           break;
+        case MountDecision::kLeftToRuntime:
+          lines.push_back(
+              {LogLevel::kDebug,
+               std::string(m.target) + ": nothing mounted; left to the container runtime"});
+          break;
         case MountDecision::kPresentAsOther:
-          lines.push_back({LogLevel::kWarning, std::string(m.target) + " holds " +
-                                                   step.present_type + ", not " +
-                                                   std::string(m.fs_type) + ": left as it is"});
+          lines.push_back({in_container ? LogLevel::kInfo : LogLevel::kWarning,
+                           std::string(m.target) + " holds " + step.present_type + ", not " +
+                               std::string(m.fs_type) + ": left as it is"});
           break;
         case MountDecision::kMount:
           if (int err = Mount(m); err != 0) {
@@ -241,7 +250,7 @@ std::vector<InitLogLine> SetUpInit() {
   } else if (attached > 0) {
     lines.push_back({LogLevel::kInfo, "stdio attached to /dev/console"});
   }
-  if (::reboot(RB_DISABLE_CAD) != 0) {
+  if (!in_container && ::reboot(RB_DISABLE_CAD) != 0) {
     lines.push_back(
         {LogLevel::kWarning, "reboot(RB_DISABLE_CAD): " + ErrnoText(errno) +
                                  "; ctrl-alt-del keeps the kernel's default (immediate reboot)"});

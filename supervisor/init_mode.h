@@ -48,6 +48,7 @@ enum class MountDecision {
   kMount,           // nothing is mounted at the target: mount it
   kPresent,         // the same file system type is mounted there already
   kPresentAsOther,  // another type is mounted there (e.g. a cgroup v1 tmpfs): never mounted over
+  kLeftToRuntime,   // nothing there, but in a container: what is mounted is the runtime's choice
 };
 
 struct MountStep {
@@ -57,8 +58,11 @@ struct MountStep {
 };
 
 // One step per EssentialMounts() entry, in order, decided from what `mounted` (ParseMountInfo of
-// /proc/self/mountinfo) shows at each target: the topmost mount there wins.
-std::vector<MountStep> PlanMounts(const std::vector<MountInfoEntry>& mounted);
+// /proc/self/mountinfo) shows at each target: the topmost mount there wins. In a container
+// (`in_container`), a missing mount is kLeftToRuntime: the runtime mounts what it grants, and
+// without CAP_SYS_ADMIN every mount(2) would fail.
+std::vector<MountStep> PlanMounts(const std::vector<MountInfoEntry>& mounted,
+                                  bool in_container = false);
 
 // One line for the log, collected while stderr may not be open yet.
 struct InitLogLine {
@@ -73,7 +77,10 @@ struct InitLogLine {
 // (reboot(2) RB_DISABLE_CAD). Never fails: each failure is one error line in the result (the
 // cgroup2 mount's failure then surfaces again from `cgroup = "required"`), each mount done one info
 // line. The caller logs the lines once stderr is usable, i.e. after this returns.
-std::vector<InitLogLine> SetUpInit();
+// In a container (`container` names the runtime, supervisor/container.h): nothing is mounted
+// (PlanMounts), a file system of another type than a machine's (a tmpfs /dev) is an info line,
+// not a warning, and ctrl-alt-del is left alone (it belongs to the host).
+std::vector<InitLogLine> SetUpInit(std::string_view container = {});
 
 // When not PID 1: prctl(2) PR_SET_CHILD_SUBREAPER, so that a process a cell's worker double-forks
 // is reparented to bulkheadd (not to PID 1) when its parent exits, and reaped by it. Errors:

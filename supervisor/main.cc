@@ -11,6 +11,7 @@
 #include "base/exit_status.h"
 #include "base/log.h"
 #include "config/config.h"
+#include "supervisor/container.h"
 #include "supervisor/init_mode.h"
 #include "supervisor/supervisor.h"
 
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
   // Before anything may print: as PID 1, stdio may still be closed and /proc absent.
   const bool pid1 = ::getpid() == 1;
   if (pid1) {
-    for (const supervisor::InitLogLine& line : supervisor::SetUpInit()) {
+    const std::string container = supervisor::DetectContainer(supervisor::ReadContainerSigns());
+    for (const supervisor::InitLogLine& line : supervisor::SetUpInit(container)) {
       Log(line.level, {}, 0, line.message);
     }
   }
@@ -42,11 +44,16 @@ int main(int argc, char** argv) {
 
   config::LoadResult loaded = config::LoadConfigFile(config_path);
   if (!loaded.config) {
+    // Plain file:line:col lines for a person; at priority err when stderr is the journal, so that
+    // `journalctl -u bulkheadd -p err` shows why a start failed.
     for (const config::ConfigError& error : loaded.errors) {
-      std::fprintf(stderr, "%s\n", error.ToString().c_str());
+      WriteStderrLine(LogLevel::kError, error.ToString());
     }
-    std::fprintf(stderr, "bulkheadd: %zu error(s) in %s; nothing started\n", loaded.errors.size(),
-                 config_path.c_str());
+    // --check-config starts nothing whatever the outcome (it also runs beside a live bulkheadd).
+    WriteStderrLine(
+        LogLevel::kError,
+        "bulkheadd: " + std::to_string(loaded.errors.size()) + " error(s) in " + config_path +
+            (check_only ? "; configuration refused" : "; configuration refused, nothing started"));
     return kExitConfigInvalid;
   }
   // Warnings never refuse the file (docs/config.md, "Warnings"): --check-config exits 0 with them.

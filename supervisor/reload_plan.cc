@@ -96,6 +96,7 @@ void PlanSupervisor(const config::Config& current, const config::Config& next, R
   if (a.control_socket != b.control_socket) keys.push_back("control_socket");
   if (a.max_payload_bytes != b.max_payload_bytes) keys.push_back("max_payload_bytes");
   if (a.cgroup != b.cgroup) keys.push_back("cgroup");
+  if (a.cgroup_parent != b.cgroup_parent) keys.push_back("cgroup_parent");
   if (a.metrics_listen != b.metrics_listen) keys.push_back("metrics_listen");
   if (a.on_shutdown != b.on_shutdown) keys.push_back("on_shutdown");
   config::SupervisorConfig masked = b;
@@ -104,6 +105,7 @@ void PlanSupervisor(const config::Config& current, const config::Config& next, R
   masked.control_socket = a.control_socket;
   masked.max_payload_bytes = a.max_payload_bytes;
   masked.cgroup = a.cgroup;
+  masked.cgroup_parent = a.cgroup_parent;
   masked.metrics_listen = a.metrics_listen;
   masked.on_shutdown = a.on_shutdown;
   // A key added later and not known here.

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "cell/process.h"
 #include "ipc/frame.h"
+#include "supervisor/container.h"
 #include "supervisor/listen_socket.h"
 #include "supervisor/runtime_dir_lock.h"
 #include "supervisor/metrics_text.h"
@@ -213,7 +214,7 @@ Supervisor::~Supervisor() {
 
 int Supervisor::Run() {
   started_at_ms_ = uv_now(&loop_);
-  for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_, &sigusr1_, &sigusr2_}) {
+  for (uv_signal_t* sig : SignalHandles()) {
     uv_signal_init(&loop_, sig);
     sig->data = this;
   }
@@ -224,6 +225,8 @@ int Supervisor::Run() {
   // Their default action would end the supervisor and every cell without a word.
   uv_signal_start(&sigusr1_, &Supervisor::OnSignal, SIGUSR1);
   uv_signal_start(&sigusr2_, &Supervisor::OnSignal, SIGUSR2);
+  uv_signal_start(&sighalt_, &Supervisor::OnSignal, SIGRTMIN + 3);
+  uv_signal_start(&sigpoweroff_, &Supervisor::OnSignal, SIGRTMIN + 4);
 
   control_ = std::make_unique<ControlServer>(
       &loop_, [this](const std::string& line, const ControlPeer& peer) {
@@ -292,6 +295,7 @@ Status Supervisor::SetUpCgroups() {
   cell::DelegateOptions options;
   // "auto" applies every controller on offer: without memory, pids_max and cpu_max still hold.
   options.require_all_controllers = mode == config::CgroupMode::kRequired;
+  options.parent = config_.supervisor.cgroup_parent;
   Result<cell::CgroupTree> tree = cell::CgroupTree::Delegate(options);
   if (tree.ok()) {
     cgroup_tree_.emplace(std::move(tree).value());
@@ -308,11 +312,14 @@ Status Supervisor::SetUpCgroups() {
     }
     return Status::Ok();
   }
+  std::string reason = tree.status().message();
+  std::string hint =
+      CgroupSetupHint(tree.status(), DetectContainer(ReadContainerSigns()), ::geteuid());
+  if (!hint.empty()) reason += "; " + hint;
   if (mode == config::CgroupMode::kRequired) {
-    return Status::Error("cgroup = \"required\" but limits cannot be enforced: " +
-                         tree.status().message());
+    return Status::Error("cgroup = \"required\" but limits cannot be enforced: " + reason);
   }
-  cgroup_note_ = tree.status().message();
+  cgroup_note_ = std::move(reason);
   LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
              ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
   return Status::Ok();
@@ -364,6 +371,10 @@ void Supervisor::SetUpConnectionBudget() {
 
 void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
   auto* self = static_cast<Supervisor*>(handle->data);
+  if (signum == SIGRTMIN + 3 || signum == SIGRTMIN + 4) {
+    self->BeginShutdown(signum);
+    return;
+  }
   switch (signum) {
     case SIGCHLD:
       self->ReapChildren();
@@ -409,8 +420,11 @@ void Supervisor::ReapChildren() {
 void Supervisor::BeginShutdown(int signum) {
   if (shutting_down_) return;
   shutting_down_ = true;
-  LogInfo(std::string("received ") + (signum == SIGINT ? "SIGINT" : "SIGTERM") +
-          ": stopping every cell");
+  const char* name = signum == SIGINT         ? "SIGINT"
+                     : signum == SIGRTMIN + 3 ? "SIGRTMIN+3 (halt)"
+                     : signum == SIGRTMIN + 4 ? "SIGRTMIN+4 (poweroff)"
+                                              : "SIGTERM";
+  LogInfo(std::string("received ") + name + ": stopping every cell");
   notifier_.Stopping();
   cells_running_ = static_cast<int>(cells_.size());
   if (cells_running_ == 0) {
@@ -449,7 +463,7 @@ void Supervisor::CloseAll() {
   for (auto& cell : cells_) cell->CloseHandles(closed);
   control_->Close(closed);
   if (metrics_) metrics_->Close(closed);
-  for (uv_signal_t* sig : {&sigchld_, &sigterm_, &sigint_, &sighup_, &sigusr1_, &sigusr2_}) {
+  for (uv_signal_t* sig : SignalHandles()) {
     uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
   }
 }

@@ -8,6 +8,7 @@
 
 #include <uv.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -121,6 +122,14 @@ class Supervisor {
   std::unique_ptr<MetricsServer> metrics_;  // null without metrics_listen
   ControlAccess control_access_;
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
+  // systemd's halt and poweroff requests (systemd(1), "Signals"), which podman's systemd mode and
+  // other managers send to a container's PID 1: an orderly shutdown, as SIGTERM.
+  uv_signal_t sighalt_{}, sigpoweroff_{};
+  // Every signal handle above, for init and close.
+  std::array<uv_signal_t*, 8> SignalHandles() {
+    return {&sigchld_, &sigterm_, &sigint_,  &sighup_,
+            &sigusr1_, &sigusr2_, &sighalt_, &sigpoweroff_};
+  }
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
   // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().

@@ -287,6 +287,42 @@ TEST_F(FakeCgroupTree, DelegateFromOwnLeafFindsTheSameLayout) {
   EXPECT_EQ(tree->own_path(), own_.string());
 }
 
+// cgroup_parent: a subtree the runtime delegated that bulkheadd does not live in. The cells go
+// there; bulkheadd stays where it is (its own cgroup is not ours to reorganise).
+TEST_F(FakeCgroupTree, DelegateIntoAGivenParentLeavesTheProcessWhereItIs) {
+  const fs::path parent = root_ / "pod.slice" / "bulkhead";
+  fs::create_directories(parent / "cells");
+  WriteText(parent / "cgroup.controllers", "cpu memory pids\n");
+  WriteText(parent / "cgroup.subtree_control", "");
+  WriteText(parent / "cells" / "cgroup.subtree_control", "");
+  options_.parent = "/pod.slice/bulkhead/";
+  options_.pid = 4242;
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok()) << tree.status().message();
+  EXPECT_EQ(tree->own_path(), parent.string());
+  EXPECT_EQ(tree->cells_path(), (parent / "cells").string());
+  EXPECT_FALSE(fs::exists(parent / "supervisor"));
+  EXPECT_EQ(ReadText(own_ / "supervisor" / "cgroup.procs"), "");
+  EXPECT_EQ(ReadText(parent / "cgroup.subtree_control"), "+cpu +memory +pids");
+  EXPECT_EQ(ReadText(parent / "cells" / "cgroup.subtree_control"), "+cpu +memory +pids");
+}
+
+// A parent that contains bulkheadd's cgroup is reorganised as its own would be.
+TEST_F(FakeCgroupTree, DelegateIntoAParentThatHoldsTheProcessMovesIt) {
+  options_.parent = "/system.slice";
+  WriteText(root_ / "system.slice" / "cgroup.controllers", "cpu memory pids\n");
+  WriteText(root_ / "system.slice" / "cgroup.subtree_control", "");
+  fs::create_directories(root_ / "system.slice" / "supervisor");
+  fs::create_directories(root_ / "system.slice" / "cells");
+  WriteText(root_ / "system.slice" / "supervisor" / "cgroup.procs", "");
+  WriteText(root_ / "system.slice" / "cells" / "cgroup.subtree_control", "");
+  options_.pid = 4242;
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok()) << tree.status().message();
+  EXPECT_EQ(tree->own_path(), (root_ / "system.slice").string());
+  EXPECT_EQ(ReadText(root_ / "system.slice" / "supervisor" / "cgroup.procs"), "4242");
+}
+
 TEST_F(FakeCgroupTree, DelegateAtTheRootCgroup) {
   WriteText(root_ / "self-cgroup", "0::/\n");
   WriteText(root_ / "cgroup.controllers", "cpu memory pids\n");

@@ -392,6 +392,29 @@ TEST(ParseConfig, OnShutdownActions) {
               ElementsAre(At(2, 15, "supervisor.on_shutdown", "expected string, got integer")));
 }
 
+TEST(ParseConfig, CgroupParentIsACgroupPathUnderTheMount) {
+  EXPECT_EQ(MustParse(CellWith("")).supervisor.cgroup_parent, "");
+  EXPECT_EQ(MustParse("[supervisor]\ncgroup_parent = \"/pod.slice/bulkhead/\"\n" + CellWith(""))
+                .supervisor.cgroup_parent,
+            "/pod.slice/bulkhead");
+  EXPECT_EQ(
+      MustParse("[supervisor]\ncgroup_parent = \"/\"\n" + CellWith("")).supervisor.cgroup_parent,
+      "/");
+  EXPECT_THAT(Errors("[supervisor]\ncgroup_parent = \"pod.slice\"\n" + CellWith("")),
+              ElementsAre(At(2, 17, "supervisor.cgroup_parent",
+                             "must be a cgroup path under the cgroup2 mount starting with '/' "
+                             "(\"/pod.slice/bulkhead\"), got \"pod.slice\"")));
+  EXPECT_THAT(Errors("[supervisor]\ncgroup_parent = \"/a/../b\"\n" + CellWith("")),
+              ElementsAre(At(2, 17, "supervisor.cgroup_parent",
+                             "must not have empty, \".\" or \"..\" components, got \"/a/../b\"")));
+  EXPECT_THAT(Errors("[supervisor]\ncgroup_parent = \"/a//b\"\n" + CellWith("")),
+              ElementsAre(At(2, 17, "supervisor.cgroup_parent",
+                             "must not have empty, \".\" or \"..\" components, got \"/a//b\"")));
+  EXPECT_THAT(Errors("[supervisor]\ncgroup_parent = \"/a b\"\n" + CellWith("")),
+              ElementsAre(At(2, 17, "supervisor.cgroup_parent",
+                             "must not contain whitespace or control characters, got \"/a b\"")));
+}
+
 TEST(ParseConfig, CpuMaxIsAShareOfOneCpuTimesThePeriod) {
   struct Case {
     std::string_view lines;

@@ -312,6 +312,23 @@ TEST(BulkheaddProcess, StraySignalsAreLoggedAndIgnored) {
   EXPECT_THAT(h.Log(), HasSubstr("SIGUSR1 has no meaning to bulkheadd: ignored"));
 }
 
+// systemd's halt and poweroff requests, which podman's systemd mode sends a container's PID 1
+// (`podman stop`): an orderly shutdown, exit 0, the worker stopped, not a 10 s wait for SIGKILL.
+TEST(BulkheaddProcess, SystemdHaltAndPoweroffSignalsStopInOrder) {
+  for (int offset : {3, 4}) {
+    SCOPED_TRACE("SIGRTMIN+" + std::to_string(offset));
+    Harness h(TestOptions({CellSpec{.name = "a"}}));
+    ASSERT_STARTED(h);
+    const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+    Result<int> status = h.Stop(SIGRTMIN + offset);
+    ASSERT_TRUE(status.ok()) << status.status().message() << h.Log();
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << h.Log();
+    EXPECT_THAT(h.Log(), HasSubstr("received SIGRTMIN+" + std::to_string(offset)));
+    EXPECT_TRUE(WaitFor([&] { return Gone(worker); }));
+    EXPECT_FALSE(Exists(h.CellSocket("a")));
+  }
+}
+
 // Runs bulkheadd on `toml`; it must refuse it.
 ProcessResult RunOnConfig(const TempDir& dir, const std::string& toml) {
   const std::string path = dir.Join("bad.toml");
@@ -382,6 +399,32 @@ TEST(BulkheaddProcess, WarningsNameTheKeyAndNeverRefuseTheFile) {
   ASSERT_STARTED(h);
   EXPECT_THAT(h.Log(), HasSubstr(h.config_path() + ":"));
   EXPECT_THAT(h.Log(), HasSubstr(": cells.a.request_timeout: set without stall_timeout"));
+}
+
+// Under a unit, a refused config must reach `journalctl -p err`: every line at priority 3, and the
+// last says what did (not) happen for the kind of run.
+TEST(BulkheaddProcess, ConfigErrorsAreAtPriorityErrWhenStderrIsTheJournal) {
+  TempDir dir;
+  const std::string file = dir.Join("bad.toml");
+  std::ofstream(file) << "[cells.x]\ncommand = [\"/bin/true\"]\nmax_concurrent = 0\n";
+  for (bool check_only : {false, true}) {
+    std::vector<std::string> argv = {BulkheaddPath(), "--config", file};
+    if (check_only) argv.push_back("--check-config");
+    Result<ProcessResult> run = RunProcess(WithStderrAsJournal(argv), "", std::chrono::seconds(10));
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_EQ(run->exit_code(), kExitConfigInvalid) << run->Describe();
+    EXPECT_THAT(run->err, StartsWith("<3>" + file + ":3:18: cells.x.max_concurrent: "));
+    const std::string last =
+        check_only
+            ? "<3>bulkheadd: 1 error(s) in " + file + "; configuration refused\n"
+            : "<3>bulkheadd: 1 error(s) in " + file + "; configuration refused, nothing started\n";
+    EXPECT_THAT(run->err, ::testing::EndsWith(last)) << run->Describe();
+    EXPECT_THAT(run->err, ::testing::Not(HasSubstr("\n<6>")));
+  }
+  // At a terminal (no $JOURNAL_STREAM) the lines stay plain.
+  Result<ProcessResult> plain = RunProcess({BulkheaddPath(), "--check-config", "--config", file});
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_THAT(plain->err, StartsWith(file + ":3:18: cells.x.max_concurrent: "));
 }
 
 }  // namespace

@@ -192,6 +192,16 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, std::stri
   return result;
 }
 
+std::vector<std::string> WithStderrAsJournal(const std::vector<std::string>& argv) {
+  // stat runs with the same stderr (a memfd from RunProcess), so its numbers are stderr's.
+  std::vector<std::string> wrapped = {
+      "/bin/sh", "-c",
+      "JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) && export JOURNAL_STREAM && exec \"$@\"",
+      "sh"};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
 Harness::Harness(HarnessOptions options) : options_(std::move(options)) {
   // Workers orphaned by a killed bulkheadd are re-parented to us, so we can reap them by pid.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -324,16 +334,16 @@ bulkhead::Status Harness::Start() {
   return bulkhead::Status::Ok();
 }
 
-Result<int> Harness::Stop() {
+Result<int> Harness::Stop(int signum) {
   if (!running()) return bulkhead::Status::Error("bulkheadd is not running");
   const pid_t pid = std::exchange(pid_, -1);
-  ::kill(pid, SIGTERM);
+  ::kill(pid, signum);
   std::optional<int> status = WaitExit(pid, options_.stop_timeout);
   if (!status) {
     KillAndReap(pid);
-    return bulkhead::Status::Error("bulkheadd did not exit within " +
-                                   std::to_string(options_.stop_timeout.count()) +
-                                   " ms of SIGTERM and was killed; its log:\n" + Log());
+    return bulkhead::Status::Error(
+        "bulkheadd did not exit within " + std::to_string(options_.stop_timeout.count()) +
+        " ms of signal " + std::to_string(signum) + " and was killed; its log:\n" + Log());
   }
   return *status;
 }

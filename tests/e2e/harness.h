@@ -15,6 +15,7 @@
 // thread once Start has returned.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -102,6 +103,11 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, std::stri
                                  std::chrono::milliseconds timeout = std::chrono::seconds(30),
                                  const std::vector<std::string>& env = {});
 
+// `argv` run through /bin/sh with $JOURNAL_STREAM set to its stderr's "DEVICE:INODE", as systemd
+// does for a unit whose stderr is the journal (systemd.exec(5)): the program then writes the
+// journal's "<N>" priority prefixes (base/log.h, StderrLogStyle).
+std::vector<std::string> WithStderrAsJournal(const std::vector<std::string>& argv);
+
 // Polling with a deadline and temporary directories come from the shared test helpers.
 using testing::TempDir;
 using testing::WaitFor;
@@ -127,9 +133,9 @@ class Harness {
   // May be called again after Stop or Kill (same config, same sockets). On failure bulkheadd is
   // killed and reaped, and the message includes its log.
   bulkhead::Status Start();
-  // SIGTERM, then waits for the exit (SIGKILL after stop_timeout). Returns the wait status; an
-  // error when nothing was running or bulkheadd had to be killed.
-  Result<int> Stop();
+  // `signum` (SIGTERM), then waits for the exit (SIGKILL after stop_timeout). Returns the wait
+  // status; an error when nothing was running or bulkheadd had to be killed.
+  Result<int> Stop(int signum = SIGTERM);
   // SIGKILL to bulkheadd (a crash), then reaps it. Its workers keep running: see
   // KillOrphanedWorkers.
   void Kill();

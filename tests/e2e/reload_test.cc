@@ -267,6 +267,23 @@ TEST(Reload, RefusedFileChangesNothing) {
   EXPECT_EQ(ReloadOk(h), "reloaded: a unchanged\n");
 }
 
+// `bulkheadctl reload` as a unit's ExecReload=: a refusal's lines reach `journalctl -p err`.
+TEST(Reload, RefusalIsAtPriorityErrWhenStderrIsTheJournal) {
+  const CellSpec a{.name = "a", .extra_toml = kQuickStop};
+  Harness h(TestOptions({a}));
+  ASSERT_STARTED(h);
+  CellSpec broken = a;
+  broken.max_concurrent = 0;
+  h.RewriteConfig({broken});
+  Result<ProcessResult> run = RunProcess(
+      WithStderrAsJournal({BulkheadctlPath(), "--socket", h.control_socket(), "reload"}));
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->exit_code(), kExitConfigInvalid) << run->Describe();
+  EXPECT_THAT(run->err, StartsWith("<3>" + h.config_path() + ":"));
+  EXPECT_THAT(run->err, HasSubstr(": cells.a.max_concurrent: "));
+  EXPECT_THAT(run->err, HasSubstr("\n<3>bulkheadctl: reload refused; nothing changed\n"));
+}
+
 TEST(Reload, SighupAppliesTheFileOrLogsWhyNot) {
   CellSpec a{.name = "a", .extra_toml = kQuickStop};
   Harness h(TestOptions({a}));

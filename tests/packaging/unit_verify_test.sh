@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# unit_verify_test.sh UNIT BULKHEADD: `systemd-analyze verify` on packaging/bulkheadd.service.
-# verify wants ExecStart's binary to exist, so it checks a copy whose /usr/sbin/bulkheadd is the
-# built one; man pages are checked by the package test, once installed (--man=no here). verify
+# unit_verify_test.sh UNIT BULKHEADD BULKHEADCTL: `systemd-analyze verify` on
+# packaging/bulkheadd.service. verify wants the Exec*= binaries to exist, so it checks a copy whose
+# /usr/sbin/bulkheadd and /usr/bin/bulkheadctl are the built ones; man pages are checked by the package test, once installed (--man=no here). verify
 # exits 0 on some problems (an unknown key is only a warning), so any output also fails the test,
 # and a copy with a known mistake must be caught, or the check itself is broken.
 # Exit: 0 pass, 1 fail, 77 skip (no systemd-analyze).
 set -euo pipefail
 unit="$1"
 bulkheadd="$2"
+bulkheadctl="$3"
 
 if ! command -v systemd-analyze >/dev/null; then
   echo "SKIP: systemd-analyze not installed (Debian package systemd)"
@@ -27,7 +28,8 @@ verify() {
   fi
 }
 
-sed "s|/usr/sbin/bulkheadd|$bulkheadd|g" "$unit" >"$tmp/bulkheadd.service"
+sed -e "s|/usr/sbin/bulkheadd|$bulkheadd|g" -e "s|/usr/bin/bulkheadctl|$bulkheadctl|g" "$unit" \
+  >"$tmp/bulkheadd.service"
 grep -q "^ExecStart=$bulkheadd " "$tmp/bulkheadd.service" || {
   echo "FAIL: no ExecStart=/usr/sbin/bulkheadd line in $unit"
   exit 1
@@ -48,8 +50,9 @@ if verify "$tmp/broken/bulkheadd.service" >/dev/null; then
 fi
 
 # What the unit promises (issue 6, "Under systemd").
-for line in "Type=notify" "Delegate=cpu memory pids" "ExecReload=/bin/kill -HUP \$MAINPID" \
-  "KillMode=mixed" "RuntimeDirectory=bulkhead" "Restart=on-failure"; do
+for line in "Type=notify" "Delegate=cpu memory pids" "ExecReload=/usr/bin/bulkheadctl reload" \
+  "KillMode=mixed" "RuntimeDirectory=bulkhead" "Restart=on-failure" "RestartPreventExitStatus=3" \
+  "LimitNOFILE=65536"; do
   grep -qxF "$line" "$unit" || { echo "FAIL: $unit lacks the line: $line"; exit 1; }
 done
 echo "PASS: $unit verifies"

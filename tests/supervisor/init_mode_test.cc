@@ -113,6 +113,23 @@ TEST(PlanMounts, TheTopmostMountAtATargetDecides) {
   EXPECT_EQ(DecisionFor(steps, "/run"), MountDecision::kMount);
 }
 
+// A rootless-looking podman container (mountinfo as `podman run` shows it): /dev is a tmpfs and
+// /run is not mounted. In a container nothing is mounted over or added; outside, /run would be.
+TEST(PlanMounts, InAContainerMissingMountsAreLeftToTheRuntime) {
+  const std::string podman =
+      "500 400 0:60 / / rw - overlay overlay rw\n"
+      "501 500 0:62 / /proc rw,nosuid,nodev,noexec - proc proc rw\n"
+      "502 500 0:63 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755\n"
+      "503 500 0:64 / /sys ro,nosuid,nodev,noexec - sysfs sysfs ro\n"
+      "504 503 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec - cgroup2 cgroup2 rw\n";
+  std::vector<MountStep> steps = PlanMounts(ParseMountInfo(podman), /*in_container=*/true);
+  EXPECT_EQ(DecisionFor(steps, "/run"), MountDecision::kLeftToRuntime);
+  EXPECT_EQ(DecisionFor(steps, "/dev"), MountDecision::kPresentAsOther);
+  EXPECT_EQ(DecisionFor(steps, "/sys/fs/cgroup"), MountDecision::kPresent);
+  steps = PlanMounts(ParseMountInfo(podman), /*in_container=*/false);
+  EXPECT_EQ(DecisionFor(steps, "/run"), MountDecision::kMount);
+}
+
 TEST(EndProcess, ExitReturnsTheCodeAndPoweroffOutsidePid1DoesNothingElse) {
   // Not PID 1: "poweroff" and "reboot" must never reach reboot(2) (this test would not return).
   EXPECT_EQ(EndProcess(config::ShutdownAction::kExit, 3, /*pid1=*/false), 3);

@@ -5,8 +5,8 @@
 # Never touches the host's cgroups. Exit: 0 = PASS marker seen, 1 = FAIL (including no boot or
 # timeout), 77 = SKIP (qemu, kernel image or busybox-static not installed). See docs/vm-tests.md.
 #
-# Usage: run-vm.sh (--scenario FILE | --init-config FILE) [--bin FILE]... [--expect TEXT]...
-#                  [--timeout SECONDS] [--log FILE] [--keep]
+# Usage: run-vm.sh (--scenario FILE | --init-config FILE | --root-image IMAGE --payload DIR)
+#                  [--bin FILE]... [--expect TEXT]... [--timeout SECONDS] [--log FILE] [--keep]
 #   --scenario FILE  shell script run by busybox sh inside the VM (cwd /, PATH has /bin); its exit
 #                    status decides PASS (0) or FAIL. Binaries given with --bin sit in /bin.
 #   --init-config FILE
@@ -14,6 +14,14 @@
 #                    with FILE as /etc/bulkhead/bulkhead.toml; nothing else runs first. A cell
 #                    prints the BOOTED and result markers itself. Needs no --scenario (one given is
 #                    copied to /scenario.sh for the cells).
+#   --root-image IMAGE
+#                    root-image mode: boots IMAGE (an ext4 file system with its own /sbin/init, made
+#                    by systemd/build-image.sh) as /dev/vda, as a snapshot (IMAGE is never written).
+#                    The initramfs only loads the virtio modules of the kernel
+#                    (/lib/modules/<version>), mounts /dev/vda and switch_roots to /sbin/init. The
+#                    image prints the BOOTED and result markers itself.
+#   --payload DIR    root-image mode: DIR's files become a read-only ext4 disk, /dev/vdb in the
+#                    guest; the image mounts it at /payload and runs /payload/run.sh.
 #   --expect TEXT    the console log must also contain a line with TEXT, else FAIL (repeatable),
 #                    e.g. the kernel's "reboot: Power down" after a clean power-off.
 #   --bin FILE       executable to copy into the VM's /bin (debug info stripped), with every shared
@@ -33,6 +41,9 @@ readonly kBootMarker='BULKHEAD-VM-BOOTED'
 scenario=""
 bins=()
 init_config=""
+root_image=""
+payload=""
+disk_args=()
 expects=()
 timeout_s=240
 log=""
@@ -42,6 +53,8 @@ while [ $# -gt 0 ]; do
     --scenario) scenario="$2"; shift 2 ;;
     --bin) bins+=("$2"); shift 2 ;;
     --init-config) init_config="$2"; shift 2 ;;
+    --root-image) root_image="$2"; shift 2 ;;
+    --payload) payload="$2"; shift 2 ;;
     --expect) expects+=("$2"); shift 2 ;;
     --timeout) timeout_s="$2"; shift 2 ;;
     --log) log="$2"; shift 2 ;;
@@ -49,15 +62,17 @@ while [ $# -gt 0 ]; do
     *) echo "run-vm.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$scenario" ] || [ -n "$init_config" ] || {
-  echo "run-vm.sh: --scenario FILE or --init-config FILE is required" >&2; exit 2; }
+[ -n "$scenario" ] || [ -n "$init_config" ] || [ -n "$root_image" ] || {
+  echo "run-vm.sh: --scenario FILE, --init-config FILE or --root-image IMAGE is required" >&2; exit 2; }
+[ -z "$root_image" ] || { [ -r "$root_image" ] && [ -d "$payload" ]; } || {
+  echo "run-vm.sh: --root-image needs a readable IMAGE and --payload DIR" >&2; exit 2; }
 [ -z "$scenario" ] || [ -r "$scenario" ] || {
   echo "run-vm.sh: cannot read scenario $scenario" >&2; exit 2; }
 [ -z "$init_config" ] || [ -r "$init_config" ] || {
   echo "run-vm.sh: cannot read init config $init_config" >&2; exit 2; }
 
 # --- Prerequisites: missing packages skip, anything else broken fails. ---------------------------
-install_hint="install them with: sudo bash scripts/install-vm-deps.sh (Debian packages qemu-system-x86, linux-image-cloud-amd64, busybox-static, cpio)"
+install_hint="install them with: sudo bash scripts/install-vm-deps.sh (Debian packages qemu-system-x86, linux-image-cloud-amd64, busybox-static, cpio, e2fsprogs)"
 qemu="${BULKHEAD_VM_QEMU:-$(command -v qemu-system-x86_64 || true)}"
 if [ -z "$qemu" ]; then
   echo "SKIP: qemu-system-x86_64 not found; $install_hint"
@@ -80,6 +95,22 @@ fi
 if ! command -v cpio >/dev/null; then
   echo "SKIP: cpio not found; $install_hint"
   exit $kSkip
+fi
+# Root-image mode loads the kernel's own virtio modules (virtio_blk is not built in).
+modules_dir=""
+if [ -n "$root_image" ]; then
+  kernel_version="$(basename "$kernel")"
+  kernel_version="${kernel_version#vmlinuz-}"
+  modules_dir="/lib/modules/$kernel_version"
+  if [ ! -r "$modules_dir/modules.dep" ]; then
+    echo "SKIP: no modules for kernel $kernel_version ($modules_dir/modules.dep); $install_hint"
+    exit $kSkip
+  fi
+  mkfs_ext4="$(PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 || true)"
+  if [ -z "$mkfs_ext4" ]; then
+    echo "SKIP: mkfs.ext4 not found (Debian package e2fsprogs); $install_hint"
+    exit $kSkip
+  fi
 fi
 if [ ! -r "$kernel" ]; then
   echo "FAIL: kernel image $kernel is installed but not readable by uid $(id -u) (Debian installs it mode 0600 on some releases): run as root or chmod a+r it"
@@ -135,9 +166,82 @@ if [ -n "$init_config" ]; then
   append="$append rdinit=/bin/bulkheadd"
 fi
 
+if [ -n "$root_image" ]; then
+  # The modules that make /dev/vda appear, each after what it needs (modules.dep lists a module's
+  # dependencies so that the last one is loaded first, as modprobe does). ext4 is built in.
+  declare -A staged=()
+  module_order=()
+  stage_module() {  # stage_module RELATIVE_PATH (as in modules.dep)
+    local rel="$1" dep deps
+    [ -z "${staged[$rel]:-}" ] || return 0
+    staged[$rel]=1
+    deps="$(awk -v m="$rel:" '$1 == m { for (i = NF; i > 1; i--) print $i }' "$modules_dir/modules.dep")"
+    for dep in $deps; do stage_module "$dep"; done
+    mkdir -p "$root/lib/modules"
+    local name
+    name="$(basename "$rel")"
+    case "$name" in
+      *.ko) cp "$modules_dir/$rel" "$root/lib/modules/$name" ;;
+      *.ko.xz) xz -dc "$modules_dir/$rel" >"$root/lib/modules/${name%.xz}"; name="${name%.xz}" ;;
+      *.ko.zst) zstd -qdc "$modules_dir/$rel" >"$root/lib/modules/${name%.zst}"; name="${name%.zst}" ;;
+      *) echo "FAIL: cannot load module $rel"; exit 1 ;;
+    esac
+    module_order+=("$name")
+  }
+  for module in virtio_pci virtio_blk; do
+    rel="$(awk -F: -v m="$module" '{ n = $1; sub(/.*\//, "", n); sub(/\.ko.*/, "", n) } n == m { print $1; exit }' "$modules_dir/modules.dep")"
+    if [ -n "$rel" ]; then
+      stage_module "$rel"
+    elif ! grep -q "/$module.ko" "$modules_dir/modules.builtin"; then
+      echo "FAIL: kernel $kernel_version has no module $module, built in or loadable"
+      exit 1
+    fi
+  done
+  printf '%s\n' "${module_order[@]}" >"$root/modules"
+  # PID 1 of the initramfs, only until switch_root: on any failure it prints the FAIL marker and
+  # powers off, so a broken image fails at once instead of at the timeout.
+  cat >"$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+export PATH=/bin
+fail() {
+  echo "BULKHEAD-VM-RESULT: FAIL initramfs: $*"
+  poweroff -f
+}
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+while read -r module; do
+  insmod "/lib/modules/$module" || fail "insmod $module"
+done </modules
+# virtio_blk probes asynchronously: wait for the disk (10 s is 100 times what it takes).
+tries=0
+while [ ! -b /dev/vda ]; do
+  tries=$((tries + 1))
+  [ "$tries" -le 1000 ] || fail "no /dev/vda"
+  usleep 10000
+done
+mkdir -p /newroot
+mount -t ext4 /dev/vda /newroot || fail "cannot mount /dev/vda"
+# An absolute symlink (/sbin/init -> /lib/systemd/systemd) only resolves after switch_root.
+[ -L /newroot/sbin/init ] || [ -x /newroot/sbin/init ] || fail "the image has no /sbin/init"
+umount /proc /sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot /sbin/init
+INIT
+  chmod 755 "$root/init"
+  # The payload disk: ext4 made from DIR (mkfs.ext4 -d needs no root), 32 MiB above its size.
+  payload_kib=$(($(du -sk "$payload" | cut -f1) + 32768))
+  "$mkfs_ext4" -q -F -L bulkhead-payload -d "$payload" "$stage/payload.ext4" "${payload_kib}K" \
+    >/dev/null ||
+    { echo "FAIL: mkfs.ext4 -d $payload"; exit 1; }
+  disk_args=(-drive "file=$root_image,format=raw,if=virtio,snapshot=on"
+             -drive "file=$stage/payload.ext4,format=raw,if=virtio,readonly=on")
+fi
+
 # PID 1. The kernel starts it without stdin/stdout (the initramfs has no /dev/console node, so
 # that building it needs no root), hence the redirect once devtmpfs is mounted.
-cat >"$root/init" <<'INIT'
+[ -n "$root_image" ] || cat >"$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
@@ -178,7 +282,7 @@ boot_ms=""
 set +e
 timeout --kill-after=5 "$timeout_s" "$qemu" \
   -accel tcg -cpu max -m 1024 -smp 2 -nographic -no-reboot -nic none \
-  -kernel "$kernel" -initrd "$initrd" \
+  -kernel "$kernel" -initrd "$initrd" "${disk_args[@]}" \
   -append "$append" </dev/null 2>&1 |
   while IFS= read -r line; do
     # Drop the carriage returns and the terminal escapes (screen clears, resets) that SeaBIOS

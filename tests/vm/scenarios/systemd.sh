@@ -1,0 +1,185 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# vm.systemd's checks, run as /payload/run.sh in the Debian 12 guest booted by run-vm.sh
+# --root-image (systemd 252 as PID 1; docs/vm-tests.md, "vm.systemd"). The payload disk holds the
+# bulkhead .deb built by the suite, bulkhead-test-worker and the configs under conf/. Each check
+# prints "PASS|FAIL <check> <evidence>"; the script exits 1 if any failed. Every wait polls with a
+# deadline (wait_for); nothing sleeps for synchronisation.
+set -uo pipefail
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin SYSTEMD_PAGER='' SYSTEMD_COLORS=0
+readonly payload=/payload
+readonly unit=bulkheadd.service
+readonly config=/etc/bulkhead/bulkhead.toml
+failures=0
+
+pass() { echo "PASS $1 $2"; }
+fail() { echo "FAIL $1 $2"; failures=$((failures + 1)); }
+# check NAME EVIDENCE COMMAND...: PASS when COMMAND succeeds.
+check() {
+  local name="$1" evidence="$2"
+  shift 2
+  if "$@"; then pass "$name" "$evidence"; else fail "$name" "$evidence"; fi
+}
+# wait_for SECONDS COMMAND...: polls COMMAND every 50 ms until it succeeds; 1 at the deadline.
+wait_for() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.05
+  done
+}
+show() { systemctl show -p "$1" --value "$unit"; }
+cgroup_root() { echo "/sys/fs/cgroup$(show ControlGroup)"; }
+# The pids in a cell's cgroup, space-separated.
+cell_pids() { tr '\n' ' ' <"$(cgroup_root)/cells/$1/cgroup.procs" 2>/dev/null | sed 's/ $//'; }
+# Journal lines of the current (or last) run of the unit at PRIORITY or more urgent.
+journal_run() {
+  journalctl -q -o cat --no-pager "_SYSTEMD_INVOCATION_ID=$(show InvocationID)" -p "$1"
+}
+# journald reads a unit's stderr asynchronously: poll for broken.toml's error.
+config_error_logged() { journal_run err | grep -q "cells.echo.max_concurrent"; }
+use_config() { cp "$payload/conf/$1" "$config"; }
+# all_gone PID...: none of these processes exists any more.
+all_gone() {
+  local pid
+  for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 1; done
+  return 0
+}
+cell_running() { bulkheadctl status "$1" 2>/dev/null | grep -q "^● $1 - running "; }
+
+echo "systemd-vm: $(systemctl --version | head -n 1); $(uname -r)"
+deb="$(ls "$payload"/bulkhead_*.deb)"
+
+# --- Install: nothing started, nothing enabled (docs/vm-tests.md: the first install only installs).
+out="$(dpkg -i "$deb" 2>&1)" || { echo "$out"; fail install.dpkg "dpkg -i exited non-zero"; exit 1; }
+state="$(systemctl is-active "$unit")"
+enabled="$(systemctl is-enabled "$unit")"
+check install.not_started "is-active=$state is-enabled=$enabled" \
+  test "$state" = inactive -a "$enabled" = disabled
+
+# --- The shipped unit with the shipped config: starts, logs no warning (LimitNOFILE=).
+systemctl start "$unit"
+# bulkheadd logs its descriptor budget before READY=1, and "READY=1 sent" last: once that line is
+# in the journal, so is any warning of the start.
+ready_logged() { journal_run info | grep -q "READY=1 sent to the service manager"; }
+wait_for 20 ready_logged
+warnings="$(journal_run warning)"
+budget="$(journal_run info | grep -o 'client connection budget: [^"]*' | head -n 1)"
+check shipped.no_warning "state=$(show ActiveState) LimitNOFILE=$(show LimitNOFILE) [$budget] warnings=[${warnings}]" \
+  bash -c '[ "$1" = active ] && [ -z "$2" ] && [ -n "$3" ]' _ "$(show ActiveState)" "$warnings" "$budget"
+systemctl stop "$unit"
+
+# --- READY=1 gates activation: the slow cell's worker sends READY=1 4 s after it starts.
+use_config good.toml
+start_s=$SECONDS
+systemctl start "$unit"
+rc=$?
+exec_us="$(show ExecMainStartTimestampMonotonic)"
+active_us="$(show ActiveEnterTimestampMonotonic)"
+gap_ms=$(((active_us - exec_us) / 1000))
+slow_line="$(bulkheadctl status slow 2>&1 | head -n 3 | tr '\n' ' ')"
+check ready.gates_activation \
+  "systemctl start rc=$rc after ~$((SECONDS - start_s)) s; ExecMainStart to ActiveEnter ${gap_ms} ms; slow: $slow_line" \
+  test "$rc" -eq 0 -a "$gap_ms" -ge 4000 -a "$(show ActiveState)" = active
+check ready.cell_running "$slow_line" cell_running slow
+
+# --- Cells in the unit's delegated subtree, with their limits.
+root="$(cgroup_root)"
+main_pid="$(show MainPID)"
+echo_pids="$(cell_pids echo)"
+slow_pids="$(cell_pids slow)"
+check cgroup.supervisor_leaf "MainPID $main_pid: $(cat /proc/"$main_pid"/cgroup)" \
+  test "$(cat /proc/"$main_pid"/cgroup)" = "0::$(show ControlGroup)/supervisor"
+for pid in $echo_pids; do
+  check cgroup.echo_worker "pid $pid: $(cat /proc/"$pid"/cgroup)" \
+    test "$(cat /proc/"$pid"/cgroup)" = "0::$(show ControlGroup)/cells/echo"
+done
+check cgroup.one_worker_each "echo=[$echo_pids] slow=[$slow_pids]" \
+  test "$(wc -w <<<"$echo_pids")" -eq 1 -a "$(wc -w <<<"$slow_pids")" -eq 1
+limits="cpu.max=$(cat "$root/cells/echo/cpu.max") memory.max=$(cat "$root/cells/echo/memory.max") pids.max=$(cat "$root/cells/echo/pids.max")"
+check cgroup.limits "$root/cells/echo: $limits" \
+  test "$limits" = "cpu.max=20000 100000 memory.max=67108864 pids.max=32"
+check cgroup.delegated "Delegate=$(show Delegate) DelegateControllers=$(show DelegateControllers) subtree_control=$(cat "$root/cells/cgroup.subtree_control")" \
+  grep -qw memory "$root/cells/cgroup.subtree_control"
+echo "bulkheadctl call echo: $(bulkheadctl call echo --data hello 2>&1)"
+
+# --- systemctl reload applies a new limit live (same workers) and waits for the outcome.
+use_config reloaded.toml
+systemctl reload "$unit"
+rc=$?
+limits="memory.max=$(cat "$root/cells/echo/memory.max") pids.max=$(cat "$root/cells/echo/pids.max")"
+check reload.limits_live "rc=$rc $limits echo=[$(cell_pids echo)] slow=[$(cell_pids slow)] (before: [$echo_pids] [$slow_pids])" \
+  test "$rc" -eq 0 -a "$limits" = "memory.max=134217728 pids.max=64" \
+  -a "$(cell_pids echo)" = "$echo_pids" -a "$(cell_pids slow)" = "$slow_pids"
+# A refused reload fails `systemctl reload`, logs at err, changes nothing.
+use_config broken.toml
+systemctl reload "$unit" 2>/dev/null
+rc=$?
+wait_for 10 config_error_logged
+errors="$(journal_run err | tr '\n' '|')"
+check reload.refused_fails "systemctl reload rc=$rc state=$(show ActiveState) pids=[$(cell_pids echo)] err:[$errors]" \
+  test "$rc" -ne 0 -a "$(show ActiveState)" = active -a "$(cell_pids echo)" = "$echo_pids"
+check reload.refused_logged_at_err "err:[$errors]" grep -q "cells.echo.max_concurrent" <<<"$errors"
+check reload.no_nothing_started "err:[$errors]" bash -c "! grep -q 'nothing started' <<<\"\$1\"" _ "$errors"
+use_config good.toml
+
+# --- kill -9 of bulkheadd: systemd restarts it; no worker of the old run is left.
+old_pids="$main_pid $(cell_pids echo) $(cell_pids slow)"
+restarts="$(show NRestarts)"
+kill -KILL "$main_pid"
+restarted() {
+  [ "$(show NRestarts)" -gt "$restarts" ] && [ "$(show ActiveState)" = active ]
+}
+wait_for 120 restarted
+check kill9.restarted "NRestarts $restarts -> $(show NRestarts), MainPID $main_pid -> $(show MainPID), state $(show ActiveState)" restarted
+check kill9.old_workers_gone "old pids [$old_pids]; now echo=[$(cell_pids echo)] slow=[$(cell_pids slow)]" \
+  all_gone $old_pids
+check kill9.one_worker_each "echo=[$(cell_pids echo)] slow=[$(cell_pids slow)]" \
+  test "$(wc -w <<<"$(cell_pids echo)")" -eq 1 -a "$(wc -w <<<"$(cell_pids slow)")" -eq 1
+
+# --- Upgrade (dpkg -i over the installed version): the running service is restarted.
+main_pid="$(show MainPID)"
+out="$(dpkg -i "$deb" 2>&1)" || echo "$out"
+wait_for 60 test "$(show ActiveState)" = active
+check upgrade.restarted "MainPID $main_pid -> $(show MainPID), state $(show ActiveState)" \
+  test "$(show MainPID)" != "$main_pid" -a "$(show ActiveState)" = active
+
+# --- systemctl stop: the cells' cgroups are empty.
+pids="$(show MainPID) $(cell_pids echo) $(cell_pids slow)"
+systemctl stop "$unit"
+rc=$?
+populated="$(grep populated "$root/cgroup.events" 2>/dev/null || echo "cgroup removed")"
+stopped_empty() {
+  [ "$rc" -eq 0 ] && { [ ! -e "$root" ] || grep -qx "populated 0" "$root/cgroup.events"; } &&
+    all_gone $pids
+}
+check stop.empty "rc=$rc state=$(show ActiveState) $root: $populated; pids [$pids] gone" stopped_empty
+
+# --- A broken config fails the start once (RestartPreventExitStatus=3), logged at err.
+use_config broken.toml
+systemctl start "$unit" 2>/dev/null
+rc=$?
+wait_for 10 config_error_logged
+errors="$(journal_run err | tr '\n' '|')"
+check broken.start_fails_once "systemctl start rc=$rc state=$(show ActiveState) result=$(show Result) status=$(show ExecMainStatus) NRestarts=$(show NRestarts)" \
+  test "$rc" -ne 0 -a "$(show ActiveState)" = failed -a "$(show ExecMainStatus)" = 3
+check broken.logged_at_err "journalctl -u bulkheadd -p err: [$errors]" grep -q "cells.echo.max_concurrent" <<<"$errors"
+echo "systemctl status: $(systemctl status "$unit" 2>&1 | grep -E 'Active:|Process:|Main PID:' | tr -s ' ' | tr '\n' '|')"
+systemctl reset-failed "$unit"
+
+# --- dpkg -r stops the service; dpkg --purge removes the enablement.
+use_config good.toml
+systemctl enable "$unit" 2>/dev/null
+systemctl start "$unit"
+pids="$(show MainPID) $(cell_pids echo) $(cell_pids slow)"
+out="$(dpkg -r bulkhead 2>&1)" || echo "$out"
+removed_stopped() { [ "$(systemctl is-active "$unit")" != active ] && all_gone $pids; }
+check remove.stopped "dpkg -r: state=$(systemctl is-active "$unit"), pids [$pids] gone" removed_stopped
+out="$(dpkg --purge bulkhead 2>&1)" || echo "$out"
+links="$(find /etc/systemd/system -name 'bulkheadd*' 2>/dev/null | tr '\n' ' ')"
+check purge.not_enabled "is-enabled=$(systemctl is-enabled "$unit" 2>&1 | head -n 1) links=[$links] /etc/bulkhead $(test -e /etc/bulkhead && echo present || echo gone)" \
+  test -z "$links" -a ! -e /etc/bulkhead -a ! -e /lib/systemd/system/bulkheadd.service
+
+echo "systemd-vm: $failures check(s) failed"
+[ "$failures" -eq 0 ]
