@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +16,7 @@ namespace bulkhead {
 namespace {
 
 std::atomic<LogLevel> g_level{LogLevel::kInfo};
+std::atomic<LogSink*> g_sink{nullptr};
 
 constexpr char kHex[] = "0123456789abcdef";
 
@@ -187,7 +188,7 @@ void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::str
     out->push_back('<');
     out->push_back(static_cast<char>('0' + SyslogPriority(level)));
     out->push_back('>');
-  } else {
+  } else if (style == LogStyle::kTimestamp) {
     tm utc{};
     gmtime_r(&now.tv_sec, &utc);
     char stamp[40];
@@ -229,6 +230,9 @@ LogStyle StderrLogStyle() {
   return style;
 }
 
+void SetLogSink(LogSink* sink) { g_sink.store(sink); }
+LogSink* GetLogSink() { return g_sink.load(); }
+
 void Log(LogLevel level, std::string_view cell, int pid, std::string_view message) {
   Log(level, cell, pid, {}, message);
 }
@@ -236,6 +240,10 @@ void Log(LogLevel level, std::string_view cell, int pid, std::string_view messag
 void Log(LogLevel level, std::string_view cell, int pid, std::span<const LogField> fields,
          std::string_view message) {
   if (level < g_level.load()) return;
+  if (LogSink* sink = g_sink.load();
+      sink != nullptr && sink->Consume(LogRecord{level, cell, pid, fields, message})) {
+    return;
+  }
   // Reused per thread: logging a worker's lines makes no heap churn.
   thread_local std::string line;
   line.clear();

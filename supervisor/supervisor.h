@@ -16,10 +16,11 @@
 #include "cell/cgroup.h"
 #include "config/config.h"
 #include "supervisor/cell.h"
+#include "supervisor/cell_logs.h"
 #include "supervisor/connection_budget.h"
 #include "supervisor/control_server.h"
-#include "supervisor/reload_plan.h"
 #include "supervisor/metrics_server.h"
+#include "supervisor/reload_plan.h"
 #include "supervisor/request.h"
 #include "supervisor/service_notifier.h"
 
@@ -102,6 +103,8 @@ class Supervisor {
   void SetUpConnectionBudget();
 
   config::Config config_;
+  // Installed as the LogSink from construction to destruction: cells' recent lines, the journal.
+  CellLogs cell_logs_;
   std::string pinned_log_level_;  // empty: the file's log_level applies
   std::optional<cell::CgroupTree> cgroup_tree_;
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
