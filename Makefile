@@ -11,18 +11,28 @@ FUZZERS := ipc/ipc_frame_fuzzer config/config_fuzzer cell/notify_message_fuzzer
 LAUNCHER := $(if $(shell command -v ccache),\
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all deps build demo test asan-build asan-test fuzz lint bench clean
+.PHONY: all deps demo-deps build demo test asan-build asan-test fuzz lint bench clean
 
 all: build
 
+# Everything `make test` needs (scripts/install-deps.sh); `make demo` needs only demo-deps.
 deps:
 	bash scripts/install-deps.sh
 
+demo-deps:
+	bash scripts/install-build-deps.sh
+
 build: deps
-	cmake -S . -B $(BUILD) $(PRESET_FLAGS) -DBULKHEAD_WERROR=ON $(LAUNCHER)
+	cmake -S . -B $(BUILD) $(PRESET_FLAGS) -DBULKHEAD_WERROR=ON -DBUILD_TESTING=ON $(LAUNCHER)
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# Only what the demo runs: bulkhead-demo, bulkheadd and the example workers. A fresh build
+# directory is configured without the tests (no GoogleTest needed); one that `make build` or
+# `make test` configured keeps them.
+demo: demo-deps
+	cmake -S . -B $(BUILD) $(PRESET_FLAGS) -DBULKHEAD_WERROR=ON $(LAUNCHER) \
+	  $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DBUILD_TESTING=OFF)
+	cmake --build $(BUILD) -j $(JOBS) --target bulkhead-demo
 	$(BUILD)/examples/bulkhead-demo --bin-dir $(BUILD)
 
 # The normal build's full ctest, then the sanitizer build's (fuzzers included, VM tests excluded),

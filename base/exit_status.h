@@ -15,6 +15,10 @@ inline constexpr int kExitRejected = 4;     // reply REJECTED (full, queue_timeo
 inline constexpr int kExitFailed = 5;       // reply FAILED (worker error or worker death)
 inline constexpr int kExitBadRequest = 6;   // reply BAD_REQUEST
 inline constexpr int kExitUnreachable = 7;  // no supervisor answered on the socket
+// bulkheadctl `status CELL` and `is-active`: the cell is not running. LSB's "program is not
+// running" status code, which `systemctl status` and `systemctl is-active` exit with; the same
+// number as kExitConfigInvalid, which only `reload` returns.
+inline constexpr int kExitNotRunning = 3;
 // bulkheadctl: the supervisor refused the command for the caller's credentials (a response with
 // "code":"permission_denied"). sysexits(3) EX_NOPERM.
 inline constexpr int kExitPermissionDenied = 77;

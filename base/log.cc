@@ -16,6 +16,7 @@ namespace bulkhead {
 namespace {
 
 std::atomic<LogLevel> g_level{LogLevel::kInfo};
+std::atomic<LogSink*> g_sink{nullptr};
 
 constexpr char kHex[] = "0123456789abcdef";
 
@@ -206,7 +207,7 @@ void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::str
                    std::string* out) {
   if (style == LogStyle::kJournal) {
     AppendPriorityPrefix(level, out);
-  } else {
+  } else if (style == LogStyle::kTimestamp) {
     tm utc{};
     gmtime_r(&now.tv_sec, &utc);
     char stamp[40];
@@ -248,6 +249,9 @@ LogStyle StderrLogStyle() {
   return style;
 }
 
+void SetLogSink(LogSink* sink) { g_sink.store(sink); }
+LogSink* GetLogSink() { return g_sink.load(); }
+
 void Log(LogLevel level, std::string_view cell, int pid, std::string_view message) {
   Log(level, cell, pid, {}, message);
 }
@@ -255,6 +259,10 @@ void Log(LogLevel level, std::string_view cell, int pid, std::string_view messag
 void Log(LogLevel level, std::string_view cell, int pid, std::span<const LogField> fields,
          std::string_view message) {
   if (level < g_level.load()) return;
+  if (LogSink* sink = g_sink.load();
+      sink != nullptr && sink->Consume(LogRecord{level, cell, pid, fields, message})) {
+    return;
+  }
   // Reused per thread: logging a worker's lines makes no heap churn.
   thread_local std::string line;
   line.clear();

@@ -44,10 +44,11 @@ struct LogField {
   std::string_view value;
 };
 
-// How a line starts: a timestamp, or the journal's priority prefix.
+// How a line starts: a timestamp, or the journal's priority prefix, or neither.
 enum class LogStyle {
   kTimestamp,  // "2026-11-29T22:41:07.123Z " (RFC 3339, UTC, milliseconds)
   kJournal,    // "<6>" (sd-daemon(3))
+  kBare,       // nothing: the MESSAGE= of a journal entry, which carries PRIORITY= apart
 };
 
 // Appends one complete line, '\n' included, to `*out`:
@@ -65,8 +66,33 @@ void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::str
 // does not take the journal's format), else kTimestamp. Decided once, on the first call.
 LogStyle StderrLogStyle();
 
-// Writes one line to stderr. `cell` may be empty and `pid` 0 when the event concerns no cell or
-// process. `message` is quoted and escaped as needed.
+// One event as Log received it. The views are valid during the LogSink::Consume call only.
+struct LogRecord {
+  LogLevel level = LogLevel::kInfo;
+  std::string_view cell;  // empty: the event concerns no cell
+  int pid = 0;            // <= 0: no process
+  std::span<const LogField> fields;
+  std::string_view message;
+};
+
+// Where Log sends lines besides, or instead of, stderr: bulkheadd installs one that keeps each
+// cell's recent lines and sends them to the journal with structured fields
+// (supervisor/cell_logs.h).
+class LogSink {
+ public:
+  virtual ~LogSink() = default;
+  // Sees each line Log lets through (at or above the level), on the thread that called Log.
+  // Returns true when it has written the line out itself, false to have Log write it to stderr.
+  virtual bool Consume(const LogRecord& record) = 0;
+};
+
+// Installs `sink` (nullptr: none, the default) for every later Log call. The caller keeps it
+// alive until it is replaced; replace it only while no other thread logs.
+void SetLogSink(LogSink* sink);
+LogSink* GetLogSink();
+
+// Writes one line to stderr (or hands it to the LogSink). `cell` may be empty and `pid` 0 when the
+// event concerns no cell or process. `message` is quoted and escaped as needed.
 void Log(LogLevel level, std::string_view cell, int pid, std::string_view message);
 // As above with more fields (e.g. stream=stdout for a worker's output).
 void Log(LogLevel level, std::string_view cell, int pid, std::span<const LogField> fields,

@@ -62,8 +62,10 @@ CommandOutcome InterpretCellCommand(const std::string& command, const nlohmann::
     outcome.success = true;
     return outcome;
   }
+  // Already where it was asked to go, or on its way there: `systemctl restart` twice succeeds too.
   if ((command == "start" && result == "already started") ||
-      (command == "stop" && result == "already stopped")) {
+      (command == "stop" && (result == "already stopped" || result == "stop in progress")) ||
+      (command == "restart" && result == "restart in progress")) {
     outcome.success = true;
     outcome.note = result;
     return outcome;

@@ -39,11 +39,13 @@ nlohmann::json CellCommandRequest(const std::string& command, const std::string&
 
 // What `bulkheadctl start|stop|restart` makes of the supervisor's answer to CellCommandRequest:
 // {"ok":true,"result":"ok"} succeeds; so does {"ok":false,"result":"already started"} for
-// "start" and "already stopped" for "stop" (the cell is already where it was asked to go), which
-// returns that text as a note. Anything else fails with the supervisor's "error".
+// "start", "already stopped" and "stop in progress" for "stop", and "restart in progress" for
+// "restart" (the cell is already where it was asked to go, or on its way there, as a second
+// `systemctl restart` succeeds), which returns that text as a note. Anything else fails with the
+// supervisor's "error".
 struct CommandOutcome {
   bool success = false;
-  std::string note;   // on success: "already started" / "already stopped", or empty
+  std::string note;   // on success: "already started", "restart in progress", ..., or empty
   std::string error;  // on failure: "restart in progress", "no cell named x", ...
   // On failure: the supervisor refused the caller ("code":"permission_denied").
   bool permission_denied = false;

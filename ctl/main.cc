@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@
 #include "ctl/cell_call.h"
 #include "ctl/control_client.h"
 #include "ctl/default_socket.h"
+#include "ctl/lifecycle_wait.h"
+#include "ctl/log_command.h"
 #include "ctl/reload_command.h"
 #include "ctl/status_table.h"
 #include "ctl/status_view.h"
@@ -33,6 +36,11 @@ namespace {
 
 // Bound on a control-socket exchange when --timeout is not given.
 constexpr std::chrono::seconds kDefaultControlTimeout{10};
+// Bound on how long start/stop/restart wait for the outcome when --timeout is not given: systemd's
+// DefaultTimeoutStartSec= (systemd-system.conf(5)).
+constexpr std::chrono::seconds kDefaultWaitTimeout{90};
+// How often a waiting command (start/stop/restart, logs --follow) asks the supervisor again.
+constexpr std::chrono::milliseconds kPollInterval{100};
 
 // At priority err when stderr is the journal (bulkheadctl as a unit's ExecReload=).
 void PrintError(const std::string& message) {
@@ -88,32 +96,92 @@ Result<std::string> StatusText(const nlohmann::json& response, const std::string
   return *table + "\n" + *activity;
 }
 
+// The exit code of `status CELL` once printed, as `systemctl status UNIT`'s: kExitOk when the
+// cell is running, kExitNotRunning (LSB "program is not running") in any other state. `status`
+// without a cell exits kExitOk.
+int StatusExitCode(const nlohmann::json& response, const std::string& cell) {
+  if (cell.empty()) return kExitOk;
+  const nlohmann::json& cells = response["cells"];
+  if (!cells.is_array() || cells.size() != 1 || !cells[0].contains("state") ||
+      !cells[0]["state"].is_string()) {
+    PrintError("status response for cell " + cell + " has no state: " + response.dump());
+    return kExitFailure;
+  }
+  return IsActiveState(cells[0]["state"].get<std::string>()) ? kExitOk : kExitNotRunning;
+}
+
 int Status(const std::string& socket, const std::string& cell, bool json, Deadline deadline) {
   int exit_code = kExitOk;
   std::optional<nlohmann::json> response = QueryStatus(socket, cell, deadline, &exit_code);
   if (!response) return exit_code;
-  if (json) return WriteAll(stdout, response->dump() + "\n") ? kExitOk : kExitFailure;
+  if (json) {
+    if (!WriteAll(stdout, response->dump() + "\n")) return kExitFailure;
+    return StatusExitCode(*response, cell);
+  }
   Result<std::string> text = StatusText(*response, cell);
   if (!text.ok()) {
     PrintError(text.status().message());
     return kExitFailure;
   }
-  return WriteAll(stdout, *text) ? kExitOk : kExitFailure;
+  if (!WriteAll(stdout, *text)) return kExitFailure;
+  return StatusExitCode(*response, cell);
+}
+
+// is-active / is-failed CELL...: prints each cell's state on its own line (unless `quiet`), as
+// `systemctl is-active` does, "unknown" for a cell the supervisor does not have; exits kExitOk
+// when at least one cell `matches` (IsActiveState / IsFailedState), else `not_matched` (systemctl:
+// 3 for is-active, 1 for is-failed).
+int IsState(const std::string& socket, const std::vector<std::string>& cells,
+            bool (*matches)(std::string_view), int not_matched, bool quiet, Deadline deadline) {
+  int exit_code = kExitOk;
+  std::optional<nlohmann::json> response = QueryStatus(socket, "", deadline, &exit_code);
+  if (!response) return exit_code;
+  std::map<std::string, std::string> states;
+  for (const nlohmann::json& cell : (*response)["cells"]) {
+    if (cell.contains("name") && cell["name"].is_string() && cell.contains("state") &&
+        cell["state"].is_string()) {
+      states[cell["name"].get<std::string>()] = cell["state"].get<std::string>();
+    }
+  }
+  bool any = false;
+  std::string out;
+  for (const std::string& cell : cells) {
+    auto it = states.find(cell);
+    const std::string state = it == states.end() ? "unknown" : it->second;
+    any = any || (it != states.end() && matches(state));
+    out += state + "\n";
+  }
+  if (!quiet && !WriteAll(stdout, out)) return kExitFailure;
+  return any ? kExitOk : not_matched;
 }
 
 volatile sig_atomic_t g_interrupted = 0;
 
-// status --watch: clears the terminal and redraws every `interval` until SIGINT or SIGTERM, then
-// exits 0. Each query is bounded by `timeout` (or kDefaultControlTimeout); a failed query ends the
-// watch with its exit code.
-int WatchStatus(const std::string& socket, const std::string& cell, bool json,
-                std::chrono::milliseconds interval,
-                std::optional<std::chrono::milliseconds> timeout) {
+// SIGINT and SIGTERM set g_interrupted and interrupt the sleeps of a watch or a follow.
+void CatchInterrupts() {
   struct sigaction action {};
   action.sa_handler = [](int) { g_interrupted = 1; };
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
+}
+
+// Sleeps `interval`; returns early (EINTR) when SIGINT or SIGTERM arrives.
+void Pause(std::chrono::milliseconds interval) {
+  timespec rest{static_cast<time_t>(interval.count() / 1000),
+                static_cast<long>(interval.count() % 1000) * 1'000'000L};
+  ::nanosleep(&rest, nullptr);
+}
+
+// status --watch: redraws every `interval` until SIGINT or SIGTERM, then exits 0. On a terminal
+// each view replaces the last one (the screen is cleared first); elsewhere (a pipe, a file) the
+// views follow one another, with no control codes. Each query is bounded by `timeout` (or
+// kDefaultControlTimeout); a failed query ends the watch with its exit code.
+int WatchStatus(const std::string& socket, const std::string& cell, bool json,
+                std::chrono::milliseconds interval,
+                std::optional<std::chrono::milliseconds> timeout) {
+  CatchInterrupts();
+  const bool terminal = ::isatty(STDOUT_FILENO) == 1;
   while (!g_interrupted) {
     int exit_code = kExitOk;
     Deadline deadline = std::chrono::steady_clock::now() + timeout.value_or(kDefaultControlTimeout);
@@ -125,12 +193,11 @@ int WatchStatus(const std::string& socket, const std::string& cell, bool json,
       PrintError(text.status().message());
       return kExitFailure;
     }
-    // Home, clear screen, then the new view: it replaces the last one in place.
-    if (!WriteAll(stdout, "\033[H\033[2J" + *text)) return kExitFailure;
-    // nanosleep returns early (EINTR) when SIGINT arrives: the watch ends at once.
-    timespec rest{static_cast<time_t>(interval.count() / 1000),
-                  static_cast<long>(interval.count() % 1000) * 1'000'000L};
-    ::nanosleep(&rest, nullptr);
+    // On a terminal: home, clear screen, then the new view, which replaces the last one in place.
+    // Elsewhere: the new view after an empty line (a JSON view is one line each).
+    const std::string separator = terminal ? "\033[H\033[2J" : (json ? "" : "\n");
+    if (!WriteAll(stdout, separator + *text)) return kExitFailure;
+    Pause(interval);
   }
   return kExitOk;
 }
@@ -199,6 +266,11 @@ int Call(const std::string& socket, const std::string& cell, const std::optional
   if (!response) return exit_code;
   std::optional<std::string> payload = data;
   if (!payload) {
+    // A person at a terminal may not know that the request is read from stdin.
+    if (::isatty(STDIN_FILENO) == 1) {
+      WriteAll(stderr, "bulkheadctl: reading the request for " + cell +
+                           " from stdin; end it with Ctrl-D (or give it with --data TEXT)\n");
+    }
     // Never more of stdin than the supervisor would accept (`call c < /dev/zero` ends here).
     uint64_t limit = kMaxPayloadBytesLimit;
     const nlohmann::json& supervisor = (*response)["supervisor"];
@@ -240,17 +312,156 @@ int Call(const std::string& socket, const std::string& cell, const std::optional
   return outcome.exit_code;
 }
 
-// start / stop / restart: one lifecycle command for one cell; the change itself is asynchronous.
-int CellCommand(const std::string& socket, const std::string& command, const std::string& cell,
-                Deadline deadline) {
-  ControlReply reply = QueryControl(socket, CellCommandRequest(command, cell), deadline);
-  if (!reply.response) return ReportNoResponse(reply);
-  CommandOutcome outcome = InterpretCellCommand(command, *reply.response);
-  if (!outcome.success) {
-    PrintError(command + " " + cell + ": " + outcome.error);
-    return outcome.permission_denied ? kExitPermissionDenied : kExitFailure;
+// The status of every cell, by name, in config order (names). On failure prints why and sets
+// *exit_code.
+std::optional<std::vector<nlohmann::json>> QueryCells(const std::string& socket, Deadline deadline,
+                                                      int* exit_code) {
+  std::optional<nlohmann::json> response = QueryStatus(socket, "", deadline, exit_code);
+  if (!response) return std::nullopt;
+  const nlohmann::json& cells = (*response)["cells"];
+  std::vector<nlohmann::json> out;
+  for (const nlohmann::json& cell : cells) {
+    if (!cell.is_object() || !cell.contains("name") || !cell["name"].is_string()) {
+      PrintError("status response has a cell without a name: " + cell.dump());
+      *exit_code = kExitFailure;
+      return std::nullopt;
+    }
+    out.push_back(cell);
   }
-  if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
+  return out;
+}
+
+// The first failure wins the exit code of a command on several cells.
+void KeepFirstFailure(int* exit_code, int code) {
+  if (*exit_code == kExitOk) *exit_code = code;
+}
+
+// start / stop / restart CELL... (or every cell with `all`): sends the command for each cell,
+// then, unless `no_block`, waits until each has got where it was asked to go (JudgeLifecycle),
+// by asking for the status every kPollInterval until `wait_deadline`. Exchanges are bounded by
+// `deadline` when given (--timeout bounds the whole command), else each by kDefaultControlTimeout.
+int CellCommands(const std::string& socket, const std::string& command,
+                 std::vector<std::string> cells, bool all, bool no_block, Deadline deadline) {
+  auto exchange_deadline = [&deadline]() -> Deadline {
+    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
+  };
+  const Deadline wait_deadline =
+      deadline ? deadline : std::chrono::steady_clock::now() + kDefaultWaitTimeout;
+  int exit_code = kExitOk;
+
+  // The starts counter of each cell before the command: a start or restart is done once a worker
+  // started after it runs.
+  std::map<std::string, uint64_t> starts_before;
+  if (all || !no_block) {
+    std::optional<std::vector<nlohmann::json>> before =
+        QueryCells(socket, exchange_deadline(), &exit_code);
+    if (!before) return exit_code;
+    for (const nlohmann::json& cell : *before) {
+      const std::string name = cell["name"].get<std::string>();
+      if (all) cells.push_back(name);
+      starts_before[name] = cell.value("starts", uint64_t{0});
+    }
+  }
+
+  std::vector<std::string> waiting;
+  for (const std::string& cell : cells) {
+    ControlReply reply =
+        QueryControl(socket, CellCommandRequest(command, cell), exchange_deadline());
+    if (!reply.response) return ReportNoResponse(reply);
+    CommandOutcome outcome = InterpretCellCommand(command, *reply.response);
+    if (!outcome.success) {
+      PrintError(command + " " + cell + ": " + outcome.error);
+      KeepFirstFailure(&exit_code,
+                       outcome.permission_denied ? kExitPermissionDenied : kExitFailure);
+      continue;
+    }
+    if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
+    // "already started" / "already stopped": nothing to wait for.
+    if (!no_block && outcome.note.rfind("already ", 0) != 0) waiting.push_back(cell);
+  }
+
+  while (!waiting.empty()) {
+    int query_exit = kExitOk;
+    std::optional<std::vector<nlohmann::json>> now =
+        QueryCells(socket, exchange_deadline(), &query_exit);
+    if (!now) return query_exit;
+    std::vector<std::string> still;
+    for (const std::string& cell : waiting) {
+      auto it = std::find_if(now->begin(), now->end(),
+                             [&cell](const nlohmann::json& c) { return c["name"] == cell; });
+      if (it == now->end()) {
+        PrintError(command + " " + cell + ": the cell is gone (removed by a reload)");
+        KeepFirstFailure(&exit_code, kExitFailure);
+        continue;
+      }
+      LifecycleProgress progress = JudgeLifecycle(command, starts_before[cell], *it);
+      if (progress.verdict == LifecycleVerdict::kPending) {
+        still.push_back(cell);
+      } else if (progress.verdict == LifecycleVerdict::kFailed) {
+        PrintError(command + " " + cell + ": " + progress.detail + " (bulkheadctl status " + cell +
+                   ", bulkheadctl logs " + cell + ")");
+        KeepFirstFailure(&exit_code, kExitFailure);
+      }
+    }
+    waiting = std::move(still);
+    if (waiting.empty()) break;
+    if (std::chrono::steady_clock::now() + kPollInterval >= *wait_deadline) {
+      for (const std::string& cell : waiting) {
+        PrintError(command + " " + cell + ": timed out waiting for the outcome; the " + command +
+                   " goes on (--timeout sets the wait, --no-block does not wait)");
+      }
+      KeepFirstFailure(&exit_code, kExitFailure);
+      break;
+    }
+    Pause(kPollInterval);
+  }
+  return exit_code;
+}
+
+// logs CELL [-f] [-n N]: the cell's recent lines from the supervisor's ring; or, when bulkheadd
+// logs to the journal, journalctl run in place of this process (execvp: its exit code, pager and
+// --follow are journalctl's). With `follow`, asks for newer lines every kPollInterval until
+// SIGINT or SIGTERM, then exits 0; lines the ring dropped before they were read are counted on
+// stderr.
+int Logs(const std::string& socket, const std::string& cell, bool follow,
+         std::optional<uint64_t> lines, Deadline deadline) {
+  auto exchange_deadline = [&deadline]() -> Deadline {
+    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
+  };
+  std::optional<uint64_t> from;
+  if (follow) CatchInterrupts();
+  bool first = true;
+  while (!g_interrupted) {
+    ControlReply reply = QueryControl(socket, LogsRequest(cell, from, first ? lines : std::nullopt),
+                                      exchange_deadline());
+    if (!reply.response) return ReportNoResponse(reply);
+    Result<LogsPage> page = ParseLogsPage(*reply.response);
+    if (!page.ok()) {
+      PrintError("logs " + cell + ": " + page.status().message());
+      return IsPermissionDenied(*reply.response) ? kExitPermissionDenied : kExitFailure;
+    }
+    if (first && page->journal) {
+      std::vector<std::string> args = JournalctlArgv(*page->journal, cell, follow, lines);
+      std::vector<char*> argv;
+      for (std::string& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      ::execvp(argv[0], argv.data());
+      PrintError(std::string("cannot run journalctl: ") + std::strerror(errno) +
+                 "; bulkheadd logs to the journal: " + args[0] + " " + args[1] + " ...");
+      return kExitFailure;
+    }
+    if (page->missed > 0) {
+      WriteAll(stderr, "bulkheadctl: " + std::to_string(page->missed) +
+                           " lines were dropped from the ring before they could be read\n");
+    }
+    std::string text;
+    for (const std::string& line : page->lines) text += line + "\n";
+    if (!WriteAll(stdout, text)) return kExitFailure;
+    if (!follow) return kExitOk;
+    first = false;
+    from = page->next;
+    Pause(kPollInterval);
+  }
   return kExitOk;
 }
 
@@ -273,6 +484,7 @@ int Reload(const std::string& socket, Deadline deadline) {
 int Main(int argc, char** argv) {
   CLI::App app{"bulkheadctl: inspect bulkheadd and send requests to its cells (docs/control.md)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "bulkheadctl " BULKHEAD_VERSION);
   app.fallthrough();  // --socket and --timeout may also follow the subcommand
   std::string socket_flag;
   std::string timeout_text;
@@ -308,17 +520,49 @@ int Main(int argc, char** argv) {
       call->add_option("-d,--data", data, "the request payload (default: all of stdin)");
   call->add_flag("--raw", raw, "print the reply payload exactly, without adding a newline");
 
-  std::string command_cell;
+  std::vector<std::string> command_cells;
+  bool all_cells = false;
+  bool no_block = false;
   std::vector<CLI::App*> cell_commands;
   for (auto [name, what] : {
-           std::pair{"start", "start a stopped or failed cell's worker"},
-           std::pair{"stop", "stop a cell's worker; its requests are refused until start"},
-           std::pair{"restart", "replace a cell's worker gracefully"},
+           std::pair{"start", "start stopped or failed cells' workers and wait until they run"},
+           std::pair{"stop",
+                     "stop cells' workers and wait until they are gone; requests are refused "
+                     "until start"},
+           std::pair{"restart",
+                     "replace cells' workers gracefully and wait until the new ones run"},
        }) {
     CLI::App* sub = app.add_subcommand(name, what);
-    sub->add_option("cell", command_cell, "the cell")->required();
+    CLI::Option* cells_option = sub->add_option("cell", command_cells, "the cells");
+    CLI::Option* all_option = sub->add_flag("--all", all_cells, "every cell, in config order");
+    cells_option->excludes(all_option);
+    sub->add_flag("--no-block", no_block,
+                  "return once the supervisor has accepted the command, without waiting");
+    // One of CELL... or --all.
+    sub->require_option(1, 0);
     cell_commands.push_back(sub);
   }
+
+  bool quiet = false;
+  std::vector<std::string> state_cells;
+  CLI::App* is_active = app.add_subcommand(
+      "is-active", "print each cell's state; exit 0 if at least one is running, else 3");
+  CLI::App* is_failed = app.add_subcommand(
+      "is-failed", "print each cell's state; exit 0 if at least one is failed, else 1");
+  for (CLI::App* sub : {is_active, is_failed}) {
+    sub->add_option("cell", state_cells, "the cells")->required();
+    sub->add_flag("-q,--quiet", quiet, "print nothing; only the exit code tells");
+  }
+
+  CLI::App* logs = app.add_subcommand(
+      "logs", "print a cell's recent log lines (journalctl when bulkheadd logs to the journal)");
+  std::string logs_cell;
+  bool follow = false;
+  uint64_t logs_lines = 0;
+  logs->add_option("cell", logs_cell, "the cell")->required();
+  logs->add_flag("-f,--follow", follow, "keep printing new lines until Ctrl-C");
+  CLI::Option* lines_option = logs->add_option("-n,--lines", logs_lines, "only the last N lines")
+                                  ->check(CLI::PositiveNumber);
 
   CLI::App* reload = app.add_subcommand(
       "reload", "re-read bulkheadd's config file and apply the changes (docs/config.md, Reload)");
@@ -370,8 +614,18 @@ int Main(int argc, char** argv) {
   }
   for (CLI::App* sub : cell_commands) {
     if (!sub->parsed()) continue;
+    return CellCommands(socket, sub->get_name(), command_cells, all_cells, no_block, deadline);
+  }
+  if (is_active->parsed() || is_failed->parsed()) {
     if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
-    return CellCommand(socket, sub->get_name(), command_cell, deadline);
+    return is_active->parsed()
+               ? IsState(socket, state_cells, &IsActiveState, kExitNotRunning, quiet, deadline)
+               : IsState(socket, state_cells, &IsFailedState, kExitFailure, quiet, deadline);
+  }
+  if (logs->parsed()) {
+    std::optional<uint64_t> lines;
+    if (lines_option->count() > 0) lines = logs_lines;
+    return Logs(socket, logs_cell, follow, lines, deadline);
   }
   std::optional<std::string> payload;
   if (data_option->count() > 0) payload = data;

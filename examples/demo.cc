@@ -76,6 +76,14 @@ void PrintLine(const std::string& line) {
   std::fflush(stdout);
 }
 
+// Before a scenario: one line on stderr saying what to look for in the transcript that follows.
+// On stderr, so that stdout stays the seed's transcript, byte for byte (tests/seeds/); stdout is
+// flushed line by line, so on a terminal the guide comes right before its scenario.
+void Guide(const std::string& what) {
+  std::fprintf(stderr, "bulkhead-demo: look for: %s\n", what.c_str());
+  std::fflush(stderr);
+}
+
 // A TOML basic string: "..." with '"', '\' and control characters escaped.
 std::string TomlString(std::string_view text) {
   std::string out = "\"";
@@ -446,8 +454,9 @@ struct Binaries {
 // The C# Scenario(): two payment calls stall on one gate, a third payment call and a catalog call
 // follow, then the gate opens with "ok".
 Status SeedScenario(Bulkheadd& daemon, const Workspace& ws, const std::string& title,
-                    const std::string& payments, const std::string& catalog,
-                    const std::string& gate) {
+                    const std::string& guide, const std::string& payments,
+                    const std::string& catalog, const std::string& gate) {
+  Guide(guide);
   PrintLine("== " + title + " ==");
   Result<CellFigures> payments_cell = daemon.Cell(payments);
   if (!payments_cell.ok()) return payments_cell.status();
@@ -512,11 +521,16 @@ Status RunSeedTranscript(const Binaries& bin, const std::string& dir) {
   Status status = daemon.Start();
   if (status.ok()) status = daemon.WaitUntilRunning({"shared", "payments", "catalog"});
   if (status.ok()) {
-    status = SeedScenario(daemon, *ws, "one shared bulkhead", "shared", "shared", "shared-gate");
+    status = SeedScenario(daemon, *ws, "one shared bulkhead",
+                          "two stalled payments fill the one shared cell (2 slots), so payment 3 "
+                          "AND the catalog call are rejected by shared",
+                          "shared", "shared", "shared-gate");
   }
   if (status.ok()) {
-    status =
-        SeedScenario(daemon, *ws, "separate bulkheads", "payments", "catalog", "payments-gate");
+    status = SeedScenario(daemon, *ws, "separate bulkheads",
+                          "the same stalled payments fill only their own cell: payment 3 is "
+                          "rejected by payments, the catalog call is served (catalog: ok)",
+                          "payments", "catalog", "payments-gate");
   }
   return Finish(daemon, std::move(status));
 }
@@ -532,6 +546,9 @@ Result<std::string> DescribeCell(Bulkheadd& daemon, const std::string& name) {
 // The extended C# program, against examples/shop.toml's cells: payments (gateway, 2 slots, 1 queue
 // place) and catalog (echo --prefix "item ", 2 slots).
 Status ExtendedScenario(Bulkheadd& daemon, const Workspace& ws) {
+  Guide(
+      "payments has 2 slots and 1 queue place: pay-4 is rejected as full with the figures, "
+      "catalog-1 is served meanwhile, and the queued call runs once a slot frees");
   Result<CellFigures> payments = daemon.Cell("payments");
   if (!payments.ok()) return payments.status();
   Result<CellFigures> catalog = daemon.Cell("catalog");

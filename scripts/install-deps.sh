@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs every Debian package that building, testing and demoing bulkhead needs, the VM tests'
-# included (scripts/install-vm-deps.sh). Idempotent.
+# included (scripts/install-vm-deps.sh): what `make test` needs. `make demo` installs only the
+# first group (scripts/install-build-deps.sh). Idempotent.
 set -euo pipefail
 here="$(dirname "$0")"
 
+# Building bulkheadd, bulkheadctl, the examples and the demo.
+bash "$here/install-build-deps.sh"
+
+# The tests: GoogleTest, and the metrics tests' scrapers (curl, prometheus's promtool).
 bash "$here/apt-ensure.sh" \
-  build-essential cmake pkg-config ccache \
-  libuv1-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libsystemd-dev \
-  libgtest-dev libgmock-dev \
-  libhttp-parser-dev curl prometheus
+  libgtest-dev libgmock-dev curl prometheus
 
 # The Debian package and the unit (packaging/, tests/packaging/): cpack's dpkg-shlibdeps needs file;
 # lintian checks the package; systemd-analyze (systemd) verifies the unit; man-db and

@@ -200,14 +200,55 @@ std::string ErrorResponse(const std::string& message) {
   return nlohmann::json({{"ok", false}, {"error", message}}).dump();
 }
 
+// The "logs" control command (docs/control.md): `cells` are the names of the configured cells.
+std::string LogsResponse(const nlohmann::json& request, const std::vector<std::string>& cells,
+                         const CellLogs& cell_logs) {
+  auto cell_name = request.find("cell");
+  if (cell_name == request.end() || !cell_name->is_string()) {
+    return ErrorResponse("\"logs\" needs a \"cell\" string");
+  }
+  const std::string name = cell_name->get<std::string>();
+  if (std::find(cells.begin(), cells.end(), name) == cells.end()) {
+    return ErrorResponse("no cell named " + name);
+  }
+  std::optional<uint64_t> from;
+  std::optional<uint64_t> last;
+  for (auto [key, value] : {std::pair{"from", &from}, std::pair{"lines", &last}}) {
+    auto it = request.find(key);
+    if (it == request.end()) continue;
+    if (!it->is_number_unsigned()) {
+      return ErrorResponse(std::string("\"") + key + "\" must be an unsigned integer");
+    }
+    *value = it->get<uint64_t>();
+  }
+  LogRing::Page page = cell_logs.Read(name, from, last);
+  nlohmann::json journal = nullptr;
+  if (cell_logs.journal()) {
+    journal = {{"unit", cell_logs.journal()->unit}, {"pid", cell_logs.journal()->pid}};
+  }
+  // Lines are logfmt (docs/logging.md): valid UTF-8 whatever the worker wrote, so dump() cannot
+  // throw on them.
+  return nlohmann::json({{"ok", true},
+                         {"cell", name},
+                         {"lines", page.lines},
+                         {"next", page.next},
+                         {"missed", page.missed},
+                         {"journal", journal}})
+      .dump();
+}
+
 }  // namespace
 
 Supervisor::Supervisor(config::Config config)
-    : config_(std::move(config)), control_access_(::geteuid(), config_.supervisor.control_group) {
+    : config_(std::move(config)),
+      cell_logs_(StderrLogStyle() == LogStyle::kJournal),
+      control_access_(::geteuid(), config_.supervisor.control_group) {
   BH_CHECK(uv_loop_init(&loop_) == 0);
+  SetLogSink(&cell_logs_);
 }
 
 Supervisor::~Supervisor() {
+  if (GetLogSink() == &cell_logs_) SetLogSink(nullptr);
   // Every handle must have been closed: a leaked handle is a bug, and fails here.
   BH_CHECK(uv_loop_close(&loop_) == 0);
 }
@@ -551,6 +592,11 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
     return response.dump();
   }
   if (*command == "reload") return ReloadControl();
+  if (*command == "logs") {
+    std::vector<std::string> names;
+    for (const auto& cell : cells_) names.push_back(cell->name());
+    return LogsResponse(request, names, cell_logs_);
+  }
   if (*command == "metrics") {
     return nlohmann::json(
                {{"ok", true}, {"content_type", kMetricsContentType}, {"text", RenderMetrics()}})
@@ -601,6 +647,9 @@ void Supervisor::Retire(std::unique_ptr<Cell> cell) {
     raw->CloseHandles([this, raw] {
       Log(LogLevel::kInfo, raw->name(), 0, "cell closed: worker stopped, sockets removed");
       std::erase_if(retiring_, [raw](const std::unique_ptr<Cell>& c) { return c.get() == raw; });
+      const bool name_in_use = std::any_of(
+          cells_.begin(), cells_.end(), [raw](const auto& c) { return c->name() == raw->name(); });
+      if (!name_in_use) cell_logs_.Forget(raw->name());
     });
     MaybeFinishShutdown();
   });

@@ -17,6 +17,7 @@
 #include "cell/cgroup.h"
 #include "config/config.h"
 #include "supervisor/cell.h"
+#include "supervisor/cell_logs.h"
 #include "supervisor/connection_budget.h"
 #include "supervisor/control_server.h"
 #include "supervisor/metrics_server.h"
@@ -107,6 +108,8 @@ class Supervisor {
   void SetUpConnectionBudget();
 
   config::Config config_;
+  // Installed as the LogSink from construction to destruction: cells' recent lines, the journal.
+  CellLogs cell_logs_;
   std::string pinned_log_level_;  // empty: the file's log_level applies
   std::optional<cell::CgroupTree> cgroup_tree_;
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)

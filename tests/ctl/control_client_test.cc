@@ -107,6 +107,29 @@ TEST(InterpretCellCommand, AcceptedAndAlreadyThereSucceed) {
   EXPECT_EQ(stopped.note, "already stopped");
 }
 
+// A second `restart` while one is under way joins it, as a second `systemctl restart` does; so does
+// a second `stop`.
+TEST(InterpretCellCommand, ASecondRestartOrStopUnderWaySucceeds) {
+  CommandOutcome restart = InterpretCellCommand(
+      "restart",
+      nlohmann::json::parse(
+          R"({"ok":false,"cell":"a","result":"restart in progress","error":"restart in progress"})"));
+  EXPECT_TRUE(restart.success);
+  EXPECT_EQ(restart.note, "restart in progress");
+  CommandOutcome stop = InterpretCellCommand(
+      "stop",
+      nlohmann::json::parse(
+          R"({"ok":false,"cell":"a","result":"stop in progress","error":"stop in progress"})"));
+  EXPECT_TRUE(stop.success);
+  EXPECT_EQ(stop.note, "stop in progress");
+  // A restart refused because a stop is under way stays a refusal.
+  CommandOutcome crossed = InterpretCellCommand(
+      "restart",
+      nlohmann::json::parse(
+          R"({"ok":false,"cell":"a","result":"stop in progress","error":"stop in progress"})"));
+  EXPECT_FALSE(crossed.success);
+}
+
 TEST(InterpretCellCommand, OtherRefusalsFail) {
   // "already started" is success for start only.
   CommandOutcome crossed = InterpretCellCommand(

@@ -2,10 +2,13 @@
 // bulkheadctl against a live bulkheadd: the status table and --json schema, and `call` output and
 // exit codes for OK, each REJECTED reason, FAILED, BAD_REQUEST, an unreachable socket, a timeout
 // and usage errors (docs/control.md).
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <regex>
 #include <string>
 
@@ -425,6 +429,324 @@ TEST(Bulkheadctl, StopStartAndRestartACell) {
   EXPECT_EQ(unknown.err, "bulkheadctl: restart nosuch: no cell named nosuch\n");
 }
 
+TEST(Bulkheadctl, VersionPrintsTheVersion) {
+  Result<ProcessResult> run = RunProcess({BulkheadctlPath(), "--version"});
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->exit_code(), kExitOk) << run->Describe();
+  EXPECT_THAT(run->out, ::testing::MatchesRegex("bulkheadctl [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
+// A cell whose worker cannot run, given up on at its first exit: "failed".
+CellSpec FailedCell(std::string name) {
+  return CellSpec{.name = std::move(name),
+                  .command = {"/bin/false"},
+                  .restart_delay = "50ms",
+                  .extra_toml = "start_limit_burst = 1\n",
+                  .wait_running = false};
+}
+
+// `status CELL` exits as `systemctl status UNIT`: 0 running, 3 otherwise; `status` alone 0.
+TEST(Bulkheadctl, StatusOfACellThatIsNotRunningExitsThree) {
+  Harness h(TestOptions({Cell("payments", 1, 0), FailedCell("doomed")}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("doomed", [](const nlohmann::json& c) {
+    return c["state"] == "failed";
+  })) << h.Status().dump();
+  for (std::vector<std::string> args : {std::vector<std::string>{"status", "doomed"},
+                                        std::vector<std::string>{"status", "doomed", "--json"}}) {
+    ProcessResult run = RunCtl(h, args);
+    EXPECT_EQ(run.exit_code(), kExitNotRunning) << run.Describe();
+    EXPECT_THAT(run.out, HasSubstr("failed")) << run.Describe();
+  }
+  ProcessResult running = RunCtl(h, {"status", "payments"});
+  EXPECT_EQ(running.exit_code(), kExitOk) << running.Describe();
+  ProcessResult all = RunCtl(h, {"status"});
+  EXPECT_EQ(all.exit_code(), kExitOk) << all.Describe();
+  ASSERT_EQ(RunCtl(h, {"stop", "payments"}).exit_code(), kExitOk);
+  ProcessResult stopped = RunCtl(h, {"status", "payments"});
+  EXPECT_EQ(stopped.exit_code(), kExitNotRunning) << stopped.Describe();
+}
+
+TEST(Bulkheadctl, IsActiveAndIsFailedPrintTheStateAndExitAsSystemctl) {
+  Harness h(TestOptions({Cell("payments", 1, 0), FailedCell("doomed")}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("doomed", [](const nlohmann::json& c) {
+    return c["state"] == "failed";
+  })) << h.Status().dump();
+  ProcessResult active = RunCtl(h, {"is-active", "payments"});
+  EXPECT_EQ(active.exit_code(), kExitOk) << active.Describe();
+  EXPECT_EQ(active.out, "running\n");
+  ProcessResult inactive = RunCtl(h, {"is-active", "doomed"});
+  EXPECT_EQ(inactive.exit_code(), kExitNotRunning) << inactive.Describe();
+  EXPECT_EQ(inactive.out, "failed\n");
+  // Several cells: a line each, 0 when at least one matches (systemctl's rule).
+  ProcessResult both = RunCtl(h, {"is-active", "doomed", "payments", "nosuch"});
+  EXPECT_EQ(both.exit_code(), kExitOk) << both.Describe();
+  EXPECT_EQ(both.out, "failed\nrunning\nunknown\n");
+  ProcessResult failed = RunCtl(h, {"is-failed", "doomed"});
+  EXPECT_EQ(failed.exit_code(), kExitOk) << failed.Describe();
+  EXPECT_EQ(failed.out, "failed\n");
+  ProcessResult not_failed = RunCtl(h, {"is-failed", "--quiet", "payments"});
+  EXPECT_EQ(not_failed.exit_code(), kExitFailure) << not_failed.Describe();
+  EXPECT_EQ(not_failed.out, "");
+  ProcessResult unknown = RunCtl(h, {"is-active", "-q", "nosuch"});
+  EXPECT_EQ(unknown.exit_code(), kExitNotRunning) << unknown.Describe();
+}
+
+// A worker that ignores SIGTERM makes a stop take its stop_timeout: long enough that a stop which
+// did not wait would still find the cell "stopping".
+CellSpec SlowToStop(std::string name, std::string stop_timeout) {
+  return CellSpec{.name = std::move(name),
+                  .command = {TestWorkerPath(), "--ignore-sigterm"},
+                  .extra_toml = "stop_timeout = \"" + stop_timeout + "\"\n"};
+}
+
+TEST(Bulkheadctl, StopAndRestartWaitForTheOutcome) {
+  Harness h(TestOptions({SlowToStop("payments", "400ms")}));
+  ASSERT_STARTED(h);
+  // Once it answers, the worker ignores SIGTERM (it does so before it serves).
+  EXPECT_OK_REPLY(h.Call("payments", "echo ready"), "ready");
+  const int first_pid = h.Cell("payments")["pid"].get<int>();
+  ProcessResult restart = RunCtl(h, {"restart", "payments"});
+  ASSERT_EQ(restart.exit_code(), kExitOk) << restart.Describe();
+  // No waiting here: the command returned once the new worker ran.
+  nlohmann::json cell = h.Cell("payments");
+  EXPECT_EQ(cell["state"], "running") << cell.dump();
+  EXPECT_NE(cell["pid"], first_pid) << cell.dump();
+
+  ProcessResult stop = RunCtl(h, {"stop", "payments"});
+  ASSERT_EQ(stop.exit_code(), kExitOk) << stop.Describe();
+  cell = h.Cell("payments");
+  EXPECT_EQ(cell["state"], "stopped") << cell.dump();
+  EXPECT_TRUE(cell["pid"].is_null()) << cell.dump();
+
+  ProcessResult start = RunCtl(h, {"start", "payments"});
+  ASSERT_EQ(start.exit_code(), kExitOk) << start.Describe();
+  EXPECT_EQ(h.Cell("payments")["state"], "running") << h.Status().dump();
+}
+
+TEST(Bulkheadctl, ARestartWhoseWorkerCannotStartFails) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  // The next worker cannot start: it exits before READY=1.
+  CellSpec broken = Cell("payments", 1, 0);
+  broken.command = {"/bin/false"};
+  broken.restart_delay = "30s";
+  broken.extra_toml = "ready = \"notify\"\n";
+  broken.wait_running = false;
+  h.RewriteConfig({broken});
+  ASSERT_EQ(RunCtl(h, {"reload"}).exit_code(), kExitOk);
+  ASSERT_TRUE(h.WaitForCell("payments", [](const nlohmann::json& c) {
+    return c["state"] == "backoff";
+  })) << h.Status().dump();
+  ProcessResult restart = RunCtl(h, {"restart", "payments"});
+  EXPECT_EQ(restart.exit_code(), kExitFailure) << restart.Describe();
+  EXPECT_THAT(restart.err, HasSubstr("bulkheadctl: restart payments: worker did not start: exit 1"))
+      << restart.Describe();
+}
+
+TEST(Bulkheadctl, NoBlockReturnsOnceAcceptedAndASecondRestartJoinsTheFirst) {
+  HarnessOptions options = TestOptions({SlowToStop("payments", "60s")});
+  Harness h(std::move(options));
+  ASSERT_STARTED(h);
+  // Once it answers, the worker ignores SIGTERM (it does so before it serves).
+  EXPECT_OK_REPLY(h.Call("payments", "echo ready"), "ready");
+  const int first_pid = h.Cell("payments")["pid"].get<int>();
+  ProcessResult restart = RunCtl(h, {"restart", "--no-block", "payments"});
+  ASSERT_EQ(restart.exit_code(), kExitOk) << restart.Describe();
+  EXPECT_EQ(restart.out, "");
+  // The old worker ignores SIGTERM for 60 s: the restart is still under way.
+  EXPECT_EQ(h.Cell("payments")["state"], "stopping") << h.Status().dump();
+  ProcessResult again = RunCtl(h, {"restart", "--no-block", "payments"});
+  EXPECT_EQ(again.exit_code(), kExitOk) << again.Describe();
+  EXPECT_EQ(again.out, "payments: restart in progress\n");
+  // The stop ends now, not in 60 s.
+  ASSERT_EQ(::kill(first_pid, SIGKILL), 0);
+  ASSERT_TRUE(h.WaitForCell("payments", [&](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != first_pid;
+  })) << h.Status().dump();
+  // A second stop under way joins the first and waits with it; this worker ignores SIGTERM, so
+  // the test ends its stop itself.
+  const int second_pid = h.Cell("payments")["pid"].get<int>();
+  ASSERT_EQ(RunCtl(h, {"stop", "--no-block", "payments"}).exit_code(), kExitOk);
+  // It may be gone already: SIGTERM can arrive before the worker has set it to be ignored.
+  ::kill(second_pid, SIGKILL);
+  ProcessResult stop = RunCtl(h, {"stop", "payments"});
+  EXPECT_EQ(stop.exit_code(), kExitOk) << stop.Describe();
+  EXPECT_EQ(h.Cell("payments")["state"], "stopped") << h.Status().dump();
+}
+
+TEST(Bulkheadctl, SeveralCellsAndAllInOneCommand) {
+  Harness h(TestOptions({Cell("a", 1, 0), Cell("b", 1, 0), Cell("c", 1, 0)}));
+  ASSERT_STARTED(h);
+  auto pids = [&h] {
+    std::map<std::string, nlohmann::json> out;
+    const nlohmann::json status = h.Status();
+    for (const nlohmann::json& cell : status["cells"]) {
+      out[cell["name"].get<std::string>()] = cell["pid"];
+    }
+    return out;
+  };
+  std::map<std::string, nlohmann::json> before = pids();
+  ProcessResult two = RunCtl(h, {"restart", "a", "b"});
+  ASSERT_EQ(two.exit_code(), kExitOk) << two.Describe();
+  std::map<std::string, nlohmann::json> after = pids();
+  EXPECT_NE(after["a"], before["a"]);
+  EXPECT_NE(after["b"], before["b"]);
+  EXPECT_EQ(after["c"], before["c"]);
+
+  ProcessResult all = RunCtl(h, {"stop", "--all"});
+  ASSERT_EQ(all.exit_code(), kExitOk) << all.Describe();
+  const nlohmann::json stopped = h.Status();
+  for (const nlohmann::json& cell : stopped["cells"]) {
+    EXPECT_EQ(cell["state"], "stopped") << cell.dump();
+  }
+  // One unknown cell fails the command; the others are still done.
+  ProcessResult mixed = RunCtl(h, {"start", "a", "nosuch"});
+  EXPECT_EQ(mixed.exit_code(), kExitFailure) << mixed.Describe();
+  EXPECT_EQ(mixed.err, "bulkheadctl: start nosuch: no cell named nosuch\n");
+  EXPECT_EQ(h.Cell("a")["state"], "running") << h.Status().dump();
+}
+
+TEST(Bulkheadctl, WatchWritesNoScreenCodesWhenStdoutIsNotATerminal) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  // Ends by the time limit (SIGKILL); what it wrote until then is kept.
+  Result<ProcessResult> run =
+      RunProcess({BulkheadctlPath(), "--socket", h.control_socket(), "status", "--watch", "50ms"},
+                 "", milliseconds(1500));
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_THAT(run->out, HasSubstr("CELL")) << run->Describe();
+  EXPECT_EQ(run->out.find('\033'), std::string::npos) << run->Describe();
+}
+
+// Runs bulkheadctl with a pseudo-terminal as stdin, types `typed` there, and returns what it
+// wrote on stdout and stderr.
+ProcessResult RunCtlOnTerminal(Harness& h, const std::vector<std::string>& args,
+                               const std::string& typed) {
+  ProcessResult result;
+  UniqueFd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master.valid() || ::grantpt(master.get()) != 0 || ::unlockpt(master.get()) != 0) {
+    ADD_FAILURE() << "no pseudo-terminal: " << std::strerror(errno);
+    return result;
+  }
+  const std::string slave_name = ::ptsname(master.get());
+  testing::TempDir dir;
+  const std::string out_path = dir.Join("out");
+  const std::string err_path = dir.Join("err");
+  std::vector<std::string> argv = {BulkheadctlPath(), "--socket", h.control_socket()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (std::string& arg : argv) cargv.push_back(arg.data());
+  cargv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int in = ::open(slave_name.c_str(), O_RDWR | O_NOCTTY);
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || out < 0 || err < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return result;
+  }
+  testing::ChildGuard guard(pid);
+  // Canonical mode: the line, then ^D at the start of a line, which reads as end of file.
+  const std::string keys = typed + "\x04";
+  EXPECT_EQ(::write(master.get(), keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  std::optional<int> status = guard.WaitExit(std::chrono::seconds(30));
+  if (!status) {
+    ADD_FAILURE() << "bulkheadctl did not exit";
+    return result;
+  }
+  result.wait_status = *status;
+  result.out = testing::ReadFile(out_path).value_or("");
+  result.err = testing::ReadFile(err_path).value_or("");
+  return result;
+}
+
+TEST(Bulkheadctl, CallOnATerminalSaysItReadsStdin) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  ProcessResult run = RunCtlOnTerminal(h, {"call", "payments"}, "echo typed\n");
+  EXPECT_EQ(run.exit_code(), kExitOk) << run.Describe();
+  EXPECT_EQ(run.out, "typed\n") << run.Describe();
+  EXPECT_EQ(run.err,
+            "bulkheadctl: reading the request for payments from stdin; end it with Ctrl-D (or "
+            "give it with --data TEXT)\n");
+  // Not from a pipe: scripts get nothing on stderr.
+  ProcessResult piped = RunCtl(h, {"call", "payments"}, "echo piped");
+  EXPECT_EQ(piped.exit_code(), kExitOk) << piped.Describe();
+  EXPECT_EQ(piped.err, "");
+}
+
+CellSpec Printer(std::string name) { return Cell(std::move(name), 1, 0); }
+
+TEST(Bulkheadctl, LogsPrintsTheCellsRecentLines) {
+  Harness h(TestOptions({Printer("payments"), Printer("catalog")}));
+  ASSERT_STARTED(h);
+  EXPECT_OK_REPLY(h.Call("payments", "print-stdout hello from payments"), "printed");
+  EXPECT_OK_REPLY(h.Call("catalog", "print-stderr hello from catalog"), "printed");
+  ASSERT_TRUE(WaitFor([&] {
+    return RunCtl(h, {"logs", "payments"}).out.find("hello from payments") != std::string::npos;
+  })) << h.Log();
+  ProcessResult logs = RunCtl(h, {"logs", "payments"});
+  EXPECT_EQ(logs.exit_code(), kExitOk) << logs.Describe();
+  EXPECT_THAT(logs.out, HasSubstr("cell=payments pid="));
+  EXPECT_THAT(logs.out, HasSubstr("stream=stdout msg=\"hello from payments\"\n"));
+  // The supervisor's own lines about the cell too, and nothing of the other cell.
+  EXPECT_THAT(logs.out, HasSubstr("worker started"));
+  EXPECT_EQ(logs.out.find("catalog"), std::string::npos) << logs.out;
+  ProcessResult last = RunCtl(h, {"logs", "payments", "-n", "1"});
+  EXPECT_EQ(last.exit_code(), kExitOk) << last.Describe();
+  EXPECT_EQ(std::count(last.out.begin(), last.out.end(), '\n'), 1) << last.out;
+  ProcessResult unknown = RunCtl(h, {"logs", "nosuch"});
+  EXPECT_EQ(unknown.exit_code(), kExitFailure) << unknown.Describe();
+  EXPECT_EQ(unknown.err, "bulkheadctl: logs nosuch: no cell named nosuch\n");
+}
+
+TEST(Bulkheadctl, LogsFollowPrintsNewLinesUntilInterrupted) {
+  Harness h(TestOptions({Printer("payments")}));
+  ASSERT_STARTED(h);
+  testing::TempDir dir;
+  const std::string out_path = dir.Join("out");
+  std::vector<std::string> argv = {BulkheadctlPath(), "--socket", h.control_socket(), "logs",
+                                   "payments",        "-f"};
+  std::vector<char*> cargv;
+  for (std::string& arg : argv) cargv.push_back(arg.data());
+  cargv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out < 0) ::_exit(126);
+    ::dup2(out, 1);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  ASSERT_GT(pid, 0) << std::strerror(errno);
+  testing::ChildGuard guard(pid);
+  ASSERT_TRUE(WaitFor([&] {
+    return testing::ReadFile(out_path).value_or("").find("worker started") != std::string::npos;
+  })) << testing::ReadFile(out_path).value_or("");
+  EXPECT_OK_REPLY(h.Call("payments", "print-stdout after the follow began"), "printed");
+  EXPECT_TRUE(WaitFor([&] {
+    return testing::ReadFile(out_path).value_or("").find("after the follow began") !=
+           std::string::npos;
+  })) << testing::ReadFile(out_path).value_or("");
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  std::optional<int> status = guard.WaitExit(std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status;
+  // Each line once.
+  const std::string out = testing::ReadFile(out_path).value_or("");
+  EXPECT_EQ(out.find("after the follow began"), out.rfind("after the follow began")) << out;
+}
+
 TEST(Bulkheadctl, UsageErrors) {
   for (std::vector<std::string> args : {
            std::vector<std::string>{},
@@ -433,7 +755,10 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"status", "--timeout", "5"},
            std::vector<std::string>{"status", "--bogus"},
            std::vector<std::string>{"stop"},
-           std::vector<std::string>{"restart", "a", "b"},
+           std::vector<std::string>{"restart", "a", "--all"},
+           std::vector<std::string>{"is-active"},
+           std::vector<std::string>{"logs"},
+           std::vector<std::string>{"logs", "a", "-n", "0"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());

@@ -133,6 +133,14 @@ if [ -f /usr/share/bash-completion/bash_completion ]; then
     COMP_WORDS=(bulkheadctl st); COMP_CWORD=1; COMP_LINE="bulkheadctl st"; COMP_POINT=${#COMP_LINE}
     _bulkheadctl; echo "${COMPREPLY[*]}"')"
   [ "$completions" = "status start stop" ] || fail "completion of 'bulkheadctl st': '$completions'"
+  completions="$(BULKHEAD_SOCKET="$tmp/none.sock" bash -c '
+    source /usr/share/bash-completion/bash_completion
+    source /usr/share/bash-completion/completions/bulkheadctl
+    COMP_WORDS=(bulkheadctl restart --); COMP_CWORD=2; COMP_LINE="bulkheadctl restart --"
+    COMP_POINT=${#COMP_LINE}
+    _bulkheadctl; echo "${COMPREPLY[*]}"')"
+  [ "$completions" = "--socket --timeout --help --no-block --all" ] ||
+    fail "completion of 'bulkheadctl restart --': '$completions'"
 fi
 
 # Remove: the conffile stays (dpkg -r); purge removes it.

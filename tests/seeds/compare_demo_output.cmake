@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Runs bulkhead-demo and compares its stdout with the expected transcript, byte for byte. On a
-# difference, writes what the demo printed to ACTUAL and shows both.
+# difference, writes what the demo printed to ACTUAL and shows both. Then checks that stderr holds
+# the demo's guide line before each scenario.
 # Usage: cmake -DDEMO=... -DBIN_DIR=... -DEXPECTED=... -DACTUAL=... -P compare_demo_output.cmake
 execute_process(
   COMMAND ${DEMO} --bin-dir ${BIN_DIR}
@@ -19,4 +20,11 @@ if(NOT actual STREQUAL expected)
                       "--- expected ---\n${expected}--- actual ---\n${actual}"
                       "--- stderr ---\n${stderr}")
 endif()
-message(STATUS "bulkhead-demo printed the seed's transcripts exactly")
+# The guide: one "look for:" line on stderr before each of the three scenarios (examples/demo.cc).
+string(REGEX MATCHALL "bulkhead-demo: look for: [^\n]*\n" guides "${stderr}")
+list(LENGTH guides guide_count)
+if(NOT guide_count EQUAL 3 OR NOT stderr MATCHES "look for: [^\n]*catalog call are rejected by shared"
+   OR NOT stderr MATCHES "look for: [^\n]*catalog call is served")
+  message(FATAL_ERROR "bulkhead-demo did not print its three guide lines on stderr:\n${stderr}")
+endif()
+message(STATUS "bulkhead-demo printed the seed's transcripts exactly, and a guide before each")

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+#include "ctl/lifecycle_wait.h"
+
+#include "ctl/status_view.h"
+
+namespace bulkhead::ctl {
+namespace {
+
+std::string StringOr(const nlohmann::json& cell, const char* key, const std::string& fallback) {
+  auto it = cell.find(key);
+  return it != cell.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+// A count: an unsigned integer, or a non-negative one (as a JSON parser may type it).
+bool IsCount(const nlohmann::json& value) {
+  return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+}
+
+LifecycleProgress Failed(std::string detail) {
+  return {LifecycleVerdict::kFailed, std::move(detail)};
+}
+
+}  // namespace
+
+LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_before,
+                                 const nlohmann::json& cell) {
+  if (!cell.is_object() || !cell.contains("state") || !cell["state"].is_string() ||
+      !cell.contains("starts") || !IsCount(cell["starts"])) {
+    return Failed("status response has no \"state\" and \"starts\" for the cell: " + cell.dump());
+  }
+  const std::string state = cell["state"].get<std::string>();
+  if (command == "stop") {
+    if (state == "stopped" || state == "failed") return {LifecycleVerdict::kReached, ""};
+    return {};
+  }
+  const bool started_since = cell["starts"].get<uint64_t>() > starts_before;
+  if (state == "failed") return Failed("cell failed: " + StringOr(cell, "reason", "-"));
+  if (state == "stopped") return Failed("cell is stopped");
+  if (!started_since) return {};
+  if (state == "running") return {LifecycleVerdict::kReached, ""};
+  if (state == "backoff") {
+    std::string detail =
+        "worker did not start: " + StringOr(cell, "last_exit", "-") + " (state backoff";
+    if (auto next = cell.find("next_start_in_ms"); next != cell.end() && IsCount(*next)) {
+      detail += ", next start in " + FormatAge(next->get<uint64_t>());
+    }
+    return Failed(detail + ")");
+  }
+  return {};  // starting; or stopping, when a worker started since was already being replaced
+}
+
+}  // namespace bulkhead::ctl

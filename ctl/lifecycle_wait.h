@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// What `bulkheadctl start|stop|restart` waits for once the supervisor has accepted the command,
+// judged on successive status responses (docs/control.md, "start CELL, stop CELL, restart CELL"),
+// and the answers of `is-active` / `is-failed`. Pure: no I/O. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace bulkhead::ctl {
+
+enum class LifecycleVerdict {
+  kPending,  // not there yet: ask again
+  kReached,  // stop: no worker ("stopped", or "failed"); start/restart: a new worker is running
+  kFailed,   // start/restart: the new worker did not come up (backoff, failed, stopped)
+};
+
+struct LifecycleProgress {
+  LifecycleVerdict verdict = LifecycleVerdict::kPending;
+  // kFailed: why, for "bulkheadctl: restart payments: ...": "worker did not start: exit 3 (state
+  // backoff, next start in 1.0s)", "cell failed: gave up: ...", "cell is stopped".
+  std::string detail;
+};
+
+// Judges `cell`, one element of a status response's "cells" (docs/control.md), after `command`
+// ("start", "stop" or "restart") was accepted. `starts_before` is the cell's "starts" counter read
+// before the command was sent: a start or restart is reached once a worker started after it
+// (starts > starts_before) is "running", as `systemctl start` of a Type=notify unit waits for
+// READY=1. A malformed cell is kFailed with the reason.
+LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_before,
+                                 const nlohmann::json& cell);
+
+// `is-active`: a cell in state "running" is active (systemctl's "active"); every other state is
+// not (starting, stopping and backoff are transitions, as systemctl's "activating" and
+// "deactivating" are not "active").
+inline bool IsActiveState(std::string_view state) { return state == "running"; }
+// `is-failed`: the restart policy gave up on the cell.
+inline bool IsFailedState(std::string_view state) { return state == "failed"; }
+
+}  // namespace bulkhead::ctl

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// JudgeLifecycle: when `bulkheadctl start|stop|restart` stops waiting, and with which outcome, for
+// each state a cell can be in after the command was accepted.
+#include "ctl/lifecycle_wait.h"
+
+#include <gtest/gtest.h>
+
+namespace bulkhead::ctl {
+namespace {
+
+nlohmann::json CellIn(const std::string& state, uint64_t starts) {
+  return {{"name", "a"},       {"state", state},       {"starts", starts},
+          {"reason", nullptr}, {"last_exit", nullptr}, {"next_start_in_ms", 0}};
+}
+
+TEST(JudgeLifecycle, StopIsReachedWithoutAWorker) {
+  EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("stopping", 1)).verdict, LifecycleVerdict::kPending);
+  EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("running", 1)).verdict, LifecycleVerdict::kPending);
+  EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("stopped", 1)).verdict, LifecycleVerdict::kReached);
+  EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("failed", 1)).verdict, LifecycleVerdict::kReached);
+}
+
+TEST(JudgeLifecycle, RestartWaitsForANewWorkerRunning) {
+  // The old worker still runs, or drains: not yet.
+  EXPECT_EQ(JudgeLifecycle("restart", 1, CellIn("running", 1)).verdict, LifecycleVerdict::kPending);
+  EXPECT_EQ(JudgeLifecycle("restart", 1, CellIn("stopping", 1)).verdict,
+            LifecycleVerdict::kPending);
+  // The new one waits for READY=1.
+  EXPECT_EQ(JudgeLifecycle("restart", 1, CellIn("starting", 2)).verdict,
+            LifecycleVerdict::kPending);
+  EXPECT_EQ(JudgeLifecycle("restart", 1, CellIn("running", 2)).verdict, LifecycleVerdict::kReached);
+  EXPECT_EQ(JudgeLifecycle("start", 0, CellIn("running", 1)).verdict, LifecycleVerdict::kReached);
+}
+
+TEST(JudgeLifecycle, ANewWorkerThatEndsFailsTheCommand) {
+  nlohmann::json crashed = CellIn("backoff", 2);
+  crashed["last_exit"] = "exit 3";
+  crashed["next_start_in_ms"] = 1500;
+  LifecycleProgress progress = JudgeLifecycle("restart", 1, crashed);
+  EXPECT_EQ(progress.verdict, LifecycleVerdict::kFailed);
+  EXPECT_EQ(progress.detail, "worker did not start: exit 3 (state backoff, next start in 1.5s)");
+  // A backoff of the old generation (before the command took effect) is not the answer yet.
+  EXPECT_EQ(JudgeLifecycle("restart", 2, crashed).verdict, LifecycleVerdict::kPending);
+
+  nlohmann::json gave_up = CellIn("failed", 5);
+  gave_up["reason"] = "gave up: 5 starts in 10s";
+  progress = JudgeLifecycle("start", 4, gave_up);
+  EXPECT_EQ(progress.verdict, LifecycleVerdict::kFailed);
+  EXPECT_EQ(progress.detail, "cell failed: gave up: 5 starts in 10s");
+  progress = JudgeLifecycle("restart", 1, CellIn("stopped", 1));
+  EXPECT_EQ(progress.verdict, LifecycleVerdict::kFailed);
+  EXPECT_EQ(progress.detail, "cell is stopped");
+}
+
+TEST(JudgeLifecycle, AMalformedCellFails) {
+  LifecycleProgress progress = JudgeLifecycle("stop", 0, nlohmann::json{{"state", "stopped"}});
+  EXPECT_EQ(progress.verdict, LifecycleVerdict::kFailed);
+  EXPECT_NE(progress.detail.find("\"starts\""), std::string::npos) << progress.detail;
+}
+
+TEST(IsActiveState, OnlyRunningIsActiveAndOnlyFailedIsFailed) {
+  for (const char* state : {"starting", "stopping", "backoff", "stopped", "failed"}) {
+    EXPECT_FALSE(IsActiveState(state)) << state;
+  }
+  EXPECT_TRUE(IsActiveState("running"));
+  for (const char* state : {"starting", "running", "stopping", "backoff", "stopped"}) {
+    EXPECT_FALSE(IsFailedState(state)) << state;
+  }
+  EXPECT_TRUE(IsFailedState("failed"));
+}
+
+}  // namespace
+}  // namespace bulkhead::ctl
