@@ -310,11 +310,14 @@ TEST(Bulkheadctl, CallBadRequest) {
 
 // A payload far beyond the limit: bulkheadd answers BAD_REQUEST from the header and closes while
 // bulkheadctl is still sending (EPIPE). The reply that came first must still be read and shown.
+// Given with --data (stdin stops at the limit: CallReadsStdinOnlyUpToMaxPayloadBytes), a payload
+// far over max_payload_bytes is sent and the supervisor's BAD_REQUEST is shown. 100 KiB: one
+// argument may hold at most 128 KiB (execve(2), MAX_ARG_STRLEN).
 TEST(Bulkheadctl, CallFarOverTheLimitStillShowsTheBadRequest) {
   Harness h(TestOptions({Cell("payments", 1, 0)}, "max_payload_bytes = 1024\n"));
   ASSERT_STARTED(h);
-  std::string huge(4 * 1024 * 1024, 'x');
-  ProcessResult run = RunCtl(h, {"call", "payments"}, huge);
+  std::string huge(100 * 1024, 'x');
+  ProcessResult run = RunCtl(h, {"call", "payments", "--data", huge});
   EXPECT_EQ(run.exit_code(), kExitBadRequest) << run.Describe();
   EXPECT_EQ(run.err, "bad request: too_large: payload of " + std::to_string(huge.size()) +
                          " bytes exceeds the maximum of 1024\n");

@@ -46,8 +46,9 @@ std::vector<std::string> SocketFiles(const Harness& h, const std::vector<std::st
 }
 
 TEST(BulkheaddProcess, SigtermAnswersPendingRequestsStopsWorkersAndRemovesSockets) {
-  // stop_timeout: how long in-flight requests may finish, then how long the worker may take to
-  // exit after SIGTERM.
+  // stop_timeout bounds the whole stop (docs/config.md, "Restarts"): in-flight requests may finish
+  // within it, and a request that never finishes uses all of it, so the worker gets SIGKILL at the
+  // deadline.
   Harness h(TestOptions({CellSpec{.name = "a",
                                   .max_concurrent = 2,
                                   .max_queue = 1,
@@ -85,7 +86,7 @@ TEST(BulkheaddProcess, SigtermAnswersPendingRequestsStopsWorkersAndRemovesSocket
   EXPECT_OK_REPLY(finishing->Receive(), "slept 200");
   Result<ipc::Client::Reply> died = hanging->Receive();
   ASSERT_TRUE(IsReply(died, ReplyStatus::kFailed, Reason::kWorkerDied)) << Describe(died);
-  EXPECT_EQ(died->payload, "signal 15");
+  EXPECT_EQ(died->payload, "signal 9");
   Result<ipc::Client::Reply> refused = queued->Receive();
   EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable)) << Describe(refused);
 
