@@ -194,7 +194,11 @@ Status MakeDirectories(const std::string& path, unsigned mode) {
     pos = path.find('/', pos + 1);
     partial = path.substr(0, pos);
     if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
+    if (::mkdir(partial.c_str(), mode) == 0) {
+      // mkdir(2) applies the umask: a directory made here gets `mode` exactly, whatever umask
+      // bulkheadd was started with (a 0700 runtime_dir would lock cell users out of it).
+      if (::chmod(partial.c_str(), mode) != 0) return Status::FromErrno("chmod " + partial);
+    } else if (errno != EEXIST) {
       return Status::FromErrno("mkdir " + partial);
     }
   }

@@ -101,7 +101,8 @@ Result<ListeningSocket> ClaimListeningSocket(
     const std::string& path, int backlog, Blocking blocking = Blocking::kNonBlocking,
     const std::optional<SocketAccess>& access = std::nullopt);
 
-// Creates `path` and its missing parents with `mode` (like mkdir -p). Error names the directory.
+// Creates `path` and its missing parents with `mode` (like mkdir -p), whatever the umask; existing
+// directories keep their mode. Error names the directory.
 Status MakeDirectories(const std::string& path, unsigned mode);
 
 }  // namespace bulkhead::supervisor

@@ -54,6 +54,8 @@ Result<RuntimeDirLock> RuntimeDirLock::Acquire(const std::string& runtime_dir) {
                            " (it holds the lock on " + lock.path_ + ")");
     }
     if (!SameFile(fd.get(), lock.path_)) continue;
+    // 0644 whatever the umask: anyone may read which pid holds the directory.
+    if (::fchmod(fd.get(), 0644) != 0) return Status::FromErrno("chmod " + lock.path_);
     const std::string pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(fd.get(), 0) != 0) return Status::FromErrno("truncate " + lock.path_);
     if (::pwrite(fd.get(), pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {

@@ -129,6 +129,28 @@ TEST(ListenSocket, WorkerSocketModeIgnoresTheUmask) {
   EXPECT_EQ(st.st_uid, ::geteuid());
 }
 
+// The runtime_dir bulkheadd creates is 0755 whatever the umask: under umask 077 it was 0700, and a
+// cell's worker running as another user could not send READY=1 to its notify socket in it.
+TEST(MakeDirectories, CreatedDirectoriesGetTheModeWhateverTheUmask) {
+  testing::TempDir dir;
+  const std::string existing = dir.Join("existing");
+  ASSERT_EQ(::mkdir(existing.c_str(), 0700), 0);
+  const std::string path = existing + "/run/bulkhead";
+  const mode_t old_umask = ::umask(077);
+  Status made = MakeDirectories(path, 0755);
+  ::umask(old_umask);
+  ASSERT_TRUE(made.ok()) << made.message();
+  for (const std::string& created : {existing + "/run", path}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(created.c_str(), &st), 0) << created;
+    EXPECT_EQ(st.st_mode & 07777, 0755u) << created;
+  }
+  // A directory that was there keeps its own mode.
+  struct stat st {};
+  ASSERT_EQ(::stat(existing.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
 TEST(SocketFile, RemoveLeavesAReplacementAlone) {
   testing::TempDir dir;
   const std::string path = dir.Join("x.sock");

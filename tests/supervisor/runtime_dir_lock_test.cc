@@ -42,6 +42,18 @@ TEST(RuntimeDirLock, SecondHolderIsRefusedWithThePid) {
 }
 
 // A SIGKILLed holder leaves its file, unlocked, with its old pid: the next instance takes it.
+// Found by a new-user trial: under umask 077 the lock file was 0600 (and the runtime_dir 0700).
+TEST(RuntimeDirLock, LockFileIs0644WhateverTheUmask) {
+  testing::TempDir dir;
+  const mode_t old_umask = ::umask(077);
+  Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(dir.path());
+  ::umask(old_umask);
+  ASSERT_TRUE(lock.ok()) << lock.status().message();
+  struct stat st {};
+  ASSERT_EQ(::stat(lock->path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+}
+
 TEST(RuntimeDirLock, AbandonedFileIsTakenOver) {
   testing::TempDir dir;
   const std::string path = dir.Join("bulkheadd.pid");
