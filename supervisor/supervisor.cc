@@ -646,10 +646,12 @@ void Supervisor::Retire(std::unique_ptr<Cell> cell) {
     raw->DisconnectClients();
     raw->CloseHandles([this, raw] {
       Log(LogLevel::kInfo, raw->name(), 0, "cell closed: worker stopped, sockets removed");
+      // Copied first: erasing the cell from retiring_ destroys it.
+      const std::string name = raw->name();
       std::erase_if(retiring_, [raw](const std::unique_ptr<Cell>& c) { return c.get() == raw; });
-      const bool name_in_use = std::any_of(
-          cells_.begin(), cells_.end(), [raw](const auto& c) { return c->name() == raw->name(); });
-      if (!name_in_use) cell_logs_.Forget(raw->name());
+      const bool name_in_use = std::any_of(cells_.begin(), cells_.end(),
+                                           [&name](const auto& c) { return c->name() == name; });
+      if (!name_in_use) cell_logs_.Forget(name);
     });
     MaybeFinishShutdown();
   });
