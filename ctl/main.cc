@@ -443,6 +443,7 @@ int Logs(const std::string& socket, const std::string& cell, bool follow,
     if (first && page->journal) {
       std::vector<std::string> args = JournalctlArgv(*page->journal, cell, follow, lines);
       std::vector<char*> argv;
+      argv.reserve(args.size() + 1);
       for (std::string& arg : args) argv.push_back(arg.data());
       argv.push_back(nullptr);
       ::execvp(argv[0], argv.data());
