@@ -49,6 +49,7 @@ payload="$tmp/payload"
 mkdir -p "$payload"
 tar -C "$root" --numeric-owner --owner=0 --group=0 -cf "$payload/rootfs.tar" .
 install -m 0755 "$vm_dir/scenarios/containers.sh" "$payload/run.sh"
+install -m 0644 "$vm_dir/scenarios/checks.sh" "$payload/checks.sh"
 echo "containers_test: container root $(du -sk "$root" | cut -f1) KiB staged after $((SECONDS - start_s)) s"
 
 exec bash "$vm_dir/run-vm.sh" --root-image "$image" --payload "$payload" \

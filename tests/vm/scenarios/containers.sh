@@ -18,23 +18,8 @@ podman() {
 }
 readonly run_opts=(--network=none --cgroupns=private)
 readonly writable=(--security-opt unmask=/sys/fs/cgroup)
-failures=0
-
-pass() { echo "PASS $1 $2"; }
-fail() { echo "FAIL $1 $2"; failures=$((failures + 1)); }
-check() {
-  local name="$1" evidence="$2"
-  shift 2
-  if "$@"; then pass "$name" "$evidence"; else fail "$name" "$evidence"; fi
-}
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ "$SECONDS" -lt "$deadline" ] || return 1
-    sleep 0.1
-  done
-}
+# pass, fail, check, wait_for and $failures.
+source /payload/checks.sh
 ctl() { podman exec "$1" /usr/bin/bulkheadctl "${@:2}"; }
 answers() { ctl "$1" call steady --data "echo up" >/dev/null 2>&1; }
 running() { [ "$(podman inspect -f '{{.State.Running}}' "$1" 2>/dev/null)" = true ]; }

@@ -37,6 +37,7 @@ cp "$here"/conf/*.toml "$payload/conf/"
 cp "$worker" "$payload/bulkhead-test-worker"
 strip --strip-debug "$payload/bulkhead-test-worker" 2>/dev/null || true
 install -m 0755 "$vm_dir/scenarios/systemd.sh" "$payload/run.sh"
+install -m 0644 "$vm_dir/scenarios/checks.sh" "$payload/checks.sh"
 
 exec bash "$vm_dir/run-vm.sh" --root-image "$image" --payload "$payload" \
   --timeout "${BULKHEAD_VM_SYSTEMD_TIMEOUT:-600}" --log "$build/tests/vm/systemd.console.log"
