@@ -5,6 +5,7 @@
 // worker that serves one connection at a time is named in a warning.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +81,10 @@ TEST(WorkerProtocol, WorkerThatNeverAcceptsASecondConnectionIsWarnedAbout) {
   Result<ipc::Client> first = h.Connect("serial");
   ASSERT_TRUE(first.ok()) << first.status().message();
   ASSERT_TRUE(first->Send(1, "one").ok());
+  // However long the second request takes to arrive (a loaded or sanitized build can take this
+  // long), the worker holds its first reply until the second connection is pending, so "two" is
+  // dispatched on a connection of its own and never on the first one, free again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   Result<ipc::Client> second = h.Connect("serial");
   ASSERT_TRUE(second.ok()) << second.status().message();
   ASSERT_TRUE(second->Send(1, "two").ok());

@@ -8,9 +8,13 @@
 //                       payload echoed: a well-formed frame that no worker may send
 //   serial              answers correctly (OK, the payload echoed) but serves one connection at a
 //                       time, to its end: a second connection the supervisor opens is never
-//                       accepted while the first stays open
+//                       accepted while the first stays open. Its very first reply waits (up to
+//                       10 s) until a second connection is pending on fd 3, so a test's second
+//                       request is dispatched while the first is still running, however fast
+//                       the first would have been answered
 //   close-after-reply   answers the first request of each connection correctly, then closes the
 //                       connection without reading anything more
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,6 +50,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  bool first_reply = true;
   for (;;) {
     int conn = ::accept4(3, nullptr, nullptr, SOCK_CLOEXEC);
     if (conn < 0) return 1;
@@ -69,11 +74,17 @@ int main(int argc, char** argv) {
             reply.reason = ipc::Reason::kQueueTimeout;
             break;
           case Mode::kSerial:
+            if (first_reply) {
+              // A pending connection makes the listening socket readable (accept(2)).
+              pollfd listener{.fd = 3, .events = POLLIN, .revents = 0};
+              ::poll(&listener, 1, 10000);
+            }
             break;
           case Mode::kCloseAfterReply:
             open = false;
             break;
         }
+        first_reply = false;
         std::string out;
         ipc::AppendFrame(&out, reply, payload);
         if (::write(conn, out.data(), out.size()) < 0) break;
