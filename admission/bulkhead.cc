@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/bulkhead.h"
+#include "admission/bulkhead.h"
 
 #include "base/check.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 
 using State = AdmissionEntry::State;
 
@@ -92,4 +92,4 @@ void Bulkhead::Unlink(AdmissionEntry* entry) {
   --queued_;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 
 // One request's place in a Bulkhead. Embed it in the request; the Bulkhead links it, never owns it.
 class AdmissionEntry {
@@ -98,4 +98,4 @@ class Bulkhead {
   AdmissionEntry* tail_ = nullptr;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

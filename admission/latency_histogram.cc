@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/latency_histogram.h"
+#include "admission/latency_histogram.h"
 
 #include <algorithm>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 
 void LatencyHistogram::Counts::Add(const Counts& other) {
   for (size_t i = 0; i < kBuckets; ++i) buckets[i] += other.buckets[i];
@@ -65,4 +65,4 @@ LatencyHistogram::Counts WindowedLatency::Recent(uint64_t now_ns) const {
   return sum;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

@@ -11,17 +11,16 @@
 #include <cstdint>
 #include <optional>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 
 class LatencyHistogram {
  public:
   // Upper bounds (inclusive, "le") in ns: 100 µs to 60 s in 1-2.5-5 steps; a last +Inf bucket
   // catches the rest.
   static constexpr std::array<uint64_t, 18> kBoundsNs = {
-      100'000,        250'000,        500'000,        1'000'000,     2'500'000,
-      5'000'000,      10'000'000,     25'000'000,     50'000'000,    100'000'000,
-      250'000'000,    500'000'000,    1'000'000'000,  2'500'000'000, 5'000'000'000,
-      10'000'000'000, 25'000'000'000, 60'000'000'000,
+      100'000,       250'000,       500'000,       1'000'000,      2'500'000,      5'000'000,
+      10'000'000,    25'000'000,    50'000'000,    100'000'000,    250'000'000,    500'000'000,
+      1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000, 25'000'000'000, 60'000'000'000,
   };
   static constexpr size_t kBuckets = kBoundsNs.size() + 1;
 
@@ -73,4 +72,4 @@ class WindowedLatency {
   std::array<Slice, kSlices> slices_;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

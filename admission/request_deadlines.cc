@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/request_deadlines.h"
+#include "admission/request_deadlines.h"
 
 #include <algorithm>
 
 #include "base/check.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 
 void RequestDeadlines::Start(DeadlineEntry* entry, uint64_t now_ms) {
   BH_CHECK(entry->state_ == DeadlineEntry::State::kIdle);
@@ -74,4 +74,4 @@ void RequestDeadlines::Unlink(DeadlineEntry* entry) {
   entry->prev_ = entry->next_ = nullptr;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

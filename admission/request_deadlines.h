@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 
 // One running request's place in a RequestDeadlines. Embed it in the request.
 class DeadlineEntry {
@@ -79,4 +79,4 @@ class RequestDeadlines {
   size_t expired_ = 0;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

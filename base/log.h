@@ -77,7 +77,7 @@ struct LogRecord {
 
 // Where Log sends lines besides, or instead of, stderr: bulkheadd installs one that keeps each
 // cell's recent lines and sends them to the journal with structured fields
-// (supervisor/cell_logs.h).
+// (lifecycle/cell_logs.h).
 class LogSink {
  public:
   virtual ~LogSink() = default;

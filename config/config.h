@@ -241,7 +241,7 @@ struct CellConfig {
   SourcePosition position;
 
   // Every field, so that a field added later counts in reload's comparison (a changed field
-  // restarts the cell unless supervisor/reload_plan.h classifies it otherwise).
+  // restarts the cell unless control/reload_plan.h classifies it otherwise).
   bool operator==(const CellConfig&) const = default;
 };
 
@@ -276,7 +276,7 @@ struct SupervisorConfig {
   // nobody else.
   std::optional<gid_t> control_group;
 
-  // Every field: a reload refuses a change of any key but log_level (supervisor/reload_plan.h).
+  // Every field: a reload refuses a change of any key but log_level (control/reload_plan.h).
   bool operator==(const SupervisorConfig&) const = default;
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/control_access.h"
+#include "control/control_access.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <array>
 #include <cerrno>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 namespace {
 
 constexpr std::array<std::string_view, 2> kReadOnlyCommands = {"status", "metrics"};
@@ -73,4 +73,4 @@ std::string ControlAccess::Check(std::string_view command, const ControlPeer& pe
   return message;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

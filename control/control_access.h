@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 // The process at the other end of a control connection, as the kernel reported it when it
 // connected (unix(7) SO_PEERCRED; SO_PEERGROUPS since Linux 4.13).
@@ -51,4 +51,4 @@ class ControlAccess {
   std::optional<gid_t> control_group_;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

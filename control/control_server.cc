@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/control_server.h"
+#include "control/control_server.h"
 
 #include <unistd.h>
 
@@ -7,10 +7,10 @@
 
 #include "base/check.h"
 #include "base/log.h"
-#include "supervisor/listen_socket.h"
-#include "supervisor/stream_writer.h"
+#include "ipc/listen_socket.h"
+#include "proxy/stream_writer.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 namespace {
 // A request line longer than this closes the connection: control requests are small.
@@ -101,7 +101,7 @@ class ControlConnection {
 
   ControlServer* server_;
   uv_pipe_t pipe_{};
-  StreamWriter writer_;
+  proxy::StreamWriter writer_;
   char read_buf_[4096];
   std::string line_;
   ControlPeer peer_;
@@ -117,8 +117,10 @@ ControlServer::ControlServer(uv_loop_t* loop, Handler handler)
 
 ControlServer::~ControlServer() { BH_CHECK(pending_closes_ == 0 && connections_.empty()); }
 
-Status ControlServer::Listen(const std::string& path, const std::optional<SocketAccess>& access) {
-  Result<ListeningSocket> socket = ClaimListeningSocket(path, 64, Blocking::kNonBlocking, access);
+Status ControlServer::Listen(const std::string& path,
+                             const std::optional<ipc::SocketAccess>& access) {
+  Result<ipc::ListeningSocket> socket =
+      ipc::ClaimListeningSocket(path, 64, ipc::Blocking::kNonBlocking, access);
   if (!socket.ok()) return socket.status();
   file_ = std::move(socket->file);
   int rc = uv_pipe_open(&listener_, socket->fd.get());
@@ -164,4 +166,4 @@ void ControlServer::HandleClosed() {
   if (--pending_closes_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -12,10 +12,10 @@
 #include <unordered_set>
 
 #include "base/status.h"
-#include "supervisor/control_access.h"
-#include "supervisor/listen_socket.h"
+#include "control/control_access.h"
+#include "ipc/listen_socket.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 class ControlConnection;
 
@@ -32,7 +32,8 @@ class ControlServer {
 
   // Claims `path` (refusing a live instance's socket), gives the file `access` (mode, group)
   // before it listens, and starts accepting.
-  Status Listen(const std::string& path, const std::optional<SocketAccess>& access = std::nullopt);
+  Status Listen(const std::string& path,
+                const std::optional<ipc::SocketAccess>& access = std::nullopt);
   // Closes the listener and every connection; `on_closed` runs after the last close callback.
   void Close(std::function<void()> on_closed);
 
@@ -46,10 +47,10 @@ class ControlServer {
   uv_loop_t* loop_;
   Handler handler_;
   uv_pipe_t listener_{};
-  SocketFile file_;  // the socket file Listen bound (removed on Close if still ours)
+  ipc::SocketFile file_;  // the socket file Listen bound (removed on Close if still ours)
   std::unordered_set<ControlConnection*> connections_;
   int pending_closes_ = 0;
   std::function<void()> on_closed_;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/metrics_server.h"
+#include "control/metrics_server.h"
 
 #include <http_parser.h>
 #include <unistd.h>
@@ -9,11 +9,11 @@
 
 #include "base/check.h"
 #include "base/log.h"
-#include "supervisor/listen_socket.h"
-#include "supervisor/metrics_text.h"
-#include "supervisor/stream_writer.h"
+#include "control/metrics_text.h"
+#include "ipc/listen_socket.h"
+#include "proxy/stream_writer.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 namespace {
 constexpr int kBacklog = 64;
@@ -166,7 +166,7 @@ class MetricsConnection {
   uv_timer_t idle_timer_{};
   bool timer_open_ = false;
   int handles_left_ = 1;  // the stream, plus the timer once initialised
-  StreamWriter writer_;
+  proxy::StreamWriter writer_;
   http_parser parser_{};
   http_parser_settings settings_{};
   std::string url_;
@@ -220,7 +220,7 @@ Status MetricsServer::Listen(const config::ListenAddress& address) {
   uv_pipe_init(loop_, &listener_.pipe, 0);
   listener_.pipe.data = this;
   initialized_ = true;
-  Result<ListeningSocket> socket = ClaimListeningSocket(address.path, kBacklog);
+  Result<ipc::ListeningSocket> socket = ipc::ClaimListeningSocket(address.path, kBacklog);
   if (!socket.ok()) return Status::Error(where + ": " + socket.status().message());
   unix_file_ = std::move(socket->file);
   rc = uv_pipe_open(&listener_.pipe, socket->fd.get());
@@ -271,4 +271,4 @@ void MetricsServer::HandleClosed() {
   if (--pending_closes_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -15,9 +15,9 @@
 
 #include "base/status.h"
 #include "config/listen_address.h"
-#include "supervisor/listen_socket.h"
+#include "ipc/listen_socket.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 class MetricsConnection;
 
@@ -27,7 +27,7 @@ class MetricsServer {
   static constexpr uint64_t kIdleMs = 10'000;
   static constexpr size_t kMaxConnections = 64;
 
-  // `render` returns the exposition text (supervisor/metrics_text.h), called once per scrape.
+  // `render` returns the exposition text (control/metrics_text.h), called once per scrape.
   MetricsServer(uv_loop_t* loop, std::function<std::string()> render);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
@@ -55,11 +55,12 @@ class MetricsServer {
   } listener_{};
   bool is_tcp_ = true;
   bool initialized_ = false;
-  SocketFile unix_file_;  // a Unix socket file this server bound (removed on Close if still ours)
+  ipc::SocketFile
+      unix_file_;  // a Unix socket file this server bound (removed on Close if still ours)
   std::string bound_;
   std::unordered_set<MetricsConnection*> connections_;
   int pending_closes_ = 0;
   std::function<void()> on_closed_;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/metrics_text.h"
+#include "control/metrics_text.h"
 
 #include <cinttypes>
 #include <cstdio>
 #include <functional>
 #include <string_view>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 namespace {
 
@@ -61,12 +61,14 @@ std::string Seconds(uint64_t ns) {
   return text;
 }
 
-void Histogram(Writer& w, const std::string& cell_label, const LatencyHistogram::Counts& c) {
+void Histogram(Writer& w, const std::string& cell_label,
+               const admission::LatencyHistogram::Counts& c) {
   uint64_t cumulative = 0;
-  for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
+  for (size_t i = 0; i < admission::LatencyHistogram::kBuckets; ++i) {
     cumulative += c.buckets[i];
-    std::string le = i + 1 == LatencyHistogram::kBuckets ? std::string("+Inf")
-                                                         : Seconds(LatencyHistogram::kBoundsNs[i]);
+    std::string le = i + 1 == admission::LatencyHistogram::kBuckets
+                         ? std::string("+Inf")
+                         : Seconds(admission::LatencyHistogram::kBoundsNs[i]);
     w.Sample("_bucket", cell_label + ",le=\"" + le + "\"", std::to_string(cumulative));
   }
   w.Sample("_sum", cell_label, Seconds(c.sum_ns));
@@ -105,15 +107,16 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
   w.Family("bulkhead_up", "gauge",
            "1 when the cell's worker is running and its admission open, else 0.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    w.Sample(l, s.state == Lifecycle::State::kRunning ? 1 : 0);
+    w.Sample(l, s.state == lifecycle::Lifecycle::State::kRunning ? 1 : 0);
   });
 
   w.Family("bulkhead_cell_state", "gauge",
            "The cell's lifecycle state: 1 for the current state, 0 for the others.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    for (size_t i = 0; i < Lifecycle::kStateCount; ++i) {
-      auto state = static_cast<Lifecycle::State>(i);
-      w.Sample(l + ",state=\"" + Lifecycle::StateName(state) + "\"", s.state == state ? 1 : 0);
+    for (size_t i = 0; i < lifecycle::Lifecycle::kStateCount; ++i) {
+      auto state = static_cast<lifecycle::Lifecycle::State>(i);
+      w.Sample(l + ",state=\"" + lifecycle::Lifecycle::StateName(state) + "\"",
+               s.state == state ? 1 : 0);
     }
   });
 
@@ -121,7 +124,7 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
            "Requests that reached an outcome, by outcome (ok, rejected, failed, cancelled, "
            "dropped, undelivered) and reason.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    const CellCounters& c = s.counters;
+    const admission::CellCounters& c = s.counters;
     auto sample = [&](const char* outcome, const char* reason, uint64_t value) {
       w.Sample(l + ",outcome=\"" + outcome + "\",reason=\"" + reason + "\"", value);
     };
@@ -193,8 +196,8 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
   w.Family("bulkhead_cell_restarts_total", "counter",
            "Worker starts that replaced an earlier worker, by what ended the earlier one.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    for (size_t i = 0; i < kRestartReasonCount; ++i) {
-      std::string reason(RestartReasonName(static_cast<RestartReason>(i)));
+    for (size_t i = 0; i < lifecycle::kRestartReasonCount; ++i) {
+      std::string reason(lifecycle::RestartReasonName(static_cast<lifecycle::RestartReason>(i)));
       w.Sample(l + ",reason=\"" + reason + "\"", s.restarts_by_reason[i]);
     }
   });
@@ -213,9 +216,10 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
            "its controller missing, or its write failed); absent for limits not set.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
     for (size_t i = 0; i < cell::kLimitCount; ++i) {
-      if (s.limit_states[i] == LimitState::kUnlimited) continue;
+      if (s.limit_states[i] == lifecycle::LimitState::kUnlimited) continue;
       std::string limit(cell::LimitName(static_cast<cell::Limit>(i)));
-      w.Sample(l + ",limit=\"" + limit + "\"", s.limit_states[i] == LimitState::kEnforced ? 1 : 0);
+      w.Sample(l + ",limit=\"" + limit + "\"",
+               s.limit_states[i] == lifecycle::LimitState::kEnforced ? 1 : 0);
     }
   });
 
@@ -257,4 +261,4 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
   return out;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/cell.h"
+#include "control/cell_snapshot.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 // The Content-Type of MetricsText's output.
 inline constexpr char kMetricsContentType[] = "text/plain; version=0.0.4; charset=utf-8";
@@ -23,4 +23,4 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells);
 // A label value escaped as the format asks: '\\' -> "\\\\", '"' -> "\\\"", newline -> "\\n".
 std::string EscapeLabelValue(std::string_view value);
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/reload_plan.h"
+#include "control/reload_plan.h"
 
 #include <algorithm>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 namespace {
 
@@ -241,4 +241,4 @@ std::string ReloadPlan::Summary() const {
   return Join(parts, ", ");
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -16,7 +16,7 @@
 
 #include "config/config.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 
 struct CellPlan {
   enum class Action {
@@ -60,4 +60,4 @@ ReloadPlan PlanReload(const config::Config& current, const config::Config& next)
 // "unchanged", "updated", "restarted", "added", "removed".
 const char* CellActionName(CellPlan::Action action);
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/listen_socket.h"
+#include "ipc/listen_socket.h"
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 
 #include "base/log.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::ipc {
 
 namespace {
 
@@ -208,4 +208,4 @@ Status MakeDirectories(const std::string& path, unsigned mode) {
   return Status::Ok();
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::ipc

@@ -13,7 +13,7 @@
 #include "base/status.h"
 #include "base/unique_fd.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::ipc {
 
 enum class Blocking {
   kNonBlocking,  // for the supervisor's own libuv listeners
@@ -105,4 +105,4 @@ Result<ListeningSocket> ClaimListeningSocket(
 // directories keep their mode. Error names the directory.
 Status MakeDirectories(const std::string& path, unsigned mode);
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::ipc

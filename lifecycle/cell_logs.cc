@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/cell_logs.h"
+#include "lifecycle/cell_logs.h"
 
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <ctime>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 namespace {
 
 int SendToJournal(const std::vector<std::string>& fields) {
@@ -92,4 +92,4 @@ void CellLogs::Forget(const std::string& cell) {
   rings_.erase(cell);
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "base/log.h"
-#include "supervisor/log_ring.h"
+#include "lifecycle/log_ring.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 // The fields of the journal entry for `record`, each "NAME=value" (systemd.journal-fields(7)):
 // MESSAGE= the line as it would be written to stderr without its prefix and newline
@@ -60,4 +60,4 @@ class CellLogs : public LogSink {
   std::map<std::string, LogRing, std::less<>> rings_;  // GUARDED_BY(mutex_)
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -2,7 +2,7 @@
 // Lifecycle: kTable holds one handler per (state, event); every handler appends the actions of its
 // entry. Handle() reads the clock once, checks the spawn invariant and dispatches. Loop thread
 // only.
-#include "supervisor/lifecycle.h"
+#include "lifecycle/lifecycle.h"
 
 #include <sys/wait.h>
 
@@ -12,7 +12,7 @@
 
 #include "base/check.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 namespace {
 
 using State = Lifecycle::State;
@@ -693,4 +693,4 @@ Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_con
   return options;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -22,7 +22,7 @@
 #include "config/config.h"
 #include "ipc/frame.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 // States, events and actions
 // --------------------------
@@ -362,4 +362,4 @@ class Lifecycle {
 // they watch requests.
 Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_config);
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/line_splitter.h"
+#include "lifecycle/line_splitter.h"
 
 #include <cstring>
 #include <utility>
 
 #include "base/check.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 LineSplitter::LineSplitter(size_t max_line, Sink sink)
     : max_line_(max_line), sink_(std::move(sink)) {
@@ -63,4 +63,4 @@ void LineSplitter::Finish() {
   discarding_ = false;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 class LineSplitter {
  public:
@@ -40,4 +40,4 @@ class LineSplitter {
   bool discarding_ = false;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

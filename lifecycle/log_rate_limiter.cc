@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/log_rate_limiter.h"
+#include "lifecycle/log_rate_limiter.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 LogRateLimiter::LogRateLimiter(uint32_t burst, uint64_t interval_ms)
     : burst_(burst), interval_ms_(interval_ms) {}
@@ -40,4 +40,4 @@ std::optional<uint64_t> LogRateLimiter::SuppressionEndsAt() const {
   return window_start_ms_ + interval_ms_;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 class LogRateLimiter {
  public:
@@ -42,4 +42,4 @@ class LogRateLimiter {
   uint64_t suppressed_ = 0;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/log_ring.h"
+#include "lifecycle/log_ring.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "base/check.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 LogRing::LogRing(size_t max_lines, size_t max_bytes)
     : max_lines_(max_lines), max_bytes_(max_bytes) {
@@ -40,4 +40,4 @@ LogRing::Page LogRing::Read(std::optional<uint64_t> from, std::optional<uint64_t
   return page;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 class LogRing {
  public:
@@ -48,4 +48,4 @@ class LogRing {
   uint64_t first_seq_ = 0;  // the sequence number of lines_.front()
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

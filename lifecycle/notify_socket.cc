@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/notify_socket.h"
+#include "lifecycle/notify_socket.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,21 +9,21 @@
 
 #include "base/log.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 NotifySocket::NotifySocket(uv_loop_t* loop, Handler handler)
     : loop_(loop), handler_(std::move(handler)) {
   poll_.data = this;
 }
 
-Status NotifySocket::Bind(const std::string& path, const std::optional<SocketAccess>& access) {
+Status NotifySocket::Bind(const std::string& path, const std::optional<ipc::SocketAccess>& access) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return Status::FromErrno("socket");
   int on = 1;
   if (::setsockopt(fd.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
     return Status::FromErrno("setsockopt SO_PASSCRED");
   }
-  Result<SocketFile> file = BindSocketFile(fd.get(), path, access);
+  Result<ipc::SocketFile> file = ipc::BindSocketFile(fd.get(), path, access);
   if (!file.ok()) return file.status();
   int rc = uv_poll_init(loop_, &poll_, fd.get());
   if (rc != 0) {
@@ -86,4 +86,4 @@ void NotifySocket::Close(std::function<void()> on_closed) {
   });
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -14,9 +14,9 @@
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "cell/notify_message.h"
-#include "supervisor/listen_socket.h"
+#include "ipc/listen_socket.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 class NotifySocket {
  public:
@@ -31,7 +31,8 @@ class NotifySocket {
   // and starts reading. With `access`, the file gets that mode and owner before the first datagram
   // can arrive (ApplySocketAccess): the worker must be able to write to it when it runs as another
   // user, and no one else should.
-  Status Bind(const std::string& path, const std::optional<SocketAccess>& access = std::nullopt);
+  Status Bind(const std::string& path,
+              const std::optional<ipc::SocketAccess>& access = std::nullopt);
   const std::string& path() const { return path_; }
 
   // Closes the poll handle; `on_closed` runs from its close callback. The file is unlinked if it
@@ -45,11 +46,11 @@ class NotifySocket {
   uv_loop_t* loop_;
   Handler handler_;
   std::string path_;
-  SocketFile file_;
+  ipc::SocketFile file_;
   UniqueFd fd_;
   uv_poll_t poll_{};
   std::function<void()> on_closed_;
   char buffer_[cell::kMaxNotifyMessageBytes + 1];
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/restart_reason.h"
+#include "lifecycle/restart_reason.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 std::string_view RestartReasonName(RestartReason reason) {
   switch (reason) {
@@ -35,4 +35,4 @@ RestartReason ClassifyLastExit(std::string_view last_exit) {
   return RestartReason::kCrash;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

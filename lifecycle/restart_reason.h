@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 enum class RestartReason : uint8_t {
   kCrash,        // the worker exited non-zero or was killed by a signal
@@ -33,4 +33,4 @@ RestartReason ClassifyLastExit(std::string_view last_exit);
 // Restarts per reason, indexed by RestartReason.
 using RestartCounts = std::array<uint64_t, kRestartReasonCount>;
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/worker_output.h"
+#include "lifecycle/worker_output.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "base/check.h"
 #include "base/log.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 namespace {
 
 // The read buffer: one default pipe's capacity (pipe(7)).
@@ -252,4 +252,4 @@ void WorkerOutput::Close(std::function<void()> on_closed) {
            [](uv_handle_t* handle) { static_cast<WorkerOutput*>(handle->data)->HandleClosed(); });
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -20,10 +20,10 @@
 #include "base/unique_fd.h"
 #include "cell/process.h"
 #include "config/config.h"
-#include "supervisor/line_splitter.h"
-#include "supervisor/log_rate_limiter.h"
+#include "lifecycle/line_splitter.h"
+#include "lifecycle/log_rate_limiter.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 class WorkerOutput {
  public:
@@ -100,4 +100,4 @@ class WorkerOutput {
   std::function<void()> on_closed_;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/worker_privileges.h"
+#include "lifecycle/worker_privileges.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 std::optional<cell::Credentials> WorkerCredentials(const config::CellConfig& cell) {
   if (!cell.user && !cell.group && !cell.has_supplementary_groups) return std::nullopt;
@@ -33,25 +33,25 @@ void AppendUserEnvironment(const config::CellConfig& cell, std::vector<std::stri
   }
 }
 
-SocketAccess FrontSocketAccess(const config::CellConfig& cell) {
-  SocketAccess access;
+ipc::SocketAccess FrontSocketAccess(const config::CellConfig& cell) {
+  ipc::SocketAccess access;
   access.mode = cell.socket_mode;
   access.group = cell.socket_group;
   return access;
 }
 
-SocketAccess WorkerSocketAccess() {
-  SocketAccess access;
+ipc::SocketAccess WorkerSocketAccess() {
+  ipc::SocketAccess access;
   access.mode = 0600;
   return access;
 }
 
-SocketAccess NotifySocketAccess(const config::CellConfig& cell) {
-  SocketAccess access;
+ipc::SocketAccess NotifySocketAccess(const config::CellConfig& cell) {
+  ipc::SocketAccess access;
   access.mode = 0600;
   access.owner = cell.user;
   access.group = cell.group;
   return access;
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -11,9 +11,9 @@
 
 #include "cell/process.h"
 #include "config/config.h"
-#include "supervisor/listen_socket.h"
+#include "ipc/listen_socket.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 
 // The worker's credentials when `user`, `group` or `supplementary_groups` is set: uid = `user`
 // (else the supervisor's), gid = `group` (else the user's primary group, else the supervisor's),
@@ -28,16 +28,16 @@ std::optional<cell::Credentials> WorkerCredentials(const config::CellConfig& cel
 void AppendUserEnvironment(const config::CellConfig& cell, std::vector<std::string>* environment);
 
 // The client socket: `socket_mode`, group `socket_group` when set.
-SocketAccess FrontSocketAccess(const config::CellConfig& cell);
+ipc::SocketAccess FrontSocketAccess(const config::CellConfig& cell);
 
 // The worker socket (<runtime_dir>/NAME.worker.sock): mode 0600, owned by the supervisor's user,
 // whatever the umask. Only bulkheadd connects to it; the worker gets the listening socket as fd 3
 // (LISTEN_FDS) and never opens the path, so no other user, the cell's own included, may reach the
 // worker past admission.
-SocketAccess WorkerSocketAccess();
+ipc::SocketAccess WorkerSocketAccess();
 
 // The cell's NOTIFY_SOCKET: mode 0600, owned by the worker's uid and gid when `user` / `group`
 // are set, so that the worker, and no other user but root, can send to it.
-SocketAccess NotifySocketAccess(const config::CellConfig& cell);
+ipc::SocketAccess NotifySocketAccess(const config::CellConfig& cell);
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/after_poll.h"
+#include "loop/after_poll.h"
 
 #include <utility>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::loop {
 
 AfterPoll::AfterPoll(uv_loop_t* loop, std::function<void()> callback)
     : callback_(std::move(callback)) {
@@ -45,4 +45,4 @@ void AfterPoll::OnClosed(uv_handle_t* handle) {
   if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::loop

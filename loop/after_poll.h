@@ -14,7 +14,7 @@
 
 #include <functional>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::loop {
 
 class AfterPoll {
  public:
@@ -43,4 +43,4 @@ class AfterPoll {
   std::function<void()> on_closed_;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::loop

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/front_connection.h"
+#include "proxy/front_connection.h"
 
 #include <linux/sockios.h>
 #include <poll.h>
@@ -10,10 +10,10 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "proxy/request.h"
 #include "supervisor/cell.h"
-#include "supervisor/request.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::proxy {
 
 namespace {
 // Bytes asked of the kernel per read; the decoder grows beyond it only for large frames.
@@ -29,7 +29,7 @@ bool PeerClosedBothWays(uv_stream_t* stream) {
 
 }  // namespace
 
-FrontConnection::FrontConnection(Cell* cell, uint32_t max_payload)
+FrontConnection::FrontConnection(supervisor::Cell* cell, uint32_t max_payload)
     : cell_(cell),
       max_backlog_(2 * static_cast<size_t>(max_payload) + kReadChunk),
       decoder_(ipc::FrameType::kRequest, max_payload),
@@ -40,7 +40,7 @@ FrontConnection::FrontConnection(Cell* cell, uint32_t max_payload)
   writer_.SetOnWritten([this] { CountWritten(); });
 }
 
-void FrontConnection::Accept(Cell* cell, uv_stream_t* server, uint32_t max_payload) {
+void FrontConnection::Accept(supervisor::Cell* cell, uv_stream_t* server, uint32_t max_payload) {
   auto* conn = new FrontConnection(cell, max_payload);
   uv_pipe_init(server->loop, &conn->pipe_, 0);
   int rc = uv_accept(server, reinterpret_cast<uv_stream_t*>(&conn->pipe_));
@@ -239,4 +239,4 @@ void FrontConnection::OnClosed(uv_handle_t* handle) {
   delete static_cast<FrontConnection*>(handle->data);
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::proxy

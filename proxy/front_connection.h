@@ -14,17 +14,21 @@
 #include <string_view>
 
 #include "ipc/frame.h"
-#include "supervisor/stream_writer.h"
+#include "proxy/stream_writer.h"
 
+// TODO(issue 14): the data path calls back into supervisor::Cell until the split.
 namespace bulkhead::supervisor {
-
 class Cell;
+}  // namespace bulkhead::supervisor
+
+namespace bulkhead::proxy {
+
 struct Request;
 
 class FrontConnection {
  public:
   // Accepts one pending connection on `server` for `cell`. Errors are logged; nothing to return.
-  static void Accept(Cell* cell, uv_stream_t* server, uint32_t max_payload);
+  static void Accept(supervisor::Cell* cell, uv_stream_t* server, uint32_t max_payload);
 
   // Refuses one pending connection on `server`: accepts it, sends `frame` (one small REPLY, which
   // a fresh socket's send buffer always takes whole) without blocking, and closes it. A client that
@@ -58,7 +62,7 @@ class FrontConnection {
   void Close();
 
  private:
-  FrontConnection(Cell* cell, uint32_t max_payload);
+  FrontConnection(supervisor::Cell* cell, uint32_t max_payload);
   ~FrontConnection() = default;
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
@@ -73,7 +77,7 @@ class FrontConnection {
   // Socket send queue bytes not yet consumed by the client (SIOCOUTQ), 0 when unknown.
   uint64_t UnconsumedBytes();
 
-  Cell* cell_;
+  supervisor::Cell* cell_;
   // Unsent reply bytes beyond which the client is dropped: room for two full-size replies.
   size_t max_backlog_;
   uv_pipe_t pipe_{};
@@ -99,4 +103,4 @@ class FrontConnection {
   bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR))
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::proxy

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/request.h"
+#include "proxy/request.h"
 
 #include "base/check.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::proxy {
 
 Request* RequestPool::Acquire() {
   ++live_;
@@ -14,7 +14,7 @@ Request* RequestPool::Acquire() {
 }
 
 void RequestPool::Release(Request* request) {
-  BH_CHECK(request->admission_state() == AdmissionEntry::State::kIdle);
+  BH_CHECK(request->admission_state() == admission::AdmissionEntry::State::kIdle);
   BH_CHECK(request->client == nullptr && request->link == nullptr);
   BH_CHECK(live_ > 0);
   --live_;
@@ -32,4 +32,4 @@ void RequestPool::Release(Request* request) {
   free_.emplace_back(request);
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::proxy

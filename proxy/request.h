@@ -9,24 +9,28 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/bulkhead.h"
-#include "supervisor/request_deadlines.h"
+#include "admission/bulkhead.h"
+#include "admission/request_deadlines.h"
 
+// TODO(issue 14): the data path calls back into supervisor::Cell until the split.
 namespace bulkhead::supervisor {
-
 class Cell;
+}  // namespace bulkhead::supervisor
+
+namespace bulkhead::proxy {
+
 class FrontConnection;
 class WorkerLink;
 
 // AdmissionEntry: its place in the cell's Bulkhead; DeadlineEntry: its request_timeout while it
 // runs (RequestDeadlines).
-struct Request : AdmissionEntry, DeadlineEntry {
-  Cell* cell = nullptr;
+struct Request : admission::AdmissionEntry, admission::DeadlineEntry {
+  supervisor::Cell* cell = nullptr;
   FrontConnection* client = nullptr;  // null once the client disconnected
   uint64_t client_request_id = 0;
   uint64_t admitted_at_ms = 0;
   // uv_hrtime() at admission and at dispatch to the worker (0: not dispatched), for the latency
-  // histograms (supervisor/latency_histogram.h).
+  // histograms (admission/latency_histogram.h).
   uint64_t admitted_at_ns = 0;
   uint64_t dispatched_at_ns = 0;
   std::string payload;  // filled only while the request waits in the queue
@@ -61,4 +65,4 @@ class RequestPool {
   size_t live_ = 0;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::proxy

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/stream_writer.h"
+#include "proxy/stream_writer.h"
 
 #include <utility>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::proxy {
 
 StreamWriter::StreamWriter(uv_stream_t* stream, std::function<void(int)> on_error,
                            std::function<void()> on_drained)
@@ -80,4 +80,4 @@ void StreamWriter::OnWrite(uv_write_t* req, int status) {
   }
 }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::proxy

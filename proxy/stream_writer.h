@@ -14,7 +14,7 @@
 
 #include "ipc/frame.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::proxy {
 
 class StreamWriter {
  public:
@@ -63,4 +63,4 @@ class StreamWriter {
   bool abandoned_ = false;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::proxy

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/worker_link.h"
+#include "proxy/worker_link.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -9,10 +9,10 @@
 
 #include "base/check.h"
 #include "base/unique_fd.h"
+#include "proxy/request.h"
 #include "supervisor/cell.h"
-#include "supervisor/request.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::proxy {
 
 namespace {
 constexpr size_t kReadChunk = size_t{64} * 1024;
@@ -20,7 +20,7 @@ constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr size_t kMaxRetainedPayload = size_t{64} * 1024;
 }  // namespace
 
-WorkerLink::WorkerLink(Cell* cell, uint32_t max_payload)
+WorkerLink::WorkerLink(supervisor::Cell* cell, uint32_t max_payload)
     : cell_(cell),
       decoder_(ipc::FrameType::kReply, max_payload),
       writer_(
@@ -33,8 +33,8 @@ WorkerLink::WorkerLink(Cell* cell, uint32_t max_payload)
   pipe_.data = this;
 }
 
-Result<WorkerLink*> WorkerLink::Connect(Cell* cell, uv_loop_t* loop, const std::string& path,
-                                        uint32_t max_payload) {
+Result<WorkerLink*> WorkerLink::Connect(supervisor::Cell* cell, uv_loop_t* loop,
+                                        const std::string& path, uint32_t max_payload) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) return Status::FromErrno("socket");
   sockaddr_un addr{};
@@ -140,4 +140,4 @@ void WorkerLink::Close() {
 
 void WorkerLink::OnClosed(uv_handle_t* handle) { delete static_cast<WorkerLink*>(handle->data); }
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::proxy

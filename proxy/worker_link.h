@@ -14,19 +14,23 @@
 
 #include "base/status.h"
 #include "ipc/frame.h"
-#include "supervisor/stream_writer.h"
+#include "proxy/stream_writer.h"
 
+// TODO(issue 14): the data path calls back into supervisor::Cell until the split.
 namespace bulkhead::supervisor {
-
 class Cell;
+}  // namespace bulkhead::supervisor
+
+namespace bulkhead::proxy {
+
 struct Request;
 
 class WorkerLink {
  public:
   // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
   // backlog is full (EAGAIN).
-  static Result<WorkerLink*> Connect(Cell* cell, uv_loop_t* loop, const std::string& path,
-                                     uint32_t max_payload);
+  static Result<WorkerLink*> Connect(supervisor::Cell* cell, uv_loop_t* loop,
+                                     const std::string& path, uint32_t max_payload);
 
   // REQUIRES: !busy(). Sends `request` with `payload` to the worker; the link carries it until the
   // worker replies or the link breaks.
@@ -55,7 +59,7 @@ class WorkerLink {
   size_t busy_index = 0;
 
  private:
-  WorkerLink(Cell* cell, uint32_t max_payload);
+  WorkerLink(supervisor::Cell* cell, uint32_t max_payload);
   ~WorkerLink() = default;
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
@@ -64,7 +68,7 @@ class WorkerLink {
   // `worker_at_fault`: the worker broke the protocol (not an EOF or a socket error).
   void Broken(const std::string& why, bool worker_at_fault = false);
 
-  Cell* cell_;
+  supervisor::Cell* cell_;
   uv_pipe_t pipe_{};
   ipc::FrameDecoder decoder_;
   StreamWriter writer_;
@@ -78,4 +82,4 @@ class WorkerLink {
   bool closing_ = false;
 };
 
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::proxy

@@ -16,17 +16,17 @@
 #include "cell/process.h"
 #include "cell/restart_policy.h"
 #include "cell/worker.h"
-#include "supervisor/front_connection.h"
-#include "supervisor/listen_socket.h"
-#include "supervisor/worker_link.h"
-#include "supervisor/worker_privileges.h"
+#include "ipc/listen_socket.h"
+#include "lifecycle/worker_privileges.h"
+#include "proxy/front_connection.h"
+#include "proxy/worker_link.h"
 
 namespace bulkhead::supervisor {
 
 namespace {
 
-using Event = Lifecycle::Event;
-using Action = Lifecycle::Action;
+using Event = lifecycle::Lifecycle::Event;
+using Action = lifecycle::Lifecycle::Action;
 
 // How long a request whose worker connection broke waits for the worker's exit (to report the exit
 // reason) before it is failed as a worker error.
@@ -54,15 +54,15 @@ ipc::FrameHeader ReplyHeader(ipc::ReplyStatus status, ipc::Reason reason) {
   return header;
 }
 
-Bulkhead::Limits LimitsOf(const config::CellConfig& config) {
-  return Bulkhead::Limits{config.max_concurrent, config.max_queue,
-                          static_cast<uint64_t>(config.queue_timeout.count())};
+admission::Bulkhead::Limits LimitsOf(const config::CellConfig& config) {
+  return admission::Bulkhead::Limits{config.max_concurrent, config.max_queue,
+                                     static_cast<uint64_t>(config.queue_timeout.count())};
 }
 
 }  // namespace
 
-Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
-           uint32_t max_payload, RequestPool* pool)
+Cell::Cell(uv_loop_t* loop, config::CellConfig config, lifecycle::CellCompartment compartment,
+           uint32_t max_payload, proxy::RequestPool* pool)
     : loop_(loop),
       config_(std::move(config)),
       compartment_(std::move(compartment)),
@@ -70,7 +70,8 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartme
       pool_(pool),
       bulkhead_(LimitsOf(config_)),
       clock_(loop),
-      lifecycle_(LifecycleOptionsFromConfig(config_), &clock_, cell::RestartPolicy::RandomJitter()),
+      lifecycle_(lifecycle::LifecycleOptionsFromConfig(config_), &clock_,
+                 cell::RestartPolicy::RandomJitter()),
       notify_(loop, [this](pid_t sender,
                            const cell::NotifyMessage& message) { OnNotify(sender, message); }),
       output_(loop, config_),
@@ -110,8 +111,9 @@ Status Cell::Bind() {
     stale_generation_ = !empty.ok() || !*empty;
   }
   // The front socket first: it tells whether another live instance serves this cell.
-  Result<ListeningSocket> front = ClaimListeningSocket(config_.socket, kFrontBacklog,
-                                                      Blocking::kNonBlocking, FrontSocketAccess(config_));
+  Result<ipc::ListeningSocket> front =
+      ipc::ClaimListeningSocket(config_.socket, kFrontBacklog, ipc::Blocking::kNonBlocking,
+                                lifecycle::FrontSocketAccess(config_));
   if (!front.ok()) return front.status();
   front_file_ = std::move(front->file);
   int rc = uv_pipe_open(&front_, front->fd.get());
@@ -120,14 +122,14 @@ Status Cell::Bind() {
   rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog, &Cell::OnConnection);
   if (rc != 0) return Status::Error("listen " + config_.socket + ": " + uv_strerror(rc));
 
-  Result<ListeningSocket> worker = ClaimListeningSocket(
+  Result<ipc::ListeningSocket> worker = ipc::ClaimListeningSocket(
       config_.worker_socket, static_cast<int>(std::max<uint32_t>(config_.max_concurrent, 128)),
-      Blocking::kBlocking, WorkerSocketAccess());
+      ipc::Blocking::kBlocking, lifecycle::WorkerSocketAccess());
   if (!worker.ok()) return worker.status();
   worker_file_ = std::move(worker->file);
   worker_listen_fd_ = std::move(worker->fd);
 
-  Status notify = notify_.Bind(config_.notify_socket, NotifySocketAccess(config_));
+  Status notify = notify_.Bind(config_.notify_socket, lifecycle::NotifySocketAccess(config_));
   if (!notify.ok()) return notify;
   return Status::Ok();
 }
@@ -140,7 +142,7 @@ void Cell::OnConnection(uv_stream_t* server, int status) {
   }
   std::string refusal = self->ConnectionRefusal();
   if (refusal.empty()) {
-    FrontConnection::Accept(self, server, self->max_payload_);
+    proxy::FrontConnection::Accept(self, server, self->max_payload_);
     return;
   }
   // libuv has accepted the connection already (it asks only whether to keep it): answer it once
@@ -158,7 +160,7 @@ void Cell::OnConnection(uv_stream_t* server, int status) {
   std::string frame;
   ipc::AppendFrame(&frame, header, self->scratch_);
   self->scratch_.clear();
-  FrontConnection::Refuse(server, frame);
+  proxy::FrontConnection::Refuse(server, frame);
   uint64_t now = self->Now();
   ++self->refusals_unlogged_;
   if (self->refusal_logged_ms_ == 0 || now - self->refusal_logged_ms_ >= 1000) {
@@ -181,18 +183,6 @@ std::string Cell::ConnectionRefusal() const {
   return {};
 }
 
-const char* LimitStateName(LimitState state) {
-  switch (state) {
-    case LimitState::kEnforced:
-      return "enforced";
-    case LimitState::kUnlimited:
-      return "unlimited";
-    case LimitState::kNotEnforced:
-      return "not enforced";
-  }
-  return "?";
-}
-
 // --- Lifecycle plumbing. ---
 
 std::string Cell::Start() {
@@ -202,9 +192,9 @@ std::string Cell::Start() {
         "cgroup " + cgroup_->path() +
             " still holds processes of an earlier run: killing them first");
     Teardown([this] { Handle(Event::StartRequested()); });
-    return Lifecycle::ReplyText(Lifecycle::Reply::kAccepted);
+    return lifecycle::Lifecycle::ReplyText(lifecycle::Lifecycle::Reply::kAccepted);
   }
-  return Lifecycle::ReplyText(Handle(Event::StartRequested()).reply);
+  return lifecycle::Lifecycle::ReplyText(Handle(Event::StartRequested()).reply);
 }
 
 std::string Cell::Restart() {
@@ -213,22 +203,23 @@ std::string Cell::Restart() {
   const bool earlier = operator_restart_;
   operator_restart_ = true;
   std::string reply =
-      Lifecycle::ReplyText(Handle(Event::RestartRequested(bulkhead_.running())).reply);
-  if (reply != Lifecycle::ReplyText(Lifecycle::Reply::kAccepted)) operator_restart_ = earlier;
+      lifecycle::Lifecycle::ReplyText(Handle(Event::RestartRequested(bulkhead_.running())).reply);
+  if (reply != lifecycle::Lifecycle::ReplyText(lifecycle::Lifecycle::Reply::kAccepted))
+    operator_restart_ = earlier;
   return reply;
 }
 
 std::string Cell::Stop(std::function<void()> on_stopped) {
   if (on_stopped) on_stopped_.push_back(std::move(on_stopped));
-  return Lifecycle::ReplyText(Handle(Event::StopRequested(bulkhead_.running())).reply);
+  return lifecycle::Lifecycle::ReplyText(Handle(Event::StopRequested(bulkhead_.running())).reply);
 }
 
-Lifecycle::Transition Cell::Handle(const Event& event) {
+lifecycle::Lifecycle::Transition Cell::Handle(const Event& event) {
   if (executing_) {
     pending_events_.push_back(event);
-    return Lifecycle::Transition{};
+    return lifecycle::Lifecycle::Transition{};
   }
-  Lifecycle::Transition transition = lifecycle_.Handle(event);
+  lifecycle::Lifecycle::Transition transition = lifecycle_.Handle(event);
   Execute(transition);
   while (!pending_events_.empty()) {
     Event next = pending_events_.front();
@@ -238,7 +229,7 @@ Lifecycle::Transition Cell::Handle(const Event& event) {
   return transition;
 }
 
-void Cell::Execute(const Lifecycle::Transition& t) {
+void Cell::Execute(const lifecycle::Lifecycle::Transition& t) {
   if (!t.log.empty()) Log(t.log_level, name(), pid_ != 0 ? pid_ : pgid_, t.log);
   bool was_executing = std::exchange(executing_, true);
   for (const Action& a : t.actions) {
@@ -353,8 +344,9 @@ void Cell::DoSpawn() {
   BH_CHECK(pid_ == 0);
   // The lifecycle counted a restart before asking for this spawn: attribute it to its cause.
   if (lifecycle_.restarts() > restarts_attributed_) {
-    RestartReason why =
-        operator_restart_ ? RestartReason::kOperator : ClassifyLastExit(lifecycle_.last_exit());
+    lifecycle::RestartReason why = operator_restart_
+                                       ? lifecycle::RestartReason::kOperator
+                                       : lifecycle::ClassifyLastExit(lifecycle_.last_exit());
     restarts_by_reason_[static_cast<size_t>(why)] += lifecycle_.restarts() - restarts_attributed_;
     restarts_attributed_ = lifecycle_.restarts();
   }
@@ -399,8 +391,8 @@ void Cell::SpawnWorker() {
     options.environment.push_back("WATCHDOG_USEC=" +
                                   std::to_string(config_.watchdog.count() * 1000));
   }
-  AppendUserEnvironment(config_, &options.environment);
-  options.credentials = WorkerCredentials(config_);
+  lifecycle::AppendUserEnvironment(config_, &options.environment);
+  options.credentials = lifecycle::WorkerCredentials(config_);
   options.umask = static_cast<mode_t>(config_.umask);
   options.no_new_privileges = config_.no_new_privileges;
   // Set in the child, so the worker never inherits bulkheadd's own oom_score_adj.
@@ -456,31 +448,31 @@ void Cell::OnWorkerExit(int wait_status) {
 }
 
 void Cell::FailInFlight(ipc::Reason reason, const std::string& message) {
-  std::vector<WorkerLink*> links;
+  std::vector<proxy::WorkerLink*> links;
   links.swap(busy_links_);
-  for (WorkerLink* link : links) {
-    Request* request = link->TakeInflight();
+  for (proxy::WorkerLink* link : links) {
+    proxy::Request* request = link->TakeInflight();
     link->Close();
     if (request != nullptr) Fail(request, reason, message);
   }
   // Idle connections belong to the old worker generation too.
-  for (WorkerLink* link : idle_links_) link->Close();
+  for (proxy::WorkerLink* link : idle_links_) link->Close();
   idle_links_.clear();
-  std::vector<Request*> orphans;
+  std::vector<proxy::Request*> orphans;
   orphans.swap(orphans_);
   uv_timer_stop(&orphan_timer_);
-  for (Request* request : orphans) Fail(request, reason, message);
+  for (proxy::Request* request : orphans) Fail(request, reason, message);
 }
 
 void Cell::RejectQueued() {
-  while (AdmissionEntry* entry = bulkhead_.PopExpired(UINT64_MAX)) {
-    Reject(static_cast<Request*>(entry), ipc::Reason::kUnavailable);
+  while (admission::AdmissionEntry* entry = bulkhead_.PopExpired(UINT64_MAX)) {
+    Reject(static_cast<proxy::Request*>(entry), ipc::Reason::kUnavailable);
   }
   ArmQueueTimer();
 }
 
 void Cell::MaybeDrained() {
-  if (bulkhead_.running() == 0 && lifecycle_.state() == Lifecycle::State::kStopping) {
+  if (bulkhead_.running() == 0 && lifecycle_.state() == lifecycle::Lifecycle::State::kStopping) {
     Handle(Event::Drained());
   }
 }
@@ -677,24 +669,23 @@ void Cell::OnNotify(pid_t sender, const cell::NotifyMessage& message) {
 // --- Shutdown. ---
 
 void Cell::DisconnectClients() {
-  std::vector<FrontConnection*> clients(clients_.begin(), clients_.end());
-  for (FrontConnection* conn : clients) conn->Close();
+  std::vector<proxy::FrontConnection*> clients(clients_.begin(), clients_.end());
+  for (proxy::FrontConnection* conn : clients) conn->Close();
 }
 
 void Cell::CloseHandles(std::function<void()> on_closed) {
   BH_CHECK(pid_ == 0);
   on_closed_ = std::move(on_closed);
-  for (WorkerLink* link : idle_links_) link->Close();
+  for (proxy::WorkerLink* link : idle_links_) link->Close();
   idle_links_.clear();
   BH_CHECK(busy_links_.empty());
   if (cgroup_) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
-  for (uv_timer_t* timer :
-       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_, &orphan_timer_,
-        &teardown_timer_, &stall_timer_, &request_timer_, &start_timer_, &oom_timer_,
-        &accept_timer_, &write_timer_}) {
+  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
+                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_,
+                            &start_timer_, &oom_timer_, &accept_timer_, &write_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &Cell::OnHandleClosed);
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&memory_events_watch_), &Cell::OnHandleClosed);
@@ -742,7 +733,7 @@ Status Cell::Reconfigure(const config::CellConfig& next,
     ::listen(worker_listen_fd_.get(),
              static_cast<int>(std::max<uint32_t>(config_.max_concurrent, 128)));
   }
-  lifecycle_.SetOptions(LifecycleOptionsFromConfig(config_));
+  lifecycle_.SetOptions(lifecycle::LifecycleOptionsFromConfig(config_));
   bulkhead_.SetLimits(LimitsOf(config_));
   output_.SetOptions(config_);
   // A changed request_timeout counts from now for the requests running now.
@@ -767,8 +758,8 @@ Status Cell::Reconfigure(const config::CellConfig& next,
 
 // --- Request path. ---
 
-void Cell::OnClientConnected(FrontConnection* conn) { clients_.insert(conn); }
-void Cell::OnClientDisconnected(FrontConnection* conn) {
+void Cell::OnClientConnected(proxy::FrontConnection* conn) { clients_.insert(conn); }
+void Cell::OnClientDisconnected(proxy::FrontConnection* conn) {
   clients_.erase(conn);
   waiting_clients_.erase(conn);
 }
@@ -789,11 +780,11 @@ void Cell::CountUndelivered(uint64_t replies) {
 
 uint64_t Cell::UnsentBytes() const {
   uint64_t total = 0;
-  for (const FrontConnection* conn : waiting_clients_) total += conn->unsent_bytes();
+  for (const proxy::FrontConnection* conn : waiting_clients_) total += conn->unsent_bytes();
   return total;
 }
 
-void Cell::OnRepliesWaiting(FrontConnection* conn) {
+void Cell::OnRepliesWaiting(proxy::FrontConnection* conn) {
   waiting_clients_.insert(conn);
   if (config_.client_write_timeout.count() > 0 &&
       !uv_is_active(reinterpret_cast<uv_handle_t*>(&write_timer_))) {
@@ -806,15 +797,16 @@ void Cell::OnRepliesWaiting(FrontConnection* conn) {
   // Over the budget: the clients that have accepted nothing for the longest go first, until the
   // rest fits (the one just answered too, when it is the slowest).
   const uint64_t now = Now();
-  std::vector<FrontConnection*> by_stall(waiting_clients_.begin(), waiting_clients_.end());
-  for (FrontConnection* waiting : by_stall) waiting->CheckProgress(now);
-  std::sort(by_stall.begin(), by_stall.end(), [](FrontConnection* a, FrontConnection* b) {
-    if (a->stalled_since_ms() != b->stalled_since_ms()) {
-      return a->stalled_since_ms() < b->stalled_since_ms();
-    }
-    return a->unsent_bytes() > b->unsent_bytes();
-  });
-  for (FrontConnection* slowest : by_stall) {
+  std::vector<proxy::FrontConnection*> by_stall(waiting_clients_.begin(), waiting_clients_.end());
+  for (proxy::FrontConnection* waiting : by_stall) waiting->CheckProgress(now);
+  std::sort(by_stall.begin(), by_stall.end(),
+            [](proxy::FrontConnection* a, proxy::FrontConnection* b) {
+              if (a->stalled_since_ms() != b->stalled_since_ms()) {
+                return a->stalled_since_ms() < b->stalled_since_ms();
+              }
+              return a->unsent_bytes() > b->unsent_bytes();
+            });
+  for (proxy::FrontConnection* slowest : by_stall) {
     if (total <= config_.max_unsent_bytes) break;
     const size_t unsent = slowest->unsent_bytes();
     if (unsent == 0) continue;
@@ -829,9 +821,9 @@ void Cell::OnWriteTimer(uv_timer_t* timer) {
   auto* self = static_cast<Cell*>(timer->data);
   const uint64_t now = self->Now();
   const uint64_t timeout = static_cast<uint64_t>(self->config_.client_write_timeout.count());
-  std::vector<FrontConnection*> waiting(self->waiting_clients_.begin(),
-                                        self->waiting_clients_.end());
-  for (FrontConnection* conn : waiting) {
+  std::vector<proxy::FrontConnection*> waiting(self->waiting_clients_.begin(),
+                                               self->waiting_clients_.end());
+  for (proxy::FrontConnection* conn : waiting) {
     if (conn->CheckProgress(now) == 0) {
       self->waiting_clients_.erase(conn);
     } else if (timeout > 0 && now - conn->stalled_since_ms() >= timeout) {
@@ -847,8 +839,8 @@ void Cell::OnBadRequest(const std::string& why) {
   Log(LogLevel::kWarning, name(), 0, "bad request, closing client connection: " + why);
 }
 
-void Cell::OnRequest(FrontConnection* conn, const ipc::FrameView& frame) {
-  Request* request = pool_->Acquire();
+void Cell::OnRequest(proxy::FrontConnection* conn, const ipc::FrameView& frame) {
+  proxy::Request* request = pool_->Acquire();
   request->cell = this;
   request->client_request_id = frame.header.request_id;
   request->admitted_at_ms = Now();
@@ -861,33 +853,34 @@ void Cell::OnRequest(FrontConnection* conn, const ipc::FrameView& frame) {
     return;
   }
   switch (bulkhead_.Admit(request, request->admitted_at_ms)) {
-    case Bulkhead::Decision::kRun:
+    case admission::Bulkhead::Decision::kRun:
       ++counters_.admitted;
       Dispatch(request, frame.payload);
       break;
-    case Bulkhead::Decision::kQueued:
+    case admission::Bulkhead::Decision::kQueued:
       ++counters_.admitted;
       request->payload.assign(frame.payload);
       if (bulkhead_.queued() == 1) ArmQueueTimer();
       break;
-    case Bulkhead::Decision::kRejectedFull:
+    case admission::Bulkhead::Decision::kRejectedFull:
       ++counters_.rejected_at_admission;
       Reject(request, ipc::Reason::kFull);
       break;
-    case Bulkhead::Decision::kRejectedUnavailable:
+    case admission::Bulkhead::Decision::kRejectedUnavailable:
       ++counters_.rejected_at_admission;
       Reject(request, ipc::Reason::kUnavailable);
       break;
   }
 }
 
-WorkerLink* Cell::TakeLink(Request* request, bool fresh) {
+proxy::WorkerLink* Cell::TakeLink(proxy::Request* request, bool fresh) {
   if (!fresh && !idle_links_.empty()) {
-    WorkerLink* link = idle_links_.back();
+    proxy::WorkerLink* link = idle_links_.back();
     idle_links_.pop_back();
     return link;
   }
-  Result<WorkerLink*> made = WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_);
+  Result<proxy::WorkerLink*> made =
+      proxy::WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_);
   if (!made.ok()) {
     Log(LogLevel::kError, name(), pid_, "cannot connect to worker: " + made.status().message());
     Fail(request, ipc::Reason::kWorkerError,
@@ -924,8 +917,8 @@ void Cell::OnAcceptTimer(uv_timer_t* timer) {
   }
 }
 
-void Cell::Dispatch(Request* request, std::string_view payload) {
-  WorkerLink* link = TakeLink(request, /*fresh=*/false);
+void Cell::Dispatch(proxy::Request* request, std::string_view payload) {
+  proxy::WorkerLink* link = TakeLink(request, /*fresh=*/false);
   if (link == nullptr) return;
   uint64_t now = Now();
   // A worker that had nothing to do starts its stall clock now.
@@ -946,10 +939,10 @@ void Cell::Dispatch(Request* request, std::string_view payload) {
   link->Send(request, payload);
 }
 
-void Cell::Resend(Request* request, std::string_view payload) {
+void Cell::Resend(proxy::Request* request, std::string_view payload) {
   request->resent = true;
   // Keeps its slot, its place on the running list and its dispatch time (request_timeout).
-  WorkerLink* link = TakeLink(request, /*fresh=*/true);
+  proxy::WorkerLink* link = TakeLink(request, /*fresh=*/true);
   if (link == nullptr) return;
   link->busy_index = busy_links_.size();
   busy_links_.push_back(link);
@@ -957,8 +950,8 @@ void Cell::Resend(Request* request, std::string_view payload) {
 }
 
 void Cell::StartQueued() {
-  while (AdmissionEntry* entry = bulkhead_.StartNext()) {
-    auto* request = static_cast<Request*>(entry);
+  while (admission::AdmissionEntry* entry = bulkhead_.StartNext()) {
+    auto* request = static_cast<proxy::Request*>(entry);
     // The payload is moved out so the request keeps no copy while it runs.
     scratch_.swap(request->payload);
     Dispatch(request, scratch_);
@@ -967,7 +960,8 @@ void Cell::StartQueued() {
   ArmQueueTimer();
 }
 
-void Cell::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) {
+void Cell::OnWorkerReply(proxy::WorkerLink* link, proxy::Request* request,
+                         const ipc::FrameView& frame) {
   RemoveBusy(link);
   idle_links_.push_back(link);
   last_progress_ms_ = Now();
@@ -989,13 +983,13 @@ void Cell::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameVie
   }
 }
 
-void Cell::OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) {
+void Cell::OnLinkBroken(proxy::WorkerLink* link, const std::string& why, bool worker_at_fault) {
   // A request the worker cannot have read (docs/protocol.md): most often it went out on an idle
   // connection that the worker had closed, or was closing, after its last reply.
   std::string unread_payload;
   const bool unread = !worker_at_fault && link->inflight_unread();
   if (unread) unread_payload.assign(link->inflight_payload());
-  Request* request = link->TakeInflight();
+  proxy::Request* request = link->TakeInflight();
   DropLink(link);
   if (unread && !request->resent && pid_ != 0) {
     Log(LogLevel::kDebug, name(), pid_,
@@ -1023,14 +1017,14 @@ void Cell::OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at
 
 void Cell::OnOrphanTimer(uv_timer_t* timer) {
   auto* self = static_cast<Cell*>(timer->data);
-  std::vector<Request*> orphans;
+  std::vector<proxy::Request*> orphans;
   orphans.swap(self->orphans_);
-  for (Request* request : orphans) {
+  for (proxy::Request* request : orphans) {
     self->Fail(request, ipc::Reason::kWorkerError, "worker closed the connection without replying");
   }
 }
 
-void Cell::RemoveBusy(WorkerLink* link) {
+void Cell::RemoveBusy(proxy::WorkerLink* link) {
   size_t i = link->busy_index;
   BH_CHECK(i < busy_links_.size() && busy_links_[i] == link);
   busy_links_[i] = busy_links_.back();
@@ -1038,7 +1032,7 @@ void Cell::RemoveBusy(WorkerLink* link) {
   busy_links_.pop_back();
 }
 
-void Cell::DropLink(WorkerLink* link) {
+void Cell::DropLink(proxy::WorkerLink* link) {
   if (link->busy_index < busy_links_.size() && busy_links_[link->busy_index] == link) {
     RemoveBusy(link);
   } else {
@@ -1047,14 +1041,14 @@ void Cell::DropLink(WorkerLink* link) {
   link->Close();
 }
 
-void Cell::FinishRunning(Request* request) {
+void Cell::FinishRunning(proxy::Request* request) {
   // Off the deadlines (where a request whose worker connection failed never was), then the slot
   // is freed. The request timer, if armed for it, fires and re-arms for the next deadline.
   deadlines_.Finish(request);
   bulkhead_.Finish(request);
 }
 
-void Cell::Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+void Cell::Answer(proxy::Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
                   std::string_view payload) {
   BH_CHECK(!request->answered);
   request->answered = true;
@@ -1063,7 +1057,7 @@ void Cell::Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& h
     request_duration_.Record(now_ns, now_ns - request->admitted_at_ns);
   }
   if (request->client != nullptr) {
-    FrontConnection* client = request->client;
+    proxy::FrontConnection* client = request->client;
     client->UnlinkRequest(request);
     ipc::FrameHeader reply = header;
     reply.request_id = request->client_request_id;
@@ -1074,13 +1068,13 @@ void Cell::Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& h
   }
 }
 
-void Cell::Complete(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+void Cell::Complete(proxy::Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
                     std::string_view payload) {
   if (!request->answered) Answer(request, outcome, header, payload);
   pool_->Release(request);
 }
 
-void Cell::Fail(Request* request, ipc::Reason reason, std::string_view message) {
+void Cell::Fail(proxy::Request* request, ipc::Reason reason, std::string_view message) {
   FinishRunning(request);
   uint64_t* outcome = &counters_.dropped;
   if (request->client != nullptr) {
@@ -1107,7 +1101,7 @@ void Cell::Fail(Request* request, ipc::Reason reason, std::string_view message) 
   MaybeDrained();
 }
 
-void Cell::Reject(Request* request, ipc::Reason reason) {
+void Cell::Reject(proxy::Request* request, ipc::Reason reason) {
   uint64_t* outcome = &counters_.rejected_unavailable;
   if (reason == ipc::Reason::kFull) outcome = &counters_.rejected_full;
   if (reason == ipc::Reason::kQueueTimeout) outcome = &counters_.rejected_queue_timeout;
@@ -1122,8 +1116,8 @@ void Cell::Reject(Request* request, ipc::Reason reason) {
   scratch_.clear();
 }
 
-void Cell::OnClientGone(Request* request) {
-  if (request->admission_state() == AdmissionEntry::State::kQueued) {
+void Cell::OnClientGone(proxy::Request* request) {
+  if (request->admission_state() == admission::AdmissionEntry::State::kQueued) {
     bulkhead_.Cancel(request);
     ++counters_.cancelled;
     pool_->Release(request);
@@ -1144,8 +1138,8 @@ void Cell::ArmQueueTimer() {
 
 void Cell::OnQueueTimer(uv_timer_t* timer) {
   auto* self = static_cast<Cell*>(timer->data);
-  while (AdmissionEntry* entry = self->bulkhead_.PopExpired(self->Now())) {
-    self->Reject(static_cast<Request*>(entry), ipc::Reason::kQueueTimeout);
+  while (admission::AdmissionEntry* entry = self->bulkhead_.PopExpired(self->Now())) {
+    self->Reject(static_cast<proxy::Request*>(entry), ipc::Reason::kQueueTimeout);
   }
   self->ArmQueueTimer();
 }
@@ -1216,8 +1210,8 @@ void Cell::OnRequestTimer(uv_timer_t* timer) {
 
 void Cell::ExpireRequests() {
   const uint64_t timeout = deadlines_.timeout_ms();
-  while (DeadlineEntry* entry = deadlines_.PopExpired(Now())) {
-    auto* request = static_cast<Request*>(entry);
+  while (admission::DeadlineEntry* entry = deadlines_.PopExpired(Now())) {
+    auto* request = static_cast<proxy::Request*>(entry);
     // The client is answered now; the slot stays taken until the worker answers or is replaced,
     // because the worker really is still busy with it.
     Answer(request, &counters_.failed_timeout,
@@ -1227,8 +1221,8 @@ void Cell::ExpireRequests() {
   ArmRequestTimer();
 }
 
-CellSnapshot Cell::Snapshot() const {
-  CellSnapshot s;
+control::CellSnapshot Cell::Snapshot() const {
+  control::CellSnapshot s;
   s.name = config_.name;
   s.state = lifecycle_.state();
   uint64_t now = uv_now(loop_);
@@ -1285,13 +1279,13 @@ CellSnapshot Cell::Snapshot() const {
     if (present && cell::LimitController(limit) == "pids") present = s.cgroup->has_pids;
     if (present && cell::LimitController(limit) == "cpu") present = s.cgroup->has_cpu;
     if (cgroup_ && !limits_written_.of(limit).ok()) {
-      s.limit_states[i] = LimitState::kNotEnforced;
+      s.limit_states[i] = lifecycle::LimitState::kNotEnforced;
     } else if (!set) {
-      s.limit_states[i] = LimitState::kUnlimited;
+      s.limit_states[i] = lifecycle::LimitState::kUnlimited;
     } else if (present) {
-      s.limit_states[i] = LimitState::kEnforced;
+      s.limit_states[i] = lifecycle::LimitState::kEnforced;
     } else {
-      s.limit_states[i] = LimitState::kNotEnforced;
+      s.limit_states[i] = lifecycle::LimitState::kNotEnforced;
       if (cgroup_ && s.cgroup && lost.empty()) {
         lost = std::string(cell::LimitName(limit)) + ": the " +
                std::string(cell::LimitController(limit)) + " controller is no longer enabled for " +
@@ -1301,7 +1295,7 @@ CellSnapshot Cell::Snapshot() const {
   }
   s.limits_enforced = cgroup_.has_value() && s.cgroup.has_value() &&
                       std::find(s.limit_states.begin(), s.limit_states.end(),
-                                LimitState::kNotEnforced) == s.limit_states.end();
+                                lifecycle::LimitState::kNotEnforced) == s.limit_states.end();
   if (cgroup_ && s.cgroup) {
     Status written = limits_written_.status();
     s.limits_note = !written.ok() ? written.message() : lost;

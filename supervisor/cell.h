@@ -17,147 +17,33 @@
 #include <unordered_set>
 #include <vector>
 
+#include "admission/bulkhead.h"
+#include "admission/latency_histogram.h"
+#include "admission/request_deadlines.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "cell/cgroup.h"
 #include "cell/oom_kill_tracker.h"
 #include "config/config.h"
+#include "control/cell_snapshot.h"
 #include "ipc/frame.h"
-#include "supervisor/after_poll.h"
-#include "supervisor/bulkhead.h"
-#include "supervisor/latency_histogram.h"
-#include "supervisor/lifecycle.h"
-#include "supervisor/listen_socket.h"
-#include "supervisor/notify_socket.h"
-#include "supervisor/request.h"
-#include "supervisor/request_deadlines.h"
-#include "supervisor/restart_reason.h"
-#include "supervisor/worker_output.h"
+#include "ipc/listen_socket.h"
+#include "lifecycle/lifecycle.h"
+#include "lifecycle/notify_socket.h"
+#include "lifecycle/restart_reason.h"
+#include "lifecycle/worker_output.h"
+#include "loop/after_poll.h"
+#include "proxy/request.h"
 
 namespace bulkhead::supervisor {
 
 class FrontConnection;
 class WorkerLink;
 
-// Outcome counters since the supervisor started. Every admitted request ends in exactly one of
-// ok, rejected_*, failed_*, cancelled (queued when its client disconnected) or dropped (running
-// when its client disconnected).
-struct CellCounters {
-  uint64_t ok = 0;
-  uint64_t rejected_full = 0;
-  uint64_t rejected_queue_timeout = 0;
-  uint64_t rejected_unavailable = 0;
-  uint64_t failed_worker_error = 0;
-  uint64_t failed_worker_died = 0;
-  uint64_t failed_oom_killed = 0;
-  uint64_t failed_timeout =
-      0;  // request_timeout passed (the slot stays taken until the worker answers)
-  uint64_t failed_stalled = 0;  // the worker was declared stalled and replaced
-  uint64_t cancelled = 0;
-  // Running when their client disconnected: the worker's outcome (answer, failure) was dropped.
-  uint64_t dropped = 0;
-  // Answered, but the client's connection closed before the reply was written whole to it (it did
-  // not read: client_write_timeout, max_unsent_bytes; or it left): never delivered. A reply counts
-  // in its outcome (ok, rejected_*, failed_*) only once written whole to the client's socket.
-  uint64_t undelivered = 0;
-  uint64_t bad_request = 0;  // frames refused before admission (connection closed)
-  // Requests that got a slot or a queue place. Every well-formed request is either admitted or
-  // rejected at admission (full, or unavailable while the cell refuses requests); a rejection
-  // after admission (queue_timeout, unavailable for a queued request when the worker stops) counts
-  // in both. At every instant (docs/control.md, "Counters"):
-  //   admitted + rejected_at_admission = ok + rejected() + failed() + cancelled + dropped
-  //                                      + undelivered
-  //                                      + in flight (running requests not yet answered + queued
-  //                                                   + replies not yet written whole)
-  uint64_t admitted = 0;
-  uint64_t rejected_at_admission = 0;
-  // Connections refused at accept (REJECTED/too_many_connections): over max_connections, or over
-  // the supervisor's descriptor budget. Not requests: they are in no other counter.
-  uint64_t refused_connections = 0;
-  uint64_t rejected() const {
-    return rejected_full + rejected_queue_timeout + rejected_unavailable;
-  }
-  uint64_t failed() const {
-    return failed_worker_error + failed_worker_died + failed_oom_killed + failed_timeout +
-           failed_stalled;
-  }
-};
-
-// The kernel side of a cell: where its cgroup lives (null tree: limits not enforced) and the limits
-// written to it (cgroup v2: cpu.max, cpu.weight, memory.max, memory.high, memory.swap.max,
-// pids.max).
-struct CellCompartment {
-  const cell::CgroupTree* tree = nullptr;
-  cell::CgroupLimits limits;
-  std::string not_enforced_reason;  // why tree is null, shown by status
-  // cgroup = "required": a worker never starts unless every limit is written (a failed start
-  // otherwise, its reason in last_exit). "auto": what can be written is, the rest is logged.
-  bool required = false;
-};
-
-// Whether one limit of a cell (cell::Limit) is in force, for status and metrics.
-enum class LimitState : uint8_t {
-  kEnforced,     // set, and the kernel holds the configured value
-  kUnlimited,    // not set: nothing to enforce
-  kNotEnforced,  // set (or its reset failed), but the kernel does not hold it
-};
-// "enforced", "unlimited", "not enforced".
-const char* LimitStateName(LimitState state);
-
-// A consistent copy of a cell's figures, for the control socket.
-struct CellSnapshot {
-  std::string name;
-  Lifecycle::State state = Lifecycle::State::kStopped;
-  uint64_t state_since_ms = 0;  // how long the cell has been in `state`
-  std::string state_detail;     // Lifecycle::StateDetail(): why it does not serve; empty if running
-  pid_t pid = 0;
-  std::string socket;
-  std::string worker_socket;
-  Bulkhead::Limits limits;
-  uint32_t running = 0;
-  uint32_t queued = 0;
-  uint32_t clients = 0;
-  uint32_t max_connections = 0;
-  uint32_t connection_limit = 0;  // min(max_connections, the cell's share of the budget)
-  uint32_t worker_connections = 0;
-  uint64_t starts = 0;
-  uint64_t restarts = 0;
-  std::string last_exit;          // "exit 3", "signal 9", "start failed: ...", or empty
-  std::string reason;             // why failed / stopped by policy ("gave up: ..."), or empty
-  std::string status_text;        // the worker's last STATUS= (sd_notify), or empty
-  uint64_t uptime_ms = 0;         // of the current worker, 0 when none
-  uint64_t next_start_in_ms = 0;  // in backoff: time until the next start
-  CellCounters counters;
-  // Every set limit is in force (limit_states has no kNotEnforced) and the cgroup is readable:
-  // never true without a cgroup.
-  bool limits_enforced = false;
-  std::string limits_note;  // why limits are not enforced, when they are not
-  std::array<LimitState, cell::kLimitCount> limit_states{};  // indexed by cell::Limit
-  std::string cgroup_path;
-  cell::CgroupLimits cgroup_limits;         // as configured
-  std::optional<cell::CgroupStats> cgroup;  // read from the kernel now; nullopt without a cgroup
-  // OOM kills in the cell's cgroup since bulkheadd opened it, whether or not the worker died: one
-  // per decision of the kernel's OOM killer (cell::CountOomKills).
-  uint64_t oom_kills = 0;
-  // Admitted requests without an outcome yet: queued, running ones not yet answered (a request
-  // answered by request_timeout keeps its slot, in `running`, until the worker answers), and
-  // answered ones whose reply is not yet written whole to the client.
-  uint32_t in_flight = 0;
-  // Reply bytes held for the cell's clients, not yet written to their sockets (max_unsent_bytes).
-  uint64_t unsent_bytes = 0;
-  // Queue wait (admission to dispatch, for dispatched requests) and request duration (admission to
-  // the outcome, for dispatched requests), since the supervisor started and over the recent window.
-  LatencyHistogram::Counts queue_wait;
-  LatencyHistogram::Counts request_duration;
-  LatencyHistogram::Counts recent_queue_wait;
-  LatencyHistogram::Counts recent_request_duration;
-  RestartCounts restarts_by_reason{};
-};
-
 class Cell {
  public:
-  Cell(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
-       uint32_t max_payload, RequestPool* pool);
+  Cell(uv_loop_t* loop, config::CellConfig config, lifecycle::CellCompartment compartment,
+       uint32_t max_payload, proxy::RequestPool* pool);
   ~Cell();
   Cell(const Cell&) = delete;
   Cell& operator=(const Cell&) = delete;
@@ -165,7 +51,7 @@ class Cell {
   const std::string& name() const { return config_.name; }
   // The live worker's pid, 0 when none (or when it was reaped and its cgroup is being emptied).
   pid_t pid() const { return pid_; }
-  Lifecycle::State state() const { return lifecycle_.state(); }
+  lifecycle::Lifecycle::State state() const { return lifecycle_.state(); }
   // `observer` (may be null) runs whenever the cell has moved to another state, once the actions
   // of the event that moved it ran. It may read any cell's state() but must feed no cell an event.
   void SetStateObserver(std::function<void()> observer) { state_observer_ = std::move(observer); }
@@ -179,14 +65,14 @@ class Cell {
   // live process serves is refused) and starts accepting clients. Nothing is started when it fails.
   Status Bind();
 
-  // Operator commands and boot: feed the lifecycle (supervisor/lifecycle.h) and return its answer
+  // Operator commands and boot: feed the lifecycle (lifecycle/lifecycle.h) and return its answer
   // ("ok", "already started", "restart in progress", ...).
   std::string Start();
   std::string Restart();
   // `on_stopped` (may be null) runs once the cell has no worker and is stopped; at once if it is.
   std::string Stop(std::function<void()> on_stopped);
 
-  // Reload (supervisor/reload_plan.h): `next` becomes the cell's config, without touching the
+  // Reload (control/reload_plan.h): `next` becomes the cell's config, without touching the
   // worker. Admission limits apply at once (Bulkhead::SetLimits: queued requests are kept above a
   // lowered max_queue, running ones above a lowered max_concurrent finish; a raised max_concurrent
   // opens more worker links and starts queued requests now); lifecycle options apply from the next
@@ -208,30 +94,30 @@ class Cell {
   // The supervisor reaped the worker: `wait_status` as from waitpid.
   void OnWorkerExit(int wait_status);
 
-  CellSnapshot Snapshot() const;
+  control::CellSnapshot Snapshot() const;
 
   // Lowers the cell's limit on client connections below max_connections: its share of the
   // supervisor's descriptor budget (supervisor/connection_budget.h). Set before clients connect.
   void SetConnectionShare(uint32_t share) { connection_share_ = share; }
 
   // Called by FrontConnection.
-  void OnClientConnected(FrontConnection* conn);
-  void OnClientDisconnected(FrontConnection* conn);
-  void OnRequest(FrontConnection* conn, const ipc::FrameView& frame);
-  void OnClientGone(Request* request);
+  void OnClientConnected(proxy::FrontConnection* conn);
+  void OnClientDisconnected(proxy::FrontConnection* conn);
+  void OnRequest(proxy::FrontConnection* conn, const ipc::FrameView& frame);
+  void OnClientGone(proxy::Request* request);
   void OnBadRequest(const std::string& why);
   // `conn` holds unsent reply bytes: watched for client_write_timeout, and the cell's clients are
   // kept within max_unsent_bytes (the slowest closed first; `conn` may be one of them).
-  void OnRepliesWaiting(FrontConnection* conn);
+  void OnRepliesWaiting(proxy::FrontConnection* conn);
   // A reply was written whole to its client: `outcome` (a counter of counters_) counts it.
   void CountDelivered(uint64_t* outcome);
   // `replies` answered requests whose client closed before their reply was written whole.
   void CountUndelivered(uint64_t replies);
 
   // Called by WorkerLink. `request` has been taken off the link.
-  void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame);
+  void OnWorkerReply(proxy::WorkerLink* link, proxy::Request* request, const ipc::FrameView& frame);
   // `worker_at_fault`: the worker broke the protocol; its request fails at once with that reason.
-  void OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault);
+  void OnLinkBroken(proxy::WorkerLink* link, const std::string& why, bool worker_at_fault);
 
  private:
   // The lifecycle reads loop time.
@@ -254,8 +140,8 @@ class Cell {
   // Lifecycle plumbing: Handle() feeds an event and executes the actions of its transition. Events
   // raised while actions execute are queued and handled after, in order (the answer to Spawn is
   // the exception: it is handled at once, as the lifecycle requires).
-  Lifecycle::Transition Handle(const Lifecycle::Event& event);
-  void Execute(const Lifecycle::Transition& transition);
+  lifecycle::Lifecycle::Transition Handle(const lifecycle::Lifecycle::Event& event);
+  void Execute(const lifecycle::Lifecycle::Transition& transition);
   void DoSpawn();
   // Accepts and closes every connection waiting in the worker socket's backlog: connections to a
   // worker generation that ended before accepting them. REQUIRES: no worker, no link open (DoSpawn
@@ -268,25 +154,25 @@ class Cell {
   void NoteState();
 
   // Request path.
-  void Dispatch(Request* request, std::string_view payload);
+  void Dispatch(proxy::Request* request, std::string_view payload);
   // An idle link, or a new connection when `fresh` or none is idle; nullptr when connect(2)
   // failed, `request` then failed (worker_error).
-  WorkerLink* TakeLink(Request* request, bool fresh);
+  proxy::WorkerLink* TakeLink(proxy::Request* request, bool fresh);
   // Sends a running `request` that the worker cannot have read again, once, on a new connection.
-  void Resend(Request* request, std::string_view payload);
+  void Resend(proxy::Request* request, std::string_view payload);
   void StartQueued();
-  void Complete(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+  void Complete(proxy::Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
                 std::string_view payload);
-  void Fail(Request* request, ipc::Reason reason, std::string_view message);
-  void Reject(Request* request, ipc::Reason reason);
+  void Fail(proxy::Request* request, ipc::Reason reason, std::string_view message);
+  void Reject(proxy::Request* request, ipc::Reason reason);
   // Marks `request` answered and writes the reply to its client (if still there). `outcome`, a
   // counter of counters_, counts it once the reply is written whole (at once without a client).
-  void Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+  void Answer(proxy::Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
               std::string_view payload);
-  void FinishRunning(Request* request);
+  void FinishRunning(proxy::Request* request);
   void ArmQueueTimer();
-  void RemoveBusy(WorkerLink* link);
-  void DropLink(WorkerLink* link);
+  void RemoveBusy(proxy::WorkerLink* link);
+  void DropLink(proxy::WorkerLink* link);
 
   // Kills whatever is left of the worker generation (its cgroup, or its process group without
   // one) and runs `then` once nothing of it is left: never two generations side by side.
@@ -315,7 +201,7 @@ class Cell {
   static void OnOrphanTimer(uv_timer_t* timer);
   static void OnTeardownTimer(uv_timer_t* timer);
   // Timeouts judge silence only once the loop has read what waits in the sockets: a timer whose
-  // deadline passed asks after_poll_ for a verdict rather than acting (supervisor/after_poll.h),
+  // deadline passed asks after_poll_ for a verdict rather than acting (loop/after_poll.h),
   // and OnAfterPoll decides with what that poll brought (a reply, a WATCHDOG=1).
   static void OnStallTimer(uv_timer_t* timer);
   static void OnRequestTimer(uv_timer_t* timer);
@@ -337,7 +223,7 @@ class Cell {
 
   uv_loop_t* loop_;
   config::CellConfig config_;
-  CellCompartment compartment_;
+  lifecycle::CellCompartment compartment_;
   std::optional<cell::CellCgroup> cgroup_;
   // With cgroup_: OOM kills seen in memory.events, and whether the worker survived them.
   std::optional<cell::OomKillTracker> oom_;
@@ -346,20 +232,21 @@ class Cell {
   // it cannot be watched (repeating).
   uv_timer_t oom_timer_{};
   bool oom_polling_ = false;
-  uint64_t oom_seen_ms_ = 0;  // when the last OOM kill was seen with the worker running
+  uint64_t oom_seen_ms_ = 0;            // when the last OOM kill was seen with the worker running
   cell::LimitsWritten limits_written_;  // the last WriteCellLimits
   uint32_t max_payload_;
-  RequestPool* pool_;
-  Bulkhead bulkhead_;
+  proxy::RequestPool* pool_;
+  admission::Bulkhead bulkhead_;
   LoopClock clock_;
-  Lifecycle lifecycle_;
-  NotifySocket notify_;
+  lifecycle::Lifecycle lifecycle_;
+  lifecycle::NotifySocket notify_;
   // The worker's stdout and stderr (docs/logging.md).
-  WorkerOutput output_;
+  lifecycle::WorkerOutput output_;
 
   uv_pipe_t front_{};
-  SocketFile front_file_;  // the front socket file this cell bound (removed on close if still ours)
-  SocketFile worker_file_;  // the same for the worker socket
+  ipc::SocketFile
+      front_file_;  // the front socket file this cell bound (removed on close if still ours)
+  ipc::SocketFile worker_file_;  // the same for the worker socket
   UniqueFd worker_listen_fd_;
   uv_timer_t backoff_timer_{};
   uv_timer_t stop_timer_{};
@@ -375,13 +262,13 @@ class Cell {
   int open_handles_ = 0;
   std::function<void()> on_closed_;
   std::function<void()> state_observer_;
-  Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
+  lifecycle::Lifecycle::State observed_state_ = lifecycle::Lifecycle::State::kStopped;
 
   // The live worker (0: none). pgid_ stays set after the reap so KillAll reaches what it left.
   pid_t pid_ = 0;
   pid_t pgid_ = 0;
   bool executing_ = false;
-  std::vector<Lifecycle::Event> pending_events_;
+  std::vector<lifecycle::Lifecycle::Event> pending_events_;
   std::vector<std::function<void()>> on_stopped_;
   std::function<void()> after_teardown_;
   uint64_t teardown_started_ms_ = 0;
@@ -393,16 +280,16 @@ class Cell {
   // The cell's cgroup held processes when this run found it: Start() empties it first.
   bool stale_generation_ = false;
 
-  std::vector<WorkerLink*> idle_links_;
-  std::vector<WorkerLink*> busy_links_;
+  std::vector<proxy::WorkerLink*> idle_links_;
+  std::vector<proxy::WorkerLink*> busy_links_;
   // When the newest worker connection was opened (OnAcceptTimer).
   uint64_t last_link_opened_ms_ = 0;
   bool accept_warned_ = false;  // this worker was warned about a connection it never accepted
   // Requests whose link broke while the worker still ran: failed with the exit reason when the
   // worker exits, or as worker_error once the grace period passes.
-  std::vector<Request*> orphans_;
+  std::vector<proxy::Request*> orphans_;
   // request_timeout of the running requests: the request timer is armed for NextDeadline().
-  RequestDeadlines deadlines_;
+  admission::RequestDeadlines deadlines_;
   // Last time the worker showed progress (a reply, or work given to an idle worker): stall_timeout.
   uint64_t last_progress_ms_ = 0;
   // When stall_timeout last changed (reload): the silence counts from there at the earliest.
@@ -414,14 +301,14 @@ class Cell {
     bool watchdog = false;
     uint64_t watchdog_arms = 0;  // watchdog_arms_ when the watchdog timer fired
   };
-  AfterPoll after_poll_;
+  loop::AfterPoll after_poll_;
   PendingVerdicts verdicts_;
   // Counts ArmWatchdog and CancelTimers actions: a WATCHDOG=1 (or a new worker, or a stop) since
   // the watchdog timer fired changes it, and the miss is void.
   uint64_t watchdog_arms_ = 0;
-  std::unordered_set<FrontConnection*> clients_;
+  std::unordered_set<proxy::FrontConnection*> clients_;
   // Clients with reply bytes unsent (or that had at the last look).
-  std::unordered_set<FrontConnection*> waiting_clients_;
+  std::unordered_set<proxy::FrontConnection*> waiting_clients_;
   // Replies handed to a client and not yet written whole: in flight until then.
   uint32_t replies_unwritten_ = 0;
   uint32_t connection_share_ = UINT32_MAX;
@@ -429,10 +316,10 @@ class Cell {
   uint64_t refusal_logged_ms_ = 0;
   uint64_t refusals_unlogged_ = 0;
 
-  CellCounters counters_;
-  WindowedLatency queue_wait_;
-  WindowedLatency request_duration_;
-  RestartCounts restarts_by_reason_{};
+  admission::CellCounters counters_;
+  admission::WindowedLatency queue_wait_;
+  admission::WindowedLatency request_duration_;
+  lifecycle::RestartCounts restarts_by_reason_{};
   uint64_t restarts_attributed_ = 0;  // lifecycle_.restarts() already in restarts_by_reason_
   bool operator_restart_ = false;     // the next restart is the operator's (Restart())
   std::string scratch_;               // reused for reply payloads built here

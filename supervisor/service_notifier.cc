@@ -12,15 +12,15 @@
 
 namespace bulkhead::supervisor {
 
-std::string DescribeCellStates(const std::vector<Lifecycle::State>& states) {
-  std::array<size_t, Lifecycle::kStateCount> counts{};
-  for (Lifecycle::State state : states) ++counts[static_cast<size_t>(state)];
+std::string DescribeCellStates(const std::vector<lifecycle::Lifecycle::State>& states) {
+  std::array<size_t, lifecycle::Lifecycle::kStateCount> counts{};
+  for (lifecycle::Lifecycle::State state : states) ++counts[static_cast<size_t>(state)];
   std::string text = std::to_string(states.size()) + (states.size() == 1 ? " cell" : " cells");
   const char* separator = ": ";
   for (size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] == 0) continue;
     text += separator + std::to_string(counts[i]) + " " +
-            Lifecycle::StateName(static_cast<Lifecycle::State>(i));
+            lifecycle::Lifecycle::StateName(static_cast<lifecycle::Lifecycle::State>(i));
     separator = ", ";
   }
   return text;

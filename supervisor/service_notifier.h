@@ -23,13 +23,13 @@
 #include <string_view>
 #include <vector>
 
-#include "supervisor/lifecycle.h"
+#include "lifecycle/lifecycle.h"
 
 namespace bulkhead::supervisor {
 
 // "3 cells: 2 running, 1 backoff": the number of cells, then how many are in each state, in the
 // order of Lifecycle::State, states with no cell left out; "1 cell: 1 running"; "0 cells".
-std::string DescribeCellStates(const std::vector<Lifecycle::State>& states);
+std::string DescribeCellStates(const std::vector<lifecycle::Lifecycle::State>& states);
 
 class ServiceNotifier {
  public:

@@ -13,13 +13,13 @@
 #include "base/exit_status.h"
 #include "base/log.h"
 #include "cell/process.h"
+#include "control/metrics_text.h"
+#include "control/reload_plan.h"
 #include "ipc/frame.h"
+#include "ipc/listen_socket.h"
 #include "supervisor/container.h"
-#include "supervisor/listen_socket.h"
-#include "supervisor/runtime_dir_lock.h"
-#include "supervisor/metrics_text.h"
 #include "supervisor/reaper.h"
-#include "supervisor/reload_plan.h"
+#include "supervisor/runtime_dir_lock.h"
 
 namespace bulkhead::supervisor {
 
@@ -53,25 +53,26 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
 }
 
 // A quantile of `counts` in ms, or null when the window holds nothing.
-nlohmann::json QuantileMs(const LatencyHistogram::Counts& counts, double q) {
-  std::optional<double> seconds = LatencyHistogram::QuantileSeconds(counts, q);
+nlohmann::json QuantileMs(const admission::LatencyHistogram::Counts& counts, double q) {
+  std::optional<double> seconds = admission::LatencyHistogram::QuantileSeconds(counts, q);
   return seconds ? nlohmann::json(*seconds * 1000.0) : nlohmann::json(nullptr);
 }
 
 // The figures added for metrics (docs/control.md): admission totals, in flight, restarts by
 // reason, and the recent window's latency quantiles.
-void AddMetricsFields(const CellSnapshot& s, nlohmann::json& j) {
+void AddMetricsFields(const control::CellSnapshot& s, nlohmann::json& j) {
   j["admitted"] = s.counters.admitted;
   j["rejected_at_admission"] = s.counters.rejected_at_admission;
   j["in_flight"] = s.in_flight;
   nlohmann::json by_reason = nlohmann::json::object();
-  for (size_t i = 0; i < kRestartReasonCount; ++i) {
-    by_reason[std::string(RestartReasonName(static_cast<RestartReason>(i)))] =
+  for (size_t i = 0; i < lifecycle::kRestartReasonCount; ++i) {
+    by_reason[std::string(lifecycle::RestartReasonName(static_cast<lifecycle::RestartReason>(i)))] =
         s.restarts_by_reason[i];
   }
   j["restarts_by_reason"] = std::move(by_reason);
   j["recent"] = {
-      {"window_s", WindowedLatency::kSlices * WindowedLatency::kSliceNs / 1'000'000'000},
+      {"window_s",
+       admission::WindowedLatency::kSlices * admission::WindowedLatency::kSliceNs / 1'000'000'000},
       {"requests", s.recent_request_duration.count},
       {"latency_p50_ms", QuantileMs(s.recent_request_duration, 0.5)},
       {"latency_p99_ms", QuantileMs(s.recent_request_duration, 0.99)},
@@ -83,11 +84,11 @@ void AddMetricsFields(const CellSnapshot& s, nlohmann::json& j) {
   j["queue_wait_count"] = s.queue_wait.count;
 }
 
-nlohmann::json SnapshotJson(const CellSnapshot& s) {
-  const CellCounters& c = s.counters;
+nlohmann::json SnapshotJson(const control::CellSnapshot& s) {
+  const admission::CellCounters& c = s.counters;
   nlohmann::json j = {
       {"name", s.name},
-      {"state", Lifecycle::StateName(s.state)},
+      {"state", lifecycle::Lifecycle::StateName(s.state)},
       {"state_since_ms", s.state_since_ms},
       {"state_detail",
        s.state_detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.state_detail)},
@@ -137,7 +138,7 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
   nlohmann::json enforcement = nlohmann::json::object();
   for (size_t i = 0; i < cell::kLimitCount; ++i) {
     enforcement[std::string(cell::LimitName(static_cast<cell::Limit>(i)))] =
-        LimitStateName(s.limit_states[i]);
+        lifecycle::LimitStateName(s.limit_states[i]);
   }
   j["limits_enforcement"] = std::move(enforcement);
   auto optional = [](const auto& value) {
@@ -202,7 +203,7 @@ std::string ErrorResponse(const std::string& message) {
 
 // The "logs" control command (docs/control.md): `cells` are the names of the configured cells.
 std::string LogsResponse(const nlohmann::json& request, const std::vector<std::string>& cells,
-                         const CellLogs& cell_logs) {
+                         const lifecycle::CellLogs& cell_logs) {
   auto cell_name = request.find("cell");
   if (cell_name == request.end() || !cell_name->is_string()) {
     return ErrorResponse("\"logs\" needs a \"cell\" string");
@@ -221,7 +222,7 @@ std::string LogsResponse(const nlohmann::json& request, const std::vector<std::s
     }
     *value = it->get<uint64_t>();
   }
-  LogRing::Page page = cell_logs.Read(name, from, last);
+  lifecycle::LogRing::Page page = cell_logs.Read(name, from, last);
   nlohmann::json journal = nullptr;
   if (cell_logs.journal()) {
     journal = {{"unit", cell_logs.journal()->unit}, {"pid", cell_logs.journal()->pid}};
@@ -269,13 +270,13 @@ int Supervisor::Run() {
   uv_signal_start(&sighalt_, &Supervisor::OnSignal, SIGRTMIN + 3);
   uv_signal_start(&sigpoweroff_, &Supervisor::OnSignal, SIGRTMIN + 4);
 
-  control_ = std::make_unique<ControlServer>(
-      &loop_, [this](const std::string& line, const ControlPeer& peer) {
+  control_ = std::make_unique<control::ControlServer>(
+      &loop_, [this](const std::string& line, const control::ControlPeer& peer) {
         return HandleControl(line, peer);
       });
   // The runtime_dir lock first: a second instance on the same runtime_dir must not touch the
   // running one's cgroups or sockets.
-  Status status = MakeDirectories(config_.supervisor.runtime_dir, 0755);
+  Status status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
   if (status.ok()) {
     Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
     if (lock.ok()) {
@@ -290,13 +291,13 @@ int Supervisor::Run() {
   }
 
   if (status.ok()) {
-    SocketAccess control_access;
+    ipc::SocketAccess control_access;
     control_access.mode = config_.supervisor.control_socket_mode;
     control_access.group = config_.supervisor.control_socket_group;
     status = control_->Listen(config_.supervisor.control_socket, control_access);
   }
   if (config_.supervisor.metrics_listen) {
-    metrics_ = std::make_unique<MetricsServer>(&loop_, [this] { return RenderMetrics(); });
+    metrics_ = std::make_unique<control::MetricsServer>(&loop_, [this] { return RenderMetrics(); });
     if (status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
     if (status.ok()) LogInfo("metrics endpoint: http://" + metrics_->bound_address() + "/metrics");
   }
@@ -511,11 +512,12 @@ void Supervisor::CloseAll() {
 
 void Supervisor::OnCellStateChanged() {
   if (!booted_) return;
-  std::vector<Lifecycle::State> states;
+  std::vector<lifecycle::Lifecycle::State> states;
   states.reserve(cells_.size());
   for (const auto& cell : cells_) states.push_back(cell->state());
   bool starting = false;
-  for (Lifecycle::State state : states) starting |= state == Lifecycle::State::kStarting;
+  for (lifecycle::Lifecycle::State state : states)
+    starting |= state == lifecycle::Lifecycle::State::kStarting;
   std::string summary = DescribeCellStates(states);
   notifier_.Status(summary);
   if (!ready_sent_ && !starting && !shutting_down_) {
@@ -529,20 +531,21 @@ const config::CellConfig& Supervisor::ConfigOf(const std::string& name) const {
   return CellConfigIn(config_, name);
 }
 
-std::vector<CellSnapshot> Supervisor::Snapshots() const {
-  std::vector<CellSnapshot> snapshots;
+std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
+  std::vector<control::CellSnapshot> snapshots;
   snapshots.reserve(cells_.size());
   for (const auto& cell : cells_) snapshots.push_back(cell->Snapshot());
   return snapshots;
 }
 
-std::string Supervisor::RenderMetrics() const { return MetricsText(Snapshots()); }
+std::string Supervisor::RenderMetrics() const { return control::MetricsText(Snapshots()); }
 
 std::string Supervisor::HandleControl(const std::string& request_line) {
-  return HandleControl(request_line, SelfAsPeer());
+  return HandleControl(request_line, control::SelfAsPeer());
 }
 
-std::string Supervisor::HandleControl(const std::string& request_line, const ControlPeer& peer) {
+std::string Supervisor::HandleControl(const std::string& request_line,
+                                      const control::ControlPeer& peer) {
   nlohmann::json request = nlohmann::json::parse(request_line, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded() || !request.is_object()) {
     return ErrorResponse("request is not a JSON object");
@@ -565,7 +568,7 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
     nlohmann::json cells = nlohmann::json::array();
     for (auto& cell : cells_) {
       if (!only.empty() && cell->name() != only) continue;
-      CellSnapshot snapshot = cell->Snapshot();
+      control::CellSnapshot snapshot = cell->Snapshot();
       nlohmann::json j = SnapshotJson(snapshot);
       AddMetricsFields(snapshot, j);
       j["policy"] = PolicyJson(ConfigOf(cell->name()));
@@ -598,8 +601,9 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
     return LogsResponse(request, names, cell_logs_);
   }
   if (*command == "metrics") {
-    return nlohmann::json(
-               {{"ok", true}, {"content_type", kMetricsContentType}, {"text", RenderMetrics()}})
+    return nlohmann::json({{"ok", true},
+                           {"content_type", control::kMetricsContentType},
+                           {"text", RenderMetrics()}})
         .dump();
   }
   if (*command == "start" || *command == "stop" || *command == "restart") {
@@ -624,7 +628,7 @@ std::string Supervisor::HandleControl(const std::string& request_line, const Con
 }
 
 std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config) {
-  CellCompartment compartment;
+  lifecycle::CellCompartment compartment;
   if (cgroup_tree_) compartment.tree = &*cgroup_tree_;
   compartment.not_enforced_reason = cgroup_note_;
   compartment.limits = CgroupLimitsOf(cell_config);
@@ -689,13 +693,13 @@ ReloadResult Supervisor::ApplyReload() {
     LogWarning("reload: " + warning.ToString());
   config::Config next = std::move(*loaded.config);
   if (!pinned_log_level_.empty()) next.supervisor.log_level = pinned_log_level_;
-  result.plan = PlanReload(config_, next);
+  result.plan = control::PlanReload(config_, next);
   result.errors = result.plan.errors;
   auto config_of = [&next](const std::string& name) -> const config::CellConfig& {
     return CellConfigIn(next, name);
   };
-  for (const CellPlan& planned : result.plan.cells) {
-    if (planned.action != CellPlan::Action::kAdd) continue;
+  for (const control::CellPlan& planned : result.plan.cells) {
+    if (planned.action != control::CellPlan::Action::kAdd) continue;
     for (const auto& retiring : retiring_) {
       if (retiring->name() == planned.name) {
         result.errors.push_back("cells." + planned.name +
@@ -709,8 +713,8 @@ ReloadResult Supervisor::ApplyReload() {
   // New cells bind first: a socket that cannot be claimed refuses the reload before anything
   // running is touched.
   std::vector<std::unique_ptr<Cell>> added;
-  for (const CellPlan& planned : result.plan.cells) {
-    if (planned.action != CellPlan::Action::kAdd) continue;
+  for (const control::CellPlan& planned : result.plan.cells) {
+    if (planned.action != control::CellPlan::Action::kAdd) continue;
     added.push_back(MakeCell(config_of(planned.name)));
     Status bound = added.back()->Bind();
     if (!bound.ok()) result.errors.push_back("cells." + planned.name + ": " + bound.message());
@@ -734,13 +738,13 @@ ReloadResult Supervisor::ApplyReload() {
     return cell;
   };
   size_t next_added = 0;
-  for (const CellPlan& planned : result.plan.cells) {
+  for (const control::CellPlan& planned : result.plan.cells) {
     switch (planned.action) {
-      case CellPlan::Action::kUnchanged:
+      case control::CellPlan::Action::kUnchanged:
         cells.push_back(take(planned.name));
         break;
-      case CellPlan::Action::kUpdate:
-      case CellPlan::Action::kRestart: {
+      case control::CellPlan::Action::kUpdate:
+      case control::CellPlan::Action::kRestart: {
         std::unique_ptr<Cell> cell = take(planned.name);
         const config::CellConfig& cell_config = config_of(planned.name);
         std::optional<cell::CgroupLimits> limits;
@@ -750,12 +754,13 @@ ReloadResult Supervisor::ApplyReload() {
           // The rest of the reload stands; the answer is a failure that names the limits.
           result.limit_errors.push_back("cells." + planned.name + ": " + applied.message());
         }
-        if (planned.action == CellPlan::Action::kRestart) {
-          Lifecycle::State state = cell->state();
-          if (state == Lifecycle::State::kStopped || state == Lifecycle::State::kStopping) {
+        if (planned.action == control::CellPlan::Action::kRestart) {
+          lifecycle::Lifecycle::State state = cell->state();
+          if (state == lifecycle::Lifecycle::State::kStopped ||
+              state == lifecycle::Lifecycle::State::kStopping) {
             // A stopped cell stays stopped; a stop or restart under way spawns (if at all) with
             // the new config.
-            notes.push_back(planned.name + " is " + Lifecycle::StateName(state) +
+            notes.push_back(planned.name + " is " + lifecycle::Lifecycle::StateName(state) +
                             ": its new config applies at its next start");
           } else {
             cell->Restart();
@@ -764,11 +769,11 @@ ReloadResult Supervisor::ApplyReload() {
         cells.push_back(std::move(cell));
         break;
       }
-      case CellPlan::Action::kAdd:
+      case control::CellPlan::Action::kAdd:
         to_start.push_back(added[next_added].get());
         cells.push_back(std::move(added[next_added++]));
         break;
-      case CellPlan::Action::kRemove:
+      case control::CellPlan::Action::kRemove:
         Retire(take(planned.name));
         break;
     }
@@ -799,9 +804,9 @@ std::string Supervisor::ReloadControl() {
         .dump();
   }
   nlohmann::json cells = nlohmann::json::array();
-  for (const CellPlan& planned : result.plan.cells) {
+  for (const control::CellPlan& planned : result.plan.cells) {
     cells.push_back({{"name", planned.name},
-                     {"action", CellActionName(planned.action)},
+                     {"action", control::CellActionName(planned.action)},
                      {"changed", planned.changed}});
   }
   nlohmann::json response = {{"ok", true}, {"result", result.summary}, {"cells", cells}};

@@ -16,13 +16,13 @@
 #include "base/status.h"
 #include "cell/cgroup.h"
 #include "config/config.h"
+#include "control/control_server.h"
+#include "control/metrics_server.h"
+#include "control/reload_plan.h"
+#include "lifecycle/cell_logs.h"
+#include "proxy/request.h"
 #include "supervisor/cell.h"
-#include "supervisor/cell_logs.h"
 #include "supervisor/connection_budget.h"
-#include "supervisor/control_server.h"
-#include "supervisor/metrics_server.h"
-#include "supervisor/reload_plan.h"
-#include "supervisor/request.h"
 #include "supervisor/runtime_dir_lock.h"
 #include "supervisor/service_notifier.h"
 
@@ -42,7 +42,7 @@ struct ReloadResult {
   // ...", one per cell. The reload applied; the control answer reports it as a failure.
   std::vector<std::string> limit_errors;
   // What was planned per cell (empty when the file was refused before planning).
-  ReloadPlan plan;
+  control::ReloadPlan plan;
 };
 
 class Supervisor {
@@ -63,12 +63,12 @@ class Supervisor {
 
   // The control socket's request handler: one JSON request line in, one JSON response line out.
   // Commands that are not read-only are refused unless `peer` may run them (ControlAccess).
-  std::string HandleControl(const std::string& request_line, const ControlPeer& peer);
+  std::string HandleControl(const std::string& request_line, const control::ControlPeer& peer);
   // As above, from this process itself (every command allowed).
   std::string HandleControl(const std::string& request_line);
 
   // Re-reads the config file bulkheadd was started with (config.source) and applies it as a diff
-  // (supervisor/reload_plan.h, docs/config.md "Reload"): an invalid file, a changed [supervisor]
+  // (control/reload_plan.h, docs/config.md "Reload"): an invalid file, a changed [supervisor]
   // key other than log_level, a changed cell socket, or a new cell that cannot bind changes
   // nothing. Otherwise unchanged cells are not touched, live keys apply to the running cell,
   // cells whose worker must change are restarted (front socket, clients and queue kept), removed
@@ -101,7 +101,7 @@ class Supervisor {
   void MaybeFinishShutdown();
   std::string ReloadControl();
   // Every cell's figures, in config order; and them in the Prometheus text format.
-  std::vector<CellSnapshot> Snapshots() const;
+  std::vector<control::CellSnapshot> Snapshots() const;
   std::string RenderMetrics() const;
   // Computes the client connection budget from RLIMIT_NOFILE once every socket is bound, and gives
   // each cell its share (supervisor/connection_budget.h).
@@ -109,21 +109,21 @@ class Supervisor {
 
   config::Config config_;
   // Installed as the LogSink from construction to destruction: cells' recent lines, the journal.
-  CellLogs cell_logs_;
+  lifecycle::CellLogs cell_logs_;
   std::string pinned_log_level_;  // empty: the file's log_level applies
   std::optional<cell::CgroupTree> cgroup_tree_;
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};
-  RequestPool pool_;
+  proxy::RequestPool pool_;
   uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;
   // Cells retired by a reload, until their handles are closed. Their workers are still reaped.
   std::vector<std::unique_ptr<Cell>> retiring_;
   int retiring_stopping_ = 0;        // retiring cells whose worker has not stopped yet
   RuntimeDirLock runtime_dir_lock_;  // held from startup until every socket file is removed
-  std::unique_ptr<ControlServer> control_;
-  std::unique_ptr<MetricsServer> metrics_;  // null without metrics_listen
-  ControlAccess control_access_;
+  std::unique_ptr<control::ControlServer> control_;
+  std::unique_ptr<control::MetricsServer> metrics_;  // null without metrics_listen
+  control::ControlAccess control_access_;
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   // systemd's halt and poweroff requests (systemd(1), "Signals"), which podman's systemd mode and
   // other managers send to a container's PID 1: an orderly shutdown, as SIGTERM.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/bulkhead.h"
+#include "admission/bulkhead.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 namespace {
 
 using Decision = Bulkhead::Decision;
@@ -277,4 +277,4 @@ TEST(Bulkhead, RandomOperationsMatchModel) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

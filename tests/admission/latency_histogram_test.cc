@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // LatencyHistogram and WindowedLatency: bucket edges, quantiles as histogram_quantile computes
 // them, and the recent window forgetting what is older than its six 10-second slices.
-#include "supervisor/latency_histogram.h"
+#include "admission/latency_histogram.h"
 
 #include <gtest/gtest.h>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
@@ -70,4 +70,4 @@ TEST(WindowedLatency, RecentForgetsSlicesOlderThanTheWindow) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

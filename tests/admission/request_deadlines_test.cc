@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/request_deadlines.h"
+#include "admission/request_deadlines.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::admission {
 namespace {
 
 // Finishes whatever a test left started, so every test ends with idle entries.
@@ -181,4 +181,4 @@ TEST(RequestDeadlines, AgreesWithADirectModelUnderRandomOperations) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::admission

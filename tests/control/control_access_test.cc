@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ControlAccess: which caller may run which control command (docs/control.md, "Credentials"),
 // entry by entry without a socket; PeerOf on a real socketpair.
-#include "supervisor/control_access.h"
+#include "control/control_access.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 
 #include "base/unique_fd.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 namespace {
 
 ControlPeer Peer(uid_t uid, gid_t gid, std::vector<gid_t> groups = {}) {
@@ -59,4 +59,4 @@ TEST(PeerOf, ReportsTheConnectedProcess) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

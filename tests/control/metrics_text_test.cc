@@ -2,16 +2,16 @@
 // MetricsText: HELP and TYPE once per family, the samples of each cell, cumulative histogram
 // buckets ending in +Inf = _count, exact seconds, label escaping, and the cgroup families only for
 // cells that have a cgroup. RestartReason's classification of Lifecycle::last_exit().
-#include "supervisor/metrics_text.h"
+#include "control/metrics_text.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "supervisor/restart_reason.h"
+#include "lifecycle/restart_reason.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 namespace {
 
 using ::testing::HasSubstr;
@@ -20,7 +20,7 @@ using ::testing::Not;
 CellSnapshot Snapshot(const std::string& name) {
   CellSnapshot s;
   s.name = name;
-  s.state = Lifecycle::State::kRunning;
+  s.state = lifecycle::Lifecycle::State::kRunning;
   s.limits.max_concurrent = 4;
   s.limits.max_queue = 8;
   s.running = 2;
@@ -31,8 +31,8 @@ CellSnapshot Snapshot(const std::string& name) {
   s.counters.failed_worker_died = 1;
   s.counters.admitted = 14;
   s.counters.rejected_at_admission = 2;
-  s.restarts_by_reason[static_cast<size_t>(RestartReason::kOom)] = 3;
-  LatencyHistogram h;
+  s.restarts_by_reason[static_cast<size_t>(lifecycle::RestartReason::kOom)] = 3;
+  admission::LatencyHistogram h;
   h.Record(50'000);           // 50 µs
   h.Record(3'000'000);        // 3 ms
   h.Record(120'000'000'000);  // 120 s: +Inf only
@@ -121,9 +121,10 @@ TEST(MetricsText, LimitEnforcedPerSetLimit) {
   s.cgroup.emplace();
   s.cgroup->has_memory = false;
   s.cgroup->pids_current = 3;
-  s.limit_states.fill(LimitState::kUnlimited);
-  s.limit_states[static_cast<size_t>(cell::Limit::kMemoryMax)] = LimitState::kNotEnforced;
-  s.limit_states[static_cast<size_t>(cell::Limit::kPidsMax)] = LimitState::kEnforced;
+  s.limit_states.fill(lifecycle::LimitState::kUnlimited);
+  s.limit_states[static_cast<size_t>(cell::Limit::kMemoryMax)] =
+      lifecycle::LimitState::kNotEnforced;
+  s.limit_states[static_cast<size_t>(cell::Limit::kPidsMax)] = lifecycle::LimitState::kEnforced;
   std::string text = MetricsText({s});
   EXPECT_THAT(text,
               HasSubstr("bulkhead_cell_limit_enforced{cell=\"hog\",limit=\"memory_max\"} 0\n"));
@@ -140,20 +141,22 @@ TEST(MetricsText, EscapesLabelValues) {
 }
 
 TEST(RestartReason, ClassifiesLastExit) {
-  EXPECT_EQ(ClassifyLastExit("exit 3"), RestartReason::kCrash);
-  EXPECT_EQ(ClassifyLastExit("signal 9"), RestartReason::kCrash);
-  EXPECT_EQ(ClassifyLastExit("exit 0"), RestartReason::kExit);
-  EXPECT_EQ(ClassifyLastExit("oom-kill"), RestartReason::kOom);
-  EXPECT_EQ(ClassifyLastExit("stalled: no reply for 5000 ms (signal 9)"), RestartReason::kStall);
-  EXPECT_EQ(ClassifyLastExit("watchdog timeout: no WATCHDOG=1 within 1000 ms (signal 6)"),
-            RestartReason::kWatchdog);
-  EXPECT_EQ(ClassifyLastExit("start failed: exec /bin/x: No such file or directory"),
-            RestartReason::kStartFailed);
-  for (size_t i = 0; i < kRestartReasonCount; ++i) {
-    EXPECT_FALSE(RestartReasonName(static_cast<RestartReason>(i)).empty());
+  EXPECT_EQ(lifecycle::ClassifyLastExit("exit 3"), lifecycle::RestartReason::kCrash);
+  EXPECT_EQ(lifecycle::ClassifyLastExit("signal 9"), lifecycle::RestartReason::kCrash);
+  EXPECT_EQ(lifecycle::ClassifyLastExit("exit 0"), lifecycle::RestartReason::kExit);
+  EXPECT_EQ(lifecycle::ClassifyLastExit("oom-kill"), lifecycle::RestartReason::kOom);
+  EXPECT_EQ(lifecycle::ClassifyLastExit("stalled: no reply for 5000 ms (signal 9)"),
+            lifecycle::RestartReason::kStall);
+  EXPECT_EQ(
+      lifecycle::ClassifyLastExit("watchdog timeout: no WATCHDOG=1 within 1000 ms (signal 6)"),
+      lifecycle::RestartReason::kWatchdog);
+  EXPECT_EQ(lifecycle::ClassifyLastExit("start failed: exec /bin/x: No such file or directory"),
+            lifecycle::RestartReason::kStartFailed);
+  for (size_t i = 0; i < lifecycle::kRestartReasonCount; ++i) {
+    EXPECT_FALSE(lifecycle::RestartReasonName(static_cast<lifecycle::RestartReason>(i)).empty());
   }
-  EXPECT_EQ(RestartReasonName(RestartReason::kStartFailed), "start_failed");
+  EXPECT_EQ(lifecycle::RestartReasonName(lifecycle::RestartReason::kStartFailed), "start_failed");
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

@@ -3,7 +3,7 @@
 // a field it does not know by name restarting the cell, the table position ignored, cells added
 // and removed, and the refusals: a changed [supervisor] key other than log_level, a changed cell
 // socket.
-#include "supervisor/reload_plan.h"
+#include "control/reload_plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "config/config.h"
 
-namespace bulkhead::supervisor {
+namespace bulkhead::control {
 namespace {
 
 using ::testing::ElementsAre;
@@ -129,11 +129,11 @@ TEST(ReloadPlan, LifecyclePolicyAppliesLive) {
   EXPECT_EQ(catalog.action, Action::kUpdate);
   EXPECT_TRUE(catalog.policy_changed);
   EXPECT_FALSE(catalog.cgroup_changed);
-  EXPECT_THAT(catalog.changed,
-              ElementsAre("restart", "restart_delay", "restart_max_delay", "restart_reset_after",
-                          "start_limit_burst", "start_limit_interval", "request_timeout",
-                          "stall_timeout", "start_timeout", "stop_signal", "kill_mode",
-                          "stop_timeout"));
+  EXPECT_THAT(
+      catalog.changed,
+      ElementsAre("restart", "restart_delay", "restart_max_delay", "restart_reset_after",
+                  "start_limit_burst", "start_limit_interval", "request_timeout", "stall_timeout",
+                  "start_timeout", "stop_signal", "kill_mode", "stop_timeout"));
 }
 
 TEST(ReloadPlan, WorkerKeysRestartTheCell) {
@@ -274,4 +274,4 @@ TEST(ReloadPlan, OtherSupervisorKeysAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::control

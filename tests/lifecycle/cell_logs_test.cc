@@ -2,12 +2,12 @@
 // CellLogs at its seams: the journal fields a line becomes (what `journalctl CELL=...` selects
 // by), that lines go to the journal instead of stderr when it takes them, and that every line of a
 // cell lands in its ring. The real journal is exercised by the systemd VM test.
-#include "supervisor/cell_logs.h"
+#include "lifecycle/cell_logs.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 namespace {
 
 using ::testing::ElementsAre;
@@ -100,4 +100,4 @@ TEST(CellLogs, AsTheLogSinkItSeesLinesAtOrAboveTheLevel) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

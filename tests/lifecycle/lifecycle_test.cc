@@ -4,7 +4,7 @@
 // modes, exec failure, stop during backoff, stop escalation, a second restart while stopping,
 // stalls and the watchdog. Every transition is also checked against the invariants lifecycle.h
 // promises.
-#include "supervisor/lifecycle.h"
+#include "lifecycle/lifecycle.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 namespace {
 
 using Action = Lifecycle::Action;
@@ -945,4 +945,4 @@ TEST(LifecycleOptionsFromConfig, CopiesEveryLifecycleKey) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/line_splitter.h"
+#include "lifecycle/line_splitter.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 namespace {
 
 struct Line {
@@ -87,4 +87,4 @@ TEST(LineSplitter, PendingNeverExceedsMaxLine) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

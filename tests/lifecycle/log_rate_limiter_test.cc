@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "supervisor/log_rate_limiter.h"
+#include "lifecycle/log_rate_limiter.h"
 
 #include <gtest/gtest.h>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 namespace {
 
 TEST(LogRateLimiter, LogsBurstThenDropsUntilTheWindowEnds) {
@@ -59,4 +59,4 @@ TEST(LogRateLimiter, ZeroBurstOrIntervalMeansNoLimit) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // LogRing: the bounds (lines and bytes), the sequence numbers a follower reads by, and what it is
 // told it missed.
-#include "supervisor/log_ring.h"
+#include "lifecycle/log_ring.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::lifecycle {
 namespace {
 
 using ::testing::ElementsAre;
@@ -65,4 +65,4 @@ TEST(LogRing, AFromBeyondTheEndReadsEverything) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::lifecycle

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // AfterPoll on a real libuv loop: a verdict requested from a timer is given only after the bytes
 // that waited in a socket when the timer fired have been read (issue 11, item 3).
-#include "supervisor/after_poll.h"
+#include "loop/after_poll.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <string>
 
-namespace bulkhead::supervisor {
+namespace bulkhead::loop {
 namespace {
 
 class AfterPollTest : public ::testing::Test {
@@ -121,4 +121,4 @@ TEST_F(AfterPollTest, CloseDropsAPendingVerdict) {
 }
 
 }  // namespace
-}  // namespace bulkhead::supervisor
+}  // namespace bulkhead::loop

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Claiming socket files (supervisor/listen_socket.h): a live socket is refused whatever its type, a
+// Claiming socket files (ipc/listen_socket.h): a live socket is refused whatever its type, a
 // stale one is reclaimed, the mode is exact whatever the umask, and a SocketFile removes only the
 // inode it bound.
-#include "supervisor/listen_socket.h"
+#include "ipc/listen_socket.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@
 #include <string>
 #include <utility>
 
-#include "supervisor/notify_socket.h"
-#include "supervisor/worker_privileges.h"
+#include "lifecycle/notify_socket.h"
+#include "lifecycle/worker_privileges.h"
 #include "tests/helpers/test_support.h"
 
 namespace bulkhead::supervisor {
@@ -62,7 +62,7 @@ TEST(ListenSocket, LiveSocketIsRefusedAndLeftInPlace) {
   const std::string path = dir.Join("x.sock");
   UniqueFd live = BoundSocket(path, SOCK_STREAM);
   const auto before = Inode(path);
-  Result<ListeningSocket> claimed = ClaimListeningSocket(path, 8);
+  Result<ipc::ListeningSocket> claimed = ipc::ClaimListeningSocket(path, 8);
   ASSERT_FALSE(claimed.ok());
   EXPECT_EQ(claimed.status().message(), "socket " + path +
                                             " is in use by another process (is another bulkheadd "
@@ -74,7 +74,7 @@ TEST(ListenSocket, StaleSocketIsReclaimed) {
   testing::TempDir dir;
   const std::string path = dir.Join("x.sock");
   BoundSocket(path, SOCK_STREAM).Reset();  // closed: the file stays, no one listens
-  Result<ListeningSocket> claimed = ClaimListeningSocket(path, 8);
+  Result<ipc::ListeningSocket> claimed = ipc::ClaimListeningSocket(path, 8);
   ASSERT_TRUE(claimed.ok()) << claimed.status().message();
   EXPECT_TRUE(claimed->file.recorded());
   // The path leads to the new listener now.
@@ -100,7 +100,7 @@ TEST(ListenSocket, SocketHeldOnlyByProcessesOfADeadListenerIsReclaimed) {
   std::optional<int> status = guard.WaitExit();
   ASSERT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
 
-  Result<ListeningSocket> claimed = ClaimListeningSocket(path, 8);
+  Result<ipc::ListeningSocket> claimed = ipc::ClaimListeningSocket(path, 8);
   ASSERT_TRUE(claimed.ok()) << claimed.status().message();
   EXPECT_TRUE(claimed->file.recorded());
 }
@@ -109,7 +109,7 @@ TEST(ListenSocket, NotASocketIsRefused) {
   testing::TempDir dir;
   const std::string path = dir.Join("x.sock");
   ASSERT_TRUE(testing::WriteFileAtomically(path, "data").ok());
-  Result<ListeningSocket> claimed = ClaimListeningSocket(path, 8);
+  Result<ipc::ListeningSocket> claimed = ipc::ClaimListeningSocket(path, 8);
   ASSERT_FALSE(claimed.ok());
   EXPECT_EQ(claimed.status().message(), path + " exists and is not a socket");
 }
@@ -119,8 +119,8 @@ TEST(ListenSocket, WorkerSocketModeIgnoresTheUmask) {
   testing::TempDir dir;
   const std::string path = dir.Join("x.worker.sock");
   const mode_t old_umask = ::umask(0);
-  Result<ListeningSocket> claimed =
-      ClaimListeningSocket(path, 8, Blocking::kBlocking, WorkerSocketAccess());
+  Result<ipc::ListeningSocket> claimed =
+      ipc::ClaimListeningSocket(path, 8, ipc::Blocking::kBlocking, lifecycle::WorkerSocketAccess());
   ::umask(old_umask);
   ASSERT_TRUE(claimed.ok()) << claimed.status().message();
   EXPECT_EQ(ModeOf(path), 0600u);
@@ -137,7 +137,7 @@ TEST(MakeDirectories, CreatedDirectoriesGetTheModeWhateverTheUmask) {
   ASSERT_EQ(::mkdir(existing.c_str(), 0700), 0);
   const std::string path = existing + "/run/bulkhead";
   const mode_t old_umask = ::umask(077);
-  Status made = MakeDirectories(path, 0755);
+  Status made = ipc::MakeDirectories(path, 0755);
   ::umask(old_umask);
   ASSERT_TRUE(made.ok()) << made.message();
   for (const std::string& created : {existing + "/run", path}) {
@@ -154,7 +154,7 @@ TEST(MakeDirectories, CreatedDirectoriesGetTheModeWhateverTheUmask) {
 TEST(SocketFile, RemoveLeavesAReplacementAlone) {
   testing::TempDir dir;
   const std::string path = dir.Join("x.sock");
-  Result<ListeningSocket> ours = ClaimListeningSocket(path, 8);
+  Result<ipc::ListeningSocket> ours = ipc::ClaimListeningSocket(path, 8);
   ASSERT_TRUE(ours.ok()) << ours.status().message();
   ASSERT_EQ(::unlink(path.c_str()), 0);  // behind our back
   UniqueFd theirs = BoundSocket(path, SOCK_STREAM);
@@ -166,9 +166,9 @@ TEST(SocketFile, RemoveLeavesAReplacementAlone) {
 TEST(SocketFile, RemoveUnlinksItsOwnFileOnce) {
   testing::TempDir dir;
   const std::string path = dir.Join("x.sock");
-  Result<ListeningSocket> ours = ClaimListeningSocket(path, 8);
+  Result<ipc::ListeningSocket> ours = ipc::ClaimListeningSocket(path, 8);
   ASSERT_TRUE(ours.ok()) << ours.status().message();
-  SocketFile moved = std::move(ours->file);
+  ipc::SocketFile moved = std::move(ours->file);
   EXPECT_FALSE(ours->file.Remove());  // moved from: owns nothing
   EXPECT_TRUE(moved.Remove());
   EXPECT_EQ(Inode(path), (std::pair<dev_t, ino_t>{0, 0}));
@@ -191,7 +191,7 @@ TEST_F(NotifySocketClaim, LiveNotifySocketIsRefused) {
   const std::string path = dir.Join("x.notify");
   UniqueFd live = BoundSocket(path, SOCK_DGRAM);
   const auto before = Inode(path);
-  NotifySocket notify(&loop_, [](pid_t, const cell::NotifyMessage&) {});
+  lifecycle::NotifySocket notify(&loop_, [](pid_t, const cell::NotifyMessage&) {});
   Status bound = notify.Bind(path);
   EXPECT_THAT(bound.message(), HasSubstr("socket " + path + " is in use by another process"));
   EXPECT_FALSE(notify.bound());
@@ -204,8 +204,8 @@ TEST_F(NotifySocketClaim, StaleNotifySocketIsReclaimedAndRemovedOnClose) {
   const std::string path = dir.Join("x.notify");
   BoundSocket(path, SOCK_DGRAM).Reset();
   const mode_t old_umask = ::umask(0);
-  NotifySocket notify(&loop_, [](pid_t, const cell::NotifyMessage&) {});
-  SocketAccess access;
+  lifecycle::NotifySocket notify(&loop_, [](pid_t, const cell::NotifyMessage&) {});
+  ipc::SocketAccess access;
   access.mode = 0600;
   Status bound = notify.Bind(path, access);
   ::umask(old_umask);

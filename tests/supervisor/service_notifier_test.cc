@@ -15,7 +15,7 @@
 namespace bulkhead::supervisor {
 namespace {
 
-using State = Lifecycle::State;
+using State = lifecycle::Lifecycle::State;
 using ::testing::ElementsAre;
 using testing::NotifyListener;
 using ::testing::StartsWith;

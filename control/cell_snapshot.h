@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// CellSnapshot: a consistent copy of one cell's figures (state, worker, admission, counters,
+// compartment), taken on the loop thread; status (control socket) and metrics render it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "admission/bulkhead.h"
+#include "admission/cell_counters.h"
+#include "admission/latency_histogram.h"
+#include "cell/cgroup.h"
+#include "lifecycle/compartment.h"
+#include "lifecycle/lifecycle.h"
+#include "lifecycle/restart_reason.h"
+
+namespace bulkhead::control {
+
+// A consistent copy of a cell's figures, for the control socket.
+struct CellSnapshot {
+  std::string name;
+  lifecycle::Lifecycle::State state = lifecycle::Lifecycle::State::kStopped;
+  uint64_t state_since_ms = 0;  // how long the cell has been in `state`
+  std::string state_detail;     // Lifecycle::StateDetail(): why it does not serve; empty if running
+  pid_t pid = 0;
+  std::string socket;
+  std::string worker_socket;
+  admission::Bulkhead::Limits limits;
+  uint32_t running = 0;
+  uint32_t queued = 0;
+  uint32_t clients = 0;
+  uint32_t max_connections = 0;
+  uint32_t connection_limit = 0;  // min(max_connections, the cell's share of the budget)
+  uint32_t worker_connections = 0;
+  uint64_t starts = 0;
+  uint64_t restarts = 0;
+  std::string last_exit;          // "exit 3", "signal 9", "start failed: ...", or empty
+  std::string reason;             // why failed / stopped by policy ("gave up: ..."), or empty
+  std::string status_text;        // the worker's last STATUS= (sd_notify), or empty
+  uint64_t uptime_ms = 0;         // of the current worker, 0 when none
+  uint64_t next_start_in_ms = 0;  // in backoff: time until the next start
+  admission::CellCounters counters;
+  // Every set limit is in force (limit_states has no kNotEnforced) and the cgroup is readable:
+  // never true without a cgroup.
+  bool limits_enforced = false;
+  std::string limits_note;  // why limits are not enforced, when they are not
+  std::array<lifecycle::LimitState, cell::kLimitCount> limit_states{};  // indexed by cell::Limit
+  std::string cgroup_path;
+  cell::CgroupLimits cgroup_limits;         // as configured
+  std::optional<cell::CgroupStats> cgroup;  // read from the kernel now; nullopt without a cgroup
+  // OOM kills in the cell's cgroup since bulkheadd opened it, whether or not the worker died: one
+  // per decision of the kernel's OOM killer (cell::CountOomKills).
+  uint64_t oom_kills = 0;
+  // Admitted requests without an outcome yet: queued, running ones not yet answered (a request
+  // answered by request_timeout keeps its slot, in `running`, until the worker answers), and
+  // answered ones whose reply is not yet written whole to the client.
+  uint32_t in_flight = 0;
+  // Reply bytes held for the cell's clients, not yet written to their sockets (max_unsent_bytes).
+  uint64_t unsent_bytes = 0;
+  // Queue wait (admission to dispatch, for dispatched requests) and request duration (admission to
+  // the outcome, for dispatched requests), since the supervisor started and over the recent window.
+  admission::LatencyHistogram::Counts queue_wait;
+  admission::LatencyHistogram::Counts request_duration;
+  admission::LatencyHistogram::Counts recent_queue_wait;
+  admission::LatencyHistogram::Counts recent_request_duration;
+  lifecycle::RestartCounts restarts_by_reason{};
+};
+
+}  // namespace bulkhead::control
