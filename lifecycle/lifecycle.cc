@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Lifecycle: kTable holds one handler per (state, event); every handler appends the actions of its
 // entry. Handle() reads the clock once, checks the spawn invariant and dispatches. Loop thread
-// only.
+// only. Longer than ~600 lines on purpose: the table and the handlers it names are read together,
+// entry by entry (as s6-supervise keeps its actions[state][event] and their functions in one
+// file); cutting them apart would make a transition harder to follow, not easier.
 #include "lifecycle/lifecycle.h"
 
 #include <sys/wait.h>
