@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -354,6 +355,8 @@ int CellCommands(const std::string& socket, const std::string& command,
   // The starts counter of each cell before the command: a start or restart is done once a worker
   // started after it runs.
   std::map<std::string, uint64_t> starts_before;
+  // Cells that were starting (a worker spawned, not yet READY=1) before the command.
+  std::set<std::string> starting_before;
   if (all || !no_block) {
     std::optional<std::vector<nlohmann::json>> before =
         QueryCells(socket, exchange_deadline(), &exit_code);
@@ -362,6 +365,7 @@ int CellCommands(const std::string& socket, const std::string& command,
       const std::string name = cell["name"].get<std::string>();
       if (all) cells.push_back(name);
       starts_before[name] = cell.value("starts", uint64_t{0});
+      if (cell.value("state", std::string()) == "starting") starting_before.insert(name);
     }
   }
 
@@ -378,8 +382,17 @@ int CellCommands(const std::string& socket, const std::string& command,
       continue;
     }
     if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
-    // "already started" / "already stopped": nothing to wait for.
-    if (!no_block && outcome.note.rfind("already ", 0) != 0) waiting.push_back(cell);
+    if (no_block) continue;
+    if (command == "start" && outcome.note == "already started" && starting_before.contains(cell) &&
+        starts_before[cell] > 0) {
+      // A start of a cell still starting waits for the start under way, as `systemctl start`
+      // of an activating unit waits for its activation: that worker is the one to see running.
+      --starts_before[cell];
+      waiting.push_back(cell);
+      continue;
+    }
+    // "already started" (running) / "already stopped": nothing to wait for.
+    if (outcome.note.rfind("already ", 0) != 0) waiting.push_back(cell);
   }
 
   while (!waiting.empty()) {

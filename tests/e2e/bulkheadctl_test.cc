@@ -432,6 +432,24 @@ TEST(Bulkheadctl, StopStartAndRestartACell) {
   EXPECT_EQ(unknown.err, "bulkheadctl: restart nosuch: no cell named nosuch\n");
 }
 
+// `start` of a cell whose worker is still starting (ready = "notify", no READY=1 yet) waits for
+// that start to end, as `systemctl start` of an activating unit does: it returned at once with
+// "already started" while the cell was not yet running.
+TEST(Bulkheadctl, StartOfACellStillStartingWaitsUntilItRuns) {
+  Harness h(TestOptions({CellSpec{.name = "slow",
+                                  .command = {TestWorkerPath(), "--notify-ready-after-ms", "2000"},
+                                  .extra_toml = "ready = \"notify\"\n",
+                                  .wait_running = false}}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("slow", [](const nlohmann::json& c) {
+    return c["state"] == "starting";
+  })) << h.Status().dump();
+  ProcessResult start = RunCtl(h, {"start", "slow"});
+  EXPECT_EQ(start.exit_code(), kExitOk) << start.Describe();
+  EXPECT_EQ(start.out, "slow: already started\n");
+  EXPECT_EQ(h.Cell("slow")["state"], "running") << h.Status().dump();
+}
+
 TEST(Bulkheadctl, VersionPrintsTheVersion) {
   Result<ProcessResult> run = RunProcess({BulkheadctlPath(), "--version"});
   ASSERT_TRUE(run.ok()) << run.status().message();
