@@ -99,7 +99,7 @@ int Main(int argc, char** argv) {
   logs->add_option("cell", logs_cell, "the cell")->required();
   logs->add_flag("-f,--follow", follow, "keep printing new lines until Ctrl-C");
   CLI::Option* lines_option = logs->add_option("-n,--lines", logs_lines, "only the last N lines")
-                                  ->check(CLI::PositiveNumber);
+                                  ->check(CLI::NonNegativeNumber);
 
   CLI::App* reload = app.add_subcommand(
       "reload", "re-read bulkheadd's config file and apply the changes (docs/config.md, Reload)");

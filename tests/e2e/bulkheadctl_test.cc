@@ -726,6 +726,10 @@ TEST(Bulkheadctl, LogsPrintsTheCellsRecentLines) {
   ProcessResult last = RunCtl(h, {"logs", "payments", "-n", "1"});
   EXPECT_EQ(last.exit_code(), kExitOk) << last.Describe();
   EXPECT_EQ(std::count(last.out.begin(), last.out.end(), '\n'), 1) << last.out;
+  // -n 0 prints no line, as journalctl -n 0 does (with -f: only lines written from now on).
+  ProcessResult none = RunCtl(h, {"logs", "payments", "-n", "0"});
+  EXPECT_EQ(none.exit_code(), kExitOk) << none.Describe();
+  EXPECT_EQ(none.out, "") << none.Describe();
   ProcessResult unknown = RunCtl(h, {"logs", "nosuch"});
   EXPECT_EQ(unknown.exit_code(), kExitFailure) << unknown.Describe();
   EXPECT_EQ(unknown.err, "bulkheadctl: logs nosuch: no cell named nosuch\n");
