@@ -151,6 +151,11 @@ int Main(int argc, char** argv) {
   }
   for (CLI::App* sub : cell_commands) {
     if (!sub->parsed()) continue;
+    // require_option counts --no-block too: `stop --no-block` alone names no cell.
+    if (command_cells.empty() && !all_cells) {
+      PrintError(sub->get_name() + ": name one or more cells, or --all");
+      return kExitUsage;
+    }
     return CellCommands(socket, sub->get_name(), command_cells, all_cells, no_block, deadline);
   }
   if (is_active->parsed() || is_failed->parsed()) {

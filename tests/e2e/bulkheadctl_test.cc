@@ -427,6 +427,13 @@ TEST(Bulkheadctl, StopStartAndRestartACell) {
   })) << h.Status().dump();
   EXPECT_OK_REPLY(h.Call("payments", "echo renewed"), "renewed");
 
+  // --no-block is an option too: alone it names no cell, and nothing is sent.
+  for (const char* command : {"start", "stop", "restart"}) {
+    ProcessResult bare = RunCtl(h, {command, "--no-block"});
+    EXPECT_EQ(bare.exit_code(), kExitUsage) << bare.Describe();
+    EXPECT_EQ(bare.err,
+              std::string("bulkheadctl: ") + command + ": name one or more cells, or --all\n");
+  }
   ProcessResult unknown = RunCtl(h, {"restart", "nosuch"});
   EXPECT_EQ(unknown.exit_code(), kExitFailure) << unknown.Describe();
   EXPECT_EQ(unknown.err, "bulkheadctl: restart nosuch: no cell named nosuch\n");
@@ -783,7 +790,7 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"restart", "a", "--all"},
            std::vector<std::string>{"is-active"},
            std::vector<std::string>{"logs"},
-           std::vector<std::string>{"logs", "a", "-n", "0"},
+           std::vector<std::string>{"logs", "a", "-n", "-1"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
