@@ -113,8 +113,11 @@ int Main(int argc, char** argv) {
   Deadline deadline;
   if (!timeout_text.empty()) {
     Result<std::chrono::milliseconds> timeout = ParseDuration(timeout_text);
-    if (!timeout.ok()) {
-      PrintError("--timeout: " + timeout.status().message());
+    if (!timeout.ok() || timeout->count() <= 0) {
+      // A zero bound would end every command before it could reach bulkheadd.
+      PrintError("--timeout: bad duration \"" + timeout_text + "\": " +
+                 (timeout.ok() ? std::string("must be more than 0") : timeout.status().message()) +
+                 " (e.g. 500ms, 2s)");
       return kExitUsage;
     }
     deadline = std::chrono::steady_clock::now() + *timeout;

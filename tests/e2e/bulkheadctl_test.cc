@@ -791,6 +791,7 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"is-active"},
            std::vector<std::string>{"logs"},
            std::vector<std::string>{"logs", "a", "-n", "-1"},
+           std::vector<std::string>{"status", "--timeout", "0s"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
