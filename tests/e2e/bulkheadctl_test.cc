@@ -457,6 +457,17 @@ TEST(Bulkheadctl, StartOfACellStillStartingWaitsUntilItRuns) {
   EXPECT_EQ(h.Cell("slow")["state"], "running") << h.Status().dump();
 }
 
+// The long form shows an unset limit as the kernel's default: cpu.weight has no "max" (its
+// default is 100), the other files' default is "max".
+TEST(Bulkheadctl, StatusOfACellShowsUnsetLimitsAsTheKernelDefaults) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  ProcessResult run = RunCtl(h, {"status", "payments"});
+  EXPECT_EQ(run.exit_code(), kExitOk) << run.Describe();
+  EXPECT_THAT(run.out, HasSubstr(" cpu_weight=100 ")) << run.out;
+  EXPECT_THAT(run.out, HasSubstr(" memory_max=max ")) << run.out;
+}
+
 TEST(Bulkheadctl, VersionPrintsTheVersion) {
   Result<ProcessResult> run = RunProcess({BulkheadctlPath(), "--version"});
   ASSERT_TRUE(run.ok()) << run.status().message();
