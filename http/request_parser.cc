@@ -163,24 +163,33 @@ int RequestParser::OnUrl(http_parser* parser, const char* at, size_t length) {
   return 0;
 }
 
+void AppendFieldNamePiece(std::vector<Header>* headers, bool* last_was_value,
+                          std::string_view piece) {
+  if (headers->empty() || *last_was_value) headers->emplace_back();
+  headers->back().name.append(piece);
+  *last_was_value = false;
+}
+
+void AppendFieldValuePiece(std::vector<Header>* headers, bool* last_was_value,
+                           std::string_view piece) {
+  headers->back().value.append(piece);
+  *last_was_value = true;
+}
+
 int RequestParser::OnHeaderField(http_parser* parser, const char* at, size_t length) {
   RequestParser* self = Self(parser);
-  if (self->head_.headers.empty() || self->last_was_value_) {
-    if (self->head_.headers.size() >= self->limits_.max_headers) {
-      return self->Fail(
-          431, "more than " + std::to_string(self->limits_.max_headers) + " header fields");
-    }
-    self->head_.headers.emplace_back();
+  const bool starts_field = self->head_.headers.empty() || self->last_was_value_;
+  if (starts_field && self->head_.headers.size() >= self->limits_.max_headers) {
+    return self->Fail(431,
+                      "more than " + std::to_string(self->limits_.max_headers) + " header fields");
   }
-  self->head_.headers.back().name.append(at, length);
-  self->last_was_value_ = false;
+  AppendFieldNamePiece(&self->head_.headers, &self->last_was_value_, {at, length});
   return 0;
 }
 
 int RequestParser::OnHeaderValue(http_parser* parser, const char* at, size_t length) {
   RequestParser* self = Self(parser);
-  self->head_.headers.back().value.append(at, length);
-  self->last_was_value_ = true;
+  AppendFieldValuePiece(&self->head_.headers, &self->last_was_value_, {at, length});
   return 0;
 }
 

@@ -72,6 +72,14 @@ struct Error {
 // Field names compare case-insensitively (RFC 9110 section 5.1).
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
+// http-parser hands over a field name or value in pieces (one per read it spans): these append one
+// piece to `headers`. A name piece after a value starts a new field; `last_was_value` carries that
+// between calls.
+void AppendFieldNamePiece(std::vector<Header>* headers, bool* last_was_value,
+                          std::string_view piece);
+void AppendFieldValuePiece(std::vector<Header>* headers, bool* last_was_value,
+                           std::string_view piece);
+
 class RequestParser {
  public:
   explicit RequestParser(const Limits& limits);

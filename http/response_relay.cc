@@ -90,16 +90,13 @@ int ResponseRelay::OnStatus(http_parser* parser, const char* at, size_t length) 
 
 int ResponseRelay::OnHeaderField(http_parser* parser, const char* at, size_t length) {
   ResponseRelay* self = Self(parser);
-  if (self->headers_.empty() || self->last_was_value_) self->headers_.emplace_back();
-  self->headers_.back().name.append(at, length);
-  self->last_was_value_ = false;
+  AppendFieldNamePiece(&self->headers_, &self->last_was_value_, {at, length});
   return 0;
 }
 
 int ResponseRelay::OnHeaderValue(http_parser* parser, const char* at, size_t length) {
   ResponseRelay* self = Self(parser);
-  self->headers_.back().value.append(at, length);
-  self->last_was_value_ = true;
+  AppendFieldValuePiece(&self->headers_, &self->last_was_value_, {at, length});
   return 0;
 }
 
