@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "control/cell_counter_fields.h"
+
 namespace bulkhead::control {
 
 namespace {
@@ -42,11 +44,9 @@ nlohmann::json QuantileMs(const admission::LatencyHistogram::Counts& counts, dou
   return seconds ? nlohmann::json(*seconds * 1000.0) : nlohmann::json(nullptr);
 }
 
-// The figures added for metrics (docs/control.md): admission totals, in flight, restarts by
-// reason, and the recent window's latency quantiles.
+// The figures added for metrics (docs/control.md): in flight, restarts by reason, and the recent
+// window's latency quantiles.
 void AddMetricsFields(const CellSnapshot& s, nlohmann::json& j) {
-  j["admitted"] = s.counters.admitted;
-  j["rejected_at_admission"] = s.counters.rejected_at_admission;
   j["in_flight"] = s.in_flight;
   nlohmann::json by_reason = nlohmann::json::object();
   for (size_t i = 0; i < lifecycle::kRestartReasonCount; ++i) {
@@ -87,26 +87,11 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"clients", s.clients},
       {"max_connections", s.max_connections},
       {"connection_limit", s.connection_limit},
-      {"connections_refused", c.refused_connections},
       {"worker_connections", s.worker_connections},
-      {"ok", c.ok},
+      // The sums of rejected_by_reason and failed_by_reason.
       {"rejected", c.rejected()},
       {"failed", c.failed()},
-      {"cancelled", c.cancelled},
-      {"dropped", c.dropped},
-      {"undelivered", c.undelivered},
       {"unsent_bytes", s.unsent_bytes},
-      {"bad_request", c.bad_request},
-      {"rejected_by_reason",
-       {{"full", c.rejected_full},
-        {"queue_timeout", c.rejected_queue_timeout},
-        {"unavailable", c.rejected_unavailable}}},
-      {"failed_by_reason",
-       {{"worker_error", c.failed_worker_error},
-        {"worker_died", c.failed_worker_died},
-        {"oom_killed", c.failed_oom_killed},
-        {"timeout", c.failed_timeout},
-        {"stalled", c.failed_stalled}}},
       {"starts", s.starts},
       {"restarts", s.restarts},
       {"last_exit", s.last_exit.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.last_exit)},
@@ -118,6 +103,10 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"limits_enforced", s.limits_enforced},
       {"oom_kills", s.oom_kills},
   };
+  for (const CellCounterField& field : kCellCounterFields) {
+    nlohmann::json& object = field.json_object.empty() ? j : j[std::string(field.json_object)];
+    object[std::string(field.json_name)] = c.*field.member;
+  }
   if (!s.limits_enforced) j["limits_note"] = s.limits_note;
   nlohmann::json enforcement = nlohmann::json::object();
   for (size_t i = 0; i < cell::kLimitCount; ++i) {
