@@ -6,16 +6,13 @@
 #include "control/control_server.h"
 
 #include <gtest/gtest.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include <uv.h>
 
-#include <cerrno>
-#include <cstring>
 #include <string>
 
 #include "base/unique_fd.h"
+#include "tests/control/unix_client.h"
 #include "tests/helpers/test_support.h"
 
 namespace bulkhead::control {
@@ -23,6 +20,9 @@ namespace {
 
 using bulkhead::testing::TempDir;
 using bulkhead::testing::WaitFor;
+using testing::ConnectUnix;
+using testing::PacedWriter;
+using testing::ReadNow;
 
 class ControlServerTest : public ::testing::Test {
  protected:
@@ -40,32 +40,13 @@ class ControlServerTest : public ::testing::Test {
 
   // A client connected to the server, non-blocking, once the server has accepted it.
   UniqueFd Connect(const ControlServer& server) {
-    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    EXPECT_TRUE(fd.valid());
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socket_path_.c_str(), sizeof addr.sun_path - 1);
-    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
-        << std::strerror(errno);
+    UniqueFd fd = ConnectUnix(socket_path_);
     const size_t before = server.connections();
     EXPECT_TRUE(WaitFor([&] {
       uv_run(&loop_, UV_RUN_NOWAIT);
       return server.connections() > before;
     }));
     return fd;
-  }
-
-  // Reads what `fd` has now into `received`; true once the server closed the connection.
-  static bool ReadNow(int fd, std::string* received) {
-    char buf[4096];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n > 0) {
-        received->append(buf, static_cast<size_t>(n));
-        continue;
-      }
-      return n == 0 || (errno != EAGAIN && errno != EINTR);
-    }
   }
 
   // Runs the loop until the server has closed `fd`'s connection (false if it did not within the
@@ -130,24 +111,9 @@ TEST_F(ControlServerTest, DoesNotCutAConnectionThatKeepsAsking) {
   ControlServer server(&loop_, &Echo, kIdleMs);
   Serve(server);
   UniqueFd client = Connect(server);
-  struct Pacer {
-    int fd;
-    int sent = 0;
-  } pacer{client.get()};
-  uv_timer_t timer;
-  uv_timer_init(&loop_, &timer);
-  timer.data = &pacer;
-  // Each request is sent by a timer of the loop that runs the server: whatever the machine's
-  // load, the next request is due before the idle timer that the last one restarted.
-  uv_timer_start(
-      &timer,
-      [](uv_timer_t* t) {
-        auto* p = static_cast<Pacer*>(t->data);
-        std::string line = std::to_string(++p->sent) + "\n";
-        ASSERT_EQ(::write(p->fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
-        if (p->sent == 8) uv_timer_stop(t);
-      },
-      kIdleMs / 2, kIdleMs / 2);
+  // Each request is sent by a timer of the loop that runs the server: the next request is due
+  // before the idle timer that the last one restarted.
+  PacedWriter pacer(&loop_, client.get(), kIdleMs / 2, 8);
   std::string received;
   std::string expected;
   for (int i = 1; i <= 8; ++i) expected += "{\"echo\":" + std::to_string(i) + "}\n";
@@ -159,7 +125,7 @@ TEST_F(ControlServerTest, DoesNotCutAConnectionThatKeepsAsking) {
   }));
   EXPECT_FALSE(closed) << "cut after " << received;
   EXPECT_EQ(received, expected);
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+  pacer.Close();
   // Once it stops asking, it is idle: closed.
   EXPECT_TRUE(RunUntilClosed(client.get(), &received));
   CloseServer(server);
