@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // CellCounters: what became of a cell's requests, one counter per outcome (docs/control.md,
-// "Counters"). Plain data: the data path counts, status and metrics read a copy.
+// "Counters"). Plain data: the data path counts, status and metrics read a copy. A new counter also
+// gets its JSON and metric names in control/cell_counter_fields.h (the build fails until it does).
 #pragma once
 
 #include <cstdint>

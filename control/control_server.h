@@ -2,22 +2,23 @@
 // ControlServer: the supervisor's control socket. Newline-delimited JSON: one request object per
 // line, one response object per line (docs/control.md). Each connection's credentials are taken
 // from the kernel when it is accepted (SO_PEERCRED) and handed to the handler with every request,
-// which decides what that caller may do (ControlAccess). REQUIRES: loop thread only.
+// which decides what that caller may do (ControlAccess). A connection that moves no byte for
+// kIdleTimeoutMs is closed. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
-#include <unordered_set>
 
 #include "base/status.h"
 #include "control/control_access.h"
+#include "control/stream_server.h"
 #include "ipc/listen_socket.h"
 
 namespace bulkhead::control {
-
-class ControlConnection;
 
 class ControlServer {
  public:
@@ -25,32 +26,31 @@ class ControlServer {
   using Handler =
       std::function<std::string(const std::string& request_line, const ControlPeer& peer)>;
 
-  ControlServer(uv_loop_t* loop, Handler handler);
-  ~ControlServer();
+  // A connection that reads no byte and writes none for this long is closed (docs/control.md):
+  // 10 s, the default of HAProxy's stats socket (`stats timeout`) and the metrics endpoint's. Every
+  // command is answered at once (start/stop/restart return when accepted; bulkheadctl waits by
+  // asking again on fresh connections), so only a client that holds a connection it does not use
+  // meets it, and bulkheadctl's own exchanges are bounded by 10 s too.
+  static constexpr uint64_t kIdleTimeoutMs = 10'000;
+
+  // `idle_timeout_ms` is kIdleTimeoutMs but in tests.
+  ControlServer(uv_loop_t* loop, Handler handler, uint64_t idle_timeout_ms = kIdleTimeoutMs);
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 
   // Claims `path` (refusing a live instance's socket), gives the file `access` (mode, group)
-  // before it listens, and starts accepting.
+  // before it listens, and starts accepting. Errors name the path.
   Status Listen(const std::string& path,
                 const std::optional<ipc::SocketAccess>& access = std::nullopt);
   // Closes the listener and every connection; `on_closed` runs after the last close callback.
   void Close(std::function<void()> on_closed);
 
- private:
-  friend class ControlConnection;
-  static void OnConnection(uv_stream_t* server, int status);
-  static void OnClosed(uv_handle_t* handle);
-  void Forget(ControlConnection* conn);
-  void HandleClosed();
+  // Connections open now.
+  size_t connections() const { return server_.connections(); }
 
-  uv_loop_t* loop_;
+ private:
   Handler handler_;
-  uv_pipe_t listener_{};
-  ipc::SocketFile file_;  // the socket file Listen bound (removed on Close if still ours)
-  std::unordered_set<ControlConnection*> connections_;
-  int pending_closes_ = 0;
-  std::function<void()> on_closed_;
+  StreamServer server_;
 };
 
 }  // namespace bulkhead::control

@@ -3,33 +3,31 @@
 // HTTP/1.x server on the loop: requests are parsed by http-parser; `GET /metrics` (or HEAD) is
 // answered with the text `render` returns, another path with 404, another method with 405, a
 // malformed request with 400 and one too large (over kMaxRequestBytes) with 431. One response per
-// connection, then the connection closes ("Connection: close"). A connection idle for kIdleMs and
-// connections above kMaxConnections are closed. REQUIRES: loop thread only.
+// connection, then the connection closes ("Connection: close"). A connection still open kTimeoutMs
+// after its accept and connections above kMaxConnections are closed. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
 
 #include <functional>
 #include <string>
-#include <unordered_set>
 
 #include "base/status.h"
 #include "config/listen_address.h"
-#include "ipc/listen_socket.h"
+#include "control/stream_server.h"
 
 namespace bulkhead::control {
-
-class MetricsConnection;
 
 class MetricsServer {
  public:
   static constexpr size_t kMaxRequestBytes = size_t{8} * 1024;
-  static constexpr uint64_t kIdleMs = 10'000;
+  // A connection still open this long after its accept is closed, whether it sent part of a request
+  // or has not read all of its answer (docs/metrics.md: "no complete request within 10 s").
+  static constexpr uint64_t kTimeoutMs = 10'000;
   static constexpr size_t kMaxConnections = 64;
 
   // `render` returns the exposition text (control/metrics_text.h), called once per scrape.
   MetricsServer(uv_loop_t* loop, std::function<std::string()> render);
-  ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
@@ -43,24 +41,9 @@ class MetricsServer {
   void Close(std::function<void()> on_closed);
 
  private:
-  friend class MetricsConnection;
-  static void OnConnection(uv_stream_t* server, int status);
-  void HandleClosed();
-
-  uv_loop_t* loop_;
   std::function<std::string()> render_;
-  union {
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-  } listener_{};
-  bool is_tcp_ = true;
-  bool initialized_ = false;
-  ipc::SocketFile
-      unix_file_;  // a Unix socket file this server bound (removed on Close if still ours)
+  StreamServer server_;
   std::string bound_;
-  std::unordered_set<MetricsConnection*> connections_;
-  int pending_closes_ = 0;
-  std::function<void()> on_closed_;
 };
 
 }  // namespace bulkhead::control

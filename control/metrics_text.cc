@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "control/metrics_text.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <functional>
 #include <string_view>
+
+#include "control/cell_counter_fields.h"
 
 namespace bulkhead::control {
 
@@ -120,43 +123,27 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
     }
   });
 
-  w.Family("bulkhead_requests_total", "counter",
-           "Requests that reached an outcome, by outcome (ok, rejected, failed, cancelled, "
-           "dropped, undelivered) and reason.");
-  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    const admission::CellCounters& c = s.counters;
-    auto sample = [&](const char* outcome, const char* reason, uint64_t value) {
-      w.Sample(l + ",outcome=\"" + outcome + "\",reason=\"" + reason + "\"", value);
-    };
-    sample("ok", "none", c.ok);
-    sample("rejected", "full", c.rejected_full);
-    sample("rejected", "queue_timeout", c.rejected_queue_timeout);
-    sample("rejected", "unavailable", c.rejected_unavailable);
-    sample("failed", "worker_error", c.failed_worker_error);
-    sample("failed", "worker_died", c.failed_worker_died);
-    sample("failed", "oom_killed", c.failed_oom_killed);
-    sample("failed", "timeout", c.failed_timeout);
-    sample("failed", "stalled", c.failed_stalled);
-    sample("cancelled", "client_gone", c.cancelled);
-    sample("dropped", "client_gone", c.dropped);
-    sample("undelivered", "client_gone", c.undelivered);
-  });
-
-  w.Family("bulkhead_requests_admitted_total", "counter",
-           "Requests that got a slot or a queue place.");
-  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    w.Sample(l, s.counters.admitted);
-  });
-  w.Family("bulkhead_requests_rejected_at_admission_total", "counter",
-           "Requests rejected before admission (full, or unavailable while the cell refuses).");
-  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    w.Sample(l, s.counters.rejected_at_admission);
-  });
-  w.Family("bulkhead_bad_requests_total", "counter",
-           "Malformed request frames; each closed its client connection.");
-  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
-    w.Sample(l, s.counters.bad_request);
-  });
+  // The counters, in kCellCounterFields order: each family under one header, then per cell its
+  // samples.
+  for (auto field = kCellCounterFields.begin(); field != kCellCounterFields.end();) {
+    const CounterMetric* metric = field->metric;
+    auto end = std::find_if(field, kCellCounterFields.end(),
+                            [metric](const CellCounterField& f) { return f.metric != metric; });
+    if (metric != nullptr) {
+      w.Family(metric->name, "counter", metric->help);
+      ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+        for (auto f = field; f != end; ++f) {
+          std::string labels = l;
+          if (!f->outcome.empty()) {
+            labels.append(",outcome=\"").append(f->outcome).append("\",reason=\"");
+            labels.append(f->reason).append("\"");
+          }
+          w.Sample(labels, s.counters.*(f->member));
+        }
+      });
+    }
+    field = end;
+  }
 
   w.Family("bulkhead_requests_in_flight", "gauge",
            "Admitted requests without an outcome yet (queued, running and not yet answered, or "

@@ -15,6 +15,7 @@
 #include "cell/process.h"
 #include "control/metrics_text.h"
 #include "control/reload_plan.h"
+#include "control/status_json.h"
 #include "ipc/frame.h"
 #include "ipc/listen_socket.h"
 #include "supervisor/container.h"
@@ -24,156 +25,6 @@
 namespace bulkhead::supervisor {
 
 namespace {
-
-nlohmann::json PolicyJson(const config::CellConfig& c) {
-  auto ms = [](std::chrono::milliseconds d) { return static_cast<uint64_t>(d.count()); };
-  const char* restart = c.restart == config::RestartMode::kAlways      ? "always"
-                        : c.restart == config::RestartMode::kOnFailure ? "on-failure"
-                                                                       : "never";
-  return {
-      {"restart", restart},
-      {"restart_delay_ms", ms(c.restart_delay)},
-      {"restart_max_delay_ms", ms(c.restart_max_delay)},
-      {"restart_reset_after_ms", ms(c.restart_reset_after)},
-      {"start_limit_burst", c.start_limit_burst},
-      {"start_limit_interval_ms", ms(c.start_limit_interval)},
-      {"request_timeout_ms", ms(c.request_timeout)},
-      {"stall_timeout_ms", ms(c.stall_timeout)},
-      {"ready", c.ready == config::ReadyMode::kNotify ? "notify" : "exec"},
-      {"start_timeout_ms", ms(c.start_timeout)},
-      {"watchdog_ms", ms(c.watchdog)},
-      {"stop_signal", c.stop_signal},
-      {"kill_mode", c.kill_mode == config::KillMode::kMixed ? "mixed" : "control-group"},
-      {"stop_timeout_ms", ms(c.stop_timeout)},
-      {"oom_policy", c.oom_policy == config::OomPolicy::kContinue ? "continue" : "kill"},
-      {"oom_score_adjust", c.oom_score_adjust},
-      {"max_unsent_bytes", c.max_unsent_bytes},
-      {"client_write_timeout_ms", ms(c.client_write_timeout)},
-  };
-}
-
-// A quantile of `counts` in ms, or null when the window holds nothing.
-nlohmann::json QuantileMs(const admission::LatencyHistogram::Counts& counts, double q) {
-  std::optional<double> seconds = admission::LatencyHistogram::QuantileSeconds(counts, q);
-  return seconds ? nlohmann::json(*seconds * 1000.0) : nlohmann::json(nullptr);
-}
-
-// The figures added for metrics (docs/control.md): admission totals, in flight, restarts by
-// reason, and the recent window's latency quantiles.
-void AddMetricsFields(const control::CellSnapshot& s, nlohmann::json& j) {
-  j["admitted"] = s.counters.admitted;
-  j["rejected_at_admission"] = s.counters.rejected_at_admission;
-  j["in_flight"] = s.in_flight;
-  nlohmann::json by_reason = nlohmann::json::object();
-  for (size_t i = 0; i < lifecycle::kRestartReasonCount; ++i) {
-    by_reason[std::string(lifecycle::RestartReasonName(static_cast<lifecycle::RestartReason>(i)))] =
-        s.restarts_by_reason[i];
-  }
-  j["restarts_by_reason"] = std::move(by_reason);
-  j["recent"] = {
-      {"window_s",
-       admission::WindowedLatency::kSlices * admission::WindowedLatency::kSliceNs / 1'000'000'000},
-      {"requests", s.recent_request_duration.count},
-      {"latency_p50_ms", QuantileMs(s.recent_request_duration, 0.5)},
-      {"latency_p99_ms", QuantileMs(s.recent_request_duration, 0.99)},
-      {"dispatched", s.recent_queue_wait.count},
-      {"queue_wait_p50_ms", QuantileMs(s.recent_queue_wait, 0.5)},
-      {"queue_wait_p99_ms", QuantileMs(s.recent_queue_wait, 0.99)},
-  };
-  j["request_duration_count"] = s.request_duration.count;
-  j["queue_wait_count"] = s.queue_wait.count;
-}
-
-nlohmann::json SnapshotJson(const control::CellSnapshot& s) {
-  const admission::CellCounters& c = s.counters;
-  nlohmann::json j = {
-      {"name", s.name},
-      {"state", lifecycle::Lifecycle::StateName(s.state)},
-      {"state_since_ms", s.state_since_ms},
-      {"state_detail",
-       s.state_detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.state_detail)},
-      {"pid", s.pid == 0 ? nlohmann::json(nullptr) : nlohmann::json(s.pid)},
-      {"socket", s.socket},
-      {"worker_socket", s.worker_socket},
-      {"max_concurrent", s.limits.max_concurrent},
-      {"running", s.running},
-      {"max_queue", s.limits.max_queue},
-      {"queued", s.queued},
-      {"queue_timeout_ms", s.limits.queue_timeout_ms},
-      {"clients", s.clients},
-      {"max_connections", s.max_connections},
-      {"connection_limit", s.connection_limit},
-      {"connections_refused", c.refused_connections},
-      {"worker_connections", s.worker_connections},
-      {"ok", c.ok},
-      {"rejected", c.rejected()},
-      {"failed", c.failed()},
-      {"cancelled", c.cancelled},
-      {"dropped", c.dropped},
-      {"undelivered", c.undelivered},
-      {"unsent_bytes", s.unsent_bytes},
-      {"bad_request", c.bad_request},
-      {"rejected_by_reason",
-       {{"full", c.rejected_full},
-        {"queue_timeout", c.rejected_queue_timeout},
-        {"unavailable", c.rejected_unavailable}}},
-      {"failed_by_reason",
-       {{"worker_error", c.failed_worker_error},
-        {"worker_died", c.failed_worker_died},
-        {"oom_killed", c.failed_oom_killed},
-        {"timeout", c.failed_timeout},
-        {"stalled", c.failed_stalled}}},
-      {"starts", s.starts},
-      {"restarts", s.restarts},
-      {"last_exit", s.last_exit.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.last_exit)},
-      {"reason", s.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.reason)},
-      {"status_text",
-       s.status_text.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.status_text)},
-      {"uptime_ms", s.uptime_ms},
-      {"next_start_in_ms", s.next_start_in_ms},
-      {"limits_enforced", s.limits_enforced},
-      {"oom_kills", s.oom_kills},
-  };
-  if (!s.limits_enforced) j["limits_note"] = s.limits_note;
-  nlohmann::json enforcement = nlohmann::json::object();
-  for (size_t i = 0; i < cell::kLimitCount; ++i) {
-    enforcement[std::string(cell::LimitName(static_cast<cell::Limit>(i)))] =
-        lifecycle::LimitStateName(s.limit_states[i]);
-  }
-  j["limits_enforcement"] = std::move(enforcement);
-  auto optional = [](const auto& value) {
-    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-  };
-  const cell::CgroupLimits& l = s.cgroup_limits;
-  j["limits"] = {
-      {"cpu_quota_us", optional(l.cpu_quota_us)},
-      {"cpu_period_us", l.cpu_period_us.value_or(cell::kDefaultCpuPeriodUs)},
-      {"cpu_weight", optional(l.cpu_weight)},
-      {"memory_max", optional(l.memory_max)},
-      {"memory_high", optional(l.memory_high)},
-      {"memory_swap_max", optional(l.memory_swap_max)},
-      {"pids_max", optional(l.pids_max)},
-  };
-  if (s.cgroup) {
-    const cell::CgroupStats& k = *s.cgroup;
-    j["cgroup"] = {
-        {"path", s.cgroup_path},
-        {"memory_current", k.has_memory ? nlohmann::json(k.memory_current) : nullptr},
-        {"memory_max", optional(k.memory_max)},
-        {"cpu_usage_usec", k.cpu.usage_usec},
-        {"cpu_nr_periods", k.cpu.nr_periods},
-        {"cpu_nr_throttled", k.cpu.nr_throttled},
-        {"cpu_throttled_usec", k.cpu.throttled_usec},
-        {"pids_current", k.has_pids ? nlohmann::json(k.pids_current) : nullptr},
-        {"pids_max", optional(k.pids_max)},
-        {"oom_kill", k.memory_events.oom_kill},
-        {"oom_group_kill", k.memory_events.oom_group_kill},
-    };
-  } else {
-    j["cgroup"] = nullptr;
-  }
-  return j;
-}
 
 cell::CgroupLimits CgroupLimitsOf(const config::CellConfig& c) {
   cell::CgroupLimits limits;
@@ -568,11 +419,7 @@ std::string Supervisor::HandleControl(const std::string& request_line,
     nlohmann::json cells = nlohmann::json::array();
     for (auto& cell : cells_) {
       if (!only.empty() && cell->name() != only) continue;
-      control::CellSnapshot snapshot = cell->Snapshot();
-      nlohmann::json j = SnapshotJson(snapshot);
-      AddMetricsFields(snapshot, j);
-      j["policy"] = PolicyJson(ConfigOf(cell->name()));
-      cells.push_back(std::move(j));
+      cells.push_back(control::CellStatusJson(cell->Snapshot(), ConfigOf(cell->name())));
     }
     if (!only.empty() && cells.empty()) return ErrorResponse("no cell named " + only);
     uint64_t client_connections = 0;

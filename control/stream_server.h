@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+// StreamServer: the libuv plumbing that the control socket (ControlServer) and the metrics
+// endpoint (MetricsServer) share: a listening stream (a Unix socket or TCP), one StreamConnection
+// per accepted client with its read buffer, writer and idle timer, an optional cap on open
+// connections, and a Close whose callback runs once every handle's close callback has run (libuv
+// docs/src/handle.rst: a handle's memory must outlive its close callback). What the bytes mean is
+// the protocol's: one ConnectionProtocol per connection. REQUIRES: loop thread only.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+
+#include "base/status.h"
+#include "ipc/listen_socket.h"
+#include "loop/after_poll.h"
+#include "proxy/stream_writer.h"
+
+namespace bulkhead::control {
+
+class StreamConnection;
+class StreamServer;
+
+// What a server does with one connection's bytes; made at accept, destroyed with the connection.
+class ConnectionProtocol {
+ public:
+  virtual ~ConnectionProtocol() = default;
+  // Bytes read from `conn`, in order. May call conn.Send(), CloseWhenSent() or Close(); `conn`
+  // stays valid until this returns, whatever it called.
+  virtual void OnBytes(StreamConnection& conn, std::string_view bytes) = 0;
+};
+
+// One accepted client connection, owned by its StreamServer. It closes when the peer closes or
+// errs, when a write fails, when the protocol asks, when the server closes, and when the server's
+// timeout runs out (Limits).
+class StreamConnection {
+ public:
+  StreamConnection(const StreamConnection&) = delete;
+  StreamConnection& operator=(const StreamConnection&) = delete;
+
+  // Appends `bytes` and writes what the socket takes now; the rest follows as the peer reads.
+  void Send(std::string_view bytes);
+  // Reads no more; closes once everything sent so far is written.
+  void CloseWhenSent();
+  // Closes now; bytes not yet written are dropped. Safe to call more than once.
+  void Close();
+  bool closing() const { return closing_; }
+  // The accepted socket's descriptor (for SO_PEERCRED), or -1.
+  int fd() const;
+
+ private:
+  friend class StreamServer;
+  StreamConnection(StreamServer* server, bool tcp);
+  ~StreamConnection() = default;
+
+  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&handle_); }
+  void Start();
+  // Bytes moved either way: an idle timeout starts over.
+  void OnActivity();
+  void StartTimer();
+  void HandleClosed();
+
+  StreamServer* server_;
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } handle_{};
+  uv_timer_t timer_{};
+  proxy::StreamWriter writer_;
+  std::unique_ptr<ConnectionProtocol> protocol_;
+  int open_handles_ = 0;
+  bool closing_ = false;
+  bool close_when_sent_ = false;
+  // The timer fired (and, for an idle timeout, nothing moved since): closed after the loop's next
+  // poll (AfterPoll).
+  bool timed_out_ = false;
+  char read_buf_[4096];
+};
+
+class StreamServer {
+ public:
+  // What a connection's timeout counts from.
+  enum class TimeoutFrom {
+    // The last byte read or written: an idle timeout (HAProxy's `timeout client`).
+    kLastActivity,
+    // The accept, whatever moves since: the time to send a request and read its answer.
+    kAccept,
+  };
+  struct Limits {
+    // A connection is closed when this runs out (0: never). The verdict is given after the loop
+    // has polled once more (loop::AfterPoll), so that bytes that were waiting in the socket when
+    // the timer fired (after bulkheadd was stopped, frozen or starved) are read first: an idle
+    // connection that had sent a request is answered, not cut.
+    uint64_t timeout_ms = 0;
+    TimeoutFrom timeout_from = TimeoutFrom::kLastActivity;
+    // Connections open at once; one accepted above this is closed at once (0: no cap).
+    size_t max_connections = 0;
+  };
+  // Makes the protocol of a connection just accepted, before its first read.
+  using Accept = std::function<std::unique_ptr<ConnectionProtocol>(StreamConnection& conn)>;
+
+  // `name` starts log lines ("metrics endpoint: accept: ...").
+  StreamServer(uv_loop_t* loop, std::string name, Limits limits, Accept accept);
+  // REQUIRES: Close() was called and its callback has run.
+  ~StreamServer();
+  StreamServer(const StreamServer&) = delete;
+  StreamServer& operator=(const StreamServer&) = delete;
+
+  // Serves a socket from ipc::ClaimListeningSocket (non-blocking); its file is removed on Close if
+  // it still names the socket bound. Errors: "uv_pipe_open: <libuv error>", "listen: ...".
+  Status ListenUnix(ipc::ListeningSocket socket, int backlog);
+  // Binds `addr` (SO_REUSEADDR, as libuv sets it) and listens. Errors: "bind: <libuv error>",
+  // "listen: ...".
+  Status ListenTcp(const sockaddr* addr, int backlog);
+  // The address ListenTcp bound (the port the kernel chose for port 0).
+  Result<sockaddr_storage> TcpAddress() const;
+
+  // Closes the listener and every connection; `on_closed` runs after the last close callback.
+  void Close(std::function<void()> on_closed);
+
+  size_t connections() const { return connections_.size(); }
+
+ private:
+  friend class StreamConnection;
+  static void OnConnection(uv_stream_t* listener, int status);
+  void CloseTimedOutConnections();
+  void HandleClosed();
+
+  uv_loop_t* loop_;
+  std::string name_;
+  Limits limits_;
+  Accept accept_;
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } listener_{};
+  bool tcp_ = false;
+  bool listener_open_ = false;
+  ipc::SocketFile file_;  // the Unix socket file ListenUnix served (removed on Close if ours)
+  loop::AfterPoll timeout_check_;
+  std::unordered_set<StreamConnection*> connections_;
+  int pending_closes_ = 0;
+  bool closed_ = false;
+  std::function<void()> on_closed_;
+};
+
+}  // namespace bulkhead::control

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+// ControlServer on a real libuv loop, driven from the test thread: one response line per request
+// line, the idle timeout (an idle control connection was held forever before issue 14), a
+// connection that keeps asking is not cut, and a request that waited in the socket while the loop
+// was stalled is answered rather than cut.
+#include "control/control_server.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <string>
+
+#include "base/unique_fd.h"
+#include "tests/control/unix_client.h"
+#include "tests/helpers/test_support.h"
+
+namespace bulkhead::control {
+namespace {
+
+using bulkhead::testing::TempDir;
+using bulkhead::testing::WaitFor;
+using testing::ConnectUnix;
+using testing::PacedWriter;
+using testing::ReadNow;
+
+class ControlServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(uv_loop_init(&loop_), 0); }
+  void TearDown() override { EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open"; }
+
+  // Starts a server answering every request line with {"echo":LINE} and the peer's uid.
+  void Serve(ControlServer& server) {
+    Status status = server.Listen(socket_path_);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+  static std::string Echo(const std::string& line, const ControlPeer&) {
+    return "{\"echo\":" + line + "}";
+  }
+
+  // A client connected to the server, non-blocking, once the server has accepted it.
+  UniqueFd Connect(const ControlServer& server) {
+    UniqueFd fd = ConnectUnix(socket_path_);
+    const size_t before = server.connections();
+    EXPECT_TRUE(WaitFor([&] {
+      uv_run(&loop_, UV_RUN_NOWAIT);
+      return server.connections() > before;
+    }));
+    return fd;
+  }
+
+  // Runs the loop until the server has closed `fd`'s connection (false if it did not within the
+  // default deadline), gathering what it sent.
+  bool RunUntilClosed(int fd, std::string* received) {
+    return WaitFor([&] {
+      uv_run(&loop_, UV_RUN_NOWAIT);
+      return ReadNow(fd, received);
+    });
+  }
+
+  void CloseServer(ControlServer& server) {
+    bool closed = false;
+    server.Close([&] { closed = true; });
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    EXPECT_TRUE(closed);
+  }
+
+  uv_loop_t loop_{};
+  TempDir dir_;
+  std::string socket_path_ = dir_.path() + "/control.sock";
+};
+
+TEST_F(ControlServerTest, AnswersEachRequestLineWithOneResponseLine) {
+  ControlServer server(&loop_, &Echo);
+  Serve(server);
+  UniqueFd client = Connect(server);
+  const std::string requests = "1\n\n2\n3";
+  ASSERT_EQ(::write(client.get(), requests.data(), requests.size()),
+            static_cast<ssize_t>(requests.size()));
+  std::string received;
+  ASSERT_TRUE(WaitFor([&] {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    EXPECT_FALSE(ReadNow(client.get(), &received)) << "closed early";
+    return received.size() >= std::string("{\"echo\":1}\n{\"echo\":2}\n").size();
+  }));
+  EXPECT_EQ(received, "{\"echo\":1}\n{\"echo\":2}\n");  // "3" waits for its newline
+  CloseServer(server);
+}
+
+// An idle control connection (connected, nothing sent) is closed by the server once the idle
+// timeout has passed; before issue 14 it was held until bulkheadd exited.
+TEST_F(ControlServerTest, ClosesAnIdleConnection) {
+  ControlServer server(&loop_, &Echo, /*idle_timeout_ms=*/50);
+  Serve(server);
+  UniqueFd client = Connect(server);
+  std::string received;
+  EXPECT_TRUE(RunUntilClosed(client.get(), &received)) << "the idle connection is still open";
+  EXPECT_EQ(received, "");
+  EXPECT_TRUE(WaitFor([&] {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    return server.connections() == 0;
+  }));
+  CloseServer(server);
+}
+
+// A client that keeps using its connection (as a long exchange does: a request every half
+// timeout, on the loop's own clock, eight in a row, four timeouts in all) is not cut: the timeout
+// counts from the last byte moved, not from the accept.
+TEST_F(ControlServerTest, DoesNotCutAConnectionThatKeepsAsking) {
+  constexpr uint64_t kIdleMs = 100;
+  ControlServer server(&loop_, &Echo, kIdleMs);
+  Serve(server);
+  UniqueFd client = Connect(server);
+  // Each request is sent by a timer of the loop that runs the server: the next request is due
+  // before the idle timer that the last one restarted.
+  PacedWriter pacer(&loop_, client.get(), kIdleMs / 2, 8);
+  std::string received;
+  std::string expected;
+  for (int i = 1; i <= 8; ++i) expected += "{\"echo\":" + std::to_string(i) + "}\n";
+  bool closed = false;
+  EXPECT_TRUE(WaitFor([&] {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    closed = ReadNow(client.get(), &received);
+    return closed || received.size() >= expected.size();
+  }));
+  EXPECT_FALSE(closed) << "cut after " << received;
+  EXPECT_EQ(received, expected);
+  pacer.Close();
+  // Once it stops asking, it is idle: closed.
+  EXPECT_TRUE(RunUntilClosed(client.get(), &received));
+  CloseServer(server);
+}
+
+// A request that reached the socket while the loop was not running (bulkheadd stopped, frozen or
+// starved) for longer than the idle timeout is read and answered before the idle verdict: libuv
+// runs expired timers before it polls, so the timer alone would have cut it.
+TEST_F(ControlServerTest, AnswersARequestThatWaitedWhileTheLoopWasStalled) {
+  ControlServer server(&loop_, &Echo, /*idle_timeout_ms=*/1);
+  Serve(server);
+  UniqueFd client = Connect(server);
+  ASSERT_EQ(::write(client.get(), "7\n", 2), 2);
+  // The stall: the loop does not run while its clock passes the idle timeout.
+  const uint64_t stall_start = uv_hrtime();
+  while (uv_hrtime() - stall_start < 5'000'000) {
+  }
+  std::string received;
+  EXPECT_TRUE(RunUntilClosed(client.get(), &received));
+  EXPECT_EQ(received, "{\"echo\":7}\n");
+  CloseServer(server);
+}
+
+}  // namespace
+}  // namespace bulkhead::control

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// CellStatusJson and MetricsText render every CellCounters counter from one table
+// (kCellCounterFields): each counter set to its own value is found in the status JSON under its
+// name, and in the metrics text as a sample (except the counters the table marks as status-only).
+// That every member is in the table is also a static_assert in control/cell_counter_fields.h.
+#include "control/status_json.h"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "control/cell_counter_fields.h"
+#include "control/metrics_text.h"
+
+namespace bulkhead::control {
+namespace {
+
+constexpr size_t kCounterCount = sizeof(admission::CellCounters) / sizeof(uint64_t);
+
+// Counter i holds 7001 + 13 * i: values no other figure of the snapshot takes.
+uint64_t DistinctValue(size_t i) { return 7001 + 13 * i; }
+
+CellSnapshot SnapshotWithDistinctCounters() {
+  CellSnapshot s;
+  s.name = "payments";
+  s.state = lifecycle::Lifecycle::State::kRunning;
+  s.limits.max_concurrent = 4;
+  s.limits.max_queue = 8;
+  s.limits.queue_timeout_ms = 1000;
+  s.pid = 4242;
+  s.running = 2;
+  s.queued = 1;
+  s.in_flight = 3;
+  uint64_t values[kCounterCount];
+  for (size_t i = 0; i < kCounterCount; ++i) values[i] = DistinctValue(i);
+  static_assert(sizeof values == sizeof s.counters);
+  std::memcpy(&s.counters, values, sizeof values);
+  return s;
+}
+
+config::CellConfig Config() {
+  config::CellConfig c;
+  c.name = "payments";
+  return c;
+}
+
+// The field of kCellCounterFields for counter `index` of CellCounters (as an array of uint64_t).
+const CellCounterField* FieldAt(size_t index) {
+  admission::CellCounters c;
+  const auto* base = reinterpret_cast<const char*>(&c);
+  for (const CellCounterField& field : kCellCounterFields) {
+    if (reinterpret_cast<const char*>(&(c.*field.member)) - base ==
+        static_cast<ptrdiff_t>(index * sizeof(uint64_t))) {
+      return &field;
+    }
+  }
+  return nullptr;
+}
+
+// Each counter, set to its own value, is in the status JSON under its documented name: found by
+// value, so that a counter the renderer skipped or put under another counter's name fails.
+TEST(StatusJson, ShowsEveryCounterUnderItsName) {
+  nlohmann::json j = CellStatusJson(SnapshotWithDistinctCounters(), Config());
+  for (size_t i = 0; i < kCounterCount; ++i) {
+    const CellCounterField* field = FieldAt(i);
+    ASSERT_NE(field, nullptr) << "CellCounters member " << i << " is not in kCellCounterFields";
+    const std::string name(field->json_name);
+    const std::string parent(field->json_object);
+    ASSERT_TRUE(parent.empty() || j.contains(parent)) << parent;
+    const nlohmann::json& object = parent.empty() ? j : j.at(parent);
+    ASSERT_TRUE(object.contains(name)) << name;
+    EXPECT_EQ(object.at(name), DistinctValue(i)) << name;
+  }
+  // The sums, and the names the documentation (docs/control.md) and bulkheadctl rely on.
+  const admission::CellCounters c = SnapshotWithDistinctCounters().counters;
+  EXPECT_EQ(j.at("rejected"), c.rejected());
+  EXPECT_EQ(j.at("failed"), c.failed());
+  EXPECT_EQ(j.at("ok"), c.ok);
+  EXPECT_EQ(j.at("rejected_by_reason").at("queue_timeout"), c.rejected_queue_timeout);
+  EXPECT_EQ(j.at("failed_by_reason").at("stalled"), c.failed_stalled);
+  EXPECT_EQ(j.at("bad_request"), c.bad_request);
+  EXPECT_EQ(j.at("admitted"), c.admitted);
+  EXPECT_EQ(j.at("rejected_at_admission"), c.rejected_at_admission);
+  EXPECT_EQ(j.at("connections_refused"), c.refused_connections);
+}
+
+// Each counter, set to its own value, is a sample of the metrics text (for every cell), unless the
+// table marks it as status-only; a status-only value is nowhere in the text.
+TEST(StatusJson, EveryCounterIsAMetricSampleUnlessStatusOnly) {
+  CellSnapshot a = SnapshotWithDistinctCounters();
+  CellSnapshot b = SnapshotWithDistinctCounters();
+  b.name = "catalog";
+  const std::string text = MetricsText({a, b});
+  for (size_t i = 0; i < kCounterCount; ++i) {
+    const CellCounterField* field = FieldAt(i);
+    ASSERT_NE(field, nullptr);
+    const std::string value = " " + std::to_string(DistinctValue(i)) + "\n";
+    if (field->metric == nullptr) {
+      EXPECT_EQ(text.find(value), std::string::npos) << field->json_name;
+      continue;
+    }
+    for (const char* cell : {"payments", "catalog"}) {
+      std::string sample = std::string(field->metric->name) + "{cell=\"" + cell + "\"";
+      if (!field->outcome.empty()) {
+        sample += ",outcome=\"" + std::string(field->outcome) + "\",reason=\"" +
+                  std::string(field->reason) + "\"";
+      }
+      sample += "}" + value;
+      EXPECT_NE(text.find(sample), std::string::npos) << sample;
+    }
+  }
+  // A family's HELP and TYPE, as docs/metrics.md lists them.
+  EXPECT_NE(text.find("# HELP bulkhead_requests_total Requests that reached an outcome, by outcome "
+                      "(ok, rejected, failed, cancelled, dropped, undelivered) and reason.\n"
+                      "# TYPE bulkhead_requests_total counter\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("bulkhead_requests_total{cell=\"catalog\",outcome=\"undelivered\",reason="
+                      "\"client_gone\"} " +
+                      std::to_string(b.counters.undelivered) + "\n"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace bulkhead::control
