@@ -15,12 +15,6 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::IsReply;
-using e2e::TestOptions;
-using ipc::Reason;
-using ipc::ReplyStatus;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -164,9 +158,7 @@ TEST(StartLimit, GivesUpThenRestartRecovers) {
                             }))
       << h.Status().dump() << "\n"
       << h.Log();
-  Result<ipc::Client::Reply> served = h.Call("doomed", "echo back");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "back");
+  EXPECT_TRUE(Served(h, "doomed", "echo back", "back", tally));
   c = h.Cell("doomed");
   EXPECT_EQ(c["starts"], 4) << c.dump();
   EXPECT_TRUE(c["reason"].is_null()) << c.dump();

@@ -11,13 +11,6 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::IsReply;
-using e2e::TestOptions;
-using ipc::Reason;
-using ipc::ReplyStatus;
-
 // In an AddressSanitizer build a SIGSEGV would become "exit 1" without handle_segv=0.
 const std::vector<std::pair<std::string, std::string>> kPlainSegv = {
     {"ASAN_OPTIONS", "handle_segv=0"}};
@@ -26,15 +19,15 @@ TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
   Harness h(TestOptions({CellSpec{.name = "crashy", .max_concurrent = 3}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("crashy")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "crashy");
 
   Result<ipc::Client> waiting = SendOn(h, "crashy", 1, "hang");
   ASSERT_TRUE(waiting.ok()) << waiting.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  ASSERT_TRUE(CellCountIs(h, "crashy", "running", 1));
   // A running request whose client hangs up: its outcome, the death, is dropped.
   Result<ipc::Client> gone = SendOn(h, "crashy", 3, "hang");
   ASSERT_TRUE(gone.ok()) << gone.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["running"] == 2; }));
+  ASSERT_TRUE(CellCountIs(h, "crashy", "running", 2));
   gone->Close();
   tally.CountAbandoned();
   ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["clients"] == 1; }));
@@ -47,12 +40,8 @@ TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
     EXPECT_TRUE(IsReply(reply, ReplyStatus::kFailed, Reason::kWorkerDied)) << Describe(reply);
     EXPECT_EQ(reply.ok() ? reply->payload : "", "exit 3");
   }
-  ASSERT_TRUE(h.WaitForCell("crashy", [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
-  }));
-  Result<ipc::Client::Reply> served = h.Call("crashy", "echo next");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "next");
+  ASSERT_TRUE(NewWorkerRuns(h, "crashy", old_pid));
+  EXPECT_TRUE(Served(h, "crashy", "echo next", "next", tally));
 
   nlohmann::json c = h.Cell("crashy");
   EXPECT_EQ(c["last_exit"], "exit 3") << c.dump();
@@ -72,12 +61,12 @@ TEST(Crash, SegfaultKeepsTheQueueForTheNextWorker) {
                                   .environment = kPlainSegv}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("crashy")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "crashy");
 
   // One request running, three queued behind it, then the worker segfaults.
   Result<ipc::Client> running = SendOn(h, "crashy", 1, "hang");
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  ASSERT_TRUE(CellCountIs(h, "crashy", "running", 1));
   std::vector<ipc::Client> queued;
   auto enqueue = [&](uint64_t id) {
     Result<ipc::Client> client = SendOn(h, "crashy", id, "echo queued " + std::to_string(id));
@@ -141,14 +130,14 @@ TEST(Crash, QueuedRequestsThatOutwaitTheBackoffAreRefusedAsQueueTimeout) {
                                   .environment = kPlainSegv}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("crashy")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "crashy");
 
   Result<ipc::Client> running = SendOn(h, "crashy", 1, "hang");
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  ASSERT_TRUE(CellCountIs(h, "crashy", "running", 1));
   Result<ipc::Client> queued = SendOn(h, "crashy", 2, "echo too late");
   ASSERT_TRUE(queued.ok()) << queued.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["queued"] == 1; }));
+  ASSERT_TRUE(CellCountIs(h, "crashy", "queued", 1));
   ASSERT_EQ(::kill(old_pid, SIGSEGV), 0);
 
   Result<ipc::Client::Reply> died = running->Receive();
@@ -171,12 +160,8 @@ TEST(Crash, QueuedRequestsThatOutwaitTheBackoffAreRefusedAsQueueTimeout) {
   EXPECT_GT(detail->retry_after_ms, 300u);
   EXPECT_LE(detail->retry_after_ms, 1000u);
 
-  ASSERT_TRUE(h.WaitForCell("crashy", [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
-  }));
-  Result<ipc::Client::Reply> served = h.Call("crashy", "echo again");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "again");
+  ASSERT_TRUE(NewWorkerRuns(h, "crashy", old_pid));
+  EXPECT_TRUE(Served(h, "crashy", "echo again", "again", tally));
   nlohmann::json c = h.Cell("crashy");
   EXPECT_EQ(c["rejected_by_reason"]["queue_timeout"], 1) << c.dump();
   EXPECT_EQ(c["rejected_by_reason"]["unavailable"], 1) << c.dump();
