@@ -113,10 +113,7 @@ TEST(StartLimit, GivesUpThenRestartRecovers) {
   ASSERT_STARTED(h);
   Tally tally;
 
-  ASSERT_TRUE(
-      h.WaitForCell("doomed", [](const nlohmann::json& c) { return c["state"] == "failed"; }))
-      << h.Status().dump() << "\n"
-      << h.Log();
+  ASSERT_TRUE(CellShows(h, "doomed", "state", "failed"));
   nlohmann::json c = h.Cell("doomed");
   EXPECT_EQ(c["reason"], "gave up: 3 starts in 60s, last exit 1") << c.dump();
   EXPECT_EQ(c["last_exit"], "exit 1") << c.dump();
@@ -203,10 +200,7 @@ TEST(ExecFailure, CountsAsAFailedStartWithTheErrnoText) {
     SCOPED_TRACE(e.cell);
     Tally tally;
     // Two failed starts reach start_limit_burst = 2: failed, the exec error in the reason.
-    ASSERT_TRUE(
-        h.WaitForCell(e.cell, [](const nlohmann::json& c) { return c["state"] == "failed"; }))
-        << h.Status().dump() << "\n"
-        << h.Log();
+    ASSERT_TRUE(CellShows(h, e.cell, "state", "failed"));
     nlohmann::json c = h.Cell(e.cell);
     EXPECT_EQ(c["starts"], 2) << c.dump();
     EXPECT_TRUE(c["pid"].is_null()) << c.dump();

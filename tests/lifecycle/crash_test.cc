@@ -15,6 +15,17 @@ namespace {
 const std::vector<std::pair<std::string, std::string>> kPlainSegv = {
     {"ASAN_OPTIONS", "handle_segv=0"}};
 
+// Cell "crashy": one slot, `max_queue` places waiting up to `queue_timeout`, a worker whose
+// SIGSEGV is a plain signal death, restarted after `restart_delay`.
+CellSpec SegfaultingCell(uint32_t max_queue, std::string queue_timeout, std::string restart_delay) {
+  return CellSpec{.name = "crashy",
+                  .max_concurrent = 1,
+                  .max_queue = max_queue,
+                  .queue_timeout = std::move(queue_timeout),
+                  .restart_delay = std::move(restart_delay),
+                  .environment = kPlainSegv};
+}
+
 TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
   Harness h(TestOptions({CellSpec{.name = "crashy", .max_concurrent = 3}}));
   ASSERT_STARTED(h);
@@ -23,11 +34,11 @@ TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
 
   Result<ipc::Client> waiting = SendOn(h, "crashy", 1, "hang");
   ASSERT_TRUE(waiting.ok()) << waiting.status().message();
-  ASSERT_TRUE(CellCountIs(h, "crashy", "running", 1));
+  ASSERT_TRUE(CellShows(h, "crashy", "running", 1));
   // A running request whose client hangs up: its outcome, the death, is dropped.
   Result<ipc::Client> gone = SendOn(h, "crashy", 3, "hang");
   ASSERT_TRUE(gone.ok()) << gone.status().message();
-  ASSERT_TRUE(CellCountIs(h, "crashy", "running", 2));
+  ASSERT_TRUE(CellShows(h, "crashy", "running", 2));
   gone->Close();
   tally.CountAbandoned();
   ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["clients"] == 1; }));
@@ -53,12 +64,7 @@ TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
 
 TEST(Crash, SegfaultKeepsTheQueueForTheNextWorker) {
   // The backoff (400 to 500 ms) is shorter than queue_timeout: requests wait for the next worker.
-  Harness h(TestOptions({CellSpec{.name = "crashy",
-                                  .max_concurrent = 1,
-                                  .max_queue = 8,
-                                  .queue_timeout = "10s",
-                                  .restart_delay = "500ms",
-                                  .environment = kPlainSegv}}));
+  Harness h(TestOptions({SegfaultingCell(8, "10s", "500ms")}));
   ASSERT_STARTED(h);
   Tally tally;
   const int old_pid = WorkerPid(h, "crashy");
@@ -66,7 +72,7 @@ TEST(Crash, SegfaultKeepsTheQueueForTheNextWorker) {
   // One request running, three queued behind it, then the worker segfaults.
   Result<ipc::Client> running = SendOn(h, "crashy", 1, "hang");
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(CellCountIs(h, "crashy", "running", 1));
+  ASSERT_TRUE(CellShows(h, "crashy", "running", 1));
   std::vector<ipc::Client> queued;
   auto enqueue = [&](uint64_t id) {
     Result<ipc::Client> client = SendOn(h, "crashy", id, "echo queued " + std::to_string(id));
@@ -122,22 +128,17 @@ TEST(Crash, SegfaultKeepsTheQueueForTheNextWorker) {
 
 TEST(Crash, QueuedRequestsThatOutwaitTheBackoffAreRefusedAsQueueTimeout) {
   // The first backoff (800 to 1000 ms) is longer than queue_timeout (300 ms).
-  Harness h(TestOptions({CellSpec{.name = "crashy",
-                                  .max_concurrent = 1,
-                                  .max_queue = 2,
-                                  .queue_timeout = "300ms",
-                                  .restart_delay = "1s",
-                                  .environment = kPlainSegv}}));
+  Harness h(TestOptions({SegfaultingCell(2, "300ms", "1s")}));
   ASSERT_STARTED(h);
   Tally tally;
   const int old_pid = WorkerPid(h, "crashy");
 
   Result<ipc::Client> running = SendOn(h, "crashy", 1, "hang");
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(CellCountIs(h, "crashy", "running", 1));
+  ASSERT_TRUE(CellShows(h, "crashy", "running", 1));
   Result<ipc::Client> queued = SendOn(h, "crashy", 2, "echo too late");
   ASSERT_TRUE(queued.ok()) << queued.status().message();
-  ASSERT_TRUE(CellCountIs(h, "crashy", "queued", 1));
+  ASSERT_TRUE(CellShows(h, "crashy", "queued", 1));
   ASSERT_EQ(::kill(old_pid, SIGSEGV), 0);
 
   Result<ipc::Client::Reply> died = running->Receive();

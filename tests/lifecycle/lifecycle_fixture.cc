@@ -81,13 +81,14 @@ void ExpectCountersMatch(Harness& h, const std::string& cell, const Tally& tally
 
 int WorkerPid(Harness& h, const std::string& cell) { return h.Cell(cell)["pid"].get<int>(); }
 
-::testing::AssertionResult CellCountIs(Harness& h, const std::string& cell, const char* key,
-                                       int value) {
+::testing::AssertionResult CellShows(Harness& h, const std::string& cell, const char* key,
+                                     const nlohmann::json& value) {
   if (h.WaitForCell(cell, [&](const nlohmann::json& c) { return c[key] == value; })) {
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "cell " << cell << " never showed " << key << " = "
-                                       << value << ": " << h.Cell(cell).dump();
+                                       << value.dump() << ": " << h.Status().dump() << "\n"
+                                       << h.Log();
 }
 
 ::testing::AssertionResult NewWorkerRuns(Harness& h, const std::string& cell, int old_pid) {

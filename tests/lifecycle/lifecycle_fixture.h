@@ -68,10 +68,10 @@ void ExpectCountersMatch(Harness& h, const std::string& cell, const Tally& tally
 // The pid of the cell's worker now. Throws (a test failure) when no worker runs.
 int WorkerPid(Harness& h, const std::string& cell);
 
-// Waits (10 s at most) until the cell's status figure `key` ("running", "queued") is `value`.
-// The failure message shows the cell's status.
-::testing::AssertionResult CellCountIs(Harness& h, const std::string& cell, const char* key,
-                                       int value);
+// Waits (10 s at most) until the cell's status shows `value` at `key` ("running" 1, "state"
+// "stopped"). The failure message shows the whole status and bulkheadd's log.
+::testing::AssertionResult CellShows(Harness& h, const std::string& cell, const char* key,
+                                     const nlohmann::json& value);
 
 // Waits (10 s at most) until the cell is "running" with a worker other than `old_pid`: a restart
 // is done. The failure message shows the whole status and bulkheadd's log.

@@ -34,22 +34,35 @@ void SendDatagram(const std::string& path, std::string_view text) {
   ASSERT_EQ(sent, static_cast<ssize_t>(text.size())) << path << ": " << std::strerror(error);
 }
 
+// Cell `name` with ready = "notify": its worker sends READY=1 `ready_after_ms` after its start, and
+// requests wait for it in the queue (4 places, 20 s). Start does not wait for it to run.
+CellSpec NotifyCell(const std::string& name, const std::string& ready_after_ms) {
+  return CellSpec{.name = name,
+                  .command = {e2e::TestWorkerPath(), "--notify-ready-after-ms", ready_after_ms},
+                  .max_concurrent = 1,
+                  .max_queue = 4,
+                  .queue_timeout = "20s",
+                  .extra_toml = "ready = \"notify\"\n",
+                  .wait_running = false};
+}
+
+// Waits until the cell's worker is spawned but has not sent READY=1 yet ("starting").
+::testing::AssertionResult SpawnedNotReady(Harness& h, const std::string& cell) {
+  if (h.WaitForCell(cell, [](const nlohmann::json& c) {
+        return c["state"] == "starting" && c["pid"].is_number_integer();
+      })) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << h.Status().dump();
+}
+
 TEST(Notify, RequestsWaitForReadyThenStatusTextShows) {
-  Harness h(
-      TestOptions({CellSpec{.name = "late",
-                            .command = {e2e::TestWorkerPath(), "--notify-ready-after-ms", "2000"},
-                            .max_concurrent = 1,
-                            .max_queue = 4,
-                            .queue_timeout = "20s",
-                            .extra_toml = "ready = \"notify\"\n",
-                            .wait_running = false}}));
+  Harness h(TestOptions({NotifyCell("late", "2000")}));
   ASSERT_STARTED(h);
   Tally tally;
 
   // Spawned, not ready: "starting", and a request waits in the queue.
-  ASSERT_TRUE(h.WaitForCell("late", [](const nlohmann::json& c) {
-    return c["state"] == "starting" && c["pid"].is_number_integer();
-  })) << h.Status().dump();
+  ASSERT_TRUE(SpawnedNotReady(h, "late"));
   const int pid = WorkerPid(h, "late");
   Result<ipc::Client> early = SendOn(h, "late", 1, "echo early");
   ASSERT_TRUE(early.ok()) << early.status().message();
@@ -171,32 +184,21 @@ TEST(Notify, QueuedRequestsOutliveWorkersThatDieBeforeReady) {
 }
 
 TEST(Notify, StopBeforeReadyRefusesWhatWaits) {
-  Harness h(
-      TestOptions({CellSpec{.name = "never",
-                            .command = {e2e::TestWorkerPath(), "--notify-ready-after-ms", "600000"},
-                            .max_concurrent = 1,
-                            .max_queue = 4,
-                            .queue_timeout = "20s",
-                            .extra_toml = "ready = \"notify\"\n",
-                            .wait_running = false}}));
+  Harness h(TestOptions({NotifyCell("never", "600000")}));
   ASSERT_STARTED(h);
   Tally tally;
-  ASSERT_TRUE(h.WaitForCell("never", [](const nlohmann::json& c) {
-    return c["state"] == "starting" && c["pid"].is_number_integer();
-  })) << h.Status().dump();
+  ASSERT_TRUE(SpawnedNotReady(h, "never"));
   const int pid = WorkerPid(h, "never");
   Result<ipc::Client> waiting = SendOn(h, "never", 1, "echo never");
   ASSERT_TRUE(waiting.ok()) << waiting.status().message();
-  ASSERT_TRUE(CellCountIs(h, "never", "queued", 1));
+  ASSERT_TRUE(CellShows(h, "never", "queued", 1));
 
   nlohmann::json answer = Control(h, "stop", "never");
   EXPECT_EQ(answer["result"], "ok") << answer.dump();
   Result<ipc::Client::Reply> refused = waiting->Receive();
   tally.Count(refused);
   EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable)) << Describe(refused);
-  ASSERT_TRUE(h.WaitForCell("never", [](const nlohmann::json& c) {
-    return c["state"] == "stopped";
-  })) << h.Status().dump();
+  ASSERT_TRUE(CellShows(h, "never", "state", "stopped"));
   EXPECT_EQ(h.Cell("never")["last_exit"], "signal 15");
   EXPECT_FALSE(bulkhead::testing::ProcessExists(pid));
   ExpectCountersMatch(h, "never", tally);

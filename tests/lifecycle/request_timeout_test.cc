@@ -46,7 +46,7 @@ TEST(RequestTimeout, FailsTheClientFastButKeepsTheSlotUntilTheWorkerAnswers) {
   EXPECT_EQ(c["failed_by_reason"]["timeout"], 1) << c.dump();
 
   // The slot is freed when the worker answers (about 2 s after the send), not before.
-  ASSERT_TRUE(CellCountIs(h, "slowpoke", "running", 0));
+  ASSERT_TRUE(CellShows(h, "slowpoke", "running", 0));
   EXPECT_GE(MsSince(sent), 1900);
 
   // Exactly one reply: the worker's late answer was dropped.
@@ -72,7 +72,7 @@ TEST(RequestTimeout, AFailedWorkerConnectionLeavesTheOthersOnTheTimeoutList) {
   ASSERT_STARTED(h);
   Result<ipc::Client> slow = SendOn(h, "flaky", 1, "sleep 4000");
   ASSERT_TRUE(slow.ok()) << slow.status().message();
-  ASSERT_TRUE(CellCountIs(h, "flaky", "running", 1));
+  ASSERT_TRUE(CellShows(h, "flaky", "running", 1));
 
   // The next request needs a second worker connection; with the socket file gone, connect(2)
   // fails (ENOENT) while the supervisor's listening socket itself stays open.

@@ -33,10 +33,10 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
   // One request running (it may finish: 150 ms < stop_timeout), one queued (refused at once).
   Result<ipc::Client> running = SendOn(h, "stubborn", 1, "sleep 150");
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(CellCountIs(h, "stubborn", "running", 1));
+  ASSERT_TRUE(CellShows(h, "stubborn", "running", 1));
   Result<ipc::Client> queued = SendOn(h, "stubborn", 2, "echo never");
   ASSERT_TRUE(queued.ok()) << queued.status().message();
-  ASSERT_TRUE(CellCountIs(h, "stubborn", "queued", 1));
+  ASSERT_TRUE(CellShows(h, "stubborn", "queued", 1));
 
   const auto asked = std::chrono::steady_clock::now();
   nlohmann::json answer = Control(h, "stop", "stubborn");
@@ -57,10 +57,7 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
     EXPECT_EQ(again["ok"], false) << again.dump();
   }
 
-  ASSERT_TRUE(
-      h.WaitForCell("stubborn", [](const nlohmann::json& c) { return c["state"] == "stopped"; }))
-      << h.Status().dump() << "\n"
-      << h.Log();
+  ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
   // stop_timeout (300 ms) bounds the whole stop: the drain (about 150 ms) and the ignored SIGTERM
   // shared it, and SIGKILL came at its end (never before: the timer is armed at the stop).
   EXPECT_GE(MsSince(asked), 300);
@@ -97,7 +94,7 @@ TEST(Stop, SecondRestartDuringASlowStopIsInProgressAndNeverTwoWorkers) {
   // A request queued across the restart is served by the next worker.
   Result<ipc::Client> running = SendOn(h, "stubborn", 1, "sleep 100");
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(CellCountIs(h, "stubborn", "running", 1));
+  ASSERT_TRUE(CellShows(h, "stubborn", "running", 1));
 
   nlohmann::json first = Control(h, "restart", "stubborn");
   EXPECT_EQ(first["ok"], true) << first.dump();
@@ -165,9 +162,7 @@ TEST(Stop, StopDuringARestartCancelsTheNewStart) {
   if (h.Cell("stubborn")["pid"] == pid) {
     EXPECT_EQ(stop["result"], "ok") << stop.dump();
   }
-  ASSERT_TRUE(h.WaitForCell("stubborn", [](const nlohmann::json& c) {
-    return c["state"] == "stopped";
-  })) << h.Status().dump();
+  ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
   nlohmann::json held =
       FirstViolation(h, "stubborn", std::chrono::milliseconds(500), [](const nlohmann::json& c) {
         return c["state"] == "stopped" && c["pid"].is_null() && c["starts"] == 1;
@@ -214,9 +209,7 @@ TEST(Stop, UsesTheConfiguredStopSignal) {
 
   const auto asked = std::chrono::steady_clock::now();
   EXPECT_EQ(Control(h, "stop", "stubborn")["result"], "ok");
-  ASSERT_TRUE(h.WaitForCell("stubborn", [](const nlohmann::json& c) {
-    return c["state"] == "stopped";
-  })) << h.Status().dump();
+  ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
   EXPECT_LT(MsSince(asked), 2500);
   EXPECT_EQ(h.Cell("stubborn")["last_exit"], "signal 2");
   EXPECT_FALSE(CellLogEvents(h.Log(), "stubborn", "stopping worker (SIGINT)").empty()) << h.Log();

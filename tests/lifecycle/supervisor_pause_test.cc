@@ -49,8 +49,8 @@ TEST(SupervisorPause, TimeoutsFireOnlyForSilenceThatHappened) {
   Result<ipc::Client> stall = SendOn(h, "stall", 1, "sleep 800");
   Result<ipc::Client> deadline = SendOn(h, "deadline", 2, "sleep 800");
   ASSERT_TRUE(stall.ok() && deadline.ok());
-  ASSERT_TRUE(CellCountIs(h, "stall", "running", 1));
-  ASSERT_TRUE(CellCountIs(h, "deadline", "running", 1));
+  ASSERT_TRUE(CellShows(h, "stall", "running", 1));
+  ASSERT_TRUE(CellShows(h, "deadline", "running", 1));
   {
     PausedSupervisor paused(h.pid());
     ASSERT_TRUE(paused.stopped());

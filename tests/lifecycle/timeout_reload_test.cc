@@ -27,8 +27,8 @@ TEST(TimeoutReload, ATimeoutAddedByReloadCountsFromTheReload) {
   Result<ipc::Client> stall = SendOn(h, "stall", 1, "wait-file " + stall_flag);
   Result<ipc::Client> deadline = SendOn(h, "deadline", 2, "wait-file " + deadline_flag);
   ASSERT_TRUE(stall.ok() && deadline.ok());
-  ASSERT_TRUE(CellCountIs(h, "stall", "running", 1));
-  ASSERT_TRUE(CellCountIs(h, "deadline", "running", 1));
+  ASSERT_TRUE(CellShows(h, "stall", "running", 1));
+  ASSERT_TRUE(CellShows(h, "deadline", "running", 1));
   // The scenario: both requests have run longer than the 1 s timeouts the reload brings.
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
 

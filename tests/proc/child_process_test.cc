@@ -19,8 +19,7 @@ namespace {
 using std::chrono::milliseconds;
 using ::testing::HasSubstr;
 
-ChildProcess StartOrDie(const std::vector<std::string>& argv, ChildOptions options = {}) {
-  options.argv = argv;
+ChildProcess StartOrDie(const ChildOptions& options) {
   Result<ChildProcess> child = ChildProcess::Start("sh", options);
   EXPECT_TRUE(child.ok()) << child.status().message();
   return child.ok() ? std::move(child).value() : ChildProcess();
@@ -36,8 +35,9 @@ TEST(ChildProcess, ExecFailureIsReportedByStartWithTheErrno) {
 }
 
 TEST(ChildProcess, WaitExitGivesTheExitStatusAndTheEnvironmentReachesTheChild) {
-  ChildProcess child = StartOrDie({"/bin/sh", "-c", "test \"$BH_PROC_TEST\" = yes && exit 3"},
-                                  ChildOptions{.env = {"BH_PROC_TEST=yes"}});
+  ChildProcess child =
+      StartOrDie({.argv = {"/bin/sh", "-c", "test \"$BH_PROC_TEST\" = yes && exit 3"},
+                  .env = {"BH_PROC_TEST=yes"}});
   std::optional<int> status = child.WaitExit(milliseconds(10000));
   ASSERT_TRUE(status.has_value());
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << child.exit_description();
@@ -46,13 +46,13 @@ TEST(ChildProcess, WaitExitGivesTheExitStatusAndTheEnvironmentReachesTheChild) {
 }
 
 TEST(ChildProcess, WaitUntilSaysWhenTheProcessExitedInsteadOfBecomingReady) {
-  ChildProcess child = StartOrDie({"/bin/sh", "-c", "exit 1"});
+  ChildProcess child = StartOrDie({.argv = {"/bin/sh", "-c", "exit 1"}});
   EXPECT_EQ(child.WaitUntil([] { return false; }, milliseconds(10000)), WaitOutcome::kExited);
   EXPECT_EQ(child.exit_description(), "exit 1");
 }
 
 TEST(ChildProcess, WaitUntilTimesOutAndStopEndsTheProcessWithSigterm) {
-  ChildProcess child = StartOrDie({"/bin/sh", "-c", "exec sleep 30"});
+  ChildProcess child = StartOrDie({.argv = {"/bin/sh", "-c", "exec sleep 30"}});
   EXPECT_EQ(child.WaitUntil([] { return false; }, milliseconds(50)), WaitOutcome::kTimedOut);
   EXPECT_TRUE(child.StopExpecting(milliseconds(10000), {"signal 15"}).ok());
   EXPECT_EQ(child.exit_description(), "signal 15");
@@ -62,9 +62,9 @@ TEST(ChildProcess, StopEscalatesToSigkillForTheWholeProcessGroup) {
   testing::TempDir dir;
   const std::string ready = dir.Join("ready");
   // The shell ignores SIGTERM, and so does its `sleep` child, which stays in the group.
-  ChildProcess child =
-      StartOrDie({"/bin/sh", "-c", "trap '' TERM; : > \"$0\"; while :; do sleep 1; done", ready},
-                 ChildOptions{.own_process_group = true});
+  ChildProcess child = StartOrDie(
+      {.argv = {"/bin/sh", "-c", "trap '' TERM; : > \"$0\"; while :; do sleep 30; done", ready},
+       .own_process_group = true});
   ASSERT_GT(child.pid(), 0);
   ASSERT_EQ(
       child.WaitUntil([&] { return testing::ReadFile(ready).has_value(); }, milliseconds(10000)),
