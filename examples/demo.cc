@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // bulkhead-demo [--bin-dir BUILD_DIR]: replays both C# transcripts of the bulkhead seed with real
 // processes. For each transcript it writes a config into a fresh /tmp/bh-demo-XXXXXX, starts
-// bulkheadd (gateway and echo workers), drives blocking clients (ipc/client.h) and prints the
-// transcript's lines on stdout, and only those. Running and queued figures are read from the
-// supervisor's control socket, rejections from the REJECTED reply's RejectDetail. Exits 0 when
-// every step worked, 1 otherwise, with the failed step and bulkheadd's log on stderr.
-// Single-threaded; every wait polls with a deadline (kStepTimeout).
+// bulkheadd (gateway and echo workers; proc/bulkheadd_process.h starts, waits on and stops it),
+// drives blocking clients (ipc/client.h) and prints the transcript's lines on stdout, and only
+// those. Running and queued figures are read from the supervisor's control socket, rejections from
+// the REJECTED reply's RejectDetail. Exits 0 when every step worked, 1 otherwise, with the failed
+// step and bulkheadd's log on stderr. Single-threaded; every wait polls with a deadline
+// (kStepTimeout).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -265,9 +266,11 @@ Status SeedScenario(BulkheaddProcess& daemon, const Workspace& ws, const std::st
 
 // Stops bulkheadd; on any failure, appends its log to the error.
 Status Finish(BulkheaddProcess& daemon, Status status) {
-  Status stopped = daemon.running()
-                       ? daemon.StopCleanly()
-                       : Status::Error("bulkheadd is not running: " + daemon.exit_description());
+  Status stopped =
+      daemon.running() ? daemon.StopCleanly()
+      : daemon.exit_description().empty()
+          ? Status::Error("bulkheadd never started")
+          : Status::Error("bulkheadd had already exited: " + daemon.exit_description());
   if (status.ok()) status = stopped;
   const std::string log = daemon.Log();
   if (status.ok() || log.empty()) return status;
