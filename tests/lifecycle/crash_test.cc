@@ -32,13 +32,11 @@ TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
   Tally tally;
   const int old_pid = WorkerPid(h, "crashy");
 
-  Result<ipc::Client> waiting = SendOn(h, "crashy", 1, "hang");
+  Result<ipc::Client> waiting = SendThenWaitFor(h, "crashy", 1, "hang", "running", 1);
   ASSERT_TRUE(waiting.ok()) << waiting.status().message();
-  ASSERT_TRUE(CellShows(h, "crashy", "running", 1));
   // A running request whose client hangs up: its outcome, the death, is dropped.
-  Result<ipc::Client> gone = SendOn(h, "crashy", 3, "hang");
+  Result<ipc::Client> gone = SendThenWaitFor(h, "crashy", 3, "hang", "running", 2);
   ASSERT_TRUE(gone.ok()) << gone.status().message();
-  ASSERT_TRUE(CellShows(h, "crashy", "running", 2));
   gone->Close();
   tally.CountAbandoned();
   ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["clients"] == 1; }));
@@ -70,9 +68,8 @@ TEST(Crash, SegfaultKeepsTheQueueForTheNextWorker) {
   const int old_pid = WorkerPid(h, "crashy");
 
   // One request running, three queued behind it, then the worker segfaults.
-  Result<ipc::Client> running = SendOn(h, "crashy", 1, "hang");
+  Result<ipc::Client> running = SendThenWaitFor(h, "crashy", 1, "hang", "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(CellShows(h, "crashy", "running", 1));
   std::vector<ipc::Client> queued;
   auto enqueue = [&](uint64_t id) {
     Result<ipc::Client> client = SendOn(h, "crashy", id, "echo queued " + std::to_string(id));
@@ -133,12 +130,10 @@ TEST(Crash, QueuedRequestsThatOutwaitTheBackoffAreRefusedAsQueueTimeout) {
   Tally tally;
   const int old_pid = WorkerPid(h, "crashy");
 
-  Result<ipc::Client> running = SendOn(h, "crashy", 1, "hang");
+  Result<ipc::Client> running = SendThenWaitFor(h, "crashy", 1, "hang", "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(CellShows(h, "crashy", "running", 1));
-  Result<ipc::Client> queued = SendOn(h, "crashy", 2, "echo too late");
+  Result<ipc::Client> queued = SendThenWaitFor(h, "crashy", 2, "echo too late", "queued", 1);
   ASSERT_TRUE(queued.ok()) << queued.status().message();
-  ASSERT_TRUE(CellShows(h, "crashy", "queued", 1));
   ASSERT_EQ(::kill(old_pid, SIGSEGV), 0);
 
   Result<ipc::Client::Reply> died = running->Receive();

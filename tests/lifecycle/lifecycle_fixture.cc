@@ -111,6 +111,16 @@ Result<ipc::Client> SendOn(Harness& h, const std::string& cell, uint64_t id,
   return client;
 }
 
+Result<ipc::Client> SendThenWaitFor(Harness& h, const std::string& cell, uint64_t id,
+                                    std::string_view payload, const char* key,
+                                    const nlohmann::json& value) {
+  Result<ipc::Client> client = SendOn(h, cell, id, payload);
+  if (!client.ok()) return client;
+  ::testing::AssertionResult shown = CellShows(h, cell, key, value);
+  if (!shown) return Status::Error(shown.message());
+  return client;
+}
+
 nlohmann::json Control(Harness& h, const std::string& command, const std::string& cell) {
   ctl::ControlReply reply =
       ctl::QueryControl(h.control_socket(), ctl::CellCommandRequest(command, cell),

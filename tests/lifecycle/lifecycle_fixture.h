@@ -82,6 +82,13 @@ int WorkerPid(Harness& h, const std::string& cell);
 Result<ipc::Client> SendOn(Harness& h, const std::string& cell, uint64_t id,
                            std::string_view payload);
 
+// SendOn, then waits (10 s at most) until the cell's status shows `value` at `key`: the request
+// has taken a slot ("running") or a queue place ("queued"). Errors: SendOn's, or the figure not
+// reached (with CellShows' message).
+Result<ipc::Client> SendThenWaitFor(Harness& h, const std::string& cell, uint64_t id,
+                                    std::string_view payload, const char* key,
+                                    const nlohmann::json& value);
+
 // Sends {"command":COMMAND,"cell":CELL} on the control socket; the response object, or
 // {"ok":false,"error":"..."} when none came within 5 s.
 nlohmann::json Control(Harness& h, const std::string& command, const std::string& cell);

@@ -189,9 +189,8 @@ TEST(Notify, StopBeforeReadyRefusesWhatWaits) {
   Tally tally;
   ASSERT_TRUE(SpawnedNotReady(h, "never"));
   const int pid = WorkerPid(h, "never");
-  Result<ipc::Client> waiting = SendOn(h, "never", 1, "echo never");
+  Result<ipc::Client> waiting = SendThenWaitFor(h, "never", 1, "echo never", "queued", 1);
   ASSERT_TRUE(waiting.ok()) << waiting.status().message();
-  ASSERT_TRUE(CellShows(h, "never", "queued", 1));
 
   nlohmann::json answer = Control(h, "stop", "never");
   EXPECT_EQ(answer["result"], "ok") << answer.dump();

@@ -70,9 +70,8 @@ TEST(RequestTimeout, AFailedWorkerConnectionLeavesTheOthersOnTheTimeoutList) {
                                   .max_queue = 0,
                                   .extra_toml = "request_timeout = \"300ms\"\n"}}));
   ASSERT_STARTED(h);
-  Result<ipc::Client> slow = SendOn(h, "flaky", 1, "sleep 4000");
+  Result<ipc::Client> slow = SendThenWaitFor(h, "flaky", 1, "sleep 4000", "running", 1);
   ASSERT_TRUE(slow.ok()) << slow.status().message();
-  ASSERT_TRUE(CellShows(h, "flaky", "running", 1));
 
   // The next request needs a second worker connection; with the socket file gone, connect(2)
   // fails (ENOENT) while the supervisor's listening socket itself stays open.

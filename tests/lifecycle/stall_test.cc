@@ -32,9 +32,8 @@ TEST(Stall, HangingWorkerIsKilledAndReplaced) {
   const int old_pid = WorkerPid(h, "stuck");
 
   const auto sent = std::chrono::steady_clock::now();
-  Result<ipc::Client> hanging = SendOn(h, "stuck", 1, "hang");
+  Result<ipc::Client> hanging = SendThenWaitFor(h, "stuck", 1, "hang", "running", 1);
   ASSERT_TRUE(hanging.ok()) << hanging.status().message();
-  ASSERT_TRUE(CellShows(h, "stuck", "running", 1));
   // Queued behind it: served by the next worker.
   Result<ipc::Client> queued = SendOn(h, "stuck", 2, "pid");
   ASSERT_TRUE(queued.ok()) << queued.status().message();

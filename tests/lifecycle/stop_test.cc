@@ -31,12 +31,10 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
   const int pid = WorkerPid(h, "stubborn");
 
   // One request running (it may finish: 150 ms < stop_timeout), one queued (refused at once).
-  Result<ipc::Client> running = SendOn(h, "stubborn", 1, "sleep 150");
+  Result<ipc::Client> running = SendThenWaitFor(h, "stubborn", 1, "sleep 150", "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(CellShows(h, "stubborn", "running", 1));
-  Result<ipc::Client> queued = SendOn(h, "stubborn", 2, "echo never");
+  Result<ipc::Client> queued = SendThenWaitFor(h, "stubborn", 2, "echo never", "queued", 1);
   ASSERT_TRUE(queued.ok()) << queued.status().message();
-  ASSERT_TRUE(CellShows(h, "stubborn", "queued", 1));
 
   const auto asked = std::chrono::steady_clock::now();
   nlohmann::json answer = Control(h, "stop", "stubborn");
@@ -92,9 +90,8 @@ TEST(Stop, SecondRestartDuringASlowStopIsInProgressAndNeverTwoWorkers) {
   const int old_pid = WorkerPid(h, "stubborn");
 
   // A request queued across the restart is served by the next worker.
-  Result<ipc::Client> running = SendOn(h, "stubborn", 1, "sleep 100");
+  Result<ipc::Client> running = SendThenWaitFor(h, "stubborn", 1, "sleep 100", "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(CellShows(h, "stubborn", "running", 1));
 
   nlohmann::json first = Control(h, "restart", "stubborn");
   EXPECT_EQ(first["ok"], true) << first.dump();
