@@ -11,7 +11,6 @@
 // ratios (the figures to compare across machines) and the rejection rate. Exits 0 only if every
 // reply had the expected status and bulkheadd's counters account for every reply
 // (docs/benchmarks.md).
-#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,7 +25,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,23 +34,25 @@
 #include "base/status.h"
 #include "base/temp_dir.h"
 #include "base/unique_fd.h"
-#include "bench/child_process.h"
 #include "bench/closed_loop.h"
-#include "bench/control_client.h"
 #include "bench/latency_summary.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
+#include "proc/bulkheadd_process.h"
+#include "proc/child_process.h"
 
 namespace bulkhead::bench {
 namespace {
 
+using proc::BulkheaddProcess;
+using proc::CellStatus;
+using proc::ChildProcess;
+using proc::TomlString;
 using std::chrono::milliseconds;
 
 // Deadline of every wait on bulkheadd (startup, a figure on the control socket) and of each
 // blocking send/receive of a load client.
 constexpr milliseconds kStepTimeout{10000};
-// Interval of the polling loops.
-constexpr int kPollIntervalMs = 5;
 // SIGTERM-to-SIGKILL deadline when stopping bulkheadd (it gives its workers 5 s) and the worker.
 constexpr milliseconds kStopTimeout{10000};
 // Shortest measuring window per target and round.
@@ -86,36 +86,12 @@ struct Target {
   double rate() const { return seconds > 0 ? static_cast<double>(replies) / seconds : 0; }
 };
 
-bool PollUntil(const std::function<bool()>& done, milliseconds timeout = kStepTimeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (g_interrupted.load() || std::chrono::steady_clock::now() >= deadline) return false;
-    ::poll(nullptr, 0, kPollIntervalMs);
-  }
-  return true;
-}
-
-// A TOML basic string: "..." with '"' and '\' escaped (paths here hold no control characters).
-std::string TomlString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 Status WriteFile(const std::string& path, const std::string& content) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file << content;
   file.close();
   if (!file) return Status::Error("cannot write " + path);
   return Status::Ok();
-}
-
-std::string ReadFileOrEmpty(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
 }
 
 // A SOCK_STREAM | SOCK_CLOEXEC Unix socket bound to `path` and listening.
@@ -160,7 +136,7 @@ class Bench {
     if (status.ok()) status = stopped;
     if (!status.ok()) {
       std::fprintf(stderr, "bulkhead-bench: %s\n", status.message().c_str());
-      std::string log = ReadFileOrEmpty(log_path_);
+      std::string log = bulkheadd_ ? bulkheadd_->Log() : std::string();
       if (!log.empty()) std::fprintf(stderr, "--- bulkheadd log ---\n%s", log.c_str());
       return kExitFailure;
     }
@@ -175,8 +151,6 @@ class Bench {
     const std::string gates = root + "/gates";
     if (::mkdir(gates.c_str(), 0755) != 0) return Status::FromErrno("mkdir " + gates);
     gates_dir_ = gates;
-    control_socket_ = root + "/run/control.sock";
-    log_path_ = root + "/bulkheadd.log";
     const std::string echo = options_.bin_dir + "/examples/bulkhead-echo";
     const std::string gateway = options_.bin_dir + "/examples/bulkhead-gateway";
     const uint32_t in_flight = static_cast<uint32_t>(options_.clients * options_.depth);
@@ -192,15 +166,20 @@ class Bench {
     status = WriteFile(config_path, config);
     if (!status.ok()) return status;
 
-    Result<ChildProcess> daemon = ChildProcess::StartBulkheadd(
-        options_.bin_dir + "/supervisor/bulkheadd", config_path, log_path_);
-    if (!daemon.ok()) return daemon.status();
-    bulkheadd_ = std::move(daemon).value();
+    bulkheadd_.emplace(proc::BulkheaddOptions{.binary = options_.bin_dir + "/supervisor/bulkheadd",
+                                              .config_path = config_path,
+                                              .control_socket = root + "/run/control.sock",
+                                              .log_path = root + "/bulkheadd.log",
+                                              .stop_timeout = kStopTimeout,
+                                              .control_timeout = kStepTimeout,
+                                              .interrupted = &g_interrupted});
+    status = bulkheadd_->Start();
+    if (!status.ok()) return Status::Error(status.message() + " (build it, or pass --bin-dir)");
     for (const char* cell : {"echo", "hang"}) {
-      Result<CellStatus> ready =
-          WaitForCell(cell, [](const CellStatus& s) { return s.state == "running" && s.pid != 0; });
+      Result<CellStatus> ready = bulkheadd_->WaitForCell(
+          cell, [](const CellStatus& s) { return s.state == "running" && s.pid != 0; },
+          kStepTimeout);
       if (!ready.ok()) return ready.status();
-      bulkheadd_.AddDependentGroup(ready->pid);
       targets_.push_back(Target{.name = cell == std::string("echo") ? "bulkheadd" : "reject",
                                 .socket = ready->socket,
                                 .expected = cell == std::string("echo")
@@ -224,38 +203,9 @@ class Bench {
     status = holder_->SetTimeout(kStepTimeout);
     if (status.ok()) status = holder_->Send(1, "gate hold");
     if (!status.ok()) return status;
-    Result<CellStatus> held =
-        WaitForCell("hang", [](const CellStatus& s) { return s.running == 1; });
+    Result<CellStatus> held = bulkheadd_->WaitForCell(
+        "hang", [](const CellStatus& s) { return s.running == 1; }, kStepTimeout);
     return held.ok() ? Status::Ok() : held.status();
-  }
-
-  // Polls the `cell`'s status until `done` holds; fails if bulkheadd exits meanwhile.
-  Result<CellStatus> WaitForCell(const std::string& cell,
-                                 const std::function<bool(const CellStatus&)>& done) {
-    std::optional<CellStatus> last;
-    Status error = Status::Error("no status yet");
-    bool reached = PollUntil([&] {
-      if (!bulkheadd_.Running()) return true;
-      Result<CellStatus> status = QueryCellStatus(control_socket_, cell, kStepTimeout);
-      if (!status.ok()) {
-        error = status.status();
-        return false;
-      }
-      last = *status;
-      return done(*status);
-    });
-    if (!bulkheadd_.Running()) {
-      return Status::Error("bulkheadd exited: " + bulkheadd_.exit_description());
-    }
-    if (!reached) {
-      return Status::Error("cell " + cell + ": condition not reached in time (" +
-                           (last ? "state " + last->state + " running " +
-                                       std::to_string(last->running) + " queued " +
-                                       std::to_string(last->queued)
-                                 : error.message()) +
-                           ")");
-    }
-    return *last;
   }
 
   Status Measure() {
@@ -310,7 +260,7 @@ class Bench {
     };
     for (const Expectation& e :
          {Expectation{"echo", targets_[0]}, Expectation{"hang", targets_[2]}}) {
-      Result<CellStatus> status = QueryCellStatus(control_socket_, e.cell, kStepTimeout);
+      Result<CellStatus> status = bulkheadd_->Cell(e.cell);
       if (!status.ok()) return status.status();
       const uint64_t answered = status->ok + status->rejected + status->failed;
       if (answered != e.target.total_replies) {
@@ -333,7 +283,7 @@ class Bench {
       if (opened.ok() && ::rename((gate + ".tmp").c_str(), gate.c_str()) != 0) {
         opened = Status::FromErrno("rename " + gate);
       }
-      if (opened.ok() && bulkheadd_.Running()) {
+      if (opened.ok() && bulkheadd_->Alive()) {
         Result<ipc::Client::Reply> reply = holder_->Receive();
         if (!reply.ok()) {
           opened = reply.status();
@@ -346,11 +296,11 @@ class Bench {
       if (!opened.ok()) status = opened;
     }
     if (direct_worker_.pid() > 0) {
-      Status stopped = direct_worker_.Stop(kStopTimeout, {"signal 15", "exit 0"});
+      Status stopped = direct_worker_.StopExpecting(kStopTimeout, {"signal 15", "exit 0"});
       if (status.ok()) status = stopped;
     }
-    if (bulkheadd_.pid() > 0) {
-      Status stopped = bulkheadd_.Stop(kStopTimeout, {"exit 0"});
+    if (bulkheadd_ && bulkheadd_->running()) {
+      Status stopped = bulkheadd_->StopCleanly();
       if (status.ok()) status = stopped;
     }
     return status;
@@ -385,26 +335,17 @@ class Bench {
   Options options_;
   TempDir dir_;
   std::string gates_dir_;
-  std::string control_socket_;
-  std::string log_path_;
-  ChildProcess bulkheadd_;
+  std::optional<BulkheaddProcess> bulkheadd_;
   UniqueFd direct_listener_;
   ChildProcess direct_worker_;
   std::optional<ipc::Client> holder_;
   std::vector<Target> targets_;  // bulkheadd, direct, reject
 };
 
-std::string DefaultBinDir() {
-  std::error_code error;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return "build";
-  return self.parent_path().parent_path().string();
-}
-
 int Main(int argc, char** argv) {
   CLI::App app{"bulkhead-bench: bulkheadd vs a direct worker, and the rejection path"};
   Options options;
-  options.bin_dir = DefaultBinDir();
+  options.bin_dir = proc::BuildDirOfThisProgram();
   app.add_option("--bin-dir", options.bin_dir, "build directory holding supervisor/ and examples/")
       ->capture_default_str();
   app.add_option("--seconds", options.seconds, "measuring time of the whole run")

@@ -1,30 +1,21 @@
 // SPDX-License-Identifier: MIT
 // bulkhead-demo [--bin-dir BUILD_DIR]: replays both C# transcripts of the bulkhead seed with real
 // processes. For each transcript it writes a config into a fresh /tmp/bh-demo-XXXXXX, starts
-// bulkheadd (gateway and echo workers), drives blocking clients (ipc/client.h) and prints the
-// transcript's lines on stdout, and only those. Running and queued figures are read from the
-// supervisor's control socket, rejections from the REJECTED reply's RejectDetail. Exits 0 when
-// every step worked, 1 otherwise, with the failed step and bulkheadd's log on stderr.
-// Single-threaded; every wait polls with a deadline (kStepTimeout).
+// bulkheadd (gateway and echo workers; proc/bulkheadd_process.h starts, waits on and stops it),
+// drives blocking clients (ipc/client.h) and prints the transcript's lines on stdout, and only
+// those. Running and queued figures are read from the supervisor's control socket, rejections from
+// the REJECTED reply's RejectDetail. Exits 0 when every step worked, 1 otherwise, with the failed
+// step and bulkheadd's log on stderr. Single-threaded; every wait polls with a deadline
+// (kStepTimeout).
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,39 +26,29 @@
 #include "base/status.h"
 #include "base/temp_dir.h"
 #include "base/unique_fd.h"
-#include "ctl/control_client.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
+#include "proc/bulkheadd_process.h"
 
 namespace bulkhead::demo {
 namespace {
 
+using proc::BulkheaddProcess;
+using proc::CellStatus;
+using proc::TomlString;
 using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 // Longest wait for one step: a reply, a figure on the control socket, bulkheadd's start. Only a
 // broken build or a stalled machine gets near it; the whole demo takes well under a second.
 constexpr milliseconds kStepTimeout{10000};
 // Time bulkheadd gets between SIGTERM and SIGKILL (it gives its own workers 5 s).
 constexpr milliseconds kStopTimeout{10000};
-// Interval of every polling loop.
-constexpr int kPollIntervalMs = 5;
 
 #define DEMO_RETURN_IF_ERROR(expr)     \
   do {                                 \
     ::bulkhead::Status status_ = expr; \
     if (!status_.ok()) return status_; \
   } while (false)
-
-// Calls `done` every kPollIntervalMs until it returns true (-> true) or `timeout` passes.
-bool PollUntil(const std::function<bool()>& done, milliseconds timeout = kStepTimeout) {
-  const steady_clock::time_point deadline = steady_clock::now() + timeout;
-  while (!done()) {
-    if (steady_clock::now() >= deadline) return false;
-    ::poll(nullptr, 0, kPollIntervalMs);
-  }
-  return true;
-}
 
 // One transcript line on stdout, flushed at once so that it never reorders with stderr.
 void PrintLine(const std::string& line) {
@@ -84,24 +65,6 @@ void Guide(const std::string& what) {
   std::fflush(stderr);
 }
 
-// A TOML basic string: "..." with '"', '\' and control characters escaped.
-std::string TomlString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned char>(c));
-      out += escape;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 Status WriteFile(const std::string& path, std::string_view content) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd) return Status::FromErrno("open " + path);
@@ -112,20 +75,6 @@ Status WriteFile(const std::string& path, std::string_view content) {
     content.remove_prefix(static_cast<size_t>(n));
   }
   return Status::Ok();
-}
-
-std::string ReadFileOrEmpty(const std::string& path) {
-  std::string out;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
 }
 
 // Opens gate NAME of bulkhead-gateway: writes `first_line` to DIR/NAME.tmp, then renames it to
@@ -140,215 +89,23 @@ Status OpenGate(const std::string& gates_dir, const std::string& name,
   return Status::Ok();
 }
 
-// What the demo reads of one cell in the control socket's `status` response.
-struct CellFigures {
-  std::string name;
-  std::string state;
-  pid_t pid = 0;  // 0 while no worker runs
-  std::string socket;
-  uint64_t running = 0;
-  uint64_t queued = 0;
-};
-
-std::optional<CellFigures> ParseCell(const nlohmann::json& cell) {
-  if (!cell.is_object()) return std::nullopt;
-  auto string_at = [&](const char* key) -> const nlohmann::json* {
-    auto it = cell.find(key);
-    return it != cell.end() && it->is_string() ? &*it : nullptr;
-  };
-  auto count_at = [&](const char* key) -> const nlohmann::json* {
-    auto it = cell.find(key);
-    return it != cell.end() && it->is_number_unsigned() ? &*it : nullptr;
-  };
-  const nlohmann::json *name = string_at("name"), *state = string_at("state"),
-                       *socket = string_at("socket"), *running = count_at("running"),
-                       *queued = count_at("queued");
-  if (!name || !state || !socket || !running || !queued) return std::nullopt;
-  CellFigures out;
-  out.name = name->get<std::string>();
-  out.state = state->get<std::string>();
-  out.socket = socket->get<std::string>();
-  out.running = running->get<uint64_t>();
-  out.queued = queued->get<uint64_t>();
-  if (auto pid = cell.find("pid"); pid != cell.end() && pid->is_number_integer()) {
-    out.pid = pid->get<pid_t>();
-  }
-  return out;
+// Polls cell `name` until its figures are running=`running` queued=`queued`.
+Status WaitForFigures(BulkheaddProcess& daemon, const std::string& name, uint64_t running,
+                      uint64_t queued) {
+  Result<CellStatus> reached = daemon.WaitForCell(
+      name, [&](const CellStatus& c) { return c.running == running && c.queued == queued; },
+      kStepTimeout);
+  return reached.ok() ? Status::Ok() : reached.status();
 }
 
-// One bulkheadd process started by the demo, known by pid only. The destructor stops it if Stop
-// was not called (SIGTERM, then SIGKILL after kStopTimeout) and reaps it.
-class Bulkheadd {
- public:
-  Bulkheadd(std::string binary, std::string config_path, std::string control_socket,
-            std::string log_path)
-      : binary_(std::move(binary)),
-        config_path_(std::move(config_path)),
-        control_socket_(std::move(control_socket)),
-        log_path_(std::move(log_path)) {}
-  ~Bulkheadd() {
-    if (pid_ > 0) (void)Stop();
+// Starts bulkheadd on the workspace's config and waits until each of `cells` runs a worker.
+Status StartDaemon(BulkheaddProcess& daemon, const std::vector<std::string>& cells) {
+  Status started = daemon.Start();
+  if (!started.ok()) {
+    return Status::Error(started.message() + " (build it with `make build`, or pass --bin-dir)");
   }
-  Bulkheadd(const Bulkheadd&) = delete;
-  Bulkheadd& operator=(const Bulkheadd&) = delete;
-
-  // Starts `binary --config config_path` with stdout and stderr going to the log file. The child
-  // gets SIGTERM if the demo dies first (PR_SET_PDEATHSIG), so a killed demo leaves no daemon.
-  Status Start() {
-    if (::access(binary_.c_str(), X_OK) != 0) {
-      return Status::FromErrno("bulkheadd at " + binary_ +
-                               " (build it with `make build`, or pass --bin-dir)");
-    }
-    UniqueFd log(::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!log) return Status::FromErrno("open " + log_path_);
-    std::vector<char*> argv = {binary_.data(), const_cast<char*>("--config"), config_path_.data(),
-                               nullptr};
-    const pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) return Status::FromErrno("fork");
-    if (pid == 0) {
-      // Child: async-signal-safe calls only.
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) ::_exit(kExitFailure);
-      ::dup2(log.get(), STDOUT_FILENO);
-      ::dup2(log.get(), STDERR_FILENO);
-      ::execv(argv[0], argv.data());
-      static constexpr char kMessage[] = "bulkhead-demo: execv bulkheadd failed\n";
-      (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
-      ::_exit(kExitExecNotFound);
-    }
-    pid_ = pid;
-    return Status::Ok();
-  }
-
-  // The `status` of one cell, read from the control socket on a fresh connection.
-  Result<CellFigures> Cell(const std::string& name) {
-    Result<nlohmann::json> response =
-        Control(nlohmann::json{{"command", "status"}, {"cell", name}});
-    if (!response.ok()) return response.status();
-    auto cells_it = response->find("cells");
-    if (cells_it == response->end() || !cells_it->is_array() || cells_it->size() != 1) {
-      return Status::Error("control: status of cell " + name + ": unexpected response " +
-                           response->dump());
-    }
-    std::optional<CellFigures> cell = ParseCell((*cells_it)[0]);
-    if (!cell) return Status::Error("control: unexpected cell object " + (*cells_it)[0].dump());
-    return *cell;
-  }
-
-  // Polls the control socket until each of `cells` runs a worker. Fails at once if bulkheadd
-  // exits meanwhile (a refused config, a socket in use).
-  Status WaitUntilRunning(const std::vector<std::string>& cells) {
-    Status last = Status::Error("no answer yet");
-    std::vector<pid_t> pids;
-    bool ready = PollUntil([&] {
-      if (!Alive()) return true;
-      pids.clear();
-      for (const std::string& name : cells) {
-        Result<CellFigures> cell = Cell(name);
-        if (!cell.ok()) {
-          last = cell.status();
-          return false;
-        }
-        if (cell->state != "running" || cell->pid == 0) {
-          last = Status::Error("cell " + name + " is " + cell->state);
-          return false;
-        }
-        pids.push_back(cell->pid);
-      }
-      return true;
-    });
-    if (!Alive()) return Status::Error("bulkheadd exited at startup: " + exit_description_);
-    if (!ready) return Status::Error("bulkheadd not ready after 10 s: " + last.message());
-    worker_pids_ = std::move(pids);
-    return Status::Ok();
-  }
-
-  // Polls cell `name` until its figures are running=`running` queued=`queued`.
-  Status WaitForFigures(const std::string& name, uint64_t running, uint64_t queued) {
-    std::string seen = "no answer";
-    bool reached = PollUntil([&] {
-      Result<CellFigures> cell = Cell(name);
-      if (!cell.ok()) {
-        seen = cell.status().message();
-        return false;
-      }
-      seen = "running=" + std::to_string(cell->running) + " queued=" + std::to_string(cell->queued);
-      return cell->running == running && cell->queued == queued;
-    });
-    if (reached) return Status::Ok();
-    return Status::Error("cell " + name + " never showed running=" + std::to_string(running) +
-                         " queued=" + std::to_string(queued) + " (last: " + seen + ")");
-  }
-
-  // SIGTERM, then polls for the exit; SIGKILL (to bulkheadd and to its workers' process groups)
-  // after kStopTimeout. Ok only if bulkheadd exited by itself with status 0.
-  Status Stop() {
-    if (pid_ <= 0) return Status::Error("bulkheadd is not running");
-    if (!Alive()) {
-      pid_ = -1;
-      return Status::Error("bulkheadd had already exited: " + exit_description_);
-    }
-    ::kill(pid_, SIGTERM);
-    if (PollUntil([&] { return !Alive(); }, kStopTimeout)) {
-      pid_ = -1;
-      if (exit_description_ != "exit 0") {
-        return Status::Error("bulkheadd ended with " + exit_description_ + " after SIGTERM");
-      }
-      return Status::Ok();
-    }
-    ::kill(pid_, SIGKILL);
-    int wait_status = 0;
-    while (::waitpid(pid_, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    // Its workers lead their own process groups (cell::Spawn calls setsid) and outlive it.
-    for (pid_t worker : worker_pids_) ::kill(-worker, SIGKILL);
-    return Status::Error("bulkheadd ignored SIGTERM for 10 s; killed it and its workers");
-  }
-
-  std::string Log() const { return ReadFileOrEmpty(log_path_); }
-
- private:
-  // Reaps bulkheadd if it has exited (recording how in exit_description_).
-  bool Alive() {
-    if (pid_ <= 0 || !exit_description_.empty()) return false;
-    int wait_status = 0;
-    pid_t got = ::waitpid(pid_, &wait_status, WNOHANG);
-    if (got == 0 || (got < 0 && errno == EINTR)) return true;
-    if (got < 0) {
-      exit_description_ = std::string("waitpid: ") + std::strerror(errno);
-    } else if (WIFEXITED(wait_status)) {
-      exit_description_ = "exit " + std::to_string(WEXITSTATUS(wait_status));
-    } else if (WIFSIGNALED(wait_status)) {
-      exit_description_ = "signal " + std::to_string(WTERMSIG(wait_status));
-    } else {
-      return true;  // stopped or continued: still there
-    }
-    return false;
-  }
-
-  // One control-socket exchange (docs/control.md): an error unless the answer is {"ok":true,...}.
-  Result<nlohmann::json> Control(const nlohmann::json& request) {
-    ctl::ControlReply reply =
-        ctl::QueryControl(control_socket_, request, steady_clock::now() + kStepTimeout);
-    if (!reply.response) return Status::Error(reply.error);
-    nlohmann::json parsed = std::move(*reply.response);
-    const std::string response = parsed.dump();
-    if (auto ok = parsed.find("ok"); ok == parsed.end() || *ok != true) {
-      return Status::Error("control: " + response);
-    }
-    return parsed;
-  }
-
-  std::string binary_;
-  std::string config_path_;
-  std::string control_socket_;
-  std::string log_path_;
-  pid_t pid_ = -1;
-  std::string exit_description_;  // set once reaped: "exit 0", "signal 6"
-  std::vector<pid_t> worker_pids_;
-};
+  return daemon.WaitUntilRunning(cells, kStepTimeout);
+}
 
 // A client connected to a cell's front socket; every blocking call gives up after kStepTimeout.
 Result<ipc::Client> ConnectTo(const std::string& socket) {
@@ -445,6 +202,16 @@ std::string CellTable(const std::string& name, const std::vector<std::string>& c
   return out;
 }
 
+// bulkheadd's options for a transcript's workspace.
+proc::BulkheaddOptions DaemonOptions(const std::string& binary, const Workspace& ws) {
+  return proc::BulkheaddOptions{.binary = binary,
+                                .config_path = ws.config,
+                                .control_socket = ws.control_socket,
+                                .log_path = ws.log,
+                                .stop_timeout = kStopTimeout,
+                                .control_timeout = kStepTimeout};
+}
+
 struct Binaries {
   std::string bulkheadd;
   std::string echo;
@@ -453,14 +220,14 @@ struct Binaries {
 
 // The C# Scenario(): two payment calls stall on one gate, a third payment call and a catalog call
 // follow, then the gate opens with "ok".
-Status SeedScenario(Bulkheadd& daemon, const Workspace& ws, const std::string& title,
+Status SeedScenario(BulkheaddProcess& daemon, const Workspace& ws, const std::string& title,
                     const std::string& guide, const std::string& payments,
                     const std::string& catalog, const std::string& gate) {
   Guide(guide);
   PrintLine("== " + title + " ==");
-  Result<CellFigures> payments_cell = daemon.Cell(payments);
+  Result<CellStatus> payments_cell = daemon.Cell(payments);
   if (!payments_cell.ok()) return payments_cell.status();
-  Result<CellFigures> catalog_cell = daemon.Cell(catalog);
+  Result<CellStatus> catalog_cell = daemon.Cell(catalog);
   if (!catalog_cell.ok()) return catalog_cell.status();
 
   const std::string pay = "gate " + gate;
@@ -471,7 +238,7 @@ Status SeedScenario(Bulkheadd& daemon, const Workspace& ws, const std::string& t
   DEMO_RETURN_IF_ERROR(pay1->Send(1, pay));
   DEMO_RETURN_IF_ERROR(pay2->Send(2, pay));
   // Both stalled calls hold their slots before the third one arrives.
-  DEMO_RETURN_IF_ERROR(daemon.WaitForFigures(payments, 2, 0));
+  DEMO_RETURN_IF_ERROR(WaitForFigures(daemon, payments, 2, 0));
 
   Result<ipc::Client> pay3 = ConnectTo(payments_cell->socket);
   if (!pay3.ok()) return pay3.status();
@@ -498,8 +265,12 @@ Status SeedScenario(Bulkheadd& daemon, const Workspace& ws, const std::string& t
 }
 
 // Stops bulkheadd; on any failure, appends its log to the error.
-Status Finish(Bulkheadd& daemon, Status status) {
-  Status stopped = daemon.Stop();
+Status Finish(BulkheaddProcess& daemon, Status status) {
+  Status stopped =
+      daemon.running() ? daemon.StopCleanly()
+      : daemon.exit_description().empty()
+          ? Status::Error("bulkheadd never started")
+          : Status::Error("bulkheadd had already exited: " + daemon.exit_description());
   if (status.ok()) status = stopped;
   const std::string log = daemon.Log();
   if (status.ok() || log.empty()) return status;
@@ -517,9 +288,8 @@ Status RunSeedTranscript(const Binaries& bin, const std::string& dir) {
                                                  CellTable("shared", gateway, 2, 0) +
                                                  CellTable("payments", gateway, 2, 0) +
                                                  CellTable("catalog", {bin.echo}, 2, 0)));
-  Bulkheadd daemon(bin.bulkheadd, ws->config, ws->control_socket, ws->log);
-  Status status = daemon.Start();
-  if (status.ok()) status = daemon.WaitUntilRunning({"shared", "payments", "catalog"});
+  BulkheaddProcess daemon(DaemonOptions(bin.bulkheadd, *ws));
+  Status status = StartDaemon(daemon, {"shared", "payments", "catalog"});
   if (status.ok()) {
     status = SeedScenario(daemon, *ws, "one shared bulkhead",
                           "two stalled payments fill the one shared cell (2 slots), so payment 3 "
@@ -536,8 +306,8 @@ Status RunSeedTranscript(const Binaries& bin, const std::string& dir) {
 }
 
 // "payments running=2 queued=1", read from the supervisor.
-Result<std::string> DescribeCell(Bulkheadd& daemon, const std::string& name) {
-  Result<CellFigures> cell = daemon.Cell(name);
+Result<std::string> DescribeCell(BulkheaddProcess& daemon, const std::string& name) {
+  Result<CellStatus> cell = daemon.Cell(name);
   if (!cell.ok()) return cell.status();
   return cell->name + " running=" + std::to_string(cell->running) +
          " queued=" + std::to_string(cell->queued);
@@ -545,13 +315,13 @@ Result<std::string> DescribeCell(Bulkheadd& daemon, const std::string& name) {
 
 // The extended C# program, against examples/shop.toml's cells: payments (gateway, 2 slots, 1 queue
 // place) and catalog (echo --prefix "item ", 2 slots).
-Status ExtendedScenario(Bulkheadd& daemon, const Workspace& ws) {
+Status ExtendedScenario(BulkheaddProcess& daemon, const Workspace& ws) {
   Guide(
       "payments has 2 slots and 1 queue place: pay-4 is rejected as full with the figures, "
       "catalog-1 is served meanwhile, and the queued call runs once a slot frees");
-  Result<CellFigures> payments = daemon.Cell("payments");
+  Result<CellStatus> payments = daemon.Cell("payments");
   if (!payments.ok()) return payments.status();
-  Result<CellFigures> catalog = daemon.Cell("catalog");
+  Result<CellStatus> catalog = daemon.Cell("catalog");
   if (!catalog.ok()) return catalog.status();
 
   // pay-1 .. pay-4, one connection each, as four independent callers.
@@ -564,9 +334,9 @@ Status ExtendedScenario(Bulkheadd& daemon, const Workspace& ws) {
   auto send = [&](int i) { return pay[i - 1].Send(i, "gate pay-" + std::to_string(i)); };
   DEMO_RETURN_IF_ERROR(send(1));
   DEMO_RETURN_IF_ERROR(send(2));
-  DEMO_RETURN_IF_ERROR(daemon.WaitForFigures("payments", 2, 0));
+  DEMO_RETURN_IF_ERROR(WaitForFigures(daemon, "payments", 2, 0));
   DEMO_RETURN_IF_ERROR(send(3));  // no slot: waits in the queue
-  DEMO_RETURN_IF_ERROR(daemon.WaitForFigures("payments", 2, 1));
+  DEMO_RETURN_IF_ERROR(WaitForFigures(daemon, "payments", 2, 1));
   DEMO_RETURN_IF_ERROR(send(4));  // the queue is full too: rejected at once
   Result<ipc::Client::Reply> reply4 = ReceiveReply(pay[3], 4);
   if (!reply4.ok()) return reply4.status();
@@ -615,24 +385,15 @@ Status RunExtendedTranscript(const Binaries& bin, const std::string& dir) {
       WriteFile(ws->config, SupervisorTable(*ws) +
                                 CellTable("payments", {bin.gateway, "--gates", ws->gates}, 2, 1) +
                                 CellTable("catalog", {bin.echo, "--prefix", "item "}, 2, 0)));
-  Bulkheadd daemon(bin.bulkheadd, ws->config, ws->control_socket, ws->log);
-  Status status = daemon.Start();
-  if (status.ok()) status = daemon.WaitUntilRunning({"payments", "catalog"});
+  BulkheaddProcess daemon(DaemonOptions(bin.bulkheadd, *ws));
+  Status status = StartDaemon(daemon, {"payments", "catalog"});
   if (status.ok()) status = ExtendedScenario(daemon, *ws);
   return Finish(daemon, std::move(status));
 }
 
-// BUILD_DIR when the demo runs from BUILD_DIR/examples/bulkhead-demo.
-std::string DefaultBinDir() {
-  std::error_code error;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return "build";
-  return self.parent_path().parent_path().string();
-}
-
 int Main(int argc, char** argv) {
   CLI::App app{"bulkhead-demo: replays the bulkhead seed's transcripts with bulkheadd"};
-  std::string bin_dir = DefaultBinDir();
+  std::string bin_dir = proc::BuildDirOfThisProgram();
   app.add_option("--bin-dir", bin_dir, "build directory holding supervisor/ and examples/")
       ->capture_default_str();
   try {

@@ -20,7 +20,7 @@ mapfile -t files < <(python3 - "$db" "$root" <<'PY'
 import json, os, sys
 db, root = sys.argv[1], sys.argv[2]
 folders = ("base", "ipc", "config", "admission", "loop", "cell", "http", "proxy", "lifecycle",
-           "control", "supervisor", "ctl", "examples", "bench")
+           "control", "supervisor", "ctl", "proc", "examples", "bench")
 seen = set()
 for entry in json.load(open(db)):
     path = os.path.normpath(os.path.join(entry["directory"], entry["file"]))

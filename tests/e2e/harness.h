@@ -5,8 +5,9 @@
 // built binary and capture its output. No GoogleTest dependency: failures found in a destructor
 // go to HarnessOptions::on_failure, so benchmarks and demos can use it too.
 //
-// Processes: bulkheadd is the harness's child, killed and reaped by pid, never by name. It gets
-// PR_SET_PDEATHSIG SIGTERM, so it stops its workers if the test process dies. The harness makes
+// Processes: bulkheadd is the harness's child (proc::BulkheaddProcess), killed and reaped by pid,
+// never by name. It gets PR_SET_PDEATHSIG SIGTERM, so it stops its workers if the test process
+// dies. The harness makes
 // the test process a child subreaper (PR_SET_CHILD_SUBREAPER), so that workers orphaned by a
 // killed bulkheadd become its children and KillOrphanedWorkers can kill and reap them by pid.
 //
@@ -21,7 +22,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -31,7 +31,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cell/process.h"
 #include "ipc/client.h"
+#include "proc/bulkheadd_process.h"
 #include "tests/helpers/test_support.h"
 
 namespace bulkhead::e2e {
@@ -145,8 +147,8 @@ class Harness {
   // Every worker pid seen in a status response so far.
   std::set<pid_t> SeenWorkerPids() const;
 
-  bool running() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  bool running() const { return daemon_->running(); }
+  pid_t pid() const { return daemon_->pid(); }
   const std::string& dir() const { return dir_.path(); }
   std::string config_path() const { return dir_.Join("bulkhead.toml"); }
   std::string runtime_dir() const { return dir_.Join("run"); }
@@ -183,16 +185,13 @@ class Harness {
  private:
   void Report(const std::string& message) const;
   void WriteConfig() const;
-  void Remember(const nlohmann::json& response);
 
   HarnessOptions options_;
   TempDir dir_;
-  pid_t pid_ = -1;
-  mutable std::mutex mu_;
-  std::set<pid_t> seen_workers_;  // guarded by mu_
+  std::optional<proc::BulkheaddProcess> daemon_;  // always set: built once dir_ exists
 };
 
-// "exit 3", "signal 9", or "status 0x..." for a waitpid status.
-std::string DescribeWaitStatus(int wait_status);
+// "exit 3", "signal 9", "signal 11 (core dumped)" for a waitpid status.
+using cell::DescribeWaitStatus;
 
 }  // namespace bulkhead::e2e

@@ -15,12 +15,6 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::IsReply;
-using e2e::TestOptions;
-using ipc::Reason;
-using ipc::ReplyStatus;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -119,10 +113,7 @@ TEST(StartLimit, GivesUpThenRestartRecovers) {
   ASSERT_STARTED(h);
   Tally tally;
 
-  ASSERT_TRUE(
-      h.WaitForCell("doomed", [](const nlohmann::json& c) { return c["state"] == "failed"; }))
-      << h.Status().dump() << "\n"
-      << h.Log();
+  ASSERT_TRUE(CellShows(h, "doomed", "state", "failed"));
   nlohmann::json c = h.Cell("doomed");
   EXPECT_EQ(c["reason"], "gave up: 3 starts in 60s, last exit 1") << c.dump();
   EXPECT_EQ(c["last_exit"], "exit 1") << c.dump();
@@ -164,9 +155,7 @@ TEST(StartLimit, GivesUpThenRestartRecovers) {
                             }))
       << h.Status().dump() << "\n"
       << h.Log();
-  Result<ipc::Client::Reply> served = h.Call("doomed", "echo back");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "back");
+  EXPECT_TRUE(Served(h, "doomed", "echo back", "back", tally));
   c = h.Cell("doomed");
   EXPECT_EQ(c["starts"], 4) << c.dump();
   EXPECT_TRUE(c["reason"].is_null()) << c.dump();
@@ -211,10 +200,7 @@ TEST(ExecFailure, CountsAsAFailedStartWithTheErrnoText) {
     SCOPED_TRACE(e.cell);
     Tally tally;
     // Two failed starts reach start_limit_burst = 2: failed, the exec error in the reason.
-    ASSERT_TRUE(
-        h.WaitForCell(e.cell, [](const nlohmann::json& c) { return c["state"] == "failed"; }))
-        << h.Status().dump() << "\n"
-        << h.Log();
+    ASSERT_TRUE(CellShows(h, e.cell, "state", "failed"));
     nlohmann::json c = h.Cell(e.cell);
     EXPECT_EQ(c["starts"], 2) << c.dump();
     EXPECT_TRUE(c["pid"].is_null()) << c.dump();

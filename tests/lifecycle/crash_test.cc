@@ -11,30 +11,32 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::IsReply;
-using e2e::TestOptions;
-using ipc::Reason;
-using ipc::ReplyStatus;
-
 // In an AddressSanitizer build a SIGSEGV would become "exit 1" without handle_segv=0.
 const std::vector<std::pair<std::string, std::string>> kPlainSegv = {
     {"ASAN_OPTIONS", "handle_segv=0"}};
+
+// Cell "crashy": one slot, `max_queue` places waiting up to `queue_timeout`, a worker whose
+// SIGSEGV is a plain signal death, restarted after `restart_delay`.
+CellSpec SegfaultingCell(uint32_t max_queue, std::string queue_timeout, std::string restart_delay) {
+  return CellSpec{.name = "crashy",
+                  .max_concurrent = 1,
+                  .max_queue = max_queue,
+                  .queue_timeout = std::move(queue_timeout),
+                  .restart_delay = std::move(restart_delay),
+                  .environment = kPlainSegv};
+}
 
 TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
   Harness h(TestOptions({CellSpec{.name = "crashy", .max_concurrent = 3}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("crashy")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "crashy");
 
-  Result<ipc::Client> waiting = SendOn(h, "crashy", 1, "hang");
+  Result<ipc::Client> waiting = SendThenWaitFor(h, "crashy", 1, "hang", "running", 1);
   ASSERT_TRUE(waiting.ok()) << waiting.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["running"] == 1; }));
   // A running request whose client hangs up: its outcome, the death, is dropped.
-  Result<ipc::Client> gone = SendOn(h, "crashy", 3, "hang");
+  Result<ipc::Client> gone = SendThenWaitFor(h, "crashy", 3, "hang", "running", 2);
   ASSERT_TRUE(gone.ok()) << gone.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["running"] == 2; }));
   gone->Close();
   tally.CountAbandoned();
   ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["clients"] == 1; }));
@@ -47,12 +49,8 @@ TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
     EXPECT_TRUE(IsReply(reply, ReplyStatus::kFailed, Reason::kWorkerDied)) << Describe(reply);
     EXPECT_EQ(reply.ok() ? reply->payload : "", "exit 3");
   }
-  ASSERT_TRUE(h.WaitForCell("crashy", [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
-  }));
-  Result<ipc::Client::Reply> served = h.Call("crashy", "echo next");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "next");
+  ASSERT_TRUE(NewWorkerRuns(h, "crashy", old_pid));
+  EXPECT_TRUE(Served(h, "crashy", "echo next", "next", tally));
 
   nlohmann::json c = h.Cell("crashy");
   EXPECT_EQ(c["last_exit"], "exit 3") << c.dump();
@@ -64,20 +62,14 @@ TEST(Crash, ExitMidRequestFailsEveryRequestInFlightWithTheExit) {
 
 TEST(Crash, SegfaultKeepsTheQueueForTheNextWorker) {
   // The backoff (400 to 500 ms) is shorter than queue_timeout: requests wait for the next worker.
-  Harness h(TestOptions({CellSpec{.name = "crashy",
-                                  .max_concurrent = 1,
-                                  .max_queue = 8,
-                                  .queue_timeout = "10s",
-                                  .restart_delay = "500ms",
-                                  .environment = kPlainSegv}}));
+  Harness h(TestOptions({SegfaultingCell(8, "10s", "500ms")}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("crashy")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "crashy");
 
   // One request running, three queued behind it, then the worker segfaults.
-  Result<ipc::Client> running = SendOn(h, "crashy", 1, "hang");
+  Result<ipc::Client> running = SendThenWaitFor(h, "crashy", 1, "hang", "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["running"] == 1; }));
   std::vector<ipc::Client> queued;
   auto enqueue = [&](uint64_t id) {
     Result<ipc::Client> client = SendOn(h, "crashy", id, "echo queued " + std::to_string(id));
@@ -133,22 +125,15 @@ TEST(Crash, SegfaultKeepsTheQueueForTheNextWorker) {
 
 TEST(Crash, QueuedRequestsThatOutwaitTheBackoffAreRefusedAsQueueTimeout) {
   // The first backoff (800 to 1000 ms) is longer than queue_timeout (300 ms).
-  Harness h(TestOptions({CellSpec{.name = "crashy",
-                                  .max_concurrent = 1,
-                                  .max_queue = 2,
-                                  .queue_timeout = "300ms",
-                                  .restart_delay = "1s",
-                                  .environment = kPlainSegv}}));
+  Harness h(TestOptions({SegfaultingCell(2, "300ms", "1s")}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("crashy")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "crashy");
 
-  Result<ipc::Client> running = SendOn(h, "crashy", 1, "hang");
+  Result<ipc::Client> running = SendThenWaitFor(h, "crashy", 1, "hang", "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["running"] == 1; }));
-  Result<ipc::Client> queued = SendOn(h, "crashy", 2, "echo too late");
+  Result<ipc::Client> queued = SendThenWaitFor(h, "crashy", 2, "echo too late", "queued", 1);
   ASSERT_TRUE(queued.ok()) << queued.status().message();
-  ASSERT_TRUE(h.WaitForCell("crashy", [](const nlohmann::json& c) { return c["queued"] == 1; }));
   ASSERT_EQ(::kill(old_pid, SIGSEGV), 0);
 
   Result<ipc::Client::Reply> died = running->Receive();
@@ -171,12 +156,8 @@ TEST(Crash, QueuedRequestsThatOutwaitTheBackoffAreRefusedAsQueueTimeout) {
   EXPECT_GT(detail->retry_after_ms, 300u);
   EXPECT_LE(detail->retry_after_ms, 1000u);
 
-  ASSERT_TRUE(h.WaitForCell("crashy", [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
-  }));
-  Result<ipc::Client::Reply> served = h.Call("crashy", "echo again");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "again");
+  ASSERT_TRUE(NewWorkerRuns(h, "crashy", old_pid));
+  EXPECT_TRUE(Served(h, "crashy", "echo again", "again", tally));
   nlohmann::json c = h.Cell("crashy");
   EXPECT_EQ(c["rejected_by_reason"]["queue_timeout"], 1) << c.dump();
   EXPECT_EQ(c["rejected_by_reason"]["unavailable"], 1) << c.dump();

@@ -68,12 +68,56 @@ void ExpectCountersMatch(Harness& h, const std::string& cell, const Tally& tally
   EXPECT_EQ(c["queued"], 0) << c.dump();
 }
 
+::testing::AssertionResult Served(Harness& h, const std::string& cell, std::string_view payload,
+                                  const std::string& expected_payload, Tally& tally) {
+  Result<ipc::Client::Reply> reply = h.Call(cell, payload);
+  tally.Count(reply);
+  if (IsReply(reply, ReplyStatus::kOk, Reason::kNone) && reply->payload == expected_payload) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "expected OK \"" << expected_payload << "\", got " << Describe(reply);
+}
+
+int WorkerPid(Harness& h, const std::string& cell) { return h.Cell(cell)["pid"].get<int>(); }
+
+::testing::AssertionResult CellShows(Harness& h, const std::string& cell, const char* key,
+                                     const nlohmann::json& value) {
+  if (h.WaitForCell(cell, [&](const nlohmann::json& c) { return c[key] == value; })) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "cell " << cell << " never showed " << key << " = "
+                                       << value.dump() << ": " << h.Status().dump() << "\n"
+                                       << h.Log();
+}
+
+::testing::AssertionResult NewWorkerRuns(Harness& h, const std::string& cell, int old_pid) {
+  if (h.WaitForCell(cell, [&](const nlohmann::json& c) {
+        return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
+      })) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "cell " << cell << " runs no worker but " << old_pid
+                                       << ": " << h.Status().dump() << "\n"
+                                       << h.Log();
+}
+
 Result<ipc::Client> SendOn(Harness& h, const std::string& cell, uint64_t id,
                            std::string_view payload) {
   Result<ipc::Client> client = h.Connect(cell);
   if (!client.ok()) return client;
   if (Status sent = client->Send(id, payload); !sent.ok()) return sent;
   if (Status set = client->SetTimeout(std::chrono::seconds(10)); !set.ok()) return set;
+  return client;
+}
+
+Result<ipc::Client> SendThenWaitFor(Harness& h, const std::string& cell, uint64_t id,
+                                    std::string_view payload, const char* key,
+                                    const nlohmann::json& value) {
+  Result<ipc::Client> client = SendOn(h, cell, id, payload);
+  if (!client.ok()) return client;
+  ::testing::AssertionResult shown = CellShows(h, cell, key, value);
+  if (!shown) return Status::Error(shown.message());
   return client;
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Shared pieces of the lifecycle integration tests (issue 4): a tally of the outcomes a test saw,
-// checked against the cell's counters; control commands; bulkheadd log lines with their times;
-// invariants held over a window of status reads; and a worker command whose crash loop the test
-// ends by creating a file. Tally is thread-safe; the rest runs on the test's threads like Harness.
+// checked against the cell's counters; waits on a cell's figures and on a replaced worker; control
+// commands; bulkheadd log lines with their times; invariants held over a window of status reads;
+// and a worker command whose crash loop the test ends by creating a file. Tally is thread-safe; the
+// rest runs on the test's threads like Harness.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,7 +21,13 @@
 
 namespace bulkhead::lifecycle_test {
 
+using e2e::CellSpec;
+using e2e::Describe;
 using e2e::Harness;
+using e2e::IsReply;
+using e2e::TestOptions;
+using ipc::Reason;
+using ipc::ReplyStatus;
 
 // What the test itself saw of one cell's requests. Every request sent is counted once, by its
 // reply (or as abandoned when the test closed the connection before the reply).
@@ -53,10 +60,34 @@ class Tally {
 // dropped = requests sent. REQUIRES: no request of the cell is still unanswered.
 void ExpectCountersMatch(Harness& h, const std::string& cell, const Tally& tally);
 
+// One request with `payload` on a new connection to `cell`, counted in `tally`: success when the
+// reply is OK with `expected_payload`; the failure message shows the reply.
+::testing::AssertionResult Served(Harness& h, const std::string& cell, std::string_view payload,
+                                  const std::string& expected_payload, Tally& tally);
+
+// The pid of the cell's worker now. Throws (a test failure) when no worker runs.
+int WorkerPid(Harness& h, const std::string& cell);
+
+// Waits (10 s at most) until the cell's status shows `value` at `key` ("running" 1, "state"
+// "stopped"). The failure message shows the whole status and bulkheadd's log.
+::testing::AssertionResult CellShows(Harness& h, const std::string& cell, const char* key,
+                                     const nlohmann::json& value);
+
+// Waits (10 s at most) until the cell is "running" with a worker other than `old_pid`: a restart
+// is done. The failure message shows the whole status and bulkheadd's log.
+::testing::AssertionResult NewWorkerRuns(Harness& h, const std::string& cell, int old_pid);
+
 // A new connection to `cell` on which request `id` with `payload` was sent, its reads bounded by
 // 10 s; the reply is for the test to Receive. Errors: connect, send.
 Result<ipc::Client> SendOn(Harness& h, const std::string& cell, uint64_t id,
                            std::string_view payload);
+
+// SendOn, then waits (10 s at most) until the cell's status shows `value` at `key`: the request
+// has taken a slot ("running") or a queue place ("queued"). Errors: SendOn's, or the figure not
+// reached (with CellShows' message).
+Result<ipc::Client> SendThenWaitFor(Harness& h, const std::string& cell, uint64_t id,
+                                    std::string_view payload, const char* key,
+                                    const nlohmann::json& value);
 
 // Sends {"command":COMMAND,"cell":CELL} on the control socket; the response object, or
 // {"ok":false,"error":"..."} when none came within 5 s.

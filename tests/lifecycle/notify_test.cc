@@ -16,12 +16,6 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::IsReply;
-using e2e::TestOptions;
-using ipc::Reason;
-using ipc::ReplyStatus;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -40,23 +34,36 @@ void SendDatagram(const std::string& path, std::string_view text) {
   ASSERT_EQ(sent, static_cast<ssize_t>(text.size())) << path << ": " << std::strerror(error);
 }
 
+// Cell `name` with ready = "notify": its worker sends READY=1 `ready_after_ms` after its start, and
+// requests wait for it in the queue (4 places, 20 s). Start does not wait for it to run.
+CellSpec NotifyCell(const std::string& name, const std::string& ready_after_ms) {
+  return CellSpec{.name = name,
+                  .command = {e2e::TestWorkerPath(), "--notify-ready-after-ms", ready_after_ms},
+                  .max_concurrent = 1,
+                  .max_queue = 4,
+                  .queue_timeout = "20s",
+                  .extra_toml = "ready = \"notify\"\n",
+                  .wait_running = false};
+}
+
+// Waits until the cell's worker is spawned but has not sent READY=1 yet ("starting").
+::testing::AssertionResult SpawnedNotReady(Harness& h, const std::string& cell) {
+  if (h.WaitForCell(cell, [](const nlohmann::json& c) {
+        return c["state"] == "starting" && c["pid"].is_number_integer();
+      })) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << h.Status().dump();
+}
+
 TEST(Notify, RequestsWaitForReadyThenStatusTextShows) {
-  Harness h(
-      TestOptions({CellSpec{.name = "late",
-                            .command = {e2e::TestWorkerPath(), "--notify-ready-after-ms", "2000"},
-                            .max_concurrent = 1,
-                            .max_queue = 4,
-                            .queue_timeout = "20s",
-                            .extra_toml = "ready = \"notify\"\n",
-                            .wait_running = false}}));
+  Harness h(TestOptions({NotifyCell("late", "2000")}));
   ASSERT_STARTED(h);
   Tally tally;
 
   // Spawned, not ready: "starting", and a request waits in the queue.
-  ASSERT_TRUE(h.WaitForCell("late", [](const nlohmann::json& c) {
-    return c["state"] == "starting" && c["pid"].is_number_integer();
-  })) << h.Status().dump();
-  const int pid = h.Cell("late")["pid"].get<int>();
+  ASSERT_TRUE(SpawnedNotReady(h, "late"));
+  const int pid = WorkerPid(h, "late");
   Result<ipc::Client> early = SendOn(h, "late", 1, "echo early");
   ASSERT_TRUE(early.ok()) << early.status().message();
   ASSERT_TRUE(h.WaitForCell("late", [](const nlohmann::json& c) {
@@ -82,9 +89,7 @@ TEST(Notify, RequestsWaitForReadyThenStatusTextShows) {
 
   // STATUS= shows in the status, and the latest one wins.
   for (const std::string text : {"warming up", "serving"}) {
-    Result<ipc::Client::Reply> notified = h.Call("late", "notify STATUS=" + text);
-    tally.Count(notified);
-    EXPECT_OK_REPLY(notified, "notified");
+    EXPECT_TRUE(Served(h, "late", "notify STATUS=" + text, "notified", tally));
     EXPECT_TRUE(h.WaitForCell("late", [&](const nlohmann::json& c) {
       return c["status_text"] == text;
     })) << h.Cell("late").dump();
@@ -108,11 +113,9 @@ TEST(Watchdog, PingingWorkerStaysAndSilentOneIsRestartedAsStalled) {
                                   .extra_toml = "watchdog = \"300ms\"\n"}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int pid = h.Cell("dog")["pid"].get<int>();
+  const int pid = WorkerPid(h, "dog");
 
-  Result<ipc::Client::Reply> env = h.Call("dog", "env WATCHDOG_USEC");
-  tally.Count(env);
-  EXPECT_OK_REPLY(env, "300000");
+  EXPECT_TRUE(Served(h, "dog", "env WATCHDOG_USEC", "300000", tally));
 
   // WATCHDOG=1 every 150 ms: four watchdog periods pass without a restart.
   nlohmann::json moved =
@@ -122,17 +125,9 @@ TEST(Watchdog, PingingWorkerStaysAndSilentOneIsRestartedAsStalled) {
   EXPECT_TRUE(moved.is_null()) << moved.dump() << "\n" << h.Log();
 
   // Silence: the worker is killed within about one period and started again.
-  Result<ipc::Client::Reply> stopped = h.Call("dog", "stop-watchdog");
-  tally.Count(stopped);
-  EXPECT_OK_REPLY(stopped, "watchdog stopped");
+  EXPECT_TRUE(Served(h, "dog", "stop-watchdog", "watchdog stopped", tally));
   const auto silent_since = std::chrono::steady_clock::now();
-  ASSERT_TRUE(h.WaitForCell("dog",
-                            [&](const nlohmann::json& c) {
-                              return c["state"] == "running" && c["pid"].is_number_integer() &&
-                                     c["pid"] != pid;
-                            }))
-      << h.Status().dump() << "\n"
-      << h.Log();
+  ASSERT_TRUE(NewWorkerRuns(h, "dog", pid));
   EXPECT_LT(MsSince(silent_since), 3000);
   nlohmann::json c = h.Cell("dog");
   ASSERT_TRUE(c["last_exit"].is_string()) << c.dump();
@@ -148,9 +143,7 @@ TEST(Watchdog, PingingWorkerStaysAndSilentOneIsRestartedAsStalled) {
     return c["state"] == "running" && c["pid"] == new_pid;
   });
   EXPECT_TRUE(moved.is_null()) << moved.dump() << "\n" << h.Log();
-  Result<ipc::Client::Reply> served = h.Call("dog", "echo good dog");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "good dog");
+  EXPECT_TRUE(Served(h, "dog", "echo good dog", "good dog", tally));
   ExpectCountersMatch(h, "dog", tally);
 }
 
@@ -191,32 +184,20 @@ TEST(Notify, QueuedRequestsOutliveWorkersThatDieBeforeReady) {
 }
 
 TEST(Notify, StopBeforeReadyRefusesWhatWaits) {
-  Harness h(
-      TestOptions({CellSpec{.name = "never",
-                            .command = {e2e::TestWorkerPath(), "--notify-ready-after-ms", "600000"},
-                            .max_concurrent = 1,
-                            .max_queue = 4,
-                            .queue_timeout = "20s",
-                            .extra_toml = "ready = \"notify\"\n",
-                            .wait_running = false}}));
+  Harness h(TestOptions({NotifyCell("never", "600000")}));
   ASSERT_STARTED(h);
   Tally tally;
-  ASSERT_TRUE(h.WaitForCell("never", [](const nlohmann::json& c) {
-    return c["state"] == "starting" && c["pid"].is_number_integer();
-  })) << h.Status().dump();
-  const int pid = h.Cell("never")["pid"].get<int>();
-  Result<ipc::Client> waiting = SendOn(h, "never", 1, "echo never");
+  ASSERT_TRUE(SpawnedNotReady(h, "never"));
+  const int pid = WorkerPid(h, "never");
+  Result<ipc::Client> waiting = SendThenWaitFor(h, "never", 1, "echo never", "queued", 1);
   ASSERT_TRUE(waiting.ok()) << waiting.status().message();
-  ASSERT_TRUE(h.WaitForCell("never", [](const nlohmann::json& c) { return c["queued"] == 1; }));
 
   nlohmann::json answer = Control(h, "stop", "never");
   EXPECT_EQ(answer["result"], "ok") << answer.dump();
   Result<ipc::Client::Reply> refused = waiting->Receive();
   tally.Count(refused);
   EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable)) << Describe(refused);
-  ASSERT_TRUE(h.WaitForCell("never", [](const nlohmann::json& c) {
-    return c["state"] == "stopped";
-  })) << h.Status().dump();
+  ASSERT_TRUE(CellShows(h, "never", "state", "stopped"));
   EXPECT_EQ(h.Cell("never")["last_exit"], "signal 15");
   EXPECT_FALSE(bulkhead::testing::ProcessExists(pid));
   ExpectCountersMatch(h, "never", tally);

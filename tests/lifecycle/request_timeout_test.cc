@@ -14,13 +14,6 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::IsReply;
-using e2e::TestOptions;
-using ipc::Reason;
-using ipc::ReplyStatus;
-
 TEST(RequestTimeout, FailsTheClientFastButKeepsTheSlotUntilTheWorkerAnswers) {
   Harness h(TestOptions({CellSpec{.name = "slowpoke",
                                   .max_concurrent = 1,
@@ -28,7 +21,7 @@ TEST(RequestTimeout, FailsTheClientFastButKeepsTheSlotUntilTheWorkerAnswers) {
                                   .extra_toml = "request_timeout = \"200ms\"\n"}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int pid = h.Cell("slowpoke")["pid"].get<int>();
+  const int pid = WorkerPid(h, "slowpoke");
 
   const auto sent = std::chrono::steady_clock::now();
   Result<ipc::Client> slow = SendOn(h, "slowpoke", 7, "sleep 2000");
@@ -53,7 +46,7 @@ TEST(RequestTimeout, FailsTheClientFastButKeepsTheSlotUntilTheWorkerAnswers) {
   EXPECT_EQ(c["failed_by_reason"]["timeout"], 1) << c.dump();
 
   // The slot is freed when the worker answers (about 2 s after the send), not before.
-  ASSERT_TRUE(h.WaitForCell("slowpoke", [](const nlohmann::json& c) { return c["running"] == 0; }));
+  ASSERT_TRUE(CellShows(h, "slowpoke", "running", 0));
   EXPECT_GE(MsSince(sent), 1900);
 
   // Exactly one reply: the worker's late answer was dropped.
@@ -61,9 +54,7 @@ TEST(RequestTimeout, FailsTheClientFastButKeepsTheSlotUntilTheWorkerAnswers) {
   Result<ipc::Client::Reply> second = slow->Receive();
   EXPECT_FALSE(second.ok()) << "a second reply: " << Describe(second);
 
-  Result<ipc::Client::Reply> served = h.Call("slowpoke", "echo free again");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "free again");
+  EXPECT_TRUE(Served(h, "slowpoke", "echo free again", "free again", tally));
   c = h.Cell("slowpoke");
   EXPECT_EQ(c["pid"], pid) << "a timeout does not replace the worker: " << c.dump();
   EXPECT_EQ(c["failed_by_reason"]["timeout"], 1) << c.dump();
@@ -79,9 +70,8 @@ TEST(RequestTimeout, AFailedWorkerConnectionLeavesTheOthersOnTheTimeoutList) {
                                   .max_queue = 0,
                                   .extra_toml = "request_timeout = \"300ms\"\n"}}));
   ASSERT_STARTED(h);
-  Result<ipc::Client> slow = SendOn(h, "flaky", 1, "sleep 4000");
+  Result<ipc::Client> slow = SendThenWaitFor(h, "flaky", 1, "sleep 4000", "running", 1);
   ASSERT_TRUE(slow.ok()) << slow.status().message();
-  ASSERT_TRUE(h.WaitForCell("flaky", [](const nlohmann::json& c) { return c["running"] == 1; }));
 
   // The next request needs a second worker connection; with the socket file gone, connect(2)
   // fails (ENOENT) while the supervisor's listening socket itself stays open.

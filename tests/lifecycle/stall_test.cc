@@ -15,13 +15,7 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::IsReply;
 using e2e::kQuickStop;
-using e2e::TestOptions;
-using ipc::Reason;
-using ipc::ReplyStatus;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -35,12 +29,11 @@ TEST(Stall, HangingWorkerIsKilledAndReplaced) {
                                   .extra_toml = kStall}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("stuck")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "stuck");
 
   const auto sent = std::chrono::steady_clock::now();
-  Result<ipc::Client> hanging = SendOn(h, "stuck", 1, "hang");
+  Result<ipc::Client> hanging = SendThenWaitFor(h, "stuck", 1, "hang", "running", 1);
   ASSERT_TRUE(hanging.ok()) << hanging.status().message();
-  ASSERT_TRUE(h.WaitForCell("stuck", [](const nlohmann::json& c) { return c["running"] == 1; }));
   // Queued behind it: served by the next worker.
   Result<ipc::Client> queued = SendOn(h, "stuck", 2, "pid");
   ASSERT_TRUE(queued.ok()) << queued.status().message();
@@ -52,16 +45,12 @@ TEST(Stall, HangingWorkerIsKilledAndReplaced) {
   EXPECT_GE(took_ms, 450);
   EXPECT_LT(took_ms, 3000);
 
-  ASSERT_TRUE(h.WaitForCell("stuck", [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
-  })) << h.Status().dump();
+  ASSERT_TRUE(NewWorkerRuns(h, "stuck", old_pid));
   EXPECT_FALSE(bulkhead::testing::ProcessExists(old_pid));
   Result<ipc::Client::Reply> next = queued->Receive();
   tally.Count(next);
-  EXPECT_OK_REPLY(next, std::to_string(h.Cell("stuck")["pid"].get<int>()));
-  Result<ipc::Client::Reply> served = h.Call("stuck", "echo fresh");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "fresh");
+  EXPECT_OK_REPLY(next, std::to_string(WorkerPid(h, "stuck")));
+  EXPECT_TRUE(Served(h, "stuck", "echo fresh", "fresh", tally));
 
   nlohmann::json c = h.Cell("stuck");
   ASSERT_TRUE(c["last_exit"].is_string()) << c.dump();
@@ -77,7 +66,7 @@ TEST(Stall, BusyWorkerThatKeepsAnsweringIsNeverKilled) {
   Harness h(TestOptions({CellSpec{.name = "busy", .max_concurrent = 2, .extra_toml = kStall}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int pid = h.Cell("busy")["pid"].get<int>();
+  const int pid = WorkerPid(h, "busy");
 
   // One request runs three times stall_timeout while a stream of short ones keeps the worker
   // answering on the other slot: the worker shows progress, so nothing is stalled.
@@ -112,7 +101,7 @@ TEST(Stall, SigstoppedWorkerIsFound) {
   Harness h(TestOptions({CellSpec{.name = "frozen", .max_concurrent = 1, .extra_toml = kStall}}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("frozen")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "frozen");
   // A stream of short requests, each answered well within stall_timeout, until one is not.
   Result<ipc::Client::Reply> last = bulkhead::Status::Error("nothing sent");
   std::atomic<bool> quit{false};
@@ -146,13 +135,9 @@ TEST(Stall, SigstoppedWorkerIsFound) {
   EXPECT_TRUE(IsReply(last, ReplyStatus::kFailed, Reason::kStalled)) << Describe(last);
   EXPECT_GE(MsSince(frozen_at), 400);
 
-  ASSERT_TRUE(h.WaitForCell("frozen", [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
-  })) << h.Status().dump();
+  ASSERT_TRUE(NewWorkerRuns(h, "frozen", old_pid));
   EXPECT_FALSE(bulkhead::testing::ProcessExists(old_pid));
-  Result<ipc::Client::Reply> served = h.Call("frozen", "echo thawed");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "thawed");
+  EXPECT_TRUE(Served(h, "frozen", "echo thawed", "thawed", tally));
   nlohmann::json c = h.Cell("frozen");
   EXPECT_EQ(c["failed_by_reason"]["stalled"], 1) << c.dump();
   ExpectCountersMatch(h, "frozen", tally);

@@ -13,12 +13,6 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::IsReply;
-using e2e::TestOptions;
-using ipc::Reason;
-using ipc::ReplyStatus;
 using ::testing::HasSubstr;
 
 CellSpec Stubborn() {
@@ -34,15 +28,13 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
   Harness h(TestOptions({Stubborn()}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int pid = h.Cell("stubborn")["pid"].get<int>();
+  const int pid = WorkerPid(h, "stubborn");
 
   // One request running (it may finish: 150 ms < stop_timeout), one queued (refused at once).
-  Result<ipc::Client> running = SendOn(h, "stubborn", 1, "sleep 150");
+  Result<ipc::Client> running = SendThenWaitFor(h, "stubborn", 1, "sleep 150", "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(h.WaitForCell("stubborn", [](const nlohmann::json& c) { return c["running"] == 1; }));
-  Result<ipc::Client> queued = SendOn(h, "stubborn", 2, "echo never");
+  Result<ipc::Client> queued = SendThenWaitFor(h, "stubborn", 2, "echo never", "queued", 1);
   ASSERT_TRUE(queued.ok()) << queued.status().message();
-  ASSERT_TRUE(h.WaitForCell("stubborn", [](const nlohmann::json& c) { return c["queued"] == 1; }));
 
   const auto asked = std::chrono::steady_clock::now();
   nlohmann::json answer = Control(h, "stop", "stubborn");
@@ -63,10 +55,7 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
     EXPECT_EQ(again["ok"], false) << again.dump();
   }
 
-  ASSERT_TRUE(
-      h.WaitForCell("stubborn", [](const nlohmann::json& c) { return c["state"] == "stopped"; }))
-      << h.Status().dump() << "\n"
-      << h.Log();
+  ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
   // stop_timeout (300 ms) bounds the whole stop: the drain (about 150 ms) and the ignored SIGTERM
   // shared it, and SIGKILL came at its end (never before: the timer is armed at the stop).
   EXPECT_GE(MsSince(asked), 300);
@@ -87,12 +76,8 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
   EXPECT_EQ(Control(h, "stop", "stubborn")["result"], "already stopped");
   answer = Control(h, "start", "stubborn");
   EXPECT_EQ(answer["result"], "ok") << answer.dump();
-  ASSERT_TRUE(h.WaitForCell("stubborn", [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != pid;
-  }));
-  Result<ipc::Client::Reply> served = h.Call("stubborn", "echo back");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "back");
+  ASSERT_TRUE(NewWorkerRuns(h, "stubborn", pid));
+  EXPECT_TRUE(Served(h, "stubborn", "echo back", "back", tally));
   EXPECT_EQ(Control(h, "start", "stubborn")["result"], "already started");
   ExpectCountersMatch(h, "stubborn", tally);
   EXPECT_EQ(h.Cell("stubborn")["rejected_by_reason"]["unavailable"], 2);
@@ -102,12 +87,11 @@ TEST(Stop, SecondRestartDuringASlowStopIsInProgressAndNeverTwoWorkers) {
   Harness h(TestOptions({Stubborn()}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("stubborn")["pid"].get<int>();
+  const int old_pid = WorkerPid(h, "stubborn");
 
   // A request queued across the restart is served by the next worker.
-  Result<ipc::Client> running = SendOn(h, "stubborn", 1, "sleep 100");
+  Result<ipc::Client> running = SendThenWaitFor(h, "stubborn", 1, "sleep 100", "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
-  ASSERT_TRUE(h.WaitForCell("stubborn", [](const nlohmann::json& c) { return c["running"] == 1; }));
 
   nlohmann::json first = Control(h, "restart", "stubborn");
   EXPECT_EQ(first["ok"], true) << first.dump();
@@ -165,21 +149,17 @@ TEST(Stop, StopDuringARestartCancelsTheNewStart) {
   Harness h(TestOptions({Stubborn()}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int pid = h.Cell("stubborn")["pid"].get<int>();
+  const int pid = WorkerPid(h, "stubborn");
   // An answer proves the worker got past main()'s signal(SIGTERM, SIG_IGN): "running" alone
   // (ready = "exec") only says it was exec'd.
-  Result<ipc::Client::Reply> answered = h.Call("stubborn", "pid");
-  tally.Count(answered);
-  EXPECT_OK_REPLY(answered, std::to_string(pid));
+  EXPECT_TRUE(Served(h, "stubborn", "pid", std::to_string(pid), tally));
 
   EXPECT_EQ(Control(h, "restart", "stubborn")["result"], "ok");
   nlohmann::json stop = Control(h, "stop", "stubborn");
   if (h.Cell("stubborn")["pid"] == pid) {
     EXPECT_EQ(stop["result"], "ok") << stop.dump();
   }
-  ASSERT_TRUE(h.WaitForCell("stubborn", [](const nlohmann::json& c) {
-    return c["state"] == "stopped";
-  })) << h.Status().dump();
+  ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
   nlohmann::json held =
       FirstViolation(h, "stubborn", std::chrono::milliseconds(500), [](const nlohmann::json& c) {
         return c["state"] == "stopped" && c["pid"].is_null() && c["starts"] == 1;
@@ -193,10 +173,8 @@ TEST(Stop, StartDuringAStopTurnsItIntoARestart) {
   Harness h(TestOptions({Stubborn()}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int old_pid = h.Cell("stubborn")["pid"].get<int>();
-  Result<ipc::Client::Reply> answered = h.Call("stubborn", "pid");
-  tally.Count(answered);
-  EXPECT_OK_REPLY(answered, std::to_string(old_pid));
+  const int old_pid = WorkerPid(h, "stubborn");
+  EXPECT_TRUE(Served(h, "stubborn", "pid", std::to_string(old_pid), tally));
 
   EXPECT_EQ(Control(h, "stop", "stubborn")["result"], "ok");
   nlohmann::json start = Control(h, "start", "stubborn");
@@ -206,16 +184,12 @@ TEST(Stop, StartDuringAStopTurnsItIntoARestart) {
   EXPECT_EQ(start["result"], "ok") << start.dump();
   EXPECT_EQ(Control(h, "start", "stubborn")["result"], "restart in progress");
 
-  ASSERT_TRUE(h.WaitForCell("stubborn", [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer() && c["pid"] != old_pid;
-  })) << h.Status().dump();
+  ASSERT_TRUE(NewWorkerRuns(h, "stubborn", old_pid));
   EXPECT_FALSE(bulkhead::testing::ProcessExists(old_pid));
   c = h.Cell("stubborn");
   EXPECT_EQ(c["starts"], 2) << c.dump();
   EXPECT_EQ(c["last_exit"], "signal 9") << c.dump();
-  Result<ipc::Client::Reply> served = h.Call("stubborn", "echo again");
-  tally.Count(served);
-  EXPECT_OK_REPLY(served, "again");
+  EXPECT_TRUE(Served(h, "stubborn", "echo again", "again", tally));
   ExpectCountersMatch(h, "stubborn", tally);
 }
 
@@ -227,16 +201,12 @@ TEST(Stop, UsesTheConfiguredStopSignal) {
   Harness h(TestOptions({spec}));
   ASSERT_STARTED(h);
   Tally tally;
-  const int pid = h.Cell("stubborn")["pid"].get<int>();
-  Result<ipc::Client::Reply> answered = h.Call("stubborn", "pid");
-  tally.Count(answered);
-  EXPECT_OK_REPLY(answered, std::to_string(pid));
+  const int pid = WorkerPid(h, "stubborn");
+  EXPECT_TRUE(Served(h, "stubborn", "pid", std::to_string(pid), tally));
 
   const auto asked = std::chrono::steady_clock::now();
   EXPECT_EQ(Control(h, "stop", "stubborn")["result"], "ok");
-  ASSERT_TRUE(h.WaitForCell("stubborn", [](const nlohmann::json& c) {
-    return c["state"] == "stopped";
-  })) << h.Status().dump();
+  ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
   EXPECT_LT(MsSince(asked), 2500);
   EXPECT_EQ(h.Cell("stubborn")["last_exit"], "signal 2");
   EXPECT_FALSE(CellLogEvents(h.Log(), "stubborn", "stopping worker (SIGINT)").empty()) << h.Log();

@@ -15,10 +15,6 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::TestOptions;
-
 // Stops bulkheadd for its lifetime: SIGCONT in the destructor, however the test ends.
 class PausedSupervisor {
  public:
@@ -53,8 +49,8 @@ TEST(SupervisorPause, TimeoutsFireOnlyForSilenceThatHappened) {
   Result<ipc::Client> stall = SendOn(h, "stall", 1, "sleep 800");
   Result<ipc::Client> deadline = SendOn(h, "deadline", 2, "sleep 800");
   ASSERT_TRUE(stall.ok() && deadline.ok());
-  ASSERT_TRUE(h.WaitForCell("stall", [](const nlohmann::json& c) { return c["running"] == 1; }));
-  ASSERT_TRUE(h.WaitForCell("deadline", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  ASSERT_TRUE(CellShows(h, "stall", "running", 1));
+  ASSERT_TRUE(CellShows(h, "deadline", "running", 1));
   {
     PausedSupervisor paused(h.pid());
     ASSERT_TRUE(paused.stopped());

@@ -13,16 +13,12 @@
 namespace bulkhead::lifecycle_test {
 namespace {
 
-using e2e::CellSpec;
-using e2e::Describe;
-using e2e::TestOptions;
-
 TEST(TimeoutReload, ATimeoutAddedByReloadCountsFromTheReload) {
   std::vector<CellSpec> cells = {CellSpec{.name = "stall"}, CellSpec{.name = "deadline"}};
   Harness h(TestOptions(cells));
   ASSERT_STARTED(h);
-  const int stall_pid = h.Cell("stall")["pid"].get<int>();
-  const int deadline_pid = h.Cell("deadline")["pid"].get<int>();
+  const int stall_pid = WorkerPid(h, "stall");
+  const int deadline_pid = WorkerPid(h, "deadline");
   const std::string stall_flag = h.dir() + "/stall.flag";
   const std::string deadline_flag = h.dir() + "/deadline.flag";
   Tally stall_tally;
@@ -31,8 +27,8 @@ TEST(TimeoutReload, ATimeoutAddedByReloadCountsFromTheReload) {
   Result<ipc::Client> stall = SendOn(h, "stall", 1, "wait-file " + stall_flag);
   Result<ipc::Client> deadline = SendOn(h, "deadline", 2, "wait-file " + deadline_flag);
   ASSERT_TRUE(stall.ok() && deadline.ok());
-  ASSERT_TRUE(h.WaitForCell("stall", [](const nlohmann::json& c) { return c["running"] == 1; }));
-  ASSERT_TRUE(h.WaitForCell("deadline", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  ASSERT_TRUE(CellShows(h, "stall", "running", 1));
+  ASSERT_TRUE(CellShows(h, "deadline", "running", 1));
   // The scenario: both requests have run longer than the 1 s timeouts the reload brings.
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
 
