@@ -24,6 +24,7 @@
 #include "base/runtime_dir.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "config/config_keys.h"
 #include "config/cpu_share.h"
 #include "config/identity.h"
 #include "config/size.h"
@@ -57,54 +58,6 @@ constexpr uint64_t kFrameHeaderBytes = 16;
 constexpr size_t kMaxConfigFileBytes = 16 << 20;
 
 constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"};
-constexpr std::array<std::string_view, 11> kSupervisorKeys = {
-    "runtime_dir",          "control_socket", "max_payload_bytes", "log_level",
-    "cgroup",               "metrics_listen", "on_shutdown",       "control_socket_mode",
-    "control_socket_group", "control_group",  "cgroup_parent"};
-constexpr auto kCellKeys = std::to_array<std::string_view>({"command",
-                                                        "socket",
-                                                        "max_concurrent",
-                                                        "max_queue",
-                                                        "queue_timeout",
-                                                        "restart",
-                                                        "restart_delay",
-                                                        "restart_max_delay",
-                                                        "restart_reset_after",
-                                                        "start_limit_burst",
-                                                        "start_limit_interval",
-                                                        "request_timeout",
-                                                        "stall_timeout",
-                                                        "ready",
-                                                        "start_timeout",
-                                                        "watchdog",
-                                                        "stop_signal",
-                                                        "kill_mode",
-                                                        "stop_timeout",
-                                                        "environment",
-                                                        "working_directory",
-                                                        "cpu_max",
-                                                        "cpu_max_period",
-                                                        "cpu_weight",
-                                                        "memory_max",
-                                                        "memory_high",
-                                                        "memory_swap_max",
-                                                        "pids_max",
-                                                        "oom_policy",
-                                                        "oom_score_adjust",
-                                                        "output",
-                                                        "log_line_max",
-                                                        "log_rate_limit_burst",
-                                                        "log_rate_limit_interval",
-                                                        "user",
-                                                        "group",
-                                                        "supplementary_groups",
-                                                        "umask",
-                                                        "no_new_privileges",
-                                                        "socket_mode",
-                                                        "socket_group",
-                                                        "max_connections",
-                                                        "max_unsent_bytes",
-                                                        "client_write_timeout"});
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
@@ -668,10 +621,10 @@ class ConfigParser {
       } else if (key->str() == "cells") {
         cells_node = node;
         cells = ExpectTable(*node, path, "write each cell as a [cells.NAME] table, not [[cells]]");
-      } else if (Contains(kSupervisorKeys, key->str())) {
+      } else if (FindSupervisorKey(key->str()) != nullptr) {
         AddError(At(key->source()), path,
                  "unknown key; " + std::string(key->str()) + " belongs in [supervisor]");
-      } else if (Contains(kCellKeys, key->str())) {
+      } else if (FindCellKey(key->str()) != nullptr) {
         AddError(At(key->source()), path,
                  "unknown key; " + std::string(key->str()) + " belongs in a [cells.NAME] table");
       } else {
@@ -761,7 +714,7 @@ class ConfigParser {
         } else if (name == "control_group") {
           if (auto group = ExpectGroup(*node, path)) out.control_group = *group;
         } else {
-          UnknownKey(*key, path, kSupervisorKeys);
+          UnknownKey(*key, path, SupervisorKeyNames());
         }
       }
     }
@@ -1072,7 +1025,7 @@ class ConfigParser {
                  "unknown key; the worker socket is always <runtime_dir>/NAME.worker.sock");
         key_ok = false;
       } else {
-        UnknownKey(*key, key_path, kCellKeys);
+        UnknownKey(*key, key_path, CellKeyNames());
         key_ok = false;
       }
       ok = ok && key_ok;
@@ -1218,16 +1171,16 @@ class ConfigParser {
         begin = end + 1;
       }
       if (!found) {
-        AddWarning(
-            command_at[0], key + "[0]",
-            Quoted(program) +
-                " is not an executable file in any directory of the "
-                "worker's PATH (" +
-                search_path + ", from " +
-                (search_path == kDefaultWorkerPath ? std::string("the default; bulkheadd's own "
-                                                                 "PATH is not passed on")
-                                                   : JoinKey(JoinKey(path, "environment"), "PATH")) +
-                "); the worker's start will fail (exec); write an absolute path");
+        AddWarning(command_at[0], key + "[0]",
+                   Quoted(program) +
+                       " is not an executable file in any directory of the "
+                       "worker's PATH (" +
+                       search_path + ", from " +
+                       (search_path == kDefaultWorkerPath
+                            ? std::string("the default; bulkheadd's own "
+                                          "PATH is not passed on")
+                            : JoinKey(JoinKey(path, "environment"), "PATH")) +
+                       "); the worker's start will fail (exec); write an absolute path");
       }
     }
     // python3 app.py: the script is opened by the worker, from its working directory.
