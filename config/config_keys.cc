@@ -149,8 +149,6 @@ auto Find(const Table& table, std::string_view name) -> decltype(&table[0]) {
 
 std::span<const CellKey> CellKeys() { return kCellKeys; }
 
-const CellKey& GetCellKey(CellKeyId id) { return kCellKeys.at(static_cast<size_t>(id)); }
-
 std::span<const std::string_view> CellKeyNames() { return kCellKeyNames; }
 
 const CellKey* FindCellKey(std::string_view name) { return Find(kCellKeys, name); }

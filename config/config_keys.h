@@ -86,7 +86,6 @@ struct CellKey {
 // Every key of [cells.NAME], indexed by CellKeyId, in the order of docs/config.md's reference
 // (which is also the order reload lists changed keys in).
 std::span<const CellKey> CellKeys();
-const CellKey& GetCellKey(CellKeyId id);
 // The names of CellKeys(), in the same order.
 std::span<const std::string_view> CellKeyNames();
 // nullptr when `name` is not a cell key.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "base/check.h"
 #include "base/status.h"
 #include "config/cpu_share.h"
 
@@ -101,7 +102,7 @@ bool LimitsParser::ParseKey(CellKeyId id, const toml::node& value, const std::st
       break;
     }
     default:
-      break;
+      BH_CHECK(false);  // cell_table.cc hands over only the limit keys
   }
   return key_ok;
 }

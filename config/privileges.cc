@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/check.h"
 #include "base/status.h"
 
 namespace bulkhead::config {
@@ -140,7 +141,7 @@ bool PrivilegesParser::ParseKey(CellKeyId id, const toml::node& value, const std
       break;
     }
     default:
-      break;
+      BH_CHECK(false);  // cell_table.cc hands over only the privilege keys
   }
   return key_ok;
 }
