@@ -16,7 +16,7 @@ namespace bulkhead::config {
 struct ListenAddress {
   enum class Kind { kTcp, kUnix };
   Kind kind = Kind::kTcp;
-  std::string host;  // kTcp: the numeric address, without brackets ("127.0.0.1", "::1")
+  std::string host;   // kTcp: the numeric address, without brackets ("127.0.0.1", "::1")
   uint16_t port = 0;  // kTcp: 0 lets the kernel pick a free port
   std::string path;   // kUnix: absolute, lexically normalised
 

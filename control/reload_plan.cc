@@ -3,81 +3,11 @@
 
 #include <algorithm>
 
+#include "config/config_keys.h"
+
 namespace bulkhead::control {
 
 namespace {
-
-enum class Group { kAdmission, kCgroup, kPolicy, kRestart };
-
-// One key of [cells.NAME], as docs/config.md names it, and how to compare and copy its field.
-struct CellKey {
-  const char* name;
-  Group group;
-  bool (*differs)(const config::CellConfig& a, const config::CellConfig& b);
-  void (*copy)(config::CellConfig& to, const config::CellConfig& from);
-};
-
-template <auto Member>
-constexpr CellKey Key(const char* name, Group group) {
-  return CellKey{
-      name,
-      group,
-      [](const config::CellConfig& a, const config::CellConfig& b) {
-        return !(a.*Member == b.*Member);
-      },
-      [](config::CellConfig& to, const config::CellConfig& from) { to.*Member = from.*Member; },
-  };
-}
-
-using C = config::CellConfig;
-
-// In the order of docs/config.md. Fields not listed here (and not `position`) need a restart.
-const CellKey kCellKeys[] = {
-    Key<&C::command>("command", Group::kRestart),
-    Key<&C::max_concurrent>("max_concurrent", Group::kAdmission),
-    Key<&C::max_queue>("max_queue", Group::kAdmission),
-    Key<&C::queue_timeout>("queue_timeout", Group::kAdmission),
-    // Read at each accept; the supervisor splits its descriptor budget anew after a reload.
-    Key<&C::max_connections>("max_connections", Group::kAdmission),
-    // Read at each reply and each client_write_timeout tick.
-    Key<&C::max_unsent_bytes>("max_unsent_bytes", Group::kAdmission),
-    Key<&C::client_write_timeout>("client_write_timeout", Group::kAdmission),
-    Key<&C::restart>("restart", Group::kPolicy),
-    Key<&C::restart_delay>("restart_delay", Group::kPolicy),
-    Key<&C::restart_max_delay>("restart_max_delay", Group::kPolicy),
-    Key<&C::restart_reset_after>("restart_reset_after", Group::kPolicy),
-    Key<&C::start_limit_burst>("start_limit_burst", Group::kPolicy),
-    Key<&C::start_limit_interval>("start_limit_interval", Group::kPolicy),
-    Key<&C::request_timeout>("request_timeout", Group::kPolicy),
-    Key<&C::stall_timeout>("stall_timeout", Group::kPolicy),
-    Key<&C::ready>("ready", Group::kRestart),
-    // Read when the next worker is spawned; a start under way keeps the timeout it began with.
-    Key<&C::start_timeout>("start_timeout", Group::kPolicy),
-    Key<&C::watchdog>("watchdog", Group::kRestart),
-    Key<&C::stop_signal>("stop_signal", Group::kPolicy),
-    // Read by the Cell when it sends stop_signal: the next stop follows it.
-    Key<&C::kill_mode>("kill_mode", Group::kPolicy),
-    Key<&C::stop_timeout>("stop_timeout", Group::kPolicy),
-    Key<&C::environment>("environment", Group::kRestart),
-    Key<&C::working_directory>("working_directory", Group::kRestart),
-    Key<&C::cpu_max_quota_us>("cpu_max", Group::kCgroup),
-    Key<&C::cpu_max_period_us>("cpu_max_period", Group::kCgroup),
-    Key<&C::cpu_weight>("cpu_weight", Group::kCgroup),
-    Key<&C::memory_max>("memory_max", Group::kCgroup),
-    Key<&C::memory_high>("memory_high", Group::kCgroup),
-    Key<&C::memory_swap_max>("memory_swap_max", Group::kCgroup),
-    Key<&C::pids_max>("pids_max", Group::kCgroup),
-    // memory.oom.group, rewritten live with the limits.
-    Key<&C::oom_policy>("oom_policy", Group::kCgroup),
-    // Set in the child before exec: the next worker gets it.
-    Key<&C::oom_score_adjust>("oom_score_adjust", Group::kRestart),
-    // Read by WorkerOutput at each spawn (Cell::Reconfigure hands them over): the new worker's
-    // pipes follow them.
-    Key<&C::output>("output", Group::kRestart),
-    Key<&C::log_line_max>("log_line_max", Group::kRestart),
-    Key<&C::log_rate_limit_burst>("log_rate_limit_burst", Group::kRestart),
-    Key<&C::log_rate_limit_interval>("log_rate_limit_interval", Group::kRestart),
-};
 
 std::string Where(const config::Config& config, const config::SourcePosition& position) {
   std::string where = config.source;
@@ -90,25 +20,21 @@ std::string Where(const config::Config& config, const config::SourcePosition& po
 void PlanSupervisor(const config::Config& current, const config::Config& next, ReloadPlan* plan) {
   const config::SupervisorConfig& a = current.supervisor;
   const config::SupervisorConfig& b = next.supervisor;
-  plan->log_level_changed = a.log_level != b.log_level;
   std::vector<std::string> keys;
-  if (a.runtime_dir != b.runtime_dir) keys.push_back("runtime_dir");
-  if (a.control_socket != b.control_socket) keys.push_back("control_socket");
-  if (a.max_payload_bytes != b.max_payload_bytes) keys.push_back("max_payload_bytes");
-  if (a.cgroup != b.cgroup) keys.push_back("cgroup");
-  if (a.cgroup_parent != b.cgroup_parent) keys.push_back("cgroup_parent");
-  if (a.metrics_listen != b.metrics_listen) keys.push_back("metrics_listen");
-  if (a.on_shutdown != b.on_shutdown) keys.push_back("on_shutdown");
   config::SupervisorConfig masked = b;
-  masked.log_level = a.log_level;
-  masked.runtime_dir = a.runtime_dir;
-  masked.control_socket = a.control_socket;
-  masked.max_payload_bytes = a.max_payload_bytes;
-  masked.cgroup = a.cgroup;
-  masked.cgroup_parent = a.cgroup_parent;
-  masked.metrics_listen = a.metrics_listen;
-  masked.on_shutdown = a.on_shutdown;
-  // A key added later and not known here.
+  for (const config::SupervisorKey& key : config::SupervisorKeys()) {
+    if (!key.differs(a, b)) continue;
+    switch (key.reload) {
+      case config::SupervisorReload::kLive:
+        plan->log_level_changed = true;
+        break;
+      case config::SupervisorReload::kRefused:
+        keys.emplace_back(key.name);
+        break;
+    }
+    key.copy(masked, a);
+  }
+  // A field of SupervisorConfig that no key of config/config_keys.h fills.
   if (!(masked == a)) keys.push_back("(a key other than log_level)");
   for (const std::string& key : keys) {
     plan->errors.push_back(next.source + ": supervisor." + key +
@@ -122,29 +48,30 @@ CellPlan PlanCommonCell(const config::CellConfig& a, const config::CellConfig& b
   cell.name = b.name;
   bool restart = false;
   config::CellConfig masked = b;
-  for (const CellKey& key : kCellKeys) {
+  for (const config::CellKey& key : config::CellKeys()) {
     if (!key.differs(a, b)) continue;
-    cell.changed.push_back(key.name);
-    switch (key.group) {
-      case Group::kAdmission:
+    key.copy(masked, a);
+    switch (key.reload) {
+      case config::CellReload::kAdmission:
         cell.admission_changed = true;
         break;
-      case Group::kCgroup:
+      case config::CellReload::kCgroup:
         cell.cgroup_changed = true;
         break;
-      case Group::kPolicy:
+      case config::CellReload::kPolicy:
         cell.policy_changed = true;
         break;
-      case Group::kRestart:
+      case config::CellReload::kRestart:
         restart = true;
         break;
+      case config::CellReload::kRefused:
+        continue;  // refused by the caller
     }
-    key.copy(masked, a);
+    cell.changed.emplace_back(key.name);
   }
   masked.position = a.position;
-  masked.socket = a.socket;  // refused by the caller when it changed, as are the next two
-  masked.socket_mode = a.socket_mode;
-  masked.socket_group = a.socket_group;
+  // A field of CellConfig that no key of config/config_keys.h fills (worker_socket, or one added
+  // later) needs a new worker.
   if (!(masked == a)) {
     cell.changed.push_back("other settings");
     restart = true;

@@ -4,11 +4,11 @@
 // clock; thread-compatible. docs/config.md ("Reload") documents the classification.
 //
 // Each key of a cell is either live (applied to the running cell: admission limits, cgroup limits,
-// lifecycle policy) or needs a new worker (the cell is restarted, keeping its front socket, its
-// clients and its queue). The comparison is exhaustive: a CellConfig field that is not listed as
-// live here counts as needing a restart (CellConfig::operator== compares every field; only
-// `position` is ignored), so a key added later is safe by default. Likewise every [supervisor] key
-// but log_level refuses the reload.
+// lifecycle policy), needs a new worker (the cell is restarted, keeping its front socket, its
+// clients and its queue) or is refused (the socket keys): its config::CellReload in the key table
+// config/config_keys.h. The comparison is exhaustive: a CellConfig field that no key fills counts
+// as needing a restart (CellConfig::operator== compares every field; only `position` is ignored).
+// Likewise every [supervisor] key but log_level refuses the reload.
 #pragma once
 
 #include <string>

@@ -46,8 +46,8 @@ TEST(ListenAddress, RefusesWhatItCannotBind) {
 constexpr char kCell[] = "[cells.a]\ncommand = [\"/bin/true\"]\nmax_concurrent = 1\n";
 
 TEST(MetricsListen, UnsetMeansNoEndpoint) {
-  LoadResult result = ParseConfig(std::string("[supervisor]\nruntime_dir = \"/run/x\"\n") + kCell,
-                                  "/etc/b.toml");
+  LoadResult result =
+      ParseConfig(std::string("[supervisor]\nruntime_dir = \"/run/x\"\n") + kCell, "/etc/b.toml");
   ASSERT_TRUE(result.config.has_value());
   EXPECT_FALSE(result.config->supervisor.metrics_listen.has_value());
 }
@@ -59,9 +59,9 @@ TEST(MetricsListen, AcceptsTcpAndUnix) {
   ASSERT_TRUE(tcp.config->supervisor.metrics_listen.has_value());
   EXPECT_EQ(tcp.config->supervisor.metrics_listen->ToString(), "127.0.0.1:9464");
 
-  LoadResult unix_path = ParseConfig(
-      std::string("[supervisor]\nmetrics_listen = \"/run/x/metrics.sock\"\n") + kCell,
-      "/etc/b.toml");
+  LoadResult unix_path =
+      ParseConfig(std::string("[supervisor]\nmetrics_listen = \"/run/x/metrics.sock\"\n") + kCell,
+                  "/etc/b.toml");
   ASSERT_TRUE(unix_path.config.has_value());
   EXPECT_EQ(unix_path.config->supervisor.metrics_listen->path, "/run/x/metrics.sock");
 }

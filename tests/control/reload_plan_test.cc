@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 
@@ -170,6 +171,28 @@ TEST(ReloadPlan, ChangedCommandRestartsAndLiveKeysComeAlong) {
   EXPECT_EQ(plan.Summary(), "payments unchanged, catalog restarted (command, max_queue changed)");
 }
 
+// The privilege keys are named like every other key (docs/control.md: "other settings" is only for
+// a field without a key name), and the credentials are set before exec: a new worker.
+TEST(ReloadPlan, PrivilegeKeysRestartTheCellByName) {
+  struct Case {
+    std::string extra;
+    std::vector<std::string> keys;
+  };
+  for (const Case& c : {
+           // A user with a database entry brings its primary group along.
+           Case{"user = 0\n", {"user", "group"}},
+           Case{"group = 0\n", {"group"}},
+           Case{"supplementary_groups = [0]\n", {"supplementary_groups"}},
+           Case{"umask = \"0077\"\n", {"umask"}},
+           Case{"no_new_privileges = false\n", {"no_new_privileges"}},
+       }) {
+    ReloadPlan plan = PlanCatalogChange(c.extra);
+    ASSERT_TRUE(plan.ok()) << c.extra;
+    EXPECT_EQ(plan.cells[1].action, Action::kRestart) << c.extra;
+    EXPECT_EQ(plan.cells[1].changed, c.keys) << c.extra;
+  }
+}
+
 // A CellConfig field that reload does not classify (here worker_socket, which no key sets; a
 // field added later behaves the same) restarts the cell rather than being ignored.
 TEST(ReloadPlan, UnclassifiedFieldRestartsTheCell) {
@@ -257,6 +280,10 @@ TEST(ReloadPlan, OtherSupervisorKeysAreRefusedByName) {
            Case{"cgroup = \"off\"\n", "cgroup"},
            Case{"metrics_listen = \"127.0.0.1:0\"\n", "metrics_listen"},
            Case{"on_shutdown = \"poweroff\"\n", "on_shutdown"},
+           Case{"cgroup_parent = \"/pod.slice\"\n", "cgroup_parent"},
+           Case{"control_socket_mode = \"0600\"\n", "control_socket_mode"},
+           Case{"control_socket_group = 0\n", "control_socket_group"},
+           Case{"control_group = 0\n", "control_group"},
        }) {
     ReloadPlan plan =
         PlanReload(Parse(kBase), Parse(std::string("[supervisor]\n") + c.line + (kBase + 13)));

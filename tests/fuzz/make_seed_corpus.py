@@ -85,10 +85,30 @@ def config_seeds():
         for i, block in enumerate(re.findall(r"```toml\n(.*?)```", doc.read_text(), re.S)):
             emit("docs_%s_%d.toml" % (doc.stem, i), block)
     for test in sorted((ROOT / "tests" / "config").glob("*_test.cc")):
+        if test.name == "config_keys_test.cc":
+            continue  # its strings are single values; every_key.toml below uses them
         strings = re.findall(r'R"\((.*?)\)"', test.read_text(), re.S)
         for i, text in enumerate(strings):
             emit("%s_%02d.toml" % (test.stem, i), text)
+    # Every key of [supervisor] and [cells.NAME] at once, with the example value
+    # tests/config/config_keys_test.cc gives it (one per key of config/config_keys.h).
+    keys_test = (ROOT / "tests" / "config" / "config_keys_test.cc").read_text()
+    def examples(table):
+        body = keys_test[keys_test.index(table):]
+        body = body[:body.index("};")]
+        return [(key, raw if raw else plain) for key, raw, plain in
+                re.findall(r'\{"(\w+)", (?:R"\((.*?)\)"|"(.*?)")\}', body)]
+    every = "[supervisor]\n"
+    every += "".join("%s = %s\n" % kv for kv in examples("kSupervisorExamples ="))
+    every += "\n[cells.every_key]\n"
+    every += "".join("%s = %s\n" % kv for kv in examples("kCellExamples ="))
+    emit("every_key.toml", every)
     # Edge cases the tests may not spell out.
+    emit("edge_recent_keys.toml",
+         "[supervisor]\ncgroup_parent = \"/\"\n[cells.a]\ncommand = [\"/bin/true\"]\n"
+         "max_concurrent = 1\nready = \"notify\"\nstart_timeout = \"infinity\"\n"
+         "kill_mode = \"control-group\"\noom_policy = \"kill\"\noom_score_adjust = -1000\n"
+         "max_unsent_bytes = 4194320\nclient_write_timeout = \"0s\"\n")
     emit("edge_empty.toml", "")
     emit("edge_only_comment.toml", "# nothing\n")
     emit("edge_nul.toml", "[cells.a]\ncommand = [\"/bin/true\0\"]\n")

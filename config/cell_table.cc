@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: MIT
+// A [cells.NAME] table (config/cell_table.h): the admission, lifecycle, command, environment and
+// output keys here; the limit and OOM keys in config/limits.cc, the privilege keys in
+// config/privileges.cc.
+#include "config/cell_table.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/cell_warnings.h"
+#include "config/config_keys.h"
+#include "config/limits.h"
+#include "config/privileges.h"
+
+namespace bulkhead::config {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr size_t kMaxCellNameLength = 64;
+constexpr int64_t kMaxConcurrentLimit = 65535;
+constexpr int64_t kMaxQueueLimit = 1'000'000;
+// fs.nr_open's default: no process can hold more descriptors than this.
+constexpr int64_t kMaxConnectionsLimit = 1'048'576;
+constexpr int64_t kMaxStartLimitBurst = 1000;
+// A frame header, bytes (docs/protocol.md, "Frame layout"; ipc::kHeaderSize).
+constexpr uint64_t kFrameHeaderBytes = 16;
+// In the order of RestartMode and ReadyMode.
+constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
+constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
+// In the order of OutputMode.
+constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "null"};
+constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
+// In the order of KillMode.
+constexpr std::array<std::string_view, 2> kKillModes = {"control-group", "mixed"};
+
+struct SignalName {
+  std::string_view name;  // without the SIG prefix
+  int number;
+};
+constexpr std::array<SignalName, 7> kStopSignals = {{{"TERM", SIGTERM},
+                                                     {"INT", SIGINT},
+                                                     {"HUP", SIGHUP},
+                                                     {"QUIT", SIGQUIT},
+                                                     {"USR1", SIGUSR1},
+                                                     {"USR2", SIGUSR2},
+                                                     {"KILL", SIGKILL}}};
+
+// A leading '-' is refused: the name becomes the default socket's file name ("-x.sock") and an
+// argument of bulkheadctl, where it would read as an option ("--help") and need "--".
+bool IsValidCellName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxCellNameLength && name.front() != '-' &&
+         std::all_of(name.begin(), name.end(), IsBareKeyChar);
+}
+
+// A signal name from kStopSignals, with or without its SIG prefix ("SIGTERM", "TERM").
+std::optional<int> ExpectStopSignal(ValueReader& reader, const toml::node& node,
+                                    const std::string& path) {
+  std::optional<std::string> text =
+      reader.ExpectString(node, path, "write the signal's name, such as \"SIGTERM\"");
+  if (!text) return std::nullopt;
+  std::string_view name = *text;
+  if (name.starts_with("SIG")) name.remove_prefix(3);
+  for (const SignalName& signal : kStopSignals) {
+    if (signal.name == name) return signal.number;
+  }
+  std::string message = "must be one of ";
+  for (size_t i = 0; i < kStopSignals.size(); ++i) {
+    if (i > 0) message += ", ";
+    message += "SIG";
+    message.append(kStopSignals[i].name);
+  }
+  message += " (the SIG prefix may be left out); got " + Quoted(*text);
+  // Case and small typos: "sigterm", "TREM".
+  std::string upper = *text;
+  for (char& c : upper) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  std::string_view bare = upper;
+  if (bare.starts_with("SIG")) bare.remove_prefix(3);
+  std::array<std::string_view, kStopSignals.size()> names;
+  for (size_t i = 0; i < kStopSignals.size(); ++i) names[i] = kStopSignals[i].name;
+  const std::string_view suggestion = ClosestMatch(bare, names);
+  if (!suggestion.empty()) {
+    message += "; did you mean \"SIG";
+    message.append(suggestion);
+    message += "\"?";
+  }
+  reader.AddError(At(node.source()), path, std::move(message));
+  return std::nullopt;
+}
+
+bool ParseCommand(ValueReader& reader, const toml::node& node, const std::string& path,
+                  std::vector<std::string>& argv) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    reader.TypeError(
+        node, path, "array of strings",
+        "write the program and its arguments as command = [\"/usr/bin/worker\", \"--flag\"]");
+    return false;
+  }
+  if (array->empty()) {
+    reader.AddError(At(node.source()), path,
+                    "must not be empty; give the program and its arguments");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    const std::string element_path = path + "[" + std::to_string(i) + "]";
+    std::optional<std::string> arg = reader.ExpectString(element, element_path, QuoteHint(element));
+    if (!arg) {
+      ok = false;
+      continue;
+    }
+    if (i == 0) {
+      if (arg->empty()) {
+        reader.AddError(At(element.source()), element_path, "the program must not be empty");
+        ok = false;
+        continue;
+      }
+      // With a '/', a path (resolved like every other path); without, a name looked up in $PATH.
+      if (arg->find('/') != std::string::npos) {
+        std::optional<std::string> program = reader.Resolve(*arg, element, element_path);
+        if (!program) {
+          ok = false;
+          continue;
+        }
+        arg = std::move(program);
+      }
+    }
+    argv.push_back(std::move(*arg));
+  }
+  return ok;
+}
+
+bool ParseEnvironment(ValueReader& reader, const toml::node& node, const std::string& path,
+                      std::vector<std::pair<std::string, std::string>>& environment) {
+  const toml::table* table = reader.ExpectTable(node, path);
+  if (table == nullptr) return false;
+  bool ok = true;
+  for (auto [key, value] : InFileOrder(*table)) {
+    const std::string variable_path = JoinKey(path, key->str());
+    const std::string_view variable = key->str();
+    if (variable.empty() || variable.find('=') != std::string::npos ||
+        variable.find('\0') != std::string::npos) {
+      reader.AddError(At(key->source()), variable_path,
+                      "an environment variable name must be non-empty and contain no '=' or NUL");
+      ok = false;
+    }
+    std::optional<std::string> text = reader.ExpectString(*value, variable_path, QuoteHint(*value));
+    if (!text) {
+      ok = false;
+      continue;
+    }
+    environment.emplace_back(std::string(variable), std::move(*text));
+  }
+  return ok;
+}
+
+}  // namespace
+
+std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node& node,
+                                         const SupervisorConfig& supervisor, ValueReader& reader,
+                                         SocketChecks& sockets) {
+  const std::string path = JoinKey("cells", name.str());
+  const bool name_ok = IsValidCellName(name.str());
+  if (!name_ok) {
+    reader.AddError(
+        At(name.source()), path,
+        "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting "
+        "with '-'");
+  }
+  const toml::table* table =
+      reader.ExpectTable(node, path, "write the cell as a [cells.NAME] table");
+  if (table == nullptr) return std::nullopt;
+
+  CellConfig cell;
+  cell.name = std::string(name.str());
+  cell.position = At(table->source());
+  bool ok = name_ok;
+  bool has_command = false;
+  bool has_max_concurrent = false;
+  // For the warnings: where each element of `command` and the two timeouts were written.
+  std::vector<SourcePosition> command_at;
+  SourcePosition request_timeout_at;
+  SourcePosition stall_timeout_at;
+  bool max_unsent_given = false;
+  std::optional<SocketUse> explicit_socket;
+  // For the restart_max_delay >= restart_delay check: the durations as written, and where.
+  std::string restart_delay_text = std::to_string(CellConfig{}.restart_delay.count()) + "ms";
+  bool restart_delay_given = false;
+  bool restart_delay_ok = true;
+  std::optional<std::pair<SourcePosition, std::string>> max_delay_written;
+  LimitsParser limits(reader);
+  PrivilegesParser privileges(reader);
+
+  for (auto [key, value] : InFileOrder(*table)) {
+    const std::string key_path = JoinKey(path, key->str());
+    const std::string_view key_name = key->str();
+    bool key_ok = true;
+    const CellKey* known = FindCellKey(key_name);
+    if (key_name == "worker_socket") {
+      reader.AddError(At(key->source()), key_path,
+                      "unknown key; the worker socket is always <runtime_dir>/NAME.worker.sock");
+      key_ok = false;
+    } else if (known == nullptr) {
+      reader.UnknownKey(*key, key_path, CellKeyNames());
+      key_ok = false;
+    } else {
+      const CellKeyId id = known->id;
+      switch (id) {
+        case CellKeyId::kCommand: {
+          has_command = true;
+          key_ok = ParseCommand(reader, *value, key_path, cell.command);
+          if (const toml::array* array = value->as_array()) {
+            for (const toml::node& element : *array) command_at.push_back(At(element.source()));
+          }
+          break;
+        }
+        case CellKeyId::kSocket: {
+          std::optional<std::string> socket = reader.ExpectPath(*value, key_path);
+          key_ok = socket.has_value();
+          if (socket) {
+            cell.socket = std::move(*socket);
+            explicit_socket =
+                SocketUse{cell.socket, key_path, key_path, "socket", At(value->source()), ""};
+          }
+          break;
+        }
+        case CellKeyId::kMaxConcurrent: {
+          has_max_concurrent = true;
+          auto slots = reader.ExpectInteger(*value, key_path, 1, kMaxConcurrentLimit);
+          key_ok = slots.has_value();
+          if (slots) cell.max_concurrent = static_cast<uint32_t>(*slots);
+          break;
+        }
+        case CellKeyId::kMaxQueue: {
+          auto queue = reader.ExpectInteger(*value, key_path, 0, kMaxQueueLimit);
+          key_ok = queue.has_value();
+          if (queue) cell.max_queue = static_cast<uint32_t>(*queue);
+          break;
+        }
+        case CellKeyId::kMaxConnections: {
+          auto connections = reader.ExpectInteger(*value, key_path, 1, kMaxConnectionsLimit);
+          key_ok = connections.has_value();
+          if (connections) cell.max_connections = static_cast<uint32_t>(*connections);
+          break;
+        }
+        case CellKeyId::kMaxUnsentBytes: {
+          std::optional<uint64_t> bytes = reader.ExpectSize(*value, key_path, "");
+          const uint64_t least = uint64_t{supervisor.max_payload_bytes} + kFrameHeaderBytes;
+          if (bytes && *bytes < least) {
+            reader.AddError(At(value->source()), key_path,
+                            "must hold one full-size reply: at least max_payload_bytes + 16 (" +
+                                std::to_string(least) + " bytes), got " + SizeAsWritten(*value));
+            bytes.reset();
+          }
+          key_ok = bytes.has_value();
+          if (bytes) {
+            cell.max_unsent_bytes = *bytes;
+            max_unsent_given = true;
+          }
+          break;
+        }
+        case CellKeyId::kClientWriteTimeout: {
+          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = timeout.has_value();
+          if (timeout) cell.client_write_timeout = *timeout;
+          break;
+        }
+        case CellKeyId::kQueueTimeout: {
+          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/false);
+          key_ok = timeout.has_value();
+          if (timeout) cell.queue_timeout = *timeout;
+          break;
+        }
+        case CellKeyId::kRestart: {
+          auto mode = reader.ExpectChoice(*value, key_path, kRestartModes);
+          key_ok = mode.has_value();
+          if (mode) cell.restart = static_cast<RestartMode>(*mode);
+          break;
+        }
+        case CellKeyId::kRestartDelay: {
+          auto delay = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = delay.has_value();
+          restart_delay_given = true;
+          restart_delay_ok = key_ok;
+          if (delay) {
+            cell.restart_delay = *delay;
+            restart_delay_text = value->as_string()->get();
+          }
+          break;
+        }
+        case CellKeyId::kRestartMaxDelay: {
+          auto delay = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = delay.has_value();
+          if (delay) {
+            cell.restart_max_delay = *delay;
+            max_delay_written.emplace(At(value->source()), value->as_string()->get());
+          }
+          break;
+        }
+        case CellKeyId::kRestartResetAfter: {
+          auto after = reader.ExpectDuration(*value, key_path, /*allow_zero=*/false);
+          key_ok = after.has_value();
+          if (after) cell.restart_reset_after = *after;
+          break;
+        }
+        case CellKeyId::kStartLimitBurst: {
+          auto burst = reader.ExpectInteger(*value, key_path, 1, kMaxStartLimitBurst);
+          key_ok = burst.has_value();
+          if (burst) cell.start_limit_burst = static_cast<uint32_t>(*burst);
+          break;
+        }
+        case CellKeyId::kStartLimitInterval: {
+          auto interval = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = interval.has_value();
+          if (interval) cell.start_limit_interval = *interval;
+          break;
+        }
+        case CellKeyId::kRequestTimeout: {
+          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = timeout.has_value();
+          if (timeout) cell.request_timeout = *timeout;
+          request_timeout_at = At(value->source());
+          break;
+        }
+        case CellKeyId::kStallTimeout: {
+          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = timeout.has_value();
+          if (timeout) cell.stall_timeout = *timeout;
+          stall_timeout_at = At(value->source());
+          break;
+        }
+        case CellKeyId::kReady: {
+          auto mode = reader.ExpectChoice(*value, key_path, kReadyModes);
+          key_ok = mode.has_value();
+          if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+          break;
+        }
+        case CellKeyId::kStartTimeout: {
+          // "0s", or systemd's "infinity" (TimeoutStartSec=infinity): wait for READY=1 forever.
+          auto timeout = value->value_exact<std::string>() == "infinity"
+                             ? std::optional<milliseconds>(0)
+                             : reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = timeout.has_value();
+          if (timeout) cell.start_timeout = *timeout;
+          break;
+        }
+        case CellKeyId::kWatchdog: {
+          auto interval = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = interval.has_value();
+          if (interval) cell.watchdog = *interval;
+          break;
+        }
+        case CellKeyId::kStopSignal: {
+          auto signal = ExpectStopSignal(reader, *value, key_path);
+          key_ok = signal.has_value();
+          if (signal) cell.stop_signal = *signal;
+          break;
+        }
+        case CellKeyId::kKillMode: {
+          auto mode = reader.ExpectChoice(*value, key_path, kKillModes);
+          key_ok = mode.has_value();
+          if (mode) cell.kill_mode = static_cast<KillMode>(*mode);
+          break;
+        }
+        case CellKeyId::kStopTimeout: {
+          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/false);
+          key_ok = timeout.has_value();
+          if (timeout) cell.stop_timeout = *timeout;
+          break;
+        }
+        case CellKeyId::kEnvironment: {
+          key_ok = ParseEnvironment(reader, *value, key_path, cell.environment);
+          break;
+        }
+        case CellKeyId::kWorkingDirectory: {
+          std::optional<std::string> dir = reader.ExpectPath(*value, key_path);
+          key_ok = dir.has_value();
+          if (dir) cell.working_directory = std::move(*dir);
+          break;
+        }
+        case CellKeyId::kOutput: {
+          auto mode = reader.ExpectChoice(*value, key_path, kOutputModes);
+          key_ok = mode.has_value();
+          if (mode) cell.output = static_cast<OutputMode>(*mode);
+          break;
+        }
+        case CellKeyId::kLogLineMax: {
+          std::optional<uint64_t> bytes = reader.ExpectSize(*value, key_path, "");
+          if (bytes && (*bytes < kMinLogLineMax || *bytes > kMaxLogLineMax)) {
+            reader.AddError(
+                At(value->source()), key_path,
+                "must be between 64 and 1048576 bytes (1M), got " + SizeAsWritten(*value));
+            bytes.reset();
+          }
+          key_ok = bytes.has_value();
+          if (bytes) cell.log_line_max = static_cast<uint32_t>(*bytes);
+          break;
+        }
+        case CellKeyId::kLogRateLimitBurst: {
+          auto burst = reader.ExpectInteger(*value, key_path, 0, kMaxLogRateLimitBurst);
+          key_ok = burst.has_value();
+          if (burst) cell.log_rate_limit_burst = static_cast<uint32_t>(*burst);
+          break;
+        }
+        case CellKeyId::kLogRateLimitInterval: {
+          auto interval = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = interval.has_value();
+          if (interval) cell.log_rate_limit_interval = *interval;
+          break;
+        }
+        case CellKeyId::kCpuMax:
+        case CellKeyId::kCpuMaxPeriod:
+        case CellKeyId::kCpuWeight:
+        case CellKeyId::kMemoryMax:
+        case CellKeyId::kMemoryHigh:
+        case CellKeyId::kMemorySwapMax:
+        case CellKeyId::kPidsMax:
+        case CellKeyId::kOomPolicy:
+        case CellKeyId::kOomScoreAdjust:
+          key_ok = limits.ParseKey(id, *value, key_path, cell);
+          break;
+        case CellKeyId::kUser:
+        case CellKeyId::kGroup:
+        case CellKeyId::kSupplementaryGroups:
+        case CellKeyId::kUmask:
+        case CellKeyId::kNoNewPrivileges:
+        case CellKeyId::kSocketMode:
+        case CellKeyId::kSocketGroup:
+          key_ok = privileges.ParseKey(id, *value, key_path, cell);
+          break;
+        case CellKeyId::kCount:
+          break;
+      }
+    }
+    ok = ok && key_ok;
+  }
+
+  if (!has_command) {
+    reader.AddError(cell.position, JoinKey(path, "command"), "missing required key");
+    ok = false;
+  }
+  if (!has_max_concurrent) {
+    reader.AddError(cell.position, JoinKey(path, "max_concurrent"), "missing required key");
+    ok = false;
+  }
+  // Left out, max_unsent_bytes holds at least two full-size replies (and 64 KiB).
+  if (!max_unsent_given) {
+    cell.max_unsent_bytes =
+        std::max(kDefaultMaxUnsentBytes,
+                 2 * (uint64_t{supervisor.max_payload_bytes} + kFrameHeaderBytes) + (64 << 10));
+  }
+  // The cap may not be below the first step. Left out, it follows a longer restart_delay.
+  if (!max_delay_written) {
+    cell.restart_max_delay = std::max(cell.restart_max_delay, cell.restart_delay);
+  } else if (restart_delay_ok && cell.restart_max_delay < cell.restart_delay) {
+    reader.AddError(max_delay_written->first, JoinKey(path, "restart_max_delay"),
+                    "must be at least restart_delay (" + Quoted(restart_delay_text) +
+                        (restart_delay_given ? "" : ", the default") + "), got " +
+                        Quoted(max_delay_written->second));
+    ok = false;
+  }
+
+  ok = limits.Finish(path, cell) && ok;
+  ok = privileges.Finish(path, cell) && ok;
+
+  // Sockets named after the cell need a valid name and a usable runtime_dir.
+  if (name_ok) {
+    cell.worker_socket = JoinPath(supervisor.runtime_dir, cell.name + ".worker.sock");
+    cell.notify_socket = JoinPath(supervisor.runtime_dir, cell.name + ".notify");
+    sockets.AddDerived({cell.worker_socket, path, "the worker socket of " + path, "worker socket",
+                        cell.position, "supervisor.runtime_dir or the cell name"});
+    sockets.AddDerived({cell.notify_socket, path, "the notify socket of " + path, "notify socket",
+                        cell.position, "supervisor.runtime_dir or the cell name"});
+    if (explicit_socket) {
+      sockets.Add(std::move(*explicit_socket));
+    } else {
+      cell.socket = JoinPath(supervisor.runtime_dir, cell.name + ".sock");
+      const std::string socket_key = JoinKey(path, "socket");
+      sockets.AddDerived({cell.socket, socket_key, socket_key, "default socket", cell.position,
+                          "supervisor.runtime_dir or the cell name"});
+    }
+  } else if (explicit_socket) {
+    sockets.Add(std::move(*explicit_socket));
+  }
+
+  if (!ok) return std::nullopt;
+  WarnAboutTimeouts(reader, cell, path, request_timeout_at, stall_timeout_at);
+  WarnAboutCommand(reader, cell, path, command_at);
+  return cell;
+}
+
+}  // namespace bulkhead::config

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+// One [cells.NAME] table of the config (docs/config.md, "[cells.NAME]"): every key checked (the
+// dispatch is a switch over config/config_keys.h's CellKeyId, so every key of the table is
+// parsed), the defaults filled, the checks across keys, the cell's sockets recorded for the
+// cross-file checks, and the warnings (config/cell_warnings.h). Internal to config/;
+// thread-compatible.
+#pragma once
+
+#include <optional>
+
+#include "config/config.h"
+#include "config/socket_checks.h"
+#include "config/value_reader.h"
+
+namespace bulkhead::config {
+
+// The cell `name` = `node` of [cells], or nullopt after its errors went to `reader`. `supervisor`
+// is the parsed [supervisor] (runtime_dir and max_payload_bytes give defaults).
+std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node& node,
+                                         const SupervisorConfig& supervisor, ValueReader& reader,
+                                         SocketChecks& sockets);
+
+}  // namespace bulkhead::config

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// The warnings about a valid cell (docs/config.md, "Warnings"): what is valid but likely wrong.
+// They never refuse the file. Internal to config/; thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "config/value_reader.h"
+
+namespace bulkhead::config {
+
+// request_timeout without stall_timeout, or stall_timeout shorter than request_timeout: a hung
+// worker would keep its slots. `path` is the cell's key path; the positions are where the two
+// keys were written.
+void WarnAboutTimeouts(ValueReader& reader, const CellConfig& cell, const std::string& path,
+                       SourcePosition request_timeout_at, SourcePosition stall_timeout_at);
+
+// A command[0] that does not resolve to an executable file on this host now (in the worker's PATH
+// when it has no '/'), and a relative script argument that names no file in working_directory.
+// `command_at`: the position of each element of `command`.
+void WarnAboutCommand(ValueReader& reader, const CellConfig& cell, const std::string& path,
+                      const std::vector<SourcePosition>& command_at);
+
+}  // namespace bulkhead::config

@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: MIT
+// A [cells.NAME] table (config/cell_table.h): names, required keys, admission, lifecycle, command,
+// environment and output keys, their defaults and every error with its file:line:col.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+#include "tests/config/config_test_util.h"
+
+namespace bulkhead::config {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+
+TEST(ParseConfig, NestedTableInEnvironment) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x", ["y"]]
+max_concurrent = 1
+[cells.a.environment.NESTED]
+X = "1"
+)"),
+              ElementsAre(At(4, 17, "cells.a.command[1]", "expected string, got array"),
+                          At(6, 1, "cells.a.environment.NESTED", "expected string, got table")));
+}
+
+TEST(ParseConfig, OutOfRangeNumbers) {
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+max_payload_bytes = 0
+[cells.a]
+command = ["x"]
+max_concurrent = 0
+max_queue = -1
+[cells.b]
+command = ["x"]
+max_concurrent = 65536
+max_queue = 1000001
+)"),
+      ElementsAre(At(3, 21, "supervisor.max_payload_bytes",
+                     "must be between 1 and 1073741824 (1 GiB), got 0"),
+                  At(6, 18, "cells.a.max_concurrent", "must be between 1 and 65535, got 0"),
+                  At(7, 13, "cells.a.max_queue", "must be between 0 and 1000000, got -1"),
+                  At(10, 18, "cells.b.max_concurrent", "must be between 1 and 65535, got 65536"),
+                  At(11, 13, "cells.b.max_queue", "must be between 0 and 1000000, got 1000001")));
+  EXPECT_THAT(Errors(R"([supervisor]
+max_payload_bytes = 1073741825
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(2, 21, "supervisor.max_payload_bytes",
+                             "must be between 1 and 1073741824 (1 GiB), got 1073741825")));
+}
+
+TEST(ParseConfig, MalformedDurations) {
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+queue_timeout = "1.5s"
+restart_delay = "-1s"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+queue_timeout = "0s"
+restart_delay = "0s"
+)"),
+      ElementsAre(At(6, 17, "cells.a.queue_timeout", ParseDuration("1.5s").status().message()),
+                  At(7, 17, "cells.a.restart_delay", ParseDuration("-1s").status().message()),
+                  At(11, 17, "cells.b.queue_timeout", "must be greater than 0")));
+}
+
+TEST(ParseConfig, MissingRequiredKeysPointAtTheCellTable) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+max_queue = 1
+[cells.b]
+command = ["x"]
+)"),
+              ElementsAre(At(3, 1, "cells.a.command", "missing required key"),
+                          At(3, 1, "cells.a.max_concurrent", "missing required key"),
+                          At(5, 1, "cells.b.max_concurrent", "missing required key")));
+}
+
+TEST(ParseConfig, InvalidCellNames) {
+  const std::string too_long(65, 'a');
+  const std::string message =
+      "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting with '-'";
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells."bad name"]
+command = ["x"]
+max_concurrent = 1
+[cells.)" + too_long +
+             R"(]
+command = ["x"]
+max_concurrent = 1
+[cells.""]
+command = ["x"]
+max_concurrent = 1
+[cells."a.b"]
+command = ["x"]
+max_concurrent = 1
+[cells.ok_Name-2]
+command = ["x"]
+max_concurrent = 1
+)"),
+      ElementsAre(At(3, 8, "cells.\"bad name\"", message), At(6, 8, "cells." + too_long, message),
+                  At(9, 8, "cells.\"\"", message), At(12, 8, "cells.\"a.b\"", message)));
+}
+
+// Issue 13: "--help" would become --help.sock and read as an option of bulkheadctl.
+TEST(ParseConfig, CellNamesStartingWithADashAreRefused) {
+  const std::string message =
+      "cell name must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-', not starting with '-'";
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.--help]
+command = ["x"]
+max_concurrent = 1
+[cells.-x]
+command = ["x"]
+max_concurrent = 1
+[cells.a-]
+command = ["x"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(3, 8, "cells.--help", message), At(6, 8, "cells.-x", message)));
+}
+
+TEST(ParseConfig, BadCommands) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = []
+max_concurrent = 1
+[cells.b]
+command = ["", "arg"]
+max_concurrent = 1
+[cells.c]
+command = ["x\u0000y"]
+max_concurrent = 1
+)"),
+              ElementsAre(At(4, 11, "cells.a.command",
+                             "must not be empty; give the program and its arguments"),
+                          At(7, 12, "cells.b.command[0]", "the program must not be empty"),
+                          At(10, 12, "cells.c.command[0]", "must not contain a NUL character")));
+}
+
+TEST(ParseConfig, BadEnvironmentNames) {
+  const std::string message =
+      "an environment variable name must be non-empty and contain no '=' or NUL";
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+environment = { "A=B" = "1", "" = "2", GOOD = "3" }
+)"),
+              ElementsAre(At(6, 17, "cells.a.environment.\"A=B\"", message),
+                          At(6, 30, "cells.a.environment.\"\"", message)));
+}
+
+TEST(ParseConfig, LifecycleDefaults) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+)");
+  ASSERT_EQ(config.cells.size(), 1u);
+  const CellConfig& cell = config.cells[0];
+  EXPECT_EQ(cell.restart, RestartMode::kAlways);
+  EXPECT_EQ(cell.restart_delay, milliseconds(100));
+  EXPECT_EQ(cell.restart_max_delay, milliseconds(30'000));
+  EXPECT_EQ(cell.restart_reset_after, milliseconds(10'000));
+  EXPECT_EQ(cell.start_limit_burst, 5u);
+  EXPECT_EQ(cell.start_limit_interval, milliseconds(60'000));
+  EXPECT_EQ(cell.request_timeout, milliseconds(0));
+  EXPECT_EQ(cell.stall_timeout, milliseconds(0));
+  EXPECT_EQ(cell.ready, ReadyMode::kExec);
+  EXPECT_EQ(cell.watchdog, milliseconds(0));
+  EXPECT_EQ(cell.stop_signal, SIGTERM);
+  EXPECT_EQ(cell.stop_timeout, milliseconds(5000));
+}
+
+TEST(ParseConfig, LifecycleKeysAllSet) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+restart = "on-failure"
+restart_delay = "250ms"
+restart_max_delay = "1m"
+restart_reset_after = "2m"
+start_limit_burst = 1000
+start_limit_interval = "1h"
+request_timeout = "3s"
+stall_timeout = "10s"
+ready = "notify"
+watchdog = "5s"
+stop_signal = "HUP"
+stop_timeout = "1s500ms"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+restart = "never"
+start_limit_burst = 1
+)");
+  ASSERT_EQ(config.cells.size(), 2u);
+  const CellConfig& a = config.cells[0];
+  EXPECT_EQ(a.restart, RestartMode::kOnFailure);
+  EXPECT_EQ(a.restart_delay, milliseconds(250));
+  EXPECT_EQ(a.restart_max_delay, milliseconds(60'000));
+  EXPECT_EQ(a.restart_reset_after, milliseconds(120'000));
+  EXPECT_EQ(a.start_limit_burst, 1000u);
+  EXPECT_EQ(a.start_limit_interval, milliseconds(3'600'000));
+  EXPECT_EQ(a.request_timeout, milliseconds(3000));
+  EXPECT_EQ(a.stall_timeout, milliseconds(10'000));
+  EXPECT_EQ(a.ready, ReadyMode::kNotify);
+  EXPECT_EQ(a.watchdog, milliseconds(5000));
+  EXPECT_EQ(a.stop_signal, SIGHUP);
+  EXPECT_EQ(a.stop_timeout, milliseconds(1500));
+  EXPECT_EQ(config.cells[1].restart, RestartMode::kNever);
+  EXPECT_EQ(config.cells[1].start_limit_burst, 1u);
+}
+
+TEST(ParseConfig, ZeroTurnsOffTimeoutsWatchdogAndStartLimit) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+restart_delay = "0s"
+restart_max_delay = "0s"
+start_limit_interval = "0s"
+request_timeout = "0s"
+stall_timeout = "0s"
+watchdog = "0s"
+)");
+  ASSERT_EQ(config.cells.size(), 1u);
+  const CellConfig& cell = config.cells[0];
+  EXPECT_EQ(cell.restart_delay, milliseconds(0));
+  EXPECT_EQ(cell.restart_max_delay, milliseconds(0));
+  EXPECT_EQ(cell.start_limit_interval, milliseconds(0));
+  EXPECT_EQ(cell.request_timeout, milliseconds(0));
+  EXPECT_EQ(cell.stall_timeout, milliseconds(0));
+  EXPECT_EQ(cell.watchdog, milliseconds(0));
+}
+
+TEST(ParseConfig, StopSignalNamesWithOrWithoutSigPrefix) {
+  const std::vector<std::pair<std::string, int>> names = {
+      {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},  {"QUIT", SIGQUIT},
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"KILL", SIGKILL}};
+  for (const auto& [name, number] : names) {
+    for (const std::string& written : {name, "SIG" + name}) {
+      const Config config = MustParse(
+          "[cells.a]\ncommand = [\"x\"]\nmax_concurrent = 1\n"
+          "stop_signal = \"" +
+          written + "\"\n");
+      ASSERT_EQ(config.cells.size(), 1u) << written;
+      EXPECT_EQ(config.cells[0].stop_signal, number) << written;
+    }
+  }
+}
+
+TEST(ParseConfig, BadLifecycleValues) {
+  const std::string signals =
+      "must be one of SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGKILL (the SIG prefix "
+      "may be left out); got ";
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+restart = "sometimes"
+ready = "notfy"
+stop_signal = "SIGFOO"
+start_limit_burst = 0
+restart_reset_after = "0s"
+stop_timeout = "0s"
+watchdog = "1.5s"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+restart = "alwyas"
+stop_signal = "sigterm"
+start_limit_burst = 1001
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+stop_signal = 15
+restart = true
+ready = "Notify"
+stall_timeout = 5
+stop_timout = "1s"
+[cells.d]
+command = ["x"]
+max_concurrent = 1
+stop_signal = "TREM"
+)"),
+      ElementsAre(
+          At(6, 11, "cells.a.restart",
+             "must be one of always, on-failure, never; got \"sometimes\""),
+          At(7, 9, "cells.a.ready",
+             "must be one of exec, notify; got \"notfy\"; did you mean \"notify\"?"),
+          At(8, 15, "cells.a.stop_signal", signals + "\"SIGFOO\""),
+          At(9, 21, "cells.a.start_limit_burst", "must be between 1 and 1000, got 0"),
+          At(10, 23, "cells.a.restart_reset_after", "must be greater than 0"),
+          At(11, 16, "cells.a.stop_timeout", "must be greater than 0"),
+          At(12, 12, "cells.a.watchdog", ParseDuration("1.5s").status().message()),
+          At(16, 11, "cells.b.restart",
+             "must be one of always, on-failure, never; got \"alwyas\"; did you mean "
+             "\"always\"?"),
+          At(17, 15, "cells.b.stop_signal", signals + "\"sigterm\"; did you mean \"SIGTERM\"?"),
+          At(18, 21, "cells.b.start_limit_burst", "must be between 1 and 1000, got 1001"),
+          At(22, 15, "cells.c.stop_signal",
+             "expected string, got integer (write the signal's name, such as \"SIGTERM\")"),
+          At(23, 11, "cells.c.restart", "expected string, got boolean"),
+          At(24, 9, "cells.c.ready",
+             "must be one of exec, notify; got \"Notify\"; did you mean \"notify\"?"),
+          At(25, 17, "cells.c.stall_timeout",
+             "expected string, got integer (a duration is a string such as \"500ms\" or "
+             "\"2s\")"),
+          At(26, 1, "cells.c.stop_timout", "unknown key; did you mean \"stop_timeout\"?"),
+          At(30, 15, "cells.d.stop_signal", signals + "\"TREM\"; did you mean \"SIGTERM\"?")));
+}
+
+TEST(ParseConfig, RestartMaxDelayMayNotBeBelowRestartDelay) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+restart_max_delay = "1m"
+restart_delay = "1m30s"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+restart_max_delay = "50ms"
+)"),
+              ElementsAre(At(6, 21, "cells.a.restart_max_delay",
+                             "must be at least restart_delay (\"1m30s\"), got \"1m\""),
+                          At(11, 21, "cells.b.restart_max_delay",
+                             "must be at least restart_delay (\"100ms\", the default), got "
+                             "\"50ms\"")));
+  // Equal is fine; left out, the cap follows a restart_delay above its 30s default.
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+restart_delay = "2s"
+restart_max_delay = "2s"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+restart_delay = "2m"
+)");
+  ASSERT_EQ(config.cells.size(), 2u);
+  EXPECT_EQ(config.cells[0].restart_max_delay, milliseconds(2000));
+  EXPECT_EQ(config.cells[1].restart_max_delay, milliseconds(120'000));
+}
+
+TEST(ParseConfig, EmptyPaths) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = ""
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+socket = ""
+working_directory = ""
+)"),
+              ElementsAre(At(2, 15, "supervisor.runtime_dir", "must not be empty"),
+                          At(6, 10, "cells.a.socket", "must not be empty"),
+                          At(7, 21, "cells.a.working_directory", "must not be empty")));
+}
+
+TEST(ParseConfig, WorkerOutputKeys) {
+  const CellConfig defaults = MustParse(CellWith("")).cells[0];
+  EXPECT_EQ(defaults.output, OutputMode::kLog);
+  EXPECT_EQ(defaults.log_line_max, 4096u);
+  EXPECT_EQ(defaults.log_rate_limit_burst, 1000u);
+  EXPECT_EQ(defaults.log_rate_limit_interval, std::chrono::seconds(10));
+
+  const CellConfig set = MustParse(CellWith("output = \"null\"\nlog_line_max = \"64K\"\n"
+                                            "log_rate_limit_burst = 0\n"
+                                            "log_rate_limit_interval = \"1m\""))
+                             .cells[0];
+  EXPECT_EQ(set.output, OutputMode::kNull);
+  EXPECT_EQ(set.log_line_max, 65536u);
+  EXPECT_EQ(set.log_rate_limit_burst, 0u);
+  EXPECT_EQ(set.log_rate_limit_interval, std::chrono::minutes(1));
+  EXPECT_EQ(MustParse(CellWith("output = \"inherit\"\nlog_line_max = 64")).cells[0].output,
+            OutputMode::kInherit);
+
+  EXPECT_THAT(Errors(CellWith("log_line_max = 63")),
+              ElementsAre(At(4, 16, "cells.a.log_line_max",
+                             "must be between 64 and 1048576 bytes (1M), got 63")));
+  EXPECT_THAT(Errors(CellWith("log_line_max = \"2M\"")),
+              ElementsAre(At(4, 16, "cells.a.log_line_max",
+                             "must be between 64 and 1048576 bytes (1M), got \"2M\"")));
+  EXPECT_THAT(Errors(CellWith("log_rate_limit_burst = 1000001")),
+              ElementsAre(At(4, 24, "cells.a.log_rate_limit_burst",
+                             "must be between 0 and 1000000, got 1000001")));
+  std::vector<std::string> bad_output = Errors(CellWith("output = \"journal\""));
+  ASSERT_EQ(bad_output.size(), 1u);
+  EXPECT_THAT(bad_output[0], ::testing::HasSubstr("cells.a.output"));
+  EXPECT_THAT(bad_output[0], ::testing::HasSubstr("must be one of log, inherit, null"));
+}
+
+// cells.NAME.max_unsent_bytes and client_write_timeout: defaults (following max_payload_bytes),
+// values, and positioned errors.
+TEST(ParseConfig, MaxUnsentBytesAndClientWriteTimeout) {
+  const CellConfig defaults = MustParse(CellWith("")).cells[0];
+  EXPECT_EQ(defaults.max_unsent_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(defaults.client_write_timeout, std::chrono::seconds(30));
+  // With 64 MiB payloads the default holds two full-size replies and 64 KiB.
+  EXPECT_EQ(MustParse("[supervisor]\nmax_payload_bytes = 67108864\n" + CellWith(""))
+                .cells[0]
+                .max_unsent_bytes,
+            2 * ((uint64_t{64} << 20) + 16) + 65536);
+
+  const CellConfig set =
+      MustParse(CellWith("max_unsent_bytes = \"8M\"\nclient_write_timeout = \"0s\"")).cells[0];
+  EXPECT_EQ(set.max_unsent_bytes, uint64_t{8} << 20);
+  EXPECT_EQ(set.client_write_timeout, std::chrono::milliseconds(0));
+
+  EXPECT_THAT(Errors(CellWith("max_unsent_bytes = \"4M\"")),
+              ElementsAre(At(4, 20, "cells.a.max_unsent_bytes",
+                             "must hold one full-size reply: at least max_payload_bytes + 16 "
+                             "(4194320 bytes), got \"4M\"")));
+  EXPECT_THAT(
+      Errors("[supervisor]\nmax_payload_bytes = 1024\n" + CellWith("max_unsent_bytes = 1000")),
+      ElementsAre(At(6, 20, "cells.a.max_unsent_bytes",
+                     "must hold one full-size reply: at least max_payload_bytes + 16 "
+                     "(1040 bytes), got 1000")));
+  std::vector<std::string> bad_timeout = Errors(CellWith("client_write_timeout = 30"));
+  ASSERT_EQ(bad_timeout.size(), 1u);
+  EXPECT_THAT(bad_timeout[0], ::testing::HasSubstr(":4:24: cells.a.client_write_timeout"));
+}
+
+// cells.NAME.max_connections: its default, its range, and positioned errors.
+TEST(ParseConfig, MaxConnectionsDefaultAndRange) {
+  EXPECT_EQ(MustParse(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+)")
+                .cells[0]
+                .max_connections,
+            1024u);
+  const Config config = MustParse(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+max_connections = 1
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+max_connections = 1048576
+)");
+  EXPECT_EQ(config.cells[0].max_connections, 1u);
+  EXPECT_EQ(config.cells[1].max_connections, 1048576u);
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+max_connections = 0
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+max_connections = 1048577
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+max_connections = "many"
+)"),
+      ElementsAre(
+          At(6, 19, "cells.a.max_connections", "must be between 1 and 1048576, got 0"),
+          At(10, 19, "cells.b.max_connections", "must be between 1 and 1048576, got 1048577"),
+          At(14, 19, "cells.c.max_connections", "expected integer, got string")));
+}
+
+}  // namespace
+}  // namespace bulkhead::config
