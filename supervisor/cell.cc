@@ -1,21 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "supervisor/cell.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <utility>
 
 #include "base/check.h"
 #include "base/log.h"
-#include "cell/process.h"
-#include "cell/restart_policy.h"
-#include "cell/worker.h"
 #include "ipc/listen_socket.h"
 #include "lifecycle/worker_privileges.h"
 #include "proxy/front_connection.h"
@@ -33,15 +23,6 @@ using Action = lifecycle::Lifecycle::Action;
 constexpr uint64_t kOrphanGraceMs = 1000;
 // Front socket backlog: clients waiting for accept().
 constexpr int kFrontBacklog = 1024;
-// How often an emptying cgroup is polled after cgroup.kill, in ms.
-constexpr uint64_t kTeardownPollMs = 5;
-// How long after an OOM kill is seen the worker is checked for having survived it, in ms. The
-// kernel raises memory.events oom_kill just before it queues SIGKILL to the victim (mm/oom_kill.c),
-// so a look at the very moment of the rise could find a victim not yet signalled; this long after,
-// a victim is dying (SIGKILL pending, exiting) or dead, whatever the load.
-constexpr uint64_t kOomSurvivalCheckMs = 200;
-// How often memory.events is read when it cannot be watched (uv_fs_event failed), in ms.
-constexpr uint64_t kOomPollMs = 1000;
 // A connection to the worker still waiting in its listening socket's backlog this long, in ms,
 // gets a warning: the worker does not serve its connections concurrently (docs/protocol.md).
 constexpr uint64_t kAcceptWarnMs = 5000;
@@ -65,31 +46,22 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, lifecycle::CellCompartmen
            uint32_t max_payload, proxy::RequestPool* pool)
     : loop_(loop),
       config_(std::move(config)),
-      compartment_(std::move(compartment)),
       max_payload_(max_payload),
       pool_(pool),
       bulkhead_(LimitsOf(config_)),
-      clock_(loop),
-      lifecycle_(lifecycle::LifecycleOptionsFromConfig(config_), &clock_,
-                 cell::RestartPolicy::RandomJitter()),
-      notify_(loop, [this](pid_t sender,
-                           const cell::NotifyMessage& message) { OnNotify(sender, message); }),
-      output_(loop, config_),
       deadlines_(static_cast<uint64_t>(config_.request_timeout.count())),
-      after_poll_(loop, [this] { OnAfterPoll(); }) {
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
-                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_,
-                            &start_timer_, &accept_timer_, &write_timer_}) {
+      after_poll_(loop,
+                  [this] {
+                    runner_.OnAfterPoll();
+                    OnAfterPoll();
+                  }),
+      runner_(loop, config_, std::move(compartment), max_payload, &after_poll_, this) {
+  for (uv_timer_t* timer : {&queue_timer_, &orphan_timer_, &stall_timer_, &request_timer_,
+                            &accept_timer_, &write_timer_}) {
     uv_timer_init(loop_, timer);
     timer->data = this;
     ++open_handles_;
   }
-  uv_timer_init(loop_, &oom_timer_);
-  oom_timer_.data = this;
-  ++open_handles_;
-  uv_fs_event_init(loop_, &memory_events_watch_);
-  memory_events_watch_.data = this;
-  ++open_handles_;
   uv_pipe_init(loop_, &front_, 0);
   front_.data = this;
   ++open_handles_;
@@ -98,18 +70,8 @@ Cell::Cell(uv_loop_t* loop, config::CellConfig config, lifecycle::CellCompartmen
 Cell::~Cell() { BH_CHECK(open_handles_ == 0); }
 
 Status Cell::Bind() {
-  if (compartment_.tree != nullptr) {
-    Result<cell::CellCgroup> made = cell::CellCgroup::Create(*compartment_.tree, config_.name);
-    if (!made.ok()) return made.status();
-    cgroup_.emplace(std::move(made).value());
-    StartOomWatch();
-    // Written again before every spawn; under "required" a failure here fails the first start.
-    (void)WriteCellLimits();
-    // A cgroup that still has processes belongs to an earlier run that died without stopping
-    // them: they are killed before this run's first worker starts (see Start).
-    Result<bool> empty = cgroup_->IsEmpty();
-    stale_generation_ = !empty.ok() || !*empty;
-  }
+  Status cgroup = runner_.CreateCgroup();
+  if (!cgroup.ok()) return cgroup;
   // The front socket first: it tells whether another live instance serves this cell.
   Result<ipc::ListeningSocket> front =
       ipc::ClaimListeningSocket(config_.socket, kFrontBacklog, ipc::Blocking::kNonBlocking,
@@ -121,17 +83,7 @@ Status Cell::Bind() {
   front->fd.Release();
   rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog, &Cell::OnConnection);
   if (rc != 0) return Status::Error("listen " + config_.socket + ": " + uv_strerror(rc));
-
-  Result<ipc::ListeningSocket> worker = ipc::ClaimListeningSocket(
-      config_.worker_socket, static_cast<int>(std::max<uint32_t>(config_.max_concurrent, 128)),
-      ipc::Blocking::kBlocking, lifecycle::WorkerSocketAccess());
-  if (!worker.ok()) return worker.status();
-  worker_file_ = std::move(worker->file);
-  worker_listen_fd_ = std::move(worker->fd);
-
-  Status notify = notify_.Bind(config_.notify_socket, lifecycle::NotifySocketAccess(config_));
-  if (!notify.ok()) return notify;
-  return Status::Ok();
+  return runner_.BindSockets();
 }
 
 void Cell::OnConnection(uv_stream_t* server, int status) {
@@ -183,269 +135,22 @@ std::string Cell::ConnectionRefusal() const {
   return {};
 }
 
-// --- Lifecycle plumbing. ---
+// --- What the lifecycle asks of the data path. ---
 
-std::string Cell::Start() {
-  if (stale_generation_) {
-    stale_generation_ = false;
-    Log(LogLevel::kWarning, name(), 0,
-        "cgroup " + cgroup_->path() +
-            " still holds processes of an earlier run: killing them first");
-    Teardown([this] { Handle(Event::StartRequested()); });
-    return lifecycle::Lifecycle::ReplyText(lifecycle::Lifecycle::Reply::kAccepted);
-  }
-  return lifecycle::Lifecycle::ReplyText(Handle(Event::StartRequested()).reply);
-}
-
-std::string Cell::Restart() {
-  // Set before Handle (the spawn may come at once); a refused restart ("restart in progress")
-  // leaves the flag of the one under way as it was.
-  const bool earlier = operator_restart_;
-  operator_restart_ = true;
-  std::string reply =
-      lifecycle::Lifecycle::ReplyText(Handle(Event::RestartRequested(bulkhead_.running())).reply);
-  if (reply != lifecycle::Lifecycle::ReplyText(lifecycle::Lifecycle::Reply::kAccepted))
-    operator_restart_ = earlier;
-  return reply;
-}
-
+std::string Cell::Start() { return runner_.Start(); }
+std::string Cell::Restart() { return runner_.Restart(bulkhead_.running()); }
 std::string Cell::Stop(std::function<void()> on_stopped) {
-  if (on_stopped) on_stopped_.push_back(std::move(on_stopped));
-  return lifecycle::Lifecycle::ReplyText(Handle(Event::StopRequested(bulkhead_.running())).reply);
+  return runner_.Stop(bulkhead_.running(), std::move(on_stopped));
 }
 
-lifecycle::Lifecycle::Transition Cell::Handle(const Event& event) {
-  if (executing_) {
-    pending_events_.push_back(event);
-    return lifecycle::Lifecycle::Transition{};
-  }
-  lifecycle::Lifecycle::Transition transition = lifecycle_.Handle(event);
-  Execute(transition);
-  while (!pending_events_.empty()) {
-    Event next = pending_events_.front();
-    pending_events_.erase(pending_events_.begin());
-    Execute(lifecycle_.Handle(next));
-  }
-  return transition;
+void Cell::OpenAdmission() {
+  bulkhead_.SetOpen(true);
+  StartQueued();
 }
 
-void Cell::Execute(const lifecycle::Lifecycle::Transition& t) {
-  if (!t.log.empty()) Log(t.log_level, name(), pid_ != 0 ? pid_ : pgid_, t.log);
-  bool was_executing = std::exchange(executing_, true);
-  for (const Action& a : t.actions) {
-    switch (a.type) {
-      case Action::Type::kSpawn:
-        // Always last: its answer is handled at once, outside this list.
-        executing_ = was_executing;
-        DoSpawn();
-        return;
-      case Action::Type::kOpenAdmission:
-        bulkhead_.SetOpen(true);
-        StartQueued();
-        break;
-      case Action::Type::kCloseAdmission:
-        bulkhead_.SetOpen(false);
-        break;
-      case Action::Type::kRejectQueued:
-        RejectQueued();
-        break;
-      case Action::Type::kFailInFlight:
-        FailInFlight(a.reason, a.message);
-        break;
-      case Action::Type::kSignalStop:
-        SignalStop(a.signal);
-        break;
-      case Action::Type::kKillAll:
-        KillAll();
-        break;
-      case Action::Type::kArmBackoff:
-        uv_timer_start(
-            &backoff_timer_,
-            [](uv_timer_t* timer) {
-              static_cast<Cell*>(timer->data)->Handle(Event::BackoffElapsed());
-            },
-            a.ms, 0);
-        break;
-      case Action::Type::kArmStopTimer:
-        uv_timer_start(
-            &stop_timer_,
-            [](uv_timer_t* timer) {
-              static_cast<Cell*>(timer->data)->Handle(Event::StopTimeout());
-            },
-            a.ms, 0);
-        break;
-      case Action::Type::kArmWatchdog:
-        ++watchdog_arms_;
-        uv_timer_start(&watchdog_timer_, &Cell::OnWatchdogTimer, a.ms, 0);
-        break;
-      case Action::Type::kArmStartTimer:
-        uv_timer_start(
-            &start_timer_,
-            [](uv_timer_t* timer) {
-              static_cast<Cell*>(timer->data)->Handle(Event::StartTimeout());
-            },
-            a.ms, 0);
-        break;
-      case Action::Type::kCancelTimers:
-        ++watchdog_arms_;
-        uv_timer_stop(&backoff_timer_);
-        uv_timer_stop(&stop_timer_);
-        uv_timer_stop(&watchdog_timer_);
-        uv_timer_stop(&start_timer_);
-        break;
-      case Action::Type::kNotifyStopped: {
-        std::vector<std::function<void()>> callbacks;
-        callbacks.swap(on_stopped_);
-        for (auto& callback : callbacks) callback();
-        break;
-      }
-    }
-  }
-  executing_ = was_executing;
-  NoteState();
-}
+void Cell::CloseAdmission() { bulkhead_.SetOpen(false); }
 
-void Cell::NoteState() {
-  if (lifecycle_.state() == observed_state_) return;
-  observed_state_ = lifecycle_.state();
-  if (state_observer_) state_observer_();
-}
-
-void Cell::DrainStaleWorkerConnections() {
-  // The listening socket outlives worker generations. A connection the supervisor made to a worker
-  // that died before accept()ing it waits in the backlog with its request frame, although the
-  // supervisor closed its end and failed that request: the next worker would accept it and run the
-  // request again, beside max_concurrent live ones. No link of this cell is open between
-  // generations, so whatever waits in the backlog now is stale. The socket is blocking (the worker
-  // may accept in blocking mode); no worker shares it at this point, so O_NONBLOCK is set for the
-  // drain and cleared again.
-  const int fd = worker_listen_fd_.get();
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return;
-  int drained = 0;
-  while (true) {
-    int conn = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      break;  // EAGAIN: the backlog is empty (or accept failed: nothing more to do)
-    }
-    ::close(conn);
-    ++drained;
-  }
-  ::fcntl(fd, F_SETFL, flags);
-  if (drained > 0) {
-    Log(LogLevel::kDebug, name(), 0,
-        "closed " + std::to_string(drained) +
-            " connection(s) the last worker never accepted (their requests already failed)");
-  }
-}
-
-void Cell::DoSpawn() {
-  BH_CHECK(pid_ == 0);
-  // The lifecycle counted a restart before asking for this spawn: attribute it to its cause.
-  if (lifecycle_.restarts() > restarts_attributed_) {
-    lifecycle::RestartReason why = operator_restart_
-                                       ? lifecycle::RestartReason::kOperator
-                                       : lifecycle::ClassifyLastExit(lifecycle_.last_exit());
-    restarts_by_reason_[static_cast<size_t>(why)] += lifecycle_.restarts() - restarts_attributed_;
-    restarts_attributed_ = lifecycle_.restarts();
-  }
-  operator_restart_ = false;
-  Status limits = cgroup_ ? WriteCellLimits() : Status::Ok();
-  if (!limits.ok() && compartment_.required) {
-    // cgroup = "required": no worker runs outside its limits. A failed start, as an exec error.
-    std::string why = "cgroup = \"required\" but limits not enforced: " + limits.message();
-    Log(LogLevel::kError, name(), 0, "cannot start worker: " + why);
-    Execute(lifecycle_.Handle(Event::SpawnFailed(why)));
-  } else {
-    SpawnWorker();
-  }
-  // Events raised while the answer's actions ran.
-  while (!executing_ && !pending_events_.empty()) {
-    Event next = pending_events_.front();
-    pending_events_.erase(pending_events_.begin());
-    Execute(lifecycle_.Handle(next));
-  }
-}
-
-void Cell::SpawnWorker() {
-  if (idle_links_.empty() && busy_links_.empty()) DrainStaleWorkerConnections();
-  accept_warned_ = false;
-  cell::SpawnOptions options;
-  options.argv = config_.command;
-  bool has_path = false;
-  for (const auto& [key, value] : config_.environment) {
-    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID" ||
-        key == cell::kMaxPayloadEnv) {
-      continue;
-    }
-    options.environment.push_back(key + "=" + value);
-    if (key == "PATH") has_path = true;
-  }
-  if (!has_path) options.environment.push_back(std::string("PATH=") + config::kDefaultWorkerPath);
-  options.environment.push_back("NOTIFY_SOCKET=" + notify_.path());
-  // The worker SDK reads its payload limit here (cell/worker.h MaxPayloadFromEnv).
-  options.environment.push_back(std::string(cell::kMaxPayloadEnv) + "=" +
-                                std::to_string(max_payload_));
-  if (config_.watchdog.count() > 0) {
-    options.environment.push_back("WATCHDOG_USEC=" +
-                                  std::to_string(config_.watchdog.count() * 1000));
-  }
-  lifecycle::AppendUserEnvironment(config_, &options.environment);
-  options.credentials = lifecycle::WorkerCredentials(config_);
-  options.umask = static_cast<mode_t>(config_.umask);
-  options.no_new_privileges = config_.no_new_privileges;
-  // Set in the child, so the worker never inherits bulkheadd's own oom_score_adj.
-  options.oom_score_adj = config_.oom_score_adjust;
-  options.working_directory = config_.working_directory;
-  options.listen_fd = worker_listen_fd_.get();
-  options.listen_fd_name = config_.name;
-  // A supervisor that dies without stopping its cells (SIGKILL, a failed check) takes the workers
-  // with it: none keeps running unnoticed, holding an old generation's socket.
-  options.parent_death_signal = SIGKILL;
-  if (cgroup_) {
-    // The worker is born inside its cgroup (clone3 CLONE_INTO_CGROUP): so is all it forks.
-    options.cgroup_fd = cgroup_->dir_fd();
-    // OOM kills before this worker concern none of its processes.
-    LookForOomKills();
-    oom_->WorkerStarted();
-  }
-  status_text_.clear();
-  Status output = output_.Prepare(&options);
-  if (!output.ok())
-    Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
-  Result<pid_t> pid = cell::Spawn(options);
-  output_.Spawned(pid.ok() ? *pid : 0);
-  if (!pid.ok()) {
-    Log(LogLevel::kError, name(), 0, "cannot start worker: " + pid.status().message());
-    Execute(lifecycle_.Handle(Event::SpawnFailed(pid.status().message())));
-  } else {
-    pid_ = pgid_ = *pid;
-    Execute(lifecycle_.Handle(Event::Spawned()));
-  }
-}
-
-void Cell::OnWorkerExit(int wait_status) {
-  BH_CHECK(pid_ != 0);
-  pid_t pid = pid_;
-  // An OOM kill of the worker: a SIGKILL, and an OOM kill in memory.events that it was not seen
-  // to survive (cell::OomKillTracker). The last look is taken while pid_ still names the worker.
-  bool oom_killed = false;
-  if (oom_) {
-    oom_killed = oom_->WorkerDied(wait_status, LookForOomKills());
-    if (!oom_polling_) uv_timer_stop(&oom_timer_);
-  }
-  pid_ = 0;
-  // Its last words first: they often tell why it ended.
-  output_.WorkerExited();
-  std::string description = cell::DescribeWaitStatus(wait_status);
-  Log(LogLevel::kDebug, name(), pid,
-      "worker reaped: " + description + (oom_killed ? " (OOM kill)" : ""));
-  // The lifecycle hears of the exit only once nothing of this generation is left.
-  Teardown([this, wait_status, description, oom_killed] {
-    Handle(Event::Exited(wait_status, description, oom_killed));
-  });
-}
+void Cell::WorkerStarting() { accept_warned_ = false; }
 
 void Cell::FailInFlight(ipc::Reason reason, const std::string& message) {
   std::vector<proxy::WorkerLink*> links;
@@ -472,198 +177,7 @@ void Cell::RejectQueued() {
 }
 
 void Cell::MaybeDrained() {
-  if (bulkhead_.running() == 0 && lifecycle_.state() == lifecycle::Lifecycle::State::kStopping) {
-    Handle(Event::Drained());
-  }
-}
-
-// --- Teardown of a worker generation. ---
-
-Status Cell::WriteCellLimits() {
-  limits_written_ = cgroup_->WriteLimits(compartment_.limits);
-  Status status = limits_written_.status();
-  if (!status.ok()) {
-    Log(compartment_.required ? LogLevel::kError : LogLevel::kWarning, name(), pid_,
-        "cgroup limits not enforced: " + status.message());
-  }
-  return status;
-}
-
-void Cell::SignalStop(int signal) {
-  if (cgroup_ && config_.kill_mode == config::KillMode::kControlGroup) {
-    // systemd's KillMode=control-group: every process of the cell, a setsid helper included.
-    Status signalled = cgroup_->Signal(signal);
-    if (signalled.ok()) return;
-    Log(LogLevel::kError, name(), pid_, "cgroup signal: " + signalled.message());
-  }
-  if (cgroup_) {
-    // kill_mode = "mixed" (systemd's KillMode=mixed): the worker alone; whatever else is left
-    // gets SIGKILL (cgroup.kill) once it has exited or at stop_timeout.
-    if (pid_ > 0) ::kill(pid_, signal);
-    return;
-  }
-  // Without a cgroup: the worker's process group (it leads one since the spawn); a helper that
-  // left it (setsid) is not reached.
-  if (pgid_ > 0) {
-    ::kill(-pgid_, signal);
-    if (pid_ > 0) ::kill(pid_, signal);  // in case it left its process group
-  }
-}
-
-void Cell::KillAll() {
-  if (cgroup_) {
-    Status killed = cgroup_->Kill();
-    if (!killed.ok()) Log(LogLevel::kError, name(), pgid_, "cgroup kill: " + killed.message());
-    return;
-  }
-  // The worker leads its own process group: whatever it forked without leaving the group goes too.
-  if (pgid_ > 0) {
-    ::kill(-pgid_, SIGKILL);
-    if (pid_ > 0) ::kill(pid_, SIGKILL);
-  }
-}
-
-void Cell::Teardown(std::function<void()> then) {
-  // A stop with kill_mode = "control-group" signalled every process of the cell: those left
-  // when the worker exits may finish their cleanup until stop_timeout, when the stop timer's
-  // SIGKILL (KillAll) comes, as systemd waits for the whole control group.
-  teardown_kill_from_ms_ = cgroup_ && config_.kill_mode == config::KillMode::kControlGroup
-                               ? lifecycle_.signalled_stop_deadline_ms()
-                               : 0;
-  if (Now() >= teardown_kill_from_ms_) KillAll();
-  if (!cgroup_) {
-    then();
-    return;
-  }
-  after_teardown_ = std::move(then);
-  teardown_started_ms_ = Now();
-  teardown_warned_ = false;
-  uv_timer_start(&teardown_timer_, &Cell::OnTeardownTimer, 0, kTeardownPollMs);
-}
-
-void Cell::OnTeardownTimer(uv_timer_t* timer) {
-  auto* self = static_cast<Cell*>(timer->data);
-  Result<bool> empty = self->cgroup_->IsEmpty();
-  if (empty.ok() && *empty) {
-    uv_timer_stop(timer);
-    if (self->after_teardown_) std::exchange(self->after_teardown_, nullptr)();
-    return;
-  }
-  // cgroup.procs is not empty yet: kill again (a process may have forked meanwhile) and wait. The
-  // next generation never starts beside a survivor of this one.
-  if (self->Now() >= self->teardown_kill_from_ms_) self->KillAll();
-  if (!self->teardown_warned_ &&
-      self->Now() > std::max(self->teardown_started_ms_, self->teardown_kill_from_ms_) + 5000) {
-    self->teardown_warned_ = true;
-    Log(LogLevel::kError, self->name(), 0,
-        "cgroup " + self->cgroup_->path() + " still has processes 5 s after cgroup.kill" +
-            (empty.ok() ? "" : ": " + empty.status().message()));
-  }
-}
-
-// --- OOM kills (memory.events). ---
-
-void Cell::StartOomWatch() {
-  Result<cell::MemoryEvents> events = cgroup_->ReadMemoryEvents();
-  if (!events.ok()) {
-    Log(LogLevel::kWarning, name(), 0, "OOM kills: " + events.status().message());
-  }
-  // Kills before this run are not counted: they are the earlier run's.
-  oom_.emplace(events.ok() ? *events : cell::MemoryEvents{});
-  const std::string path = cgroup_->memory_events_path();
-  int rc = uv_fs_event_start(&memory_events_watch_, &Cell::OnMemoryEvents, path.c_str(), 0);
-  if (rc != 0) {
-    Log(LogLevel::kWarning, name(), 0,
-        "cannot watch " + path + " (" + uv_strerror(rc) + "): reading it every " +
-            std::to_string(kOomPollMs) + " ms instead");
-    oom_polling_ = true;
-    uv_timer_start(&oom_timer_, &Cell::OnOomTimer, kOomPollMs, kOomPollMs);
-  }
-}
-
-cell::OomKillTracker::Look Cell::LookForOomKills() {
-  if (!oom_ || !cgroup_) return {};
-  Result<cell::MemoryEvents> events = cgroup_->ReadMemoryEvents();
-  if (!events.ok()) return {};  // the cgroup is being removed (shutdown)
-  const bool group_kill = compartment_.limits.oom_group;
-  cell::OomKillTracker::Look look = oom_->Observe(*events, group_kill, pid_ != 0);
-  if (!look.rose) return look;
-  auto counter = [](const char* key, uint64_t before, uint64_t now) {
-    return std::string(key) + " " + std::to_string(now) + " (+" +
-           std::to_string(now >= before ? now - before : 0) + ")";
-  };
-  // The kernel names the victim (pid, command, oom_score_adj) only in its log; memory.events
-  // holds counters alone.
-  Log(LogLevel::kWarning, name(), pid_,
-      "OOM kill in the cell: memory.events " +
-          counter("oom_kill", look.before.oom_kill, look.now.oom_kill) + ", " +
-          counter("oom_group_kill", look.before.oom_group_kill, look.now.oom_group_kill) +
-          " (oom_policy " + (group_kill ? "kill" : "continue") +
-          (compartment_.limits.memory_max
-               ? ", memory.max " + std::to_string(*compartment_.limits.memory_max)
-               : std::string()) +
-          "); the kernel log names the victim");
-  if (oom_->pending()) {
-    oom_seen_ms_ = Now();
-    if (!oom_polling_) uv_timer_start(&oom_timer_, &Cell::OnOomTimer, kOomSurvivalCheckMs, 0);
-  }
-  return look;
-}
-
-void Cell::OnMemoryEvents(uv_fs_event_t* handle, const char* /*filename*/, int /*events*/,
-                          int status) {
-  auto* self = static_cast<Cell*>(handle->data);
-  if (status < 0) {
-    Log(LogLevel::kWarning, self->name(), 0,
-        std::string("watching memory.events: ") + uv_strerror(status));
-  }
-  self->LookForOomKills();
-}
-
-void Cell::OnOomTimer(uv_timer_t* timer) {
-  auto* self = static_cast<Cell*>(timer->data);
-  self->LookForOomKills();
-  if (!self->oom_ || !self->oom_->pending() || self->pid_ == 0) return;
-  const uint64_t since = self->Now() - self->oom_seen_ms_;
-  if (since < kOomSurvivalCheckMs) {
-    if (!self->oom_polling_) {
-      uv_timer_start(timer, &Cell::OnOomTimer, kOomSurvivalCheckMs - since, 0);
-    }
-    return;
-  }
-  // A victim is dying or dead by now: its reap settles its fate (OnWorkerExit). A worker that is
-  // neither survived, and its later death is not blamed on this OOM kill.
-  Result<bool> dying = cell::ProcessIsDying(self->pid_);
-  if (!dying.ok() || *dying) return;
-  self->oom_->WorkerSurvived();
-  Log(LogLevel::kWarning, self->name(), self->pid_,
-      "the worker survived the OOM kill and keeps serving");
-}
-
-// --- Notify socket (sd_notify(3)). ---
-
-bool Cell::SpeaksForCell(pid_t sender) const {
-  if (pid_ == 0) return false;
-  if (sender == pid_) return true;
-  if (cgroup_) {
-    // Any process of the cell's cgroup (systemd's NotifyAccess=all).
-    Result<std::vector<pid_t>> procs = cgroup_->Procs();
-    return procs.ok() && std::find(procs->begin(), procs->end(), sender) != procs->end();
-  }
-  // Without a cgroup: a process of the worker's session (the worker called setsid at spawn).
-  return ::getsid(sender) == pid_;
-}
-
-void Cell::OnNotify(pid_t sender, const cell::NotifyMessage& message) {
-  if (!SpeaksForCell(sender)) {
-    Log(LogLevel::kWarning, name(), sender,
-        "notify message from a process outside the cell ignored");
-    return;
-  }
-  if (message.status) status_text_ = *message.status;
-  if (message.ready) Handle(Event::Ready());
-  if (message.watchdog_ping) Handle(Event::WatchdogPing());
-  if (message.watchdog_trigger) Handle(Event::Stalled("worker sent WATCHDOG=trigger"));
+  if (bulkhead_.running() == 0) runner_.Drained();
 }
 
 // --- Shutdown. ---
@@ -674,41 +188,26 @@ void Cell::DisconnectClients() {
 }
 
 void Cell::CloseHandles(std::function<void()> on_closed) {
-  BH_CHECK(pid_ == 0);
+  BH_CHECK(runner_.pid() == 0);
   on_closed_ = std::move(on_closed);
   for (proxy::WorkerLink* link : idle_links_) link->Close();
   idle_links_.clear();
   BH_CHECK(busy_links_.empty());
-  if (cgroup_) {
-    Status removed = cgroup_->Remove();
-    if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
-  }
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &queue_timer_,
-                            &orphan_timer_, &teardown_timer_, &stall_timer_, &request_timer_,
-                            &start_timer_, &oom_timer_, &accept_timer_, &write_timer_}) {
+  for (uv_timer_t* timer : {&queue_timer_, &orphan_timer_, &stall_timer_, &request_timer_,
+                            &accept_timer_, &write_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &Cell::OnHandleClosed);
   }
-  uv_close(reinterpret_cast<uv_handle_t*>(&memory_events_watch_), &Cell::OnHandleClosed);
   uv_close(reinterpret_cast<uv_handle_t*>(&front_), &Cell::OnHandleClosed);
   // Only socket files this cell bound are removed, while they are still the ones it bound.
   front_file_.Remove();
-  worker_file_.Remove();
-  worker_listen_fd_.Reset();
-  ++open_handles_;
-  output_.Close([this] {
+  auto closed = [this] {
     BH_CHECK(open_handles_ > 0);
     if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
-  });
+  };
   ++open_handles_;
-  after_poll_.Close([this] {
-    BH_CHECK(open_handles_ > 0);
-    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
-  });
+  runner_.Close(closed);
   ++open_handles_;
-  notify_.Close([this] {
-    BH_CHECK(open_handles_ > 0);
-    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
-  });
+  after_poll_.Close(closed);
 }
 
 void Cell::OnHandleClosed(uv_handle_t* handle) {
@@ -728,14 +227,8 @@ Status Cell::Reconfigure(const config::CellConfig& next,
   // for longer than the new timeout is not killed for the time before it existed.
   if (next.stall_timeout != config_.stall_timeout) stall_counted_from_ms_ = Now();
   config_ = next;
-  if (worker_listen_fd_.valid()) {
-    // More links may connect at once than the backlog Bind gave: listen(2) again resizes it.
-    ::listen(worker_listen_fd_.get(),
-             static_cast<int>(std::max<uint32_t>(config_.max_concurrent, 128)));
-  }
-  lifecycle_.SetOptions(lifecycle::LifecycleOptionsFromConfig(config_));
+  Status written = runner_.Reconfigure(next, cgroup_limits);
   bulkhead_.SetLimits(LimitsOf(config_));
-  output_.SetOptions(config_);
   // A changed request_timeout counts from now for the requests running now.
   deadlines_.SetTimeout(static_cast<uint64_t>(config_.request_timeout.count()), Now());
   ArmRequestTimer();
@@ -748,11 +241,6 @@ Status Cell::Reconfigure(const config::CellConfig& next,
   // A raised max_concurrent starts queued requests now; a changed queue_timeout re-arms the queue
   // timer for the head's new deadline.
   StartQueued();
-  Status written = Status::Ok();
-  if (cgroup_limits) {
-    compartment_.limits = *cgroup_limits;
-    if (cgroup_) written = WriteCellLimits();
-  }
   return written;
 }
 
@@ -847,7 +335,7 @@ void Cell::OnRequest(proxy::FrontConnection* conn, const ipc::FrameView& frame) 
   request->admitted_at_ns = uv_hrtime();
   request->dispatched_at_ns = 0;
   conn->LinkRequest(request);
-  if (lifecycle_.RefusesRequests()) {
+  if (runner_.RefusesRequests()) {
     ++counters_.rejected_at_admission;
     Reject(request, ipc::Reason::kUnavailable);
     return;
@@ -882,7 +370,8 @@ proxy::WorkerLink* Cell::TakeLink(proxy::Request* request, bool fresh) {
   Result<proxy::WorkerLink*> made =
       proxy::WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_);
   if (!made.ok()) {
-    Log(LogLevel::kError, name(), pid_, "cannot connect to worker: " + made.status().message());
+    Log(LogLevel::kError, name(), runner_.pid(),
+        "cannot connect to worker: " + made.status().message());
     Fail(request, ipc::Reason::kWorkerError,
          "cannot connect to worker: " + made.status().message());
     return nullptr;
@@ -896,10 +385,7 @@ proxy::WorkerLink* Cell::TakeLink(proxy::Request* request, bool fresh) {
 
 void Cell::OnAcceptTimer(uv_timer_t* timer) {
   auto* self = static_cast<Cell*>(timer->data);
-  if (self->pid_ == 0 || !self->worker_listen_fd_.valid()) return;
-  // A listening socket polls readable while a connection waits in its backlog, not accepted.
-  pollfd p{.fd = self->worker_listen_fd_.get(), .events = POLLIN, .revents = 0};
-  if (::poll(&p, 1, 0) != 1 || (p.revents & POLLIN) == 0) return;  // all accepted
+  if (self->runner_.pid() == 0 || !self->runner_.HasUnacceptedConnection()) return;
   // When the newest connection is kAcceptWarnMs old, the one waiting is at least as old.
   const uint64_t newest_age = self->Now() - self->last_link_opened_ms_;
   if (newest_age < kAcceptWarnMs) {
@@ -908,7 +394,7 @@ void Cell::OnAcceptTimer(uv_timer_t* timer) {
   }
   if (!self->accept_warned_) {
     self->accept_warned_ = true;
-    Log(LogLevel::kWarning, self->name(), self->pid_,
+    Log(LogLevel::kWarning, self->name(), self->runner_.pid(),
         "worker has not accepted a connection the supervisor opened at least " +
             std::to_string(kAcceptWarnMs / 1000) +
             " s ago: a worker must accept every connection on its listening socket and serve its "
@@ -991,8 +477,8 @@ void Cell::OnLinkBroken(proxy::WorkerLink* link, const std::string& why, bool wo
   if (unread) unread_payload.assign(link->inflight_payload());
   proxy::Request* request = link->TakeInflight();
   DropLink(link);
-  if (unread && !request->resent && pid_ != 0) {
-    Log(LogLevel::kDebug, name(), pid_,
+  if (unread && !request->resent && runner_.pid() != 0) {
+    Log(LogLevel::kDebug, name(), runner_.pid(),
         "worker connection closed before the worker read the request (" + why +
             "): sending it again on a new connection");
     Resend(request, unread_payload);
@@ -1000,7 +486,7 @@ void Cell::OnLinkBroken(proxy::WorkerLink* link, const std::string& why, bool wo
   }
   if (worker_at_fault) {
     // The supervisor closed the connection: say why, at once, rather than wait for an exit.
-    Log(LogLevel::kWarning, name(), pid_, "worker broke the protocol: " + why);
+    Log(LogLevel::kWarning, name(), runner_.pid(), "worker broke the protocol: " + why);
     if (request != nullptr)
       Fail(request, ipc::Reason::kWorkerError, "worker broke the protocol: " + why);
     return;
@@ -1012,7 +498,8 @@ void Cell::OnLinkBroken(proxy::WorkerLink* link, const std::string& why, bool wo
   if (orphans_.size() == 1) {
     uv_timer_start(&orphan_timer_, &Cell::OnOrphanTimer, kOrphanGraceMs, 0);
   }
-  Log(LogLevel::kDebug, name(), pid_, "worker connection broke with a request in flight: " + why);
+  Log(LogLevel::kDebug, name(), runner_.pid(),
+      "worker connection broke with a request in flight: " + why);
 }
 
 void Cell::OnOrphanTimer(uv_timer_t* timer) {
@@ -1109,7 +596,7 @@ void Cell::Reject(proxy::Request* request, ipc::Reason reason) {
   detail.cell = config_.name;
   detail.running = bulkhead_.running();
   detail.queued = bulkhead_.queued();
-  if (reason == ipc::Reason::kUnavailable) detail.retry_after_ms = lifecycle_.RetryAfterMs();
+  if (reason == ipc::Reason::kUnavailable) detail.retry_after_ms = runner_.RetryAfterMs();
   scratch_.clear();
   ipc::AppendRejectDetail(&scratch_, detail);
   Complete(request, outcome, ReplyHeader(ipc::ReplyStatus::kRejected, reason), scratch_);
@@ -1153,7 +640,7 @@ void Cell::OnStallTimer(uv_timer_t* timer) {
 void Cell::CheckStall(bool after_poll) {
   const uint64_t stall_ms = static_cast<uint64_t>(config_.stall_timeout.count());
   // Idle (nothing to stall on), or no stall_timeout any more.
-  if (busy_links_.empty() || pid_ == 0 || stall_ms == 0) return;
+  if (busy_links_.empty() || runner_.pid() == 0 || stall_ms == 0) return;
   const uint64_t now = Now();
   const uint64_t counted = now - std::max(last_progress_ms_, stall_counted_from_ms_);
   if (counted < stall_ms) {
@@ -1166,22 +653,11 @@ void Cell::CheckStall(bool after_poll) {
     after_poll_.Request();
     return;
   }
-  Handle(Event::Stalled("no reply for " + std::to_string(now - last_progress_ms_) + " ms"));
-}
-
-void Cell::OnWatchdogTimer(uv_timer_t* timer) {
-  auto* self = static_cast<Cell*>(timer->data);
-  self->verdicts_.watchdog = true;
-  self->verdicts_.watchdog_arms = self->watchdog_arms_;
-  self->after_poll_.Request();
+  runner_.Stalled("no reply for " + std::to_string(now - last_progress_ms_) + " ms");
 }
 
 void Cell::OnAfterPoll() {
   const PendingVerdicts verdicts = std::exchange(verdicts_, PendingVerdicts{});
-  // A WATCHDOG=1 read by the poll re-armed the watchdog: the miss did not happen.
-  if (verdicts.watchdog && watchdog_arms_ == verdicts.watchdog_arms) {
-    Handle(Event::WatchdogMissed());
-  }
   if (verdicts.stall) CheckStall(/*after_poll=*/true);
   if (verdicts.request_timeout) ExpireRequests();
 }
@@ -1223,12 +699,13 @@ void Cell::ExpireRequests() {
 
 control::CellSnapshot Cell::Snapshot() const {
   control::CellSnapshot s;
+  const lifecycle::Lifecycle& lifecycle = runner_.lifecycle();
   s.name = config_.name;
-  s.state = lifecycle_.state();
+  s.state = lifecycle.state();
   uint64_t now = uv_now(loop_);
-  s.state_since_ms = now - std::min(now, lifecycle_.since_ms());
-  s.state_detail = lifecycle_.StateDetail();
-  s.pid = pid_;
+  s.state_since_ms = now - std::min(now, lifecycle.since_ms());
+  s.state_detail = lifecycle.StateDetail();
+  s.pid = runner_.pid();
   s.socket = config_.socket;
   s.worker_socket = config_.worker_socket;
   s.limits = bulkhead_.limits();
@@ -1238,17 +715,14 @@ control::CellSnapshot Cell::Snapshot() const {
   s.max_connections = config_.max_connections;
   s.connection_limit = std::min(config_.max_connections, connection_share_);
   s.worker_connections = static_cast<uint32_t>(worker_connections());
-  s.starts = lifecycle_.starts();
-  s.restarts = lifecycle_.restarts();
-  s.last_exit = lifecycle_.last_exit();
-  s.reason = lifecycle_.reason();
-  s.status_text = status_text_;
-  if (pid_ != 0) s.uptime_ms = now - std::min(now, lifecycle_.worker_started_at_ms());
-  if (lifecycle_.next_start_at_ms() > now) s.next_start_in_ms = lifecycle_.next_start_at_ms() - now;
+  s.starts = lifecycle.starts();
+  s.restarts = lifecycle.restarts();
+  s.last_exit = lifecycle.last_exit();
+  s.reason = lifecycle.reason();
+  s.status_text = runner_.status_text();
+  if (s.pid != 0) s.uptime_ms = now - std::min(now, lifecycle.worker_started_at_ms());
+  if (lifecycle.next_start_at_ms() > now) s.next_start_in_ms = lifecycle.next_start_at_ms() - now;
   s.counters = counters_;
-  s.limits_note = compartment_.not_enforced_reason;
-  s.cgroup_limits = compartment_.limits;
-  s.oom_kills = oom_ ? oom_->kills() : 0;
   s.in_flight =
       bulkhead_.running() - static_cast<uint32_t>(deadlines_.expired()) + bulkhead_.queued();
   s.in_flight += replies_unwritten_;
@@ -1258,48 +732,15 @@ control::CellSnapshot Cell::Snapshot() const {
   s.request_duration = request_duration_.total();
   s.recent_queue_wait = queue_wait_.Recent(now_ns);
   s.recent_request_duration = request_duration_.Recent(now_ns);
-  s.restarts_by_reason = restarts_by_reason_;
-  if (cgroup_) {
-    s.cgroup_path = cgroup_->path();
-    Result<cell::CgroupStats> stats = cgroup_->ReadStats();
-    if (stats.ok()) {
-      s.cgroup = std::move(stats).value();
-    } else {
-      s.limits_note = "cannot read " + cgroup_->path() + ": " + stats.status().message();
-    }
-  }
-  // Per limit: written at the last WriteCellLimits, and its controller's files still there now (a
-  // controller withdrawn from cells/cgroup.subtree_control takes its files and limits with it).
-  std::string lost;
-  for (size_t i = 0; i < cell::kLimitCount; ++i) {
-    const auto limit = static_cast<cell::Limit>(i);
-    const bool set = cell::LimitIsSet(compartment_.limits, limit);
-    bool present = cgroup_.has_value() && s.cgroup.has_value();
-    if (present && cell::LimitController(limit) == "memory") present = s.cgroup->has_memory;
-    if (present && cell::LimitController(limit) == "pids") present = s.cgroup->has_pids;
-    if (present && cell::LimitController(limit) == "cpu") present = s.cgroup->has_cpu;
-    if (cgroup_ && !limits_written_.of(limit).ok()) {
-      s.limit_states[i] = lifecycle::LimitState::kNotEnforced;
-    } else if (!set) {
-      s.limit_states[i] = lifecycle::LimitState::kUnlimited;
-    } else if (present) {
-      s.limit_states[i] = lifecycle::LimitState::kEnforced;
-    } else {
-      s.limit_states[i] = lifecycle::LimitState::kNotEnforced;
-      if (cgroup_ && s.cgroup && lost.empty()) {
-        lost = std::string(cell::LimitName(limit)) + ": the " +
-               std::string(cell::LimitController(limit)) + " controller is no longer enabled for " +
-               cgroup_->path();
-      }
-    }
-  }
-  s.limits_enforced = cgroup_.has_value() && s.cgroup.has_value() &&
-                      std::find(s.limit_states.begin(), s.limit_states.end(),
-                                lifecycle::LimitState::kNotEnforced) == s.limit_states.end();
-  if (cgroup_ && s.cgroup) {
-    Status written = limits_written_.status();
-    s.limits_note = !written.ok() ? written.message() : lost;
-  }
+  s.restarts_by_reason = runner_.restarts_by_reason();
+  lifecycle::WorkerRunner::CompartmentStatus compartment = runner_.ReadCompartment();
+  s.limits_enforced = compartment.limits_enforced;
+  s.limits_note = std::move(compartment.limits_note);
+  s.limit_states = compartment.limit_states;
+  s.cgroup_path = std::move(compartment.cgroup_path);
+  s.cgroup_limits = compartment.cgroup_limits;
+  s.cgroup = std::move(compartment.cgroup);
+  s.oom_kills = compartment.oom_kills;
   return s;
 }
 
