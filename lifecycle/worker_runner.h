@@ -99,6 +99,8 @@ class WorkerRunner {
   // that moved it ran.
   void SetStateObserver(std::function<void()> observer) { state_observer_ = std::move(observer); }
 
+  // The config in force (the last Reconfigure's).
+  const config::CellConfig& config() const { return config_; }
   // The live worker's pid, 0 when none (or when it was reaped and its cgroup is being emptied).
   pid_t pid() const { return pid_; }
   const Lifecycle& lifecycle() const { return lifecycle_; }
