@@ -55,7 +55,7 @@ const CellKey kCellKeys[] = {
     Key<&C::start_timeout>("start_timeout", Group::kPolicy),
     Key<&C::watchdog>("watchdog", Group::kRestart),
     Key<&C::stop_signal>("stop_signal", Group::kPolicy),
-    // Read by the Cell when it sends stop_signal: the next stop follows it.
+    // Read by the WorkerRunner when it sends stop_signal: the next stop follows it.
     Key<&C::kill_mode>("kill_mode", Group::kPolicy),
     Key<&C::stop_timeout>("stop_timeout", Group::kPolicy),
     Key<&C::environment>("environment", Group::kRestart),
@@ -71,8 +71,8 @@ const CellKey kCellKeys[] = {
     Key<&C::oom_policy>("oom_policy", Group::kCgroup),
     // Set in the child before exec: the next worker gets it.
     Key<&C::oom_score_adjust>("oom_score_adjust", Group::kRestart),
-    // Read by WorkerOutput at each spawn (Cell::Reconfigure hands them over): the new worker's
-    // pipes follow them.
+    // Read by WorkerOutput at each spawn (WorkerRunner::Reconfigure hands them over): the new
+    // worker's pipes follow them.
     Key<&C::output>("output", Group::kRestart),
     Key<&C::log_line_max>("log_line_max", Group::kRestart),
     Key<&C::log_rate_limit_burst>("log_rate_limit_burst", Group::kRestart),
