@@ -1,486 +1,22 @@
 // SPDX-License-Identifier: MIT
 // bulkheadctl: a thin client of bulkheadd's control socket (docs/control.md). Parse the command
-// line, ask the supervisor, print, and exit with a code from base/exit_status.h.
-#include <signal.h>
-#include <unistd.h>
-
+// line and run one subcommand (ctl/commands.h), which asks the supervisor, prints, and returns an
+// exit code from base/exit_status.h.
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <map>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 #include "base/duration.h"
 #include "base/exit_status.h"
-#include "base/log.h"
-#include "ctl/cell_call.h"
-#include "ctl/control_client.h"
+#include "ctl/commands.h"
 #include "ctl/default_socket.h"
 #include "ctl/lifecycle_wait.h"
-#include "ctl/log_command.h"
-#include "ctl/reload_command.h"
-#include "ctl/status_table.h"
-#include "ctl/status_view.h"
-#include "ipc/frame.h"
 
 namespace bulkhead::ctl {
 namespace {
-
-// Bound on a control-socket exchange when --timeout is not given.
-constexpr std::chrono::seconds kDefaultControlTimeout{10};
-// Bound on how long start/stop/restart wait for the outcome when --timeout is not given: systemd's
-// DefaultTimeoutStartSec= (systemd-system.conf(5)).
-constexpr std::chrono::seconds kDefaultWaitTimeout{90};
-// How often a waiting command (start/stop/restart, logs --follow) asks the supervisor again.
-constexpr std::chrono::milliseconds kPollInterval{100};
-
-// At priority err when stderr is the journal (bulkheadctl as a unit's ExecReload=).
-void PrintError(const std::string& message) {
-  WriteStderrLine(LogLevel::kError, "bulkheadctl: " + message);
-}
-
-// Writes all of `bytes` to `stream`; false on error.
-bool WriteAll(std::FILE* stream, const std::string& bytes) {
-  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stream) != bytes.size()) {
-    return false;
-  }
-  return std::fflush(stream) == 0;
-}
-
-// Asks for the status of every cell or of `cell`. On failure prints why and sets *exit_code.
-std::optional<nlohmann::json> QueryStatus(const std::string& socket, const std::string& cell,
-                                          Deadline deadline, int* exit_code) {
-  ControlReply reply = QueryControl(socket, StatusRequest(cell), deadline);
-  if (!reply.response) {
-    if (reply.unreachable) {
-      PrintError("cannot reach bulkheadd at " + reply.error +
-                 " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
-      *exit_code = kExitUnreachable;
-    } else {
-      PrintError(reply.error);
-      *exit_code = kExitFailure;
-    }
-    return std::nullopt;
-  }
-  const nlohmann::json& response = *reply.response;
-  if (response.value("ok", false) != true) {
-    auto error = response.find("error");
-    PrintError(error != response.end() && error->is_string() ? error->get<std::string>()
-                                                             : "status failed: " + response.dump());
-    *exit_code = IsPermissionDenied(response) ? kExitPermissionDenied : kExitFailure;
-    return std::nullopt;
-  }
-  return response;
-}
-
-// The text `status` prints for `response`: the long form of one cell when `cell` is named,
-// else the status table and the activity table (ctl/status_view.h).
-Result<std::string> StatusText(const nlohmann::json& response, const std::string& cell) {
-  if (!cell.empty() && response.contains("cells") && response["cells"].is_array() &&
-      response["cells"].size() == 1 && response["cells"][0].contains("recent")) {
-    return FormatCellLong(response["cells"][0]);
-  }
-  Result<std::string> table = FormatStatusTable(response);
-  if (!table.ok()) return table;
-  Result<std::string> activity = FormatActivityTable(response);
-  if (!activity.ok()) return activity;
-  if (activity->empty()) return table;
-  return *table + "\n" + *activity;
-}
-
-// The exit code of `status CELL` once printed, as `systemctl status UNIT`'s: kExitOk when the
-// cell is running, kExitNotRunning (LSB "program is not running") in any other state. `status`
-// without a cell exits kExitOk.
-int StatusExitCode(const nlohmann::json& response, const std::string& cell) {
-  if (cell.empty()) return kExitOk;
-  const nlohmann::json& cells = response["cells"];
-  if (!cells.is_array() || cells.size() != 1 || !cells[0].contains("state") ||
-      !cells[0]["state"].is_string()) {
-    PrintError("status response for cell " + cell + " has no state: " + response.dump());
-    return kExitFailure;
-  }
-  return IsActiveState(cells[0]["state"].get<std::string>()) ? kExitOk : kExitNotRunning;
-}
-
-int Status(const std::string& socket, const std::string& cell, bool json, Deadline deadline) {
-  int exit_code = kExitOk;
-  std::optional<nlohmann::json> response = QueryStatus(socket, cell, deadline, &exit_code);
-  if (!response) return exit_code;
-  if (json) {
-    if (!WriteAll(stdout, response->dump() + "\n")) return kExitFailure;
-    return StatusExitCode(*response, cell);
-  }
-  Result<std::string> text = StatusText(*response, cell);
-  if (!text.ok()) {
-    PrintError(text.status().message());
-    return kExitFailure;
-  }
-  if (!WriteAll(stdout, *text)) return kExitFailure;
-  return StatusExitCode(*response, cell);
-}
-
-// is-active / is-failed CELL...: prints each cell's state on its own line (unless `quiet`), as
-// `systemctl is-active` does, "unknown" for a cell the supervisor does not have; exits kExitOk
-// when at least one cell `matches` (IsActiveState / IsFailedState), else `not_matched` (systemctl:
-// 3 for is-active, 1 for is-failed).
-int IsState(const std::string& socket, const std::vector<std::string>& cells,
-            bool (*matches)(std::string_view), int not_matched, bool quiet, Deadline deadline) {
-  int exit_code = kExitOk;
-  std::optional<nlohmann::json> response = QueryStatus(socket, "", deadline, &exit_code);
-  if (!response) return exit_code;
-  std::map<std::string, std::string> states;
-  for (const nlohmann::json& cell : (*response)["cells"]) {
-    if (cell.contains("name") && cell["name"].is_string() && cell.contains("state") &&
-        cell["state"].is_string()) {
-      states[cell["name"].get<std::string>()] = cell["state"].get<std::string>();
-    }
-  }
-  bool any = false;
-  std::string out;
-  for (const std::string& cell : cells) {
-    auto it = states.find(cell);
-    const std::string state = it == states.end() ? "unknown" : it->second;
-    any = any || (it != states.end() && matches(state));
-    out += state + "\n";
-  }
-  if (!quiet && !WriteAll(stdout, out)) return kExitFailure;
-  return any ? kExitOk : not_matched;
-}
-
-volatile sig_atomic_t g_interrupted = 0;
-
-// SIGINT and SIGTERM set g_interrupted and interrupt the sleeps of a watch or a follow.
-void CatchInterrupts() {
-  struct sigaction action {};
-  action.sa_handler = [](int) { g_interrupted = 1; };
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-
-// Sleeps `interval`; returns early (EINTR) when SIGINT or SIGTERM arrives.
-void Pause(std::chrono::milliseconds interval) {
-  timespec rest{static_cast<time_t>(interval.count() / 1000),
-                static_cast<long>(interval.count() % 1000) * 1'000'000L};
-  ::nanosleep(&rest, nullptr);
-}
-
-// status --watch: redraws every `interval` until SIGINT or SIGTERM, then exits 0. On a terminal
-// each view replaces the last one (the screen is cleared first); elsewhere (a pipe, a file) the
-// views follow one another, with no control codes. Each query is bounded by `timeout` (or
-// kDefaultControlTimeout); a failed query ends the watch with its exit code.
-int WatchStatus(const std::string& socket, const std::string& cell, bool json,
-                std::chrono::milliseconds interval,
-                std::optional<std::chrono::milliseconds> timeout) {
-  CatchInterrupts();
-  const bool terminal = ::isatty(STDOUT_FILENO) == 1;
-  while (!g_interrupted) {
-    int exit_code = kExitOk;
-    Deadline deadline = std::chrono::steady_clock::now() + timeout.value_or(kDefaultControlTimeout);
-    std::optional<nlohmann::json> response = QueryStatus(socket, cell, deadline, &exit_code);
-    if (!response) return exit_code;
-    Result<std::string> text =
-        json ? Result<std::string>(response->dump() + "\n") : StatusText(*response, cell);
-    if (!text.ok()) {
-      PrintError(text.status().message());
-      return kExitFailure;
-    }
-    // On a terminal: home, clear screen, then the new view, which replaces the last one in place.
-    // Elsewhere: the new view after an empty line (a JSON view is one line each).
-    const std::string separator = terminal ? "\033[H\033[2J" : (json ? "" : "\n");
-    if (!WriteAll(stdout, separator + *text)) return kExitFailure;
-    Pause(interval);
-  }
-  return kExitOk;
-}
-
-// Prints why `reply` has no response and returns the exit code for it.
-int ReportNoResponse(const ControlReply& reply) {
-  if (reply.unreachable) {
-    PrintError("cannot reach bulkheadd at " + reply.error +
-               " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
-    return kExitUnreachable;
-  }
-  PrintError(reply.error);
-  return kExitFailure;
-}
-
-// metrics: the Prometheus text exposition of every cell, as the metrics endpoint serves it.
-int Metrics(const std::string& socket, Deadline deadline) {
-  ControlReply reply = QueryControl(socket, nlohmann::json{{"command", "metrics"}}, deadline);
-  if (!reply.response) return ReportNoResponse(reply);
-  const nlohmann::json& response = *reply.response;
-  auto text = response.find("text");
-  if (response.value("ok", false) != true || text == response.end() || !text->is_string()) {
-    auto error = response.find("error");
-    PrintError(error != response.end() && error->is_string()
-                   ? error->get<std::string>()
-                   : "metrics failed: " + response.dump());
-    return kExitFailure;
-  }
-  return WriteAll(stdout, text->get<std::string>()) ? kExitOk : kExitFailure;
-}
-
-// The largest payload to read from stdin when the supervisor does not tell its max_payload_bytes:
-// the largest the config allows (docs/config.md).
-constexpr uint64_t kMaxPayloadBytesLimit = uint64_t{1} << 30;
-
-// All of stdin, as bytes, but never more than `limit` + 1 bytes: a longer input is cut there (the
-// caller refuses it). nullopt when read(2) fails.
-std::optional<std::string> ReadStdin(uint64_t limit) {
-  std::string data;
-  char buffer[64 * 1024];
-  while (data.size() <= limit) {
-    const size_t want =
-        static_cast<size_t>(std::min<uint64_t>(sizeof buffer, limit + 1 - data.size()));
-    ssize_t n = ::read(STDIN_FILENO, buffer, want);
-    if (n > 0) {
-      data.append(buffer, static_cast<size_t>(n));
-    } else if (n == 0) {
-      return data;
-    } else if (errno != EINTR) {
-      return std::nullopt;
-    }
-  }
-  return data;
-}
-
-int Call(const std::string& socket, const std::string& cell, const std::optional<std::string>& data,
-         bool raw, Deadline deadline) {
-  if (data && data->size() > ipc::kMaxEncodablePayload) {
-    PrintError("request of " + std::to_string(data->size()) + " bytes is too large");
-    return kExitUsage;
-  }
-  int exit_code = kExitOk;
-  Deadline lookup_deadline = deadline;
-  if (!lookup_deadline) lookup_deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
-  std::optional<nlohmann::json> response = QueryStatus(socket, cell, lookup_deadline, &exit_code);
-  if (!response) return exit_code;
-  std::optional<std::string> payload = data;
-  if (!payload) {
-    // A person at a terminal may not know that the request is read from stdin.
-    if (::isatty(STDIN_FILENO) == 1) {
-      WriteAll(stderr, "bulkheadctl: reading the request for " + cell +
-                           " from stdin; end it with Ctrl-D (or give it with --data TEXT)\n");
-    }
-    // Never more of stdin than the supervisor would accept (`call c < /dev/zero` ends here).
-    uint64_t limit = kMaxPayloadBytesLimit;
-    const nlohmann::json& supervisor = (*response)["supervisor"];
-    if (supervisor.is_object() && supervisor.contains("max_payload_bytes") &&
-        supervisor["max_payload_bytes"].is_number_unsigned()) {
-      limit = supervisor["max_payload_bytes"].get<uint64_t>();
-    }
-    payload = ReadStdin(limit);
-    if (!payload) {
-      PrintError(std::string("cannot read the request from stdin: ") + std::strerror(errno));
-      return kExitFailure;
-    }
-    if (payload->size() > limit) {
-      PrintError("the request on stdin is longer than max_payload_bytes (" + std::to_string(limit) +
-                 " bytes): not sent");
-      return kExitUsage;
-    }
-  }
-  const nlohmann::json& cells = (*response)["cells"];
-  if (!cells.is_array() || cells.size() != 1 || !cells[0].is_object() ||
-      !cells[0].contains("socket") || !cells[0]["socket"].is_string()) {
-    PrintError("status response for cell " + cell + " has no socket: " + response->dump());
-    return kExitFailure;
-  }
-  const std::string cell_socket = cells[0]["socket"].get<std::string>();
-
-  CallResult result = CallCell(cell_socket, *payload, deadline);
-  if (!result.reply) {
-    if (result.unreachable) {
-      PrintError("cannot reach cell " + cell + ": " + result.error);
-      return kExitUnreachable;
-    }
-    PrintError("cell " + cell + ": " + result.error);
-    return kExitFailure;
-  }
-  CallOutcome outcome = DescribeReply(*result.reply, cell, raw);
-  if (!outcome.err.empty()) WriteAll(stderr, outcome.err);
-  if (!WriteAll(stdout, outcome.out)) return kExitFailure;
-  return outcome.exit_code;
-}
-
-// The status of every cell, by name, in config order (names). On failure prints why and sets
-// *exit_code.
-std::optional<std::vector<nlohmann::json>> QueryCells(const std::string& socket, Deadline deadline,
-                                                      int* exit_code) {
-  std::optional<nlohmann::json> response = QueryStatus(socket, "", deadline, exit_code);
-  if (!response) return std::nullopt;
-  const nlohmann::json& cells = (*response)["cells"];
-  std::vector<nlohmann::json> out;
-  for (const nlohmann::json& cell : cells) {
-    if (!cell.is_object() || !cell.contains("name") || !cell["name"].is_string()) {
-      PrintError("status response has a cell without a name: " + cell.dump());
-      *exit_code = kExitFailure;
-      return std::nullopt;
-    }
-    out.push_back(cell);
-  }
-  return out;
-}
-
-// The first failure wins the exit code of a command on several cells.
-void KeepFirstFailure(int* exit_code, int code) {
-  if (*exit_code == kExitOk) *exit_code = code;
-}
-
-// start / stop / restart CELL... (or every cell with `all`): sends the command for each cell,
-// then, unless `no_block`, waits until each has got where it was asked to go (JudgeLifecycle),
-// by asking for the status every kPollInterval until `wait_deadline`. Exchanges are bounded by
-// `deadline` when given (--timeout bounds the whole command), else each by kDefaultControlTimeout.
-int CellCommands(const std::string& socket, const std::string& command,
-                 std::vector<std::string> cells, bool all, bool no_block, Deadline deadline) {
-  auto exchange_deadline = [&deadline]() -> Deadline {
-    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
-  };
-  const Deadline wait_deadline =
-      deadline ? deadline : std::chrono::steady_clock::now() + kDefaultWaitTimeout;
-  int exit_code = kExitOk;
-
-  // The starts counter of each cell before the command: a start or restart is done once a worker
-  // started after it runs.
-  std::map<std::string, uint64_t> starts_before;
-  if (all || !no_block) {
-    std::optional<std::vector<nlohmann::json>> before =
-        QueryCells(socket, exchange_deadline(), &exit_code);
-    if (!before) return exit_code;
-    for (const nlohmann::json& cell : *before) {
-      const std::string name = cell["name"].get<std::string>();
-      if (all) cells.push_back(name);
-      starts_before[name] = cell.value("starts", uint64_t{0});
-    }
-  }
-
-  std::vector<std::string> waiting;
-  for (const std::string& cell : cells) {
-    ControlReply reply =
-        QueryControl(socket, CellCommandRequest(command, cell), exchange_deadline());
-    if (!reply.response) return ReportNoResponse(reply);
-    CommandOutcome outcome = InterpretCellCommand(command, *reply.response);
-    if (!outcome.success) {
-      PrintError(command + " " + cell + ": " + outcome.error);
-      KeepFirstFailure(&exit_code,
-                       outcome.permission_denied ? kExitPermissionDenied : kExitFailure);
-      continue;
-    }
-    if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
-    // "already started" / "already stopped": nothing to wait for.
-    if (!no_block && outcome.note.rfind("already ", 0) != 0) waiting.push_back(cell);
-  }
-
-  while (!waiting.empty()) {
-    int query_exit = kExitOk;
-    std::optional<std::vector<nlohmann::json>> now =
-        QueryCells(socket, exchange_deadline(), &query_exit);
-    if (!now) return query_exit;
-    std::vector<std::string> still;
-    for (const std::string& cell : waiting) {
-      auto it = std::find_if(now->begin(), now->end(),
-                             [&cell](const nlohmann::json& c) { return c["name"] == cell; });
-      if (it == now->end()) {
-        PrintError(command + " " + cell + ": the cell is gone (removed by a reload)");
-        KeepFirstFailure(&exit_code, kExitFailure);
-        continue;
-      }
-      LifecycleProgress progress = JudgeLifecycle(command, starts_before[cell], *it);
-      if (progress.verdict == LifecycleVerdict::kPending) {
-        still.push_back(cell);
-      } else if (progress.verdict == LifecycleVerdict::kFailed) {
-        PrintError(command + " " + cell + ": " + progress.detail + " (bulkheadctl status " + cell +
-                   ", bulkheadctl logs " + cell + ")");
-        KeepFirstFailure(&exit_code, kExitFailure);
-      }
-    }
-    waiting = std::move(still);
-    if (waiting.empty()) break;
-    if (std::chrono::steady_clock::now() + kPollInterval >= *wait_deadline) {
-      for (const std::string& cell : waiting) {
-        PrintError(command + " " + cell + ": timed out waiting for the outcome; the " + command +
-                   " goes on (--timeout sets the wait, --no-block does not wait)");
-      }
-      KeepFirstFailure(&exit_code, kExitFailure);
-      break;
-    }
-    Pause(kPollInterval);
-  }
-  return exit_code;
-}
-
-// logs CELL [-f] [-n N]: the cell's recent lines from the supervisor's ring; or, when bulkheadd
-// logs to the journal, journalctl run in place of this process (execvp: its exit code, pager and
-// --follow are journalctl's). With `follow`, asks for newer lines every kPollInterval until
-// SIGINT or SIGTERM, then exits 0; lines the ring dropped before they were read are counted on
-// stderr.
-int Logs(const std::string& socket, const std::string& cell, bool follow,
-         std::optional<uint64_t> lines, Deadline deadline) {
-  auto exchange_deadline = [&deadline]() -> Deadline {
-    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
-  };
-  std::optional<uint64_t> from;
-  if (follow) CatchInterrupts();
-  bool first = true;
-  while (!g_interrupted) {
-    ControlReply reply = QueryControl(socket, LogsRequest(cell, from, first ? lines : std::nullopt),
-                                      exchange_deadline());
-    if (!reply.response) return ReportNoResponse(reply);
-    Result<LogsPage> page = ParseLogsPage(*reply.response);
-    if (!page.ok()) {
-      PrintError("logs " + cell + ": " + page.status().message());
-      return IsPermissionDenied(*reply.response) ? kExitPermissionDenied : kExitFailure;
-    }
-    if (first && page->journal) {
-      std::vector<std::string> args = JournalctlArgv(*page->journal, cell, follow, lines);
-      std::vector<char*> argv;
-      argv.reserve(args.size() + 1);
-      for (std::string& arg : args) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      ::execvp(argv[0], argv.data());
-      PrintError(std::string("cannot run journalctl: ") + std::strerror(errno) +
-                 "; bulkheadd logs to the journal: " + args[0] + " " + args[1] + " ...");
-      return kExitFailure;
-    }
-    if (page->missed > 0) {
-      WriteAll(stderr, "bulkheadctl: " + std::to_string(page->missed) +
-                           " lines were dropped from the ring before they could be read\n");
-    }
-    std::string text;
-    for (const std::string& line : page->lines) text += line + "\n";
-    if (!WriteAll(stdout, text)) return kExitFailure;
-    if (!follow) return kExitOk;
-    first = false;
-    from = page->next;
-    Pause(kPollInterval);
-  }
-  return kExitOk;
-}
-
-// reload: the supervisor re-reads its config file and applies it; refused files change nothing.
-int Reload(const std::string& socket, Deadline deadline) {
-  ControlReply reply = QueryControl(socket, ReloadRequest(), deadline);
-  if (!reply.response) return ReportNoResponse(reply);
-  ReloadOutcome outcome = InterpretReload(*reply.response);
-  // A refusal's lines (each error, then the verdict), each at priority err under a unit.
-  std::string_view err = outcome.err;
-  while (!err.empty()) {
-    size_t end = err.find('\n');
-    WriteStderrLine(LogLevel::kError, err.substr(0, end));
-    err.remove_prefix(end == std::string_view::npos ? err.size() : end + 1);
-  }
-  if (!WriteAll(stdout, outcome.out)) return kExitFailure;
-  return outcome.exit_code;
-}
 
 int Main(int argc, char** argv) {
   CLI::App app{"bulkheadctl: inspect bulkheadd and send requests to its cells (docs/control.md)"};
@@ -563,7 +99,7 @@ int Main(int argc, char** argv) {
   logs->add_option("cell", logs_cell, "the cell")->required();
   logs->add_flag("-f,--follow", follow, "keep printing new lines until Ctrl-C");
   CLI::Option* lines_option = logs->add_option("-n,--lines", logs_lines, "only the last N lines")
-                                  ->check(CLI::PositiveNumber);
+                                  ->check(CLI::NonNegativeNumber);
 
   CLI::App* reload = app.add_subcommand(
       "reload", "re-read bulkheadd's config file and apply the changes (docs/config.md, Reload)");
@@ -577,8 +113,11 @@ int Main(int argc, char** argv) {
   Deadline deadline;
   if (!timeout_text.empty()) {
     Result<std::chrono::milliseconds> timeout = ParseDuration(timeout_text);
-    if (!timeout.ok()) {
-      PrintError("--timeout: " + timeout.status().message());
+    if (!timeout.ok() || timeout->count() <= 0) {
+      // A zero bound would end every command before it could reach bulkheadd.
+      PrintError("--timeout: bad duration \"" + timeout_text + "\": " +
+                 (timeout.ok() ? std::string("must be more than 0") : timeout.status().message()) +
+                 " (e.g. 500ms, 2s)");
       return kExitUsage;
     }
     deadline = std::chrono::steady_clock::now() + *timeout;
@@ -599,38 +138,44 @@ int Main(int argc, char** argv) {
     }
     std::optional<std::chrono::milliseconds> timeout;
     if (!timeout_text.empty()) timeout = ParseDuration(timeout_text).value();
-    return WatchStatus(socket, status_cell, json, interval, timeout);
+    return WatchStatusCommand(socket, status_cell, json, interval, timeout);
   }
   if (metrics->parsed()) {
     if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
-    return Metrics(socket, deadline);
+    return MetricsCommand(socket, deadline);
   }
   if (status->parsed()) {
     if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
-    return Status(socket, status_cell, json, deadline);
+    return StatusCommand(socket, status_cell, json, deadline);
   }
   if (reload->parsed()) {
     if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
-    return Reload(socket, deadline);
+    return ReloadCommand(socket, deadline);
   }
   for (CLI::App* sub : cell_commands) {
     if (!sub->parsed()) continue;
+    // require_option counts --no-block too: `stop --no-block` alone names no cell.
+    if (command_cells.empty() && !all_cells) {
+      PrintError(sub->get_name() + ": name one or more cells, or --all");
+      return kExitUsage;
+    }
     return CellCommands(socket, sub->get_name(), command_cells, all_cells, no_block, deadline);
   }
   if (is_active->parsed() || is_failed->parsed()) {
     if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
     return is_active->parsed()
-               ? IsState(socket, state_cells, &IsActiveState, kExitNotRunning, quiet, deadline)
-               : IsState(socket, state_cells, &IsFailedState, kExitFailure, quiet, deadline);
+               ? IsStateCommand(socket, state_cells, &IsActiveState, kExitNotRunning, quiet,
+                                deadline)
+               : IsStateCommand(socket, state_cells, &IsFailedState, kExitFailure, quiet, deadline);
   }
   if (logs->parsed()) {
     std::optional<uint64_t> lines;
     if (lines_option->count() > 0) lines = logs_lines;
-    return Logs(socket, logs_cell, follow, lines, deadline);
+    return LogsCommand(socket, logs_cell, follow, lines, deadline);
   }
   std::optional<std::string> payload;
   if (data_option->count() > 0) payload = data;
-  return Call(socket, call_cell, payload, raw, deadline);
+  return CallCommand(socket, call_cell, payload, raw, deadline);
 }
 
 }  // namespace

@@ -206,7 +206,10 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     std::string limit_text;
     for (auto it = limits.begin(); it != limits.end(); ++it) {
       if (!limit_text.empty()) limit_text += " ";
-      limit_text += it.key() + "=" + (it.value().is_null() ? "max" : Scalar(it.value()));
+      // An unset limit is the kernel's default: "max" (no limit) for every file but cpu.weight,
+      // whose default is 100 (cgroup-v2.rst, "cpu.weight").
+      const std::string unset = it.key() == "cpu_weight" ? "100" : "max";
+      limit_text += it.key() + "=" + (it.value().is_null() ? unset : Scalar(it.value()));
     }
     line("limits", limit_text);
     if (!Field(cell, "limits_enforced").get<bool>()) {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Lifecycle: kTable holds one handler per (state, event); every handler appends the actions of its
 // entry. Handle() reads the clock once, checks the spawn invariant and dispatches. Loop thread
-// only.
+// only. Longer than ~600 lines on purpose: the table and the handlers it names are read together,
+// entry by entry (as s6-supervise keeps its actions[state][event] and their functions in one
+// file); cutting them apart would make a transition harder to follow, not easier.
 #include "lifecycle/lifecycle.h"
 
 #include <sys/wait.h>
@@ -289,6 +291,10 @@ std::string Lifecycle::StateDetail() const {
                                 : std::string("; requests queue"));
     }
     case State::kFailed:
+      if (!gave_up_) {
+        return "failed after " + last_exit_ + " (" + reason_ +
+               "); requests are refused until bulkheadctl start";
+      }
       return "failed: start limit hit (" + reason_ +
              "); requests are refused until bulkheadctl restart";
   }
@@ -369,6 +375,14 @@ void Lifecycle::SendStopSignal(Transition& t) {
   t.actions.back().ms = stop_deadline_ms_ > now_ms_ ? stop_deadline_ms_ - now_ms_ : 0;
 }
 
+void Lifecycle::EnterFailed(Transition& t) {
+  Enter(State::kFailed);
+  next_start_at_ms_ = 0;
+  gave_up_ = false;
+  Add(t, ActionType::kRejectQueued);
+  t.actions.back().reason = ipc::Reason::kUnavailable;
+}
+
 void Lifecycle::EnterStopped(Transition& t) {
   Enter(State::kStopped);
   next_start_at_ms_ = 0;
@@ -396,15 +410,21 @@ void Lifecycle::ApplyPolicy(bool clean, const std::string& log_prefix, Transitio
       break;
     case cell::RestartPolicy::Verdict::kStay:
       reason_ = std::move(decision.reason);
+      if (!clean) {
+        // A failure that is not restarted leaves the cell failed, as systemd leaves a
+        // Restart=no unit that crashed "failed" and Kubernetes a restartPolicy: Never pod
+        // "Failed"; only a clean exit leaves it stopped.
+        EnterFailed(t);
+        Log(t, LogLevel::kError, log_prefix + "; not restarting: " + reason_);
+        break;
+      }
       EnterStopped(t);
       Log(t, LogLevel::kInfo, log_prefix + "; not restarting: " + reason_);
       break;
     case cell::RestartPolicy::Verdict::kGiveUp:
       reason_ = std::move(decision.reason);
-      Enter(State::kFailed);
-      next_start_at_ms_ = 0;
-      Add(t, ActionType::kRejectQueued);
-      t.actions.back().reason = ipc::Reason::kUnavailable;
+      EnterFailed(t);
+      gave_up_ = true;
       Log(t, LogLevel::kError, log_prefix + "; " + reason_);
       break;
   }

@@ -246,8 +246,9 @@ class Lifecycle {
   // "start failed: exec /bin/x: No such file or directory",
   // "stalled: no reply for 5000 ms (signal 9)"; empty before the first end.
   const std::string& last_exit() const { return last_exit_; }
-  // Why the cell is failed ("gave up: 5 starts in 60s, last exit 1") or stopped by its restart
-  // mode (`restart = "never"`); empty otherwise. Cleared by the next start.
+  // Why the cell is failed ("gave up: 5 starts in 60s, last exit 1", or `restart = "never"` after
+  // a failure) or stopped by its restart mode after a clean exit (`restart = "never"`, "exited
+  // cleanly and restart = \"on-failure\""); empty otherwise. Cleared by the next start.
   const std::string& reason() const { return reason_; }
   // Spawn attempts, successful or not.
   uint64_t starts() const { return starts_; }
@@ -329,6 +330,8 @@ class Lifecycle {
   void BeginStop(uint32_t in_flight, bool refuse, Transition& t);
   void SendStopSignal(Transition& t);
   void EnterStopped(Transition& t);
+  // kFailed: queued requests are rejected (unavailable); no start is due.
+  void EnterFailed(Transition& t);
   void RecordExit(const Event& e);
   void ApplyPolicy(bool clean, const std::string& log_prefix, Transition& t);
   std::string StalledText(const Event& e) const;
@@ -353,6 +356,8 @@ class Lifecycle {
   uint64_t next_start_at_ms_ = 0;
   std::string last_exit_;
   std::string reason_;
+  // In kFailed: the start limit was hit (true), or a failure was not restarted (false).
+  bool gave_up_ = false;
   uint64_t starts_ = 0;
   uint64_t restarts_ = 0;
 };

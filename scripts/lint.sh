@@ -19,8 +19,8 @@ db="$build/compile_commands.json"
 mapfile -t files < <(python3 - "$db" "$root" <<'PY'
 import json, os, sys
 db, root = sys.argv[1], sys.argv[2]
-folders = ("base", "ipc", "config", "cell", "admission", "loop", "proxy", "lifecycle", "control",
-           "supervisor", "ctl", "examples", "bench")
+folders = ("base", "ipc", "config", "admission", "loop", "cell", "http", "proxy", "lifecycle",
+           "control", "supervisor", "ctl", "examples", "bench")
 seen = set()
 for entry in json.load(open(db)):
     path = os.path.normpath(os.path.join(entry["directory"], entry["file"]))

@@ -427,9 +427,45 @@ TEST(Bulkheadctl, StopStartAndRestartACell) {
   })) << h.Status().dump();
   EXPECT_OK_REPLY(h.Call("payments", "echo renewed"), "renewed");
 
+  // --no-block is an option too: alone it names no cell, and nothing is sent.
+  for (const char* command : {"start", "stop", "restart"}) {
+    ProcessResult bare = RunCtl(h, {command, "--no-block"});
+    EXPECT_EQ(bare.exit_code(), kExitUsage) << bare.Describe();
+    EXPECT_EQ(bare.err,
+              std::string("bulkheadctl: ") + command + ": name one or more cells, or --all\n");
+  }
   ProcessResult unknown = RunCtl(h, {"restart", "nosuch"});
   EXPECT_EQ(unknown.exit_code(), kExitFailure) << unknown.Describe();
   EXPECT_EQ(unknown.err, "bulkheadctl: restart nosuch: no cell named nosuch\n");
+}
+
+// `start` of a cell whose worker is still starting (ready = "notify", no READY=1 yet) waits for
+// that start to end, as `systemctl start` of an activating unit does: it returned at once with
+// "already started" while the cell was not yet running.
+TEST(Bulkheadctl, StartOfACellStillStartingWaitsUntilItRuns) {
+  Harness h(TestOptions({CellSpec{.name = "slow",
+                                  .command = {TestWorkerPath(), "--notify-ready-after-ms", "2000"},
+                                  .extra_toml = "ready = \"notify\"\n",
+                                  .wait_running = false}}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("slow", [](const nlohmann::json& c) {
+    return c["state"] == "starting";
+  })) << h.Status().dump();
+  ProcessResult start = RunCtl(h, {"start", "slow"});
+  EXPECT_EQ(start.exit_code(), kExitOk) << start.Describe();
+  EXPECT_EQ(start.out, "slow: already started\n");
+  EXPECT_EQ(h.Cell("slow")["state"], "running") << h.Status().dump();
+}
+
+// The long form shows an unset limit as the kernel's default: cpu.weight has no "max" (its
+// default is 100), the other files' default is "max".
+TEST(Bulkheadctl, StatusOfACellShowsUnsetLimitsAsTheKernelDefaults) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  ProcessResult run = RunCtl(h, {"status", "payments"});
+  EXPECT_EQ(run.exit_code(), kExitOk) << run.Describe();
+  EXPECT_THAT(run.out, HasSubstr(" cpu_weight=100 ")) << run.out;
+  EXPECT_THAT(run.out, HasSubstr(" memory_max=max ")) << run.out;
 }
 
 TEST(Bulkheadctl, VersionPrintsTheVersion) {
@@ -708,6 +744,10 @@ TEST(Bulkheadctl, LogsPrintsTheCellsRecentLines) {
   ProcessResult last = RunCtl(h, {"logs", "payments", "-n", "1"});
   EXPECT_EQ(last.exit_code(), kExitOk) << last.Describe();
   EXPECT_EQ(std::count(last.out.begin(), last.out.end(), '\n'), 1) << last.out;
+  // -n 0 prints no line, as journalctl -n 0 does (with -f: only lines written from now on).
+  ProcessResult none = RunCtl(h, {"logs", "payments", "-n", "0"});
+  EXPECT_EQ(none.exit_code(), kExitOk) << none.Describe();
+  EXPECT_EQ(none.out, "") << none.Describe();
   ProcessResult unknown = RunCtl(h, {"logs", "nosuch"});
   EXPECT_EQ(unknown.exit_code(), kExitFailure) << unknown.Describe();
   EXPECT_EQ(unknown.err, "bulkheadctl: logs nosuch: no cell named nosuch\n");
@@ -761,7 +801,8 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"restart", "a", "--all"},
            std::vector<std::string>{"is-active"},
            std::vector<std::string>{"logs"},
-           std::vector<std::string>{"logs", "a", "-n", "0"},
+           std::vector<std::string>{"logs", "a", "-n", "-1"},
+           std::vector<std::string>{"status", "--timeout", "0s"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());

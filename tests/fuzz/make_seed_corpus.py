@@ -125,7 +125,28 @@ def notify_seeds():
     emit("past_limit", "STATUS=" + "x" * (4096 - 6))
 
 
+def http_seeds():
+    # http_request_fuzzer reads byte 0 as its limits and byte 1 as the seed of the piece sizes; the
+    # rest is the byte stream (tests/http/request_parser_fuzzer.cc). 0xff: the largest limits.
+    def emit(name, stream, limits=0xFF, pieces=0x5A):
+        write("http_request_fuzzer", name, bytes([limits, pieces]) + stream)
+
+    emit("get", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    emit("curl_post", b"POST /charge HTTP/1.1\r\nHost: 127.0.0.1:8081\r\nUser-Agent: curl/7.88.1\r\n"
+         b"Accept: */*\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"order\": 42}")
+    emit("pipelined", b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\n"
+         b"Content-Length: 2\r\n\r\nhiGET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    emit("chunked", b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer-Field: t\r\n\r\n")
+    emit("expect", b"PUT /f HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc")
+    emit("http10", b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    emit("cl_te", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+    emit("obs_fold", b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n")
+    emit("small_limits", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde", limits=0x11)
+
+
 if __name__ == "__main__":
     frame_seeds()
+    http_seeds()
     config_seeds()
     notify_seeds()

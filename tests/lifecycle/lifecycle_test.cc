@@ -485,14 +485,28 @@ TEST_F(LifecycleTest, AlwaysRestartsAfterExitZero) {
   EXPECT_EQ(Do(Event::Exited(ExitStatus(0), "exit 0")).to, State::kBackoff);
 }
 
-TEST_F(LifecycleTest, NeverStaysStoppedAfterACrash) {
+// restart = "never": a crash leaves the cell failed (systemd's Restart=no unit that crashed is
+// "failed"), queued requests rejected; only a clean exit leaves it stopped.
+TEST_F(LifecycleTest, NeverLeavesTheCellFailedAfterACrash) {
   options_.restart.mode = cell::RestartMode::kNever;
   BootRunning();
   const Transition t = Do(Event::Exited(SignalStatus(SIGSEGV), "signal 11"));
-  EXPECT_EQ(t.to, State::kStopped);
+  EXPECT_EQ(t.to, State::kFailed);
+  EXPECT_TRUE(Has(t, ActionType::kRejectQueued));
   EXPECT_EQ(lc().reason(), "restart = \"never\"");
   EXPECT_EQ(lc().last_exit(), "signal 11");
   EXPECT_EQ(t.log, "worker exited: signal 11; not restarting: restart = \"never\"");
+  EXPECT_EQ(lc().StateDetail(),
+            "failed after signal 11 (restart = \"never\"); requests are refused until "
+            "bulkheadctl start");
+}
+
+TEST_F(LifecycleTest, NeverStaysStoppedAfterACleanExit) {
+  options_.restart.mode = cell::RestartMode::kNever;
+  BootRunning();
+  const Transition t = Do(Event::Exited(ExitStatus(0), "exit 0"));
+  EXPECT_EQ(t.to, State::kStopped);
+  EXPECT_EQ(lc().reason(), "restart = \"never\"");
 }
 
 TEST_F(LifecycleTest, ExecFailuresCountAsFailedStartsAndShowTheErrno) {

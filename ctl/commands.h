@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// bulkheadctl's subcommands (docs/control.md, packaging/man/bulkheadctl.8): each asks bulkheadd
+// over its control socket, prints to stdout/stderr, and returns an exit code from
+// base/exit_status.h. main.cc parses the command line and calls one of them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctl/deadline.h"
+
+namespace bulkhead::ctl {
+
+// Bound on a control-socket exchange when --timeout is not given.
+inline constexpr std::chrono::seconds kDefaultControlTimeout{10};
+
+// At priority err when stderr is the journal (bulkheadctl as a unit's ExecReload=).
+void PrintError(const std::string& message);
+
+// status [CELL] [--json]: the cells as tables, or the supervisor's JSON response. With CELL, exits
+// as `systemctl status UNIT` does: kExitOk when it is running, kExitNotRunning otherwise.
+int StatusCommand(const std::string& socket, const std::string& cell, bool json, Deadline deadline);
+
+// is-active / is-failed CELL...: prints each cell's state on its own line (unless `quiet`), as
+// `systemctl is-active` does, "unknown" for a cell the supervisor does not have; exits kExitOk
+// when at least one cell `matches` (IsActiveState / IsFailedState), else `not_matched` (systemctl:
+// 3 for is-active, 1 for is-failed).
+int IsStateCommand(const std::string& socket, const std::vector<std::string>& cells,
+                   bool (*matches)(std::string_view), int not_matched, bool quiet,
+                   Deadline deadline);
+
+// status --watch: redraws every `interval` until SIGINT or SIGTERM, then exits 0. On a terminal
+// each view replaces the last one (the screen is cleared first); elsewhere (a pipe, a file) the
+// views follow one another, with no control codes. Each query is bounded by `timeout` (or
+// kDefaultControlTimeout); a failed query ends the watch with its exit code.
+int WatchStatusCommand(const std::string& socket, const std::string& cell, bool json,
+                       std::chrono::milliseconds interval,
+                       std::optional<std::chrono::milliseconds> timeout);
+
+// metrics: the Prometheus text exposition of every cell, as the metrics endpoint serves it.
+int MetricsCommand(const std::string& socket, Deadline deadline);
+
+// call CELL [DATA]: sends one request (DATA, else stdin up to max_payload_bytes) and prints the
+// reply's payload, or the outcome (REJECTED/FAILED with its reason) and its exit code.
+int CallCommand(const std::string& socket, const std::string& cell,
+                const std::optional<std::string>& data, bool raw, Deadline deadline);
+
+// start / stop / restart CELL... (or every cell with `all`): sends the command for each cell,
+// then, unless `no_block`, waits until each has got where it was asked to go (JudgeLifecycle),
+// by asking for the status every kPollInterval until `wait_deadline`. Exchanges are bounded by
+// `deadline` when given (--timeout bounds the whole command), else each by kDefaultControlTimeout.
+int CellCommands(const std::string& socket, const std::string& command,
+                 std::vector<std::string> cells, bool all, bool no_block, Deadline deadline);
+
+// logs CELL [-f] [-n N]: the cell's recent lines from the supervisor's ring; or, when bulkheadd
+// logs to the journal, journalctl run in place of this process (execvp: its exit code, pager and
+// --follow are journalctl's). With `follow`, asks for newer lines every kPollInterval until
+// SIGINT or SIGTERM, then exits 0; lines the ring dropped before they were read are counted on
+// stderr.
+int LogsCommand(const std::string& socket, const std::string& cell, bool follow,
+                std::optional<uint64_t> lines, Deadline deadline);
+
+// reload: the supervisor re-reads its config file and applies it; refused files change nothing.
+int ReloadCommand(const std::string& socket, Deadline deadline);
+
+}  // namespace bulkhead::ctl

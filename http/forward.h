@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// A request on its way to an HTTP worker (RFC 9110 section 7.6, "Message Forwarding"): the
+// hop-by-hop fields removed, the client named for the worker, a request id, the body framed with
+// Content-Length. Pure. Thread-compatible.
+//
+// Removed: Connection and every field it names, Keep-Alive, Proxy-Connection, TE, Trailer,
+// Transfer-Encoding, Upgrade, Proxy-* (RFC 9110 section 7.6.1), Content-Length (set anew) and
+// Expect (bulkheadd answers 100-continue itself and forwards the body whole).
+// Added: `X-Forwarded-For` (appended to the client's) and `Forwarded: for=...` (RFC 7239, appended
+// to the client's) for a TCP client; `X-Request-Id` when the client sent none.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http/request_parser.h"
+
+namespace bulkhead::http {
+
+// Whether a field named `name` is hop-by-hop: one of the fixed set above, or named by one of the
+// message's Connection fields (`connection_options`: their comma-separated tokens).
+bool IsHopByHop(std::string_view name, const std::vector<std::string>& connection_options);
+
+// The tokens of every Connection field of `headers`, lowercased ("close", "x-private").
+std::vector<std::string> ConnectionOptions(const std::vector<Header>& headers);
+
+struct ForwardOptions {
+  // The client's IP address ("203.0.113.7", "2001:db8::1") for a TCP client; empty for a client
+  // on the Unix socket, which gets no X-Forwarded-For or Forwarded.
+  std::string client_address = {};
+  // The X-Request-Id to add when the client sent none.
+  std::string request_id = {};
+};
+
+// Appends to `out` the request as the worker gets it: "<method> <target> HTTP/1.1", the end-to-end
+// fields in their order, the added fields, "Content-Length: <body size>" (for a body, or a method
+// that carries one), the blank line and the body.
+void AppendForwardRequest(std::string* out, const RequestHead& head, std::string_view body,
+                          const ForwardOptions& options);
+
+}  // namespace bulkhead::http

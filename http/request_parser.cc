@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+// RequestParser: http-parser (2.9) driven one event at a time. The parser is paused in
+// on_headers_complete and on_message_complete (http_parser_pause), so http_parser_execute returns
+// there and the caller sees the head, then the message, before anything of the next request.
+#include "http/request_parser.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace bulkhead::http {
+namespace {
+
+RequestParser* Self(http_parser* parser) { return static_cast<RequestParser*>(parser->data); }
+
+std::string_view TrimWhitespace(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// tchar (RFC 9110 section 5.6.2): what a field name is made of.
+bool IsTokenChar(char c) {
+  if (std::isalnum(static_cast<unsigned char>(c))) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool IsToken(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), IsTokenChar);
+}
+
+// A field value holds no NUL, CR, LF or other control character but HTAB (RFC 9110 section 5.5).
+bool IsFieldValue(std::string_view text) {
+  return std::none_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\t') || u == 0x7f;
+  });
+}
+
+// http-parser's own refusals, with the status a front proxy answers.
+Error ErrorOf(http_errno error) {
+  switch (error) {
+    case HPE_HEADER_OVERFLOW:
+      return {431, "request head too large"};
+    case HPE_UNEXPECTED_CONTENT_LENGTH:
+      return {400, "Content-Length with Transfer-Encoding, or more than one Content-Length"};
+    case HPE_INVALID_CONTENT_LENGTH:
+      return {400, "bad Content-Length"};
+    case HPE_INVALID_CHUNK_SIZE:
+      return {400, "bad chunk size"};
+    case HPE_INVALID_TRANSFER_ENCODING:
+      return {501, "Transfer-Encoding other than chunked"};
+    case HPE_INVALID_METHOD:
+      return {400, "bad method"};
+    case HPE_INVALID_VERSION:
+      return {400, "bad HTTP version"};
+    default:
+      return {400, std::string("malformed request: ") + http_errno_description(error)};
+  }
+}
+
+}  // namespace
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::optional<std::string_view> RequestHead::Find(std::string_view name) const {
+  for (const Header& header : headers) {
+    if (EqualsIgnoreCase(header.name, name)) return header.value;
+  }
+  return std::nullopt;
+}
+
+RequestParser::RequestParser(const Limits& limits) : limits_(limits) {
+  http_parser_init(&parser_, HTTP_REQUEST);
+  parser_.data = this;
+  http_parser_settings_init(&settings_);
+  settings_.on_message_begin = &RequestParser::OnMessageBegin;
+  settings_.on_url = &RequestParser::OnUrl;
+  settings_.on_header_field = &RequestParser::OnHeaderField;
+  settings_.on_header_value = &RequestParser::OnHeaderValue;
+  settings_.on_headers_complete = &RequestParser::OnHeadersComplete;
+  settings_.on_body = &RequestParser::OnBody;
+  settings_.on_message_complete = &RequestParser::OnMessageComplete;
+}
+
+RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consumed) {
+  *consumed = 0;
+  if (failed_) return Event::kError;
+  if (message_done_) {
+    // The previous request was handed out whole: the next one starts here.
+    head_ = RequestHead();
+    body_.clear();
+    head_done_ = false;
+    message_done_ = false;
+    in_head_ = true;
+    last_was_value_ = false;
+    head_bytes_ = 0;
+    previous_byte_ = '\0';
+  }
+  http_parser_pause(&parser_, 0);
+  const bool scanning_head = in_head_;
+  const size_t n = http_parser_execute(&parser_, &settings_, data.data(), data.size());
+  *consumed = n;
+  if (failed_) return Event::kError;
+  if (scanning_head && !ScanHeadBytes(data.substr(0, n))) return Event::kError;
+  const http_errno error = HTTP_PARSER_ERRNO(&parser_);
+  if (error == HPE_PAUSED) {
+    if (message_done_) return Event::kMessage;
+    return Event::kHead;
+  }
+  if (error != HPE_OK) {
+    error_ = ErrorOf(error);
+    failed_ = true;
+    return Event::kError;
+  }
+  return Event::kNeedMore;
+}
+
+RequestParser::Event RequestParser::Finish() {
+  if (failed_) return Event::kError;
+  if (in_message_) {
+    Fail(400, "connection closed in the middle of a request");
+    return Event::kError;
+  }
+  return Event::kNeedMore;
+}
+
+int RequestParser::Fail(int status, std::string reason) {
+  if (!failed_) error_ = Error{status, std::move(reason)};
+  failed_ = true;
+  return -1;
+}
+
+bool RequestParser::ScanHeadBytes(std::string_view bytes) {
+  for (char c : bytes) {
+    // A line that starts with whitespace continues the previous field (obs-fold): refused, as
+    // RFC 9112 section 5.2 allows a server to, since proxies disagree on how to join it.
+    if (previous_byte_ == '\n' && (c == ' ' || c == '\t')) {
+      Fail(400, "obs-fold (a header line starting with whitespace)");
+      return false;
+    }
+    previous_byte_ = c;
+  }
+  head_bytes_ += bytes.size();
+  if (head_bytes_ > limits_.max_head_bytes) {
+    Fail(431, "request head over " + std::to_string(limits_.max_head_bytes) + " bytes");
+    return false;
+  }
+  return true;
+}
+
+int RequestParser::OnMessageBegin(http_parser* parser) {
+  Self(parser)->in_message_ = true;
+  return 0;
+}
+
+int RequestParser::OnUrl(http_parser* parser, const char* at, size_t length) {
+  Self(parser)->head_.target.append(at, length);
+  return 0;
+}
+
+void AppendFieldNamePiece(std::vector<Header>* headers, bool* last_was_value,
+                          std::string_view piece) {
+  if (headers->empty() || *last_was_value) headers->emplace_back();
+  headers->back().name.append(piece);
+  *last_was_value = false;
+}
+
+void AppendFieldValuePiece(std::vector<Header>* headers, bool* last_was_value,
+                           std::string_view piece) {
+  headers->back().value.append(piece);
+  *last_was_value = true;
+}
+
+int RequestParser::OnHeaderField(http_parser* parser, const char* at, size_t length) {
+  RequestParser* self = Self(parser);
+  const bool starts_field = self->head_.headers.empty() || self->last_was_value_;
+  if (starts_field && self->head_.headers.size() >= self->limits_.max_headers) {
+    return self->Fail(431,
+                      "more than " + std::to_string(self->limits_.max_headers) + " header fields");
+  }
+  AppendFieldNamePiece(&self->head_.headers, &self->last_was_value_, {at, length});
+  return 0;
+}
+
+int RequestParser::OnHeaderValue(http_parser* parser, const char* at, size_t length) {
+  RequestParser* self = Self(parser);
+  AppendFieldValuePiece(&self->head_.headers, &self->last_was_value_, {at, length});
+  return 0;
+}
+
+int RequestParser::OnHeadersComplete(http_parser* parser) {
+  RequestParser* self = Self(parser);
+  RequestHead& head = self->head_;
+  head.method = http_method_str(static_cast<http_method>(parser->method));
+  head.version_major = parser->http_major;
+  head.version_minor = parser->http_minor;
+  for (Header& header : head.headers) header.value = std::string(TrimWhitespace(header.value));
+  head.keep_alive = http_should_keep_alive(parser) != 0;
+  head.chunked = (parser->flags & F_CHUNKED) != 0;
+  head.content_length = (parser->flags & F_CONTENTLENGTH) != 0 ? parser->content_length : 0;
+  if (!self->ValidateHead()) return -1;
+  self->head_done_ = true;
+  self->in_head_ = false;
+  http_parser_pause(parser, 1);
+  return 0;
+}
+
+bool RequestParser::ValidateHead() {
+  RequestHead& head = head_;
+  if (head.method == "CONNECT") {
+    Fail(501, "CONNECT is not supported");
+    return false;
+  }
+  for (const Header& header : head.headers) {
+    // "Bad Name: 1" or "Name : 1": whitespace before the colon is refused (RFC 9112 section 5.1).
+    if (!IsToken(header.name)) {
+      Fail(400, "bad header field name \"" + header.name + "\"");
+      return false;
+    }
+    if (!IsFieldValue(header.value)) {
+      Fail(400, "control character in the value of " + header.name);
+      return false;
+    }
+  }
+  int hosts = 0;
+  int content_lengths = 0;
+  int transfer_encodings = 0;
+  std::string transfer_encoding;
+  for (const Header& header : head.headers) {
+    if (EqualsIgnoreCase(header.name, "Host")) ++hosts;
+    if (EqualsIgnoreCase(header.name, "Content-Length")) ++content_lengths;
+    if (EqualsIgnoreCase(header.name, "Transfer-Encoding")) {
+      ++transfer_encodings;
+      if (!transfer_encoding.empty()) transfer_encoding += ",";
+      transfer_encoding += header.value;
+    }
+    if (EqualsIgnoreCase(header.name, "Upgrade")) {
+      Fail(501, "Upgrade is not supported");
+      return false;
+    }
+  }
+  const bool http11 = head.version_major == 1 && head.version_minor >= 1;
+  if (http11 && hosts != 1) {
+    Fail(400, hosts == 0 ? "no Host header" : "more than one Host header");
+    return false;
+  }
+  if (content_lengths > 1) {
+    Fail(400, "more than one Content-Length");
+    return false;
+  }
+  if (transfer_encodings > 0) {
+    if (!http11) {
+      Fail(400, "Transfer-Encoding in an HTTP/1.0 request");
+      return false;
+    }
+    if (content_lengths > 0) {
+      Fail(400, "Content-Length with Transfer-Encoding");
+      return false;
+    }
+    if (!EqualsIgnoreCase(TrimWhitespace(transfer_encoding), "chunked")) {
+      Fail(501, "Transfer-Encoding other than chunked");
+      return false;
+    }
+  }
+  if (std::optional<std::string_view> expect = head.Find("Expect")) {
+    if (!EqualsIgnoreCase(*expect, "100-continue")) {
+      Fail(417, "Expect other than 100-continue");
+      return false;
+    }
+    head.expect_continue = http11;
+  }
+  if (head.content_length > limits_.max_body_bytes) {
+    Fail(413, "body of " + std::to_string(head.content_length) + " bytes over " +
+                  std::to_string(limits_.max_body_bytes));
+    return false;
+  }
+  return true;
+}
+
+int RequestParser::OnBody(http_parser* parser, const char* at, size_t length) {
+  RequestParser* self = Self(parser);
+  if (self->body_.size() + length > self->limits_.max_body_bytes) {
+    return self->Fail(413, "body over " + std::to_string(self->limits_.max_body_bytes) + " bytes");
+  }
+  self->body_.append(at, length);
+  return 0;
+}
+
+int RequestParser::OnMessageComplete(http_parser* parser) {
+  RequestParser* self = Self(parser);
+  self->message_done_ = true;
+  self->in_message_ = false;
+  http_parser_pause(parser, 1);
+  return 0;
+}
+
+}  // namespace bulkhead::http

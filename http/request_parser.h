@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// RequestParser: HTTP/1.1 requests from a client connection (RFC 9112), strictly, through the
+// http-parser library. One parser per connection; it stops after each head and after each
+// complete message so the caller answers pipelined requests in order. Pure: no I/O, no libuv.
+// Thread-compatible.
+//
+// Refused with the connection closed after the answer (Error), as a front proxy must (RFC 9112
+// section 6.3, "Message Body Length", and 11.2, "Request Smuggling"):
+//   400  malformed request line or header, Content-Length together with Transfer-Encoding, more
+//        than one Content-Length, a bad chunk size, obs-fold (a header line starting with
+//        whitespace, RFC 9112 section 5.2), Transfer-Encoding in an HTTP/1.0 request, a missing or
+//        repeated Host in HTTP/1.1 (RFC 9112 section 3.2)
+//   413  a body over Limits::max_body_bytes (known from Content-Length before the body is read)
+//   417  an Expect other than 100-continue (RFC 9110 section 10.1.1)
+//   431  a head over Limits::max_head_bytes or with more than Limits::max_headers fields
+//   501  a Transfer-Encoding other than "chunked" (RFC 9112 section 6.1), CONNECT, Upgrade
+#pragma once
+
+#include <http_parser.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bulkhead::http {
+
+// Bounds on what one request may hold. The defaults are those of common front proxies: HAProxy
+// and Envoy refuse heads over 16 KiB by default (tune.bufsize, max_request_headers_kb is 60 but
+// 16 KiB is the usual buffer), nginx and Go allow 100 header fields.
+struct Limits {
+  uint32_t max_head_bytes = 16 * 1024;  // request line and header fields, CRLFs included
+  uint32_t max_headers = 100;           // header field lines
+  uint64_t max_body_bytes = 1 << 20;    // the decoded body (max_payload_bytes of the cell)
+};
+
+struct Header {
+  std::string name;   // as sent (field names are case-insensitive: compare with EqualsIgnoreCase)
+  std::string value;  // leading and trailing whitespace removed (RFC 9110 section 5.5)
+};
+
+// The head of one request, once its header section is complete.
+struct RequestHead {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // the request-target as sent: "/charge?x=1"
+  uint16_t version_major = 1;
+  uint16_t version_minor = 1;
+  std::vector<Header> headers;  // in order, repeated names kept
+  // Framing: a chunked body, else Content-Length bytes (0 without either).
+  bool chunked = false;
+  uint64_t content_length = 0;
+  // Expect: 100-continue was sent: the client waits for "100 Continue" (or a final answer)
+  // before it sends the body.
+  bool expect_continue = false;
+  // The connection stays open after this request's answer (HTTP/1.1 without "Connection: close",
+  // HTTP/1.0 with "Connection: keep-alive").
+  bool keep_alive = true;
+
+  // The value of the first header field named `name` (case-insensitive), if any.
+  std::optional<std::string_view> Find(std::string_view name) const;
+};
+
+// Why a request was refused: the status code to answer with and a short reason for the body and
+// the log ("duplicate Content-Length").
+struct Error {
+  int status = 400;
+  std::string reason;
+};
+
+// Field names compare case-insensitively (RFC 9110 section 5.1).
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+// http-parser hands over a field name or value in pieces (one per read it spans): these append one
+// piece to `headers`. A name piece after a value starts a new field; `last_was_value` carries that
+// between calls.
+void AppendFieldNamePiece(std::vector<Header>* headers, bool* last_was_value,
+                          std::string_view piece);
+void AppendFieldValuePiece(std::vector<Header>* headers, bool* last_was_value,
+                           std::string_view piece);
+
+class RequestParser {
+ public:
+  explicit RequestParser(const Limits& limits);
+  RequestParser(const RequestParser&) = delete;
+  RequestParser& operator=(const RequestParser&) = delete;
+
+  enum class Event {
+    kNeedMore,  // every byte given was consumed: feed more
+    kHead,      // head() is complete (the body, if any, follows): the request may be admitted
+    kMessage,   // the whole request is in: head() and body()
+    kError,     // error() says why; the connection is to be answered and closed
+  };
+
+  // Parses from the start of `data` and stops at the first event; *consumed is how many bytes of
+  // `data` were used (the rest belongs to what follows: feed it again). After kMessage the next
+  // call starts the next request of the connection (pipelining). After kError every call returns
+  // kError and consumes nothing.
+  Event Parse(std::string_view data, size_t* consumed);
+
+  // The connection ended. Returns kError (400, "connection closed in the middle of a request")
+  // when a request was begun and not complete, else kNeedMore.
+  Event Finish();
+
+  const RequestHead& head() const { return head_; }
+  // The decoded body (chunked framing removed) of the request just completed (kMessage). The
+  // caller may move it out; it is cleared when the next request begins.
+  std::string& body() { return body_; }
+  const Error& error() const { return error_; }
+  // A request has begun (some of it arrived) and is not complete.
+  bool in_message() const { return in_message_; }
+
+ private:
+  static int OnMessageBegin(http_parser* parser);
+  static int OnUrl(http_parser* parser, const char* at, size_t length);
+  static int OnHeaderField(http_parser* parser, const char* at, size_t length);
+  static int OnHeaderValue(http_parser* parser, const char* at, size_t length);
+  static int OnHeadersComplete(http_parser* parser);
+  static int OnBody(http_parser* parser, const char* at, size_t length);
+  static int OnMessageComplete(http_parser* parser);
+
+  // Fails the request with `status` and `reason`; returns the value a callback returns to make
+  // http-parser stop.
+  int Fail(int status, std::string reason);
+  // Checks the head once complete: framing, Host, Expect, Upgrade; fills the framing fields.
+  bool ValidateHead();
+  // Scans bytes of the head for obs-fold and counts them against max_head_bytes.
+  bool ScanHeadBytes(std::string_view bytes);
+
+  Limits limits_;
+  http_parser parser_{};
+  http_parser_settings settings_{};
+  RequestHead head_;
+  std::string body_;
+  Error error_;
+  bool failed_ = false;
+  bool in_message_ = false;
+  bool in_head_ = true;  // the bytes being parsed belong to a head
+  bool head_done_ = false;
+  bool message_done_ = false;
+  bool last_was_value_ = false;  // header callbacks: a field name starts a new header
+  uint64_t head_bytes_ = 0;
+  char previous_byte_ = '\0';  // the byte before the current chunk, for obs-fold across reads
+};
+
+}  // namespace bulkhead::http

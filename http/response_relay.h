@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// ResponseRelay: one worker's HTTP/1.1 response, parsed as it arrives (http-parser) and turned
+// into the bytes its client gets, piece by piece, so a large body never sits whole in memory
+// (RFC 9112 section 6, "Message Body"; RFC 9110 section 7.6, "Message Forwarding"). Pure: no I/O.
+// Thread-compatible. One relay per worker connection, reused for each response on it.
+//
+// What the client gets: the worker's status line (as HTTP/1.1) and end-to-end fields (hop-by-hop
+// ones removed, http/forward.h), then the body framed for the client: the worker's Content-Length
+// kept; a chunked or close-delimited body sent chunked to an HTTP/1.1 client, close-delimited to an
+// HTTP/1.0 one; no body for HEAD, 1xx, 204 and 304 (RFC 9112 section 6.3). Interim 1xx responses
+// from the worker are dropped (bulkheadd answers 100-continue itself); 101 is refused, as Upgrade
+// is. Trailer fields are dropped.
+#pragma once
+
+#include <http_parser.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http/request_parser.h"
+
+namespace bulkhead::http {
+
+class ResponseRelay {
+ public:
+  ResponseRelay();
+  ResponseRelay(const ResponseRelay&) = delete;
+  ResponseRelay& operator=(const ResponseRelay&) = delete;
+
+  // Starts relaying the response to one request. `head_request`: the request was HEAD (the
+  // response has no body whatever its fields say). `client_keep_alive`: the client's connection
+  // stays open after this response (else "Connection: close" is sent). `client_http11`: the client
+  // takes chunked bodies.
+  void Begin(bool head_request, bool client_keep_alive, bool client_http11);
+
+  enum class Event {
+    kNeedMore,  // every byte given was used: feed more
+    kComplete,  // the response is whole; bytes after it (*consumed < size) are the worker's fault
+    kError,     // error() says why; see head_sent()
+  };
+
+  // Parses worker bytes from the start of `data`, appending what the client gets to `out`.
+  // *consumed is how many bytes were used.
+  Event Feed(std::string_view data, size_t* consumed, std::string* out);
+
+  // The worker closed the connection: a close-delimited body ends there (kComplete); any other
+  // response that is not whole is kError.
+  Event WorkerClosed(std::string* out);
+
+  // Something of the response has been appended to `out`: a failure can then only be reported to
+  // the client by closing its connection, not with a 502.
+  bool head_sent() const { return head_sent_; }
+  // The worker's status code, once the head is in (0 before).
+  int status_code() const { return status_code_; }
+  // The worker's connection may carry another request (kComplete, the worker keeps it alive).
+  bool worker_keep_alive() const { return worker_keep_alive_; }
+  // The client's connection must close after this response: it asked to, or its body is
+  // close-delimited (an HTTP/1.0 client and a body of unknown length).
+  bool client_must_close() const { return client_must_close_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  enum class Framing { kNone, kLength, kChunked, kUntilClose };
+
+  static int OnStatus(http_parser* parser, const char* at, size_t length);
+  static int OnHeaderField(http_parser* parser, const char* at, size_t length);
+  static int OnHeaderValue(http_parser* parser, const char* at, size_t length);
+  static int OnHeadersComplete(http_parser* parser);
+  static int OnBody(http_parser* parser, const char* at, size_t length);
+  static int OnMessageComplete(http_parser* parser);
+
+  int Fail(std::string reason);
+  // Appends the client's head: status line, end-to-end fields, framing, Connection.
+  void AppendHead();
+
+  http_parser parser_{};
+  http_parser_settings settings_{};
+  std::string* out_ = nullptr;  // where Feed appends, during Feed only
+  bool head_request_ = false;
+  bool client_keep_alive_ = true;
+  bool client_http11_ = true;
+  int status_code_ = 0;
+  std::string reason_phrase_;
+  std::vector<Header> headers_;
+  bool last_was_value_ = false;
+  Framing client_framing_ = Framing::kNone;
+  bool head_sent_ = false;
+  bool complete_ = false;
+  bool failed_ = false;
+  bool worker_keep_alive_ = false;
+  bool client_must_close_ = false;
+  std::string error_;
+};
+
+}  // namespace bulkhead::http

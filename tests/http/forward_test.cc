@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// A request on its way to the worker (http/forward.h): hop-by-hop fields gone, the client named,
+// a request id, the body framed with Content-Length.
+#include "http/forward.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace bulkhead::http {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The head and body of the one request in `raw`.
+std::pair<RequestHead, std::string> ParseOne(std::string_view raw) {
+  RequestParser parser{Limits()};
+  size_t consumed = 0;
+  while (true) {
+    RequestParser::Event event = parser.Parse(raw, &consumed);
+    raw.remove_prefix(consumed);
+    EXPECT_NE(event, RequestParser::Event::kError) << parser.error().reason;
+    if (event == RequestParser::Event::kMessage) return {parser.head(), parser.body()};
+    if (event == RequestParser::Event::kNeedMore || event == RequestParser::Event::kError) {
+      ADD_FAILURE() << "no complete request";
+      return {};
+    }
+  }
+}
+
+TEST(Forward, HopByHopFieldsAreRemovedAndTheBodyIsFramedAnew) {
+  auto [head, body] = ParseOne(
+      "POST /charge HTTP/1.1\r\n"
+      "Host: payments\r\n"
+      "Connection: keep-alive, X-Private\r\n"
+      "Keep-Alive: timeout=5\r\n"
+      "X-Private: secret-to-this-hop\r\n"
+      "Proxy-Authorization: Basic xyz\r\n"
+      "TE: trailers\r\n"
+      "Transfer-Encoding: chunked\r\n"
+      "X-Kept: yes\r\n"
+      "\r\n"
+      "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
+  std::string out;
+  AppendForwardRequest(&out, head, body, ForwardOptions{.request_id = "r-1"});
+  EXPECT_EQ(out,
+            "POST /charge HTTP/1.1\r\n"
+            "Host: payments\r\n"
+            "X-Kept: yes\r\n"
+            "X-Request-Id: r-1\r\n"
+            "Content-Length: 5\r\n"
+            "\r\n"
+            "abcde");
+}
+
+TEST(Forward, TcpClientsAreNamedAfterWhatEarlierProxiesSaid) {
+  auto [head, body] = ParseOne(
+      "GET /items HTTP/1.1\r\nHost: catalog\r\nX-Forwarded-For: 198.51.100.1\r\n"
+      "Forwarded: for=198.51.100.1\r\nX-Request-Id: abc\r\n\r\n");
+  std::string out;
+  AppendForwardRequest(&out, head, body,
+                       ForwardOptions{.client_address = "203.0.113.7", .request_id = "r-2"});
+  EXPECT_THAT(out, HasSubstr("\r\nX-Forwarded-For: 198.51.100.1, 203.0.113.7\r\n"));
+  EXPECT_THAT(out, HasSubstr("\r\nForwarded: for=198.51.100.1, for=203.0.113.7\r\n"));
+  EXPECT_THAT(out, HasSubstr("\r\nX-Request-Id: abc\r\n"));  // the client's id is kept
+  EXPECT_THAT(out, Not(HasSubstr("r-2")));
+  EXPECT_THAT(out, Not(HasSubstr("Content-Length")));  // a GET without a body gets none
+  EXPECT_THAT(out, ::testing::EndsWith("\r\n\r\n"));
+
+  std::string v6;
+  AppendForwardRequest(&v6, head, body, ForwardOptions{.client_address = "2001:db8::1"});
+  EXPECT_THAT(v6, HasSubstr("\r\nForwarded: for=198.51.100.1, for=\"[2001:db8::1]\"\r\n"));
+}
+
+TEST(Forward, UnixSocketClientsAddNoAddress) {
+  auto [head, body] = ParseOne("GET / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n");
+  std::string out;
+  AppendForwardRequest(&out, head, body, ForwardOptions{});
+  EXPECT_EQ(out, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+}
+
+TEST(Forward, ConnectionOptionsAreCaseInsensitiveTokens) {
+  const std::vector<std::string> options =
+      ConnectionOptions({{"connection", "Close , X-A"}, {"Connection", "x-b"}});
+  EXPECT_EQ(options, (std::vector<std::string>{"close", "x-a", "x-b"}));
+  EXPECT_TRUE(IsHopByHop("X-A", options));
+  EXPECT_TRUE(IsHopByHop("proxy-anything", {}));
+  EXPECT_FALSE(IsHopByHop("X-C", options));
+}
+
+}  // namespace
+}  // namespace bulkhead::http

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// The answers bulkheadd makes itself on HTTP cells (http/local_reply.h): the outcome mapping of
+// docs/http.md and the exact bytes of a rejection.
+#include "http/local_reply.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace bulkhead::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(LocalReply, OutcomesMapToStatusCodes) {
+  using ipc::Reason;
+  using ipc::ReplyStatus;
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kRejected, Reason::kFull), 503);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kRejected, Reason::kQueueTimeout), 503);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kRejected, Reason::kUnavailable), 503);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kRejected, Reason::kTooManyConnections), 503);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kFailed, Reason::kWorkerDied), 502);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kFailed, Reason::kOomKilled), 502);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kFailed, Reason::kWorkerError), 502);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kFailed, Reason::kTimeout), 504);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kFailed, Reason::kStalled), 504);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kBadRequest, Reason::kMalformed), 400);
+  EXPECT_EQ(StatusCodeFor(ReplyStatus::kBadRequest, Reason::kTooLarge), 413);
+}
+
+TEST(LocalReply, FullRejectionAsTheIssueShowsIt) {
+  const std::string bytes = FormatLocalReply(RejectionReply(
+      ipc::Reason::kFull, ipc::RejectDetail{.cell = "payments", .running = 4, .queued = 8}));
+  const std::string body = "bulkhead: payments is full (4 running, 8 queued)\n";
+  EXPECT_EQ(bytes,
+            "HTTP/1.1 503 Service Unavailable\r\n"
+            "Bulkhead-Outcome: rejected; reason=full; cell=payments; running=4; queued=8\r\n"
+            "Retry-After: 1\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\n"
+            "Content-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+TEST(LocalReply, RetryAfterRoundsUpToWholeSeconds) {
+  ipc::RejectDetail detail{.cell = "c", .retry_after_ms = 1001};
+  EXPECT_THAT(FormatLocalReply(RejectionReply(ipc::Reason::kUnavailable, detail)),
+              HasSubstr("\r\nRetry-After: 2\r\n"));
+  detail.retry_after_ms = 1000;
+  EXPECT_THAT(FormatLocalReply(RejectionReply(ipc::Reason::kQueueTimeout, detail)),
+              HasSubstr("\r\nRetry-After: 1\r\n"));
+}
+
+TEST(LocalReply, TooManyConnectionsClosesTheConnection) {
+  const std::string bytes =
+      FormatLocalReply(RejectionReply(ipc::Reason::kTooManyConnections, {.cell = "c"}));
+  EXPECT_THAT(bytes, HasSubstr("reason=too_many_connections"));
+  EXPECT_THAT(bytes, HasSubstr("\r\nConnection: close\r\n"));
+}
+
+TEST(LocalReply, FailuresCarryNoRetryAfter) {
+  const std::string died =
+      FormatLocalReply(FailureReply(ipc::Reason::kWorkerDied, "payments", "signal 9"));
+  EXPECT_THAT(died, ::testing::StartsWith("HTTP/1.1 502 Bad Gateway\r\n"));
+  EXPECT_THAT(died, HasSubstr("Bulkhead-Outcome: failed; reason=worker_died; cell=payments\r\n"));
+  EXPECT_THAT(died, HasSubstr("bulkhead: payments: worker_died (signal 9)\n"));
+  EXPECT_THAT(died, ::testing::Not(HasSubstr("Retry-After")));
+  EXPECT_THAT(FormatLocalReply(FailureReply(ipc::Reason::kTimeout, "payments", "")),
+              ::testing::StartsWith("HTTP/1.1 504 Gateway Timeout\r\n"));
+}
+
+TEST(LocalReply, ParserRefusalsKeepTheirStatusAndClose) {
+  const std::string bytes =
+      FormatLocalReply(BadRequestReply(Error{431, "more than 100 header fields"}, "payments"));
+  EXPECT_THAT(bytes, ::testing::StartsWith("HTTP/1.1 431 Request Header Fields Too Large\r\n"));
+  EXPECT_THAT(bytes, HasSubstr("Bulkhead-Outcome: bad_request; reason=head_too_large; "
+                               "cell=payments\r\n"));
+  EXPECT_THAT(bytes, HasSubstr("\r\nConnection: close\r\n"));
+  EXPECT_THAT(bytes, HasSubstr("bulkhead: more than 100 header fields\n"));
+}
+
+}  // namespace
+}  // namespace bulkhead::http

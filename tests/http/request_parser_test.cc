@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+// RequestParser (http/request_parser.h): requests as curl, Python and hostile clients send them,
+// fed whole and byte by byte; every refusal with its status code.
+#include "http/request_parser.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace bulkhead::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+// One request as the parser delivered it.
+struct Parsed {
+  RequestHead head;
+  std::string body;
+};
+
+// What a whole input gives: the requests completed, and the error that ended it (status 0: none).
+struct Outcome {
+  std::vector<Parsed> requests;
+  int heads = 0;
+  Error error{0, ""};
+};
+
+// Feeds `input` in pieces of `step` bytes (0: whole), driving the parser to its events.
+Outcome Feed(std::string_view input, size_t step = 0, Limits limits = Limits()) {
+  RequestParser parser(limits);
+  Outcome out;
+  size_t at = 0;
+  while (at < input.size()) {
+    size_t piece = step == 0 ? input.size() - at : std::min(step, input.size() - at);
+    std::string_view data = input.substr(at, piece);
+    while (true) {
+      size_t consumed = 0;
+      RequestParser::Event event = parser.Parse(data, &consumed);
+      at += consumed;
+      data.remove_prefix(consumed);
+      if (event == RequestParser::Event::kError) {
+        out.error = parser.error();
+        return out;
+      }
+      if (event == RequestParser::Event::kHead) ++out.heads;
+      if (event == RequestParser::Event::kMessage) {
+        out.requests.push_back({parser.head(), parser.body()});
+      }
+      if (event == RequestParser::Event::kNeedMore) break;
+    }
+  }
+  if (parser.Finish() == RequestParser::Event::kError) out.error = parser.error();
+  return out;
+}
+
+constexpr std::string_view kCurlPost =
+    "POST /charge?x=1 HTTP/1.1\r\n"
+    "Host: 127.0.0.1:8081\r\n"
+    "User-Agent: curl/7.88.1\r\n"
+    "Accept: */*\r\n"
+    "Content-Type: application/json\r\n"
+    "Content-Length: 13\r\n"
+    "\r\n"
+    "{\"order\": 42}";
+
+TEST(RequestParser, CurlPostWholeAndByteByByte) {
+  for (size_t step : {size_t{0}, size_t{1}, size_t{7}}) {
+    Outcome out = Feed(kCurlPost, step);
+    ASSERT_EQ(out.error.status, 0) << step << ": " << out.error.reason;
+    ASSERT_EQ(out.requests.size(), 1u) << step;
+    EXPECT_EQ(out.heads, 1);
+    const RequestHead& head = out.requests[0].head;
+    EXPECT_EQ(head.method, "POST");
+    EXPECT_EQ(head.target, "/charge?x=1");
+    EXPECT_EQ(head.version_minor, 1);
+    EXPECT_EQ(head.headers.size(), 5u);
+    EXPECT_EQ(head.Find("content-type"), "application/json");
+    EXPECT_EQ(head.content_length, 13u);
+    EXPECT_FALSE(head.chunked);
+    EXPECT_TRUE(head.keep_alive);
+    EXPECT_EQ(out.requests[0].body, "{\"order\": 42}");
+  }
+}
+
+TEST(RequestParser, PipelinedRequestsComeOutInOrder) {
+  std::string input =
+      "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+      "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (size_t step : {size_t{0}, size_t{1}, size_t{5}}) {
+    Outcome out = Feed(input, step);
+    ASSERT_EQ(out.error.status, 0) << out.error.reason;
+    ASSERT_EQ(out.requests.size(), 3u);
+    EXPECT_EQ(out.requests[0].head.target, "/a");
+    EXPECT_EQ(out.requests[1].head.target, "/b");
+    EXPECT_EQ(out.requests[1].body, "hi");
+    EXPECT_EQ(out.requests[2].head.target, "/c");
+    EXPECT_TRUE(out.requests[1].head.keep_alive);
+    EXPECT_FALSE(out.requests[2].head.keep_alive);
+  }
+}
+
+TEST(RequestParser, ChunkedBodyIsDecoded) {
+  std::string input =
+      "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer-Field: t\r\n\r\n";
+  for (size_t step : {size_t{0}, size_t{1}}) {
+    Outcome out = Feed(input, step);
+    ASSERT_EQ(out.error.status, 0) << out.error.reason;
+    ASSERT_EQ(out.requests.size(), 1u);
+    EXPECT_TRUE(out.requests[0].head.chunked);
+    EXPECT_EQ(out.requests[0].body, "hello world");
+  }
+}
+
+TEST(RequestParser, HeadComesBeforeTheBodyForExpectContinue) {
+  RequestParser parser{Limits()};
+  std::string head =
+      "PUT /f HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
+  size_t consumed = 0;
+  ASSERT_EQ(parser.Parse(head, &consumed), RequestParser::Event::kHead);
+  EXPECT_TRUE(parser.head().expect_continue);
+  std::string_view rest = std::string_view(head).substr(consumed);
+  // The head's last byte may be left for the next call; the body has not come yet.
+  ASSERT_EQ(parser.Parse(rest, &consumed), RequestParser::Event::kNeedMore);
+  ASSERT_EQ(parser.Parse("abc", &consumed), RequestParser::Event::kMessage);
+  EXPECT_EQ(consumed, 3u);
+  EXPECT_EQ(parser.body(), "abc");
+}
+
+TEST(RequestParser, Http10KeepAliveOnlyWhenAsked) {
+  Outcome plain = Feed("GET / HTTP/1.0\r\n\r\n");
+  ASSERT_EQ(plain.requests.size(), 1u) << plain.error.reason;
+  EXPECT_FALSE(plain.requests[0].head.keep_alive);
+  Outcome kept = Feed("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  ASSERT_EQ(kept.requests.size(), 1u);
+  EXPECT_TRUE(kept.requests[0].head.keep_alive);
+}
+
+struct Refusal {
+  const char* name;
+  std::string input;
+  int status;
+  const char* reason;
+};
+
+// Request smuggling and malformed requests (RFC 9112 sections 3.2, 5.2, 6.1, 6.3, 11.2): each is
+// refused with its status, whole or split into single bytes.
+TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
+  const std::vector<Refusal> refusals = {
+      {"CL and TE",
+       "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+       "Content-Length"},
+      {"TE and CL",
+       "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400,
+       "Content-Length"},
+      {"duplicate CL",
+       "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", 400,
+       "Content-Length"},
+      {"differing CL",
+       "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400,
+       "Content-Length"},
+      {"bad CL", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3x\r\n\r\nabc", 400,
+       "Content-Length"},
+      {"negative CL", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400,
+       "Content-Length"},
+      {"bad chunk size",
+       "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n", 400,
+       "chunk size"},
+      {"obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n", 400, "obs-fold"},
+      {"no Host", "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", 400, "Host"},
+      {"two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "Host"},
+      {"TE in 1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400,
+       "HTTP/1.0"},
+      {"gzip TE", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501,
+       "Transfer-Encoding"},
+      {"gzip, chunked TE", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+       501, "Transfer-Encoding"},
+      {"Upgrade", "GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
+       501, "Upgrade"},
+      {"CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 501,
+       "CONNECT"},
+      {"odd Expect", "GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417, "Expect"},
+      {"bad method", "G@T / HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
+      {"bad version", "GET / HTTP/9.9x\r\nHost: x\r\n\r\n", 400, ""},
+      {"space in name", "GET / HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n", 400, "field name"},
+      {"space before colon", "GET / HTTP/1.1\r\nHost: x\r\nName : 1\r\n\r\n", 400, ""},
+      {"NUL in value",
+       std::string("GET / HTTP/1.1\r\nHost: x\r\nA: 1\0"
+                   "2\r\n\r\n",
+                   35),
+       400, ""},
+      {"cut short", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", 400,
+       "middle of a request"},
+  };
+  for (const Refusal& r : refusals) {
+    for (size_t step : {size_t{0}, size_t{1}}) {
+      Outcome out = Feed(r.input, step);
+      EXPECT_EQ(out.error.status, r.status)
+          << r.name << " step " << step << ": " << out.error.reason;
+      EXPECT_THAT(out.error.reason, HasSubstr(r.reason)) << r.name;
+      EXPECT_TRUE(out.requests.empty()) << r.name;
+    }
+  }
+}
+
+TEST(RequestParser, LimitsOnHeadAndBody) {
+  Limits limits;
+  limits.max_head_bytes = 64;
+  limits.max_headers = 3;
+  limits.max_body_bytes = 4;
+  Outcome long_head =
+      Feed("GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(100, 'a') + "\r\n\r\n", 0, limits);
+  EXPECT_EQ(long_head.error.status, 431) << long_head.error.reason;
+  Outcome long_head_bytes =
+      Feed("GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(100, 'a'), 1, limits);
+  EXPECT_EQ(long_head_bytes.error.status, 431) << "refused before the head ends";
+  Outcome many = Feed("GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", 0, limits);
+  EXPECT_EQ(many.error.status, 431) << many.error.reason;
+  Outcome declared = Feed("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n", 0, limits);
+  EXPECT_EQ(declared.error.status, 413) << "known from the head, before the body is read";
+  Outcome chunked = Feed(
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n",
+      0, limits);
+  EXPECT_EQ(chunked.error.status, 413) << chunked.error.reason;
+  Outcome fits = Feed("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd", 0, limits);
+  ASSERT_EQ(fits.requests.size(), 1u) << fits.error.reason;
+}
+
+TEST(RequestParser, AfterAnErrorNothingMoreIsParsed) {
+  RequestParser parser{Limits()};
+  size_t consumed = 0;
+  ASSERT_EQ(parser.Parse("GET / HTTP/1.1\r\n\r\n", &consumed), RequestParser::Event::kError);
+  EXPECT_EQ(parser.Parse("GET / HTTP/1.1\r\nHost: x\r\n\r\n", &consumed),
+            RequestParser::Event::kError);
+  EXPECT_EQ(consumed, 0u);
+}
+
+}  // namespace
+}  // namespace bulkhead::http
