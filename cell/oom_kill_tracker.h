@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // OomKillTracker: what a cell's memory.events say about OOM kills, one look at a time: how many
 // kills the kernel's OOM killer made in the cell, and whether the death of the worker was one of
-// them. Pure logic, no I/O and no clock (the Cell reads the file and keeps the time); plus
-// ProcessIsDying, which reads /proc. Sources: the kernel's Documentation/admin-guide/cgroup-v2.rst
+// them. Pure logic, no I/O and no clock (lifecycle::OomWatch reads the file and keeps the time);
+// plus ProcessIsDying, which reads /proc. Sources: the kernel's
+// Documentation/admin-guide/cgroup-v2.rst
 // ("memory.events", "memory.oom.group") and mm/oom_kill.c (__oom_kill_process raises oom_kill
 // just before it queues SIGKILL to the victim; oom_kill_process then raises oom_group_kill and
 // kills every other member whose oom_score_adj is not -1000).
@@ -32,7 +33,7 @@ uint64_t CountOomKills(const MemoryEvents& before, const MemoryEvents& after, bo
 // Tells a worker's OOM kill from any other death. The kernel has no per-process record, so the
 // tracker combines the two facts it has: the wait status (the OOM killer only ever sends SIGKILL)
 // and memory.events oom_kill / oom_group_kill, compared look by look. A rise seen while the worker
-// runs leaves its fate open ("pending") until the Cell has checked the worker a while later
+// runs leaves its fate open ("pending") until OomWatch has checked the worker a while later
 // (WorkerSurvived when it is neither dead nor dying) or until it is reaped. So a helper killed in
 // the cell while the worker survives (oom_policy "continue", or a worker at oom_score_adj -1000)
 // is counted, but the worker's later crash or manual kill -9 is not taken for an OOM kill.

@@ -59,7 +59,7 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::start_timeout>(K::kStartTimeout, "start_timeout", R::kPolicy),
     Cell<&C::watchdog>(K::kWatchdog, "watchdog", R::kRestart),
     Cell<&C::stop_signal>(K::kStopSignal, "stop_signal", R::kPolicy),
-    // Read by the Cell when it sends stop_signal: the next stop follows it.
+    // Read by the WorkerRunner when it sends stop_signal: the next stop follows it.
     Cell<&C::kill_mode>(K::kKillMode, "kill_mode", R::kPolicy),
     Cell<&C::stop_timeout>(K::kStopTimeout, "stop_timeout", R::kPolicy),
     // Bound once, when the cell is added.
@@ -77,8 +77,8 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::oom_policy>(K::kOomPolicy, "oom_policy", R::kCgroup),
     // Set in the child before exec: the next worker gets it.
     Cell<&C::oom_score_adjust>(K::kOomScoreAdjust, "oom_score_adjust", R::kRestart),
-    // Read by WorkerOutput at each spawn (Cell::Reconfigure hands them over): the new worker's
-    // pipes follow them.
+    // Read by WorkerOutput at each spawn (WorkerRunner::Reconfigure hands them over): the new
+    // worker's pipes follow them.
     Cell<&C::output>(K::kOutput, "output", R::kRestart),
     Cell<&C::log_line_max>(K::kLogLineMax, "log_line_max", R::kRestart),
     Cell<&C::log_rate_limit_burst>(K::kLogRateLimitBurst, "log_rate_limit_burst", R::kRestart),

@@ -51,9 +51,9 @@ namespace bulkhead::lifecycle {
 // `stop` turns it into a restart; a stop during a restart cancels the new start.
 //
 // Invariants the tests check for every (state, event): the Spawn action is always the last of a
-// list (the Cell may handle Spawned / SpawnFailed from inside it); CancelTimers never follows an
-// Arm* action in one list; entering stopped always lists RejectQueued and NotifyStopped, entering
-// failed lists RejectQueued.
+// list (the WorkerRunner may handle Spawned / SpawnFailed from inside it); CancelTimers never
+// follows an Arm* action in one list; entering stopped always lists RejectQueued and NotifyStopped,
+// entering failed lists RejectQueued.
 class Lifecycle {
  public:
   enum class State : uint8_t { kStopped, kStarting, kRunning, kStopping, kBackoff, kFailed };
@@ -66,7 +66,7 @@ class Lifecycle {
     config::ReadyMode ready = config::ReadyMode::kExec;
     // Longest gap between two WATCHDOG=1 (sd_notify(3)), from the spawn on; 0: no watchdog.
     uint64_t watchdog_ms = 0;
-    // Sent to stop the worker (systemd.kill(5) KillSignal=); who gets it is the Cell's kill_mode.
+    // Sent to stop the worker (systemd.kill(5) KillSignal=); who gets it is the cell's kill_mode.
     int stop_signal = SIGTERM;
     // Bound of a whole stop, in ms (systemd's TimeoutStopSec=): in-flight requests drain, then
     // stop_signal is sent with what is left; SIGKILL at stop_timeout_ms after the stop began,
@@ -153,7 +153,8 @@ class Lifecycle {
   };
   static const char* EventName(Event::Type type);  // "StartRequested", ...
 
-  // What the Cell does, per type. "The worker" is the current one, or the one just reaped.
+  // What the WorkerRunner does, per type (the data path's part through DataPathControl). "The
+  // worker" is the current one, or the one just reaped.
   struct Action {
     enum class Type : uint8_t {
       // Spawn a worker (cell::Spawn), then Handle(Spawned()) or Handle(SpawnFailed(message)) and
@@ -220,7 +221,7 @@ class Lifecycle {
     // Non-empty when the event was ignored in this state: why ("no worker", "stale timer", ...).
     // Nothing changed and `actions` is empty (except for NotifyStopped on a stop while stopped).
     std::string_view ignored;
-    // One line for the cell's log (the Cell adds the cell name and pid), or empty.
+    // One line for the cell's log (the WorkerRunner adds the cell name and pid), or empty.
     LogLevel log_level = LogLevel::kInfo;
     std::string log;
   };
@@ -363,8 +364,8 @@ class Lifecycle {
 
 // The lifecycle options of `cell_config` (restart, restart_delay, restart_max_delay,
 // restart_reset_after, start_limit_burst, start_limit_interval, ready, watchdog, stop_signal,
-// stop_timeout, queue_timeout, start_timeout). request_timeout and stall_timeout are the Cell's:
-// they watch requests.
+// stop_timeout, queue_timeout, start_timeout). request_timeout and stall_timeout are the data
+// path's (proxy::CellDataPath): they watch requests.
 Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_config);
 
 }  // namespace bulkhead::lifecycle

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // NotifySocket: a cell's $NOTIFY_SOCKET, the datagram socket on which its worker reports READY=1,
 // WATCHDOG=1 and STATUS= (sd_notify(3)). Each datagram is delivered with the sender's pid, taken
-// from the kernel (SCM_CREDENTIALS, SO_PASSCRED), never from the message: the Cell decides whether
-// that pid may speak for the cell. REQUIRES: loop thread only.
+// from the kernel (SCM_CREDENTIALS, SO_PASSCRED), never from the message: the WorkerRunner decides
+// whether that pid may speak for the cell. REQUIRES: loop thread only.
 #pragma once
 
 #include <sys/types.h>

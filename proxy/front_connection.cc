@@ -11,7 +11,6 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "proxy/request.h"
-#include "supervisor/cell.h"
 
 namespace bulkhead::proxy {
 
@@ -29,8 +28,8 @@ bool PeerClosedBothWays(uv_stream_t* stream) {
 
 }  // namespace
 
-FrontConnection::FrontConnection(supervisor::Cell* cell, uint32_t max_payload)
-    : cell_(cell),
+FrontConnection::FrontConnection(Owner* owner, uint32_t max_payload)
+    : owner_(owner),
       max_backlog_(2 * static_cast<size_t>(max_payload) + kReadChunk),
       decoder_(ipc::FrameType::kRequest, max_payload),
       writer_(
@@ -40,17 +39,17 @@ FrontConnection::FrontConnection(supervisor::Cell* cell, uint32_t max_payload)
   writer_.SetOnWritten([this] { CountWritten(); });
 }
 
-void FrontConnection::Accept(supervisor::Cell* cell, uv_stream_t* server, uint32_t max_payload) {
-  auto* conn = new FrontConnection(cell, max_payload);
+void FrontConnection::Accept(Owner* owner, uv_stream_t* server, uint32_t max_payload) {
+  auto* conn = new FrontConnection(owner, max_payload);
   uv_pipe_init(server->loop, &conn->pipe_, 0);
   int rc = uv_accept(server, reinterpret_cast<uv_stream_t*>(&conn->pipe_));
   if (rc != 0) {
-    Log(LogLevel::kWarning, cell->name(), 0, std::string("accept failed: ") + uv_strerror(rc));
+    Log(LogLevel::kWarning, owner->name(), 0, std::string("accept failed: ") + uv_strerror(rc));
     conn->closing_ = true;
     uv_close(reinterpret_cast<uv_handle_t*>(&conn->pipe_), &FrontConnection::OnClosed);
     return;
   }
-  cell->OnClientConnected(conn);
+  owner->OnClientConnected(conn);
   uv_read_start(reinterpret_cast<uv_stream_t*>(&conn->pipe_), &FrontConnection::OnAlloc,
                 &FrontConnection::OnRead);
 }
@@ -111,12 +110,12 @@ void FrontConnection::ProcessFrames() {
       reply.reason = decoder_.error_reason();
       reply.request_id = decoder_.error_request_id();
       writer_.AppendFrame(reply, decoder_.error_message());
-      cell_->OnBadRequest(decoder_.error_message());
+      owner_->OnBadRequest(decoder_.error_message());
       uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
       close_when_drained_ = true;
       break;
     }
-    cell_->OnRequest(this, frame);
+    owner_->OnRequest(this, frame);
     if (closing_) break;
   }
   in_read_ = false;
@@ -127,7 +126,7 @@ void FrontConnection::ProcessFrames() {
 void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view payload,
                                 uint64_t* outcome) {
   if (closing_) {
-    cell_->CountUndelivered(1);
+    owner_->CountUndelivered(1);
     return;
   }
   writer_.AppendFrame(header, payload);
@@ -148,13 +147,13 @@ void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view
     seen_unconsumed_ = UnconsumedBytes();
   }
   // May close this connection, or others, to keep the cell within max_unsent_bytes.
-  cell_->OnRepliesWaiting(this);
+  owner_->OnRepliesWaiting(this);
 }
 
 void FrontConnection::CountWritten() {
   const uint64_t written = writer_.written_bytes();
   while (!unwritten_.empty() && unwritten_.front().end <= written) {
-    cell_->CountDelivered(unwritten_.front().outcome);
+    owner_->CountDelivered(unwritten_.front().outcome);
     unwritten_.pop_front();
   }
 }
@@ -180,7 +179,7 @@ size_t FrontConnection::CheckProgress(uint64_t now_ms) {
 }
 
 void FrontConnection::CloseUnread(const std::string& why) {
-  Log(LogLevel::kWarning, cell_->name(), 0,
+  Log(LogLevel::kWarning, owner_->name(), 0,
       "client does not read its replies (" + std::to_string(writer_.backlog_bytes()) +
           " bytes unsent, " + why + "): closing its connection");
   Close();
@@ -222,16 +221,16 @@ void FrontConnection::Close() {
   // Replies not written whole by now are never delivered.
   CountWritten();
   if (!unwritten_.empty()) {
-    cell_->CountUndelivered(unwritten_.size());
+    owner_->CountUndelivered(unwritten_.size());
     unwritten_.clear();
   }
   writer_.Abandon();
   while (requests_ != nullptr) {
     Request* request = requests_;
     UnlinkRequest(request);
-    cell_->OnClientGone(request);
+    owner_->OnClientGone(request);
   }
-  cell_->OnClientDisconnected(this);
+  owner_->OnClientDisconnected(this);
   uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &FrontConnection::OnClosed);
 }
 

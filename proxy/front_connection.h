@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // FrontConnection: one client connected to a cell's front socket. Decodes REQUEST frames, hands
-// each to its Cell for admission, and writes the replies (several per writev when pipelined). A
-// malformed or oversized frame gets a BAD_REQUEST reply and the connection is closed after it is
-// written. Owns itself: created by Accept(), deleted in its handle's close callback. REQUIRES: loop
-// thread only.
+// each to its Owner (the cell's data path) for admission, and writes the replies (several per
+// writev when pipelined). A malformed or oversized frame gets a BAD_REQUEST reply and the
+// connection is closed after it is written. Owns itself: created by Accept(), deleted in its
+// handle's close callback. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -16,19 +16,38 @@
 #include "ipc/frame.h"
 #include "proxy/stream_writer.h"
 
-// TODO(issue 14): the data path calls back into supervisor::Cell until the split.
-namespace bulkhead::supervisor {
-class Cell;
-}  // namespace bulkhead::supervisor
-
 namespace bulkhead::proxy {
 
 struct Request;
 
 class FrontConnection {
  public:
-  // Accepts one pending connection on `server` for `cell`. Errors are logged; nothing to return.
-  static void Accept(supervisor::Cell* cell, uv_stream_t* server, uint32_t max_payload);
+  // What a client connection tells its cell's data path (proxy::CellDataPath), on the loop thread.
+  class Owner {
+   public:
+    virtual ~Owner() = default;
+    // The cell's name, for log lines.
+    virtual const std::string& name() const = 0;
+    virtual void OnClientConnected(FrontConnection* conn) = 0;
+    virtual void OnClientDisconnected(FrontConnection* conn) = 0;
+    // A well-formed REQUEST frame; `frame` is valid during the call only.
+    virtual void OnRequest(FrontConnection* conn, const ipc::FrameView& frame) = 0;
+    // `request`, linked to this client, lost its client (the connection is closing).
+    virtual void OnClientGone(Request* request) = 0;
+    // A malformed frame was answered BAD_REQUEST; the connection closes once that is written.
+    virtual void OnBadRequest(const std::string& why) = 0;
+    // `conn` holds unsent reply bytes: watched for client_write_timeout, and the cell's clients
+    // are kept within max_unsent_bytes (the slowest closed first; `conn` may be one of them).
+    virtual void OnRepliesWaiting(FrontConnection* conn) = 0;
+    // A reply was written whole to its client: `outcome` (a counter of the cell's CellCounters)
+    // counts it.
+    virtual void CountDelivered(uint64_t* outcome) = 0;
+    // `replies` answered requests whose client closed before their reply was written whole.
+    virtual void CountUndelivered(uint64_t replies) = 0;
+  };
+
+  // Accepts one pending connection on `server` for `owner`. Errors are logged; nothing to return.
+  static void Accept(Owner* owner, uv_stream_t* server, uint32_t max_payload);
 
   // Refuses one pending connection on `server`: accepts it, sends `frame` (one small REPLY, which
   // a fresh socket's send buffer always takes whole) without blocking, and closes it. A client that
@@ -39,7 +58,7 @@ class FrontConnection {
   // case every reply produced by that read goes out in one write. `outcome` is the counter of the
   // reply's outcome in the cell's CellCounters (which outlive every client): it is incremented
   // once the reply is written whole to the socket; a reply still unwritten when the connection
-  // closes is counted undelivered instead (Cell::CountDelivered, Cell::CountUndelivered).
+  // closes is counted undelivered instead (Owner::CountDelivered, Owner::CountUndelivered).
   void SendReply(const ipc::FrameHeader& header, std::string_view payload, uint64_t* outcome);
 
   // Reply bytes held for this client, not yet written to its socket.
@@ -62,7 +81,7 @@ class FrontConnection {
   void Close();
 
  private:
-  FrontConnection(supervisor::Cell* cell, uint32_t max_payload);
+  FrontConnection(Owner* owner, uint32_t max_payload);
   ~FrontConnection() = default;
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
@@ -77,7 +96,7 @@ class FrontConnection {
   // Socket send queue bytes not yet consumed by the client (SIOCOUTQ), 0 when unknown.
   uint64_t UnconsumedBytes();
 
-  supervisor::Cell* cell_;
+  Owner* owner_;
   // Unsent reply bytes beyond which the client is dropped: room for two full-size replies.
   size_t max_backlog_;
   uv_pipe_t pipe_{};
@@ -96,7 +115,7 @@ class FrontConnection {
   uint64_t stalled_since_ms_ = 0;
   uint64_t seen_written_ = 0;
   uint64_t seen_unconsumed_ = 0;
-  bool waiting_ = false;  // replies wait for it: its Cell watches it
+  bool waiting_ = false;  // replies wait for it: its Owner watches it
   bool in_read_ = false;
   bool closing_ = false;
   bool close_when_drained_ = false;

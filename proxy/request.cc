@@ -18,7 +18,6 @@ void RequestPool::Release(Request* request) {
   BH_CHECK(request->client == nullptr && request->link == nullptr);
   BH_CHECK(live_ > 0);
   --live_;
-  request->cell = nullptr;
   request->client_request_id = 0;
   request->client_prev = request->client_next = nullptr;
   BH_CHECK(!request->started());

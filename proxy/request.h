@@ -12,11 +12,6 @@
 #include "admission/bulkhead.h"
 #include "admission/request_deadlines.h"
 
-// TODO(issue 14): the data path calls back into supervisor::Cell until the split.
-namespace bulkhead::supervisor {
-class Cell;
-}  // namespace bulkhead::supervisor
-
 namespace bulkhead::proxy {
 
 class FrontConnection;
@@ -25,7 +20,6 @@ class WorkerLink;
 // AdmissionEntry: its place in the cell's Bulkhead; DeadlineEntry: its request_timeout while it
 // runs (RequestDeadlines).
 struct Request : admission::AdmissionEntry, admission::DeadlineEntry {
-  supervisor::Cell* cell = nullptr;
   FrontConnection* client = nullptr;  // null once the client disconnected
   uint64_t client_request_id = 0;
   uint64_t admitted_at_ms = 0;

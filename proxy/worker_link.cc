@@ -10,7 +10,6 @@
 #include "base/check.h"
 #include "base/unique_fd.h"
 #include "proxy/request.h"
-#include "supervisor/cell.h"
 
 namespace bulkhead::proxy {
 
@@ -20,8 +19,8 @@ constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr size_t kMaxRetainedPayload = size_t{64} * 1024;
 }  // namespace
 
-WorkerLink::WorkerLink(supervisor::Cell* cell, uint32_t max_payload)
-    : cell_(cell),
+WorkerLink::WorkerLink(Owner* owner, uint32_t max_payload)
+    : owner_(owner),
       decoder_(ipc::FrameType::kReply, max_payload),
       writer_(
           reinterpret_cast<uv_stream_t*>(&pipe_),
@@ -33,8 +32,8 @@ WorkerLink::WorkerLink(supervisor::Cell* cell, uint32_t max_payload)
   pipe_.data = this;
 }
 
-Result<WorkerLink*> WorkerLink::Connect(supervisor::Cell* cell, uv_loop_t* loop,
-                                        const std::string& path, uint32_t max_payload) {
+Result<WorkerLink*> WorkerLink::Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
+                                        uint32_t max_payload) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) return Status::FromErrno("socket");
   sockaddr_un addr{};
@@ -44,7 +43,7 @@ Result<WorkerLink*> WorkerLink::Connect(supervisor::Cell* cell, uv_loop_t* loop,
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return Status::FromErrno("connect " + path);
   }
-  auto* link = new WorkerLink(cell, max_payload);
+  auto* link = new WorkerLink(owner, max_payload);
   uv_pipe_init(loop, &link->pipe_, 0);
   int rc = uv_pipe_open(&link->pipe_, fd.get());
   if (rc != 0) {
@@ -120,14 +119,14 @@ void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
     Request* request = self->TakeInflight();
     // May send the next request on this link (or close it): nothing of `self` is used after this
     // except the decoder, and only while the link is still open.
-    self->cell_->OnWorkerReply(self, request, frame);
+    self->owner_->OnWorkerReply(self, request, frame);
     if (self->closing_) return;
   }
 }
 
 void WorkerLink::Broken(const std::string& why, bool worker_at_fault) {
   if (closing_) return;
-  cell_->OnLinkBroken(this, why, worker_at_fault);
+  owner_->OnLinkBroken(this, why, worker_at_fault);
 }
 
 void WorkerLink::Close() {

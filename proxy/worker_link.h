@@ -16,21 +16,28 @@
 #include "ipc/frame.h"
 #include "proxy/stream_writer.h"
 
-// TODO(issue 14): the data path calls back into supervisor::Cell until the split.
-namespace bulkhead::supervisor {
-class Cell;
-}  // namespace bulkhead::supervisor
-
 namespace bulkhead::proxy {
 
 struct Request;
 
 class WorkerLink {
  public:
+  // What a link tells its cell's data path (proxy::CellDataPath), on the loop thread.
+  class Owner {
+   public:
+    virtual ~Owner() = default;
+    // The worker replied to `request`, already taken off the link; `frame` is valid during the
+    // call only. The owner may send the next request on `link` or close it.
+    virtual void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) = 0;
+    // The connection failed or closed (`why`); the in-flight request, if any, is still on the
+    // link. `worker_at_fault`: the worker broke the protocol; its request fails at once.
+    virtual void OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) = 0;
+  };
+
   // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
   // backlog is full (EAGAIN).
-  static Result<WorkerLink*> Connect(supervisor::Cell* cell, uv_loop_t* loop,
-                                     const std::string& path, uint32_t max_payload);
+  static Result<WorkerLink*> Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
+                                     uint32_t max_payload);
 
   // REQUIRES: !busy(). Sends `request` with `payload` to the worker; the link carries it until the
   // worker replies or the link breaks.
@@ -54,12 +61,12 @@ class WorkerLink {
   // Closes the connection. REQUIRES: nothing in flight (take it first).
   void Close();
 
-  // The link's position in its Cell's list of busy links, kept by the Cell so that a reply finds
-  // its link in O(1).
+  // The link's position in its owner's list of busy links, kept by the owner so that a reply
+  // finds its link in O(1).
   size_t busy_index = 0;
 
  private:
-  WorkerLink(supervisor::Cell* cell, uint32_t max_payload);
+  WorkerLink(Owner* owner, uint32_t max_payload);
   ~WorkerLink() = default;
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
@@ -68,7 +75,7 @@ class WorkerLink {
   // `worker_at_fault`: the worker broke the protocol (not an EOF or a socket error).
   void Broken(const std::string& why, bool worker_at_fault = false);
 
-  supervisor::Cell* cell_;
+  Owner* owner_;
   uv_pipe_t pipe_{};
   ipc::FrameDecoder decoder_;
   StreamWriter writer_;

@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: MIT
+#include "lifecycle/worker_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "cell/process.h"
+#include "cell/restart_policy.h"
+#include "cell/worker.h"
+#include "lifecycle/worker_privileges.h"
+
+namespace bulkhead::lifecycle {
+
+namespace {
+
+using Event = Lifecycle::Event;
+using Action = Lifecycle::Action;
+
+// How often an emptying cgroup is polled after cgroup.kill, in ms.
+constexpr uint64_t kTeardownPollMs = 5;
+// The worker socket's backlog: every link the data path may open at once (max_concurrent), and
+// never less than 128.
+int WorkerBacklog(const config::CellConfig& config) {
+  return static_cast<int>(std::max<uint32_t>(config.max_concurrent, 128));
+}
+
+}  // namespace
+
+WorkerRunner::WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
+                           uint32_t max_payload, loop::AfterPoll* after_poll,
+                           DataPathControl* data_path)
+    : loop_(loop),
+      config_(std::move(config)),
+      compartment_(std::move(compartment)),
+      max_payload_(max_payload),
+      after_poll_(after_poll),
+      data_path_(data_path),
+      clock_(loop),
+      lifecycle_(LifecycleOptionsFromConfig(config_), &clock_, cell::RestartPolicy::RandomJitter()),
+      notify_(loop, [this](pid_t sender,
+                           const cell::NotifyMessage& message) { OnNotify(sender, message); }),
+      output_(loop, config_),
+      oom_watch_(loop, &config_.name, [this] { return pid_; }) {
+  for (uv_timer_t* timer :
+       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_, &start_timer_}) {
+    uv_timer_init(loop_, timer);
+    timer->data = this;
+    ++open_handles_;
+  }
+}
+
+WorkerRunner::~WorkerRunner() { BH_CHECK(open_handles_ == 0); }
+
+Status WorkerRunner::CreateCgroup() {
+  if (compartment_.tree == nullptr) return Status::Ok();
+  Result<cell::CellCgroup> made = cell::CellCgroup::Create(*compartment_.tree, config_.name);
+  if (!made.ok()) return made.status();
+  cgroup_.emplace(std::move(made).value());
+  oom_watch_.Start(&*cgroup_, &compartment_.limits);
+  // Written again before every spawn; under "required" a failure here fails the first start.
+  (void)WriteCellLimits();
+  // A cgroup that still has processes belongs to an earlier run that died without stopping
+  // them: they are killed before this run's first worker starts (see Start).
+  Result<bool> empty = cgroup_->IsEmpty();
+  stale_generation_ = !empty.ok() || !*empty;
+  return Status::Ok();
+}
+
+Status WorkerRunner::BindSockets() {
+  Result<ipc::ListeningSocket> worker =
+      ipc::ClaimListeningSocket(config_.worker_socket, WorkerBacklog(config_),
+                                ipc::Blocking::kBlocking, WorkerSocketAccess());
+  if (!worker.ok()) return worker.status();
+  worker_file_ = std::move(worker->file);
+  worker_listen_fd_ = std::move(worker->fd);
+  return notify_.Bind(config_.notify_socket, NotifySocketAccess(config_));
+}
+
+// --- Lifecycle plumbing. ---
+
+std::string WorkerRunner::Start() {
+  if (stale_generation_) {
+    stale_generation_ = false;
+    Log(LogLevel::kWarning, name(), 0,
+        "cgroup " + cgroup_->path() +
+            " still holds processes of an earlier run: killing them first");
+    Teardown([this] { Handle(Event::StartRequested()); });
+    return Lifecycle::ReplyText(Lifecycle::Reply::kAccepted);
+  }
+  return Lifecycle::ReplyText(Handle(Event::StartRequested()).reply);
+}
+
+std::string WorkerRunner::Restart(uint32_t in_flight) {
+  // Set before Handle (the spawn may come at once); a refused restart ("restart in progress")
+  // leaves the flag of the one under way as it was.
+  const bool earlier = operator_restart_;
+  operator_restart_ = true;
+  std::string reply = Lifecycle::ReplyText(Handle(Event::RestartRequested(in_flight)).reply);
+  if (reply != Lifecycle::ReplyText(Lifecycle::Reply::kAccepted)) operator_restart_ = earlier;
+  return reply;
+}
+
+std::string WorkerRunner::Stop(uint32_t in_flight, std::function<void()> on_stopped) {
+  if (on_stopped) on_stopped_.push_back(std::move(on_stopped));
+  return Lifecycle::ReplyText(Handle(Event::StopRequested(in_flight)).reply);
+}
+
+void WorkerRunner::Drained() {
+  if (lifecycle_.state() == Lifecycle::State::kStopping) Handle(Event::Drained());
+}
+
+void WorkerRunner::Stalled(std::string why) { Handle(Event::Stalled(std::move(why))); }
+
+Lifecycle::Transition WorkerRunner::Handle(const Event& event) {
+  if (executing_) {
+    pending_events_.push_back(event);
+    return Lifecycle::Transition{};
+  }
+  Lifecycle::Transition transition = lifecycle_.Handle(event);
+  Execute(transition);
+  while (!pending_events_.empty()) {
+    Event next = pending_events_.front();
+    pending_events_.erase(pending_events_.begin());
+    Execute(lifecycle_.Handle(next));
+  }
+  return transition;
+}
+
+void WorkerRunner::Execute(const Lifecycle::Transition& t) {
+  if (!t.log.empty()) Log(t.log_level, name(), pid_ != 0 ? pid_ : pgid_, t.log);
+  bool was_executing = std::exchange(executing_, true);
+  for (const Action& a : t.actions) {
+    switch (a.type) {
+      case Action::Type::kSpawn:
+        // Always last: its answer is handled at once, outside this list.
+        executing_ = was_executing;
+        DoSpawn();
+        return;
+      case Action::Type::kOpenAdmission:
+        data_path_->OpenAdmission();
+        break;
+      case Action::Type::kCloseAdmission:
+        data_path_->CloseAdmission();
+        break;
+      case Action::Type::kRejectQueued:
+        data_path_->RejectQueued();
+        break;
+      case Action::Type::kFailInFlight:
+        data_path_->FailInFlight(a.reason, a.message);
+        break;
+      case Action::Type::kSignalStop:
+        SignalStop(a.signal);
+        break;
+      case Action::Type::kKillAll:
+        KillAll();
+        break;
+      case Action::Type::kArmBackoff:
+        uv_timer_start(
+            &backoff_timer_,
+            [](uv_timer_t* timer) {
+              static_cast<WorkerRunner*>(timer->data)->Handle(Event::BackoffElapsed());
+            },
+            a.ms, 0);
+        break;
+      case Action::Type::kArmStopTimer:
+        uv_timer_start(
+            &stop_timer_,
+            [](uv_timer_t* timer) {
+              static_cast<WorkerRunner*>(timer->data)->Handle(Event::StopTimeout());
+            },
+            a.ms, 0);
+        break;
+      case Action::Type::kArmWatchdog:
+        ++watchdog_arms_;
+        uv_timer_start(&watchdog_timer_, &WorkerRunner::OnWatchdogTimer, a.ms, 0);
+        break;
+      case Action::Type::kArmStartTimer:
+        uv_timer_start(
+            &start_timer_,
+            [](uv_timer_t* timer) {
+              static_cast<WorkerRunner*>(timer->data)->Handle(Event::StartTimeout());
+            },
+            a.ms, 0);
+        break;
+      case Action::Type::kCancelTimers:
+        ++watchdog_arms_;
+        uv_timer_stop(&backoff_timer_);
+        uv_timer_stop(&stop_timer_);
+        uv_timer_stop(&watchdog_timer_);
+        uv_timer_stop(&start_timer_);
+        break;
+      case Action::Type::kNotifyStopped: {
+        std::vector<std::function<void()>> callbacks;
+        callbacks.swap(on_stopped_);
+        for (auto& callback : callbacks) callback();
+        break;
+      }
+    }
+  }
+  executing_ = was_executing;
+  NoteState();
+}
+
+void WorkerRunner::NoteState() {
+  if (lifecycle_.state() == observed_state_) return;
+  observed_state_ = lifecycle_.state();
+  if (state_observer_) state_observer_();
+}
+
+// --- Spawn. ---
+
+void WorkerRunner::DrainStaleWorkerConnections() {
+  // The listening socket outlives worker generations. A connection the supervisor made to a worker
+  // that died before accept()ing it waits in the backlog with its request frame, although the
+  // supervisor closed its end and failed that request: the next worker would accept it and run the
+  // request again, beside max_concurrent live ones. No link of this cell is open between
+  // generations, so whatever waits in the backlog now is stale. The socket is blocking (the worker
+  // may accept in blocking mode); no worker shares it at this point, so O_NONBLOCK is set for the
+  // drain and cleared again.
+  const int fd = worker_listen_fd_.get();
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return;
+  int drained = 0;
+  while (true) {
+    int conn = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      break;  // EAGAIN: the backlog is empty (or accept failed: nothing more to do)
+    }
+    ::close(conn);
+    ++drained;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  if (drained > 0) {
+    Log(LogLevel::kDebug, name(), 0,
+        "closed " + std::to_string(drained) +
+            " connection(s) the last worker never accepted (their requests already failed)");
+  }
+}
+
+bool WorkerRunner::HasUnacceptedConnection() const {
+  if (!worker_listen_fd_.valid()) return false;
+  // A listening socket polls readable while a connection waits in its backlog, not accepted.
+  pollfd p{.fd = worker_listen_fd_.get(), .events = POLLIN, .revents = 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+void WorkerRunner::DoSpawn() {
+  BH_CHECK(pid_ == 0);
+  // The lifecycle counted a restart before asking for this spawn: attribute it to its cause.
+  if (lifecycle_.restarts() > restarts_attributed_) {
+    RestartReason why =
+        operator_restart_ ? RestartReason::kOperator : ClassifyLastExit(lifecycle_.last_exit());
+    restarts_by_reason_[static_cast<size_t>(why)] += lifecycle_.restarts() - restarts_attributed_;
+    restarts_attributed_ = lifecycle_.restarts();
+  }
+  operator_restart_ = false;
+  Status limits = cgroup_ ? WriteCellLimits() : Status::Ok();
+  if (!limits.ok() && compartment_.required) {
+    // cgroup = "required": no worker runs outside its limits. A failed start, as an exec error.
+    std::string why = "cgroup = \"required\" but limits not enforced: " + limits.message();
+    Log(LogLevel::kError, name(), 0, "cannot start worker: " + why);
+    Execute(lifecycle_.Handle(Event::SpawnFailed(why)));
+  } else {
+    SpawnWorker();
+  }
+  // Events raised while the answer's actions ran.
+  while (!executing_ && !pending_events_.empty()) {
+    Event next = pending_events_.front();
+    pending_events_.erase(pending_events_.begin());
+    Execute(lifecycle_.Handle(next));
+  }
+}
+
+void WorkerRunner::SpawnWorker() {
+  if (data_path_->worker_connections() == 0) DrainStaleWorkerConnections();
+  data_path_->WorkerStarting();
+  cell::SpawnOptions options;
+  options.argv = config_.command;
+  bool has_path = false;
+  for (const auto& [key, value] : config_.environment) {
+    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID" ||
+        key == cell::kMaxPayloadEnv) {
+      continue;
+    }
+    options.environment.push_back(key + "=" + value);
+    if (key == "PATH") has_path = true;
+  }
+  if (!has_path) options.environment.push_back(std::string("PATH=") + config::kDefaultWorkerPath);
+  options.environment.push_back("NOTIFY_SOCKET=" + notify_.path());
+  // The worker SDK reads its payload limit here (cell/worker.h MaxPayloadFromEnv).
+  options.environment.push_back(std::string(cell::kMaxPayloadEnv) + "=" +
+                                std::to_string(max_payload_));
+  if (config_.watchdog.count() > 0) {
+    options.environment.push_back("WATCHDOG_USEC=" +
+                                  std::to_string(config_.watchdog.count() * 1000));
+  }
+  AppendUserEnvironment(config_, &options.environment);
+  options.credentials = WorkerCredentials(config_);
+  options.umask = static_cast<mode_t>(config_.umask);
+  options.no_new_privileges = config_.no_new_privileges;
+  // Set in the child, so the worker never inherits bulkheadd's own oom_score_adj.
+  options.oom_score_adj = config_.oom_score_adjust;
+  options.working_directory = config_.working_directory;
+  options.listen_fd = worker_listen_fd_.get();
+  options.listen_fd_name = config_.name;
+  // A supervisor that dies without stopping its cells (SIGKILL, a failed check) takes the workers
+  // with it: none keeps running unnoticed, holding an old generation's socket.
+  options.parent_death_signal = SIGKILL;
+  if (cgroup_) {
+    // The worker is born inside its cgroup (clone3 CLONE_INTO_CGROUP): so is all it forks.
+    options.cgroup_fd = cgroup_->dir_fd();
+    oom_watch_.WorkerStarted();
+  }
+  status_text_.clear();
+  Status output = output_.Prepare(&options);
+  if (!output.ok())
+    Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
+  Result<pid_t> pid = cell::Spawn(options);
+  output_.Spawned(pid.ok() ? *pid : 0);
+  if (!pid.ok()) {
+    Log(LogLevel::kError, name(), 0, "cannot start worker: " + pid.status().message());
+    Execute(lifecycle_.Handle(Event::SpawnFailed(pid.status().message())));
+  } else {
+    pid_ = pgid_ = *pid;
+    Execute(lifecycle_.Handle(Event::Spawned()));
+  }
+}
+
+void WorkerRunner::OnWorkerExit(int wait_status) {
+  BH_CHECK(pid_ != 0);
+  pid_t pid = pid_;
+  // An OOM kill of the worker: a SIGKILL, and an OOM kill in memory.events that it was not seen
+  // to survive (cell::OomKillTracker). The last look is taken while pid_ still names the worker.
+  const bool oom_killed = oom_watch_.WorkerDied(wait_status);
+  pid_ = 0;
+  // Its last words first: they often tell why it ended.
+  output_.WorkerExited();
+  std::string description = cell::DescribeWaitStatus(wait_status);
+  Log(LogLevel::kDebug, name(), pid,
+      "worker reaped: " + description + (oom_killed ? " (OOM kill)" : ""));
+  // The lifecycle hears of the exit only once nothing of this generation is left.
+  Teardown([this, wait_status, description, oom_killed] {
+    Handle(Event::Exited(wait_status, description, oom_killed));
+  });
+}
+
+// --- Teardown of a worker generation. ---
+
+Status WorkerRunner::WriteCellLimits() {
+  limits_written_ = cgroup_->WriteLimits(compartment_.limits);
+  Status status = limits_written_.status();
+  if (!status.ok()) {
+    Log(compartment_.required ? LogLevel::kError : LogLevel::kWarning, name(), pid_,
+        "cgroup limits not enforced: " + status.message());
+  }
+  return status;
+}
+
+void WorkerRunner::SignalStop(int signal) {
+  if (cgroup_ && config_.kill_mode == config::KillMode::kControlGroup) {
+    // systemd's KillMode=control-group: every process of the cell, a setsid helper included.
+    Status signalled = cgroup_->Signal(signal);
+    if (signalled.ok()) return;
+    Log(LogLevel::kError, name(), pid_, "cgroup signal: " + signalled.message());
+  }
+  if (cgroup_) {
+    // kill_mode = "mixed" (systemd's KillMode=mixed): the worker alone; whatever else is left
+    // gets SIGKILL (cgroup.kill) once it has exited or at stop_timeout.
+    if (pid_ > 0) ::kill(pid_, signal);
+    return;
+  }
+  // Without a cgroup: the worker's process group (it leads one since the spawn); a helper that
+  // left it (setsid) is not reached.
+  if (pgid_ > 0) {
+    ::kill(-pgid_, signal);
+    if (pid_ > 0) ::kill(pid_, signal);  // in case it left its process group
+  }
+}
+
+void WorkerRunner::KillAll() {
+  if (cgroup_) {
+    Status killed = cgroup_->Kill();
+    if (!killed.ok()) Log(LogLevel::kError, name(), pgid_, "cgroup kill: " + killed.message());
+    return;
+  }
+  // The worker leads its own process group: whatever it forked without leaving the group goes too.
+  if (pgid_ > 0) {
+    ::kill(-pgid_, SIGKILL);
+    if (pid_ > 0) ::kill(pid_, SIGKILL);
+  }
+}
+
+void WorkerRunner::Teardown(std::function<void()> then) {
+  // A stop with kill_mode = "control-group" signalled every process of the cell: those left
+  // when the worker exits may finish their cleanup until stop_timeout, when the stop timer's
+  // SIGKILL (KillAll) comes, as systemd waits for the whole control group.
+  teardown_kill_from_ms_ = cgroup_ && config_.kill_mode == config::KillMode::kControlGroup
+                               ? lifecycle_.signalled_stop_deadline_ms()
+                               : 0;
+  if (Now() >= teardown_kill_from_ms_) KillAll();
+  if (!cgroup_) {
+    then();
+    return;
+  }
+  after_teardown_ = std::move(then);
+  teardown_started_ms_ = Now();
+  teardown_warned_ = false;
+  uv_timer_start(&teardown_timer_, &WorkerRunner::OnTeardownTimer, 0, kTeardownPollMs);
+}
+
+void WorkerRunner::OnTeardownTimer(uv_timer_t* timer) {
+  auto* self = static_cast<WorkerRunner*>(timer->data);
+  Result<bool> empty = self->cgroup_->IsEmpty();
+  if (empty.ok() && *empty) {
+    uv_timer_stop(timer);
+    if (self->after_teardown_) std::exchange(self->after_teardown_, nullptr)();
+    return;
+  }
+  // cgroup.procs is not empty yet: kill again (a process may have forked meanwhile) and wait. The
+  // next generation never starts beside a survivor of this one.
+  if (self->Now() >= self->teardown_kill_from_ms_) self->KillAll();
+  if (!self->teardown_warned_ &&
+      self->Now() > std::max(self->teardown_started_ms_, self->teardown_kill_from_ms_) + 5000) {
+    self->teardown_warned_ = true;
+    Log(LogLevel::kError, self->name(), 0,
+        "cgroup " + self->cgroup_->path() + " still has processes 5 s after cgroup.kill" +
+            (empty.ok() ? "" : ": " + empty.status().message()));
+  }
+}
+
+// --- Notify socket (sd_notify(3)) and watchdog. ---
+
+bool WorkerRunner::SpeaksForCell(pid_t sender) const {
+  if (pid_ == 0) return false;
+  if (sender == pid_) return true;
+  if (cgroup_) {
+    // Any process of the cell's cgroup (systemd's NotifyAccess=all).
+    Result<std::vector<pid_t>> procs = cgroup_->Procs();
+    return procs.ok() && std::find(procs->begin(), procs->end(), sender) != procs->end();
+  }
+  // Without a cgroup: a process of the worker's session (the worker called setsid at spawn).
+  return ::getsid(sender) == pid_;
+}
+
+void WorkerRunner::OnNotify(pid_t sender, const cell::NotifyMessage& message) {
+  if (!SpeaksForCell(sender)) {
+    Log(LogLevel::kWarning, name(), sender,
+        "notify message from a process outside the cell ignored");
+    return;
+  }
+  if (message.status) status_text_ = *message.status;
+  if (message.ready) Handle(Event::Ready());
+  if (message.watchdog_ping) Handle(Event::WatchdogPing());
+  if (message.watchdog_trigger) Handle(Event::Stalled("worker sent WATCHDOG=trigger"));
+}
+
+void WorkerRunner::OnWatchdogTimer(uv_timer_t* timer) {
+  auto* self = static_cast<WorkerRunner*>(timer->data);
+  self->watchdog_verdict_ = true;
+  self->watchdog_verdict_arms_ = self->watchdog_arms_;
+  self->after_poll_->Request();
+}
+
+void WorkerRunner::OnAfterPoll() {
+  if (!std::exchange(watchdog_verdict_, false)) return;
+  // A WATCHDOG=1 read by the poll re-armed the watchdog: the miss did not happen.
+  if (watchdog_arms_ == watchdog_verdict_arms_) Handle(Event::WatchdogMissed());
+}
+
+// --- Reload and shutdown. ---
+
+Status WorkerRunner::Reconfigure(const config::CellConfig& next,
+                                 const std::optional<cell::CgroupLimits>& cgroup_limits) {
+  config_ = next;
+  if (worker_listen_fd_.valid()) {
+    // More links may connect at once than the backlog Bind gave: listen(2) again resizes it.
+    ::listen(worker_listen_fd_.get(), WorkerBacklog(config_));
+  }
+  lifecycle_.SetOptions(LifecycleOptionsFromConfig(config_));
+  output_.SetOptions(config_);
+  Status written = Status::Ok();
+  if (cgroup_limits) {
+    compartment_.limits = *cgroup_limits;
+    if (cgroup_) written = WriteCellLimits();
+  }
+  return written;
+}
+
+void WorkerRunner::Close(std::function<void()> on_closed) {
+  BH_CHECK(pid_ == 0);
+  on_closed_ = std::move(on_closed);
+  if (cgroup_) {
+    Status removed = cgroup_->Remove();
+    if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
+  }
+  for (uv_timer_t* timer :
+       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_, &start_timer_}) {
+    uv_close(reinterpret_cast<uv_handle_t*>(timer), &WorkerRunner::OnHandleClosed);
+  }
+  // Only a socket file this cell bound is removed, while it is still the one it bound.
+  worker_file_.Remove();
+  worker_listen_fd_.Reset();
+  auto closed = [this] {
+    BH_CHECK(open_handles_ > 0);
+    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
+  };
+  ++open_handles_;
+  output_.Close(closed);
+  ++open_handles_;
+  notify_.Close(closed);
+  ++open_handles_;
+  oom_watch_.Close(closed);
+}
+
+void WorkerRunner::OnHandleClosed(uv_handle_t* handle) {
+  auto* self = static_cast<WorkerRunner*>(handle->data);
+  BH_CHECK(self->open_handles_ > 0);
+  if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+}
+
+// --- Status. ---
+
+WorkerRunner::CompartmentStatus WorkerRunner::ReadCompartment() const {
+  CompartmentStatus s;
+  s.limits_note = compartment_.not_enforced_reason;
+  s.cgroup_limits = compartment_.limits;
+  s.oom_kills = oom_watch_.kills();
+  if (cgroup_) {
+    s.cgroup_path = cgroup_->path();
+    Result<cell::CgroupStats> stats = cgroup_->ReadStats();
+    if (stats.ok()) {
+      s.cgroup = std::move(stats).value();
+    } else {
+      s.limits_note = "cannot read " + cgroup_->path() + ": " + stats.status().message();
+    }
+  }
+  // Per limit: written at the last WriteCellLimits, and its controller's files still there now (a
+  // controller withdrawn from cells/cgroup.subtree_control takes its files and limits with it).
+  std::string lost;
+  for (size_t i = 0; i < cell::kLimitCount; ++i) {
+    const auto limit = static_cast<cell::Limit>(i);
+    const bool set = cell::LimitIsSet(compartment_.limits, limit);
+    bool present = cgroup_.has_value() && s.cgroup.has_value();
+    if (present && cell::LimitController(limit) == "memory") present = s.cgroup->has_memory;
+    if (present && cell::LimitController(limit) == "pids") present = s.cgroup->has_pids;
+    if (present && cell::LimitController(limit) == "cpu") present = s.cgroup->has_cpu;
+    if (cgroup_ && !limits_written_.of(limit).ok()) {
+      s.limit_states[i] = LimitState::kNotEnforced;
+    } else if (!set) {
+      s.limit_states[i] = LimitState::kUnlimited;
+    } else if (present) {
+      s.limit_states[i] = LimitState::kEnforced;
+    } else {
+      s.limit_states[i] = LimitState::kNotEnforced;
+      if (cgroup_ && s.cgroup && lost.empty()) {
+        lost = std::string(cell::LimitName(limit)) + ": the " +
+               std::string(cell::LimitController(limit)) + " controller is no longer enabled for " +
+               cgroup_->path();
+      }
+    }
+  }
+  s.limits_enforced = cgroup_.has_value() && s.cgroup.has_value() &&
+                      std::find(s.limit_states.begin(), s.limit_states.end(),
+                                LimitState::kNotEnforced) == s.limit_states.end();
+  if (cgroup_ && s.cgroup) {
+    Status written = limits_written_.status();
+    s.limits_note = !written.ok() ? written.message() : lost;
+  }
+  return s;
+}
+
+}  // namespace bulkhead::lifecycle

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+// WorkerRunner: one cell's worker over time, one generation at a time (s6-supervise's job for one
+// service). Drives the lifecycle table (lifecycle.h) and carries out its actions: spawn into the
+// cell's cgroup with the worker socket as fd 3, the notify socket and watchdog (sd_notify(3)),
+// output capture, teardown (stop_signal, kill_mode, cgroup.kill), the cgroup's limits, OOM kills
+// (memory.events), restart reasons. It never touches a request: what the table asks of the data
+// path goes through DataPathControl. REQUIRES: loop thread only.
+#pragma once
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+#include "cell/cgroup.h"
+#include "config/config.h"
+#include "ipc/frame.h"
+#include "ipc/listen_socket.h"
+#include "lifecycle/compartment.h"
+#include "lifecycle/lifecycle.h"
+#include "lifecycle/notify_socket.h"
+#include "lifecycle/oom_watch.h"
+#include "lifecycle/restart_reason.h"
+#include "lifecycle/worker_output.h"
+#include "loop/after_poll.h"
+
+namespace bulkhead::lifecycle {
+
+// What the lifecycle's actions ask of the cell's data path (its owner forwards to it). Called on
+// the loop thread, from inside WorkerRunner's event handling: an implementation must not feed the
+// runner an event synchronously except through the runner's public calls, which queue it.
+class DataPathControl {
+ public:
+  virtual ~DataPathControl() = default;
+  // Action kOpenAdmission: admit requests and start the queued ones on the worker.
+  virtual void OpenAdmission() = 0;
+  // Action kCloseAdmission: new requests are queued (or rejected when the queue is full).
+  virtual void CloseAdmission() = 0;
+  // Action kRejectQueued: every queued request gets REJECTED unavailable.
+  virtual void RejectQueued() = 0;
+  // Action kFailInFlight: every running request gets FAILED `reason` with `message`, and every
+  // connection to the worker generation that ended is closed.
+  virtual void FailInFlight(ipc::Reason reason, const std::string& message) = 0;
+  // Connections to the worker open now, idle or carrying a request.
+  virtual size_t worker_connections() const = 0;
+  // A new worker generation is about to be spawned.
+  virtual void WorkerStarting() = 0;
+};
+
+class WorkerRunner {
+ public:
+  // `after_poll` (owned by the caller, shared with the data path) runs OnAfterPoll when
+  // requested; `data_path` outlives the runner.
+  WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
+               uint32_t max_payload, loop::AfterPoll* after_poll, DataPathControl* data_path);
+  ~WorkerRunner();
+  WorkerRunner(const WorkerRunner&) = delete;
+  WorkerRunner& operator=(const WorkerRunner&) = delete;
+
+  // Creates the cell's cgroup (when limits are enforced), starts watching its memory.events and
+  // writes its limits; notes a cgroup still holding an earlier run's processes (Start kills them).
+  Status CreateCgroup();
+  // Claims and binds the worker socket (listening, blocking, handed to each worker as fd 3) and
+  // the notify socket.
+  Status BindSockets();
+
+  // Operator commands and boot: feed the lifecycle and return its answer ("ok", "already
+  // started", ...). `in_flight`: the requests running now (the data path's count).
+  std::string Start();
+  std::string Restart(uint32_t in_flight);
+  // `on_stopped` (may be null) runs once there is no worker and the cell is stopped.
+  std::string Stop(uint32_t in_flight, std::function<void()> on_stopped);
+  // The data path has no running request left: ends a stop's drain.
+  void Drained();
+  // The data path saw no progress for stall_timeout: `why` names the silence.
+  void Stalled(std::string why);
+  // The supervisor reaped the worker: `wait_status` as from waitpid.
+  void OnWorkerExit(int wait_status);
+  // Called from the shared AfterPoll: a watchdog miss is decided after the poll that could have
+  // read a WATCHDOG=1 (loop/after_poll.h).
+  void OnAfterPoll();
+
+  // Reload: the lifecycle, output and worker socket backlog take `next` (from the next event);
+  // `cgroup_limits`, when set, are written now. Returns the cgroup write's error, if any.
+  Status Reconfigure(const config::CellConfig& next,
+                     const std::optional<cell::CgroupLimits>& cgroup_limits);
+  // Closes every handle, removes the cgroup and the worker socket file; `on_closed` runs when the
+  // last close callback has run. REQUIRES: no worker.
+  void Close(std::function<void()> on_closed);
+
+  // `observer` runs whenever the lifecycle moved to another state, once the actions of the event
+  // that moved it ran.
+  void SetStateObserver(std::function<void()> observer) { state_observer_ = std::move(observer); }
+
+  // The config in force (the last Reconfigure's).
+  const config::CellConfig& config() const { return config_; }
+  // The live worker's pid, 0 when none (or when it was reaped and its cgroup is being emptied).
+  pid_t pid() const { return pid_; }
+  const Lifecycle& lifecycle() const { return lifecycle_; }
+  // While no worker takes requests (Lifecycle::RefusesRequests), and when to retry then.
+  bool RefusesRequests() const { return lifecycle_.RefusesRequests(); }
+  uint32_t RetryAfterMs() const { return lifecycle_.RetryAfterMs(); }
+  // A connection waits unaccepted in the worker socket's backlog now.
+  bool HasUnacceptedConnection() const;
+  // The worker's last STATUS= (sd_notify), cleared at each spawn.
+  const std::string& status_text() const { return status_text_; }
+  const RestartCounts& restarts_by_reason() const { return restarts_by_reason_; }
+
+  // The compartment as the kernel holds it now, for status and metrics (control/cell_snapshot.h).
+  struct CompartmentStatus {
+    bool limits_enforced = false;
+    std::string limits_note;
+    std::array<LimitState, cell::kLimitCount> limit_states{};
+    std::string cgroup_path;
+    cell::CgroupLimits cgroup_limits;
+    std::optional<cell::CgroupStats> cgroup;
+    uint64_t oom_kills = 0;
+  };
+  CompartmentStatus ReadCompartment() const;
+
+ private:
+  // The lifecycle reads loop time.
+  class LoopClock : public Clock {
+   public:
+    explicit LoopClock(uv_loop_t* loop) : loop_(loop) {}
+    uint64_t NowMs() const override { return uv_now(loop_); }
+
+   private:
+    uv_loop_t* loop_;
+  };
+
+  const std::string& name() const { return config_.name; }
+  uint64_t Now() const { return uv_now(loop_); }
+  static void OnHandleClosed(uv_handle_t* handle);
+
+  // Handle() feeds an event and executes the actions of its transition. Events raised while
+  // actions execute are queued and handled after, in order (the answer to Spawn is the exception:
+  // it is handled at once, as the lifecycle requires).
+  Lifecycle::Transition Handle(const Lifecycle::Event& event);
+  void Execute(const Lifecycle::Transition& transition);
+  // Runs the state observer if the state changed since it last ran.
+  void NoteState();
+  void DoSpawn();
+  // Spawns the worker and feeds the lifecycle Spawned or SpawnFailed.
+  void SpawnWorker();
+  // Accepts and closes every connection waiting in the worker socket's backlog: connections to a
+  // worker generation that ended before accepting them. REQUIRES: no worker, no connection to it
+  // open (SpawnWorker drains only then).
+  void DrainStaleWorkerConnections();
+
+  // Kills whatever is left of the worker generation (its cgroup, or its process group without
+  // one) and runs `then` once nothing of it is left: never two generations side by side.
+  void Teardown(std::function<void()> then);
+  void KillAll();
+  static void OnTeardownTimer(uv_timer_t* timer);
+  // Sends stop_signal to the worker: to every process of the cell's cgroup (kill_mode =
+  // "control-group"), to the worker alone ("mixed"); without a cgroup, to its process group.
+  void SignalStop(int signal);
+  // Writes the limits into the cell's cgroup, keeps the outcome for status and logs every limit
+  // that is not in force. Returns Ok or the failures. REQUIRES: cgroup_.
+  Status WriteCellLimits();
+
+  // Notify socket (sd_notify(3)).
+  void OnNotify(pid_t sender, const cell::NotifyMessage& message);
+  bool SpeaksForCell(pid_t sender) const;
+  // Timeouts judge silence only once the loop has read what waits in the sockets: the watchdog
+  // timer asks after_poll_ for a verdict rather than acting.
+  static void OnWatchdogTimer(uv_timer_t* timer);
+
+  uv_loop_t* loop_;
+  config::CellConfig config_;
+  CellCompartment compartment_;
+  uint32_t max_payload_;
+  loop::AfterPoll* after_poll_;
+  DataPathControl* data_path_;
+  std::optional<cell::CellCgroup> cgroup_;
+  cell::LimitsWritten limits_written_;  // the last WriteCellLimits
+  LoopClock clock_;
+  Lifecycle lifecycle_;
+  NotifySocket notify_;
+  // The worker's stdout and stderr (docs/logging.md).
+  WorkerOutput output_;
+  // OOM kills in cgroup_ (started with it).
+  OomWatch oom_watch_;
+
+  ipc::SocketFile worker_file_;  // the worker socket file bound (removed on close if still ours)
+  UniqueFd worker_listen_fd_;
+  uv_timer_t backoff_timer_{};
+  uv_timer_t stop_timer_{};
+  uv_timer_t watchdog_timer_{};
+  uv_timer_t teardown_timer_{};
+  uv_timer_t start_timer_{};
+  int open_handles_ = 0;
+  std::function<void()> on_closed_;
+  std::function<void()> state_observer_;
+  Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
+
+  // The live worker (0: none). pgid_ stays set after the reap so KillAll reaches what it left.
+  pid_t pid_ = 0;
+  pid_t pgid_ = 0;
+  bool executing_ = false;
+  std::vector<Lifecycle::Event> pending_events_;
+  std::vector<std::function<void()>> on_stopped_;
+  std::function<void()> after_teardown_;
+  uint64_t teardown_started_ms_ = 0;
+  // Teardown sends no SIGKILL before this (loop ms): the rest of the cell had stop_signal and
+  // may exit by itself until stop_timeout (kill_mode = "control-group").
+  uint64_t teardown_kill_from_ms_ = 0;
+  bool teardown_warned_ = false;
+  std::string status_text_;
+  // The cell's cgroup held processes when this run found it: Start() empties it first.
+  bool stale_generation_ = false;
+
+  // A watchdog miss waiting for the next poll (OnAfterPoll), and watchdog_arms_ when the watchdog
+  // timer fired.
+  bool watchdog_verdict_ = false;
+  uint64_t watchdog_verdict_arms_ = 0;
+  // Counts ArmWatchdog and CancelTimers actions: a WATCHDOG=1 (or a new worker, or a stop) since
+  // the watchdog timer fired changes it, and the miss is void.
+  uint64_t watchdog_arms_ = 0;
+
+  RestartCounts restarts_by_reason_{};
+  uint64_t restarts_attributed_ = 0;  // lifecycle_.restarts() already in restarts_by_reason_
+  bool operator_restart_ = false;     // the next restart is the operator's (Restart())
+};
+
+}  // namespace bulkhead::lifecycle

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+// CellDataPath: one cell's data path, Envoy's router and connection pool for one upstream. Owns the
+// front socket and its client connections, the Bulkhead that admits their requests, up to
+// max_concurrent WorkerLinks to the worker socket, the orphan list, the per-request timers
+// (queue_timeout, request_timeout), stall detection, the outcome counters and latency windows.
+// Every request admitted here is answered exactly once: OK, REJECTED (full, queue_timeout,
+// unavailable) or FAILED (worker_error, worker_died, oom_killed, stalled, timeout), unless its
+// client went away first. It knows nothing of processes or cgroups: it asks its Upstream whether
+// a worker takes requests, and is told when admission opens or closes and when the worker is gone.
+// REQUIRES: loop thread only.
+#pragma once
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admission/bulkhead.h"
+#include "admission/cell_counters.h"
+#include "admission/latency_histogram.h"
+#include "admission/request_deadlines.h"
+#include "base/status.h"
+#include "config/config.h"
+#include "ipc/frame.h"
+#include "ipc/listen_socket.h"
+#include "loop/after_poll.h"
+#include "proxy/front_connection.h"
+#include "proxy/front_listener.h"
+#include "proxy/request.h"
+#include "proxy/slow_clients.h"
+#include "proxy/worker_link.h"
+
+namespace bulkhead::proxy {
+
+// What the data path asks of, and tells, the side that runs the cell's worker (implemented by the
+// cell's owner). Calls come from inside request handling on the loop thread.
+class Upstream {
+ public:
+  virtual ~Upstream() = default;
+  // The worker's pid while one runs, 0 when none: only to tell whether one runs and to name it in
+  // log lines.
+  virtual pid_t worker_pid() const = 0;
+  // No worker will take requests before long (stopped, failed, in backoff): a new request is
+  // REJECTED unavailable with retry-after RetryAfterMs() (ms, 0: none).
+  virtual bool RefusesRequests() const = 0;
+  virtual uint32_t RetryAfterMs() const = 0;
+  // A connection waits unaccepted in the worker socket's backlog now.
+  virtual bool HasUnacceptedConnection() const = 0;
+  // Requests ran with no reply for stall_timeout: `why` names the silence.
+  virtual void Stalled(std::string why) = 0;
+  // No request runs any more (running fell to 0).
+  virtual void Drained() = 0;
+};
+
+class CellDataPath : private FrontConnection::Owner, private WorkerLink::Owner {
+ public:
+  // `pool`, `after_poll` (shared with the worker's side, see OnAfterPoll) and `upstream` outlive
+  // the data path.
+  CellDataPath(uv_loop_t* loop, config::CellConfig config, uint32_t max_payload, RequestPool* pool,
+               loop::AfterPoll* after_poll, Upstream* upstream);
+  ~CellDataPath() override;
+  CellDataPath(const CellDataPath&) = delete;
+  CellDataPath& operator=(const CellDataPath&) = delete;
+
+  // Claims and binds the front socket with `access` (a stale file from a killed run is
+  // reclaimed; a socket another live process serves is refused) and starts accepting clients.
+  Status Bind(const ipc::SocketAccess& access) { return front_.Bind(access); }
+  // Reload: admission limits apply at once (Bulkhead::SetLimits: queued requests are kept above a
+  // lowered max_queue, running ones above a lowered max_concurrent finish; a raised
+  // max_concurrent starts queued requests now); a changed request_timeout or stall_timeout counts
+  // from now for the requests running now (systemd#9467). REQUIRES: same socket and worker_socket.
+  void Reconfigure(const config::CellConfig& next);
+  // Closes every client connection (queued requests cancelled).
+  void DisconnectClients() { front_.DisconnectAll(); }
+  // Closes every handle and removes the front socket file if still ours; `on_closed` runs when
+  // the last close callback has run. REQUIRES: no request running on a worker link.
+  void Close(std::function<void()> on_closed);
+  // Lowers the limit on client connections below max_connections (the cell's share of the
+  // supervisor's descriptor budget). Set before clients connect.
+  void SetConnectionShare(uint32_t share) { front_.SetConnectionShare(share); }
+  // Called from the shared AfterPoll: stall and request_timeout verdicts are taken after the poll
+  // that could have read the replies ending the silence (loop/after_poll.h).
+  void OnAfterPoll();
+
+  // The worker's side tells (lifecycle actions): admit and start the queued requests; queue new
+  // ones; reject every queued one (unavailable); fail every running one with `reason` and close
+  // every link to the worker generation that ended; a new worker is about to start.
+  void OpenAdmission();
+  void CloseAdmission();
+  void RejectQueued();
+  void FailInFlight(ipc::Reason reason, const std::string& message);
+  void WorkerStarting() { accept_warned_ = false; }
+
+  // Figures for status and metrics.
+  const admission::Bulkhead& bulkhead() const { return bulkhead_; }
+  size_t clients() const { return front_.clients(); }
+  // min(max_connections, the connection share).
+  uint32_t connection_limit() const { return front_.connection_limit(); }
+  // Connections to the worker open now, idle or carrying a request.
+  size_t worker_connections() const { return idle_links_.size() + busy_links_.size(); }
+  const admission::CellCounters& counters() const { return counters_; }
+  // Admitted requests without an outcome yet (control/cell_snapshot.h, in_flight).
+  uint32_t in_flight() const;
+  uint64_t unsent_bytes() const { return slow_clients_.UnsentBytes(); }
+  const admission::WindowedLatency& queue_wait() const { return queue_wait_; }
+  const admission::WindowedLatency& request_duration() const { return request_duration_; }
+
+ private:
+  uint64_t Now() const { return uv_now(loop_); }
+  const std::string& name() const override { return config_.name; }
+  static void OnHandleClosed(uv_handle_t* handle);
+
+  // FrontConnection::Owner.
+  void OnClientConnected(FrontConnection* conn) override { front_.Opened(conn); }
+  void OnClientDisconnected(FrontConnection* conn) override;
+  void OnRequest(FrontConnection* conn, const ipc::FrameView& frame) override;
+  void OnClientGone(Request* request) override;
+  void OnBadRequest(const std::string& why) override;
+  void OnRepliesWaiting(FrontConnection* conn) override { slow_clients_.Waiting(conn); }
+  void CountDelivered(uint64_t* outcome) override;
+  void CountUndelivered(uint64_t replies) override;
+  // WorkerLink::Owner.
+  void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) override;
+  void OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) override;
+
+  void Dispatch(Request* request, std::string_view payload);
+  // An idle link, or a new connection when `fresh` or none is idle; nullptr when connect(2)
+  // failed, `request` then failed (worker_error).
+  WorkerLink* TakeLink(Request* request, bool fresh);
+  // Sends a running `request` that the worker cannot have read again, once, on a new connection.
+  void Resend(Request* request, std::string_view payload);
+  void StartQueued();
+  void Complete(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+                std::string_view payload);
+  void Fail(Request* request, ipc::Reason reason, std::string_view message);
+  void Reject(Request* request, ipc::Reason reason);
+  // Marks `request` answered and writes the reply to its client (if still there). `outcome`, a
+  // counter of counters_, counts it once the reply is written whole (at once without a client).
+  void Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
+              std::string_view payload);
+  void FinishRunning(Request* request);
+  // Tells the upstream when no request runs any more.
+  void MaybeDrained();
+  void ArmQueueTimer();
+  void RemoveBusy(WorkerLink* link);
+  void DropLink(WorkerLink* link);
+
+  static void OnQueueTimer(uv_timer_t* timer);
+  static void OnOrphanTimer(uv_timer_t* timer);
+  // Timeouts judge silence only once the loop has read what waits in the sockets: a timer whose
+  // deadline passed asks after_poll_ for a verdict rather than acting (loop/after_poll.h),
+  // and OnAfterPoll decides with what that poll brought (a reply).
+  static void OnStallTimer(uv_timer_t* timer);
+  static void OnRequestTimer(uv_timer_t* timer);
+  // Stall verdict: re-arms the stall timer if the silence is shorter than stall_timeout; if not,
+  // asks for a verdict after the next poll, or (`after_poll`) declares the worker stalled.
+  void CheckStall(bool after_poll);
+  // Answers FAILED/timeout every running request whose deadline passed, then re-arms.
+  void ExpireRequests();
+  // Arms the request timer for the earliest deadline of a running request not yet answered, or
+  // stops it when there is none. Called after every change to deadlines_.
+  void ArmRequestTimer();
+  // Warns once per worker when a connection the supervisor opened waits unaccepted.
+  static void OnAcceptTimer(uv_timer_t* timer);
+
+  uv_loop_t* loop_;
+  config::CellConfig config_;
+  uint32_t max_payload_;
+  RequestPool* pool_;
+  loop::AfterPoll* after_poll_;
+  Upstream* upstream_;
+  admission::Bulkhead bulkhead_;
+
+  uv_timer_t queue_timer_{};
+  uv_timer_t orphan_timer_{};
+  uv_timer_t stall_timer_{};
+  uv_timer_t request_timer_{};
+  uv_timer_t accept_timer_{};
+  FrontListener front_;
+  SlowClients slow_clients_;
+  int open_handles_ = 0;
+  std::function<void()> on_closed_;
+
+  std::vector<WorkerLink*> idle_links_;
+  std::vector<WorkerLink*> busy_links_;
+  // When the newest worker connection was opened (OnAcceptTimer).
+  uint64_t last_link_opened_ms_ = 0;
+  bool accept_warned_ = false;  // this worker was warned about a connection it never accepted
+  // Requests whose link broke while the worker still ran: failed with the exit reason when the
+  // worker exits, or as worker_error once the grace period passes.
+  std::vector<Request*> orphans_;
+  // request_timeout of the running requests: the request timer is armed for NextDeadline().
+  admission::RequestDeadlines deadlines_;
+  // Last time the worker showed progress (a reply, or work given to an idle worker): stall_timeout.
+  uint64_t last_progress_ms_ = 0;
+  // When stall_timeout last changed (reload): the silence counts from there at the earliest.
+  uint64_t stall_counted_from_ms_ = 0;
+  // Verdicts waiting for the next poll (OnAfterPoll).
+  struct PendingVerdicts {
+    bool stall = false;
+    bool request_timeout = false;
+  };
+  PendingVerdicts verdicts_;
+  // Replies handed to a client and not yet written whole: in flight until then.
+  uint32_t replies_unwritten_ = 0;
+
+  admission::CellCounters counters_;
+  admission::WindowedLatency queue_wait_;
+  admission::WindowedLatency request_duration_;
+  std::string scratch_;  // reused for reply payloads built here
+};
+
+}  // namespace bulkhead::proxy

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#include "proxy/front_listener.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "base/check.h"
+#include "base/log.h"
+
+namespace bulkhead::proxy {
+
+namespace {
+// Front socket backlog: clients waiting for accept().
+constexpr int kFrontBacklog = 1024;
+}  // namespace
+
+FrontListener::FrontListener(uv_loop_t* loop, const config::CellConfig* config,
+                             uint32_t max_payload, FrontConnection::Owner* owner,
+                             const admission::Bulkhead* bulkhead, admission::CellCounters* counters)
+    : config_(config),
+      max_payload_(max_payload),
+      owner_(owner),
+      bulkhead_(bulkhead),
+      counters_(counters) {
+  uv_pipe_init(loop, &front_, 0);
+  front_.data = this;
+}
+
+FrontListener::~FrontListener() { BH_CHECK(!open_); }
+
+Status FrontListener::Bind(const ipc::SocketAccess& access) {
+  const std::string& path = config_->socket;
+  Result<ipc::ListeningSocket> front =
+      ipc::ClaimListeningSocket(path, kFrontBacklog, ipc::Blocking::kNonBlocking, access);
+  if (!front.ok()) return front.status();
+  front_file_ = std::move(front->file);
+  int rc = uv_pipe_open(&front_, front->fd.get());
+  if (rc != 0) return Status::Error("uv_pipe_open " + path + ": " + uv_strerror(rc));
+  front->fd.Release();
+  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog,
+                 &FrontListener::OnConnection);
+  if (rc != 0) return Status::Error("listen " + path + ": " + uv_strerror(rc));
+  return Status::Ok();
+}
+
+uint32_t FrontListener::connection_limit() const {
+  return std::min(config_->max_connections, connection_share_);
+}
+
+void FrontListener::OnConnection(uv_stream_t* server, int status) {
+  auto* self = static_cast<FrontListener*>(server->data);
+  if (status < 0) {
+    Log(LogLevel::kWarning, self->name(), 0, std::string("accept: ") + uv_strerror(status));
+    return;
+  }
+  std::string refusal = self->Refusal();
+  if (refusal.empty()) {
+    FrontConnection::Accept(self->owner_, server, self->max_payload_);
+    return;
+  }
+  // libuv has accepted the connection already (it asks only whether to keep it): answer it once
+  // and close it, so the client learns why rather than hang in the backlog.
+  ++self->counters_->refused_connections;
+  ipc::RejectDetail detail;
+  detail.cell = self->name();
+  detail.running = self->bulkhead_->running();
+  detail.queued = self->bulkhead_->queued();
+  ipc::FrameHeader header;
+  header.type = ipc::FrameType::kReply;
+  header.status = ipc::ReplyStatus::kRejected;
+  header.reason = ipc::Reason::kTooManyConnections;
+  header.request_id = 0;
+  std::string payload;
+  ipc::AppendRejectDetail(&payload, detail);
+  std::string frame;
+  ipc::AppendFrame(&frame, header, payload);
+  FrontConnection::Refuse(server, frame);
+  uint64_t now = uv_now(server->loop);
+  ++self->refusals_unlogged_;
+  if (self->refusal_logged_ms_ == 0 || now - self->refusal_logged_ms_ >= 1000) {
+    Log(LogLevel::kWarning, self->name(), 0,
+        "refused " + std::to_string(self->refusals_unlogged_) +
+            " client connection(s): " + refusal);
+    self->refusal_logged_ms_ = now;
+    self->refusals_unlogged_ = 0;
+  }
+}
+
+std::string FrontListener::Refusal() const {
+  if (clients_.size() >= config_->max_connections) {
+    return "max_connections of " + std::to_string(config_->max_connections) + " reached";
+  }
+  if (clients_.size() >= connection_share_) {
+    return "its share of the client connection budget (" + std::to_string(connection_share_) +
+           ", from RLIMIT_NOFILE) is used up";
+  }
+  return {};
+}
+
+void FrontListener::DisconnectAll() {
+  std::vector<FrontConnection*> clients(clients_.begin(), clients_.end());
+  for (FrontConnection* conn : clients) conn->Close();
+}
+
+void FrontListener::Close(std::function<void()> on_closed) {
+  on_closed_ = std::move(on_closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&front_), [](uv_handle_t* handle) {
+    auto* self = static_cast<FrontListener*>(handle->data);
+    self->open_ = false;
+    if (self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+  });
+  // Only the socket file this cell bound is removed, while it is still the one it bound.
+  front_file_.Remove();
+}
+
+}  // namespace bulkhead::proxy

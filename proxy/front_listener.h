@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// FrontListener: a cell's front socket, where its clients connect, and the client connections open
+// on it. A connection beyond max_connections, or beyond the cell's share of the supervisor's
+// descriptor budget (supervisor/connection_budget.h), is answered REJECTED too_many_connections
+// and closed at once (docs/protocol.md), with one warning per second at most. REQUIRES: loop
+// thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_set>
+
+#include "admission/bulkhead.h"
+#include "admission/cell_counters.h"
+#include "base/status.h"
+#include "config/config.h"
+#include "ipc/listen_socket.h"
+#include "proxy/front_connection.h"
+
+namespace bulkhead::proxy {
+
+class FrontListener {
+ public:
+  // `config` (name, socket, max_connections, read at each use), `owner` (handed to every
+  // connection), `bulkhead` (figures of a refusal) and `counters` (refused_connections) outlive
+  // the listener.
+  FrontListener(uv_loop_t* loop, const config::CellConfig* config, uint32_t max_payload,
+                FrontConnection::Owner* owner, const admission::Bulkhead* bulkhead,
+                admission::CellCounters* counters);
+  ~FrontListener();
+  FrontListener(const FrontListener&) = delete;
+  FrontListener& operator=(const FrontListener&) = delete;
+
+  // Claims and binds the front socket with `access` (a stale file from a killed run is
+  // reclaimed; a socket another live process serves is refused) and starts accepting clients.
+  Status Bind(const ipc::SocketAccess& access);
+  // Lowers the limit below max_connections. Set before clients connect.
+  void SetConnectionShare(uint32_t share) { connection_share_ = share; }
+  // min(max_connections, the share).
+  uint32_t connection_limit() const;
+
+  // A connection accepted here has opened or closed (FrontConnection::Owner).
+  void Opened(FrontConnection* conn) { clients_.insert(conn); }
+  void Closed(FrontConnection* conn) { clients_.erase(conn); }
+  size_t clients() const { return clients_.size(); }
+  // Closes every client connection.
+  void DisconnectAll();
+
+  // Closes the listening handle and removes the socket file if it is still the one bound;
+  // `on_closed` runs from the close callback.
+  void Close(std::function<void()> on_closed);
+
+ private:
+  static void OnConnection(uv_stream_t* server, int status);
+  // Why a new connection is refused now ("max_connections of 1024 reached"), or "" to keep it.
+  std::string Refusal() const;
+  const std::string& name() const { return config_->name; }
+
+  const config::CellConfig* config_;
+  uint32_t max_payload_;
+  FrontConnection::Owner* owner_;
+  const admission::Bulkhead* bulkhead_;
+  admission::CellCounters* counters_;
+  uv_pipe_t front_{};
+  bool open_ = true;
+  std::function<void()> on_closed_;
+  ipc::SocketFile front_file_;  // the front socket file bound (removed on close if still ours)
+  std::unordered_set<FrontConnection*> clients_;
+  uint32_t connection_share_ = UINT32_MAX;
+  // When a refusal was last logged (one warning per second at most, under a flood).
+  uint64_t refusal_logged_ms_ = 0;
+  uint64_t refusals_unlogged_ = 0;
+};
+
+}  // namespace bulkhead::proxy

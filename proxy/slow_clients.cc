@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#include "proxy/slow_clients.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/check.h"
+#include "proxy/front_connection.h"
+
+namespace bulkhead::proxy {
+
+SlowClients::SlowClients(uv_loop_t* loop) : loop_(loop) {
+  uv_timer_init(loop_, &write_timer_);
+  write_timer_.data = this;
+}
+
+SlowClients::~SlowClients() { BH_CHECK(!open_); }
+
+void SlowClients::SetLimits(uint64_t max_unsent_bytes, uint64_t write_timeout_ms) {
+  max_unsent_bytes_ = max_unsent_bytes;
+  write_timeout_ms_ = write_timeout_ms;
+}
+
+uint64_t SlowClients::UnsentBytes() const {
+  uint64_t total = 0;
+  for (const FrontConnection* conn : waiting_) total += conn->unsent_bytes();
+  return total;
+}
+
+void SlowClients::Waiting(FrontConnection* conn) {
+  waiting_.insert(conn);
+  if (write_timeout_ms_ > 0 && !uv_is_active(reinterpret_cast<uv_handle_t*>(&write_timer_))) {
+    const uint64_t tick = std::clamp<uint64_t>(write_timeout_ms_ / 4, 100, 1000);
+    uv_timer_start(&write_timer_, &SlowClients::OnWriteTimer, tick, tick);
+  }
+  uint64_t total = UnsentBytes();
+  if (total <= max_unsent_bytes_) return;
+  // Over the budget: the clients that have accepted nothing for the longest go first, until the
+  // rest fits (the one just answered too, when it is the slowest).
+  const uint64_t now = uv_now(loop_);
+  std::vector<FrontConnection*> by_stall(waiting_.begin(), waiting_.end());
+  for (FrontConnection* waiting : by_stall) waiting->CheckProgress(now);
+  std::sort(by_stall.begin(), by_stall.end(), [](FrontConnection* a, FrontConnection* b) {
+    if (a->stalled_since_ms() != b->stalled_since_ms()) {
+      return a->stalled_since_ms() < b->stalled_since_ms();
+    }
+    return a->unsent_bytes() > b->unsent_bytes();
+  });
+  for (FrontConnection* slowest : by_stall) {
+    if (total <= max_unsent_bytes_) break;
+    const size_t unsent = slowest->unsent_bytes();
+    if (unsent == 0) continue;
+    total -= unsent;
+    slowest->CloseUnread("the cell's max_unsent_bytes of " + std::to_string(max_unsent_bytes_) +
+                         " is used up and it accepted nothing for the longest");
+  }
+}
+
+void SlowClients::OnWriteTimer(uv_timer_t* timer) {
+  auto* self = static_cast<SlowClients*>(timer->data);
+  const uint64_t now = uv_now(self->loop_);
+  const uint64_t timeout = self->write_timeout_ms_;
+  std::vector<FrontConnection*> waiting(self->waiting_.begin(), self->waiting_.end());
+  for (FrontConnection* conn : waiting) {
+    if (conn->CheckProgress(now) == 0) {
+      self->waiting_.erase(conn);
+    } else if (timeout > 0 && now - conn->stalled_since_ms() >= timeout) {
+      conn->CloseUnread("accepted no byte for " + std::to_string(now - conn->stalled_since_ms()) +
+                        " ms, client_write_timeout is " + std::to_string(timeout) + " ms");
+    }
+  }
+  if (self->waiting_.empty() || timeout == 0) uv_timer_stop(timer);
+}
+
+void SlowClients::Close(std::function<void()> on_closed) {
+  on_closed_ = std::move(on_closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&write_timer_), [](uv_handle_t* handle) {
+    auto* self = static_cast<SlowClients*>(handle->data);
+    self->open_ = false;
+    if (self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+  });
+}
+
+}  // namespace bulkhead::proxy

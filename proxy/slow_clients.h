@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// SlowClients: a cell's clients that hold reply bytes they have not read, kept within the cell's
+// max_unsent_bytes (the client that accepted nothing for the longest is closed first) and closed
+// after client_write_timeout without accepting a byte (docs/config.md). REQUIRES: loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <unordered_set>
+
+namespace bulkhead::proxy {
+
+class FrontConnection;
+
+class SlowClients {
+ public:
+  explicit SlowClients(uv_loop_t* loop);
+  ~SlowClients();
+  SlowClients(const SlowClients&) = delete;
+  SlowClients& operator=(const SlowClients&) = delete;
+
+  // `max_unsent_bytes` (bytes, for all the cell's clients together) and `write_timeout_ms`
+  // (client_write_timeout, 0: none) apply from the next reply that waits.
+  void SetLimits(uint64_t max_unsent_bytes, uint64_t write_timeout_ms);
+
+  // `conn` holds unsent reply bytes now: watched until it has none, and the cell's clients are
+  // brought back within max_unsent_bytes (the slowest closed first; `conn` may be one of them).
+  void Waiting(FrontConnection* conn);
+  // `conn` is closing: no longer watched.
+  void Forget(FrontConnection* conn) { waiting_.erase(conn); }
+  // Reply bytes held for the cell's clients, not yet written to their sockets.
+  uint64_t UnsentBytes() const;
+
+  // Closes the timer; `on_closed` runs from its close callback.
+  void Close(std::function<void()> on_closed);
+
+ private:
+  // Every tick while replies wait: closes clients past client_write_timeout.
+  static void OnWriteTimer(uv_timer_t* timer);
+
+  uv_loop_t* loop_;
+  uint64_t max_unsent_bytes_ = 0;
+  uint64_t write_timeout_ms_ = 0;
+  uv_timer_t write_timer_{};
+  bool open_ = true;
+  std::function<void()> on_closed_;
+  // Clients with reply bytes unsent (or that had at the last look).
+  std::unordered_set<FrontConnection*> waiting_;
+};
+
+}  // namespace bulkhead::proxy

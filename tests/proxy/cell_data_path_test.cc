@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// CellDataPath on a real libuv loop with a fake Upstream: the data path serves and refuses
+// requests with no process, no lifecycle and no supervisor::Cell behind it (issue 14). The test
+// plays the worker itself on the worker socket.
+#include "proxy/cell_data_path.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ipc/client.h"
+#include "ipc/frame.h"
+#include "tests/helpers/test_support.h"
+
+namespace bulkhead::proxy {
+namespace {
+
+using bulkhead::testing::ListenUnix;
+using bulkhead::testing::TempDir;
+using bulkhead::testing::WaitFor;
+
+// What the data path asks of, and tells, the worker's side: set by the test, recorded for it.
+struct FakeUpstream : Upstream {
+  pid_t pid = 0;
+  bool refuses = true;
+  uint32_t retry_after_ms = 0;
+  int drained = 0;
+  std::vector<std::string> stalls;
+
+  pid_t worker_pid() const override { return pid; }
+  bool RefusesRequests() const override { return refuses; }
+  uint32_t RetryAfterMs() const override { return retry_after_ms; }
+  bool HasUnacceptedConnection() const override { return false; }
+  void Stalled(std::string why) override { stalls.push_back(std::move(why)); }
+  void Drained() override { ++drained; }
+};
+
+bool Readable(int fd) {
+  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+class CellDataPathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    config_.name = "t";
+    config_.socket = dir_.path() + "/t.sock";
+    config_.worker_socket = dir_.path() + "/t.worker.sock";
+    config_.max_concurrent = 1;
+    config_.max_queue = 1;
+    after_poll_.emplace(&loop_, [this] { data_path_->OnAfterPoll(); });
+    data_path_.emplace(&loop_, config_, ipc::kDefaultMaxPayload, &pool_, &*after_poll_, &upstream_);
+    ASSERT_TRUE(data_path_->Bind(ipc::SocketAccess{}).ok());
+  }
+
+  void TearDown() override {
+    data_path_->DisconnectClients();
+    int open = 2;
+    data_path_->Close([&] { --open; });
+    after_poll_->Close([&] { --open; });
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    EXPECT_EQ(open, 0);
+    data_path_.reset();
+    after_poll_.reset();
+    EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
+    EXPECT_EQ(pool_.live(), 0u);
+  }
+
+  // Runs the loop until `done` or the deadline.
+  bool RunUntil(const std::function<bool()>& done) {
+    return WaitFor([&] {
+      uv_run(&loop_, UV_RUN_NOWAIT);
+      return done();
+    });
+  }
+
+  Result<ipc::Client::Reply> Receive(ipc::Client& client) {
+    if (!RunUntil([&] { return Readable(client.fd()); })) return Status::Error("no reply");
+    return client.Receive();
+  }
+
+  TempDir dir_;
+  uv_loop_t loop_{};
+  config::CellConfig config_;
+  RequestPool pool_;
+  FakeUpstream upstream_;
+  std::optional<loop::AfterPoll> after_poll_;
+  std::optional<CellDataPath> data_path_;
+};
+
+TEST_F(CellDataPathTest, RefusesWhileTheUpstreamHasNoWorkerWithItsRetryAfter) {
+  upstream_.retry_after_ms = 1234;
+  Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  ASSERT_TRUE(client->Send(7, "ping").ok());
+
+  Result<ipc::Client::Reply> reply = Receive(*client);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.request_id, 7u);
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kRejected);
+  EXPECT_EQ(reply->header.reason, ipc::Reason::kUnavailable);
+  std::optional<ipc::RejectDetail> detail = ipc::DecodeRejectDetail(reply->payload);
+  ASSERT_TRUE(detail.has_value());
+  EXPECT_EQ(detail->cell, "t");
+  EXPECT_EQ(detail->retry_after_ms, 1234u);
+  EXPECT_EQ(data_path_->counters().rejected_at_admission, 1u);
+  EXPECT_EQ(data_path_->worker_connections(), 0u) << "a refused request reached for the worker";
+}
+
+TEST_F(CellDataPathTest, ForwardsToTheWorkerSocketAndTellsTheUpstreamWhenDrained) {
+  Result<UniqueFd> worker_listen = ListenUnix(config_.worker_socket);
+  ASSERT_TRUE(worker_listen.ok()) << worker_listen.status().message();
+  upstream_.pid = 4242;  // a worker "runs": the data path only names it in logs
+  upstream_.refuses = false;
+  data_path_->OpenAdmission();
+
+  Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  ASSERT_TRUE(client->Send(9, "ping").ok());
+
+  // The worker: accepts the link, reads the REQUEST frame, answers OK "pong" with its id.
+  ASSERT_TRUE(RunUntil([&] { return Readable(worker_listen->get()); }));
+  UniqueFd link(::accept4(worker_listen->get(), nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_TRUE(link.valid());
+  ipc::FrameDecoder decoder(ipc::FrameType::kRequest);
+  ipc::FrameView request;
+  ASSERT_TRUE(RunUntil([&] {
+    char buffer[256];
+    if (Readable(link.get())) {
+      ssize_t n = ::read(link.get(), buffer, sizeof buffer);
+      if (n > 0) decoder.Feed(std::string_view(buffer, static_cast<size_t>(n)));
+    }
+    return decoder.Next(&request) == ipc::DecodeResult::kFrame;
+  }));
+  EXPECT_EQ(request.payload, "ping");
+  EXPECT_EQ(data_path_->bulkhead().running(), 1u);
+  ipc::FrameHeader ok;
+  ok.type = ipc::FrameType::kReply;
+  ok.status = ipc::ReplyStatus::kOk;
+  ok.request_id = request.header.request_id;
+  std::string frame;
+  ipc::AppendFrame(&frame, ok, "pong");
+  ASSERT_EQ(::send(link.get(), frame.data(), frame.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(frame.size()));
+
+  Result<ipc::Client::Reply> reply = Receive(*client);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.request_id, 9u);
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kOk);
+  EXPECT_EQ(reply->payload, "pong");
+  EXPECT_EQ(data_path_->bulkhead().running(), 0u);
+  EXPECT_EQ(upstream_.drained, 1);
+  EXPECT_TRUE(upstream_.stalls.empty());
+  EXPECT_EQ(data_path_->worker_connections(), 1u) << "the link stays open for the next request";
+  EXPECT_TRUE(RunUntil([&] { return data_path_->counters().ok == 1; }));
+}
+
+}  // namespace
+}  // namespace bulkhead::proxy
