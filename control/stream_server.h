@@ -22,7 +22,7 @@
 #include "base/status.h"
 #include "ipc/listen_socket.h"
 #include "loop/after_poll.h"
-#include "proxy/stream_writer.h"
+#include "loop/stream_writer.h"
 
 namespace bulkhead::control {
 
@@ -74,7 +74,7 @@ class StreamConnection {
     uv_pipe_t pipe;
   } handle_{};
   uv_timer_t timer_{};
-  proxy::StreamWriter writer_;
+  loop::StreamWriter writer_;
   std::unique_ptr<ConnectionProtocol> protocol_;
   int open_handles_ = 0;
   bool closing_ = false;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "proxy/stream_writer.h"
+#include "loop/stream_writer.h"
 
 #include <utility>
 
-namespace bulkhead::proxy {
+namespace bulkhead::loop {
 
 StreamWriter::StreamWriter(uv_stream_t* stream, std::function<void(int)> on_error,
                            std::function<void()> on_drained)
@@ -80,4 +80,4 @@ void StreamWriter::OnWrite(uv_write_t* req, int status) {
   }
 }
 
-}  // namespace bulkhead::proxy
+}  // namespace bulkhead::loop

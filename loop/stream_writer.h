@@ -14,7 +14,7 @@
 
 #include "ipc/frame.h"
 
-namespace bulkhead::proxy {
+namespace bulkhead::loop {
 
 class StreamWriter {
  public:
@@ -63,4 +63,4 @@ class StreamWriter {
   bool abandoned_ = false;
 };
 
-}  // namespace bulkhead::proxy
+}  // namespace bulkhead::loop

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "ipc/frame.h"
-#include "proxy/stream_writer.h"
+#include "loop/stream_writer.h"
 
 namespace bulkhead::proxy {
 
@@ -101,7 +101,7 @@ class FrontConnection {
   size_t max_backlog_;
   uv_pipe_t pipe_{};
   ipc::FrameDecoder decoder_;
-  StreamWriter writer_;
+  loop::StreamWriter writer_;
   Request* requests_ = nullptr;  // head of the intrusive list
   // Replies not yet written whole, in order: where each ends in the writer's appended bytes, and
   // the counter of its outcome.

@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 #include "ipc/frame.h"
-#include "proxy/stream_writer.h"
+#include "loop/stream_writer.h"
 
 namespace bulkhead::proxy {
 
@@ -78,7 +78,7 @@ class WorkerLink {
   Owner* owner_;
   uv_pipe_t pipe_{};
   ipc::FrameDecoder decoder_;
-  StreamWriter writer_;
+  loop::StreamWriter writer_;
   Request* inflight_ = nullptr;
   uint64_t inflight_id_ = 0;
   std::string payload_;         // of the in-flight request, until its reply starts
