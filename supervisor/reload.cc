@@ -1,0 +1,670 @@
+// SPDX-License-Identifier: MIT
+#include "supervisor/supervisor.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+
+#include "base/check.h"
+#include "base/exit_status.h"
+#include "base/log.h"
+#include "cell/process.h"
+#include "control/metrics_text.h"
+#include "control/reload_plan.h"
+#include "control/status_json.h"
+#include "ipc/frame.h"
+#include "ipc/listen_socket.h"
+#include "supervisor/container.h"
+#include "supervisor/reaper.h"
+#include "supervisor/runtime_dir_lock.h"
+
+namespace bulkhead::supervisor {
+
+namespace {
+
+cell::CgroupLimits CgroupLimitsOf(const config::CellConfig& c) {
+  cell::CgroupLimits limits;
+  limits.cpu_quota_us = c.cpu_max_quota_us;
+  limits.cpu_period_us = c.cpu_max_period_us;
+  limits.cpu_weight = c.cpu_weight;
+  limits.memory_max = c.memory_max;
+  limits.memory_high = c.memory_high;
+  limits.memory_swap_max = c.memory_swap_max;
+  limits.pids_max = c.pids_max;
+  limits.oom_group = c.oom_policy == config::OomPolicy::kKill;
+  return limits;
+}
+
+// The cell named `name` of `config`. REQUIRES: there is one.
+const config::CellConfig& CellConfigIn(const config::Config& config, const std::string& name) {
+  for (const config::CellConfig& c : config.cells) {
+    if (c.name == name) return c;
+  }
+  BH_CHECK(false);
+  return config.cells.front();
+}
+
+std::string ErrorResponse(const std::string& message) {
+  return nlohmann::json({{"ok", false}, {"error", message}}).dump();
+}
+
+// The "logs" control command (docs/control.md): `cells` are the names of the configured cells.
+std::string LogsResponse(const nlohmann::json& request, const std::vector<std::string>& cells,
+                         const lifecycle::CellLogs& cell_logs) {
+  auto cell_name = request.find("cell");
+  if (cell_name == request.end() || !cell_name->is_string()) {
+    return ErrorResponse("\"logs\" needs a \"cell\" string");
+  }
+  const std::string name = cell_name->get<std::string>();
+  if (std::find(cells.begin(), cells.end(), name) == cells.end()) {
+    return ErrorResponse("no cell named " + name);
+  }
+  std::optional<uint64_t> from;
+  std::optional<uint64_t> last;
+  for (auto [key, value] : {std::pair{"from", &from}, std::pair{"lines", &last}}) {
+    auto it = request.find(key);
+    if (it == request.end()) continue;
+    if (!it->is_number_unsigned()) {
+      return ErrorResponse(std::string("\"") + key + "\" must be an unsigned integer");
+    }
+    *value = it->get<uint64_t>();
+  }
+  lifecycle::LogRing::Page page = cell_logs.Read(name, from, last);
+  nlohmann::json journal = nullptr;
+  if (cell_logs.journal()) {
+    journal = {{"unit", cell_logs.journal()->unit}, {"pid", cell_logs.journal()->pid}};
+  }
+  // Lines are logfmt (docs/logging.md): valid UTF-8 whatever the worker wrote, so dump() cannot
+  // throw on them.
+  return nlohmann::json({{"ok", true},
+                         {"cell", name},
+                         {"lines", page.lines},
+                         {"next", page.next},
+                         {"missed", page.missed},
+                         {"journal", journal}})
+      .dump();
+}
+
+}  // namespace
+
+Supervisor::Supervisor(config::Config config)
+    : config_(std::move(config)),
+      cell_logs_(StderrLogStyle() == LogStyle::kJournal),
+      control_access_(::geteuid(), config_.supervisor.control_group) {
+  BH_CHECK(uv_loop_init(&loop_) == 0);
+  SetLogSink(&cell_logs_);
+}
+
+Supervisor::~Supervisor() {
+  if (GetLogSink() == &cell_logs_) SetLogSink(nullptr);
+  // Every handle must have been closed: a leaked handle is a bug, and fails here.
+  BH_CHECK(uv_loop_close(&loop_) == 0);
+}
+
+int Supervisor::Run() {
+  started_at_ms_ = uv_now(&loop_);
+  for (uv_signal_t* sig : SignalHandles()) {
+    uv_signal_init(&loop_, sig);
+    sig->data = this;
+  }
+  uv_signal_start(&sigchld_, &Supervisor::OnSignal, SIGCHLD);
+  uv_signal_start(&sigterm_, &Supervisor::OnSignal, SIGTERM);
+  uv_signal_start(&sigint_, &Supervisor::OnSignal, SIGINT);
+  uv_signal_start(&sighup_, &Supervisor::OnSignal, SIGHUP);
+  // Their default action would end the supervisor and every cell without a word.
+  uv_signal_start(&sigusr1_, &Supervisor::OnSignal, SIGUSR1);
+  uv_signal_start(&sigusr2_, &Supervisor::OnSignal, SIGUSR2);
+  uv_signal_start(&sighalt_, &Supervisor::OnSignal, SIGRTMIN + 3);
+  uv_signal_start(&sigpoweroff_, &Supervisor::OnSignal, SIGRTMIN + 4);
+
+  control_ = std::make_unique<control::ControlServer>(
+      &loop_, [this](const std::string& line, const control::ControlPeer& peer) {
+        return HandleControl(line, peer);
+      });
+  // The runtime_dir lock first: a second instance on the same runtime_dir must not touch the
+  // running one's cgroups or sockets.
+  Status status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
+  if (status.ok()) {
+    Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
+    if (lock.ok()) {
+      runtime_dir_lock_ = std::move(lock).value();
+    } else {
+      status = Status::Error("supervisor.runtime_dir: " + lock.status().message());
+    }
+  }
+  if (status.ok()) status = SetUpCgroups();
+  for (const config::CellConfig& cell_config : config_.cells) {
+    cells_.push_back(MakeCell(cell_config));
+  }
+
+  if (status.ok()) {
+    ipc::SocketAccess control_access;
+    control_access.mode = config_.supervisor.control_socket_mode;
+    control_access.group = config_.supervisor.control_socket_group;
+    status = control_->Listen(config_.supervisor.control_socket, control_access);
+  }
+  if (config_.supervisor.metrics_listen) {
+    metrics_ = std::make_unique<control::MetricsServer>(&loop_, [this] { return RenderMetrics(); });
+    if (status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
+    if (status.ok()) LogInfo("metrics endpoint: http://" + metrics_->bound_address() + "/metrics");
+  }
+  for (auto& cell : cells_) {
+    if (!status.ok()) break;
+    status = cell->Bind();
+    if (!status.ok()) status = Status::Error("cells." + cell->name() + ": " + status.message());
+  }
+  if (!status.ok()) {
+    LogError("startup failed: " + status.message());
+    notifier_.Status("startup failed: " + status.message());
+    exit_code_ = kExitFailure;
+    CloseAll();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    runtime_dir_lock_.Release();
+    return exit_code_;
+  }
+
+  SetUpConnectionBudget();
+  LogInfo("bulkheadd started: " + std::to_string(cells_.size()) + " cells, control socket " +
+          config_.supervisor.control_socket);
+  for (auto& cell : cells_) cell->Start();
+  booted_ = true;
+  OnCellStateChanged();
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  // Every socket file is removed by now: the next instance may take the runtime_dir.
+  runtime_dir_lock_.Release();
+  return exit_code_;
+}
+
+Status Supervisor::SetUpCgroups() {
+  config::CgroupMode mode = config_.supervisor.cgroup;
+  if (mode == config::CgroupMode::kOff) {
+    cgroup_note_ = "cgroup = \"off\" in the config";
+    return Status::Ok();
+  }
+  cell::DelegateOptions options;
+  // "auto" applies every controller on offer: without memory, pids_max and cpu_max still hold.
+  options.require_all_controllers = mode == config::CgroupMode::kRequired;
+  options.parent = config_.supervisor.cgroup_parent;
+  Result<cell::CgroupTree> tree = cell::CgroupTree::Delegate(options);
+  if (tree.ok()) {
+    cgroup_tree_.emplace(std::move(tree).value());
+    LogInfo("cgroup v2: cells live under " + cgroup_tree_->cells_path());
+    std::string missing;
+    for (const std::string& controller : cgroup_tree_->missing_controllers()) {
+      missing += (missing.empty() ? "" : " ") + controller;
+    }
+    if (!missing.empty()) {
+      LogWarning("cgroup controller(s) " + missing + " not available in " +
+                 cgroup_tree_->controllers_file() +
+                 ": the limits they hold are NOT enforced, the others are. Delegate them, or set "
+                 "cgroup = \"required\" to refuse to start without them.");
+    }
+    return Status::Ok();
+  }
+  std::string reason = tree.status().message();
+  std::string hint =
+      CgroupSetupHint(tree.status(), DetectContainer(ReadContainerSigns()), ::geteuid());
+  if (!hint.empty()) reason += "; " + hint;
+  if (mode == config::CgroupMode::kRequired) {
+    return Status::Error("cgroup = \"required\" but limits cannot be enforced: " + reason);
+  }
+  cgroup_note_ = std::move(reason);
+  LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
+             ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
+  return Status::Ok();
+}
+
+void Supervisor::SetUpConnectionBudget() {
+  Result<uint64_t> nofile = NofileSoftLimit();
+  Result<size_t> open_now = OpenDescriptorCount();
+  if (!nofile.ok() || !open_now.ok()) {
+    LogWarning("no client connection budget: " +
+               (nofile.ok() ? open_now.status() : nofile.status()).message());
+    return;
+  }
+  uint64_t worker_links = 0;
+  uint64_t wanted = 0;
+  std::vector<uint32_t> max_connections;
+  for (const config::CellConfig& c : config_.cells) {
+    worker_links += c.max_concurrent;
+    wanted += c.max_connections;
+    max_connections.push_back(c.max_connections);
+  }
+  // At a reload, connections already open are part of what the budget covers, not fixed costs.
+  uint64_t fixed = *open_now;
+  for (const auto& cell : cells_) {
+    fixed -= std::min<uint64_t>(fixed, cell->clients() + cell->worker_connections());
+  }
+  client_budget_ = ClientConnectionBudget(*nofile, fixed, worker_links);
+  std::vector<uint32_t> shares = ShareConnectionBudget(client_budget_, max_connections);
+  // Every cell gets its share, its whole max_connections when all fit (a reload may have lifted
+  // an earlier split).
+  for (size_t i = 0; i < cells_.size(); ++i) cells_[i]->SetConnectionShare(shares[i]);
+  std::string figures = "RLIMIT_NOFILE " + std::to_string(*nofile) + ", " +
+                        std::to_string(*open_now) + " descriptors open, " +
+                        std::to_string(worker_links) + " kept for worker connections, " +
+                        std::to_string(kDescriptorHeadroom) + " in reserve";
+  if (client_budget_ >= wanted) {
+    LogInfo("client connection budget: " + std::to_string(client_budget_) + " (" + figures + ")");
+    return;
+  }
+  std::string split;
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    split += (i == 0 ? "" : ", ") + cells_[i]->name() + " " + std::to_string(shares[i]);
+  }
+  LogWarning("at most " + std::to_string(client_budget_) + " client connections in all (" +
+             figures + "), fewer than the cells' max_connections add up to (" +
+             std::to_string(wanted) + "): cells get " + split +
+             "; raise the limit (LimitNOFILE=, ulimit -n) to accept more");
+}
+
+void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
+  auto* self = static_cast<Supervisor*>(handle->data);
+  if (signum == SIGRTMIN + 3 || signum == SIGRTMIN + 4) {
+    self->BeginShutdown(signum);
+    return;
+  }
+  switch (signum) {
+    case SIGCHLD:
+      self->ReapChildren();
+      break;
+    case SIGTERM:
+    case SIGINT:
+      self->BeginShutdown(signum);
+      break;
+    case SIGHUP:
+      // Reload logs what it did, or why it changed nothing.
+      LogInfo("SIGHUP: reloading " + self->config_.source);
+      self->Reload();
+      break;
+    case SIGUSR1:
+    case SIGUSR2:
+      LogWarning(std::string(signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2") +
+                 " has no meaning to bulkheadd: ignored");
+      break;
+  }
+}
+
+void Supervisor::ReapChildren() {
+  // Every exited child, until none is left: SIGCHLDs coalesce, and as PID 1 or a subreaper
+  // (supervisor/init_mode.h) orphans are our children too. A worker's status goes to its cell;
+  // anything else is an orphan, reaped and forgotten. (Exec failures are reaped inside Spawn.)
+  int reaped = ReapExitedChildren(WaitAnyChild, [this](pid_t pid, int wait_status) {
+    // Looked up at each reap, not from a table built before the loop: OnWorkerExit may start the
+    // next worker at once, and that one may exit before this loop ends.
+    // Cells a reload retired are still draining: their workers are ours until they exit.
+    for (auto* cells : {&cells_, &retiring_}) {
+      for (auto& cell : *cells) {
+        if (cell->pid() == pid) {
+          cell->OnWorkerExit(wait_status);
+          return;
+        }
+      }
+    }
+    Log(LogLevel::kDebug, {}, pid, "reaped orphan: " + cell::DescribeWaitStatus(wait_status));
+  });
+  if (reaped < 0) LogError(Status::FromErrno("waitpid", -reaped).message());
+}
+
+void Supervisor::BeginShutdown(int signum) {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  const char* name = signum == SIGINT         ? "SIGINT"
+                     : signum == SIGRTMIN + 3 ? "SIGRTMIN+3 (halt)"
+                     : signum == SIGRTMIN + 4 ? "SIGRTMIN+4 (poweroff)"
+                                              : "SIGTERM";
+  LogInfo(std::string("received ") + name + ": stopping every cell");
+  notifier_.Stopping();
+  cells_running_ = static_cast<int>(cells_.size());
+  if (cells_running_ == 0) {
+    MaybeFinishShutdown();
+    return;
+  }
+  for (auto& cell : cells_) {
+    cell->Stop([this] {
+      if (--cells_running_ == 0) MaybeFinishShutdown();
+    });
+  }
+}
+
+void Supervisor::MaybeFinishShutdown() {
+  // Cells a reload removed may still be draining: their workers are reaped through SIGCHLD, which
+  // stays handled until every one has stopped.
+  if (shutting_down_ && cells_running_ == 0 && retiring_stopping_ == 0) FinishShutdown();
+}
+
+void Supervisor::FinishShutdown() {
+  LogInfo("every cell stopped; exiting");
+  exit_code_ = kExitOk;
+  CloseAll();
+}
+
+void Supervisor::CloseAll() {
+  for (auto& cell : cells_) cell->DisconnectClients();
+  closing_ = static_cast<int>(cells_.size()) + 1 + (metrics_ ? 1 : 0);
+  auto closed = [this] {
+    if (--closing_ == 0) {
+      cells_.clear();
+      control_.reset();
+      metrics_.reset();
+    }
+  };
+  for (auto& cell : cells_) cell->CloseHandles(closed);
+  control_->Close(closed);
+  if (metrics_) metrics_->Close(closed);
+  for (uv_signal_t* sig : SignalHandles()) {
+    uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
+  }
+}
+
+void Supervisor::OnCellStateChanged() {
+  if (!booted_) return;
+  std::vector<lifecycle::Lifecycle::State> states;
+  states.reserve(cells_.size());
+  for (const auto& cell : cells_) states.push_back(cell->state());
+  bool starting = false;
+  for (lifecycle::Lifecycle::State state : states)
+    starting |= state == lifecycle::Lifecycle::State::kStarting;
+  std::string summary = DescribeCellStates(states);
+  notifier_.Status(summary);
+  if (!ready_sent_ && !starting && !shutting_down_) {
+    ready_sent_ = true;
+    notifier_.Ready();
+    if (notifier_.enabled()) LogInfo("READY=1 sent to the service manager: " + summary);
+  }
+}
+
+const config::CellConfig& Supervisor::ConfigOf(const std::string& name) const {
+  return CellConfigIn(config_, name);
+}
+
+std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
+  std::vector<control::CellSnapshot> snapshots;
+  snapshots.reserve(cells_.size());
+  for (const auto& cell : cells_) snapshots.push_back(cell->Snapshot());
+  return snapshots;
+}
+
+std::string Supervisor::RenderMetrics() const { return control::MetricsText(Snapshots()); }
+
+std::string Supervisor::HandleControl(const std::string& request_line) {
+  return HandleControl(request_line, control::SelfAsPeer());
+}
+
+std::string Supervisor::HandleControl(const std::string& request_line,
+                                      const control::ControlPeer& peer) {
+  nlohmann::json request = nlohmann::json::parse(request_line, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded() || !request.is_object()) {
+    return ErrorResponse("request is not a JSON object");
+  }
+  auto command = request.find("command");
+  if (command == request.end() || !command->is_string()) {
+    return ErrorResponse("request has no \"command\" string");
+  }
+  if (std::string denied = control_access_.Check(command->get<std::string>(), peer);
+      !denied.empty()) {
+    nlohmann::json response = {{"ok", false}, {"error", denied}, {"code", "permission_denied"}};
+    return response.dump();
+  }
+  if (*command == "status") {
+    std::string only;
+    if (auto cell = request.find("cell"); cell != request.end()) {
+      if (!cell->is_string()) return ErrorResponse("\"cell\" must be a string");
+      only = cell->get<std::string>();
+    }
+    nlohmann::json cells = nlohmann::json::array();
+    for (auto& cell : cells_) {
+      if (!only.empty() && cell->name() != only) continue;
+      cells.push_back(control::CellStatusJson(cell->Snapshot(), ConfigOf(cell->name())));
+    }
+    if (!only.empty() && cells.empty()) return ErrorResponse("no cell named " + only);
+    uint64_t client_connections = 0;
+    for (auto& cell : cells_) client_connections += cell->clients();
+    nlohmann::json response = {
+        {"ok", true},
+        {"supervisor",
+         {{"pid", ::getpid()},
+          {"version", BULKHEAD_VERSION},
+          {"uptime_ms", uv_now(&loop_) - started_at_ms_},
+          {"config", config_.source},
+          {"live_requests", pool_.live()},
+          {"max_payload_bytes", config_.supervisor.max_payload_bytes},
+          {"metrics_listen",
+           metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
+          {"client_connections", client_connections},
+          {"client_connection_budget", client_budget_}}},
+        {"cells", cells},
+    };
+    return response.dump();
+  }
+  if (*command == "reload") return ReloadControl();
+  if (*command == "logs") {
+    std::vector<std::string> names;
+    for (const auto& cell : cells_) names.push_back(cell->name());
+    return LogsResponse(request, names, cell_logs_);
+  }
+  if (*command == "metrics") {
+    return nlohmann::json({{"ok", true},
+                           {"content_type", control::kMetricsContentType},
+                           {"text", RenderMetrics()}})
+        .dump();
+  }
+  if (*command == "start" || *command == "stop" || *command == "restart") {
+    auto cell_name = request.find("cell");
+    if (cell_name == request.end() || !cell_name->is_string()) {
+      return ErrorResponse("\"" + command->get<std::string>() + "\" needs a \"cell\" string");
+    }
+    for (auto& cell : cells_) {
+      if (cell->name() != cell_name->get<std::string>()) continue;
+      if (shutting_down_) return ErrorResponse("bulkheadd is shutting down");
+      std::string answer = *command == "start"  ? cell->Start()
+                           : *command == "stop" ? cell->Stop(nullptr)
+                                                : cell->Restart();
+      bool accepted = answer == "ok";
+      nlohmann::json response = {{"ok", accepted}, {"cell", cell->name()}, {"result", answer}};
+      if (!accepted) response["error"] = answer;
+      return response.dump();
+    }
+    return ErrorResponse("no cell named " + cell_name->get<std::string>());
+  }
+  return ErrorResponse("unknown command " + command->dump());
+}
+
+std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config) {
+  lifecycle::CellCompartment compartment;
+  if (cgroup_tree_) compartment.tree = &*cgroup_tree_;
+  compartment.not_enforced_reason = cgroup_note_;
+  compartment.limits = CgroupLimitsOf(cell_config);
+  compartment.required = config_.supervisor.cgroup == config::CgroupMode::kRequired;
+  auto cell = std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
+                                     config_.supervisor.max_payload_bytes, &pool_);
+  // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
+  cell->SetStateObserver([this] { OnCellStateChanged(); });
+  return cell;
+}
+
+void Supervisor::Retire(std::unique_ptr<Cell> cell) {
+  Cell* raw = cell.get();
+  retiring_.push_back(std::move(cell));
+  ++retiring_stopping_;
+  // Runs at once when the cell is already stopped (or was never started).
+  raw->Stop([this, raw] {
+    --retiring_stopping_;
+    raw->DisconnectClients();
+    raw->CloseHandles([this, raw] {
+      Log(LogLevel::kInfo, raw->name(), 0, "cell closed: worker stopped, sockets removed");
+      // Copied first: erasing the cell from retiring_ destroys it.
+      const std::string name = raw->name();
+      std::erase_if(retiring_, [raw](const std::unique_ptr<Cell>& c) { return c.get() == raw; });
+      const bool name_in_use = std::any_of(cells_.begin(), cells_.end(),
+                                           [&name](const auto& c) { return c->name() == name; });
+      if (!name_in_use) cell_logs_.Forget(name);
+    });
+    MaybeFinishShutdown();
+  });
+}
+
+ReloadResult Supervisor::Reload() {
+  // Before READY=1 the service manager still waits for the start; it is told only of the outcome.
+  const bool tell = ready_sent_;
+  if (tell) notifier_.Reloading();
+  ReloadResult result = ApplyReload();
+  if (tell) notifier_.Ready();
+  OnCellStateChanged();
+  return result;
+}
+
+ReloadResult Supervisor::ApplyReload() {
+  ReloadResult result;
+  auto refuse = [&result, this]() -> ReloadResult {
+    for (const std::string& error : result.errors) LogError("reload: " + error);
+    LogError("reload of " + config_.source + " refused (" + std::to_string(result.errors.size()) +
+             " error(s)); nothing changed");
+    return std::move(result);
+  };
+  if (shutting_down_) {
+    result.errors.push_back("bulkheadd is shutting down");
+    return refuse();
+  }
+  config::LoadResult loaded = config::LoadConfigFile(config_.source);
+  if (!loaded.config) {
+    for (const config::ConfigError& error : loaded.errors)
+      result.errors.push_back(error.ToString());
+    return refuse();
+  }
+  for (const config::ConfigError& warning : loaded.warnings)
+    LogWarning("reload: " + warning.ToString());
+  config::Config next = std::move(*loaded.config);
+  if (!pinned_log_level_.empty()) next.supervisor.log_level = pinned_log_level_;
+  result.plan = control::PlanReload(config_, next);
+  result.errors = result.plan.errors;
+  auto config_of = [&next](const std::string& name) -> const config::CellConfig& {
+    return CellConfigIn(next, name);
+  };
+  for (const control::CellPlan& planned : result.plan.cells) {
+    if (planned.action != control::CellPlan::Action::kAdd) continue;
+    for (const auto& retiring : retiring_) {
+      if (retiring->name() == planned.name) {
+        result.errors.push_back("cells." + planned.name +
+                                ": a removed cell of that name is still stopping; reload again "
+                                "once it is gone from status");
+      }
+    }
+  }
+  if (!result.errors.empty()) return refuse();
+
+  // New cells bind first: a socket that cannot be claimed refuses the reload before anything
+  // running is touched.
+  std::vector<std::unique_ptr<Cell>> added;
+  for (const control::CellPlan& planned : result.plan.cells) {
+    if (planned.action != control::CellPlan::Action::kAdd) continue;
+    added.push_back(MakeCell(config_of(planned.name)));
+    Status bound = added.back()->Bind();
+    if (!bound.ok()) result.errors.push_back("cells." + planned.name + ": " + bound.message());
+  }
+  if (!result.errors.empty()) {
+    for (auto& cell : added) Retire(std::move(cell));
+    return refuse();
+  }
+
+  if (result.plan.log_level_changed)
+    SetLogLevel(ParseLogLevel(next.supervisor.log_level).value_or(LogLevel::kInfo));
+  std::vector<std::string> notes;
+  std::vector<std::unique_ptr<Cell>> cells;
+  std::vector<Cell*> to_start;
+  auto take = [this](const std::string& name) {
+    auto it = std::find_if(cells_.begin(), cells_.end(),
+                           [&name](const std::unique_ptr<Cell>& c) { return c->name() == name; });
+    BH_CHECK(it != cells_.end());
+    std::unique_ptr<Cell> cell = std::move(*it);
+    cells_.erase(it);
+    return cell;
+  };
+  size_t next_added = 0;
+  for (const control::CellPlan& planned : result.plan.cells) {
+    switch (planned.action) {
+      case control::CellPlan::Action::kUnchanged:
+        cells.push_back(take(planned.name));
+        break;
+      case control::CellPlan::Action::kUpdate:
+      case control::CellPlan::Action::kRestart: {
+        std::unique_ptr<Cell> cell = take(planned.name);
+        const config::CellConfig& cell_config = config_of(planned.name);
+        std::optional<cell::CgroupLimits> limits;
+        if (planned.cgroup_changed) limits = CgroupLimitsOf(cell_config);
+        Status applied = cell->Reconfigure(cell_config, limits);
+        if (!applied.ok()) {
+          // The rest of the reload stands; the answer is a failure that names the limits.
+          result.limit_errors.push_back("cells." + planned.name + ": " + applied.message());
+        }
+        if (planned.action == control::CellPlan::Action::kRestart) {
+          lifecycle::Lifecycle::State state = cell->state();
+          if (state == lifecycle::Lifecycle::State::kStopped ||
+              state == lifecycle::Lifecycle::State::kStopping) {
+            // A stopped cell stays stopped; a stop or restart under way spawns (if at all) with
+            // the new config.
+            notes.push_back(planned.name + " is " + lifecycle::Lifecycle::StateName(state) +
+                            ": its new config applies at its next start");
+          } else {
+            cell->Restart();
+          }
+        }
+        cells.push_back(std::move(cell));
+        break;
+      }
+      case control::CellPlan::Action::kAdd:
+        to_start.push_back(added[next_added].get());
+        cells.push_back(std::move(added[next_added++]));
+        break;
+      case control::CellPlan::Action::kRemove:
+        Retire(take(planned.name));
+        break;
+    }
+  }
+  BH_CHECK(cells_.empty() && next_added == added.size());
+  cells_ = std::move(cells);
+  config_ = std::move(next);
+  // Cells added or removed, or max_connections changed: the descriptor budget is split anew.
+  SetUpConnectionBudget();
+  for (Cell* cell : to_start) cell->Start();
+
+  result.ok = true;
+  result.summary = "reloaded: " + result.plan.Summary();
+  for (const std::string& note : notes) result.summary += "; " + note;
+  LogInfo(result.summary);
+  for (const std::string& error : result.limit_errors) {
+    LogError("reload: limits not enforced: " + error);
+  }
+  return result;
+}
+
+std::string Supervisor::ReloadControl() {
+  ReloadResult result = Reload();
+  if (!result.ok) {
+    return nlohmann::json({{"ok", false},
+                           {"error", "reload refused; nothing changed"},
+                           {"errors", result.errors}})
+        .dump();
+  }
+  nlohmann::json cells = nlohmann::json::array();
+  for (const control::CellPlan& planned : result.plan.cells) {
+    cells.push_back({{"name", planned.name},
+                     {"action", control::CellActionName(planned.action)},
+                     {"changed", planned.changed}});
+  }
+  nlohmann::json response = {{"ok", true}, {"result", result.summary}, {"cells", cells}};
+  if (!result.limit_errors.empty()) {
+    // Applied, but some limit is not in force: a failure for the operator (bulkheadctl exits
+    // non-zero), with the reload's outcome kept beside the errors.
+    response["ok"] = false;
+    response["error"] = "reloaded, but limits not enforced";
+    response["errors"] = result.limit_errors;
+  }
+  return response.dump();
+}
+
+}  // namespace bulkhead::supervisor
