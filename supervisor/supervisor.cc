@@ -26,28 +26,6 @@ namespace bulkhead::supervisor {
 
 namespace {
 
-cell::CgroupLimits CgroupLimitsOf(const config::CellConfig& c) {
-  cell::CgroupLimits limits;
-  limits.cpu_quota_us = c.cpu_max_quota_us;
-  limits.cpu_period_us = c.cpu_max_period_us;
-  limits.cpu_weight = c.cpu_weight;
-  limits.memory_max = c.memory_max;
-  limits.memory_high = c.memory_high;
-  limits.memory_swap_max = c.memory_swap_max;
-  limits.pids_max = c.pids_max;
-  limits.oom_group = c.oom_policy == config::OomPolicy::kKill;
-  return limits;
-}
-
-// The cell named `name` of `config`. REQUIRES: there is one.
-const config::CellConfig& CellConfigIn(const config::Config& config, const std::string& name) {
-  for (const config::CellConfig& c : config.cells) {
-    if (c.name == name) return c;
-  }
-  BH_CHECK(false);
-  return config.cells.front();
-}
-
 std::string ErrorResponse(const std::string& message) {
   return nlohmann::json({{"ok", false}, {"error", message}}).dump();
 }
@@ -378,8 +356,17 @@ void Supervisor::OnCellStateChanged() {
   }
 }
 
+const config::CellConfig& Supervisor::CellNamed(const config::Config& config,
+                                                const std::string& name) {
+  for (const config::CellConfig& c : config.cells) {
+    if (c.name == name) return c;
+  }
+  BH_CHECK(false);
+  return config.cells.front();
+}
+
 const config::CellConfig& Supervisor::ConfigOf(const std::string& name) const {
-  return CellConfigIn(config_, name);
+  return CellNamed(config_, name);
 }
 
 std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
@@ -472,199 +459,6 @@ std::string Supervisor::HandleControl(const std::string& request_line,
     return ErrorResponse("no cell named " + cell_name->get<std::string>());
   }
   return ErrorResponse("unknown command " + command->dump());
-}
-
-std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config) {
-  lifecycle::CellCompartment compartment;
-  if (cgroup_tree_) compartment.tree = &*cgroup_tree_;
-  compartment.not_enforced_reason = cgroup_note_;
-  compartment.limits = CgroupLimitsOf(cell_config);
-  compartment.required = config_.supervisor.cgroup == config::CgroupMode::kRequired;
-  auto cell = std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
-                                     config_.supervisor.max_payload_bytes, &pool_);
-  // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
-  cell->SetStateObserver([this] { OnCellStateChanged(); });
-  return cell;
-}
-
-void Supervisor::Retire(std::unique_ptr<Cell> cell) {
-  Cell* raw = cell.get();
-  retiring_.push_back(std::move(cell));
-  ++retiring_stopping_;
-  // Runs at once when the cell is already stopped (or was never started).
-  raw->Stop([this, raw] {
-    --retiring_stopping_;
-    raw->DisconnectClients();
-    raw->CloseHandles([this, raw] {
-      Log(LogLevel::kInfo, raw->name(), 0, "cell closed: worker stopped, sockets removed");
-      // Copied first: erasing the cell from retiring_ destroys it.
-      const std::string name = raw->name();
-      std::erase_if(retiring_, [raw](const std::unique_ptr<Cell>& c) { return c.get() == raw; });
-      const bool name_in_use = std::any_of(cells_.begin(), cells_.end(),
-                                           [&name](const auto& c) { return c->name() == name; });
-      if (!name_in_use) cell_logs_.Forget(name);
-    });
-    MaybeFinishShutdown();
-  });
-}
-
-ReloadResult Supervisor::Reload() {
-  // Before READY=1 the service manager still waits for the start; it is told only of the outcome.
-  const bool tell = ready_sent_;
-  if (tell) notifier_.Reloading();
-  ReloadResult result = ApplyReload();
-  if (tell) notifier_.Ready();
-  OnCellStateChanged();
-  return result;
-}
-
-ReloadResult Supervisor::ApplyReload() {
-  ReloadResult result;
-  auto refuse = [&result, this]() -> ReloadResult {
-    for (const std::string& error : result.errors) LogError("reload: " + error);
-    LogError("reload of " + config_.source + " refused (" + std::to_string(result.errors.size()) +
-             " error(s)); nothing changed");
-    return std::move(result);
-  };
-  if (shutting_down_) {
-    result.errors.push_back("bulkheadd is shutting down");
-    return refuse();
-  }
-  config::LoadResult loaded = config::LoadConfigFile(config_.source);
-  if (!loaded.config) {
-    for (const config::ConfigError& error : loaded.errors)
-      result.errors.push_back(error.ToString());
-    return refuse();
-  }
-  for (const config::ConfigError& warning : loaded.warnings)
-    LogWarning("reload: " + warning.ToString());
-  config::Config next = std::move(*loaded.config);
-  if (!pinned_log_level_.empty()) next.supervisor.log_level = pinned_log_level_;
-  result.plan = control::PlanReload(config_, next);
-  result.errors = result.plan.errors;
-  auto config_of = [&next](const std::string& name) -> const config::CellConfig& {
-    return CellConfigIn(next, name);
-  };
-  for (const control::CellPlan& planned : result.plan.cells) {
-    if (planned.action != control::CellPlan::Action::kAdd) continue;
-    for (const auto& retiring : retiring_) {
-      if (retiring->name() == planned.name) {
-        result.errors.push_back("cells." + planned.name +
-                                ": a removed cell of that name is still stopping; reload again "
-                                "once it is gone from status");
-      }
-    }
-  }
-  if (!result.errors.empty()) return refuse();
-
-  // New cells bind first: a socket that cannot be claimed refuses the reload before anything
-  // running is touched.
-  std::vector<std::unique_ptr<Cell>> added;
-  for (const control::CellPlan& planned : result.plan.cells) {
-    if (planned.action != control::CellPlan::Action::kAdd) continue;
-    added.push_back(MakeCell(config_of(planned.name)));
-    Status bound = added.back()->Bind();
-    if (!bound.ok()) result.errors.push_back("cells." + planned.name + ": " + bound.message());
-  }
-  if (!result.errors.empty()) {
-    for (auto& cell : added) Retire(std::move(cell));
-    return refuse();
-  }
-
-  if (result.plan.log_level_changed)
-    SetLogLevel(ParseLogLevel(next.supervisor.log_level).value_or(LogLevel::kInfo));
-  std::vector<std::string> notes;
-  std::vector<std::unique_ptr<Cell>> cells;
-  std::vector<Cell*> to_start;
-  auto take = [this](const std::string& name) {
-    auto it = std::find_if(cells_.begin(), cells_.end(),
-                           [&name](const std::unique_ptr<Cell>& c) { return c->name() == name; });
-    BH_CHECK(it != cells_.end());
-    std::unique_ptr<Cell> cell = std::move(*it);
-    cells_.erase(it);
-    return cell;
-  };
-  size_t next_added = 0;
-  for (const control::CellPlan& planned : result.plan.cells) {
-    switch (planned.action) {
-      case control::CellPlan::Action::kUnchanged:
-        cells.push_back(take(planned.name));
-        break;
-      case control::CellPlan::Action::kUpdate:
-      case control::CellPlan::Action::kRestart: {
-        std::unique_ptr<Cell> cell = take(planned.name);
-        const config::CellConfig& cell_config = config_of(planned.name);
-        std::optional<cell::CgroupLimits> limits;
-        if (planned.cgroup_changed) limits = CgroupLimitsOf(cell_config);
-        Status applied = cell->Reconfigure(cell_config, limits);
-        if (!applied.ok()) {
-          // The rest of the reload stands; the answer is a failure that names the limits.
-          result.limit_errors.push_back("cells." + planned.name + ": " + applied.message());
-        }
-        if (planned.action == control::CellPlan::Action::kRestart) {
-          lifecycle::Lifecycle::State state = cell->state();
-          if (state == lifecycle::Lifecycle::State::kStopped ||
-              state == lifecycle::Lifecycle::State::kStopping) {
-            // A stopped cell stays stopped; a stop or restart under way spawns (if at all) with
-            // the new config.
-            notes.push_back(planned.name + " is " + lifecycle::Lifecycle::StateName(state) +
-                            ": its new config applies at its next start");
-          } else {
-            cell->Restart();
-          }
-        }
-        cells.push_back(std::move(cell));
-        break;
-      }
-      case control::CellPlan::Action::kAdd:
-        to_start.push_back(added[next_added].get());
-        cells.push_back(std::move(added[next_added++]));
-        break;
-      case control::CellPlan::Action::kRemove:
-        Retire(take(planned.name));
-        break;
-    }
-  }
-  BH_CHECK(cells_.empty() && next_added == added.size());
-  cells_ = std::move(cells);
-  config_ = std::move(next);
-  // Cells added or removed, or max_connections changed: the descriptor budget is split anew.
-  SetUpConnectionBudget();
-  for (Cell* cell : to_start) cell->Start();
-
-  result.ok = true;
-  result.summary = "reloaded: " + result.plan.Summary();
-  for (const std::string& note : notes) result.summary += "; " + note;
-  LogInfo(result.summary);
-  for (const std::string& error : result.limit_errors) {
-    LogError("reload: limits not enforced: " + error);
-  }
-  return result;
-}
-
-std::string Supervisor::ReloadControl() {
-  ReloadResult result = Reload();
-  if (!result.ok) {
-    return nlohmann::json({{"ok", false},
-                           {"error", "reload refused; nothing changed"},
-                           {"errors", result.errors}})
-        .dump();
-  }
-  nlohmann::json cells = nlohmann::json::array();
-  for (const control::CellPlan& planned : result.plan.cells) {
-    cells.push_back({{"name", planned.name},
-                     {"action", control::CellActionName(planned.action)},
-                     {"changed", planned.changed}});
-  }
-  nlohmann::json response = {{"ok", true}, {"result", result.summary}, {"cells", cells}};
-  if (!result.limit_errors.empty()) {
-    // Applied, but some limit is not in force: a failure for the operator (bulkheadctl exits
-    // non-zero), with the reload's outcome kept beside the errors.
-    response["ok"] = false;
-    response["error"] = "reloaded, but limits not enforced";
-    response["errors"] = result.limit_errors;
-  }
-  return response.dump();
 }
 
 }  // namespace bulkhead::supervisor

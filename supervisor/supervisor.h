@@ -92,6 +92,8 @@ class Supervisor {
   // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
   Status SetUpCgroups();
   const config::CellConfig& ConfigOf(const std::string& name) const;
+  // The cell named `name` of `config`. REQUIRES: there is one.
+  static const config::CellConfig& CellNamed(const config::Config& config, const std::string& name);
   std::unique_ptr<Cell> MakeCell(const config::CellConfig& cell_config);
   // Takes a cell out of service (removed by a reload, or added by a refused one): stops it (new
   // requests REJECTED unavailable, in-flight ones drain within stop_timeout), closes its clients
