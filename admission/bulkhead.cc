@@ -15,7 +15,7 @@ Bulkhead::~Bulkhead() { BH_CHECK(queued_ == 0 && running_ == 0); }
 
 Bulkhead::Decision Bulkhead::Admit(AdmissionEntry* entry, uint64_t now_ms) {
   BH_CHECK(entry->state_ == State::kIdle);
-  if (open_ && running_ < limits_.max_concurrent && head_ == nullptr) {
+  if (open_ && running_ < limits_.max_concurrent && queue_.empty()) {
     entry->state_ = State::kRunning;
     ++running_;
     return Decision::kRun;
@@ -23,14 +23,7 @@ Bulkhead::Decision Bulkhead::Admit(AdmissionEntry* entry, uint64_t now_ms) {
   if (queued_ < limits_.max_queue) {
     entry->state_ = State::kQueued;
     entry->queued_at_ms_ = now_ms;
-    entry->prev_ = tail_;
-    entry->next_ = nullptr;
-    if (tail_ != nullptr) {
-      tail_->next_ = entry;
-    } else {
-      head_ = entry;
-    }
-    tail_ = entry;
+    queue_.PushBack(entry);
     ++queued_;
     return Decision::kQueued;
   }
@@ -50,8 +43,8 @@ void Bulkhead::Cancel(AdmissionEntry* entry) {
 }
 
 AdmissionEntry* Bulkhead::StartNext() {
-  if (!open_ || running_ >= limits_.max_concurrent || head_ == nullptr) return nullptr;
-  AdmissionEntry* entry = head_;
+  if (!open_ || running_ >= limits_.max_concurrent || queue_.empty()) return nullptr;
+  AdmissionEntry* entry = queue_.front();
   Unlink(entry);
   entry->state_ = State::kRunning;
   ++running_;
@@ -59,15 +52,16 @@ AdmissionEntry* Bulkhead::StartNext() {
 }
 
 AdmissionEntry* Bulkhead::PopExpired(uint64_t now_ms) {
-  if (head_ == nullptr || head_->queued_at_ms_ + limits_.queue_timeout_ms > now_ms) return nullptr;
-  AdmissionEntry* entry = head_;
+  if (queue_.empty() || queue_.front()->queued_at_ms_ + limits_.queue_timeout_ms > now_ms)
+    return nullptr;
+  AdmissionEntry* entry = queue_.front();
   Unlink(entry);
   return entry;
 }
 
 std::optional<uint64_t> Bulkhead::NextDeadline() const {
-  if (head_ == nullptr) return std::nullopt;
-  return head_->queued_at_ms_ + limits_.queue_timeout_ms;
+  if (queue_.empty()) return std::nullopt;
+  return queue_.front()->queued_at_ms_ + limits_.queue_timeout_ms;
 }
 
 void Bulkhead::SetLimits(Limits limits) {
@@ -77,17 +71,7 @@ void Bulkhead::SetLimits(Limits limits) {
 
 void Bulkhead::Unlink(AdmissionEntry* entry) {
   BH_CHECK(queued_ > 0);
-  if (entry->prev_ != nullptr) {
-    entry->prev_->next_ = entry->next_;
-  } else {
-    head_ = entry->next_;
-  }
-  if (entry->next_ != nullptr) {
-    entry->next_->prev_ = entry->prev_;
-  } else {
-    tail_ = entry->prev_;
-  }
-  entry->prev_ = entry->next_ = nullptr;
+  queue_.Remove(entry);
   entry->state_ = State::kIdle;
   --queued_;
 }

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <optional>
 
+#include "admission/intrusive_fifo.h"
+
 namespace bulkhead::admission {
 
 // One request's place in a Bulkhead. Embed it in the request; the Bulkhead links it, never owns it.
-class AdmissionEntry {
+class AdmissionEntry : public FifoLink<AdmissionEntry> {
  public:
   enum class State : uint8_t { kIdle, kQueued, kRunning };
 
@@ -27,8 +29,6 @@ class AdmissionEntry {
  private:
   friend class Bulkhead;
   State state_ = State::kIdle;
-  AdmissionEntry* prev_ = nullptr;
-  AdmissionEntry* next_ = nullptr;
   uint64_t queued_at_ms_ = 0;
 };
 
@@ -94,8 +94,7 @@ class Bulkhead {
   bool open_ = false;
   uint32_t running_ = 0;
   uint32_t queued_ = 0;
-  AdmissionEntry* head_ = nullptr;
-  AdmissionEntry* tail_ = nullptr;
+  IntrusiveFifo<AdmissionEntry> queue_;
 };
 
 }  // namespace bulkhead::admission

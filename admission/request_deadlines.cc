@@ -11,14 +11,7 @@ void RequestDeadlines::Start(DeadlineEntry* entry, uint64_t now_ms) {
   BH_CHECK(entry->state_ == DeadlineEntry::State::kIdle);
   entry->state_ = DeadlineEntry::State::kWaiting;
   entry->started_at_ms_ = now_ms;
-  entry->prev_ = tail_;
-  entry->next_ = nullptr;
-  if (tail_ != nullptr) {
-    tail_->next_ = entry;
-  } else {
-    head_ = entry;
-  }
-  tail_ = entry;
+  waiting_.PushBack(entry);
 }
 
 void RequestDeadlines::Finish(DeadlineEntry* entry) {
@@ -26,7 +19,7 @@ void RequestDeadlines::Finish(DeadlineEntry* entry) {
     case DeadlineEntry::State::kIdle:
       return;
     case DeadlineEntry::State::kWaiting:
-      Unlink(entry);
+      waiting_.Remove(entry);
       break;
     case DeadlineEntry::State::kExpired:
       BH_CHECK(expired_ > 0);
@@ -47,31 +40,18 @@ uint64_t RequestDeadlines::DeadlineOf(const DeadlineEntry& entry) const {
 }
 
 std::optional<uint64_t> RequestDeadlines::NextDeadline() const {
-  if (timeout_ms_ == 0 || head_ == nullptr) return std::nullopt;
-  return DeadlineOf(*head_);
+  if (timeout_ms_ == 0 || waiting_.empty()) return std::nullopt;
+  return DeadlineOf(*waiting_.front());
 }
 
 DeadlineEntry* RequestDeadlines::PopExpired(uint64_t now_ms) {
-  if (timeout_ms_ == 0 || head_ == nullptr || DeadlineOf(*head_) > now_ms) return nullptr;
-  DeadlineEntry* entry = head_;
-  Unlink(entry);
+  if (timeout_ms_ == 0 || waiting_.empty() || DeadlineOf(*waiting_.front()) > now_ms)
+    return nullptr;
+  DeadlineEntry* entry = waiting_.front();
+  waiting_.Remove(entry);
   entry->state_ = DeadlineEntry::State::kExpired;
   ++expired_;
   return entry;
-}
-
-void RequestDeadlines::Unlink(DeadlineEntry* entry) {
-  if (entry->prev_ != nullptr) {
-    entry->prev_->next_ = entry->next_;
-  } else {
-    head_ = entry->next_;
-  }
-  if (entry->next_ != nullptr) {
-    entry->next_->prev_ = entry->prev_;
-  } else {
-    tail_ = entry->prev_;
-  }
-  entry->prev_ = entry->next_ = nullptr;
 }
 
 }  // namespace bulkhead::admission

@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <optional>
 
+#include "admission/intrusive_fifo.h"
+
 namespace bulkhead::admission {
 
 // One running request's place in a RequestDeadlines. Embed it in the request.
-class DeadlineEntry {
+class DeadlineEntry : public FifoLink<DeadlineEntry> {
  public:
   DeadlineEntry() = default;
   DeadlineEntry(const DeadlineEntry&) = delete;
@@ -29,8 +31,6 @@ class DeadlineEntry {
   friend class RequestDeadlines;
   enum class State : uint8_t { kIdle, kWaiting, kExpired };
   State state_ = State::kIdle;
-  DeadlineEntry* prev_ = nullptr;
-  DeadlineEntry* next_ = nullptr;
   uint64_t started_at_ms_ = 0;
 };
 
@@ -66,7 +66,6 @@ class RequestDeadlines {
 
  private:
   uint64_t DeadlineOf(const DeadlineEntry& entry) const;
-  void Unlink(DeadlineEntry* entry);
 
   uint64_t timeout_ms_;
   // When the timeout last changed: no deadline of an entry already waiting then is earlier than
@@ -74,8 +73,7 @@ class RequestDeadlines {
   uint64_t counted_from_ms_ = 0;
   // Waiting entries in start order. Deadlines never decrease along the list (one timeout, one
   // counted_from_ms_ for all), so the head's is the earliest.
-  DeadlineEntry* head_ = nullptr;
-  DeadlineEntry* tail_ = nullptr;
+  IntrusiveFifo<DeadlineEntry> waiting_;
   size_t expired_ = 0;
 };
 
