@@ -7,7 +7,8 @@ JOBS ?= $(shell nproc)
 ASAN_BUILD := build-asan
 # `make fuzz`: seconds each fuzzer runs (the ctest entries run BULKHEAD_FUZZ_SECONDS, 20 s).
 FUZZ_SECONDS ?= 600
-FUZZERS := ipc/ipc_frame_fuzzer config/config_fuzzer cell/notify_message_fuzzer
+FUZZERS := ipc/ipc_frame_fuzzer config/config_fuzzer cell/notify_message_fuzzer \
+           http/http_request_fuzzer
 LAUNCHER := $(if $(shell command -v ccache),\
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
@@ -26,13 +27,14 @@ build: deps
 	cmake -S . -B $(BUILD) $(PRESET_FLAGS) -DBULKHEAD_WERROR=ON -DBUILD_TESTING=ON $(LAUNCHER)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Only what the demo runs: bulkhead-demo, bulkheadd and the example workers. A fresh build
+# Only what the demo runs (bulkhead-demo, bulkheadd and the example workers) and bulkheadctl, which
+# the README's next steps use. A fresh build
 # directory is configured without the tests (no GoogleTest needed); one that `make build` or
 # `make test` configured keeps them.
 demo: demo-deps
 	cmake -S . -B $(BUILD) $(PRESET_FLAGS) -DBULKHEAD_WERROR=ON $(LAUNCHER) \
 	  $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DBUILD_TESTING=OFF)
-	cmake --build $(BUILD) -j $(JOBS) --target bulkhead-demo
+	cmake --build $(BUILD) -j $(JOBS) --target bulkhead-demo bulkheadctl
 	$(BUILD)/examples/bulkhead-demo --bin-dir $(BUILD)
 
 # The normal build's full ctest, then the sanitizer build's (fuzzers included, VM tests excluded),
