@@ -75,8 +75,8 @@ int Main(int argc, char** argv) {
     cells_option->excludes(all_option);
     sub->add_flag("--no-block", no_block,
                   "return once the supervisor has accepted the command, without waiting");
-    // One of CELL... or --all.
-    sub->require_option(1, 0);
+    // One of CELL... or --all: checked after parsing, so that the message names what is missing
+    // (CLI11's require_option would count --no-block and list it).
     cell_commands.push_back(sub);
   }
 
@@ -98,8 +98,15 @@ int Main(int argc, char** argv) {
   uint64_t logs_lines = 0;
   logs->add_option("cell", logs_cell, "the cell")->required();
   logs->add_flag("-f,--follow", follow, "keep printing new lines until Ctrl-C");
-  CLI::Option* lines_option = logs->add_option("-n,--lines", logs_lines, "only the last N lines")
-                                  ->check(CLI::NonNegativeNumber);
+  CLI::Option* lines_option =
+      logs->add_option("-n,--lines", logs_lines, "only the last N lines")
+          ->check(CLI::Validator(
+              [](const std::string& text) {
+                const bool digits =
+                    !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+                return digits ? std::string() : std::string("must be a whole number, 0 or more");
+              },
+              "N"));
 
   CLI::App* reload = app.add_subcommand(
       "reload", "re-read bulkheadd's config file and apply the changes (docs/config.md, Reload)");
@@ -154,7 +161,6 @@ int Main(int argc, char** argv) {
   }
   for (CLI::App* sub : cell_commands) {
     if (!sub->parsed()) continue;
-    // require_option counts --no-block too: `stop --no-block` alone names no cell.
     if (command_cells.empty() && !all_cells) {
       PrintError(sub->get_name() + ": name one or more cells, or --all");
       return kExitUsage;

@@ -810,6 +810,18 @@ TEST(Bulkheadctl, UsageErrors) {
     ASSERT_TRUE(run.ok()) << run.status().message();
     EXPECT_EQ(run->exit_code(), kExitUsage) << ::testing::PrintToString(args) << run->Describe();
   }
+  // The messages name what is wrong.
+  for (auto [args, message] : {
+           std::pair{std::vector<std::string>{"start"}, "start: name one or more cells, or --all"},
+           std::pair{std::vector<std::string>{"logs", "a", "-n", "-1"},
+                     "must be a whole number, 0 or more"},
+       }) {
+    std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result<ProcessResult> run = RunProcess(argv);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_THAT(run->err, HasSubstr(message)) << run->Describe();
+  }
   Result<ProcessResult> help = RunProcess({BulkheadctlPath(), "--help"});
   ASSERT_TRUE(help.ok());
   EXPECT_EQ(help->exit_code(), kExitOk) << help->Describe();
