@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "config/config_error.h"
 #include "control/reload_plan.h"
 #include "supervisor/supervisor.h"
 
@@ -105,11 +106,19 @@ ReloadResult Supervisor::ApplyReload() {
   for (const control::CellPlan& planned : result.plan.cells) {
     if (planned.action != control::CellPlan::Action::kAdd) continue;
     for (const auto& retiring : retiring_) {
-      if (retiring->name() == planned.name) {
-        result.errors.push_back("cells." + planned.name +
-                                ": a removed cell of that name is still stopping; reload again "
-                                "once it is gone from status");
-      }
+      if (retiring->name() != planned.name) continue;
+      // A removed cell leaves status at once, so say what to wait for: its worker's exit, which
+      // its stop_timeout bounds.
+      const config::CellConfig& added = config_of(planned.name);
+      std::string message = "a removed cell of that name is still stopping";
+      if (retiring->pid() > 0) message += " (worker pid " + std::to_string(retiring->pid()) + ")";
+      message += "; reload again once it has stopped, within its stop_timeout";
+      result.errors.push_back(config::ConfigError{.file = next.source,
+                                                  .line = added.position.line,
+                                                  .column = added.position.column,
+                                                  .key = "cells." + planned.name,
+                                                  .message = message}
+                                  .ToString());
     }
   }
   if (!result.errors.empty()) return refuse();

@@ -376,7 +376,12 @@ TEST(Reload, NewCellThatCannotBindChangesNothing) {
   run = h.Ctl({"reload"});
   ASSERT_TRUE(run.ok()) << run.status().message();
   if (run->exit_code() == kExitConfigInvalid) {
-    EXPECT_THAT(run->err, HasSubstr("cells.b: a removed cell of that name is still stopping"));
+    // Positioned at the cell's table, with what to wait for.
+    EXPECT_THAT(run->err, ::testing::MatchesRegex(
+                              "(.|\n)*\\.toml:[0-9]+:[0-9]+: cells\\.b: a removed cell of that "
+                              "name is still stopping \\(worker pid [0-9]+\\); reload again once "
+                              "it has stopped, within its stop_timeout(.|\n)*"))
+        << run->Describe();
   } else {
     // The drain finished before the second reload (a very slow machine): b is simply added.
     EXPECT_EQ(run->out, "reloaded: a unchanged, b added\n") << run->Describe();
