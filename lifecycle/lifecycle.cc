@@ -540,6 +540,8 @@ void Lifecycle::OnSpawnFailed(const Event& e, Transition& t) {
   spawn_pending_ = false;
   last_exit_ = "start failed: " + e.text;
   ApplyPolicy(/*clean=*/false, "cannot start worker: " + e.text, t);
+  // A start that failed is an error whatever follows; this one line says it (with what follows).
+  t.log_level = LogLevel::kError;
 }
 
 void Lifecycle::OnReady(const Event& e, Transition& t) {

@@ -256,6 +256,9 @@ bool WorkerRunner::HasUnacceptedConnection() const {
 
 void WorkerRunner::DoSpawn() {
   BH_CHECK(pid_ == 0);
+  // The previous generation is torn down whole before a spawn: its process group no longer names
+  // anything (a failed start is then logged without a pid).
+  pgid_ = 0;
   // The lifecycle counted a restart before asking for this spawn: attribute it to its cause.
   if (lifecycle_.restarts() > restarts_attributed_) {
     RestartReason why =
@@ -268,7 +271,6 @@ void WorkerRunner::DoSpawn() {
   if (!limits.ok() && compartment_.required) {
     // cgroup = "required": no worker runs outside its limits. A failed start, as an exec error.
     std::string why = "cgroup = \"required\" but limits not enforced: " + limits.message();
-    Log(LogLevel::kError, name(), 0, "cannot start worker: " + why);
     Execute(lifecycle_.Handle(Event::SpawnFailed(why)));
   } else {
     SpawnWorker();
@@ -328,7 +330,7 @@ void WorkerRunner::SpawnWorker() {
   Result<pid_t> pid = cell::Spawn(options);
   output_.Spawned(pid.ok() ? *pid : 0);
   if (!pid.ok()) {
-    Log(LogLevel::kError, name(), 0, "cannot start worker: " + pid.status().message());
+    // The lifecycle logs it once, with what follows (restart, or give up).
     Execute(lifecycle_.Handle(Event::SpawnFailed(pid.status().message())));
   } else {
     pid_ = pgid_ = *pid;

@@ -9,6 +9,8 @@
 
 #include <charconv>
 #include <fstream>
+#include <sstream>
+#include <string>
 
 #include "tests/lifecycle/lifecycle_fixture.h"
 
@@ -212,14 +214,36 @@ TEST(ExecFailure, CountsAsAFailedStartWithTheErrnoText) {
     EXPECT_THAT(c["reason"].get<std::string>(),
                 StartsWith("gave up: 2 starts in 60s, last start failed: "));
     EXPECT_THAT(c["reason"].get<std::string>(), HasSubstr(e.errno_text));
-    // The log names the cell and the errno text.
+    // The log names the cell and the errno text, once per failed start.
     EXPECT_FALSE(CellLogEvents(h.Log(), e.cell, e.errno_text).empty()) << h.Log();
+    EXPECT_EQ(CellLogEvents(h.Log(), e.cell, "cannot start worker").size(), 2u) << h.Log();
 
     Result<ipc::Client::Reply> refused = h.Call(e.cell, "echo x");
     tally.Count(refused);
     EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable))
         << Describe(refused);
     ExpectCountersMatch(h, e.cell, tally);
+  }
+}
+
+// A running cell whose command a reload breaks: the failed start is logged once, at error, and
+// names no pid (it named the previous worker, long gone).
+TEST(ExecFailure, AfterAWorkerRanTheFailedStartNamesNoPid) {
+  CellSpec cell{.name = "flip", .restart_delay = "100ms", .extra_toml = "start_limit_burst = 1\n"};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  cell.command = {"/nonexistent/bulkhead-worker"};
+  h.RewriteConfig({cell});
+  Result<e2e::ProcessResult> reload = h.Ctl({"reload"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  ASSERT_TRUE(CellShows(h, "flip", "state", "failed"));
+  const std::vector<LogEvent> failed = CellLogEvents(h.Log(), "flip", "cannot start worker");
+  ASSERT_EQ(failed.size(), 1u) << h.Log();
+  std::string line;
+  for (std::istringstream lines(h.Log()); std::getline(lines, line);) {
+    if (line.find("cannot start worker") == std::string::npos) continue;
+    EXPECT_THAT(line, HasSubstr("level=error")) << line;
+    EXPECT_THAT(line, ::testing::Not(HasSubstr("pid="))) << line;
   }
 }
 

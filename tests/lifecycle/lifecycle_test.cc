@@ -518,6 +518,7 @@ TEST_F(LifecycleTest, ExecFailuresCountAsFailedStartsAndShowTheErrno) {
     ASSERT_EQ(t.to, State::kBackoff);
     EXPECT_EQ(t.log, "cannot start worker: " + error + "; restarting in " +
                          std::to_string(t.actions.back().ms) + " ms");
+    EXPECT_EQ(t.log_level, LogLevel::kError);
     EXPECT_EQ(lc().last_exit(), "start failed: " + error);
     EXPECT_FALSE(lc().has_worker());
     clock_.SetMs(lc().next_start_at_ms());
