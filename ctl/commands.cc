@@ -486,7 +486,11 @@ int ReloadCommand(const std::string& socket, Deadline deadline) {
   ControlReply reply = QueryControl(socket, ReloadRequest(), deadline);
   if (!reply.response) return ReportNoResponse(reply);
   ReloadOutcome outcome = InterpretReload(*reply.response);
-  // A refusal's lines (each error, then the verdict), each at priority err under a unit.
+  // The file's warnings at priority warning, then a refusal's lines (each error, then the
+  // verdict) at priority err, under a unit.
+  for (const std::string& warning : outcome.warnings) {
+    WriteStderrLine(LogLevel::kWarning, "warning: " + warning);
+  }
   std::string_view err = outcome.err;
   while (!err.empty()) {
     size_t end = err.find('\n');

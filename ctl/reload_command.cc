@@ -19,6 +19,12 @@ ReloadOutcome InterpretReload(const nlohmann::json& response) {
     outcome.exit_code = kExitFailure;
     return outcome;
   }
+  if (auto warnings = response.find("warnings");
+      warnings != response.end() && warnings->is_array()) {
+    for (const nlohmann::json& warning : *warnings) {
+      outcome.warnings.push_back(warning.is_string() ? warning.get<std::string>() : warning.dump());
+    }
+  }
   if (response.value("ok", false) == true && !text("result").empty()) {
     outcome.out = text("result") + "\n";
     outcome.exit_code = kExitOk;

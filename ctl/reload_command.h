@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace bulkhead::ctl {
 
@@ -16,6 +17,9 @@ struct ReloadOutcome {
   std::string out;    // for stdout: the summary line, "reloaded: ...\n"
   std::string err;    // for stderr: one line per error, then "bulkheadctl: reload refused ...\n"
   int exit_code = 0;  // kExitOk; kExitConfigInvalid when refused; kExitFailure when malformed
+  // The config file's warnings ("file:line:col: key: message"), applied or refused: for stderr,
+  // each as "warning: LINE" at priority warning.
+  std::vector<std::string> warnings;
 };
 
 // {"ok":true,"result":S,...} prints S; {"ok":false,"error":E,"errors":[...]} prints each error

@@ -89,13 +89,17 @@ ReloadResult Supervisor::ApplyReload() {
     return refuse();
   }
   config::LoadResult loaded = config::LoadConfigFile(config_.source);
+  // Warnings are shown whether or not the file is refused: fixing one error should not reveal a
+  // second round of news.
+  for (const config::ConfigError& warning : loaded.warnings) {
+    result.warnings.push_back(warning.ToString());
+    LogWarning("reload: " + warning.ToString());
+  }
   if (!loaded.config) {
     for (const config::ConfigError& error : loaded.errors)
       result.errors.push_back(error.ToString());
     return refuse();
   }
-  for (const config::ConfigError& warning : loaded.warnings)
-    LogWarning("reload: " + warning.ToString());
   config::Config next = std::move(*loaded.config);
   if (!pinned_log_level_.empty()) next.supervisor.log_level = pinned_log_level_;
   result.plan = control::PlanReload(config_, next);
@@ -211,10 +215,10 @@ ReloadResult Supervisor::ApplyReload() {
 std::string Supervisor::ReloadControl() {
   ReloadResult result = Reload();
   if (!result.ok) {
-    return nlohmann::json({{"ok", false},
-                           {"error", "reload refused; nothing changed"},
-                           {"errors", result.errors}})
-        .dump();
+    nlohmann::json refused = {
+        {"ok", false}, {"error", "reload refused; nothing changed"}, {"errors", result.errors}};
+    if (!result.warnings.empty()) refused["warnings"] = result.warnings;
+    return refused.dump();
   }
   nlohmann::json cells = nlohmann::json::array();
   for (const control::CellPlan& planned : result.plan.cells) {
@@ -223,6 +227,7 @@ std::string Supervisor::ReloadControl() {
                      {"changed", planned.changed}});
   }
   nlohmann::json response = {{"ok", true}, {"result", result.summary}, {"cells", cells}};
+  if (!result.warnings.empty()) response["warnings"] = result.warnings;
   if (!result.limit_errors.empty()) {
     // Applied, but some limit is not in force: a failure for the operator (bulkheadctl exits
     // non-zero), with the reload's outcome kept beside the errors.

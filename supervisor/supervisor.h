@@ -41,6 +41,9 @@ struct ReloadResult {
   // When ok: cgroup limits the reload wrote that are not in force, "cells.NAME: memory_max: write
   // ...", one per cell. The reload applied; the control answer reports it as a failure.
   std::vector<std::string> limit_errors;
+  // The config file's warnings ("file:line:col: cells.NAME.key: message", as --check-config
+  // prints them), whether or not the reload applied.
+  std::vector<std::string> warnings;
   // What was planned per cell (empty when the file was refused before planning).
   control::ReloadPlan plan;
 };

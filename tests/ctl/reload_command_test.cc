@@ -37,6 +37,24 @@ TEST(ReloadCommand, RefusalPrintsEveryErrorAndExitsConfigInvalid) {
             "bulkheadctl: reload refused; nothing changed\n");
 }
 
+// The file's warnings reach the operator whether the reload applied or was refused.
+TEST(ReloadCommand, WarningsAreKeptAppliedOrRefused) {
+  const std::string warning = "/b.toml:4:17: cells.a.request_timeout: set without stall_timeout";
+  ReloadOutcome applied = InterpretReload({{"ok", true},
+                                           {"result", "reloaded: a updated"},
+                                           {"cells", nlohmann::json::array()},
+                                           {"warnings", {warning}}});
+  EXPECT_EQ(applied.exit_code, kExitOk);
+  EXPECT_EQ(applied.warnings, std::vector<std::string>{warning});
+  ReloadOutcome refused = InterpretReload({{"ok", false},
+                                           {"error", "reload refused; nothing changed"},
+                                           {"errors", {"/b.toml:3:18: cells.a.x: unknown key"}},
+                                           {"warnings", {warning}}});
+  EXPECT_EQ(refused.exit_code, kExitConfigInvalid);
+  EXPECT_EQ(refused.warnings, std::vector<std::string>{warning});
+  EXPECT_TRUE(InterpretReload({{"ok", true}, {"result", "reloaded"}}).warnings.empty());
+}
+
 TEST(ReloadCommand, OtherFailuresExitFailure) {
   ReloadOutcome unknown = InterpretReload({{"ok", false}, {"error", "unknown command \"reload\""}});
   EXPECT_EQ(unknown.exit_code, kExitFailure);
@@ -52,7 +70,8 @@ TEST(ReloadCommand, PermissionDeniedExitsNoPerm) {
                        {"error", "permission denied: uid 65534 may not run \"reload\""},
                        {"code", "permission_denied"}});
   EXPECT_EQ(denied.exit_code, kExitPermissionDenied);
-  EXPECT_EQ(denied.err, "bulkheadctl: reload: permission denied: uid 65534 may not run \"reload\"\n");
+  EXPECT_EQ(denied.err,
+            "bulkheadctl: reload: permission denied: uid 65534 may not run \"reload\"\n");
 }
 
 }  // namespace

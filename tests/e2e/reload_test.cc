@@ -390,5 +390,29 @@ TEST(Reload, NewCellThatCannotBindChangesNothing) {
   EXPECT_EQ(PidOf(h, "a"), a_pid);
 }
 
+// The file's warnings reach `bulkheadctl reload` (systemctl reload shows its stderr), whether
+// the reload applied or was refused: they went to bulkheadd's log only.
+TEST(Reload, WarningsReachBulkheadctlAppliedOrRefused) {
+  CellSpec a{.name = "a"};
+  Harness h(TestOptions({a}));
+  ASSERT_STARTED(h);
+  a.extra_toml = "request_timeout = \"2s\"\n";  // without stall_timeout: a warning
+  h.RewriteConfig({a});
+  Result<ProcessResult> applied = h.Ctl({"reload"});
+  ASSERT_TRUE(applied.ok()) << applied.status().message();
+  EXPECT_EQ(applied->exit_code(), kExitOk) << applied->Describe();
+  EXPECT_THAT(applied->err, HasSubstr("warning: "));
+  EXPECT_THAT(applied->err, HasSubstr(": cells.a.request_timeout: set without stall_timeout"));
+
+  // Another cell's error refuses the file; a's warning is still news to the operator.
+  const CellSpec b{.name = "b", .extra_toml = "no_such_key = 1\n"};
+  h.RewriteConfig({a, b});
+  Result<ProcessResult> refused = h.Ctl({"reload"});
+  ASSERT_TRUE(refused.ok()) << refused.status().message();
+  EXPECT_EQ(refused->exit_code(), kExitConfigInvalid) << refused->Describe();
+  EXPECT_THAT(refused->err, HasSubstr(": cells.a.request_timeout: set without stall_timeout"));
+  EXPECT_THAT(refused->err, HasSubstr("no_such_key"));
+}
+
 }  // namespace
 }  // namespace bulkhead::e2e
