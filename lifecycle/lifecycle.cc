@@ -257,18 +257,23 @@ bool Lifecycle::RefusesRequests() const {
 std::string Lifecycle::StateDetail() const {
   const uint64_t now = clock_->NowMs();
   const std::string in_state = Seconds(now - std::min(now, since_ms_));
+  // What becomes of a request while no worker takes it: it waits in the queue, unless there is
+  // none.
+  const std::string waiting = options_.max_queue > 0
+                                  ? "requests queue"
+                                  : "requests are refused (max_queue 0: none can wait)";
   switch (state_) {
     case State::kStopped:
       if (reason_.empty()) return "stopped; requests are refused until bulkheadctl start";
       return "stopped after " + last_exit_ + " (" + reason_ +
              "); requests are refused until bulkheadctl start";
     case State::kStarting: {
-      if (spawn_pending_) return "starting; requests queue";
+      if (spawn_pending_) return "starting; " + waiting;
       std::string detail = "starting for " + in_state + ", waiting for READY=1 (";
       detail += options_.start_timeout_ms > 0
                     ? "start_timeout " + Seconds(options_.start_timeout_ms)
                     : std::string("no start_timeout");
-      return detail + "); requests queue";
+      return detail + "); " + waiting;
     }
     case State::kRunning:
       return "";
@@ -280,15 +285,15 @@ std::string Lifecycle::StateDetail() const {
                 : phase_ == StopPhase::kSignalled
                     ? ", " + SignalText(options_.stop_signal) + " sent"
                     : ", SIGKILL sent";
-      return detail + (after_stop_ == AfterStop::kStay ? "; requests are refused"
-                                                       : "; requests queue for the next worker");
+      if (after_stop_ == AfterStop::kStay) return detail + "; requests are refused";
+      return detail + "; " + waiting + (options_.max_queue > 0 ? " for the next worker" : "");
     }
     case State::kBackoff: {
       const uint64_t left = next_start_at_ms_ > now ? next_start_at_ms_ - now : 0;
       return "backoff after " + last_exit_ + ", next start in " + Seconds(left) +
              (RefusesRequests() ? "; requests are refused (longer than queue_timeout " +
                                       Seconds(options_.queue_timeout_ms) + ")"
-                                : std::string("; requests queue"));
+                                : "; " + waiting);
     }
     case State::kFailed:
       if (!gave_up_) {
@@ -711,6 +716,7 @@ Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_con
   options.stop_signal = cell_config.stop_signal;
   options.stop_timeout_ms = static_cast<uint64_t>(cell_config.stop_timeout.count());
   options.queue_timeout_ms = static_cast<uint64_t>(cell_config.queue_timeout.count());
+  options.max_queue = cell_config.max_queue;
   options.start_timeout_ms = static_cast<uint64_t>(cell_config.start_timeout.count());
   return options;
 }

@@ -74,6 +74,8 @@ class Lifecycle {
     uint64_t stop_timeout_ms = 5000;
     // The cell's queue_timeout: a backoff longer than this refuses new requests at once.
     uint64_t queue_timeout_ms = 1000;
+    // The cell's max_queue: with 0, no request waits for a worker (StateDetail says so).
+    uint32_t max_queue = 0;
     // Longest wait for READY=1 after the spawn (ready = "notify"); 0: wait forever.
     uint64_t start_timeout_ms = 90'000;
   };

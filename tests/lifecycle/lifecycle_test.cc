@@ -814,6 +814,7 @@ TEST_F(LifecycleTest, ReadyInTimeLeavesTheStartTimerStale) {
 TEST_F(LifecycleTest, StartTimeoutZeroWaitsForReadyForever) {
   options_.ready = config::ReadyMode::kNotify;
   options_.start_timeout_ms = 0;
+  options_.max_queue = 8;
   Make();
   Do(Event::StartRequested());
   const Transition spawned = Do(Event::Spawned());
@@ -833,6 +834,7 @@ TEST_F(LifecycleTest, StateDetailSaysWhyTheCellDoesNotServe) {
   options_.restart.start_limit_burst = 2;
   options_.restart.start_limit_interval_ms = 600'000;
   options_.queue_timeout_ms = 5000;
+  options_.max_queue = 8;
   Make();
   EXPECT_EQ(lc().StateDetail(), "stopped; requests are refused until bulkheadctl start");
   Do(Event::StartRequested());
@@ -878,6 +880,25 @@ TEST_F(LifecycleTest, StateDetailSaysWhyTheCellDoesNotServe) {
   EXPECT_EQ(lc().StateDetail(),
             "backoff after exit 3, next start in 2.1 s; requests are refused (longer than "
             "queue_timeout 1.0 s)");
+}
+
+// With max_queue 0 no request waits for a worker: the detail says they are refused, not that they
+// queue (they were answered REJECTED unavailable while it said "requests queue").
+TEST_F(LifecycleTest, StateDetailWithoutAQueueSaysRequestsAreRefused) {
+  options_.ready = config::ReadyMode::kNotify;
+  options_.max_queue = 0;
+  options_.restart.delay_ms = 2100;
+  options_.restart.max_delay_ms = 4000;
+  options_.queue_timeout_ms = 5000;
+  Make();
+  Do(Event::StartRequested());
+  EXPECT_EQ(lc().StateDetail(), "starting; requests are refused (max_queue 0: none can wait)");
+  Do(Event::Spawned());
+  Do(Event::Ready());
+  Do(Event::Exited(ExitStatus(1), "exit 1"));
+  EXPECT_EQ(lc().StateDetail(),
+            "backoff after exit 1, next start in 2.1 s; requests are refused (max_queue 0: none "
+            "can wait)");
 }
 
 TEST_F(LifecycleTest, PingsWithoutAWatchdogAreIgnored) {
