@@ -6,6 +6,7 @@
 // file); cutting them apart would make a transition harder to follow, not easier.
 #include "lifecycle/lifecycle.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -23,6 +24,16 @@ using ActionType = Lifecycle::Action::Type;
 
 size_t Index(State state) { return static_cast<size_t>(state); }
 size_t Index(EventType type) { return static_cast<size_t>(type); }
+
+// systemd's clean exit (systemd.service(5), Restart= and SuccessExitStatus=): status 0, or death by
+// SIGHUP, SIGINT, SIGTERM or SIGPIPE, the signals a service is asked to end by. restart =
+// "on-failure" does not restart it, and "never" leaves the cell stopped, not failed.
+bool IsCleanExit(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status) == 0;
+  if (!WIFSIGNALED(wait_status)) return false;
+  const int signal = WTERMSIG(wait_status);
+  return signal == SIGHUP || signal == SIGINT || signal == SIGTERM || signal == SIGPIPE;
+}
 
 std::string Ms(uint64_t ms) { return std::to_string(ms) + " ms"; }
 
@@ -572,7 +583,7 @@ void Lifecycle::OnWorkerExit(const Event& e, Transition& t) {
   Add(t, ActionType::kFailInFlight);
   t.actions.back().reason = e.oom_killed ? ipc::Reason::kOomKilled : ipc::Reason::kWorkerDied;
   t.actions.back().message = last_exit_;
-  const bool clean = WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 0 && !e.oom_killed;
+  const bool clean = IsCleanExit(e.wait_status) && !e.oom_killed;
   ApplyPolicy(clean, "worker exited: " + last_exit_, t);
 }
 

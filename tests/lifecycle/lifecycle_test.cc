@@ -882,6 +882,26 @@ TEST_F(LifecycleTest, StateDetailSaysWhyTheCellDoesNotServe) {
             "queue_timeout 1.0 s)");
 }
 
+// A worker ended by SIGTERM (or SIGHUP, SIGINT, SIGPIPE) exited cleanly, as systemd counts it:
+// restart = "on-failure" does not restart it and "never" leaves the cell stopped; a crash is a
+// failure for both.
+TEST_F(LifecycleTest, TheSignalsSystemdCountsAsCleanAreCleanExits) {
+  for (int signal : {SIGTERM, SIGHUP, SIGINT, SIGPIPE}) {
+    for (cell::RestartMode mode : {cell::RestartMode::kOnFailure, cell::RestartMode::kNever}) {
+      options_.restart.mode = mode;
+      BootRunning();
+      EXPECT_EQ(Do(Event::Exited(SignalStatus(signal), "signal")).to, State::kStopped)
+          << "signal " << signal;
+    }
+  }
+  options_.restart.mode = cell::RestartMode::kOnFailure;
+  BootRunning();
+  EXPECT_EQ(Do(Event::Exited(SignalStatus(SIGABRT), "signal 6")).to, State::kBackoff);
+  options_.restart.mode = cell::RestartMode::kAlways;
+  BootRunning();
+  EXPECT_EQ(Do(Event::Exited(SignalStatus(SIGTERM), "signal 15")).to, State::kBackoff);
+}
+
 // With max_queue 0 no request waits for a worker: the detail says they are refused, not that they
 // queue (they were answered REJECTED unavailable while it said "requests queue").
 TEST_F(LifecycleTest, StateDetailWithoutAQueueSaysRequestsAreRefused) {
