@@ -441,10 +441,11 @@ TEST(Bulkheadctl, StopStartAndRestartACell) {
 
 // `start` of a cell whose worker is still starting (ready = "notify", no READY=1 yet) waits for
 // that start to end, as `systemctl start` of an activating unit does: it returned at once with
-// "already started" while the cell was not yet running.
+// "already started" while the cell was not yet running. READY=1 comes 5 s after the spawn, a
+// margin for a loaded machine to see the cell starting first.
 TEST(Bulkheadctl, StartOfACellStillStartingWaitsUntilItRuns) {
   Harness h(TestOptions({CellSpec{.name = "slow",
-                                  .command = {TestWorkerPath(), "--notify-ready-after-ms", "2000"},
+                                  .command = {TestWorkerPath(), "--notify-ready-after-ms", "5000"},
                                   .extra_toml = "ready = \"notify\"\n",
                                   .wait_running = false}}));
   ASSERT_STARTED(h);
