@@ -94,7 +94,6 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
     // The previous request was handed out whole: the next one starts here.
     head_ = RequestHead();
     body_.clear();
-    head_done_ = false;
     message_done_ = false;
     in_head_ = true;
     last_was_value_ = false;
@@ -204,7 +203,6 @@ int RequestParser::OnHeadersComplete(http_parser* parser) {
   head.chunked = (parser->flags & F_CHUNKED) != 0;
   head.content_length = (parser->flags & F_CONTENTLENGTH) != 0 ? parser->content_length : 0;
   if (!self->ValidateHead()) return -1;
-  self->head_done_ = true;
   self->in_head_ = false;
   http_parser_pause(parser, 1);
   return 0;

@@ -137,7 +137,6 @@ class RequestParser {
   bool failed_ = false;
   bool in_message_ = false;
   bool in_head_ = true;  // the bytes being parsed belong to a head
-  bool head_done_ = false;
   bool message_done_ = false;
   bool last_was_value_ = false;  // header callbacks: a field name starts a new header
   uint64_t head_bytes_ = 0;
