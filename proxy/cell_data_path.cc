@@ -537,8 +537,9 @@ void CellDataPath::ExpireRequests() {
   while (admission::DeadlineEntry* entry = deadlines_.PopExpired(Now())) {
     auto* request = static_cast<Request*>(entry);
     // The client is answered now; the slot stays taken until the worker answers or is replaced,
-    // because the worker really is still busy with it.
-    Answer(request, &counters_.failed_timeout,
+    // because the worker really is still busy with it. Without a client it is dropped, as any
+    // running request whose client left.
+    Answer(request, request->client != nullptr ? &counters_.failed_timeout : &counters_.dropped,
            ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
            "request_timeout of " + std::to_string(timeout) + " ms passed");
   }
