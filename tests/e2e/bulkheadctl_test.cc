@@ -816,6 +816,11 @@ TEST(Bulkheadctl, UsageErrors) {
            std::pair{std::vector<std::string>{"start"}, "start: name one or more cells, or --all"},
            std::pair{std::vector<std::string>{"logs", "a", "-n", "-1"},
                      "must be a whole number, 0 or more"},
+           // CLI11 said only "A subcommand is required".
+           std::pair{std::vector<std::string>{"stats"},
+                     "bulkheadctl: unknown command \"stats\"; did you mean \"status\"?"},
+           std::pair{std::vector<std::string>{"frobnicate", "a"},
+                     "bulkheadctl: unknown command \"frobnicate\" (bulkheadctl --help lists"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
