@@ -2,6 +2,7 @@
 #include "ctl/status_view.h"
 
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "ctl/status_table.h"
@@ -198,7 +199,12 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
       std::string policy;
       for (auto it = policy_json.begin(); it != policy_json.end(); ++it) {
         if (!policy.empty()) policy += " ";
-        policy += it.key() + "=" + Scalar(it.value());
+        // A signal by its name, as systemd.kill(5) writes KillSignal= ("SIGTERM", not 15).
+        const char* signal = it.key() == "stop_signal" && it.value().is_number_integer()
+                                 ? ::sigabbrev_np(it.value().get<int>())
+                                 : nullptr;
+        policy +=
+            it.key() + "=" + (signal != nullptr ? std::string("SIG") + signal : Scalar(it.value()));
       }
       line("policy", policy);
     }
