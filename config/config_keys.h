@@ -48,6 +48,7 @@ enum class CellKeyId {
   kKillMode,
   kStopTimeout,
   kSocket,
+  kListen,
   kEnvironment,
   kWorkingDirectory,
   kCpuMax,

@@ -168,6 +168,15 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     if (Text(cell, "reason") != "-") line("reason", Text(cell, "reason"));
     line("status text", Text(cell, "status_text"));
     line("socket", Text(cell, "socket"));
+    // Older bulkheadd have no "listen"; a cell without TCP addresses shows none.
+    if (cell.contains("listen") && cell["listen"].is_array() && !cell["listen"].empty()) {
+      std::string listen;
+      for (const nlohmann::json& address : cell["listen"]) {
+        if (!listen.empty()) listen += ", ";
+        listen += Scalar(address);
+      }
+      line("listen", listen);
+    }
     line("worker socket", Text(cell, "worker_socket"));
     line("running", std::to_string(Number(cell, "running")) + "/" +
                         std::to_string(Number(cell, "max_concurrent")));

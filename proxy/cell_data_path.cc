@@ -128,7 +128,7 @@ void CellDataPath::OnHandleClosed(uv_handle_t* handle) {
 
 void CellDataPath::Reconfigure(const config::CellConfig& next) {
   BH_CHECK(next.name == config_.name && next.socket == config_.socket &&
-           next.worker_socket == config_.worker_socket);
+           next.listen == config_.listen && next.worker_socket == config_.worker_socket);
   // A stall_timeout set or changed now counts the silence from now (systemd#9467): a worker busy
   // for longer than the new timeout is not killed for the time before it existed.
   if (next.stall_timeout != config_.stall_timeout) stall_counted_from_ms_ = Now();
