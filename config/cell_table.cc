@@ -33,7 +33,9 @@ constexpr int64_t kMaxStartLimitBurst = 1000;
 constexpr uint64_t kFrameHeaderBytes = 16;
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
-constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
+constexpr std::array<std::string_view, 3> kReadyModes = {"exec", "notify", "http:/PATH"};
+// ready = "http:/PATH" (ReadyMode::kHttp).
+constexpr std::string_view kHttpReadyPrefix = "http:";
 // In the order of OutputMode.
 constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "null"};
 constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
@@ -164,6 +166,36 @@ bool ParseEnvironment(ValueReader& reader, const toml::node& node, const std::st
   return ok;
 }
 
+// `ready`: "exec", "notify", or "http:/PATH" with PATH an origin-form request target.
+bool ParseReady(ValueReader& reader, const toml::node& node, const std::string& path,
+                CellConfig& cell) {
+  const std::optional<std::string> text = node.value_exact<std::string>();
+  if (!text || !text->starts_with(kHttpReadyPrefix)) {
+    // kReadyModes ends with "http:/PATH" for the message: a text that matched it went above.
+    auto mode = reader.ExpectChoice(node, path, kReadyModes);
+    if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+    return mode.has_value();
+  }
+  const std::string target = text->substr(kHttpReadyPrefix.size());
+  std::string problem;
+  if (target.empty() || target.front() != '/') {
+    problem = "the path after \"http:\" must start with '/'";
+  } else if (std::any_of(target.begin(), target.end(),
+                         [](unsigned char c) { return c <= ' ' || c >= 0x7f; })) {
+    problem =
+        "the path after \"http:\" must be visible ASCII, without spaces (percent-encode "
+        "the rest)";
+  }
+  if (!problem.empty()) {
+    reader.AddError(At(node.source()), path,
+                    problem + ", as in \"http:/healthz\"; got " + Quoted(*text));
+    return false;
+  }
+  cell.ready = ReadyMode::kHttp;
+  cell.ready_http_path = target;
+  return true;
+}
+
 // `listen`: an array of TCP addresses "HOST:PORT" (config/listen_address.h). Each is recorded in
 // `sockets` for the overlap check across the file.
 bool ParseListen(ValueReader& reader, const toml::node& node, const std::string& path,
@@ -203,6 +235,18 @@ bool ParseListen(ValueReader& reader, const toml::node& node, const std::string&
 }
 
 }  // namespace
+
+std::string ReadyText(const CellConfig& cell) {
+  switch (cell.ready) {
+    case ReadyMode::kExec:
+      return "exec";
+    case ReadyMode::kNotify:
+      return "notify";
+    case ReadyMode::kHttp:
+      return std::string(kHttpReadyPrefix) + cell.ready_http_path;
+  }
+  return "?";
+}
 
 std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node& node,
                                          const SupervisorConfig& supervisor, ValueReader& reader,
@@ -382,9 +426,7 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           break;
         }
         case CellKeyId::kReady: {
-          auto mode = reader.ExpectChoice(*value, key_path, kReadyModes);
-          key_ok = mode.has_value();
-          if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+          key_ok = ParseReady(reader, *value, key_path, cell);
           break;
         }
         case CellKeyId::kStartTimeout: {

@@ -39,6 +39,7 @@ enum class RestartMode {
 enum class ReadyMode {
   kExec,    // "exec": as soon as exec succeeded
   kNotify,  // "notify": once it sent READY=1 to $NOTIFY_SOCKET (sd_notify(3))
+  kHttp,    // "http:/PATH": once GET PATH on a connection to the worker socket answers 2xx
 };
 
 // `cgroup`: whether the supervisor puts each cell in a cgroup v2 of its own and writes the cell's
@@ -154,8 +155,13 @@ struct CellConfig {
   std::chrono::milliseconds stall_timeout{0};
   // When a started worker may take requests.
   ReadyMode ready = ReadyMode::kExec;
-  // With ready = "notify": a worker that has not sent READY=1 this long after its spawn is stopped
-  // and its start counts as failed (systemd.service(5) TimeoutStartSec=). >= 0, at most 24h; 0
+  // With ready = "http:/PATH": PATH, the request target of the worker's HTTP probe (readiness, and
+  // liveness with stall_timeout; lifecycle/http_probe.h). Starts with '/', then visible ASCII
+  // only (RFC 9112 origin-form). Empty for the other modes.
+  std::string ready_http_path;
+  // With ready = "notify" (or "http:/PATH"): a worker that has not sent READY=1 (or answered the
+  // probe 2xx) this long after its spawn is stopped and its start counts as failed
+  // (systemd.service(5) TimeoutStartSec=). >= 0, at most 24h; 0
   // (written "0s" or "infinity") = wait forever.
   std::chrono::milliseconds start_timeout{90'000};
   // Longest gap between two WATCHDOG=1 from the worker (sd_notify(3)), passed to it as
@@ -283,6 +289,9 @@ struct SupervisorConfig {
   // Every field: a reload refuses a change of any key but log_level (control/reload_plan.h).
   bool operator==(const SupervisorConfig&) const = default;
 };
+
+// `ready` as written: "exec", "notify" or "http:/PATH".
+std::string ReadyText(const CellConfig& cell);
 
 struct Config {
   // The path the config was read from, as given.

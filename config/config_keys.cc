@@ -54,7 +54,7 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::start_limit_interval>(K::kStartLimitInterval, "start_limit_interval", R::kPolicy),
     Cell<&C::request_timeout>(K::kRequestTimeout, "request_timeout", R::kPolicy),
     Cell<&C::stall_timeout>(K::kStallTimeout, "stall_timeout", R::kPolicy),
-    Cell<&C::ready>(K::kReady, "ready", R::kRestart),
+    Cell<&C::ready, &C::ready_http_path>(K::kReady, "ready", R::kRestart),
     // Read when the next worker is spawned; a start under way keeps the timeout it began with.
     Cell<&C::start_timeout>(K::kStartTimeout, "start_timeout", R::kPolicy),
     Cell<&C::watchdog>(K::kWatchdog, "watchdog", R::kRestart),

@@ -312,7 +312,7 @@ stop_signal = "TREM"
           At(6, 11, "cells.a.restart",
              "must be one of always, on-failure, never; got \"sometimes\""),
           At(7, 9, "cells.a.ready",
-             "must be one of exec, notify; got \"notfy\"; did you mean \"notify\"?"),
+             "must be one of exec, notify, http:/PATH; got \"notfy\"; did you mean \"notify\"?"),
           At(8, 15, "cells.a.stop_signal", signals + "\"SIGFOO\""),
           At(9, 21, "cells.a.start_limit_burst", "must be between 1 and 1000, got 0"),
           At(10, 23, "cells.a.restart_reset_after", "must be greater than 0"),
@@ -327,12 +327,55 @@ stop_signal = "TREM"
              "expected string, got integer (write the signal's name, such as \"SIGTERM\")"),
           At(23, 11, "cells.c.restart", "expected string, got boolean"),
           At(24, 9, "cells.c.ready",
-             "must be one of exec, notify; got \"Notify\"; did you mean \"notify\"?"),
+             "must be one of exec, notify, http:/PATH; got \"Notify\"; did you mean \"notify\"?"),
           At(25, 17, "cells.c.stall_timeout",
              "expected string, got integer (a duration is a string such as \"500ms\" or "
              "\"2s\")"),
           At(26, 1, "cells.c.stop_timout", "unknown key; did you mean \"stop_timeout\"?"),
           At(30, 15, "cells.d.stop_signal", signals + "\"TREM\"; did you mean \"SIGTERM\"?")));
+}
+
+TEST(ParseConfig, ReadyHttpTakesAnOriginFormPath) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+ready = "http:/healthz?deep=1"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+ready = "notify"
+)");
+  EXPECT_EQ(config.cells[0].ready, ReadyMode::kHttp);
+  EXPECT_EQ(config.cells[0].ready_http_path, "/healthz?deep=1");
+  EXPECT_EQ(ReadyText(config.cells[0]), "http:/healthz?deep=1");
+  EXPECT_EQ(config.cells[1].ready_http_path, "");
+  EXPECT_EQ(ReadyText(config.cells[1]), "notify");
+
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+ready = "http:healthz"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+ready = "http:/health z"
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+ready = "http:"
+)"),
+              ElementsAre(At(6, 9, "cells.a.ready",
+                             "the path after \"http:\" must start with '/', as in "
+                             "\"http:/healthz\"; got \"http:healthz\""),
+                          At(10, 9, "cells.b.ready",
+                             "the path after \"http:\" must be visible ASCII, without spaces "
+                             "(percent-encode the rest), as in \"http:/healthz\"; got "
+                             "\"http:/health z\""),
+                          At(14, 9, "cells.c.ready",
+                             "the path after \"http:\" must start with '/', as in "
+                             "\"http:/healthz\"; got \"http:\"")));
 }
 
 TEST(ParseConfig, RestartMaxDelayMayNotBeBelowRestartDelay) {
