@@ -2,7 +2,7 @@
 # bench_smoke: runs bulkhead-bench for about a second with tiny settings; passes if it exits 0 and
 # printed its ratio line. Usage: cmake -DBENCH=... -DBIN_DIR=... -P smoke.cmake
 execute_process(
-  COMMAND ${BENCH} --bin-dir ${BIN_DIR} --seconds 0.6 --rounds 1 --clients 1 --payload 16
+  COMMAND ${BENCH} --bin-dir ${BIN_DIR} --seconds 0.6 --rounds 1 --connections 1 --payload 16
           --warmup-ms 20
   OUTPUT_VARIABLE out
   ERROR_VARIABLE err
