@@ -65,12 +65,14 @@ lint: deps
 	cmake --preset asan-ubsan $(LAUNCHER) >/dev/null
 	bash scripts/lint.sh $(ASAN_BUILD) $(JOBS)
 
-# HAProxy and wrk (scripts/install-bench-deps.sh), then the bench with HAProxy as a peer.
+# HAProxy and wrk (scripts/install-bench-deps.sh), then the bench with HAProxy as a peer: the frame
+# cells' run, then the HTTP run (docs/benchmarks.md).
 bench-deps:
 	bash scripts/install-bench-deps.sh
 
 bench: build bench-deps
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD)
+	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD) --http
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -3,7 +3,6 @@
 
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,22 +93,15 @@ class HttpConnection : public LoadConnection {
         std::to_string(options.payload.size()) + "\r\n\r\n" + options.payload;
   }
 
-  // A connected SOCK_STREAM | SOCK_CLOEXEC Unix socket with SO_SNDTIMEO / SO_RCVTIMEO set.
+  // A connected Unix socket with SO_SNDTIMEO / SO_RCVTIMEO set to `timeout`.
   static Result<UniqueFd> Connect(const std::string& path, std::chrono::milliseconds timeout) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) return Status::Error("socket path too long: " + path);
-    path.copy(addr.sun_path, path.size());
-    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) return Status::FromErrno("socket");
+    Result<UniqueFd> fd = ipc::ConnectUnix(path);
+    if (!fd.ok()) return fd.status();
     timeval tv{.tv_sec = timeout.count() / 1000,
                .tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-    if (::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
-        ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
+    if (::setsockopt(fd->get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+        ::setsockopt(fd->get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
       return Status::FromErrno("setsockopt " + path);
-    }
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-      return Status::FromErrno("connect " + path);
     }
     return fd;
   }

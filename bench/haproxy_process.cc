@@ -2,27 +2,19 @@
 #include "bench/haproxy_process.h"
 
 #include <fcntl.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "base/unique_fd.h"
+#include "ipc/client.h"
 
 namespace bulkhead::bench {
 
 namespace {
 
-bool Accepts(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return false;
-  path.copy(addr.sun_path, path.size());
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  return fd && ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
-}
+bool Accepts(const std::string& path) { return ipc::ConnectUnix(path).ok(); }
 
 }  // namespace
 
