@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// RunClosedLoop: the bench's load generator. `clients` threads, each with one connection to a
-// Unix socket speaking frames (docs/protocol.md) or HTTP/1.1 (bulkheadd's front socket, HAProxy's,
-// or a worker's own socket), each keeping `depth` requests in flight (closed loop: a reply lets the
-// next request go). Measures replies per second and per-request latency. Blocks the calling thread
-// for warmup + duration (+ draining, bounded by the reply timeout); starts and joins its own
-// threads.
+// RunClosedLoop: the bench's load generator. `clients` connections to a Unix socket speaking frames
+// (docs/protocol.md) or HTTP/1.1 (bulkheadd's front socket, HAProxy's, or a worker's own socket),
+// each keeping `depth` requests in flight (closed loop: a reply lets the next request go), driven
+// by `threads` threads, each with its own epoll(7) over its share of the connections (non-blocking
+// sockets), so that the load generator itself costs little CPU per request on a small machine.
+// Measures replies per second and per-request latency. Blocks the calling thread for warmup +
+// duration (+ draining, bounded by the reply timeout); starts and joins its own threads.
 #pragma once
 
 #include <atomic>
@@ -27,7 +28,8 @@ enum class LoadProtocol {
 struct LoadOptions {
   std::string socket;  // Unix socket to connect to
   LoadProtocol protocol = LoadProtocol::kFrames;
-  int clients = 1;  // threads, one connection each; >= 1
+  int clients = 1;  // connections; >= 1
+  int threads = 1;  // load threads, each driving every `threads`-th connection; 1..clients
   int depth = 1;    // requests in flight per connection (1 = request/reply); >= 1
   std::string payload;
   // Replies sent before warmup ends are not counted; the measuring window lasts `duration`.
@@ -37,7 +39,7 @@ struct LoadOptions {
   // the HTTP status code of every response (HTTP).
   ipc::ReplyStatus expected = ipc::ReplyStatus::kOk;
   int expected_http_status = 200;
-  // Bound on each blocking send and receive; a peer silent this long fails the run.
+  // A thread that receives nothing for this long fails the run.
   std::chrono::milliseconds reply_timeout{5000};
   // When set to true (by a signal handler), clients stop sending and the run ends early.
   const std::atomic<bool>* interrupted = nullptr;

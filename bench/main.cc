@@ -82,6 +82,7 @@ struct Options {
   double seconds = 3.0;  // measuring time per connection count, split over rounds and targets
   std::vector<int> connections = {1, 16, 64};
   int depth = 1;
+  int client_threads = 1;
   size_t payload_bytes = 64;
   int rounds = 3;
   int warmup_ms = 50;
@@ -348,11 +349,12 @@ class Stage {
     const milliseconds window =
         std::max(kMinWindow, milliseconds(static_cast<int64_t>(options_.seconds * 1000.0 / slots)));
     std::printf(
-        "\nbulkhead-bench: %s, %d connections x depth %d, %zu-byte payload, %d rounds x %zu "
-        "targets x %lld ms (+%d ms warmup); %s\n",
-        options_.http ? "HTTP/1.1" : "frames", connections_, options_.depth, options_.payload_bytes,
-        options_.rounds, targets_.size(), static_cast<long long>(window.count()),
-        options_.warmup_ms, MachineDescription().c_str());
+        "\nbulkhead-bench: %s, %d connections x depth %d (%d load threads), %zu-byte payload, %d "
+        "rounds x %zu targets x %lld ms (+%d ms warmup); %s\n",
+        options_.http ? "HTTP/1.1" : "frames", connections_, options_.depth,
+        std::min(options_.client_threads, connections_), options_.payload_bytes, options_.rounds,
+        targets_.size(), static_cast<long long>(window.count()), options_.warmup_ms,
+        MachineDescription().c_str());
     PrintHeader("round");
     const std::string payload(options_.payload_bytes, 'x');
     for (int round = 0; round < options_.rounds && !g_interrupted.load(); ++round) {
@@ -362,6 +364,7 @@ class Stage {
         load.socket = target.socket;
         load.protocol = options_.http ? LoadProtocol::kHttp : LoadProtocol::kFrames;
         load.clients = connections_;
+        load.threads = options_.client_threads;
         load.depth = options_.depth;
         load.payload = payload;
         load.warmup = milliseconds(options_.warmup_ms);
@@ -561,13 +564,16 @@ int Main(int argc, char** argv) {
                  "measuring time per connection count, split over rounds and targets")
       ->check(CLI::Range(0.01, 600.0))
       ->capture_default_str();
-  app.add_option("--connections", options.connections,
-                 "connection counts, each a separate stage (client threads, one connection each)")
+  app.add_option("--connections", options.connections, "connection counts, each a separate stage")
       ->delimiter(',')
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--depth", options.depth, "requests in flight per connection (pipelining)")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--client-threads", options.client_threads,
+                 "load generator threads (epoll), sharing the connections")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--payload", options.payload_bytes, "request payload, bytes")
       ->check(CLI::Range(size_t{0}, size_t{1} << 20))
