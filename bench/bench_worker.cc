@@ -44,9 +44,9 @@ enum class Protocol { kFrames, kHttp };
 
 // Events taken per epoll_wait, and bytes read per read(2).
 constexpr int kMaxEvents = 256;
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kReadChunk = size_t{64} * 1024;
 // Largest HTTP request head the worker buffers before answering 431.
-constexpr size_t kMaxHttpHead = 16 * 1024;
+constexpr size_t kMaxHttpHead = size_t{16} * 1024;
 
 struct Connection {
   UniqueFd fd;

@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 // Samples reserved per thread up front, so the hot loop rarely reallocates.
 constexpr size_t kReservedSamples = 1 << 16;
 // Bytes read per read(2), and the largest HTTP response the client accepts.
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr size_t kMaxHttpResponse = 1 << 20;
 constexpr int kMaxEvents = 256;
 

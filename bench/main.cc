@@ -349,7 +349,7 @@ class Stage {
     const milliseconds window =
         std::max(kMinWindow, milliseconds(static_cast<int64_t>(options_.seconds * 1000.0 / slots)));
     std::printf(
-        "\nbulkhead-bench: %s, %d connections x depth %d (%d load threads), %zu-byte payload, %d "
+        "\nbulkhead-bench: %s, %d connections x depth %d (load threads: %d), %zu-byte payload, %d "
         "rounds x %zu targets x %lld ms (+%d ms warmup); %s\n",
         options_.http ? "HTTP/1.1" : "frames", connections_, options_.depth,
         std::min(options_.client_threads, connections_), options_.payload_bytes, options_.rounds,
