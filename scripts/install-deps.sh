@@ -13,6 +13,12 @@ bash "$here/install-build-deps.sh"
 bash "$here/apt-ensure.sh" \
   libgtest-dev libgmock-dev curl prometheus
 
+# The HTTP cells' tests (docs/http.md) run real HTTP servers as workers on fd 3 (tests/fixtures/http/):
+# gunicorn serving a Flask app, Node's http module, Python's http.server; and real clients: curl,
+# Python's http.client and ab (apache2-utils).
+bash "$here/apt-ensure.sh" \
+  gunicorn python3-flask nodejs apache2-utils
+
 # The Debian package and the unit (packaging/, tests/packaging/): cpack's dpkg-shlibdeps needs file;
 # lintian checks the package; systemd-analyze (systemd) verifies the unit; man-db and
 # bash-completion check the man pages and the completion once installed.
