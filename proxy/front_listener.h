@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // FrontListener: a cell's front socket, where its clients connect, and the client connections open
-// on it. A connection beyond max_connections, or beyond the cell's share of the supervisor's
-// descriptor budget (supervisor/connection_budget.h), is answered REJECTED too_many_connections
-// and closed at once (docs/protocol.md), with one warning per second at most. REQUIRES: loop
-// thread only.
+// on it (FrontConnection, or HttpFrontConnection for protocol = "http"). A connection beyond
+// max_connections, or beyond the cell's share of the supervisor's descriptor budget
+// (supervisor/connection_budget.h), is answered REJECTED too_many_connections (HTTP: 503 with
+// Connection: close) and closed at once (docs/protocol.md), with one warning per second at most.
+// REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -18,6 +19,7 @@
 #include "base/status.h"
 #include "config/config.h"
 #include "ipc/listen_socket.h"
+#include "proxy/client.h"
 #include "proxy/front_connection.h"
 
 namespace bulkhead::proxy {
@@ -28,7 +30,7 @@ class FrontListener {
   // connection), `bulkhead` (figures of a refusal) and `counters` (refused_connections) outlive
   // the listener.
   FrontListener(uv_loop_t* loop, const config::CellConfig* config, uint32_t max_payload,
-                FrontConnection::Owner* owner, const admission::Bulkhead* bulkhead,
+                ClientOwner* owner, const admission::Bulkhead* bulkhead,
                 admission::CellCounters* counters);
   ~FrontListener();
   FrontListener(const FrontListener&) = delete;
@@ -42,9 +44,9 @@ class FrontListener {
   // min(max_connections, the share).
   uint32_t connection_limit() const;
 
-  // A connection accepted here has opened or closed (FrontConnection::Owner).
-  void Opened(FrontConnection* conn) { clients_.insert(conn); }
-  void Closed(FrontConnection* conn) { clients_.erase(conn); }
+  // A connection accepted here has opened or closed (ClientOwner).
+  void Opened(Client* conn) { clients_.insert(conn); }
+  void Closed(Client* conn) { clients_.erase(conn); }
   size_t clients() const { return clients_.size(); }
   // Closes every client connection.
   void DisconnectAll();
@@ -61,14 +63,14 @@ class FrontListener {
 
   const config::CellConfig* config_;
   uint32_t max_payload_;
-  FrontConnection::Owner* owner_;
+  ClientOwner* owner_;
   const admission::Bulkhead* bulkhead_;
   admission::CellCounters* counters_;
   uv_pipe_t front_{};
   bool open_ = true;
   std::function<void()> on_closed_;
   ipc::SocketFile front_file_;  // the front socket file bound (removed on close if still ours)
-  std::unordered_set<FrontConnection*> clients_;
+  std::unordered_set<Client*> clients_;
   uint32_t connection_share_ = UINT32_MAX;
   // When a refusal was last logged (one warning per second at most, under a flood).
   uint64_t refusal_logged_ms_ = 0;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <utility>
 
 #include "base/check.h"
 #include "base/unique_fd.h"
@@ -32,8 +33,7 @@ WorkerLink::WorkerLink(Owner* owner, uint32_t max_payload)
   pipe_.data = this;
 }
 
-Result<WorkerLink*> WorkerLink::Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
-                                        uint32_t max_payload) {
+Result<UniqueFd> ConnectWorkerSocket(const std::string& path) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) return Status::FromErrno("socket");
   sockaddr_un addr{};
@@ -43,6 +43,14 @@ Result<WorkerLink*> WorkerLink::Connect(Owner* owner, uv_loop_t* loop, const std
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return Status::FromErrno("connect " + path);
   }
+  return fd;
+}
+
+Result<WorkerLink*> WorkerLink::Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
+                                        uint32_t max_payload) {
+  Result<UniqueFd> connected = ConnectWorkerSocket(path);
+  if (!connected.ok()) return connected.status();
+  UniqueFd fd = std::move(*connected);
   auto* link = new WorkerLink(owner, max_payload);
   uv_pipe_init(loop, &link->pipe_, 0);
   int rc = uv_pipe_open(&link->pipe_, fd.get());
