@@ -30,6 +30,8 @@ Client::Client(ClientOwner* owner, uv_stream_t* stream, size_t max_backlog)
 void Client::QueueAnswer(uint64_t* outcome, bool defer_flush) {
   unwritten_.push_back(UnwrittenReply{writer_.appended_bytes(), outcome});
   if (!defer_flush) writer_.Flush();
+  // Its bytes may all have been written before this answer was queued (a streamed response).
+  CountWritten();
   WatchBacklog();
 }
 

@@ -112,7 +112,6 @@ void HttpFrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_bu
     self->reading_ = false;
     self->read_closed_ = true;
     self->ProcessInput();
-    self->CloseIfDone();
     return;
   }
   if (nread < 0) {  // an error: the client is gone
@@ -149,6 +148,8 @@ void HttpFrontConnection::ProcessInput() {
     StartExchange();  // kMessage
   }
   processing_ = false;
+  if (closing_) return;
+  CloseIfDone();
   if (closing_) return;
   // Pipelined requests wait in in_ while one is answered: read no more than one more head's worth.
   const bool room = in_.size() - in_pos_ <= settings_.limits.max_head_bytes;
@@ -224,7 +225,6 @@ void HttpFrontConnection::EndExchange(bool close) {
   }
   ArmHeaderTimer();
   ProcessInput();
-  CloseIfDone();
 }
 
 void HttpFrontConnection::RefuseRequest(const http::Error& error) {

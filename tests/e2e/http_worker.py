@@ -6,7 +6,9 @@
 #   POST /echo         200 with the request body; X-Seen-* headers echo what the worker got
 #   GET  /headers      200, the request's header fields, one "name: value" per line
 #   GET  /stall        never answers (until the worker is killed)
+#   GET  /sleep/MS     answers "slept" after MS milliseconds
 #   GET  /die          sends a head promising 100 bytes and 10 of them, then exits (status 3)
+#   GET  /exit         exits (status 3) without answering
 #   GET  /status/N     answers status N with a short body
 #   GET  /big/N        N bytes of a repeating pattern, Content-Length
 # With WORKER_CLOSE=1 every response carries "Connection: close" and the connection is closed
@@ -47,6 +49,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(200, text.encode())
         elif self.path == "/stall":
             time.sleep(3600)
+        elif self.path.startswith("/sleep/"):
+            time.sleep(int(self.path[7:]) / 1000)
+            self.reply(200, b"slept")
+        elif self.path == "/exit":
+            os._exit(3)
         elif self.path == "/die":
             self.send_response(200)
             self.send_header("Content-Length", "100")
