@@ -410,6 +410,98 @@ TEST(HttpCell, WorkerThatClosesEveryConnectionServesFiftyRequestsInARow) {
   EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
 }
 
+TEST(HttpCell, IdleConnectionsTheWorkerClosedNeverFailARequest) {
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_RUDE", "1"}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  // Each request may go out on a connection the worker is closing, or has closed, right now.
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(conn->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) << i;
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response && response->status == 200) << i << ": " << Describe(response);
+  }
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 50; }))
+      << h.Status().dump();
+  EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
+}
+
+// bulkheadd's resident memory, in KiB (/proc/PID/status VmRSS), 0 when unknown.
+uint64_t ResidentKib(pid_t pid) {
+  std::optional<std::string> status = testing::ReadFile("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return 0;
+  const size_t at = status->find("VmRSS:");
+  if (at == std::string::npos) return 0;
+  return std::stoull(status->substr(at + 6));
+}
+
+TEST(HttpCell, LargeResponseStreamsToASlowReaderInBoundedMemory) {
+  constexpr size_t kBody = size_t{64} << 20;
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /big/" + std::to_string(kBody) + " HTTP/1.1\r\nHost: web\r\n\r\n"));
+  // The client reads nothing yet: its socket fills, then bulkheadd holds what it cannot write.
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["unsent_bytes"].is_number() && c["unsent_bytes"] > 0;
+  })) << h.Status().dump();
+  // Its worker link stopped reading: what it holds stays near the bound, far below the body.
+  nlohmann::json cell = h.Cell("web");
+  EXPECT_LE(cell["unsent_bytes"].get<uint64_t>(), 1u << 20) << cell.dump();
+  const uint64_t rss_kib = ResidentKib(h.pid());
+  EXPECT_GT(rss_kib, 0u);
+  EXPECT_LT(rss_kib, uint64_t{32} * 1024) << "bulkheadd holds the body";
+  std::optional<Response> response = conn->Read(std::chrono::seconds(60));
+  ASSERT_TRUE(response && response->status == 200) << "no whole response";
+  ASSERT_EQ(response->body.size(), kBody);
+  for (size_t i = 0; i < kBody; i += 4093) {
+    ASSERT_EQ(static_cast<unsigned char>(response->body[i]), i % 256) << "byte " << i;
+  }
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 1; }))
+      << h.Status().dump();
+}
+
+TEST(HttpCell, ConnectionOverMaxConnectionsGets503AndIsClosed) {
+  Harness h(TestOptions({HttpCell("max_connections = 1\n")}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> first = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["clients"] == 1; }));
+  std::optional<HttpConn> second = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(second);
+  std::optional<Response> refused = second->Read();
+  ASSERT_TRUE(refused && refused->status == 503) << Describe(refused);
+  EXPECT_EQ(refused->Header("retry-after"), "1");
+  EXPECT_EQ(refused->Header("connection"), "close");
+  EXPECT_EQ(refused->Header("bulkhead-outcome").rfind("rejected; reason=too_many_connections", 0),
+            0u)
+      << Describe(refused);
+  EXPECT_TRUE(second->EndsWithin());
+}
+
+TEST(HttpCell, HeadNotCompleteWithinHeaderTimeoutGets408) {
+  Harness h(TestOptions({HttpCell("header_timeout = \"300ms\"\n")}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> slow = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(slow);
+  ASSERT_TRUE(slow->Send("GET /hello HTTP/1.1\r\nHost: web\r\nX-Slow: "));
+  std::optional<Response> response = slow->Read();
+  ASSERT_TRUE(response && response->status == 408) << Describe(response);
+  EXPECT_EQ(response->Header("connection"), "close");
+  EXPECT_TRUE(slow->EndsWithin());
+  // An idle keep-alive connection is closed without a word.
+  std::optional<HttpConn> idle = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(idle);
+  ASSERT_TRUE(idle->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  response = idle->Read();
+  ASSERT_TRUE(response && response->status == 200) << Describe(response);
+  EXPECT_TRUE(idle->EndsWithin());
+  EXPECT_EQ(h.Cell("web")["bad_request"], 1) << h.Status().dump();
+}
+
 TEST(HttpCell, ClientThatLeavesWhileQueuedIsCancelled) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1)}));
   ASSERT_STARTED(h);

@@ -12,7 +12,9 @@
 #   GET  /status/N     answers status N with a short body
 #   GET  /big/N        N bytes of a repeating pattern, Content-Length
 # With WORKER_CLOSE=1 every response carries "Connection: close" and the connection is closed
-# after it (as gunicorn's sync workers do).
+# after it (as gunicorn's sync workers do). With WORKER_RUDE=1 the connection is closed after each
+# response without a word (as a server whose keep-alive timeout just passed): bulkheadd may find
+# out only when it sends the next request there.
 import http.server
 import os
 import socket
@@ -20,6 +22,7 @@ import sys
 import time
 
 CLOSE = os.environ.get("WORKER_CLOSE") == "1"
+RUDE = os.environ.get("WORKER_RUDE") == "1"
 PATTERN = bytes(range(256)) * 256
 
 
@@ -37,6 +40,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(name, value)
         if CLOSE:
             self.send_header("Connection", "close")
+            self.close_connection = True
+        if RUDE:
             self.close_connection = True
         self.end_headers()
         self.wfile.write(body)
