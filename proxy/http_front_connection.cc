@@ -85,8 +85,10 @@ void HttpFrontConnection::Accept(ClientOwner* owner, uv_stream_t* server,
 
 void HttpFrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
   auto* self = static_cast<HttpFrontConnection*>(handle->data);
-  if (self->in_pos_ == self->in_.size()) {
-    self->in_.clear();
+  // What was parsed already goes: the buffer holds only unparsed bytes (at most a head's worth
+  // and a read) however long the connection lives.
+  if (self->in_pos_ > 0) {
+    self->in_.erase(0, self->in_pos_);
     self->in_pos_ = 0;
   }
   const size_t filled = self->in_.size();
