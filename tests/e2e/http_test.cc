@@ -204,6 +204,35 @@ TEST(HttpCell, GetAndPostGoThroughWithCurl) {
       << h.Status().dump();
 }
 
+TEST(HttpCell, WorkersOwnErrorsPassThroughAndCountOk) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /status/503 HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 503) << Describe(response);
+  EXPECT_EQ(response->body, "from the worker\n");
+  EXPECT_EQ(response->Header("bulkhead-outcome"), "") << "the worker's answer is not bulkheadd's";
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 1; }))
+      << h.Status().dump();
+  EXPECT_EQ(h.Cell("web")["rejected"], 0);
+}
+
+TEST(HttpCell, BodyOverMaxPayloadBytesGets413) {
+  Harness h(TestOptions({HttpCell()}, "max_payload_bytes = 1024\n"));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 2000\r\n\r\n"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 413) << Describe(response);
+  EXPECT_EQ(response->Header("bulkhead-outcome").rfind("bad_request; reason=too_large", 0), 0u)
+      << Describe(response);
+  EXPECT_TRUE(conn->EndsWithin());
+  EXPECT_EQ(h.Cell("web")["admitted"], 0);
+}
+
 TEST(HttpCell, WorkerGetsARequestIdAndNoHopByHopFields) {
   Harness h(TestOptions({HttpCell()}));
   ASSERT_STARTED(h);
