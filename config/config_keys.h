@@ -50,6 +50,7 @@ enum class CellKeyId {
   kKillMode,
   kStopTimeout,
   kSocket,
+  kListen,
   kEnvironment,
   kWorkingDirectory,
   kCpuMax,

@@ -138,6 +138,13 @@ ReloadPlan PlanReload(const config::Config& current, const config::Config& next)
                             ".socket: a running cell's socket cannot change by reload; remove the "
                             "cell (reload), then add it back with the new socket (reload)");
     }
+    if (a->listen != b.listen) {
+      plan.errors.push_back(
+          Where(next, b.position) + ": cells." + b.name +
+          ".listen: a running cell's TCP addresses are bound when it is added and "
+          "cannot change by reload; remove the cell (reload), then add it back "
+          "with the new addresses (reload), or restart bulkheadd");
+    }
     if (a->protocol != b.protocol) {
       plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +
                             ".protocol: a running cell's protocol cannot change by reload (its "

@@ -132,8 +132,25 @@ class Client {
   bool waiting_ = false;  // answers wait for it: its owner watches it
 };
 
-// True when the peer closed its socket rather than only shutting down its writing side: the socket
-// then reports POLLHUP (both directions shut down), a half-close only POLLRDHUP.
+// True when the peer closed its socket rather than only shutting down its writing side: a Unix
+// stream socket then reports POLLHUP (both directions shut down), a half-close only POLLRDHUP.
+// TCP sends the same FIN for close(2) and shutdown(SHUT_WR), so a TCP client's EOF reads as a
+// half-close (HAProxy without `option abortonclose` does likewise): what it sent is answered, and
+// a client that is really gone shows once a reply meets its RST (the write fails, the connection
+// closes), unless it reset the connection at once (POLLHUP | POLLERR here).
 bool PeerClosedBothWays(uv_stream_t* stream);
+
+// Initialises `client` (a union with `pipe` and `tcp` members) as the handle type that accepts
+// from `server`: a uv_tcp_t for a TCP listener, else a uv_pipe_t. Returns whether it is TCP.
+// Without flags the inits only fill in the handle: they cannot fail.
+template <typename Handle>
+bool InitLike(uv_stream_t* server, Handle* client) {
+  if (server->type == UV_TCP) {
+    uv_tcp_init(server->loop, &client->tcp);
+    return true;
+  }
+  uv_pipe_init(server->loop, &client->pipe, 0);
+  return false;
+}
 
 }  // namespace bulkhead::proxy

@@ -17,39 +17,49 @@ constexpr size_t kReadChunk = size_t{64} * 1024;
 }  // namespace
 
 FrontConnection::FrontConnection(Owner* owner, uint32_t max_payload)
-    : Client(owner, reinterpret_cast<uv_stream_t*>(&pipe_),
+    : Client(owner, reinterpret_cast<uv_stream_t*>(&handle_),
              2 * static_cast<size_t>(max_payload) + kReadChunk),
-      decoder_(ipc::FrameType::kRequest, max_payload) {
-  pipe_.data = this;
-}
+      decoder_(ipc::FrameType::kRequest, max_payload) {}
 
 void FrontConnection::Accept(Owner* owner, uv_stream_t* server, uint32_t max_payload) {
   auto* conn = new FrontConnection(owner, max_payload);
-  uv_pipe_init(server->loop, &conn->pipe_, 0);
-  int rc = uv_accept(server, reinterpret_cast<uv_stream_t*>(&conn->pipe_));
+  conn->tcp_ = InitLike(server, &conn->handle_);
+  conn->handle()->data = conn;
+  int rc = uv_accept(server, conn->stream());
+  if (rc == 0 && conn->tcp_) {
+    // Replies are written whole at once (one writev per read): Nagle would only delay them.
+    rc = uv_tcp_nodelay(&conn->handle_.tcp, 1);
+    int len = sizeof conn->peer_;
+    if (rc == 0) {
+      rc = uv_tcp_getpeername(&conn->handle_.tcp, reinterpret_cast<sockaddr*>(&conn->peer_), &len);
+    }
+  }
   if (rc != 0) {
     Log(LogLevel::kWarning, owner->name(), 0, std::string("accept failed: ") + uv_strerror(rc));
     conn->closing_ = true;
-    uv_close(reinterpret_cast<uv_handle_t*>(&conn->pipe_), &FrontConnection::OnClosed);
+    uv_close(conn->handle(), &FrontConnection::OnClosed);
     return;
   }
   owner->OnClientConnected(conn);
-  uv_read_start(reinterpret_cast<uv_stream_t*>(&conn->pipe_), &FrontConnection::OnAlloc,
-                &FrontConnection::OnRead);
+  uv_read_start(conn->stream(), &FrontConnection::OnAlloc, &FrontConnection::OnRead);
 }
 
 void FrontConnection::Refuse(uv_stream_t* server, std::string_view answer) {
-  auto* pipe = new uv_pipe_t;
-  uv_pipe_init(server->loop, pipe, 0);
-  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(pipe)) == 0) {
+  union AnyClient {
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+  };
+  auto* client = new AnyClient{};
+  InitLike(server, client);
+  auto* handle = reinterpret_cast<uv_handle_t*>(client);
+  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(client)) == 0) {
     uv_os_fd_t fd;
-    if (uv_fileno(reinterpret_cast<uv_handle_t*>(pipe), &fd) == 0) {
+    if (uv_fileno(handle, &fd) == 0) {
       ssize_t sent = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       (void)sent;  // a client that left already needs no answer
     }
   }
-  uv_close(reinterpret_cast<uv_handle_t*>(pipe),
-           [](uv_handle_t* handle) { delete reinterpret_cast<uv_pipe_t*>(handle); });
+  uv_close(handle, [](uv_handle_t* closed) { delete reinterpret_cast<AnyClient*>(closed); });
 }
 
 void FrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -95,7 +105,7 @@ void FrontConnection::ProcessFrames() {
       reply.request_id = decoder_.error_request_id();
       writer_.AppendFrame(reply, decoder_.error_message());
       owner_->OnBadRequest(decoder_.error_message());
-      uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
+      uv_read_stop(stream());
       close_when_drained_ = true;
       break;
     }
@@ -131,7 +141,7 @@ void FrontConnection::Close() {
   closing_ = true;
   CloseAnswers();
   owner_->OnClientDisconnected(this);
-  uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &FrontConnection::OnClosed);
+  uv_close(handle(), &FrontConnection::OnClosed);
 }
 
 void FrontConnection::OnClosed(uv_handle_t* handle) {

@@ -58,11 +58,7 @@ HttpFrontConnection::HttpFrontConnection(ClientOwner* owner, const Settings& set
 void HttpFrontConnection::Accept(ClientOwner* owner, uv_stream_t* server,
                                  const Settings& settings) {
   auto* conn = new HttpFrontConnection(owner, settings);
-  if (server->type == UV_TCP) {
-    uv_tcp_init(server->loop, &conn->handle_.tcp);
-  } else {
-    uv_pipe_init(server->loop, &conn->handle_.pipe, 0);
-  }
+  const bool tcp = InitLike(server, &conn->handle_);
   conn->handle_.handle.data = conn;
   uv_timer_init(server->loop, &conn->header_timer_);
   conn->header_timer_.data = conn;
@@ -76,7 +72,11 @@ void HttpFrontConnection::Accept(ClientOwner* owner, uv_stream_t* server,
     uv_close(reinterpret_cast<uv_handle_t*>(&conn->header_timer_), &HttpFrontConnection::OnClosed);
     return;
   }
-  if (server->type == UV_TCP) conn->client_address_ = PeerAddress(&conn->handle_.tcp);
+  if (tcp) {
+    // Answers are written whole at once: Nagle would only delay them.
+    uv_tcp_nodelay(&conn->handle_.tcp, 1);
+    conn->client_address_ = PeerAddress(&conn->handle_.tcp);
+  }
   owner->OnClientConnected(conn);
   conn->ArmHeaderTimer();
   conn->reading_ = true;

@@ -255,6 +255,24 @@ TEST(HttpCell, WorkerGetsARequestIdAndNoHopByHopFields) {
   EXPECT_NE(seen->body.find("x-request-id: abc-1\n"), std::string::npos) << seen->body;
 }
 
+TEST(HttpCell, TcpClientIsNamedForTheWorker) {
+  Harness h(TestOptions({HttpCell("listen = [\"127.0.0.1:0\"]\n")}));
+  ASSERT_STARTED(h);
+  const nlohmann::json cell = h.Cell("web");
+  ASSERT_TRUE(cell["listen"].is_array() && !cell["listen"].empty()) << cell.dump();
+  const std::string address = cell["listen"][0].get<std::string>();
+  Result<ProcessResult> curl =
+      RunProcess({"/usr/bin/curl", "-sS", "--max-time", "10", "http://" + address + "/headers"});
+  ASSERT_TRUE(curl.ok()) << curl.status().message();
+  EXPECT_EQ(curl->exit_code(), 0) << curl->Describe();
+  EXPECT_NE(curl->out.find("x-forwarded-for: 127.0.0.1\n"), std::string::npos) << curl->out;
+  EXPECT_NE(curl->out.find("forwarded: for=127.0.0.1\n"), std::string::npos) << curl->out;
+  // A client on the Unix socket is named neither way.
+  Result<ProcessResult> unix_curl = Curl(h, {"http://web/headers"});
+  ASSERT_TRUE(unix_curl.ok()) << unix_curl.status().message();
+  EXPECT_EQ(unix_curl->out.find("forwarded"), std::string::npos) << unix_curl->out;
+}
+
 TEST(HttpCell, KeepAliveReusesTheClientAndWorkerConnections) {
   Harness h(TestOptions({HttpCell()}));
   ASSERT_STARTED(h);
