@@ -36,6 +36,7 @@ constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure
 constexpr std::array<std::string_view, 3> kReadyModes = {"exec", "notify", "http:/PATH"};
 // ready = "http:/PATH" (ReadyMode::kHttp).
 constexpr std::string_view kHttpReadyPrefix = "http:";
+constexpr std::array<std::string_view, 2> kProtocols = {"frames", "http"};
 // In the order of OutputMode.
 constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "null"};
 constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
@@ -361,6 +362,12 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           if (timeout) cell.client_write_timeout = *timeout;
           break;
         }
+        case CellKeyId::kHeaderTimeout: {
+          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = timeout.has_value();
+          if (timeout) cell.header_timeout = *timeout;
+          break;
+        }
         case CellKeyId::kQueueTimeout: {
           auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/false);
           key_ok = timeout.has_value();
@@ -423,6 +430,12 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           key_ok = timeout.has_value();
           if (timeout) cell.stall_timeout = *timeout;
           stall_timeout_at = At(value->source());
+          break;
+        }
+        case CellKeyId::kProtocol: {
+          auto protocol = reader.ExpectChoice(*value, key_path, kProtocols);
+          key_ok = protocol.has_value();
+          if (protocol) cell.protocol = static_cast<Protocol>(*protocol);
           break;
         }
         case CellKeyId::kReady: {

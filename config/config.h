@@ -35,6 +35,12 @@ enum class RestartMode {
   kNever,      // "never": only by `bulkheadctl start` / `restart`
 };
 
+// `protocol`: what the cell speaks on both hops (docs/http.md).
+enum class Protocol {
+  kFrames,  // "frames": bulkhead's frame protocol (docs/protocol.md)
+  kHttp,    // "http": HTTP/1.1 from clients and to the worker (docs/http.md)
+};
+
 // `ready`: when a started worker may take requests.
 enum class ReadyMode {
   kExec,    // "exec": as soon as exec succeeded
@@ -104,6 +110,9 @@ struct CellConfig {
   // The worker's argv, non-empty. command[0] is a path (absolute once resolved) if it contains a
   // '/', else a program name searched in $PATH at exec time.
   std::vector<std::string> command;
+  // What the cell speaks to its clients and its worker. Set when the front socket is bound: a
+  // reload that changes it is refused.
+  Protocol protocol = Protocol::kFrames;
   // The client-facing Unix socket. Default <runtime_dir>/NAME.sock.
   std::string socket;
   // `listen`: client-facing TCP addresses, in file order, each bound beside `socket` (IPv6 ones
@@ -131,6 +140,10 @@ struct CellConfig {
   // A client with replies waiting that accepts no byte of them for this long is closed (HAProxy's
   // `timeout client`, nginx's send_timeout). >= 0, at most 24h; 0 = off.
   std::chrono::milliseconds client_write_timeout{30'000};
+  // protocol = "http": a client connection must complete a request's head within this long from
+  // its start or the end of the previous answer (slowloris; an idle keep-alive connection is closed
+  // after it too), as HAProxy's `timeout http-request`. >= 0, at most 24h; 0 = off.
+  std::chrono::milliseconds header_timeout{10'000};
   // Longest time a request waits in the queue before it is refused. > 0, at most 24h.
   std::chrono::milliseconds queue_timeout{1000};
   // When a worker that ended is started again.

@@ -7,7 +7,8 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "ipc/listen_socket.h"
-#include "proxy/front_connection.h"
+#include "proxy/client.h"
+#include "proxy/http_worker_link.h"
 #include "proxy/worker_link.h"
 
 namespace bulkhead::proxy {
@@ -70,15 +71,15 @@ void CellDataPath::OpenAdmission() {
 void CellDataPath::CloseAdmission() { bulkhead_.SetOpen(false); }
 
 void CellDataPath::FailInFlight(ipc::Reason reason, const std::string& message) {
-  std::vector<WorkerLink*> links;
+  std::vector<Link*> links;
   links.swap(busy_links_);
-  for (WorkerLink* link : links) {
+  for (Link* link : links) {
     Request* request = link->TakeInflight();
     link->Close();
     if (request != nullptr) Fail(request, reason, message);
   }
   // Idle connections belong to the old worker generation too.
-  for (WorkerLink* link : idle_links_) link->Close();
+  for (Link* link : idle_links_) link->Close();
   idle_links_.clear();
   std::vector<Request*> orphans;
   orphans.swap(orphans_);
@@ -101,7 +102,7 @@ void CellDataPath::MaybeDrained() {
 
 void CellDataPath::Close(std::function<void()> on_closed) {
   on_closed_ = std::move(on_closed);
-  for (WorkerLink* link : idle_links_) link->Close();
+  for (Link* link : idle_links_) link->Close();
   idle_links_.clear();
   BH_CHECK(busy_links_.empty());
   for (uv_timer_t* timer :
@@ -152,7 +153,7 @@ void CellDataPath::Reconfigure(const config::CellConfig& next) {
 
 // --- Client connections. ---
 
-void CellDataPath::OnClientDisconnected(FrontConnection* conn) {
+void CellDataPath::OnClientDisconnected(Client* conn) {
   front_.Closed(conn);
   slow_clients_.Forget(conn);
 }
@@ -176,9 +177,9 @@ void CellDataPath::OnBadRequest(const std::string& why) {
 
 // --- Request path. ---
 
-void CellDataPath::OnRequest(FrontConnection* conn, const ipc::FrameView& frame) {
+void CellDataPath::OnRequest(Client* conn, uint64_t request_id, std::string_view payload) {
   Request* request = pool_->Acquire();
-  request->client_request_id = frame.header.request_id;
+  request->client_request_id = request_id;
   request->admitted_at_ms = Now();
   request->admitted_at_ns = uv_hrtime();
   request->dispatched_at_ns = 0;
@@ -191,11 +192,11 @@ void CellDataPath::OnRequest(FrontConnection* conn, const ipc::FrameView& frame)
   switch (bulkhead_.Admit(request, request->admitted_at_ms)) {
     case admission::Bulkhead::Decision::kRun:
       ++counters_.admitted;
-      Dispatch(request, frame.payload);
+      Dispatch(request, payload);
       break;
     case admission::Bulkhead::Decision::kQueued:
       ++counters_.admitted;
-      request->payload.assign(frame.payload);
+      request->payload.assign(payload);
       if (bulkhead_.queued() == 1) ArmQueueTimer();
       break;
     case admission::Bulkhead::Decision::kRejectedFull:
@@ -209,13 +210,21 @@ void CellDataPath::OnRequest(FrontConnection* conn, const ipc::FrameView& frame)
   }
 }
 
-WorkerLink* CellDataPath::TakeLink(Request* request, bool fresh) {
+Link* CellDataPath::TakeLink(Request* request, bool fresh) {
   if (!fresh && !idle_links_.empty()) {
-    WorkerLink* link = idle_links_.back();
+    Link* link = idle_links_.back();
     idle_links_.pop_back();
     return link;
   }
-  Result<WorkerLink*> made = WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_);
+  Result<Link*> made = Status::Error("");
+  if (config_.protocol == config::Protocol::kHttp) {
+    Result<HttpWorkerLink*> http = HttpWorkerLink::Connect(this, loop_, config_.worker_socket);
+    made = http.ok() ? Result<Link*>(*http) : Result<Link*>(http.status());
+  } else {
+    Result<WorkerLink*> frames =
+        WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_);
+    made = frames.ok() ? Result<Link*>(*frames) : Result<Link*>(frames.status());
+  }
   if (!made.ok()) {
     Log(LogLevel::kError, name(), upstream_->worker_pid(),
         "cannot connect to worker: " + made.status().message());
@@ -251,7 +260,7 @@ void CellDataPath::OnAcceptTimer(uv_timer_t* timer) {
 }
 
 void CellDataPath::Dispatch(Request* request, std::string_view payload) {
-  WorkerLink* link = TakeLink(request, /*fresh=*/false);
+  Link* link = TakeLink(request, /*fresh=*/false);
   if (link == nullptr) return;
   uint64_t now = Now();
   // A worker that had nothing to do starts its stall clock now.
@@ -275,7 +284,7 @@ void CellDataPath::Dispatch(Request* request, std::string_view payload) {
 void CellDataPath::Resend(Request* request, std::string_view payload) {
   request->resent = true;
   // Keeps its slot, its place on the running list and its dispatch time (request_timeout).
-  WorkerLink* link = TakeLink(request, /*fresh=*/true);
+  Link* link = TakeLink(request, /*fresh=*/true);
   if (link == nullptr) return;
   link->busy_index = busy_links_.size();
   busy_links_.push_back(link);
@@ -315,7 +324,24 @@ void CellDataPath::OnWorkerReply(WorkerLink* link, Request* request, const ipc::
   }
 }
 
-void CellDataPath::OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) {
+void CellDataPath::OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) {
+  RemoveBusy(link);
+  if (reusable) {
+    idle_links_.push_back(link);
+  } else {
+    // The worker ends this connection (Connection: close): the next request opens a fresh one.
+    link->Close();
+  }
+  last_progress_ms_ = Now();
+  // The worker answered: its own status, 5xx included, counts ok (docs/http.md).
+  FinishRunning(request);
+  Complete(request, request->client == nullptr ? &counters_.dropped : &counters_.ok,
+           ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), {});
+  StartQueued();
+  MaybeDrained();
+}
+
+void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) {
   // A request the worker cannot have read (docs/protocol.md): most often it went out on an idle
   // connection that the worker had closed, or was closing, after its last reply.
   std::string unread_payload;
@@ -357,7 +383,7 @@ void CellDataPath::OnOrphanTimer(uv_timer_t* timer) {
   }
 }
 
-void CellDataPath::RemoveBusy(WorkerLink* link) {
+void CellDataPath::RemoveBusy(Link* link) {
   size_t i = link->busy_index;
   BH_CHECK(i < busy_links_.size() && busy_links_[i] == link);
   busy_links_[i] = busy_links_.back();
@@ -365,7 +391,7 @@ void CellDataPath::RemoveBusy(WorkerLink* link) {
   busy_links_.pop_back();
 }
 
-void CellDataPath::DropLink(WorkerLink* link) {
+void CellDataPath::DropLink(Link* link) {
   if (link->busy_index < busy_links_.size() && busy_links_[link->busy_index] == link) {
     RemoveBusy(link);
   } else {
@@ -390,7 +416,7 @@ void CellDataPath::Answer(Request* request, uint64_t* outcome, const ipc::FrameH
     request_duration_.Record(now_ns, now_ns - request->admitted_at_ns);
   }
   if (request->client != nullptr) {
-    FrontConnection* client = request->client;
+    Client* client = request->client;
     client->UnlinkRequest(request);
     ipc::FrameHeader reply = header;
     reply.request_id = request->client_request_id;

@@ -15,23 +15,20 @@
 #include "base/status.h"
 #include "ipc/frame.h"
 #include "loop/stream_writer.h"
+#include "proxy/link.h"
 
 namespace bulkhead::proxy {
 
 struct Request;
 
-class WorkerLink {
+class WorkerLink final : public Link {
  public:
   // What a link tells its cell's data path (proxy::CellDataPath), on the loop thread.
-  class Owner {
+  class Owner : public virtual LinkOwner {
    public:
-    virtual ~Owner() = default;
     // The worker replied to `request`, already taken off the link; `frame` is valid during the
     // call only. The owner may send the next request on `link` or close it.
     virtual void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) = 0;
-    // The connection failed or closed (`why`); the in-flight request, if any, is still on the
-    // link. `worker_at_fault`: the worker broke the protocol; its request fails at once.
-    virtual void OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) = 0;
   };
 
   // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
@@ -41,33 +38,29 @@ class WorkerLink {
 
   // REQUIRES: !busy(). Sends `request` with `payload` to the worker; the link carries it until the
   // worker replies or the link breaks.
-  void Send(Request* request, std::string_view payload);
+  void Send(Request* request, std::string_view payload) override;
 
-  bool busy() const { return inflight_ != nullptr; }
-  Request* inflight() const { return inflight_; }
+  bool busy() const override { return inflight_ != nullptr; }
+  Request* inflight() const override { return inflight_; }
   // The in-flight request cannot have reached the worker whole, so it is safe to send again: its
   // write failed (EPIPE: the worker had closed the connection), or the worker closed the
   // connection with bytes of it unread (ECONNRESET on a Unix stream socket), before any byte of a
   // reply came.
-  bool inflight_unread() const {
+  bool inflight_unread() const override {
     return inflight_ != nullptr && !reply_started_ && (write_failed_ || reset_);
   }
   // The in-flight request's payload, kept until the first byte of its reply (for a resend). Valid
   // until the link's close callback runs.
-  std::string_view inflight_payload() const { return payload_; }
+  std::string_view inflight_payload() const override { return payload_; }
   // Detaches and returns the in-flight request (or nullptr), e.g. to fail it.
-  Request* TakeInflight();
+  Request* TakeInflight() override;
 
   // Closes the connection. REQUIRES: nothing in flight (take it first).
-  void Close();
-
-  // The link's position in its owner's list of busy links, kept by the owner so that a reply
-  // finds its link in O(1).
-  size_t busy_index = 0;
+  void Close() override;
 
  private:
   WorkerLink(Owner* owner, uint32_t max_payload);
-  ~WorkerLink() = default;
+  ~WorkerLink() override = default;
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);

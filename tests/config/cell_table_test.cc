@@ -378,6 +378,52 @@ ready = "http:"
                              "\"http:/healthz\"; got \"http:\"")));
 }
 
+TEST(ParseConfig, ProtocolAndHeaderTimeout) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+protocol = "http"
+header_timeout = "2s"
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+protocol = "frames"
+header_timeout = "0s"
+)");
+  ASSERT_EQ(config.cells.size(), 3u);
+  EXPECT_EQ(config.cells[0].protocol, Protocol::kFrames);
+  EXPECT_EQ(config.cells[0].header_timeout, milliseconds(10'000));
+  EXPECT_EQ(config.cells[1].protocol, Protocol::kHttp);
+  EXPECT_EQ(config.cells[1].header_timeout, milliseconds(2'000));
+  EXPECT_EQ(config.cells[2].protocol, Protocol::kFrames);
+  EXPECT_EQ(config.cells[2].header_timeout, milliseconds(0));
+}
+
+TEST(ParseConfig, BadProtocolNamesItsPlace) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+protocol = "htp"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+protocol = 1
+header_timeout = "soon"
+)"),
+              ElementsAre(At(6, 12, "cells.a.protocol",
+                             "must be one of frames, http; got \"htp\"; did you mean \"http\"?"),
+                          At(10, 12, "cells.b.protocol", "expected string, got integer"),
+                          At(11, 18, "cells.b.header_timeout",
+                             "invalid duration \"soon\": missing number before unit \"soon\"; "
+                             "expected one or more <integer><unit> groups, largest unit first, "
+                             "such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)")));
+}
+
 TEST(ParseConfig, RestartMaxDelayMayNotBeBelowRestartDelay) {
   EXPECT_THAT(Errors(R"([supervisor]
 runtime_dir = "/run/bh"
