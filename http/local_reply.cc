@@ -136,7 +136,7 @@ std::string FormatLocalReply(const LocalReply& reply) {
       "\r\n";
   if (reply.close) out += "Connection: close\r\n";
   out += "\r\n";
-  out += body;
+  if (!reply.head_request) out += body;
   return out;
 }
 

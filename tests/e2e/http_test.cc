@@ -137,6 +137,14 @@ class HttpConn {
     return response;
   }
 
+  // Every byte until the peer closes the connection (or `timeout` passes), unparsed.
+  std::string ReadUntilClosed(milliseconds timeout = kReadTimeout) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    while (Fill(deadline)) {
+    }
+    return std::exchange(buffer_, std::string());
+  }
+
   // True when the peer closed the connection within `timeout` (bytes before the end are skipped).
   bool EndsWithin(milliseconds timeout = kReadTimeout) {
     const Clock::time_point deadline = Clock::now() + timeout;
@@ -364,6 +372,30 @@ TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
             std::string::npos)
       << curl->out;
   EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["full"], 1) << h.Status().dump();
+}
+
+// A HEAD answered by bulkheadd itself carries no body (RFC 9110 section 9.3.2), so the next
+// response on the connection starts right after its head: a HEAD and a GET pipelined on one
+// connection to a full cell get two 503 heads back to back, then the GET's body. The 503's body
+// used to follow the HEAD's head, where a client reads the next status line.
+TEST(HttpCell, LocalAnswerToHeadHasNoBodySoTheConnectionStaysInStep) {
+  Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> stalled = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(stalled);
+  ASSERT_TRUE(stalled->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  std::optional<HttpConn> client = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(
+      client->Send("HEAD /hello HTTP/1.1\r\nHost: web\r\n\r\n"
+                   "GET /hello HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n"));
+  const std::string bytes = client->ReadUntilClosed();
+  const size_t head_end = bytes.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << bytes;
+  EXPECT_TRUE(bytes.starts_with("HTTP/1.1 503 ")) << bytes;
+  EXPECT_EQ(bytes.substr(head_end + 4, 13), "HTTP/1.1 503 ") << bytes;
+  EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["full"], 2) << h.Status().dump();
 }
 
 TEST(HttpCell, WorkerThatExitsWithoutAnsweringGives502) {

@@ -40,6 +40,16 @@ TEST(LocalReply, FullRejectionAsTheIssueShowsIt) {
                 std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 
+// RFC 9110 section 9.3.2: the answer to a HEAD is the head a GET would get, without content.
+TEST(LocalReply, AnswerToHeadHasNoBody) {
+  LocalReply reply = RejectionReply(ipc::Reason::kFull, ipc::RejectDetail{.cell = "payments"});
+  const std::string get = FormatLocalReply(reply);
+  reply.head_request = true;
+  const std::string head = FormatLocalReply(reply);
+  EXPECT_EQ(head, get.substr(0, get.find("\r\n\r\n") + 4));
+  EXPECT_THAT(head, ::testing::HasSubstr("\r\nContent-Length: "));
+}
+
 TEST(LocalReply, RetryAfterRoundsUpToWholeSeconds) {
   ipc::RejectDetail detail{.cell = "c", .retry_after_ms = 1001};
   EXPECT_THAT(FormatLocalReply(RejectionReply(ipc::Reason::kUnavailable, detail)),
