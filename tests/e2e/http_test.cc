@@ -188,6 +188,17 @@ CellSpec HttpCell(std::string extra = "", uint32_t max_concurrent = 4, uint32_t 
                   .extra_toml = "protocol = \"http\"\n" + std::string(kQuickStop) + extra};
 }
 
+// A client connection whose GET /stall runs on the worker (which never answers it), once the cell
+// shows it running; nullopt if that did not happen.
+std::optional<HttpConn> StallOneRequest(Harness& h) {
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  if (!conn || !conn->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n")) return std::nullopt;
+  if (!h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; })) {
+    return std::nullopt;
+  }
+  return conn;
+}
+
 // curl on the cell's socket: the response body, or the failure.
 Result<ProcessResult> Curl(const Harness& h, std::vector<std::string> args) {
   std::vector<std::string> argv = {"/usr/bin/curl",    "-sS", "--max-time", "10", "--unix-socket",
@@ -359,10 +370,8 @@ TEST(HttpCell, ExpectContinueGetsOneHundredBeforeTheBody) {
 TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> stalled = HttpConn::Open(h.CellSocket("web"));
+  std::optional<HttpConn> stalled = StallOneRequest(h);
   ASSERT_TRUE(stalled);
-  ASSERT_TRUE(stalled->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
   Result<ProcessResult> curl = Curl(h, {"-i", "http://web/hello"});
   ASSERT_TRUE(curl.ok()) << curl.status().message();
   EXPECT_NE(curl->out.find("HTTP/1.1 503 Service Unavailable\r\n"), std::string::npos) << curl->out;
@@ -381,10 +390,8 @@ TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
 TEST(HttpCell, LocalAnswerToHeadHasNoBodySoTheConnectionStaysInStep) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> stalled = HttpConn::Open(h.CellSocket("web"));
+  std::optional<HttpConn> stalled = StallOneRequest(h);
   ASSERT_TRUE(stalled);
-  ASSERT_TRUE(stalled->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
   std::optional<HttpConn> client = HttpConn::Open(h.CellSocket("web"));
   ASSERT_TRUE(client);
   ASSERT_TRUE(
@@ -587,10 +594,8 @@ TEST(HttpCell, HeadNotCompleteWithinHeaderTimeoutGets408) {
 TEST(HttpCell, ClientThatLeavesWhileQueuedIsCancelled) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> running = HttpConn::Open(h.CellSocket("web"));
+  std::optional<HttpConn> running = StallOneRequest(h);
   ASSERT_TRUE(running);
-  ASSERT_TRUE(running->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
   std::optional<HttpConn> queued = HttpConn::Open(h.CellSocket("web"));
   ASSERT_TRUE(queued);
   ASSERT_TRUE(queued->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
