@@ -138,7 +138,8 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   void OnWorkerProgress() override { last_progress_ms_ = Now(); }
 
   void Dispatch(Request* request, std::string_view payload);
-  // An idle link, or a new connection when `fresh` or none is idle; nullptr when connect(2)
+  // An idle link, or a new connection when `fresh` (it then closes the longest idle link, so that
+  // at most max_concurrent stay open) or none is idle; nullptr when connect(2)
   // failed, `request` then failed (worker_error).
   Link* TakeLink(Request* request, bool fresh);
   // Sends a running `request` that the worker cannot have read again, once, on a new connection.

@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "base/unique_fd.h"
+#include "http/forward.h"
 #include "proxy/client.h"
 #include "proxy/http_front_connection.h"
 #include "proxy/request.h"
@@ -55,6 +56,9 @@ void HttpWorkerLink::Send(Request* request, std::string_view payload) {
   request->link = this;
   payload_.assign(payload);
   response_started_ = false;
+  inflight_on_reused_ = carried_request_;
+  carried_request_ = true;
+  inflight_idempotent_ = http::IsIdempotentRequest(payload);
   // A HEAD response has no body whatever its fields say; the method is the payload's first word.
   const bool head_request = payload.starts_with("HEAD ");
   HttpFrontConnection* client = request->client != nullptr ? request->client->AsHttp() : nullptr;

@@ -514,6 +514,50 @@ TEST(HttpCell, IdleConnectionsTheWorkerClosedNeverFailARequest) {
   EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
 }
 
+// A POST is never sent to the worker twice (RFC 9110 section 9.2.2): a worker that closes the
+// connection with it in hand (killed, crashed) may have acted on it. The client gets 502 and the
+// worker saw it once; it used to be sent again on a fresh connection, and ran twice.
+TEST(HttpCell, APostTheWorkerDroppedIsNotSentAgain) {
+  bulkhead::testing::TempDir dir;
+  const std::string log = dir.Join("drops");
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_DROP_LOG", log}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  // A GET first, so that an idle connection waits for reuse.
+  Result<ProcessResult> get = Curl(h, {"http://web/hello"});
+  ASSERT_TRUE(get.ok() && get->out == "hello") << (get.ok() ? get->Describe() : "");
+  Result<ProcessResult> post = Curl(h, {"-i", "http://web/drop", "-d", "pay=1"});
+  ASSERT_TRUE(post.ok()) << post.status().message();
+  EXPECT_TRUE(post->out.starts_with("HTTP/1.1 502 ")) << post->Describe();
+  EXPECT_EQ(testing::ReadFile(log).value_or("(none)"), "POST /drop\n");
+  EXPECT_EQ(h.Cell("web")["failed_by_reason"]["worker_error"], 1) << h.Status().dump();
+}
+
+// POSTs on a keep-alive client to a worker that drops every idle connection without a word all
+// succeed: each goes out on a fresh worker connection, which the worker cannot have closed (a
+// POST cannot be resent, see above), and the cell never holds more than max_concurrent.
+TEST(HttpCell, PostsToAWorkerThatClosesIdleConnectionsNeverFail) {
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_RUDE", "1"}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  for (int i = 0; i < 30; ++i) {
+    const std::string body = "n" + std::to_string(i);
+    ASSERT_TRUE(conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body))
+        << i;
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response && response->status == 200 && response->body == body)
+        << i << ": " << Describe(response);
+  }
+  nlohmann::json c = h.Cell("web");
+  EXPECT_EQ(c["failed"], 0) << c.dump();
+  EXPECT_LE(c["worker_connections"].get<uint64_t>(), 4u) << c.dump();
+}
+
 // bulkheadd's resident memory, in KiB (/proc/PID/status VmRSS), 0 when unknown.
 uint64_t ResidentKib(pid_t pid) {
   std::optional<std::string> status = testing::ReadFile("/proc/" + std::to_string(pid) + "/status");
