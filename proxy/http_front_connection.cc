@@ -214,6 +214,7 @@ void HttpFrontConnection::SendReply(const ipc::FrameHeader& header, std::string_
     reply = http::BadRequestReply(http::Error{400, std::string(payload)}, owner_->name());
   }
   reply.head_request = head_request_;
+  reply.http10_keep_alive = !http11_ && keep_alive_;
   writer_.AppendBytes(http::FormatLocalReply(reply));
   QueueAnswer(outcome, /*defer_flush=*/false);
   if (!closing_) EndExchange(reply.close || !keep_alive_);

@@ -405,6 +405,26 @@ TEST(HttpCell, LocalAnswerToHeadHasNoBodySoTheConnectionStaysInStep) {
   EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["full"], 2) << h.Status().dump();
 }
 
+// bulkheadd's own answer to an HTTP/1.0 keep-alive request says "Connection: keep-alive" (RFC
+// 9112 appendix C.2.2), and the next request is served on the same connection. It said nothing
+// and kept the connection open, so an HTTP/1.0 client (ab -k) waited for a close until
+// header_timeout.
+TEST(HttpCell, LocalAnswerToAnHttp10KeepAliveRequestSaysKeepAlive) {
+  Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> stalled = StallOneRequest(h);
+  ASSERT_TRUE(stalled);
+  std::optional<HttpConn> client = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(client);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(client->Send("GET /hello HTTP/1.0\r\nHost: web\r\nConnection: Keep-Alive\r\n\r\n"));
+    std::optional<Response> response = client->Read();
+    ASSERT_TRUE(response) << i;
+    EXPECT_EQ(response->status, 503) << Describe(response);
+    EXPECT_EQ(ToLower(response->Header("connection")), "keep-alive") << Describe(response);
+  }
+}
+
 TEST(HttpCell, WorkerThatExitsWithoutAnsweringGives502) {
   Harness h(TestOptions({HttpCell()}));
   ASSERT_STARTED(h);
