@@ -25,7 +25,7 @@ constexpr char kFile[] = "/etc/bulkhead/bulkhead.toml";
 // A value for each key that differs from what the base config below gives it, as TOML.
 const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"command", R"(["/bin/false"])"},
-    {"protocol", R"("http")"},
+    {"protocol", R"("frames")"},  // the base cell is an HTTP cell
     {"max_concurrent", "2"},
     {"max_queue", "3"},
     {"queue_timeout", R"("2s")"},
@@ -87,13 +87,15 @@ const std::map<std::string, std::string, std::less<>> kSupervisorExamples = {
     {"control_group", "0"},
 };
 
-// One cell "a" with its required keys; `supervisor` and `cell` are key = value lines that replace
-// the base's line of the same key or are added.
+// One cell "a" with its required keys, an HTTP cell so that the HTTP-only keys (header_timeout)
+// are accepted; `supervisor` and `cell` are key = value lines that replace the base's line of the
+// same key or are added.
 std::string ConfigText(std::map<std::string, std::string, std::less<>> supervisor,
                        std::map<std::string, std::string, std::less<>> cell) {
   supervisor.try_emplace("runtime_dir", R"("/run/bh")");
   cell.try_emplace("command", R"(["/bin/true"])");
   cell.try_emplace("max_concurrent", "1");
+  cell.try_emplace("protocol", R"("http")");
   std::string text = "[supervisor]\n";
   for (const auto& [key, value] : supervisor) text += key + " = " + value + "\n";
   text += "[cells.a]\n";
