@@ -55,6 +55,12 @@ Result<int> ListenFdFromEnv();
 // (docs/protocol.md, "Worker socket").
 inline constexpr char kMaxPayloadEnv[] = "BULKHEAD_MAX_PAYLOAD_BYTES";
 
+// The environment variable in which bulkheadd tells the worker that its connections are
+// multiplexed (`worker_connections = "multiplex"`, docs/protocol.md, "Multiplexed worker
+// connections"): set to kWorkerConnectionsMultiplex then, unset in the default mode.
+inline constexpr char kWorkerConnectionsEnv[] = "BULKHEAD_WORKER_CONNECTIONS";
+inline constexpr char kWorkerConnectionsMultiplex[] = "multiplex";
+
 // The largest request and reply payload, in bytes: $BULKHEAD_MAX_PAYLOAD_BYTES when it is a number
 // in 1..1073741824 (1 GiB), else the protocol's default of 4 MiB (ipc::kDefaultMaxPayload).
 uint32_t MaxPayloadFromEnv();

@@ -34,6 +34,8 @@ constexpr uint64_t kFrameHeaderBytes = 16;
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
 constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
+// In the order of WorkerConnections.
+constexpr std::array<std::string_view, 2> kWorkerConnectionModes = {"one-per-request", "multiplex"};
 // In the order of OutputMode.
 constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "null"};
 constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
@@ -343,6 +345,12 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           auto mode = reader.ExpectChoice(*value, key_path, kReadyModes);
           key_ok = mode.has_value();
           if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+          break;
+        }
+        case CellKeyId::kWorkerConnections: {
+          auto mode = reader.ExpectChoice(*value, key_path, kWorkerConnectionModes);
+          key_ok = mode.has_value();
+          if (mode) cell.worker_connections = static_cast<WorkerConnections>(*mode);
           break;
         }
         case CellKeyId::kStartTimeout: {

@@ -41,6 +41,13 @@ enum class ReadyMode {
   kNotify,  // "notify": once it sent READY=1 to $NOTIFY_SOCKET (sd_notify(3))
 };
 
+// `worker_connections`: how the supervisor carries requests to the worker (docs/protocol.md,
+// "Supervisor -> worker").
+enum class WorkerConnections {
+  kOnePerRequest,  // "one-per-request": at most one request in flight per connection
+  kMultiplex,      // "multiplex": up to max_concurrent in flight on one connection, any reply order
+};
+
 // `cgroup`: whether the supervisor puts each cell in a cgroup v2 of its own and writes the cell's
 // limits there (docs/config.md, "Limits").
 enum class CgroupMode {
@@ -150,6 +157,8 @@ struct CellConfig {
   std::chrono::milliseconds stall_timeout{0};
   // When a started worker may take requests.
   ReadyMode ready = ReadyMode::kExec;
+  // How requests reach the worker; the worker learns it from $BULKHEAD_WORKER_CONNECTIONS.
+  WorkerConnections worker_connections = WorkerConnections::kOnePerRequest;
   // With ready = "notify": a worker that has not sent READY=1 this long after its spawn is stopped
   // and its start counts as failed (systemd.service(5) TimeoutStartSec=). >= 0, at most 24h; 0
   // (written "0s" or "infinity") = wait forever.

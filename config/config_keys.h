@@ -42,6 +42,7 @@ enum class CellKeyId {
   kRequestTimeout,
   kStallTimeout,
   kReady,
+  kWorkerConnections,
   kStartTimeout,
   kWatchdog,
   kStopSignal,
