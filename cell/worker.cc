@@ -41,6 +41,14 @@ constexpr int kAcceptBackoffMs = 100;
 // Set by ServeConnection around each Handler call on its thread (CurrentRequest).
 thread_local std::optional<RequestContext> t_current_request;
 
+class MuxConnection;
+// Set around each Handler call on a multiplexed connection's handler thread
+// (WriteToCurrentConnection).
+thread_local MuxConnection* t_current_mux = nullptr;
+// Held by a handler thread from its handler's first WriteToCurrentConnection until the handler
+// returns: nothing else is written to the connection in between.
+thread_local std::unique_lock<std::mutex> t_raw_write_lock;
+
 std::optional<std::string> TakeEnv(const char* name) {
   const char* value = std::getenv(name);
   std::optional<std::string> copy;
@@ -183,7 +191,10 @@ class MuxConnection {
       self->jobs_.pop_front();
       lock.unlock();
       t_current_request = RequestContext{self->fd_.get(), job.request_id};
+      t_current_mux = self.get();
       HandlerResult result = Invoke(*self->handler_, job.payload, self->max_payload_);
+      t_current_mux = nullptr;
+      if (t_raw_write_lock.owns_lock()) t_raw_write_lock.unlock();
       t_current_request.reset();
       self->Reply(ReplyHeaderFor(job.request_id, result.ok), result.payload);
       lock.lock();
@@ -201,17 +212,34 @@ class MuxConnection {
     while (!out_.empty()) {
       batch.swap(out_);
       lock.unlock();
-      const iovec iov{batch.data(), batch.size()};
-      const bool written = write_ok_ && ipc::WriteAll(fd_.get(), {&iov, 1}).ok();
-      lock.lock();
-      // A failed write: the supervisor is gone; the reader sees it too, the rest is dropped.
-      if (!written && write_ok_) {
-        write_ok_ = false;
-        ::shutdown(fd_.get(), SHUT_RDWR);
+      {
+        std::lock_guard write_lock(write_mu_);
+        WriteLocked(batch);
       }
       batch.clear();
+      lock.lock();
     }
     writing_ = false;
+  }
+
+ public:
+  // WriteToCurrentConnection on a handler thread: writes `bytes` whole, between two batches of
+  // replies, and keeps the connection's output until the handler returns.
+  bool WriteRaw(std::string_view bytes) {
+    if (!t_raw_write_lock.owns_lock()) t_raw_write_lock = std::unique_lock(write_mu_);
+    return WriteLocked(bytes);
+  }
+
+ private:
+  // REQUIRES: write_mu_ held. False once a write failed: the supervisor is gone; the reader sees
+  // it too, and the rest is dropped.
+  bool WriteLocked(std::string_view bytes) {
+    if (!write_ok_) return false;
+    const iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+    if (ipc::WriteAll(fd_.get(), {&iov, 1}).ok()) return true;
+    write_ok_ = false;
+    ::shutdown(fd_.get(), SHUT_RDWR);
+    return false;
   }
 
   const UniqueFd fd_;
@@ -224,9 +252,10 @@ class MuxConnection {
   size_t idle_ = 0;  // handler threads waiting for a job
   bool reading_ = true;
 
-  std::mutex out_mu_;  // guards out_, writing_, write_ok_
+  std::mutex out_mu_;  // guards out_, writing_
   std::string out_;    // replies appended, not yet written
   bool writing_ = false;
+  std::mutex write_mu_;  // held for each write to fd_; guards write_ok_
   bool write_ok_ = true;
 };
 
@@ -264,6 +293,13 @@ bool IsResourceAcceptError(int err) {
 }  // namespace
 
 std::optional<RequestContext> CurrentRequest() { return t_current_request; }
+
+bool WriteToCurrentConnection(std::string_view bytes) {
+  if (t_current_mux != nullptr) return t_current_mux->WriteRaw(bytes);
+  if (!t_current_request) return false;
+  const iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+  return ipc::WriteAll(t_current_request->connection_fd, {&iov, 1}).ok();
+}
 
 Result<int> ListenFdFromEnv() {
   std::optional<std::string> listen_pid = TakeEnv("LISTEN_PID");

@@ -45,6 +45,13 @@ struct RequestContext {
 // threads write replies to the same connection at any time.
 std::optional<RequestContext> CurrentRequest();
 
+// Inside a Handler call: writes `bytes` whole to the connection of the request being answered.
+// On a multiplexed connection it waits for a reply another thread is writing, and from then on
+// until the handler returns nothing else is written to the connection, so the handler's bytes
+// are never mixed with other replies. For the handler that writes (part of) its reply itself
+// (CurrentRequest). False when the write failed or outside a Handler call.
+bool WriteToCurrentConnection(std::string_view bytes);
+
 // Takes the listening socket passed per sd_listen_fds(3): LISTEN_PID must equal getpid() and
 // LISTEN_FDS must be 1, so the socket is fd 3 (SD_LISTEN_FDS_START); fd 3 must be a listening
 // stream socket. Unsets LISTEN_PID, LISTEN_FDS and LISTEN_FDNAMES whether or not it succeeds (as
