@@ -119,7 +119,11 @@ void FrontConnection::ProcessFrames() {
     if (closing_) break;
   }
   in_read_ = false;
-  if (!closing_) writer_.Flush();
+  if (!closing_) {
+    writer_.Flush();
+    // The replies of this read (rejections, at once) are looked at once, after their one write.
+    if (!closing_) WatchUnsent();
+  }
   if (close_when_drained_ && writer_.idle()) Close();
 }
 
@@ -131,8 +135,13 @@ void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view
   }
   writer_.AppendFrame(header, payload);
   unwritten_.push_back(UnwrittenReply{writer_.appended_bytes(), outcome});
-  if (!in_read_) writer_.Flush();
-  if (closing_) return;
+  // Inside a read, the write and the look at what waits come after the read (ProcessFrames).
+  if (in_read_) return;
+  writer_.Flush();
+  if (!closing_) WatchUnsent();
+}
+
+void FrontConnection::WatchUnsent() {
   const size_t unsent = writer_.backlog_bytes();
   if (unsent == 0) return;
   // A client that does not read its replies is dropped rather than buffered for without bound.

@@ -93,6 +93,9 @@ class FrontConnection {
   void CloseIfDone();
   // Counts the replies written whole since the last call.
   void CountWritten();
+  // After a write: a client with reply bytes still unsent is watched (SlowClients), or closed when
+  // it holds more than max_backlog_. REQUIRES: not closing.
+  void WatchUnsent();
   // Socket send queue bytes not yet consumed by the client (SIOCOUTQ), 0 when unknown.
   uint64_t UnconsumedBytes();
 
