@@ -7,6 +7,8 @@
 //   bulkheadd  client -> front socket -> admission -> worker link -> echo worker -> back
 //   direct     client -> the echo worker's own socket -> back
 //   reject     client -> the `hang` cell's front socket -> REJECTED full at once
+//   multiplex  as bulkheadd, through a cell with worker_connections = "multiplex": every request
+//              on one worker connection (docs/protocol.md, "Multiplexed worker connections")
 // and prints replies/s and p50/p99/p99.9 latency per round and per target, the bulkheadd/direct
 // ratios (the figures to compare across machines) and the rejection rate. Exits 0 only if every
 // reply had the expected status and bulkheadd's counters account for every reply
@@ -82,6 +84,14 @@ struct Target {
   uint64_t total_replies = 0;  // every reply, warmup and draining included
   double seconds = 0;          // sum of the windows
   std::vector<uint32_t> latencies_ns = {};
+  uint64_t daemon_cpu_ns = 0;  // bulkheadd's CPU time during this target's windows (warmup too)
+
+  // bulkheadd's CPU per reply, microseconds (its task clock / every reply it sent this target).
+  double cpu_us_per_reply() const {
+    return total_replies > 0
+               ? static_cast<double>(daemon_cpu_ns) / 1000.0 / static_cast<double>(total_replies)
+               : 0;
+  }
 
   double rate() const { return seconds > 0 ? static_cast<double>(replies) / seconds : 0; }
 };
@@ -107,6 +117,15 @@ Result<UniqueFd> ListenUnix(const std::string& path, int backlog) {
   }
   if (::listen(fd.get(), backlog) != 0) return Status::FromErrno("listen " + path);
   return fd;
+}
+
+// CPU time of the process' main thread so far, ns (/proc/PID/schedstat, first field: bulkheadd
+// runs one thread); 0 if unreadable.
+uint64_t CpuNs(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/schedstat");
+  uint64_t ns = 0;
+  file >> ns;
+  return file ? ns : 0;
 }
 
 std::string MachineDescription() {
@@ -161,7 +180,11 @@ class Bench {
         "]\nmax_concurrent = " + std::to_string(options_.clients) +
         "\nmax_queue = " + std::to_string(in_flight - static_cast<uint32_t>(options_.clients)) +
         "\nqueue_timeout = \"10s\"\n\n[cells.hang]\ncommand = [" + TomlString(gateway) + ", " +
-        "\"--gates\", " + TomlString(gates) + "]\nmax_concurrent = 1\nmax_queue = 0\n";
+        "\"--gates\", " + TomlString(gates) + "]\nmax_concurrent = 1\nmax_queue = 0\n" +
+        "\n[cells.mux]\ncommand = [" + TomlString(echo) +
+        "]\nmax_concurrent = " + std::to_string(options_.clients) +
+        "\nmax_queue = " + std::to_string(in_flight - static_cast<uint32_t>(options_.clients)) +
+        "\nqueue_timeout = \"10s\"\nworker_connections = \"multiplex\"\n";
     const std::string config_path = root + "/bench.toml";
     status = WriteFile(config_path, config);
     if (!status.ok()) return status;
@@ -205,7 +228,13 @@ class Bench {
     if (!status.ok()) return status;
     Result<CellStatus> held = bulkheadd_->WaitForCell(
         "hang", [](const CellStatus& s) { return s.running == 1; }, kStepTimeout);
-    return held.ok() ? Status::Ok() : held.status();
+    if (!held.ok()) return held.status();
+    Result<CellStatus> mux = bulkheadd_->WaitForCell(
+        "mux", [](const CellStatus& s) { return s.state == "running" && s.pid != 0; },
+        kStepTimeout);
+    if (!mux.ok()) return mux.status();
+    targets_.push_back(Target{.name = "multiplex", .socket = mux->socket});
+    return Status::Ok();
   }
 
   Status Measure() {
@@ -233,7 +262,9 @@ class Bench {
         load.expected = target.expected;
         load.reply_timeout = kStepTimeout;
         load.interrupted = &g_interrupted;
+        const uint64_t cpu_before = CpuNs(bulkheadd_->pid());
         LoadResult result = RunClosedLoop(load);
+        target.daemon_cpu_ns += CpuNs(bulkheadd_->pid()) - cpu_before;
         if (!result.error.empty()) return Status::Error(target.name + ": " + result.error);
         const double rate =
             result.seconds > 0 ? static_cast<double>(result.replies) / result.seconds : 0;
@@ -258,8 +289,8 @@ class Bench {
       const char* cell;
       const Target& target;
     };
-    for (const Expectation& e :
-         {Expectation{"echo", targets_[0]}, Expectation{"hang", targets_[2]}}) {
+    for (const Expectation& e : {Expectation{"echo", targets_[0]}, Expectation{"hang", targets_[2]},
+                                 Expectation{"mux", targets_[3]}}) {
       Result<CellStatus> status = bulkheadd_->Cell(e.cell);
       if (!status.ok()) return status.status();
       const uint64_t answered = status->ok + status->rejected + status->failed;
@@ -325,6 +356,13 @@ class Bench {
                 ratio(via.rate(), direct.rate()), ratio(summaries[0].p50_us, summaries[1].p50_us),
                 ratio(summaries[0].p99_us, summaries[1].p99_us),
                 ratio(summaries[0].p999_us, summaries[1].p999_us));
+    std::printf("ratio multiplex/direct: throughput %.2f, p50 %.2f, p99 %.2f, p999 %.2f\n",
+                ratio(targets_[3].rate(), direct.rate()),
+                ratio(summaries[3].p50_us, summaries[1].p50_us),
+                ratio(summaries[3].p99_us, summaries[1].p99_us),
+                ratio(summaries[3].p999_us, summaries[1].p999_us));
+    std::printf("bulkheadd CPU per reply: bulkheadd %.2f us, multiplex %.2f us, reject %.2f us\n",
+                via.cpu_us_per_reply(), targets_[3].cpu_us_per_reply(), reject.cpu_us_per_reply());
     std::printf("reject: %.0f rejections/s, %.2fx the bulkheadd echo rate, p50 %.1f us\n",
                 reject.rate(), ratio(reject.rate(), via.rate()), summaries[2].p50_us);
     std::fflush(stdout);
@@ -339,7 +377,7 @@ class Bench {
   UniqueFd direct_listener_;
   ChildProcess direct_worker_;
   std::optional<ipc::Client> holder_;
-  std::vector<Target> targets_;  // bulkheadd, direct, reject
+  std::vector<Target> targets_;  // bulkheadd, direct, reject, multiplex
 };
 
 int Main(int argc, char** argv) {
