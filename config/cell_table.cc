@@ -166,6 +166,44 @@ bool ParseEnvironment(ValueReader& reader, const toml::node& node, const std::st
   return ok;
 }
 
+// `listen`: an array of TCP addresses "HOST:PORT" (config/listen_address.h). Each is recorded in
+// `sockets` for the overlap check across the file.
+bool ParseListen(ValueReader& reader, const toml::node& node, const std::string& path,
+                 SocketChecks& sockets, std::vector<ListenAddress>& listen) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    reader.TypeError(node, path, "array of strings",
+                     "write the TCP addresses as listen = [\"127.0.0.1:8081\", \"[::1]:8081\"]");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    const std::string element_path = path + "[" + std::to_string(i) + "]";
+    std::optional<std::string> text =
+        reader.ExpectString(element, element_path, QuoteHint(element));
+    if (!text) {
+      ok = false;
+      continue;
+    }
+    Result<ListenAddress> address = ParseListenAddress(*text);
+    if (address.ok() && !address->is_tcp()) {
+      address = Status::Error(
+          "must be a TCP address HOST:PORT (the cell's Unix socket is "
+          "`socket`), got " +
+          Quoted(*text));
+    }
+    if (!address.ok()) {
+      reader.AddError(At(element.source()), element_path, address.status().message());
+      ok = false;
+      continue;
+    }
+    sockets.AddTcp({*address, element_path, At(element.source())});
+    listen.push_back(std::move(address).value());
+  }
+  return ok;
+}
+
 }  // namespace
 
 std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node& node,
@@ -234,6 +272,10 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
             explicit_socket =
                 SocketUse{cell.socket, key_path, key_path, "socket", At(value->source()), ""};
           }
+          break;
+        }
+        case CellKeyId::kListen: {
+          key_ok = ParseListen(reader, *value, key_path, sockets, cell.listen);
           break;
         }
         case CellKeyId::kMaxConcurrent: {

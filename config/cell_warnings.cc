@@ -28,10 +28,17 @@ std::string NotExecutable(const std::string& file) {
 }
 
 // An argument that reads as a relative path to a file: "app.py", "./run.sh", "lib/main.js";
-// not an option ("-m"), an assignment ("a=b"), a URL or an absolute path.
+// not an option ("-m"), an assignment ("a=b"), a URL, an absolute path, a pattern (a regular
+// expression or a glob: "^api/v[0-9]+$", "logs/*.gz"), a CIDR network or a ratio ("10.0.0.0/8",
+// "3/4") or a sed script ("s/a/b/g").
 bool LooksLikeRelativeScript(std::string_view arg) {
   if (arg.empty() || arg.front() == '-' || arg.front() == '/' ||
-      arg.find_first_of("=: \t") != std::string_view::npos) {
+      arg.find_first_of("=: \t*?[]^$\\{}()|+") != std::string_view::npos) {
+    return false;
+  }
+  if (arg.find_first_not_of("0123456789./") == std::string_view::npos) return false;
+  if ((arg.starts_with("s/") || arg.starts_with("y/")) &&
+      std::count(arg.begin(), arg.end(), '/') >= 3) {
     return false;
   }
   if (arg.find('/') != std::string_view::npos) return true;

@@ -112,6 +112,10 @@ struct CellConfig {
   std::vector<std::string> command;
   // The client-facing Unix socket. Default <runtime_dir>/NAME.sock.
   std::string socket;
+  // `listen`: client-facing TCP addresses, in file order, each bound beside `socket` (IPv6 ones
+  // IPV6_V6ONLY); no two overlap (ListenAddress::Overlaps) within the file, metrics_listen
+  // included. Port 0 lets the kernel pick a free port, which status reports. Default: none.
+  std::vector<ListenAddress> listen;
   // The supervisor-to-worker Unix socket. Not a key: always <runtime_dir>/NAME.worker.sock.
   std::string worker_socket;
   // Not a key: always <runtime_dir>/NAME.notify, the cell's NOTIFY_SOCKET (sd_notify(3) datagrams).

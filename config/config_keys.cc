@@ -66,6 +66,7 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::stop_timeout>(K::kStopTimeout, "stop_timeout", R::kPolicy),
     // Bound once, when the cell is added.
     Cell<&C::socket>(K::kSocket, "socket", R::kRefused),
+    Cell<&C::listen>(K::kListen, "listen", R::kRefused),
     Cell<&C::environment>(K::kEnvironment, "environment", R::kRestart),
     Cell<&C::working_directory>(K::kWorkingDirectory, "working_directory", R::kRestart),
     Cell<&C::cpu_max_quota_us>(K::kCpuMax, "cpu_max", R::kCgroup),

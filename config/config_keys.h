@@ -49,6 +49,7 @@ enum class CellKeyId {
   kKillMode,
   kStopTimeout,
   kSocket,
+  kListen,
   kEnvironment,
   kWorkingDirectory,
   kCpuMax,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // SocketChecks: the cross-file checks of the Unix socket paths a config names or implies (the
 // control socket, each cell's socket, worker socket and notify socket, a Unix metrics_listen):
-// every path fits in sun_path, and no two uses share one. The section parsers record the uses;
-// Check() runs once the whole file is read. Internal to config/; thread-compatible.
+// every path fits in sun_path, and no two uses share one; and of the TCP addresses it names (each
+// cell's listen entries, a TCP metrics_listen): no two overlap. The section parsers record the
+// uses; Check() runs once the whole file is read. Internal to config/; thread-compatible.
 #pragma once
 
 #include <string>
@@ -28,10 +29,20 @@ struct SocketUse {
   std::string shorten;
 };
 
+// A TCP address the config names, for the overlap check.
+struct TcpUse {
+  ListenAddress address;
+  // The key the error is reported under, and how another error names it: "cells.a.listen[1]",
+  // "supervisor.metrics_listen".
+  std::string key;
+  SourcePosition position;
+};
+
 class SocketChecks {
  public:
   // A path the config names itself.
   void Add(SocketUse use) { uses_.push_back(std::move(use)); }
+  void AddTcp(TcpUse use) { tcp_uses_.push_back(std::move(use)); }
   // A path derived from supervisor.runtime_dir: left out once runtime_dir had an error, since
   // that error is the one to fix.
   void AddDerived(SocketUse use) {
@@ -40,13 +51,15 @@ class SocketChecks {
   // supervisor.runtime_dir had an error.
   void RefuseRuntimeDir() { runtime_dir_ok_ = false; }
 
-  // Every socket path fits in sun_path, and no two uses share a path. A clash is reported at the
-  // later use (in file order), naming the earlier one.
+  // Every socket path fits in sun_path, no two uses share a path, and no two TCP addresses
+  // overlap (ListenAddress::Overlaps). A clash is reported at the later use (in file order),
+  // naming the earlier one.
   void Check(ValueReader& reader);
 
  private:
   bool runtime_dir_ok_ = true;
   std::vector<SocketUse> uses_;
+  std::vector<TcpUse> tcp_uses_;
 };
 
 }  // namespace bulkhead::config

@@ -65,7 +65,9 @@ void ParseMetricsListen(ValueReader& reader, SocketChecks& sockets, const toml::
     reader.AddError(At(node.source()), path, address.status().message());
     return;
   }
-  if (!address->is_tcp()) {
+  if (address->is_tcp()) {
+    sockets.AddTcp({*address, path, At(node.source())});
+  } else {
     sockets.Add({address->path, path, path, "socket", At(node.source()), ""});
   }
   out.metrics_listen = std::move(address).value();

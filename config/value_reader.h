@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/closest_match.h"
 #include "config/config.h"
 
 namespace bulkhead::config {
@@ -37,9 +38,6 @@ std::string JoinPath(std::string_view dir, std::string_view file);
 std::string Quoted(std::string_view text);
 // A size as written, for messages naming it: "256M" quoted, 1048576 bare.
 std::string SizeAsWritten(const toml::node& node);
-// The candidate closest to `word` within 2 edits (and fewer edits than `word` has characters), or
-// "" if there is none. Ties go to the earlier candidate.
-std::string_view ClosestMatch(std::string_view word, std::span<const std::string_view> candidates);
 // For argv and environment values: a number or boolean was probably meant as its text.
 std::string_view QuoteHint(const toml::node& node);
 bool Contains(std::span<const std::string_view> list, std::string_view word);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "admission/bulkhead.h"
 #include "admission/cell_counters.h"
@@ -28,6 +29,9 @@ struct CellSnapshot {
   std::string state_detail;     // Lifecycle::StateDetail(): why it does not serve; empty if running
   pid_t pid = 0;
   std::string socket;
+  // The TCP addresses of `listen` as bound ("127.0.0.1:43817": a port 0 of the config replaced by
+  // the port the kernel picked).
+  std::vector<std::string> listen;
   std::string worker_socket;
   admission::Bulkhead::Limits limits;
   uint32_t running = 0;

@@ -70,7 +70,8 @@ ControlServer::ControlServer(uv_loop_t* loop, Handler handler, uint64_t idle_tim
     : handler_(std::move(handler)),
       server_(loop, "control socket",
               StreamServer::Limits{.timeout_ms = idle_timeout_ms,
-                                   .timeout_from = StreamServer::TimeoutFrom::kLastActivity},
+                                   .timeout_from = StreamServer::TimeoutFrom::kLastActivity,
+                                   .max_connections = kMaxConnections},
               [this](StreamConnection& conn) -> std::unique_ptr<ConnectionProtocol> {
                 return std::make_unique<ControlProtocol>(handler_, PeerOfConnection(conn));
               }) {}

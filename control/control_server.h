@@ -3,7 +3,8 @@
 // line, one response object per line (docs/control.md). Each connection's credentials are taken
 // from the kernel when it is accepted (SO_PEERCRED) and handed to the handler with every request,
 // which decides what that caller may do (ControlAccess). A connection that moves no byte for
-// kIdleTimeoutMs is closed. REQUIRES: loop thread only.
+// kIdleTimeoutMs is closed, and at most kMaxConnections are open at once. REQUIRES: loop thread
+// only.
 #pragma once
 
 #include <uv.h>
@@ -32,6 +33,11 @@ class ControlServer {
   // asking again on fresh connections), so only a client that holds a connection it does not use
   // meets it, and bulkheadctl's own exchanges are bounded by 10 s too.
   static constexpr uint64_t kIdleTimeoutMs = 10'000;
+  // Control connections open at once; one accepted above this is closed at once, so idle or
+  // hostile local clients cannot take bulkheadd's descriptors (each connection lives at most
+  // kIdleTimeoutMs while it moves nothing). As many as the metrics endpoint's; `status --watch`
+  // and waiting `start`s hold one each.
+  static constexpr size_t kMaxConnections = 64;
 
   // `idle_timeout_ms` is kIdleTimeoutMs but in tests.
   ControlServer(uv_loop_t* loop, Handler handler, uint64_t idle_timeout_ms = kIdleTimeoutMs);

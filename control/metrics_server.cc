@@ -119,26 +119,15 @@ Status MetricsServer::Listen(const config::ListenAddress& address) {
     bound_ = address.path;
     return Status::Ok();
   }
-  sockaddr_storage addr{};
-  bool v6 = address.host.find(':') != std::string::npos;
-  int rc =
-      v6 ? uv_ip6_addr(address.host.c_str(), address.port, reinterpret_cast<sockaddr_in6*>(&addr))
-         : uv_ip4_addr(address.host.c_str(), address.port, reinterpret_cast<sockaddr_in*>(&addr));
-  if (rc != 0) return Status::Error(where + ": bind: " + uv_strerror(rc));
+  sockaddr_storage addr = address.ToSockaddr();
   Status status = server_.ListenTcp(reinterpret_cast<sockaddr*>(&addr), kBacklog);
   if (!status.ok()) return Status::Error(where + ": " + status.message());
   Result<sockaddr_storage> bound = server_.TcpAddress();
   if (!bound.ok()) return Status::Error(where + ": " + bound.status().message());
-  char host[64] = {};
-  if (bound->ss_family == AF_INET6) {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&*bound);
-    uv_ip6_name(in6, host, sizeof host);
-    bound_ = "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
-  } else {
-    auto* in4 = reinterpret_cast<sockaddr_in*>(&*bound);
-    uv_ip4_name(in4, host, sizeof host);
-    bound_ = std::string(host) + ":" + std::to_string(ntohs(in4->sin_port));
-  }
+  Result<config::ListenAddress> bound_address =
+      config::ListenAddressFromSockaddr(reinterpret_cast<const sockaddr*>(&*bound));
+  if (!bound_address.ok()) return Status::Error(where + ": " + bound_address.status().message());
+  bound_ = bound_address->ToString();
   return Status::Ok();
 }
 

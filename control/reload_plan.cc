@@ -138,6 +138,13 @@ ReloadPlan PlanReload(const config::Config& current, const config::Config& next)
                             ".socket: a running cell's socket cannot change by reload; remove the "
                             "cell (reload), then add it back with the new socket (reload)");
     }
+    if (a->listen != b.listen) {
+      plan.errors.push_back(
+          Where(next, b.position) + ": cells." + b.name +
+          ".listen: a running cell's TCP addresses are bound when it is added and "
+          "cannot change by reload; remove the cell (reload), then add it back "
+          "with the new addresses (reload), or restart bulkheadd");
+    }
     // The front socket file's mode and group are set when it is bound, which a reload does not do.
     if (a->socket_mode != b.socket_mode || a->socket_group != b.socket_group) {
       plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +

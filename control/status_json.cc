@@ -81,6 +81,7 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
        s.state_detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.state_detail)},
       {"pid", s.pid == 0 ? nlohmann::json(nullptr) : nlohmann::json(s.pid)},
       {"socket", s.socket},
+      {"listen", s.listen},
       {"worker_socket", s.worker_socket},
       {"max_concurrent", s.limits.max_concurrent},
       {"running", s.running},

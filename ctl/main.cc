@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/closest_match.h"
 #include "base/duration.h"
 #include "base/exit_status.h"
 #include "ctl/commands.h"
@@ -17,6 +19,23 @@
 
 namespace bulkhead::ctl {
 namespace {
+
+// `unknown command "stats"; did you mean "status"? ...` for a word that names no subcommand.
+std::string UnknownCommand(CLI::App& app, const std::string& word) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+  }
+  const std::vector<std::string_view> candidates(names.begin(), names.end());
+  std::string message = "unknown command \"" + word + "\"";
+  const std::string_view suggestion = ClosestMatch(word, candidates);
+  if (!suggestion.empty()) {
+    message += "; did you mean \"";
+    message.append(suggestion);
+    message += "\"?";
+  }
+  return message + " (bulkheadctl --help lists the commands)";
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{"bulkheadctl: inspect bulkheadd and send requests to its cells (docs/control.md)"};
@@ -114,6 +133,12 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // An unknown command: CLI11 would only say that a subcommand is required.
+    const std::vector<std::string> extra = app.remaining();
+    if (app.get_subcommands().empty() && !extra.empty() && !extra.front().starts_with('-')) {
+      PrintError(UnknownCommand(app, extra.front()));
+      return kExitUsage;
+    }
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
 

@@ -2,6 +2,7 @@
 #include "ctl/status_view.h"
 
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "ctl/status_table.h"
@@ -167,6 +168,15 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     if (Text(cell, "reason") != "-") line("reason", Text(cell, "reason"));
     line("status text", Text(cell, "status_text"));
     line("socket", Text(cell, "socket"));
+    // Older bulkheadd have no "listen"; a cell without TCP addresses shows none.
+    if (cell.contains("listen") && cell["listen"].is_array() && !cell["listen"].empty()) {
+      std::string listen;
+      for (const nlohmann::json& address : cell["listen"]) {
+        if (!listen.empty()) listen += ", ";
+        listen += Scalar(address);
+      }
+      line("listen", listen);
+    }
     line("worker socket", Text(cell, "worker_socket"));
     line("running", std::to_string(Number(cell, "running")) + "/" +
                         std::to_string(Number(cell, "max_concurrent")));
@@ -198,7 +208,12 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
       std::string policy;
       for (auto it = policy_json.begin(); it != policy_json.end(); ++it) {
         if (!policy.empty()) policy += " ";
-        policy += it.key() + "=" + Scalar(it.value());
+        // A signal by its name, as systemd.kill(5) writes KillSignal= ("SIGTERM", not 15).
+        const char* signal = it.key() == "stop_signal" && it.value().is_number_integer()
+                                 ? ::sigabbrev_np(it.value().get<int>())
+                                 : nullptr;
+        policy +=
+            it.key() + "=" + (signal != nullptr ? std::string("SIG") + signal : Scalar(it.value()));
       }
       line("policy", policy);
     }

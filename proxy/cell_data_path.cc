@@ -150,7 +150,7 @@ void CellDataPath::OnHandleClosed(uv_handle_t* handle) {
 
 void CellDataPath::Reconfigure(const config::CellConfig& next) {
   BH_CHECK(next.name == config_.name && next.socket == config_.socket &&
-           next.worker_socket == config_.worker_socket);
+           next.listen == config_.listen && next.worker_socket == config_.worker_socket);
   // A stall_timeout set or changed now counts the silence from now (systemd#9467): a worker busy
   // for longer than the new timeout is not killed for the time before it existed.
   if (next.stall_timeout != config_.stall_timeout) stall_counted_from_ms_ = Now();
@@ -604,8 +604,9 @@ void CellDataPath::ExpireRequests() {
   while (admission::DeadlineEntry* entry = deadlines_.PopExpired(Now())) {
     auto* request = static_cast<Request*>(entry);
     // The client is answered now; the slot stays taken until the worker answers or is replaced,
-    // because the worker really is still busy with it.
-    Answer(request, &counters_.failed_timeout,
+    // because the worker really is still busy with it. Without a client it is dropped, as any
+    // running request whose client left.
+    Answer(request, request->client != nullptr ? &counters_.failed_timeout : &counters_.dropped,
            ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
            "request_timeout of " + std::to_string(timeout) + " ms passed");
   }

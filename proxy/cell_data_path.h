@@ -66,13 +66,14 @@ class CellDataPath : private FrontConnection::Owner, private WorkerLink::Owner {
   CellDataPath(const CellDataPath&) = delete;
   CellDataPath& operator=(const CellDataPath&) = delete;
 
-  // Claims and binds the front socket with `access` (a stale file from a killed run is
-  // reclaimed; a socket another live process serves is refused) and starts accepting clients.
+  // Claims and binds the front sockets (FrontListener::Bind: the Unix socket with `access`, each
+  // TCP address of `listen`) and starts accepting clients.
   Status Bind(const ipc::SocketAccess& access) { return front_.Bind(access); }
   // Reload: admission limits apply at once (Bulkhead::SetLimits: queued requests are kept above a
   // lowered max_queue, running ones above a lowered max_concurrent finish; a raised
   // max_concurrent starts queued requests now); a changed request_timeout or stall_timeout counts
-  // from now for the requests running now (systemd#9467). REQUIRES: same socket and worker_socket.
+  // from now for the requests running now (systemd#9467). REQUIRES: same socket, listen and
+  // worker_socket.
   void Reconfigure(const config::CellConfig& next);
   // Closes every client connection (queued requests cancelled).
   void DisconnectClients() { front_.DisconnectAll(); }
@@ -102,6 +103,8 @@ class CellDataPath : private FrontConnection::Owner, private WorkerLink::Owner {
   size_t clients() const { return front_.clients(); }
   // min(max_connections, the connection share).
   uint32_t connection_limit() const { return front_.connection_limit(); }
+  // The TCP addresses bound (FrontListener::tcp_addresses: ports as the kernel picked them).
+  const std::vector<std::string>& tcp_addresses() const { return front_.tcp_addresses(); }
   // Connections to the worker open now, idle or carrying a request.
   size_t worker_connections() const { return idle_links_.size() + busy_links_.size(); }
   const admission::CellCounters& counters() const { return counters_; }

@@ -19,6 +19,10 @@ namespace {
 constexpr size_t kReadChunk = size_t{64} * 1024;
 // True when the peer closed its socket rather than only shutting down its writing side: a Unix
 // stream socket then reports POLLHUP (both directions shut down), a half-close only POLLRDHUP.
+// TCP sends the same FIN for close(2) and shutdown(SHUT_WR), so a TCP client's EOF reads as a
+// half-close (HAProxy without `option abortonclose` does likewise): what it sent is answered, and
+// a client that is really gone shows once a reply meets its RST (the write fails, the connection
+// closes), unless it reset the connection at once (POLLHUP | POLLERR here).
 bool PeerClosedBothWays(uv_stream_t* stream) {
   uv_os_fd_t fd;
   if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream), &fd) != 0) return true;
@@ -33,39 +37,66 @@ FrontConnection::FrontConnection(Owner* owner, uint32_t max_payload)
       max_backlog_(2 * static_cast<size_t>(max_payload) + kReadChunk),
       decoder_(ipc::FrameType::kRequest, max_payload),
       writer_(
-          reinterpret_cast<uv_stream_t*>(&pipe_), [this](int) { Close(); },
+          reinterpret_cast<uv_stream_t*>(&handle_), [this](int) { Close(); },
           [this] { OnDrained(); }) {
-  pipe_.data = this;
   writer_.SetOnWritten([this] { CountWritten(); });
 }
 
+namespace {
+
+// Initialises `client` as the handle type that accepts from `server`: a uv_tcp_t for a TCP
+// listener, else a uv_pipe_t. Without flags the inits only fill in the handle: they cannot fail.
+template <typename Handle>
+bool InitLike(uv_stream_t* server, Handle* client) {
+  if (server->type == UV_TCP) {
+    uv_tcp_init(server->loop, &client->tcp);
+    return true;
+  }
+  uv_pipe_init(server->loop, &client->pipe, 0);
+  return false;
+}
+
+}  // namespace
+
 void FrontConnection::Accept(Owner* owner, uv_stream_t* server, uint32_t max_payload) {
   auto* conn = new FrontConnection(owner, max_payload);
-  uv_pipe_init(server->loop, &conn->pipe_, 0);
-  int rc = uv_accept(server, reinterpret_cast<uv_stream_t*>(&conn->pipe_));
+  conn->tcp_ = InitLike(server, &conn->handle_);
+  conn->handle()->data = conn;
+  int rc = uv_accept(server, conn->stream());
+  if (rc == 0 && conn->tcp_) {
+    // Replies are written whole at once (one writev per read): Nagle would only delay them.
+    rc = uv_tcp_nodelay(&conn->handle_.tcp, 1);
+    int len = sizeof conn->peer_;
+    if (rc == 0) {
+      rc = uv_tcp_getpeername(&conn->handle_.tcp, reinterpret_cast<sockaddr*>(&conn->peer_), &len);
+    }
+  }
   if (rc != 0) {
     Log(LogLevel::kWarning, owner->name(), 0, std::string("accept failed: ") + uv_strerror(rc));
     conn->closing_ = true;
-    uv_close(reinterpret_cast<uv_handle_t*>(&conn->pipe_), &FrontConnection::OnClosed);
+    uv_close(conn->handle(), &FrontConnection::OnClosed);
     return;
   }
   owner->OnClientConnected(conn);
-  uv_read_start(reinterpret_cast<uv_stream_t*>(&conn->pipe_), &FrontConnection::OnAlloc,
-                &FrontConnection::OnRead);
+  uv_read_start(conn->stream(), &FrontConnection::OnAlloc, &FrontConnection::OnRead);
 }
 
 void FrontConnection::Refuse(uv_stream_t* server, std::string_view frame) {
-  auto* pipe = new uv_pipe_t;
-  uv_pipe_init(server->loop, pipe, 0);
-  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(pipe)) == 0) {
+  union Client {
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+  };
+  auto* client = new Client{};
+  InitLike(server, client);
+  auto* handle = reinterpret_cast<uv_handle_t*>(client);
+  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(client)) == 0) {
     uv_os_fd_t fd;
-    if (uv_fileno(reinterpret_cast<uv_handle_t*>(pipe), &fd) == 0) {
+    if (uv_fileno(handle, &fd) == 0) {
       ssize_t sent = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       (void)sent;  // a client that left already needs no answer
     }
   }
-  uv_close(reinterpret_cast<uv_handle_t*>(pipe),
-           [](uv_handle_t* handle) { delete reinterpret_cast<uv_pipe_t*>(handle); });
+  uv_close(handle, [](uv_handle_t* closed) { delete reinterpret_cast<Client*>(closed); });
 }
 
 void FrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -111,7 +142,7 @@ void FrontConnection::ProcessFrames() {
       reply.request_id = decoder_.error_request_id();
       writer_.AppendFrame(reply, decoder_.error_message());
       owner_->OnBadRequest(decoder_.error_message());
-      uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
+      uv_read_stop(stream());
       close_when_drained_ = true;
       break;
     }
@@ -151,7 +182,7 @@ void FrontConnection::WatchUnsent() {
   }
   if (!waiting_) {
     waiting_ = true;
-    stalled_since_ms_ = uv_now(pipe_.loop);
+    stalled_since_ms_ = uv_now(handle()->loop);
     seen_written_ = writer_.written_bytes();
     seen_unconsumed_ = UnconsumedBytes();
   }
@@ -169,7 +200,7 @@ void FrontConnection::CountWritten() {
 
 uint64_t FrontConnection::UnconsumedBytes() {
   uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) != 0) return 0;
+  if (uv_fileno(handle(), &fd) != 0) return 0;
   int queued = 0;
   if (::ioctl(fd, SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
   return static_cast<uint64_t>(queued);
@@ -240,7 +271,7 @@ void FrontConnection::Close() {
     owner_->OnClientGone(request);
   }
   owner_->OnClientDisconnected(this);
-  uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &FrontConnection::OnClosed);
+  uv_close(handle(), &FrontConnection::OnClosed);
 }
 
 void FrontConnection::OnClosed(uv_handle_t* handle) {

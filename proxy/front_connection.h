@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// FrontConnection: one client connected to a cell's front socket. Decodes REQUEST frames, hands
+// FrontConnection: one client connected to one of a cell's front sockets, a Unix stream socket
+// (uv_pipe_t) or a TCP connection (uv_tcp_t, TCP_NODELAY). Decodes REQUEST frames, hands
 // each to its Owner (the cell's data path) for admission, and writes the replies (several per
 // writev when pipelined). A malformed or oversized frame gets a BAD_REQUEST reply and the
 // connection is closed after it is written. Owns itself: created by Accept(), deleted in its
 // handle's close callback. REQUIRES: loop thread only.
 #pragma once
 
+#include <sys/socket.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -46,13 +48,21 @@ class FrontConnection {
     virtual void CountUndelivered(uint64_t replies) = 0;
   };
 
-  // Accepts one pending connection on `server` for `owner`. Errors are logged; nothing to return.
+  // Accepts one pending connection on `server` (a listening uv_pipe_t or uv_tcp_t) for `owner`.
+  // Errors are logged; nothing to return.
   static void Accept(Owner* owner, uv_stream_t* server, uint32_t max_payload);
 
   // Refuses one pending connection on `server`: accepts it, sends `frame` (one small REPLY, which
   // a fresh socket's send buffer always takes whole) without blocking, and closes it. A client that
   // is already gone is ignored.
   static void Refuse(uv_stream_t* server, std::string_view frame);
+
+  // The TCP client's address and port (sockaddr_in or sockaddr_in6, from getpeername(2) at
+  // accept), for X-Forwarded-For and Forwarded; nullptr for a client of the Unix socket.
+  // config::ListenAddressFromSockaddr formats it. Valid as long as the connection.
+  const sockaddr* peer_address() const {
+    return tcp_ ? reinterpret_cast<const sockaddr*>(&peer_) : nullptr;
+  }
 
   // Queues a reply frame to this client; written at once unless a read is being processed, in which
   // case every reply produced by that read goes out in one write. `outcome` is the counter of the
@@ -84,6 +94,8 @@ class FrontConnection {
   FrontConnection(Owner* owner, uint32_t max_payload);
   ~FrontConnection() = default;
 
+  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&handle_); }
+  uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&handle_); }
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void OnClosed(uv_handle_t* handle);
@@ -102,7 +114,13 @@ class FrontConnection {
   Owner* owner_;
   // Unsent reply bytes beyond which the client is dropped: room for two full-size replies.
   size_t max_backlog_;
-  uv_pipe_t pipe_{};
+  // A uv_pipe_t for a client of the Unix socket, a uv_tcp_t for a TCP one (`tcp_`).
+  union {
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+  } handle_{};
+  bool tcp_ = false;
+  sockaddr_storage peer_{};  // the TCP client's address (peer_address)
   ipc::FrameDecoder decoder_;
   loop::StreamWriter writer_;
   Request* requests_ = nullptr;  // head of the intrusive list

@@ -27,7 +27,7 @@ FrontListener::FrontListener(uv_loop_t* loop, const config::CellConfig* config,
   front_.data = this;
 }
 
-FrontListener::~FrontListener() { BH_CHECK(!open_); }
+FrontListener::~FrontListener() { BH_CHECK(open_handles_ == 0); }
 
 Status FrontListener::Bind(const ipc::SocketAccess& access) {
   const std::string& path = config_->socket;
@@ -41,6 +41,37 @@ Status FrontListener::Bind(const ipc::SocketAccess& access) {
   rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog,
                  &FrontListener::OnConnection);
   if (rc != 0) return Status::Error("listen " + path + ": " + uv_strerror(rc));
+  for (const config::ListenAddress& address : config_->listen) {
+    Status status = ListenTcp(front_.loop, address);
+    if (!status.ok())
+      return Status::Error("listen " + address.ToString() + ": " + status.message());
+  }
+  return Status::Ok();
+}
+
+Status FrontListener::ListenTcp(uv_loop_t* loop, const config::ListenAddress& address) {
+  auto& tcp = tcp_fronts_.emplace_back(std::make_unique<uv_tcp_t>());
+  uv_tcp_init(loop, tcp.get());  // without flags it only fills in the handle: it cannot fail
+  tcp->data = this;
+  ++open_handles_;
+  const sockaddr_storage addr = address.ToSockaddr();
+  // libuv sets SO_REUSEADDR before bind(2), so a restarted bulkheadd rebinds at once over
+  // connections of the previous one still in TIME_WAIT.
+  int rc = uv_tcp_bind(tcp.get(), reinterpret_cast<const sockaddr*>(&addr),
+                       address.is_v6() ? UV_TCP_IPV6ONLY : 0);
+  if (rc != 0) return Status::Error(std::string("bind: ") + uv_strerror(rc));
+  // libuv may report bind(2)'s EADDRINUSE only here.
+  rc = uv_listen(reinterpret_cast<uv_stream_t*>(tcp.get()), kFrontBacklog,
+                 &FrontListener::OnConnection);
+  if (rc != 0) return Status::Error(std::string("listen: ") + uv_strerror(rc));
+  sockaddr_storage bound{};
+  int len = sizeof bound;
+  rc = uv_tcp_getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&bound), &len);
+  if (rc != 0) return Status::Error(std::string("getsockname: ") + uv_strerror(rc));
+  Result<config::ListenAddress> bound_address =
+      config::ListenAddressFromSockaddr(reinterpret_cast<const sockaddr*>(&bound));
+  if (!bound_address.ok()) return bound_address.status();
+  tcp_addresses_.push_back(bound_address->ToString());
   return Status::Ok();
 }
 
@@ -105,11 +136,13 @@ void FrontListener::DisconnectAll() {
 
 void FrontListener::Close(std::function<void()> on_closed) {
   on_closed_ = std::move(on_closed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&front_), [](uv_handle_t* handle) {
+  auto closed = [](uv_handle_t* handle) {
     auto* self = static_cast<FrontListener*>(handle->data);
-    self->open_ = false;
-    if (self->on_closed_) std::exchange(self->on_closed_, nullptr)();
-  });
+    BH_CHECK(self->open_handles_ > 0);
+    if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+  };
+  uv_close(reinterpret_cast<uv_handle_t*>(&front_), closed);
+  for (auto& tcp : tcp_fronts_) uv_close(reinterpret_cast<uv_handle_t*>(tcp.get()), closed);
   // Only the socket file this cell bound is removed, while it is still the one it bound.
   front_file_.Remove();
 }

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: MIT
-// FrontListener: a cell's front socket, where its clients connect, and the client connections open
-// on it. A connection beyond max_connections, or beyond the cell's share of the supervisor's
-// descriptor budget (supervisor/connection_budget.h), is answered REJECTED too_many_connections
-// and closed at once (docs/protocol.md), with one warning per second at most. REQUIRES: loop
-// thread only.
+// FrontListener: a cell's front sockets, where its clients connect (the Unix `socket` and each TCP
+// address of `listen`), and the client connections open on them. The limits count the connections
+// of every front socket together: a connection beyond max_connections, or beyond the cell's share
+// of the supervisor's descriptor budget (supervisor/connection_budget.h), is answered REJECTED
+// too_many_connections and closed at once (docs/protocol.md), with one warning per second at
+// most. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "admission/bulkhead.h"
 #include "admission/cell_counters.h"
@@ -24,7 +27,7 @@ namespace bulkhead::proxy {
 
 class FrontListener {
  public:
-  // `config` (name, socket, max_connections, read at each use), `owner` (handed to every
+  // `config` (name, socket, listen, max_connections, read at each use), `owner` (handed to every
   // connection), `bulkhead` (figures of a refusal) and `counters` (refused_connections) outlive
   // the listener.
   FrontListener(uv_loop_t* loop, const config::CellConfig* config, uint32_t max_payload,
@@ -34,9 +37,15 @@ class FrontListener {
   FrontListener(const FrontListener&) = delete;
   FrontListener& operator=(const FrontListener&) = delete;
 
-  // Claims and binds the front socket with `access` (a stale file from a killed run is
-  // reclaimed; a socket another live process serves is refused) and starts accepting clients.
+  // Claims and binds the Unix front socket with `access` (a stale file from a killed run is
+  // reclaimed; a socket another live process serves is refused), binds each TCP address of
+  // `listen` (SO_REUSEADDR, as libuv sets it; IPv6 ones IPV6_V6ONLY), and starts accepting
+  // clients on all of them. An error names the socket or address: "listen 127.0.0.1:8081: bind:
+  // address already in use". Call once; Close() is still required after an error.
   Status Bind(const ipc::SocketAccess& access);
+  // The TCP addresses bound, in `listen` order, as getsockname(2) reports them (a port 0 of the
+  // config replaced by the port the kernel picked): "127.0.0.1:43817", "[::1]:9000".
+  const std::vector<std::string>& tcp_addresses() const { return tcp_addresses_; }
   // Lowers the limit below max_connections. Set before clients connect.
   void SetConnectionShare(uint32_t share) { connection_share_ = share; }
   // min(max_connections, the share).
@@ -49,8 +58,8 @@ class FrontListener {
   // Closes every client connection.
   void DisconnectAll();
 
-  // Closes the listening handle and removes the socket file if it is still the one bound;
-  // `on_closed` runs from the close callback.
+  // Closes the listening handles and removes the socket file if it is still the one bound;
+  // `on_closed` runs from the last close callback.
   void Close(std::function<void()> on_closed);
 
  private:
@@ -64,8 +73,14 @@ class FrontListener {
   FrontConnection::Owner* owner_;
   const admission::Bulkhead* bulkhead_;
   admission::CellCounters* counters_;
+  // Binds one TCP address of `listen` and listens on it.
+  Status ListenTcp(uv_loop_t* loop, const config::ListenAddress& address);
+
   uv_pipe_t front_{};
-  bool open_ = true;
+  // One listening handle per TCP address bound (initialised ones only; each closed by Close).
+  std::vector<std::unique_ptr<uv_tcp_t>> tcp_fronts_;
+  std::vector<std::string> tcp_addresses_;
+  int open_handles_ = 1;  // front_ and tcp_fronts_ until their close callbacks ran
   std::function<void()> on_closed_;
   ipc::SocketFile front_file_;  // the front socket file bound (removed on close if still ours)
   std::unordered_set<FrontConnection*> clients_;

@@ -34,7 +34,7 @@ Status Cell::Bind() {
 Status Cell::Reconfigure(const config::CellConfig& next,
                          const std::optional<cell::CgroupLimits>& cgroup_limits) {
   const config::CellConfig& now = runner_.config();
-  BH_CHECK(next.name == now.name && next.socket == now.socket &&
+  BH_CHECK(next.name == now.name && next.socket == now.socket && next.listen == now.listen &&
            next.worker_socket == now.worker_socket && next.notify_socket == now.notify_socket);
   // The runner first: the worker socket's backlog grows before a raised max_concurrent opens
   // more links.
@@ -67,6 +67,7 @@ control::CellSnapshot Cell::Snapshot() const {
   s.state_detail = lifecycle.StateDetail();
   s.pid = runner_.pid();
   s.socket = config.socket;
+  s.listen = data_path_.tcp_addresses();
   s.worker_socket = config.worker_socket;
   s.starts = lifecycle.starts();
   s.restarts = lifecycle.restarts();

@@ -141,6 +141,12 @@ TEST_F(ConfigWarnings, RelativeScriptArgumentsAreOpenedFromTheWorkingDirectory) 
       IsEmpty());
   EXPECT_THAT(Warnings("command = [\"sh\", \"" + dir_.Join("app.py") + "\"]\n"), IsEmpty());
   EXPECT_THAT(Warnings("command = [\"sh\", \"-c\", \"exit 0\", \"http://x/y.py\"]\n"), IsEmpty());
+  // Arguments with a '/' that are not paths: an IPv4 network in CIDR notation, a ratio, a sed
+  // script, a regular expression or a glob.
+  for (const char* arg :
+       {"10.0.0.0/8", "3/4", "s/a/b/g", "y/abc/xyz/", "^api/v[0-9]+$", "logs/*.gz", "a\\\\/b"}) {
+    EXPECT_THAT(Warnings(std::string("command = [\"sh\", \"") + arg + "\"]\n"), IsEmpty()) << arg;
+  }
 }
 
 TEST_F(ConfigWarnings, StartTimeoutForms) {

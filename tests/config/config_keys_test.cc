@@ -47,6 +47,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"kill_mode", R"("mixed")"},
     {"stop_timeout", R"("9s")"},
     {"socket", R"("/run/bh/elsewhere.sock")"},
+    {"listen", R"(["127.0.0.1:8081"])"},
     {"environment", R"({ MODE = "x" })"},
     {"working_directory", R"("/tmp")"},
     {"cpu_max", R"("50%")"},

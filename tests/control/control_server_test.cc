@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include <string>
+#include <vector>
 
 #include "base/unique_fd.h"
 #include "tests/control/unix_client.h"
@@ -128,6 +129,27 @@ TEST_F(ControlServerTest, DoesNotCutAConnectionThatKeepsAsking) {
   pacer.Close();
   // Once it stops asking, it is idle: closed.
   EXPECT_TRUE(RunUntilClosed(client.get(), &received));
+  CloseServer(server);
+}
+
+// Above kMaxConnections a new control connection is closed at once (there was no cap: every
+// local client that may connect could take a descriptor of bulkheadd's); the others are served.
+TEST_F(ControlServerTest, ClosesAConnectionAboveTheCap) {
+  ControlServer server(&loop_, &Echo);
+  Serve(server);
+  std::vector<UniqueFd> clients;
+  for (size_t i = 0; i < ControlServer::kMaxConnections; ++i) clients.push_back(Connect(server));
+  ASSERT_EQ(server.connections(), ControlServer::kMaxConnections);
+  UniqueFd extra = ConnectUnix(socket_path_);
+  std::string received;
+  EXPECT_TRUE(RunUntilClosed(extra.get(), &received)) << "the connection above the cap is open";
+  EXPECT_EQ(received, "");
+  ASSERT_EQ(::write(clients.front().get(), "1\n", 2), 2);
+  ASSERT_TRUE(WaitFor([&] {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    EXPECT_FALSE(ReadNow(clients.front().get(), &received)) << "closed";
+    return received == "{\"echo\":1}\n";
+  }));
   CloseServer(server);
 }
 

@@ -127,6 +127,7 @@ void ExpectDocumentedCellSchema(const nlohmann::json& cell) {
     EXPECT_TRUE(cell.contains(key) && cell[key].is_number_unsigned()) << key;
   }
   EXPECT_TRUE(cell.contains("pid") && (cell["pid"].is_null() || cell["pid"].is_number_integer()));
+  EXPECT_TRUE(cell.contains("listen") && cell["listen"].is_array());
   EXPECT_TRUE(cell.contains("last_exit") &&
               (cell["last_exit"].is_null() || cell["last_exit"].is_string()));
   for (const char* key : {"full", "queue_timeout", "unavailable"}) {
@@ -163,6 +164,7 @@ TEST(Bulkheadctl, StatusJsonIsTheDocumentedSchema) {
   const nlohmann::json& payments = response["cells"][0];
   EXPECT_EQ(payments["socket"], h.CellSocket("payments"));
   EXPECT_EQ(payments["worker_socket"], h.WorkerSocket("payments"));
+  EXPECT_EQ(payments["listen"], nlohmann::json::array()) << "no TCP address configured";
   EXPECT_EQ(payments["max_concurrent"], 2);
   EXPECT_EQ(payments["max_queue"], 1);
   EXPECT_EQ(payments["queue_timeout_ms"], 1000);
@@ -816,6 +818,11 @@ TEST(Bulkheadctl, UsageErrors) {
            std::pair{std::vector<std::string>{"start"}, "start: name one or more cells, or --all"},
            std::pair{std::vector<std::string>{"logs", "a", "-n", "-1"},
                      "must be a whole number, 0 or more"},
+           // CLI11 said only "A subcommand is required".
+           std::pair{std::vector<std::string>{"stats"},
+                     "bulkheadctl: unknown command \"stats\"; did you mean \"status\"?"},
+           std::pair{std::vector<std::string>{"frobnicate", "a"},
+                     "bulkheadctl: unknown command \"frobnicate\" (bulkheadctl --help lists"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());

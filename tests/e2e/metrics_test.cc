@@ -309,6 +309,8 @@ TEST(Metrics, StatusLongFormAndWatch) {
         "admitted:", "latency:", "queue wait:", "policy:", "limits:"}) {
     EXPECT_THAT(long_form->out, HasSubstr(figure));
   }
+  // The stop signal by name (it read stop_signal=15).
+  EXPECT_THAT(long_form->out, HasSubstr(" stop_signal=SIGTERM"));
   Result<ProcessResult> table = h.Ctl({"status"});
   ASSERT_TRUE(table.ok());
   EXPECT_THAT(table->out, HasSubstr("WAIT P99"));

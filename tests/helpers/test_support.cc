@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "tests/helpers/test_support.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -41,6 +43,58 @@ Result<UniqueFd> ListenUnix(const std::string& path) {
     return Status::FromErrno("bind " + path);
   }
   if (::listen(fd.get(), 128) != 0) return Status::FromErrno("listen " + path);
+  return fd;
+}
+
+Result<TcpListener> ListenTcpLoopback() {
+  TcpListener listener{UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)), ""};
+  if (!listener.fd) return Status::FromErrno("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(listener.fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::FromErrno("bind 127.0.0.1:0");
+  }
+  if (::listen(listener.fd.get(), 1) != 0) return Status::FromErrno("listen 127.0.0.1");
+  socklen_t len = sizeof addr;
+  if (::getsockname(listener.fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return Status::FromErrno("getsockname");
+  }
+  listener.address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  return listener;
+}
+
+Result<UniqueFd> ConnectTcp(std::string_view address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos)
+    return Status::Error("not HOST:PORT: " + std::string(address));
+  std::string host(address.substr(0, colon));
+  const int port = std::atoi(std::string(address.substr(colon + 1)).c_str());
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  if (host.size() >= 2 && host.front() == '[') {
+    host = host.substr(1, host.size() - 2);
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET6, host.c_str(), &in6->sin6_addr) != 1) {
+      return Status::Error("not an IPv6 address: " + host);
+    }
+    len = sizeof *in6;
+  } else {
+    auto* in4 = reinterpret_cast<sockaddr_in*>(&addr);
+    in4->sin_family = AF_INET;
+    in4->sin_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET, host.c_str(), &in4->sin_addr) != 1) {
+      return Status::Error("not an IPv4 address: " + host);
+    }
+    len = sizeof *in4;
+  }
+  UniqueFd fd(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Status::FromErrno("socket");
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    return Status::FromErrno("connect " + std::string(address));
+  }
   return fd;
 }
 

@@ -50,6 +50,16 @@ class TempDir : public bulkhead::TempDir {
 
 // A SOCK_STREAM | SOCK_CLOEXEC Unix socket bound to `path` and listening (backlog 128).
 Result<UniqueFd> ListenUnix(const std::string& path);
+// A SOCK_STREAM | SOCK_CLOEXEC TCP socket listening on 127.0.0.1 at a port the kernel picked, and
+// its address "127.0.0.1:PORT": holds a port, so that a bind to it fails.
+struct TcpListener {
+  UniqueFd fd;
+  std::string address;
+};
+Result<TcpListener> ListenTcpLoopback();
+// A SOCK_STREAM | SOCK_CLOEXEC TCP socket connected (blocking) to `address`, a numeric
+// "127.0.0.1:8081" or "[::1]:8081" as status reports a cell's listen addresses.
+Result<UniqueFd> ConnectTcp(std::string_view address);
 
 // Calls `done` every 2 ms until it returns true (-> true) or `timeout` passes (-> false).
 bool WaitFor(const std::function<bool()>& done,

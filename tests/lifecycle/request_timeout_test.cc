@@ -118,5 +118,27 @@ TEST(RequestTimeout, ARequestDispatchedAfterAnotherTimedOutStillTimesOut) {
   EXPECT_EQ(c["in_flight"], 0) << c.dump();
 }
 
+// A running request whose client left is `dropped` (docs/control.md), also when request_timeout
+// passes before the worker answers: no one is there to be told it failed. It was counted
+// failed/timeout.
+TEST(RequestTimeout, ARequestWhoseClientLeftIsDroppedNotFailedWhenItTimesOut) {
+  Harness h(TestOptions(
+      {CellSpec{.name = "left",
+                .max_concurrent = 1,
+                .max_queue = 0,
+                .extra_toml = std::string("request_timeout = \"3s\"\n") + e2e::kQuickStop}}));
+  ASSERT_STARTED(h);
+  {
+    Result<ipc::Client> gone = SendThenWaitFor(h, "left", 1, "hang", "running", 1);
+    ASSERT_TRUE(gone.ok()) << gone.status().message();
+  }  // the client closes its connection while its request runs, well before request_timeout
+  ASSERT_TRUE(CellShows(h, "left", "dropped", 1));
+  nlohmann::json c = h.Cell("left");
+  EXPECT_EQ(c["failed"], 0) << c.dump();
+  EXPECT_EQ(c["failed_by_reason"]["timeout"], 0) << c.dump();
+  EXPECT_EQ(c["running"], 1) << "the worker still holds the slot: " << c.dump();
+  EXPECT_EQ(c["in_flight"], 0) << c.dump();
+}
+
 }  // namespace
 }  // namespace bulkhead::lifecycle_test
