@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -48,6 +49,8 @@ struct FakeUpstream : Upstream {
 class CellDataPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // As bulkheadd's main() does: a write to a worker that closed its end is EPIPE, not a signal.
+    ::signal(SIGPIPE, SIG_IGN);
     ASSERT_EQ(uv_loop_init(&loop_), 0);
     config_.name = "t";
     config_.socket = dir_.path() + "/t.sock";
@@ -257,6 +260,38 @@ TEST_F(MultiplexDataPathTest, FailInFlightFailsEveryRequestOnTheLink) {
   }
   EXPECT_EQ(data_path_->worker_connections(), 0u);
   EXPECT_EQ(data_path_->bulkhead().running(), 0u);
+}
+
+// The worker closes its idle multiplexed connection just as a request comes: the request, never
+// written to that connection (EPIPE), goes out again on a new one and is answered, not failed.
+TEST_F(MultiplexDataPathTest, ARequestNotWrittenWhenTheWorkerClosedGoesOnANewConnection) {
+  StartMultiplexed(/*slots=*/2);
+  std::vector<ipc::Client> clients = SendFromClients(1);
+  ASSERT_EQ(clients.size(), 1u);
+  AcceptWorker();
+  auto first = ReadRequests(1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_TRUE(worker_.Reply(first[0].first.request_id, "one"));
+  Result<ipc::Client::Reply> reply = Receive(clients[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+
+  // The loop iteration that reads the request appends it to the link; the write comes before
+  // the next poll (OnFlushPrepare), and by then the worker has closed its end: EPIPE.
+  ASSERT_TRUE(clients[0].Send(20, "two").ok());
+  ASSERT_TRUE(RunUntil([&] { return data_path_->bulkhead().running() == 1; }));
+  worker_.fd.Reset();
+  worker_.decoder = ipc::FrameDecoder(ipc::FrameType::kRequest);
+  AcceptWorker();
+  auto again = ReadRequests(1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].second, "two");
+  ASSERT_TRUE(worker_.Reply(again[0].first.request_id, "TWO"));
+  reply = Receive(clients[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.request_id, 20u);
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kOk);
+  EXPECT_EQ(reply->payload, "TWO");
+  EXPECT_EQ(data_path_->worker_connections(), 1u);
 }
 
 // The worker closes the link after reading two requests: both may have been read, so neither is

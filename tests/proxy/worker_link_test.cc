@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -54,6 +55,8 @@ struct FakeOwner : WorkerLink::Owner {
 class WorkerLinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // As bulkheadd's main() does: a write to a worker that closed its end is EPIPE, not a signal.
+    ::signal(SIGPIPE, SIG_IGN);
     ASSERT_EQ(uv_loop_init(&loop_), 0);
     path_ = dir_.path() + "/w.sock";
     Result<UniqueFd> listening = ListenUnix(path_);
