@@ -12,7 +12,7 @@ FUZZERS := ipc/ipc_frame_fuzzer config/config_fuzzer cell/notify_message_fuzzer 
 LAUNCHER := $(if $(shell command -v ccache),\
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all deps demo-deps build demo test asan-build asan-test fuzz lint bench clean
+.PHONY: all deps demo-deps build demo test asan-build asan-test fuzz lint bench bench-deps clean
 
 all: build
 
@@ -65,8 +65,14 @@ lint: deps
 	cmake --preset asan-ubsan $(LAUNCHER) >/dev/null
 	bash scripts/lint.sh $(ASAN_BUILD) $(JOBS)
 
-bench: build
+# HAProxy and wrk (scripts/install-bench-deps.sh), then the bench with HAProxy as a peer: the frame
+# cells' run, then the HTTP run (docs/benchmarks.md).
+bench-deps:
+	bash scripts/install-bench-deps.sh
+
+bench: build bench-deps
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD)
+	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD) --http
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// RunClosedLoop: the bench's load generator. `clients` threads, each with one connection to a
-// frame-protocol socket (bulkheadd's front socket or a worker's own socket), each keeping `depth`
-// requests in flight (closed loop: a reply lets the next request go). Measures replies per second
-// and per-request latency. Blocks the calling thread for warmup + duration (+ draining, bounded by
-// the reply timeout); starts and joins its own threads.
+// RunClosedLoop: the bench's load generator. `clients` connections to a Unix socket speaking frames
+// (docs/protocol.md) or HTTP/1.1 (bulkheadd's front socket, HAProxy's, or a worker's own socket),
+// each keeping `depth` requests in flight (closed loop: a reply lets the next request go), driven
+// by `threads` threads, each with its own epoll(7) over its share of the connections (non-blocking
+// sockets), so that the load generator itself costs little CPU per request on a small machine.
+// Measures replies per second and per-request latency. Blocks the calling thread for warmup +
+// duration (+ draining, bounded by the reply timeout); starts and joins its own threads.
 #pragma once
 
 #include <atomic>
@@ -16,17 +18,28 @@
 
 namespace bulkhead::bench {
 
+enum class LoadProtocol {
+  kFrames,  // REQUEST frames carrying the payload; replies may come back in any order
+  // HTTP/1.1 keep-alive `POST /echo` with the payload as a Content-Length body; responses come back
+  // in order and must carry a Content-Length (no chunked or close-delimited bodies).
+  kHttp,
+};
+
 struct LoadOptions {
   std::string socket;  // Unix socket to connect to
-  int clients = 1;     // threads, one connection each; >= 1
-  int depth = 1;       // requests in flight per connection (1 = request/reply); >= 1
+  LoadProtocol protocol = LoadProtocol::kFrames;
+  int clients = 1;  // connections; >= 1
+  int threads = 1;  // load threads, each driving every `threads`-th connection; 1..clients
+  int depth = 1;    // requests in flight per connection (1 = request/reply); >= 1
   std::string payload;
   // Replies sent before warmup ends are not counted; the measuring window lasts `duration`.
   std::chrono::milliseconds warmup{50};
   std::chrono::milliseconds duration{500};
-  // The status every reply should have: kOk for echo, kRejected for the rejection path.
+  // The status every reply should have: kOk for echo, kRejected for the rejection path (frames);
+  // the HTTP status code of every response (HTTP).
   ipc::ReplyStatus expected = ipc::ReplyStatus::kOk;
-  // Bound on each blocking send and receive; a peer silent this long fails the run.
+  int expected_http_status = 200;
+  // A thread that receives nothing for this long fails the run.
   std::chrono::milliseconds reply_timeout{5000};
   // When set to true (by a signal handler), clients stop sending and the run ends early.
   const std::atomic<bool>* interrupted = nullptr;

@@ -1,33 +1,45 @@
 // SPDX-License-Identifier: MIT
-// bulkhead-bench: measures what admission through bulkheadd costs. In one run it starts bulkheadd
-// (an `echo` cell with max_concurrent = clients, and a `hang` cell with 1 slot, no queue and a
-// stalled gateway worker) and, beside it, a bulkhead-echo worker of its own on a socket-activated
-// listening socket; then it alternates rounds over three targets, rotating their order each round
-// to spread machine noise evenly:
+// bulkhead-bench: measures what admission through bulkheadd costs, against the same echo worker
+// reached directly and through HAProxy (docs/benchmarks.md). For each connection count of
+// `--connections` it starts, in a fresh temporary directory:
+//   - bulkheadd with an `echo` cell (bulkhead-bench-worker, max_concurrent = connections) and, for
+//     frames, a `mux` cell (the same, with worker_connections = "multiplex") and a `hang` cell (1
+//     slot, no queue, a stalled gateway worker);
+//   - a bulkhead-bench-worker of its own on a socket-activated listening socket (`direct`);
+//   - HAProxy (`--haproxy`, one thread) in front of that same worker, with `server ... maxconn`
+//     equal to the cell's max_concurrent;
+// then alternates rounds over the targets, rotating their order each round to spread machine noise
+// evenly:
 //   bulkheadd  client -> front socket -> admission -> worker link -> echo worker -> back
 //   direct     client -> the echo worker's own socket -> back
-//   reject     client -> the `hang` cell's front socket -> REJECTED full at once
-//   multiplex  as bulkheadd, through a cell with worker_connections = "multiplex": every request
-//              on one worker connection (docs/protocol.md, "Multiplexed worker connections")
-// and prints replies/s and p50/p99/p99.9 latency per round and per target, the bulkheadd/direct
-// ratios (the figures to compare across machines) and the rejection rate. Exits 0 only if every
-// reply had the expected status and bulkheadd's counters account for every reply
-// (docs/benchmarks.md).
+//   haproxy    client -> HAProxy's socket -> the direct echo worker -> back
+//   multiplex  as bulkheadd, through the `mux` cell: every request on one worker connection
+//              (docs/protocol.md, "Multiplexed worker connections"; frames only)
+//   reject     client -> the `hang` cell's front socket -> REJECTED full at once (frames only)
+// and prints replies/s, p50/p99/p99.9 latency and the CPU time per reply of the process in the
+// middle (bulkheadd, HAProxy), per round and per target, the ratios, and a summary over the
+// connection counts. With `--http` the same is done over HTTP/1.1 (the cell has protocol = "http",
+// HAProxy runs in mode http, the worker and the load generator speak HTTP).
+// Exits 0 only if every reply had the expected status, bulkheadd's counters account for every reply
+// and bulkheadd's workers never had more requests in progress than max_concurrent.
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +49,7 @@
 #include "base/temp_dir.h"
 #include "base/unique_fd.h"
 #include "bench/closed_loop.h"
+#include "bench/haproxy_process.h"
 #include "bench/latency_summary.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
@@ -52,13 +65,16 @@ using proc::ChildProcess;
 using proc::TomlString;
 using std::chrono::milliseconds;
 
-// Deadline of every wait on bulkheadd (startup, a figure on the control socket) and of each
-// blocking send/receive of a load client.
+// Deadline of every wait on bulkheadd and HAProxy (startup, a figure on the control socket) and of
+// each blocking send/receive of a load client.
 constexpr milliseconds kStepTimeout{10000};
-// SIGTERM-to-SIGKILL deadline when stopping bulkheadd (it gives its workers 5 s) and the worker.
+// SIGTERM-to-SIGKILL deadline when stopping bulkheadd (it gives its workers 5 s), HAProxy and the
+// worker.
 constexpr milliseconds kStopTimeout{10000};
 // Shortest measuring window per target and round.
 constexpr milliseconds kMinWindow{20};
+// Where Debian's haproxy package puts the binary; the default of --haproxy when it exists.
+constexpr char kDebianHaproxy[] = "/usr/sbin/haproxy";
 
 std::atomic<bool> g_interrupted{false};
 
@@ -66,35 +82,70 @@ void OnStopSignal(int) { g_interrupted.store(true); }
 
 struct Options {
   std::string bin_dir;
-  double seconds = 3.0;  // measuring time of the whole run, split over rounds and targets
-  int clients = 2;
+  double seconds = 3.0;  // measuring time per connection count, split over rounds and targets
+  std::vector<int> connections = {1, 16, 64};
   int depth = 1;
+  int client_threads = 1;
   size_t payload_bytes = 64;
   int rounds = 3;
   int warmup_ms = 50;
+  std::string haproxy;  // path of haproxy; empty: no HAProxy target
+  bool http = false;
 };
 
-// One thing measured; its rounds accumulate here.
+// The CPU time (user + system, every thread) `pid` has used so far, in nanoseconds: its CPU-time
+// clock (clock_getcpuclockid(3)), the figure /proc/PID/stat gives as utime + stime in clock ticks,
+// here with nanosecond resolution. nullopt if the process is gone.
+std::optional<uint64_t> ProcessCpuNs(pid_t pid) {
+  clockid_t clock;
+  timespec ts{};
+  if (pid <= 0 || ::clock_getcpuclockid(pid, &clock) != 0 || ::clock_gettime(clock, &ts) != 0) {
+    return std::nullopt;
+  }
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One thing measured at one connection count; its rounds accumulate here.
 struct Target {
   std::string name = {};
   std::string socket = {};
   ipc::ReplyStatus expected = ipc::ReplyStatus::kOk;
+  // The process a request passes through whose CPU time is charged to it (bulkheadd, HAProxy);
+  // 0 for the direct target.
+  pid_t cpu_pid = 0;
   uint64_t replies = 0;        // expected replies inside the measuring windows
   uint64_t unexpected = 0;     // other replies inside the windows
   uint64_t total_replies = 0;  // every reply, warmup and draining included
   double seconds = 0;          // sum of the windows
+  uint64_t cpu_ns = 0;         // cpu_pid's CPU time over whole rounds (warmup and draining too)
   std::vector<uint32_t> latencies_ns = {};
-  uint64_t daemon_cpu_ns = 0;  // bulkheadd's CPU time during this target's windows (warmup too)
-
-  // bulkheadd's CPU per reply, microseconds (its task clock / every reply it sent this target).
-  double cpu_us_per_reply() const {
-    return total_replies > 0
-               ? static_cast<double>(daemon_cpu_ns) / 1000.0 / static_cast<double>(total_replies)
-               : 0;
-  }
+  LatencySummary latency = {};  // of latencies_ns, once measured
 
   double rate() const { return seconds > 0 ? static_cast<double>(replies) / seconds : 0; }
+  // CPU time per reply over the same whole rounds, microseconds; 0 when not measured.
+  double cpu_us_per_reply() const {
+    return cpu_pid > 0 && total_replies > 0 ? cpu_ns / 1000.0 / static_cast<double>(total_replies)
+                                            : 0;
+  }
 };
+
+// What one connection count gave, for the summary.
+struct StageResult {
+  int connections = 0;
+  std::vector<Target> targets;
+  uint64_t worker_peak = 0;      // bulkheadd's worker: most requests in progress at once
+  uint64_t mux_worker_peak = 0;  // the same for the `mux` cell's worker (frames only)
+  uint32_t max_concurrent = 0;
+
+  const Target* Find(std::string_view name) const {
+    for (const Target& t : targets) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  }
+};
+
+double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 Status WriteFile(const std::string& path, const std::string& content) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
@@ -102,6 +153,19 @@ Status WriteFile(const std::string& path, const std::string& content) {
   file.close();
   if (!file) return Status::Error("cannot write " + path);
   return Status::Ok();
+}
+
+// The number bulkhead-bench-worker wrote to its --peak-file.
+Result<uint64_t> ReadPeak(const std::string& path) {
+  std::ifstream file(path);
+  std::string text;
+  std::getline(file, text);
+  uint64_t peak = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), peak);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return Status::Error("no peak in " + path + " (\"" + text + "\")");
+  }
+  return peak;
 }
 
 // A SOCK_STREAM | SOCK_CLOEXEC Unix socket bound to `path` and listening.
@@ -119,72 +183,89 @@ Result<UniqueFd> ListenUnix(const std::string& path, int backlog) {
   return fd;
 }
 
-// CPU time of the process' main thread so far, ns (/proc/PID/schedstat, first field: bulkheadd
-// runs one thread); 0 if unreadable.
-uint64_t CpuNs(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/schedstat");
-  uint64_t ns = 0;
-  file >> ns;
-  return file ? ns : 0;
-}
-
 std::string MachineDescription() {
   utsname uts{};
   std::string kernel = ::uname(&uts) == 0 ? std::string(uts.sysname) + " " + uts.release : "?";
   return "nproc " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + ", " + kernel;
 }
 
+void PrintHeader(const char* first) {
+  std::printf("%-7s %-10s %12s %10s %10s %10s %10s %10s\n", first, "target", "replies/s", "p50 us",
+              "p99 us", "p999 us", "cpu us/req", "unexpected");
+}
+
 void PrintRow(const std::string& first, const Target& target, double rate,
-              const LatencySummary& latency, uint64_t unexpected) {
-  std::printf("%-7s %-10s %12.0f %10.1f %10.1f %10.1f %10llu\n", first.c_str(), target.name.c_str(),
-              rate, latency.p50_us, latency.p99_us, latency.p999_us,
+              const LatencySummary& latency, double cpu_us, uint64_t unexpected) {
+  char cpu[32] = "-";
+  if (cpu_us > 0) std::snprintf(cpu, sizeof cpu, "%.2f", cpu_us);
+  std::printf("%-7s %-10s %12.0f %10.1f %10.1f %10.1f %10s %10llu\n", first.c_str(),
+              target.name.c_str(), rate, latency.p50_us, latency.p99_us, latency.p999_us, cpu,
               static_cast<unsigned long long>(unexpected));
   std::fflush(stdout);
 }
 
-// Everything a run starts, in the order it must be stopped.
-class Bench {
+// Everything one connection count starts, in the order it must be stopped.
+class Stage {
  public:
-  explicit Bench(Options options) : options_(std::move(options)) {}
+  Stage(const Options& options, int connections) : options_(options), connections_(connections) {}
 
-  // Returns an exit code.
-  int Run() {
+  // Returns the figures, or why the stage failed (after stopping what it started).
+  Result<StageResult> Run() {
     Status status = Setup();
     if (status.ok()) status = Measure();
+    if (status.ok()) status = CheckCounters();
+    if (status.ok()) status = CheckWorkerPeak();
     Status stopped = Teardown();
     if (status.ok()) status = stopped;
     if (!status.ok()) {
-      std::fprintf(stderr, "bulkhead-bench: %s\n", status.message().c_str());
       std::string log = bulkheadd_ ? bulkheadd_->Log() : std::string();
       if (!log.empty()) std::fprintf(stderr, "--- bulkheadd log ---\n%s", log.c_str());
-      return kExitFailure;
+      return status;
     }
-    return Report() ? kExitOk : kExitFailure;
+    return StageResult{.connections = connections_,
+                       .targets = std::move(targets_),
+                       .worker_peak = worker_peak_,
+                       .mux_worker_peak = mux_worker_peak_,
+                       .max_concurrent = static_cast<uint32_t>(connections_)};
   }
 
  private:
+  std::string WorkerCommand(const std::string& peak_file) const {
+    return TomlString(options_.bin_dir + "/bench/bulkhead-bench-worker") + ", \"--protocol\", " +
+           (options_.http ? "\"http\"" : "\"frames\"") + ", \"--peak-file\", " +
+           TomlString(peak_file);
+  }
+
   Status Setup() {
     Status status = dir_.Create("bh-bench");
     if (!status.ok()) return status;
     const std::string root = dir_.path();
-    const std::string gates = root + "/gates";
-    if (::mkdir(gates.c_str(), 0755) != 0) return Status::FromErrno("mkdir " + gates);
-    gates_dir_ = gates;
-    const std::string echo = options_.bin_dir + "/examples/bulkhead-echo";
-    const std::string gateway = options_.bin_dir + "/examples/bulkhead-gateway";
-    const uint32_t in_flight = static_cast<uint32_t>(options_.clients * options_.depth);
+    const uint32_t in_flight = static_cast<uint32_t>(connections_ * options_.depth);
+    max_queue_ = in_flight - static_cast<uint32_t>(connections_);
+    bulkheadd_peak_file_ = root + "/peak-bulkheadd";
+    mux_peak_file_ = root + "/peak-mux";
+
     // Every client request fits in a slot or in the queue: the echo target is never rejected.
-    const std::string config =
-        "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
-        "\nlog_level = \"warning\"\n\n[cells.echo]\ncommand = [" + TomlString(echo) +
-        "]\nmax_concurrent = " + std::to_string(options_.clients) +
-        "\nmax_queue = " + std::to_string(in_flight - static_cast<uint32_t>(options_.clients)) +
-        "\nqueue_timeout = \"10s\"\n\n[cells.hang]\ncommand = [" + TomlString(gateway) + ", " +
-        "\"--gates\", " + TomlString(gates) + "]\nmax_concurrent = 1\nmax_queue = 0\n" +
-        "\n[cells.mux]\ncommand = [" + TomlString(echo) +
-        "]\nmax_concurrent = " + std::to_string(options_.clients) +
-        "\nmax_queue = " + std::to_string(in_flight - static_cast<uint32_t>(options_.clients)) +
-        "\nqueue_timeout = \"10s\"\nworker_connections = \"multiplex\"\n";
+    std::string config = "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
+                         "\nlog_level = \"warning\"\n\n[cells.echo]\n" +
+                         (options_.http ? "protocol = \"http\"\n" : "") + "command = [" +
+                         WorkerCommand(bulkheadd_peak_file_) +
+                         "]\nmax_concurrent = " + std::to_string(connections_) +
+                         "\nmax_queue = " + std::to_string(max_queue_) +
+                         "\nqueue_timeout = \"10s\"\n";
+    if (!options_.http) {
+      const std::string gates = root + "/gates";
+      if (::mkdir(gates.c_str(), 0755) != 0) return Status::FromErrno("mkdir " + gates);
+      gates_dir_ = gates;
+      config += "\n[cells.hang]\ncommand = [" +
+                TomlString(options_.bin_dir + "/examples/bulkhead-gateway") + ", \"--gates\", " +
+                TomlString(gates) + "]\nmax_concurrent = 1\nmax_queue = 0\n";
+      // The echo cell again, its requests multiplexed on one worker connection (HTTP/1.1 cannot).
+      config += "\n[cells.mux]\ncommand = [" + WorkerCommand(mux_peak_file_) +
+                "]\nmax_concurrent = " + std::to_string(connections_) +
+                "\nmax_queue = " + std::to_string(max_queue_) +
+                "\nqueue_timeout = \"10s\"\nworker_connections = \"multiplex\"\n";
+    }
     const std::string config_path = root + "/bench.toml";
     status = WriteFile(config_path, config);
     if (!status.ok()) return status;
@@ -198,29 +279,41 @@ class Bench {
                                               .interrupted = &g_interrupted});
     status = bulkheadd_->Start();
     if (!status.ok()) return Status::Error(status.message() + " (build it, or pass --bin-dir)");
-    for (const char* cell : {"echo", "hang"}) {
-      Result<CellStatus> ready = bulkheadd_->WaitForCell(
-          cell, [](const CellStatus& s) { return s.state == "running" && s.pid != 0; },
-          kStepTimeout);
-      if (!ready.ok()) return ready.status();
-      targets_.push_back(Target{.name = cell == std::string("echo") ? "bulkheadd" : "reject",
-                                .socket = ready->socket,
-                                .expected = cell == std::string("echo")
-                                                ? ipc::ReplyStatus::kOk
-                                                : ipc::ReplyStatus::kRejected});
-    }
+    status = AddBulkheaddTargets();
+    if (!status.ok()) return status;
 
     const std::string direct_socket = root + "/direct.sock";
-    Result<UniqueFd> listener = ListenUnix(direct_socket, 128);
+    Result<UniqueFd> listener = ListenUnix(direct_socket, 1024);
     if (!listener.ok()) return listener.status();
     direct_listener_ = std::move(listener).value();
-    Result<ChildProcess> worker = ChildProcess::StartWorker({echo}, direct_listener_.get());
+    Result<ChildProcess> worker = ChildProcess::StartWorker(
+        {options_.bin_dir + "/bench/bulkhead-bench-worker", "--protocol",
+         options_.http ? "http" : "frames", "--peak-file", root + "/peak-direct"},
+        direct_listener_.get());
     if (!worker.ok()) return worker.status();
     direct_worker_ = std::move(worker).value();
-    targets_.insert(targets_.begin() + 1, Target{.name = "direct", .socket = direct_socket});
+    targets_.push_back(Target{.name = "direct", .socket = direct_socket});
+
+    if (!options_.haproxy.empty()) {
+      HaproxyOptions haproxy{.binary = options_.haproxy,
+                             .dir = root,
+                             .front_socket = root + "/haproxy.sock",
+                             .worker_socket = direct_socket,
+                             .http = options_.http,
+                             .maxconn = static_cast<uint32_t>(connections_),
+                             .maxqueue = max_queue_,
+                             .queue_timeout = milliseconds(10000)};
+      status = haproxy_.Start(haproxy, kStepTimeout);
+      if (!status.ok()) return status;
+      targets_.push_back(
+          Target{.name = "haproxy", .socket = haproxy.front_socket, .cpu_pid = haproxy_.pid()});
+    }
+    if (options_.http) return Status::Ok();
 
     // Occupy the hang cell's only slot: every later request there is REJECTED full.
-    Result<ipc::Client> holder = ipc::Client::Connect(targets_[2].socket);
+    Result<CellStatus> hang = bulkheadd_->Cell("hang");
+    if (!hang.ok()) return hang.status();
+    Result<ipc::Client> holder = ipc::Client::Connect(hang->socket);
     if (!holder.ok()) return holder.status();
     holder_ = std::move(holder).value();
     status = holder_->SetTimeout(kStepTimeout);
@@ -229,11 +322,40 @@ class Bench {
     Result<CellStatus> held = bulkheadd_->WaitForCell(
         "hang", [](const CellStatus& s) { return s.running == 1; }, kStepTimeout);
     if (!held.ok()) return held.status();
-    Result<CellStatus> mux = bulkheadd_->WaitForCell(
-        "mux", [](const CellStatus& s) { return s.state == "running" && s.pid != 0; },
-        kStepTimeout);
-    if (!mux.ok()) return mux.status();
-    targets_.push_back(Target{.name = "multiplex", .socket = mux->socket});
+    targets_.push_back(Target{.name = "reject",
+                              .socket = hang->socket,
+                              .expected = ipc::ReplyStatus::kRejected,
+                              .cpu_pid = bulkheadd_->pid()});
+    return Status::Ok();
+  }
+
+  // Waits for bulkheadd's cells. With --http, a bulkheadd that refuses `protocol` (built before
+  // HTTP cells) leaves the run without its bulkheadd target instead of failing it.
+  Status AddBulkheaddTargets() {
+    std::vector<std::string> cells = {"echo"};
+    if (!options_.http) {
+      cells.push_back("hang");
+      cells.push_back("mux");
+    }
+    for (const std::string& cell : cells) {
+      Result<CellStatus> ready = bulkheadd_->WaitForCell(
+          cell, [](const CellStatus& s) { return s.state == "running" && s.pid != 0; },
+          kStepTimeout);
+      if (!ready.ok() && options_.http && !bulkheadd_->Alive() &&
+          bulkheadd_->Log().find("cells.echo.protocol: unknown key") != std::string::npos) {
+        std::printf(
+            "bulkheadd: skipped, it does not take protocol = \"http\" (cells.echo.protocol: "
+            "unknown key)\n");
+        bulkheadd_.reset();
+        return Status::Ok();
+      }
+      if (!ready.ok()) return ready.status();
+      if (cell == "echo" || cell == "mux") {
+        targets_.push_back(Target{.name = cell == "echo" ? "bulkheadd" : "multiplex",
+                                  .socket = ready->socket,
+                                  .cpu_pid = bulkheadd_->pid()});
+      }
+    }
     return Status::Ok();
   }
 
@@ -242,19 +364,22 @@ class Bench {
     const milliseconds window =
         std::max(kMinWindow, milliseconds(static_cast<int64_t>(options_.seconds * 1000.0 / slots)));
     std::printf(
-        "bulkhead-bench: %d clients x depth %d, %zu-byte payload, %d rounds x %zu targets "
-        "x %lld ms (+%d ms warmup); %s\n",
-        options_.clients, options_.depth, options_.payload_bytes, options_.rounds, targets_.size(),
-        static_cast<long long>(window.count()), options_.warmup_ms, MachineDescription().c_str());
-    std::printf("%-7s %-10s %12s %10s %10s %10s %10s\n", "round", "target", "replies/s", "p50 us",
-                "p99 us", "p999 us", "unexpected");
+        "\nbulkhead-bench: %s, %d connections x depth %d (load threads: %d), %zu-byte payload, %d "
+        "rounds x %zu targets x %lld ms (+%d ms warmup); %s\n",
+        options_.http ? "HTTP/1.1" : "frames", connections_, options_.depth,
+        std::min(options_.client_threads, connections_), options_.payload_bytes, options_.rounds,
+        targets_.size(), static_cast<long long>(window.count()), options_.warmup_ms,
+        MachineDescription().c_str());
+    PrintHeader("round");
     const std::string payload(options_.payload_bytes, 'x');
     for (int round = 0; round < options_.rounds && !g_interrupted.load(); ++round) {
       for (size_t k = 0; k < targets_.size() && !g_interrupted.load(); ++k) {
         Target& target = targets_[(k + static_cast<size_t>(round)) % targets_.size()];
         LoadOptions load;
         load.socket = target.socket;
-        load.clients = options_.clients;
+        load.protocol = options_.http ? LoadProtocol::kHttp : LoadProtocol::kFrames;
+        load.clients = connections_;
+        load.threads = options_.client_threads;
         load.depth = options_.depth;
         load.payload = payload;
         load.warmup = milliseconds(options_.warmup_ms);
@@ -262,45 +387,79 @@ class Bench {
         load.expected = target.expected;
         load.reply_timeout = kStepTimeout;
         load.interrupted = &g_interrupted;
-        const uint64_t cpu_before = CpuNs(bulkheadd_->pid());
+        const std::optional<uint64_t> cpu_before = ProcessCpuNs(target.cpu_pid);
         LoadResult result = RunClosedLoop(load);
-        target.daemon_cpu_ns += CpuNs(bulkheadd_->pid()) - cpu_before;
+        const std::optional<uint64_t> cpu_after = ProcessCpuNs(target.cpu_pid);
         if (!result.error.empty()) return Status::Error(target.name + ": " + result.error);
+        const uint64_t cpu_ns = cpu_before && cpu_after ? *cpu_after - *cpu_before : 0;
         const double rate =
             result.seconds > 0 ? static_cast<double>(result.replies) / result.seconds : 0;
         target.replies += result.replies;
         target.unexpected += result.unexpected;
         target.total_replies += result.total_replies;
         target.seconds += result.seconds;
+        target.cpu_ns += cpu_ns;
         LatencySummary latency = Summarize(result.latencies_ns);
         target.latencies_ns.insert(target.latencies_ns.end(), result.latencies_ns.begin(),
                                    result.latencies_ns.end());
-        PrintRow(std::to_string(round + 1), target, rate, latency, result.unexpected);
+        const double cpu_us = result.total_replies > 0 && target.cpu_pid > 0
+                                  ? cpu_ns / 1000.0 / static_cast<double>(result.total_replies)
+                                  : 0;
+        PrintRow(std::to_string(round + 1), target, rate, latency, cpu_us, result.unexpected);
       }
     }
     if (g_interrupted.load()) return Status::Error("interrupted");
-    return CheckCounters();
+    for (Target& target : targets_) {
+      target.latency = Summarize(target.latencies_ns);
+      target.latencies_ns.clear();
+      target.latencies_ns.shrink_to_fit();
+    }
+    return Status::Ok();
   }
 
   // bulkheadd must have answered each request exactly once: its counters for a cell equal the
   // replies the clients received from it.
   Status CheckCounters() {
-    struct Expectation {
-      const char* cell;
-      const Target& target;
-    };
-    for (const Expectation& e : {Expectation{"echo", targets_[0]}, Expectation{"hang", targets_[2]},
-                                 Expectation{"mux", targets_[3]}}) {
-      Result<CellStatus> status = bulkheadd_->Cell(e.cell);
+    if (!bulkheadd_) return Status::Ok();
+    for (const Target& target : targets_) {
+      const char* cell = target.name == "bulkheadd"   ? "echo"
+                         : target.name == "multiplex" ? "mux"
+                         : target.name == "reject"    ? "hang"
+                                                      : nullptr;
+      if (cell == nullptr) continue;
+      Result<CellStatus> status = bulkheadd_->Cell(cell);
       if (!status.ok()) return status.status();
       const uint64_t answered = status->ok + status->rejected + status->failed;
-      if (answered != e.target.total_replies) {
+      if (answered != target.total_replies) {
         return Status::Error(
-            std::string("cell ") + e.cell + ": bulkheadd counted " + std::to_string(answered) +
+            std::string("cell ") + cell + ": bulkheadd counted " + std::to_string(answered) +
             " replies (ok " + std::to_string(status->ok) + ", rejected " +
             std::to_string(status->rejected) + ", failed " + std::to_string(status->failed) +
-            "), the clients received " + std::to_string(e.target.total_replies));
+            "), the clients received " + std::to_string(target.total_replies));
       }
+    }
+    return Status::Ok();
+  }
+
+  // bulkheadd's workers never had more requests in progress than the cell's max_concurrent: the
+  // echo cell's (one request per connection) and, for frames, the mux cell's (all on one).
+  Status CheckWorkerPeak() {
+    if (!bulkheadd_) return Status::Ok();
+    Status status = CheckPeak(bulkheadd_peak_file_, "bulkheadd's worker", &worker_peak_);
+    if (status.ok() && !options_.http) {
+      status = CheckPeak(mux_peak_file_, "bulkheadd's multiplexed worker", &mux_worker_peak_);
+    }
+    return status;
+  }
+
+  Status CheckPeak(const std::string& file, const std::string& who, uint64_t* peak_out) const {
+    Result<uint64_t> peak = ReadPeak(file);
+    if (!peak.ok()) return peak.status();
+    *peak_out = *peak;
+    if (*peak > static_cast<uint64_t>(connections_)) {
+      return Status::Error(who + " had " + std::to_string(*peak) +
+                           " requests in progress at once, more than max_concurrent = " +
+                           std::to_string(connections_));
     }
     return Status::Ok();
   }
@@ -326,74 +485,139 @@ class Bench {
       holder_.reset();
       if (!opened.ok()) status = opened;
     }
+    Status stopped = haproxy_.Stop(kStopTimeout);
+    if (status.ok()) status = stopped;
     if (direct_worker_.pid() > 0) {
-      Status stopped = direct_worker_.StopExpecting(kStopTimeout, {"signal 15", "exit 0"});
+      stopped = direct_worker_.StopExpecting(kStopTimeout, {"signal 15", "exit 0"});
       if (status.ok()) status = stopped;
     }
     if (bulkheadd_ && bulkheadd_->running()) {
-      Status stopped = bulkheadd_->StopCleanly();
+      stopped = bulkheadd_->StopCleanly();
       if (status.ok()) status = stopped;
     }
     return status;
   }
 
-  // Prints the totals and the ratios; false if any reply had an unexpected status.
-  bool Report() {
-    std::printf("%-7s %-10s %12s %10s %10s %10s %10s\n", "total", "target", "replies/s", "p50 us",
-                "p99 us", "p999 us", "unexpected");
-    std::vector<LatencySummary> summaries;
-    bool clean = true;
-    for (Target& target : targets_) {
-      summaries.push_back(Summarize(target.latencies_ns));
-      PrintRow("all", target, target.rate(), summaries.back(), target.unexpected);
-      if (target.unexpected != 0 || target.replies == 0) clean = false;
-    }
-    auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-    const Target& via = targets_[0];
-    const Target& direct = targets_[1];
-    const Target& reject = targets_[2];
-    std::printf("ratio bulkheadd/direct: throughput %.2f, p50 %.2f, p99 %.2f, p999 %.2f\n",
-                ratio(via.rate(), direct.rate()), ratio(summaries[0].p50_us, summaries[1].p50_us),
-                ratio(summaries[0].p99_us, summaries[1].p99_us),
-                ratio(summaries[0].p999_us, summaries[1].p999_us));
-    std::printf("ratio multiplex/direct: throughput %.2f, p50 %.2f, p99 %.2f, p999 %.2f\n",
-                ratio(targets_[3].rate(), direct.rate()),
-                ratio(summaries[3].p50_us, summaries[1].p50_us),
-                ratio(summaries[3].p99_us, summaries[1].p99_us),
-                ratio(summaries[3].p999_us, summaries[1].p999_us));
-    std::printf("bulkheadd CPU per reply: bulkheadd %.2f us, multiplex %.2f us, reject %.2f us\n",
-                via.cpu_us_per_reply(), targets_[3].cpu_us_per_reply(), reject.cpu_us_per_reply());
-    std::printf("reject: %.0f rejections/s, %.2fx the bulkheadd echo rate, p50 %.1f us\n",
-                reject.rate(), ratio(reject.rate(), via.rate()), summaries[2].p50_us);
-    std::fflush(stdout);
-    if (!clean) std::fprintf(stderr, "bulkhead-bench: some replies had an unexpected status\n");
-    return clean;
-  }
-
-  Options options_;
+  const Options& options_;
+  const int connections_;
+  uint32_t max_queue_ = 0;
   TempDir dir_;
   std::string gates_dir_;
+  std::string bulkheadd_peak_file_;
+  std::string mux_peak_file_;
+  uint64_t worker_peak_ = 0;
+  uint64_t mux_worker_peak_ = 0;
   std::optional<BulkheaddProcess> bulkheadd_;
   UniqueFd direct_listener_;
   ChildProcess direct_worker_;
+  HaproxyProcess haproxy_;
   std::optional<ipc::Client> holder_;
-  std::vector<Target> targets_;  // bulkheadd, direct, reject, multiplex
+  // bulkheadd (unless skipped), multiplex and reject (frames), direct, haproxy (if any)
+  std::vector<Target> targets_;
 };
 
+// "ratio NAME/direct: ..." for a bulkheadd target against the direct worker.
+void PrintRatioToDirect(const char* name, const Target& t, const Target& direct) {
+  std::printf("ratio %s/direct: throughput %.2f, p50 %.2f, p99 %.2f, p999 %.2f\n", name,
+              Ratio(t.rate(), direct.rate()), Ratio(t.latency.p50_us, direct.latency.p50_us),
+              Ratio(t.latency.p99_us, direct.latency.p99_us),
+              Ratio(t.latency.p999_us, direct.latency.p999_us));
+}
+
+// "ratio NAME/haproxy: ..." for a bulkheadd target against HAProxy, CPU per request included.
+void PrintRatioToHaproxy(const char* name, const Target& t, const Target& haproxy) {
+  std::printf("ratio %s/haproxy: throughput %.2f, p50 %.2f, p99 %.2f, cpu per request %.2f\n", name,
+              Ratio(t.rate(), haproxy.rate()), Ratio(t.latency.p50_us, haproxy.latency.p50_us),
+              Ratio(t.latency.p99_us, haproxy.latency.p99_us),
+              Ratio(t.cpu_us_per_reply(), haproxy.cpu_us_per_reply()));
+}
+
+// The totals and ratios of one connection count; false if any reply had an unexpected status.
+bool ReportStage(const StageResult& stage) {
+  PrintHeader("total");
+  bool clean = true;
+  for (const Target& target : stage.targets) {
+    PrintRow("all", target, target.rate(), target.latency, target.cpu_us_per_reply(),
+             target.unexpected);
+    if (target.unexpected != 0 || target.replies == 0) clean = false;
+  }
+  const Target* via = stage.Find("bulkheadd");
+  const Target* direct = stage.Find("direct");
+  const Target* haproxy = stage.Find("haproxy");
+  const Target* reject = stage.Find("reject");
+  const Target* mux = stage.Find("multiplex");
+  if (via && direct) PrintRatioToDirect("bulkheadd", *via, *direct);
+  if (via && haproxy) PrintRatioToHaproxy("bulkheadd", *via, *haproxy);
+  if (mux && direct) PrintRatioToDirect("multiplex", *mux, *direct);
+  if (mux && haproxy) PrintRatioToHaproxy("multiplex", *mux, *haproxy);
+  if (via && reject) {
+    std::printf("reject: %.0f rejections/s, %.2fx the bulkheadd echo rate, p50 %.1f us\n",
+                reject->rate(), Ratio(reject->rate(), via->rate()), reject->latency.p50_us);
+  }
+  if (via) {
+    std::printf("bulkheadd's worker: at most %llu requests in progress (max_concurrent %u)\n",
+                static_cast<unsigned long long>(stage.worker_peak), stage.max_concurrent);
+  }
+  if (mux) {
+    std::printf(
+        "bulkheadd's multiplexed worker: at most %llu requests in progress "
+        "(max_concurrent %u)\n",
+        static_cast<unsigned long long>(stage.mux_worker_peak), stage.max_concurrent);
+  }
+  std::fflush(stdout);
+  return clean;
+}
+
+// One line per connection count: the figures to compare across runs.
+void ReportSummary(const Options& options, const std::vector<StageResult>& stages) {
+  std::printf("\nsummary (%s, depth %d, %zu-byte payload): replies/s, p99 us, cpu us/req\n",
+              options.http ? "HTTP/1.1" : "frames", options.depth, options.payload_bytes);
+  std::printf("%5s %10s %10s %10s %8s %8s %8s %8s %8s %9s %9s %10s %9s\n", "conns", "direct",
+              "haproxy", "bulkheadd", "bh/hap", "p99 dir", "p99 hap", "p99 bh", "cpu hap", "cpu bh",
+              "cpu bh/hap", "multiplex", "cpu mux");
+  for (const StageResult& stage : stages) {
+    const Target none;
+    const Target* direct = stage.Find("direct");
+    const Target* haproxy = stage.Find("haproxy");
+    const Target* via = stage.Find("bulkheadd");
+    const Target* mux = stage.Find("multiplex");  // frames only
+    if (!direct) direct = &none;
+    if (!haproxy) haproxy = &none;
+    if (!via) via = &none;
+    if (!mux) mux = &none;
+    std::printf("%5d %10.0f %10.0f %10.0f %8.2f %8.1f %8.1f %8.1f %8.2f %9.2f %9.2f %10.0f %9.2f\n",
+                stage.connections, direct->rate(), haproxy->rate(), via->rate(),
+                Ratio(via->rate(), haproxy->rate()), direct->latency.p99_us,
+                haproxy->latency.p99_us, via->latency.p99_us, haproxy->cpu_us_per_reply(),
+                via->cpu_us_per_reply(),
+                Ratio(via->cpu_us_per_reply(), haproxy->cpu_us_per_reply()), mux->rate(),
+                mux->cpu_us_per_reply());
+  }
+  std::fflush(stdout);
+}
+
 int Main(int argc, char** argv) {
-  CLI::App app{"bulkhead-bench: bulkheadd vs a direct worker, and the rejection path"};
+  CLI::App app{"bulkhead-bench: bulkheadd vs a direct worker and HAProxy, and the rejection path"};
   Options options;
   options.bin_dir = proc::BuildDirOfThisProgram();
-  app.add_option("--bin-dir", options.bin_dir, "build directory holding supervisor/ and examples/")
+  if (::access(kDebianHaproxy, X_OK) == 0) options.haproxy = kDebianHaproxy;
+  app.add_option("--bin-dir", options.bin_dir,
+                 "build directory holding supervisor/, examples/ and bench/")
       ->capture_default_str();
-  app.add_option("--seconds", options.seconds, "measuring time of the whole run")
+  app.add_option("--seconds", options.seconds,
+                 "measuring time per connection count, split over rounds and targets")
       ->check(CLI::Range(0.01, 600.0))
       ->capture_default_str();
-  app.add_option("--clients", options.clients, "client threads, one connection each")
+  app.add_option("--connections", options.connections, "connection counts, each a separate stage")
+      ->delimiter(',')
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--depth", options.depth, "requests in flight per connection (pipelining)")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--client-threads", options.client_threads,
+                 "load generator threads (epoll), sharing the connections")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--payload", options.payload_bytes, "request payload, bytes")
       ->check(CLI::Range(size_t{0}, size_t{1} << 20))
@@ -404,6 +628,11 @@ int Main(int argc, char** argv) {
   app.add_option("--warmup-ms", options.warmup_ms, "unmeasured start of each round")
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
+  app.add_option("--haproxy", options.haproxy,
+                 "haproxy binary measured as a peer; empty: no HAProxy target")
+      ->capture_default_str();
+  app.add_flag("--http", options.http,
+               "HTTP/1.1 instead of frames: a protocol = \"http\" cell, HAProxy in mode http");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -416,13 +645,32 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "bulkhead-bench: --bin-dir: %s\n", error.message().c_str());
     return kExitUsage;
   }
+  if (options.haproxy.empty()) {
+    std::printf("haproxy: not measured (no %s; scripts/install-bench-deps.sh installs it)\n",
+                kDebianHaproxy);
+  }
   // Stop early and clean up on Ctrl-C (clients use MSG_NOSIGNAL, so SIGPIPE needs no handling).
   struct sigaction action {};
   action.sa_handler = OnStopSignal;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
-  return Bench(std::move(options)).Run();
+
+  std::vector<StageResult> stages;
+  bool clean = true;
+  for (int connections : options.connections) {
+    Result<StageResult> stage = Stage(options, connections).Run();
+    if (!stage.ok()) {
+      std::fprintf(stderr, "bulkhead-bench: %d connections: %s\n", connections,
+                   stage.status().message().c_str());
+      return kExitFailure;
+    }
+    if (!ReportStage(*stage)) clean = false;
+    stages.push_back(std::move(stage).value());
+  }
+  ReportSummary(options, stages);
+  if (!clean) std::fprintf(stderr, "bulkhead-bench: some replies had an unexpected status\n");
+  return clean ? kExitOk : kExitFailure;
 }
 
 }  // namespace

@@ -33,7 +33,10 @@ constexpr int64_t kMaxStartLimitBurst = 1000;
 constexpr uint64_t kFrameHeaderBytes = 16;
 // In the order of RestartMode and ReadyMode.
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
-constexpr std::array<std::string_view, 2> kReadyModes = {"exec", "notify"};
+constexpr std::array<std::string_view, 3> kReadyModes = {"exec", "notify", "http:/PATH"};
+// ready = "http:/PATH" (ReadyMode::kHttp).
+constexpr std::string_view kHttpReadyPrefix = "http:";
+constexpr std::array<std::string_view, 2> kProtocols = {"frames", "http"};
 // In the order of WorkerConnections.
 constexpr std::array<std::string_view, 2> kWorkerConnectionModes = {"one-per-request", "multiplex"};
 // In the order of OutputMode.
@@ -166,6 +169,36 @@ bool ParseEnvironment(ValueReader& reader, const toml::node& node, const std::st
   return ok;
 }
 
+// `ready`: "exec", "notify", or "http:/PATH" with PATH an origin-form request target.
+bool ParseReady(ValueReader& reader, const toml::node& node, const std::string& path,
+                CellConfig& cell) {
+  const std::optional<std::string> text = node.value_exact<std::string>();
+  if (!text || !text->starts_with(kHttpReadyPrefix)) {
+    // kReadyModes ends with "http:/PATH" for the message: a text that matched it went above.
+    auto mode = reader.ExpectChoice(node, path, kReadyModes);
+    if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+    return mode.has_value();
+  }
+  const std::string target = text->substr(kHttpReadyPrefix.size());
+  std::string problem;
+  if (target.empty() || target.front() != '/') {
+    problem = "the path after \"http:\" must start with '/'";
+  } else if (std::any_of(target.begin(), target.end(),
+                         [](unsigned char c) { return c <= ' ' || c >= 0x7f; })) {
+    problem =
+        "the path after \"http:\" must be visible ASCII, without spaces (percent-encode "
+        "the rest)";
+  }
+  if (!problem.empty()) {
+    reader.AddError(At(node.source()), path,
+                    problem + ", as in \"http:/healthz\"; got " + Quoted(*text));
+    return false;
+  }
+  cell.ready = ReadyMode::kHttp;
+  cell.ready_http_path = target;
+  return true;
+}
+
 // `listen`: an array of TCP addresses "HOST:PORT" (config/listen_address.h). Each is recorded in
 // `sockets` for the overlap check across the file.
 bool ParseListen(ValueReader& reader, const toml::node& node, const std::string& path,
@@ -206,6 +239,18 @@ bool ParseListen(ValueReader& reader, const toml::node& node, const std::string&
 
 }  // namespace
 
+std::string ReadyText(const CellConfig& cell) {
+  switch (cell.ready) {
+    case ReadyMode::kExec:
+      return "exec";
+    case ReadyMode::kNotify:
+      return "notify";
+    case ReadyMode::kHttp:
+      return std::string(kHttpReadyPrefix) + cell.ready_http_path;
+  }
+  return "?";
+}
+
 std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node& node,
                                          const SupervisorConfig& supervisor, ValueReader& reader,
                                          SocketChecks& sockets) {
@@ -231,6 +276,8 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   std::vector<SourcePosition> command_at;
   SourcePosition request_timeout_at;
   SourcePosition stall_timeout_at;
+  // Where worker_connections = "multiplex" was written, checked against protocol below.
+  std::optional<SourcePosition> multiplex_at;
   bool max_unsent_given = false;
   std::optional<SocketUse> explicit_socket;
   // For the restart_max_delay >= restart_delay check: the durations as written, and where.
@@ -319,6 +366,12 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           if (timeout) cell.client_write_timeout = *timeout;
           break;
         }
+        case CellKeyId::kHeaderTimeout: {
+          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
+          key_ok = timeout.has_value();
+          if (timeout) cell.header_timeout = *timeout;
+          break;
+        }
         case CellKeyId::kQueueTimeout: {
           auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/false);
           key_ok = timeout.has_value();
@@ -383,16 +436,23 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           stall_timeout_at = At(value->source());
           break;
         }
+        case CellKeyId::kProtocol: {
+          auto protocol = reader.ExpectChoice(*value, key_path, kProtocols);
+          key_ok = protocol.has_value();
+          if (protocol) cell.protocol = static_cast<Protocol>(*protocol);
+          break;
+        }
         case CellKeyId::kReady: {
-          auto mode = reader.ExpectChoice(*value, key_path, kReadyModes);
-          key_ok = mode.has_value();
-          if (mode) cell.ready = static_cast<ReadyMode>(*mode);
+          key_ok = ParseReady(reader, *value, key_path, cell);
           break;
         }
         case CellKeyId::kWorkerConnections: {
           auto mode = reader.ExpectChoice(*value, key_path, kWorkerConnectionModes);
           key_ok = mode.has_value();
           if (mode) cell.worker_connections = static_cast<WorkerConnections>(*mode);
+          if (cell.worker_connections == WorkerConnections::kMultiplex) {
+            multiplex_at = At(value->source());
+          }
           break;
         }
         case CellKeyId::kStartTimeout: {
@@ -517,6 +577,17 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
                     "must be at least restart_delay (" + Quoted(restart_delay_text) +
                         (restart_delay_given ? "" : ", the default") + "), got " +
                         Quoted(max_delay_written->second));
+    ok = false;
+  }
+
+  // A multiplexed link tags each request with its request_id; HTTP/1.1 has no such tag and
+  // answers strictly in order on a connection, so an HTTP cell keeps one request per link.
+  if (multiplex_at && cell.protocol == Protocol::kHttp) {
+    reader.AddError(
+        *multiplex_at, JoinKey(path, "worker_connections"),
+        "\"multiplex\" needs protocol = \"frames\": HTTP/1.1 cannot multiplex "
+        "requests on one connection; leave out worker_connections (\"one-per-request\") "
+        "for an HTTP cell");
     ok = false;
   }
 

@@ -35,10 +35,17 @@ enum class RestartMode {
   kNever,      // "never": only by `bulkheadctl start` / `restart`
 };
 
+// `protocol`: what the cell speaks on both hops (docs/http.md).
+enum class Protocol {
+  kFrames,  // "frames": bulkhead's frame protocol (docs/protocol.md)
+  kHttp,    // "http": HTTP/1.1 from clients and to the worker (docs/http.md)
+};
+
 // `ready`: when a started worker may take requests.
 enum class ReadyMode {
   kExec,    // "exec": as soon as exec succeeded
   kNotify,  // "notify": once it sent READY=1 to $NOTIFY_SOCKET (sd_notify(3))
+  kHttp,    // "http:/PATH": once GET PATH on a connection to the worker socket answers 2xx
 };
 
 // `worker_connections`: how the supervisor carries requests to the worker (docs/protocol.md,
@@ -110,6 +117,9 @@ struct CellConfig {
   // The worker's argv, non-empty. command[0] is a path (absolute once resolved) if it contains a
   // '/', else a program name searched in $PATH at exec time.
   std::vector<std::string> command;
+  // What the cell speaks to its clients and its worker. Set when the front socket is bound: a
+  // reload that changes it is refused.
+  Protocol protocol = Protocol::kFrames;
   // The client-facing Unix socket. Default <runtime_dir>/NAME.sock.
   std::string socket;
   // `listen`: client-facing TCP addresses, in file order, each bound beside `socket` (IPv6 ones
@@ -137,6 +147,10 @@ struct CellConfig {
   // A client with replies waiting that accepts no byte of them for this long is closed (HAProxy's
   // `timeout client`, nginx's send_timeout). >= 0, at most 24h; 0 = off.
   std::chrono::milliseconds client_write_timeout{30'000};
+  // protocol = "http": a client connection must complete a request's head within this long from
+  // its start or the end of the previous answer (slowloris; an idle keep-alive connection is closed
+  // after it too), as HAProxy's `timeout http-request`. >= 0, at most 24h; 0 = off.
+  std::chrono::milliseconds header_timeout{10'000};
   // Longest time a request waits in the queue before it is refused. > 0, at most 24h.
   std::chrono::milliseconds queue_timeout{1000};
   // When a worker that ended is started again.
@@ -162,9 +176,15 @@ struct CellConfig {
   // When a started worker may take requests.
   ReadyMode ready = ReadyMode::kExec;
   // How requests reach the worker; the worker learns it from $BULKHEAD_WORKER_CONNECTIONS.
+  // kMultiplex only with Protocol::kFrames (HTTP/1.1 cannot multiplex; refused by the parser).
   WorkerConnections worker_connections = WorkerConnections::kOnePerRequest;
-  // With ready = "notify": a worker that has not sent READY=1 this long after its spawn is stopped
-  // and its start counts as failed (systemd.service(5) TimeoutStartSec=). >= 0, at most 24h; 0
+  // With ready = "http:/PATH": PATH, the request target of the worker's HTTP probe (readiness, and
+  // liveness with stall_timeout; lifecycle/http_probe.h). Starts with '/', then visible ASCII
+  // only (RFC 9112 origin-form). Empty for the other modes.
+  std::string ready_http_path;
+  // With ready = "notify" (or "http:/PATH"): a worker that has not sent READY=1 (or answered the
+  // probe 2xx) this long after its spawn is stopped and its start counts as failed
+  // (systemd.service(5) TimeoutStartSec=). >= 0, at most 24h; 0
   // (written "0s" or "infinity") = wait forever.
   std::chrono::milliseconds start_timeout{90'000};
   // Longest gap between two WATCHDOG=1 from the worker (sd_notify(3)), passed to it as
@@ -292,6 +312,9 @@ struct SupervisorConfig {
   // Every field: a reload refuses a change of any key but log_level (control/reload_plan.h).
   bool operator==(const SupervisorConfig&) const = default;
 };
+
+// `ready` as written: "exec", "notify" or "http:/PATH".
+std::string ReadyText(const CellConfig& cell);
 
 struct Config {
   // The path the config was read from, as given.

@@ -38,6 +38,8 @@ using R = CellReload;
 
 constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::command>(K::kCommand, "command", R::kRestart),
+    // The front connections and worker links are made for it when the cell is added.
+    Cell<&C::protocol>(K::kProtocol, "protocol", R::kRefused),
     Cell<&C::max_concurrent>(K::kMaxConcurrent, "max_concurrent", R::kAdmission),
     Cell<&C::max_queue>(K::kMaxQueue, "max_queue", R::kAdmission),
     Cell<&C::queue_timeout>(K::kQueueTimeout, "queue_timeout", R::kAdmission),
@@ -46,6 +48,8 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
     // Read at each reply and each client_write_timeout tick.
     Cell<&C::max_unsent_bytes>(K::kMaxUnsentBytes, "max_unsent_bytes", R::kAdmission),
     Cell<&C::client_write_timeout>(K::kClientWriteTimeout, "client_write_timeout", R::kAdmission),
+    // Read at each accept: connections opened after a reload get the new one.
+    Cell<&C::header_timeout>(K::kHeaderTimeout, "header_timeout", R::kAdmission),
     Cell<&C::restart>(K::kRestart, "restart", R::kPolicy),
     Cell<&C::restart_delay>(K::kRestartDelay, "restart_delay", R::kPolicy),
     Cell<&C::restart_max_delay>(K::kRestartMaxDelay, "restart_max_delay", R::kPolicy),
@@ -54,7 +58,7 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::start_limit_interval>(K::kStartLimitInterval, "start_limit_interval", R::kPolicy),
     Cell<&C::request_timeout>(K::kRequestTimeout, "request_timeout", R::kPolicy),
     Cell<&C::stall_timeout>(K::kStallTimeout, "stall_timeout", R::kPolicy),
-    Cell<&C::ready>(K::kReady, "ready", R::kRestart),
+    Cell<&C::ready, &C::ready_http_path>(K::kReady, "ready", R::kRestart),
     // Told to the worker in its environment at spawn: the next worker gets it.
     Cell<&C::worker_connections>(K::kWorkerConnections, "worker_connections", R::kRestart),
     // Read when the next worker is spawned; a start under way keeps the timeout it began with.

@@ -27,12 +27,14 @@ enum class CellReload {
 // One id per key of [cells.NAME], in the order of kCellKeys.
 enum class CellKeyId {
   kCommand,
+  kProtocol,
   kMaxConcurrent,
   kMaxQueue,
   kQueueTimeout,
   kMaxConnections,
   kMaxUnsentBytes,
   kClientWriteTimeout,
+  kHeaderTimeout,
   kRestart,
   kRestartDelay,
   kRestartMaxDelay,

@@ -145,6 +145,12 @@ ReloadPlan PlanReload(const config::Config& current, const config::Config& next)
           "cannot change by reload; remove the cell (reload), then add it back "
           "with the new addresses (reload), or restart bulkheadd");
     }
+    if (a->protocol != b.protocol) {
+      plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +
+                            ".protocol: a running cell's protocol cannot change by reload (its "
+                            "clients and worker speak it); remove the cell (reload), then add it "
+                            "back with the new protocol (reload)");
+    }
     // The front socket file's mode and group are set when it is bound, which a reload does not do.
     if (a->socket_mode != b.socket_mode || a->socket_group != b.socket_group) {
       plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +

@@ -25,7 +25,7 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"start_limit_interval_ms", ms(c.start_limit_interval)},
       {"request_timeout_ms", ms(c.request_timeout)},
       {"stall_timeout_ms", ms(c.stall_timeout)},
-      {"ready", c.ready == config::ReadyMode::kNotify ? "notify" : "exec"},
+      {"ready", config::ReadyText(c)},
       {"worker_connections", c.worker_connections == config::WorkerConnections::kMultiplex
                                  ? "multiplex"
                                  : "one-per-request"},

@@ -23,6 +23,8 @@ std::string_view ReasonPhrase(int status_code) {
       return "Continue";
     case 400:
       return "Bad Request";
+    case 408:
+      return "Request Timeout";
     case 413:
       return "Content Too Large";
     case 417:
@@ -90,6 +92,9 @@ LocalReply BadRequestReply(const Error& error, std::string_view cell) {
   switch (error.status) {
     case 413:
       reply.reason = "too_large";
+      break;
+    case 408:
+      reply.reason = "header_timeout";
       break;
     case 417:
       reply.reason = "expectation_failed";

@@ -8,6 +8,7 @@
 //   FAILED worker_died, oom_killed, worker_error  502 (the worker gave no complete response)
 //   FAILED timeout, stalled                     504
 //   a request refused by the parser             its own status (400, 413, 417, 431, 501)
+//   no complete request head in header_timeout 408, then the connection is closed
 //
 // Every such answer carries `Bulkhead-Outcome: <status>; reason=<reason>; cell=<cell>`, with
 // `running=N; queued=M` for a rejection (as Envoy marks its local replies with
@@ -56,7 +57,8 @@ LocalReply FailureReply(ipc::Reason reason, std::string_view cell, std::string_v
 
 // A request the parser refused (RequestParser::Error): its status, outcome "bad_request" with a
 // token for the reason ("malformed", "too_large", "head_too_large", "expectation_failed",
-// "not_implemented"), the parser's words in the body, and the connection closed after it.
+// "not_implemented", "header_timeout" for 408), the parser's words in the body, and the connection
+// closed after it.
 LocalReply BadRequestReply(const Error& error, std::string_view cell);
 
 // The bytes of `reply`: status line, headers, body. HTTP/1.1 whatever the request's version

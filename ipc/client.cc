@@ -13,7 +13,7 @@
 
 namespace bulkhead::ipc {
 
-Result<Client> Client::Connect(const std::string& socket_path, uint32_t max_payload) {
+Result<UniqueFd> ConnectUnix(const std::string& socket_path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.empty() || socket_path.size() >= sizeof(addr.sun_path)) {
@@ -30,7 +30,13 @@ Result<Client> Client::Connect(const std::string& socket_path, uint32_t max_payl
     rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) return Status::FromErrno("connect " + socket_path);
-  return Client(std::move(fd), socket_path, max_payload);
+  return fd;
+}
+
+Result<Client> Client::Connect(const std::string& socket_path, uint32_t max_payload) {
+  Result<UniqueFd> fd = ConnectUnix(socket_path);
+  if (!fd.ok()) return fd.status();
+  return Client(std::move(fd).value(), socket_path, max_payload);
 }
 
 Client Client::FromFd(UniqueFd fd, std::string peer, uint32_t max_payload) {

@@ -15,6 +15,11 @@
 
 namespace bulkhead::ipc {
 
+// Connects a SOCK_STREAM | SOCK_CLOEXEC Unix socket to `socket_path`, blocking (connect(2) is
+// retried on EINTR). Errors as Client::Connect's. For clients that speak something else than frames
+// on the socket (the bench's HTTP load).
+Result<UniqueFd> ConnectUnix(const std::string& socket_path);
+
 class Client {
  public:
   // Connects a SOCK_STREAM | SOCK_CLOEXEC Unix socket to `socket_path`. Replies with a payload over

@@ -214,7 +214,7 @@ const char* Lifecycle::ReplyText(Reply reply) {
 }
 
 Lifecycle::Lifecycle(Options options, const Clock* clock, cell::RestartPolicy::Jitter jitter)
-    : options_(options), clock_(clock), policy_(options.restart, std::move(jitter)) {
+    : options_(std::move(options)), clock_(clock), policy_(options_.restart, std::move(jitter)) {
   BH_CHECK(clock_ != nullptr);
   now_ms_ = clock_->NowMs();
   since_ms_ = now_ms_;
@@ -280,7 +280,7 @@ std::string Lifecycle::StateDetail() const {
              "); requests are refused until bulkheadctl start";
     case State::kStarting: {
       if (spawn_pending_) return "starting; " + waiting;
-      std::string detail = "starting for " + in_state + ", waiting for READY=1 (";
+      std::string detail = "starting for " + in_state + ", waiting for " + ReadyWhat() + " (";
       detail += options_.start_timeout_ms > 0
                     ? "start_timeout " + Seconds(options_.start_timeout_ms)
                     : std::string("no start_timeout");
@@ -446,6 +446,11 @@ void Lifecycle::ApplyPolicy(bool clean, const std::string& log_prefix, Transitio
   }
 }
 
+std::string Lifecycle::ReadyWhat() const {
+  if (options_.ready == config::ReadyMode::kHttp) return "2xx to GET " + options_.ready_http_path;
+  return "READY=1";
+}
+
 std::string Lifecycle::StalledText(const Event& e) const {
   if (e.type == EventType::kWatchdogMissed) {
     return "watchdog timeout: no WATCHDOG=1 within " + Ms(options_.watchdog_ms);
@@ -542,9 +547,9 @@ void Lifecycle::OnSpawned(const Event& e, Transition& t) {
     Add(t, ActionType::kArmStartTimer);
     t.actions.back().ms = options_.start_timeout_ms;
     Log(t, LogLevel::kInfo,
-        "worker started; waiting up to " + Ms(options_.start_timeout_ms) + " for READY=1");
+        "worker started; waiting up to " + Ms(options_.start_timeout_ms) + " for " + ReadyWhat());
   } else {
-    Log(t, LogLevel::kInfo, "worker started; waiting for READY=1");
+    Log(t, LogLevel::kInfo, "worker started; waiting for " + ReadyWhat());
   }
 }
 
@@ -563,7 +568,7 @@ void Lifecycle::OnSpawnFailed(const Event& e, Transition& t) {
 void Lifecycle::OnReady(const Event& e, Transition& t) {
   Enter(State::kRunning);
   Add(t, ActionType::kOpenAdmission);
-  Log(t, LogLevel::kInfo, "worker ready (READY=1)");
+  Log(t, LogLevel::kInfo, "worker ready (" + (e.text.empty() ? "READY=1" : e.text) + ")");
 }
 
 void Lifecycle::OnWatchdogPing(const Event& e, Transition& t) {
@@ -679,8 +684,8 @@ void Lifecycle::KillStalledWhileStopping(const Event& e, Transition& t) {
 void Lifecycle::StopUnready(const Event& e, Transition& t) {
   // systemd.service(5) TimeoutStartSec=: the worker is stopped as on a restart, then its end goes
   // through the restart policy as a failed start (never clean, whatever its exit status).
-  std::string why =
-      "start timeout: no READY=1 within " + Ms(now_ms_ - worker_started_at_ms_) + " of the start";
+  std::string why = "start timeout: no " + ReadyWhat() + " within " +
+                    Ms(now_ms_ - worker_started_at_ms_) + " of the start";
   after_stop_ = AfterStop::kPolicy;
   BeginStop(/*in_flight=*/0, /*refuse=*/false, t);
   Log(t, LogLevel::kWarning, why + "; stopping worker (" + SignalText(options_.stop_signal) + ")");
@@ -723,6 +728,7 @@ Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_con
   options.restart.start_limit_interval_ms =
       static_cast<uint64_t>(cell_config.start_limit_interval.count());
   options.ready = cell_config.ready;
+  options.ready_http_path = cell_config.ready_http_path;
   options.watchdog_ms = static_cast<uint64_t>(cell_config.watchdog.count());
   options.stop_signal = cell_config.stop_signal;
   options.stop_timeout_ms = static_cast<uint64_t>(cell_config.stop_timeout.count());

@@ -27,7 +27,8 @@ namespace bulkhead::lifecycle {
 // States, events and actions
 // --------------------------
 // stopped   No worker; new requests are refused (REJECTED unavailable). Initial state.
-// starting  A spawn is pending, or the worker runs but has not sent READY=1 yet (ready = "notify").
+// starting  A spawn is pending, or the worker runs but has not sent READY=1 yet (ready = "notify"),
+//           or its HTTP probe has not answered 2xx yet (ready = "http:/PATH").
 //           Admission is closed: new requests queue (Bulkhead semantics) until the worker is ready.
 //           A worker not ready within start_timeout is stopped as on a restart (stop_signal, then
 //           SIGKILL after stop_timeout) and its start counts as failed: the restart policy decides
@@ -64,6 +65,8 @@ class Lifecycle {
   struct Options {
     cell::RestartPolicy::Options restart;
     config::ReadyMode ready = config::ReadyMode::kExec;
+    // With ready = kHttp: the probe's path ("/healthz"), for log lines and StateDetail.
+    std::string ready_http_path;
     // Longest gap between two WATCHDOG=1 (sd_notify(3)), from the spawn on; 0: no watchdog.
     uint64_t watchdog_ms = 0;
     // Sent to stop the worker (systemd.kill(5) KillSignal=); who gets it is the cell's kill_mode.
@@ -76,7 +79,8 @@ class Lifecycle {
     uint64_t queue_timeout_ms = 1000;
     // The cell's max_queue: with 0, no request waits for a worker (StateDetail says so).
     uint32_t max_queue = 0;
-    // Longest wait for READY=1 after the spawn (ready = "notify"); 0: wait forever.
+    // Longest wait for READY=1 (ready = "notify") or a 2xx probe (ready = "http:/PATH") after the
+    // spawn; 0: wait forever.
     uint64_t start_timeout_ms = 90'000;
   };
 
@@ -87,7 +91,7 @@ class Lifecycle {
       kStopRequested,     // `bulkheadctl stop`, or supervisor shutdown
       kSpawned,           // answer to Spawn: the worker exec'd
       kSpawnFailed,       // answer to Spawn: fork or exec failed; `text` = the error
-      kReady,             // READY=1 from the worker
+      kReady,             // READY=1 from the worker, or its HTTP probe answered 2xx; `text` = which
       kWatchdogPing,      // WATCHDOG=1 from the worker
       kDrained,           // the cell's last in-flight request finished (running fell to 0)
       kExited,            // the worker was reaped
@@ -128,7 +132,12 @@ class Lifecycle {
       e.text = std::move(error);
       return e;
     }
-    static Event Ready() { return Of(Type::kReady); }
+    // `what` made the worker ready, for the log line: "READY=1", "GET /healthz answered 200".
+    static Event Ready(std::string what = "READY=1") {
+      Event e = Of(Type::kReady);
+      e.text = std::move(what);
+      return e;
+    }
     static Event WatchdogPing() { return Of(Type::kWatchdogPing); }
     static Event Drained() { return Of(Type::kDrained); }
     static Event Exited(int wait_status, std::string description, bool oom_killed = false) {
@@ -337,6 +346,8 @@ class Lifecycle {
   void RecordExit(const Event& e);
   void ApplyPolicy(bool clean, const std::string& log_prefix, Transition& t);
   std::string StalledText(const Event& e) const;
+  // What readiness waits for: "READY=1", or "2xx to GET /healthz".
+  std::string ReadyWhat() const;
   static void Add(Transition& t, Action::Type type);
   static void Log(Transition& t, LogLevel level, std::string line);
 

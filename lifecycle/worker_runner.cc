@@ -27,6 +27,15 @@ using Action = Lifecycle::Action;
 
 // How often an emptying cgroup is polled after cgroup.kill, in ms.
 constexpr uint64_t kTeardownPollMs = 5;
+// The HTTP probe (ready = "http:/PATH"): how often a starting worker is probed, and how long one
+// attempt may take before it counts as unanswered and the next one starts (Kubernetes'
+// timeoutSeconds default). ms.
+constexpr uint64_t kReadyProbeIntervalMs = 150;
+constexpr uint64_t kProbeAttemptTimeoutMs = 1000;
+// A running worker is probed every quarter of stall_timeout, within these bounds (ms).
+uint64_t LivenessProbeIntervalMs(const config::CellConfig& config) {
+  return std::clamp<uint64_t>(static_cast<uint64_t>(config.stall_timeout.count()) / 4, 100, 10'000);
+}
 // The worker socket's backlog: every link the data path may open at once (max_concurrent), and
 // never less than 128.
 int WorkerBacklog(const config::CellConfig& config) {
@@ -49,9 +58,10 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompa
       notify_(loop, [this](pid_t sender,
                            const cell::NotifyMessage& message) { OnNotify(sender, message); }),
       output_(loop, config_),
-      oom_watch_(loop, &config_.name, [this] { return pid_; }) {
-  for (uv_timer_t* timer :
-       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_, &start_timer_}) {
+      oom_watch_(loop, &config_.name, [this] { return pid_; }),
+      probe_(loop) {
+  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_,
+                            &start_timer_, &probe_timer_}) {
     uv_timer_init(loop_, timer);
     timer->data = this;
     ++open_handles_;
@@ -187,7 +197,13 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
         uv_timer_start(
             &start_timer_,
             [](uv_timer_t* timer) {
-              static_cast<WorkerRunner*>(timer->data)->Handle(Event::StartTimeout());
+              auto* self = static_cast<WorkerRunner*>(timer->data);
+              if (self->probe_mode_ == ProbeMode::kReadiness && !self->probe_answer_.empty()) {
+                Log(LogLevel::kWarning, self->name(), self->pid_,
+                    "health probe GET " + self->config_.ready_http_path + ": last answer " +
+                        self->probe_answer_);
+              }
+              self->Handle(Event::StartTimeout());
             },
             a.ms, 0);
         break;
@@ -211,6 +227,7 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
 }
 
 void WorkerRunner::NoteState() {
+  UpdateProbe();
   if (lifecycle_.state() == observed_state_) return;
   observed_state_ = lifecycle_.state();
   if (state_observer_) state_observer_();
@@ -351,6 +368,7 @@ void WorkerRunner::OnWorkerExit(int wait_status) {
   // to survive (cell::OomKillTracker). The last look is taken while pid_ still names the worker.
   const bool oom_killed = oom_watch_.WorkerDied(wait_status);
   pid_ = 0;
+  UpdateProbe();
   // Its last words first: they often tell why it ended.
   output_.WorkerExited();
   std::string description = cell::DescribeWaitStatus(wait_status);
@@ -480,9 +498,92 @@ void WorkerRunner::OnWatchdogTimer(uv_timer_t* timer) {
 }
 
 void WorkerRunner::OnAfterPoll() {
-  if (!std::exchange(watchdog_verdict_, false)) return;
   // A WATCHDOG=1 read by the poll re-armed the watchdog: the miss did not happen.
-  if (watchdog_arms_ == watchdog_verdict_arms_) Handle(Event::WatchdogMissed());
+  if (std::exchange(watchdog_verdict_, false) && watchdog_arms_ == watchdog_verdict_arms_) {
+    Handle(Event::WatchdogMissed());
+  }
+  // A 2xx read by the poll moved probe_healthy_ms_: the silence did not last stall_timeout.
+  const uint64_t stall_ms = static_cast<uint64_t>(config_.stall_timeout.count());
+  if (std::exchange(probe_verdict_, false) && probe_mode_ == ProbeMode::kLiveness &&
+      Now() - probe_healthy_ms_ >= stall_ms) {
+    const uint64_t now = Now();
+    std::string last = "last answer: " + (probe_answer_.empty() ? "none" : probe_answer_);
+    if (probe_.busy()) {
+      last = "the probe sent " + std::to_string(now - probe_started_ms_) +
+             " ms ago is unanswered; " + last;
+    }
+    Handle(Event::Stalled("health probe GET " + config_.ready_http_path + ": no 2xx for " +
+                          std::to_string(now - probe_healthy_ms_) + " ms (" + last + ")"));
+  }
+}
+
+// --- HTTP probe (ready = "http:/PATH"). ---
+
+void WorkerRunner::UpdateProbe() {
+  ProbeMode want = ProbeMode::kOff;
+  if (config_.ready == config::ReadyMode::kHttp && pid_ != 0) {
+    if (lifecycle_.state() == Lifecycle::State::kStarting) {
+      want = ProbeMode::kReadiness;
+    } else if (lifecycle_.state() == Lifecycle::State::kRunning &&
+               config_.stall_timeout.count() > 0) {
+      want = ProbeMode::kLiveness;
+    }
+  }
+  const uint64_t interval =
+      want == ProbeMode::kReadiness ? kReadyProbeIntervalMs : LivenessProbeIntervalMs(config_);
+  if (want == probe_mode_ && (want == ProbeMode::kOff || interval == probe_interval_ms_)) return;
+  const bool mode_changed = want != probe_mode_;
+  probe_mode_ = want;
+  probe_verdict_ = false;
+  if (want == ProbeMode::kOff) {
+    uv_timer_stop(&probe_timer_);
+    probe_.Cancel();
+    probe_answer_.clear();
+    return;
+  }
+  // Liveness counts from the readiness (or the reload that turned it on).
+  if (mode_changed) probe_healthy_ms_ = Now();
+  probe_interval_ms_ = interval;
+  // A starting worker is probed at once: the connection waits in the worker socket's backlog
+  // until the worker accepts it, and the answer comes as soon as it serves.
+  uv_timer_start(&probe_timer_, &WorkerRunner::OnProbeTimer,
+                 want == ProbeMode::kReadiness ? 0 : interval, interval);
+}
+
+void WorkerRunner::OnProbeTimer(uv_timer_t* timer) {
+  auto* self = static_cast<WorkerRunner*>(timer->data);
+  if (self->probe_mode_ == ProbeMode::kOff) return;
+  const uint64_t now = self->Now();
+  if (self->probe_mode_ == ProbeMode::kLiveness &&
+      now - self->probe_healthy_ms_ >= static_cast<uint64_t>(self->config_.stall_timeout.count())) {
+    // Decided after the next poll, which may read a 2xx (OnAfterPoll).
+    self->probe_verdict_ = true;
+    self->after_poll_->Request();
+  }
+  if (self->probe_.busy()) {
+    if (now - self->probe_started_ms_ < kProbeAttemptTimeoutMs) return;
+    self->probe_.Cancel();
+    self->NoteProbeAnswer("no answer within " + std::to_string(kProbeAttemptTimeoutMs) + " ms");
+  }
+  self->probe_started_ms_ = now;
+  self->probe_.Start(self->config_.worker_socket, self->config_.ready_http_path,
+                     [self](const HttpProbe::Outcome& outcome) { self->OnProbeOutcome(outcome); });
+}
+
+void WorkerRunner::OnProbeOutcome(const HttpProbe::Outcome& outcome) {
+  NoteProbeAnswer(outcome.what);
+  if (!outcome.healthy) return;
+  if (probe_mode_ == ProbeMode::kReadiness) {
+    Handle(Event::Ready("GET " + config_.ready_http_path + " answered " + outcome.what));
+    return;
+  }
+  probe_healthy_ms_ = Now();
+}
+
+void WorkerRunner::NoteProbeAnswer(const std::string& what) {
+  if (what == probe_answer_) return;
+  probe_answer_ = what;
+  Log(LogLevel::kDebug, name(), pid_, "health probe GET " + config_.ready_http_path + ": " + what);
 }
 
 // --- Reload and shutdown. ---
@@ -496,6 +597,7 @@ Status WorkerRunner::Reconfigure(const config::CellConfig& next,
   }
   lifecycle_.SetOptions(LifecycleOptionsFromConfig(config_));
   output_.SetOptions(config_);
+  UpdateProbe();  // stall_timeout may have turned liveness probing on, off, or re-timed it
   Status written = Status::Ok();
   if (cgroup_limits) {
     compartment_.limits = *cgroup_limits;
@@ -511,8 +613,9 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
-  for (uv_timer_t* timer :
-       {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_, &start_timer_}) {
+  probe_.Cancel();
+  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_,
+                            &start_timer_, &probe_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &WorkerRunner::OnHandleClosed);
   }
   // Only a socket file this cell bound is removed, while it is still the one it bound.

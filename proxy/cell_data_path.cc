@@ -7,7 +7,8 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "ipc/listen_socket.h"
-#include "proxy/front_connection.h"
+#include "proxy/client.h"
+#include "proxy/http_worker_link.h"
 #include "proxy/worker_link.h"
 
 namespace bulkhead::proxy {
@@ -80,7 +81,7 @@ void CellDataPath::WorkerStarting() {
   // The previous worker's links were closed when it ended (FailInFlight); none of the other mode
   // may carry a request to the new one.
   BH_CHECK(busy_links_.empty());
-  for (WorkerLink* link : idle_links_) link->Close();
+  for (Link* link : idle_links_) link->Close();
   idle_links_.clear();
   mux_link_ = nullptr;
   multiplex_ = multiplex;
@@ -88,17 +89,17 @@ void CellDataPath::WorkerStarting() {
 
 void CellDataPath::FailInFlight(ipc::Reason reason, const std::string& message) {
   mux_link_ = nullptr;
-  std::vector<WorkerLink*> links;
+  std::vector<Link*> links;
   links.swap(busy_links_);
   std::vector<Request*> requests;
-  for (WorkerLink* link : links) {
+  for (Link* link : links) {
     requests.clear();
     while (Request* request = link->TakeInflight()) requests.push_back(request);
     link->Close();
     for (Request* request : requests) Fail(request, reason, message);
   }
   // Idle connections belong to the old worker generation too.
-  for (WorkerLink* link : idle_links_) link->Close();
+  for (Link* link : idle_links_) link->Close();
   idle_links_.clear();
   std::vector<Request*> orphans;
   orphans.swap(orphans_);
@@ -121,7 +122,7 @@ void CellDataPath::MaybeDrained() {
 
 void CellDataPath::Close(std::function<void()> on_closed) {
   on_closed_ = std::move(on_closed);
-  for (WorkerLink* link : idle_links_) link->Close();
+  for (Link* link : idle_links_) link->Close();
   idle_links_.clear();
   mux_link_ = nullptr;
   BH_CHECK(busy_links_.empty());
@@ -174,7 +175,7 @@ void CellDataPath::Reconfigure(const config::CellConfig& next) {
 
 // --- Client connections. ---
 
-void CellDataPath::OnClientDisconnected(FrontConnection* conn) {
+void CellDataPath::OnClientDisconnected(Client* conn) {
   front_.Closed(conn);
   slow_clients_.Forget(conn);
 }
@@ -198,9 +199,9 @@ void CellDataPath::OnBadRequest(const std::string& why) {
 
 // --- Request path. ---
 
-void CellDataPath::OnRequest(FrontConnection* conn, const ipc::FrameView& frame) {
+void CellDataPath::OnRequest(Client* conn, uint64_t request_id, std::string_view payload) {
   Request* request = pool_->Acquire();
-  request->client_request_id = frame.header.request_id;
+  request->client_request_id = request_id;
   request->admitted_at_ms = Now();
   request->admitted_at_ns = uv_hrtime();
   request->dispatched_at_ns = 0;
@@ -213,11 +214,11 @@ void CellDataPath::OnRequest(FrontConnection* conn, const ipc::FrameView& frame)
   switch (bulkhead_.Admit(request, request->admitted_at_ms)) {
     case admission::Bulkhead::Decision::kRun:
       ++counters_.admitted;
-      Dispatch(request, frame.payload);
+      Dispatch(request, payload);
       break;
     case admission::Bulkhead::Decision::kQueued:
       ++counters_.admitted;
-      request->payload.assign(frame.payload);
+      request->payload.assign(payload);
       if (bulkhead_.queued() == 1) ArmQueueTimer();
       break;
     case admission::Bulkhead::Decision::kRejectedFull:
@@ -231,7 +232,7 @@ void CellDataPath::OnRequest(FrontConnection* conn, const ipc::FrameView& frame)
   }
 }
 
-WorkerLink* CellDataPath::TakeLink(Request* request, bool fresh) {
+Link* CellDataPath::TakeLink(Request* request, bool fresh) {
   if (multiplex_) {
     // A broken multiplexed link is dropped at once, so mux_link_ is fresh for a resend too.
     if (mux_link_ != nullptr) {
@@ -239,12 +240,20 @@ WorkerLink* CellDataPath::TakeLink(Request* request, bool fresh) {
       return mux_link_;
     }
   } else if (!fresh && !idle_links_.empty()) {
-    WorkerLink* link = idle_links_.back();
+    Link* link = idle_links_.back();
     idle_links_.pop_back();
     return link;
   }
-  Result<WorkerLink*> made =
-      WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_, multiplex_);
+  Result<Link*> made = Status::Error("");
+  if (config_.protocol == config::Protocol::kHttp) {
+    Result<HttpWorkerLink*> http = HttpWorkerLink::Connect(this, loop_, config_.worker_socket);
+    made = http.ok() ? Result<Link*>(*http) : Result<Link*>(http.status());
+  } else {
+    Result<WorkerLink*> frames =
+        WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_, multiplex_);
+    if (frames.ok() && multiplex_) mux_link_ = *frames;
+    made = frames.ok() ? Result<Link*>(*frames) : Result<Link*>(frames.status());
+  }
   if (!made.ok()) {
     Log(LogLevel::kError, name(), upstream_->worker_pid(),
         "cannot connect to worker: " + made.status().message());
@@ -252,7 +261,6 @@ WorkerLink* CellDataPath::TakeLink(Request* request, bool fresh) {
          "cannot connect to worker: " + made.status().message());
     return nullptr;
   }
-  if (multiplex_) mux_link_ = *made;
   last_link_opened_ms_ = Now();
   if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&accept_timer_))) {
     uv_timer_start(&accept_timer_, &CellDataPath::OnAcceptTimer, kAcceptWarnMs, 0);
@@ -281,7 +289,7 @@ void CellDataPath::OnAcceptTimer(uv_timer_t* timer) {
 }
 
 void CellDataPath::Dispatch(Request* request, std::string_view payload) {
-  WorkerLink* link = TakeLink(request, /*fresh=*/false);
+  Link* link = TakeLink(request, /*fresh=*/false);
   if (link == nullptr) return;
   uint64_t now = Now();
   // A worker that had nothing to do starts its stall clock now.
@@ -300,13 +308,13 @@ void CellDataPath::Dispatch(Request* request, std::string_view payload) {
   SendOn(link, request, payload);
 }
 
-void CellDataPath::SendOn(WorkerLink* link, Request* request, std::string_view payload) {
+void CellDataPath::SendOn(Link* link, Request* request, std::string_view payload) {
   if (!link->busy()) {
     link->busy_index = busy_links_.size();
     busy_links_.push_back(link);
   }
   link->Send(request, payload);
-  if (link->multiplexed()) uv_prepare_start(&flush_prepare_, &CellDataPath::OnFlushPrepare);
+  if (link == mux_link_) uv_prepare_start(&flush_prepare_, &CellDataPath::OnFlushPrepare);
 }
 
 void CellDataPath::OnFlushPrepare(uv_prepare_t* prepare) {
@@ -325,7 +333,7 @@ void CellDataPath::OnFlushPrepare(uv_prepare_t* prepare) {
 void CellDataPath::Resend(Request* request, std::string_view payload) {
   request->resent = true;
   // Keeps its slot, its place on the running list and its dispatch time (request_timeout).
-  WorkerLink* link = TakeLink(request, /*fresh=*/true);
+  Link* link = TakeLink(request, /*fresh=*/true);
   if (link == nullptr) return;
   SendOn(link, request, payload);
 }
@@ -365,7 +373,24 @@ void CellDataPath::OnWorkerReply(WorkerLink* link, Request* request, const ipc::
   }
 }
 
-void CellDataPath::OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) {
+void CellDataPath::OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) {
+  RemoveBusy(link);
+  if (reusable) {
+    idle_links_.push_back(link);
+  } else {
+    // The worker ends this connection (Connection: close): the next request opens a fresh one.
+    link->Close();
+  }
+  last_progress_ms_ = Now();
+  // The worker answered: its own status, 5xx included, counts ok (docs/http.md).
+  FinishRunning(request);
+  Complete(request, request->client == nullptr ? &counters_.dropped : &counters_.ok,
+           ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), {});
+  StartQueued();
+  MaybeDrained();
+}
+
+void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) {
   // Requests the worker cannot have read (docs/protocol.md): most often one went out on an idle
   // connection that the worker had closed, or was closing, after its last reply. Their payloads
   // stay valid in the link until its close callback runs.
@@ -423,7 +448,7 @@ void CellDataPath::OnOrphanTimer(uv_timer_t* timer) {
   }
 }
 
-void CellDataPath::RemoveBusy(WorkerLink* link) {
+void CellDataPath::RemoveBusy(Link* link) {
   size_t i = link->busy_index;
   BH_CHECK(i < busy_links_.size() && busy_links_[i] == link);
   busy_links_[i] = busy_links_.back();
@@ -431,7 +456,7 @@ void CellDataPath::RemoveBusy(WorkerLink* link) {
   busy_links_.pop_back();
 }
 
-void CellDataPath::DropLink(WorkerLink* link) {
+void CellDataPath::DropLink(Link* link) {
   if (link == mux_link_) mux_link_ = nullptr;
   if (link->busy_index < busy_links_.size() && busy_links_[link->busy_index] == link) {
     RemoveBusy(link);
@@ -457,7 +482,7 @@ void CellDataPath::Answer(Request* request, uint64_t* outcome, const ipc::FrameH
     request_duration_.Record(now_ns, now_ns - request->admitted_at_ns);
   }
   if (request->client != nullptr) {
-    FrontConnection* client = request->client;
+    Client* client = request->client;
     client->UnlinkRequest(request);
     ipc::FrameHeader reply = header;
     reply.request_id = request->client_request_id;

@@ -28,8 +28,10 @@
 #include "ipc/frame.h"
 #include "ipc/listen_socket.h"
 #include "loop/after_poll.h"
-#include "proxy/front_connection.h"
+#include "proxy/client.h"
 #include "proxy/front_listener.h"
+#include "proxy/http_worker_link.h"
+#include "proxy/link.h"
 #include "proxy/request.h"
 #include "proxy/slow_clients.h"
 #include "proxy/worker_link.h"
@@ -56,7 +58,9 @@ class Upstream {
   virtual void Drained() = 0;
 };
 
-class CellDataPath : private FrontConnection::Owner, private WorkerLink::Owner {
+// With protocol = "http" the clients are HttpFrontConnections and the links HttpWorkerLinks
+// (docs/http.md); admission, timeouts, counters and the outcome taxonomy are the same.
+class CellDataPath : private ClientOwner, private WorkerLink::Owner, private HttpWorkerLink::Owner {
  public:
   // `pool`, `after_poll` (shared with the worker's side, see OnAfterPoll) and `upstream` outlive
   // the data path.
@@ -119,27 +123,30 @@ class CellDataPath : private FrontConnection::Owner, private WorkerLink::Owner {
   const std::string& name() const override { return config_.name; }
   static void OnHandleClosed(uv_handle_t* handle);
 
-  // FrontConnection::Owner.
-  void OnClientConnected(FrontConnection* conn) override { front_.Opened(conn); }
-  void OnClientDisconnected(FrontConnection* conn) override;
-  void OnRequest(FrontConnection* conn, const ipc::FrameView& frame) override;
+  // ClientOwner.
+  void OnClientConnected(Client* conn) override { front_.Opened(conn); }
+  void OnClientDisconnected(Client* conn) override;
+  void OnRequest(Client* conn, uint64_t request_id, std::string_view payload) override;
   void OnClientGone(Request* request) override;
   void OnBadRequest(const std::string& why) override;
-  void OnRepliesWaiting(FrontConnection* conn) override { slow_clients_.Waiting(conn); }
+  void OnRepliesWaiting(Client* conn) override { slow_clients_.Waiting(conn); }
   void CountDelivered(uint64_t* outcome) override;
   void CountUndelivered(uint64_t replies) override;
   // WorkerLink::Owner.
   void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) override;
-  void OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) override;
+  void OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) override;
+  // HttpWorkerLink::Owner.
+  void OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) override;
+  void OnWorkerProgress() override { last_progress_ms_ = Now(); }
 
   void Dispatch(Request* request, std::string_view payload);
   // Puts `link` on the busy list unless it already is (a multiplexed link carrying others), then
   // sends; a multiplexed link writes at the next OnFlushPrepare.
-  void SendOn(WorkerLink* link, Request* request, std::string_view payload);
-  // One-per-request: an idle link, or a new connection when `fresh` or none is idle. Multiplexed:
-  // the one multiplexed link, connected when there is none. nullptr when connect(2) failed,
-  // `request` then failed (worker_error).
-  WorkerLink* TakeLink(Request* request, bool fresh);
+  void SendOn(Link* link, Request* request, std::string_view payload);
+  // One-per-request: an idle link, or a new connection when `fresh` or none is idle. Multiplexed
+  // (frame cells only): the one multiplexed link, connected when there is none. nullptr when
+  // connect(2) failed, `request` then failed (worker_error).
+  Link* TakeLink(Request* request, bool fresh);
   // Sends a running `request` that the worker cannot have read again, once, on a new connection.
   void Resend(Request* request, std::string_view payload);
   void StartQueued();
@@ -155,8 +162,8 @@ class CellDataPath : private FrontConnection::Owner, private WorkerLink::Owner {
   // Tells the upstream when no request runs any more.
   void MaybeDrained();
   void ArmQueueTimer();
-  void RemoveBusy(WorkerLink* link);
-  void DropLink(WorkerLink* link);
+  void RemoveBusy(Link* link);
+  void DropLink(Link* link);
 
   // Writes what the requests dispatched in this loop iteration appended to the multiplexed link:
   // runs before the loop polls, so they leave in one write and never wait for a poll.
@@ -198,8 +205,8 @@ class CellDataPath : private FrontConnection::Owner, private WorkerLink::Owner {
   int open_handles_ = 0;
   std::function<void()> on_closed_;
 
-  std::vector<WorkerLink*> idle_links_;
-  std::vector<WorkerLink*> busy_links_;
+  std::vector<Link*> idle_links_;
+  std::vector<Link*> busy_links_;
   // worker_connections = "multiplex" for the worker running now: all its requests go on one link,
   // mux_link_ (also on idle_links_ or busy_links_), while it is open.
   bool multiplex_ = false;

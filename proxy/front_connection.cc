@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/front_connection.h"
 
-#include <linux/sockios.h>
-#include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <string>
@@ -17,46 +14,12 @@ namespace bulkhead::proxy {
 namespace {
 // Bytes asked of the kernel per read; the decoder grows beyond it only for large frames.
 constexpr size_t kReadChunk = size_t{64} * 1024;
-// True when the peer closed its socket rather than only shutting down its writing side: a Unix
-// stream socket then reports POLLHUP (both directions shut down), a half-close only POLLRDHUP.
-// TCP sends the same FIN for close(2) and shutdown(SHUT_WR), so a TCP client's EOF reads as a
-// half-close (HAProxy without `option abortonclose` does likewise): what it sent is answered, and
-// a client that is really gone shows once a reply meets its RST (the write fails, the connection
-// closes), unless it reset the connection at once (POLLHUP | POLLERR here).
-bool PeerClosedBothWays(uv_stream_t* stream) {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream), &fd) != 0) return true;
-  pollfd p{fd, POLLOUT, 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0;
-}
-
 }  // namespace
 
 FrontConnection::FrontConnection(Owner* owner, uint32_t max_payload)
-    : owner_(owner),
-      max_backlog_(2 * static_cast<size_t>(max_payload) + kReadChunk),
-      decoder_(ipc::FrameType::kRequest, max_payload),
-      writer_(
-          reinterpret_cast<uv_stream_t*>(&handle_), [this](int) { Close(); },
-          [this] { OnDrained(); }) {
-  writer_.SetOnWritten([this] { CountWritten(); });
-}
-
-namespace {
-
-// Initialises `client` as the handle type that accepts from `server`: a uv_tcp_t for a TCP
-// listener, else a uv_pipe_t. Without flags the inits only fill in the handle: they cannot fail.
-template <typename Handle>
-bool InitLike(uv_stream_t* server, Handle* client) {
-  if (server->type == UV_TCP) {
-    uv_tcp_init(server->loop, &client->tcp);
-    return true;
-  }
-  uv_pipe_init(server->loop, &client->pipe, 0);
-  return false;
-}
-
-}  // namespace
+    : Client(owner, reinterpret_cast<uv_stream_t*>(&handle_),
+             2 * static_cast<size_t>(max_payload) + kReadChunk),
+      decoder_(ipc::FrameType::kRequest, max_payload) {}
 
 void FrontConnection::Accept(Owner* owner, uv_stream_t* server, uint32_t max_payload) {
   auto* conn = new FrontConnection(owner, max_payload);
@@ -81,22 +44,22 @@ void FrontConnection::Accept(Owner* owner, uv_stream_t* server, uint32_t max_pay
   uv_read_start(conn->stream(), &FrontConnection::OnAlloc, &FrontConnection::OnRead);
 }
 
-void FrontConnection::Refuse(uv_stream_t* server, std::string_view frame) {
-  union Client {
+void FrontConnection::Refuse(uv_stream_t* server, std::string_view answer) {
+  union AnyClient {
     uv_pipe_t pipe;
     uv_tcp_t tcp;
   };
-  auto* client = new Client{};
+  auto* client = new AnyClient{};
   InitLike(server, client);
   auto* handle = reinterpret_cast<uv_handle_t*>(client);
   if (uv_accept(server, reinterpret_cast<uv_stream_t*>(client)) == 0) {
     uv_os_fd_t fd;
     if (uv_fileno(handle, &fd) == 0) {
-      ssize_t sent = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t sent = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       (void)sent;  // a client that left already needs no answer
     }
   }
-  uv_close(handle, [](uv_handle_t* closed) { delete reinterpret_cast<Client*>(closed); });
+  uv_close(handle, [](uv_handle_t* closed) { delete reinterpret_cast<AnyClient*>(closed); });
 }
 
 void FrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -146,14 +109,14 @@ void FrontConnection::ProcessFrames() {
       close_when_drained_ = true;
       break;
     }
-    owner_->OnRequest(this, frame);
+    owner_->OnRequest(this, frame.header.request_id, frame.payload);
     if (closing_) break;
   }
   in_read_ = false;
   if (!closing_) {
     writer_.Flush();
     // The replies of this read (rejections, at once) are looked at once, after their one write.
-    if (!closing_) WatchUnsent();
+    WatchBacklog();
   }
   if (close_when_drained_ && writer_.idle()) Close();
 }
@@ -165,64 +128,7 @@ void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view
     return;
   }
   writer_.AppendFrame(header, payload);
-  unwritten_.push_back(UnwrittenReply{writer_.appended_bytes(), outcome});
-  // Inside a read, the write and the look at what waits come after the read (ProcessFrames).
-  if (in_read_) return;
-  writer_.Flush();
-  if (!closing_) WatchUnsent();
-}
-
-void FrontConnection::WatchUnsent() {
-  const size_t unsent = writer_.backlog_bytes();
-  if (unsent == 0) return;
-  // A client that does not read its replies is dropped rather than buffered for without bound.
-  if (unsent > max_backlog_) {
-    CloseUnread("over 2 x max_payload_bytes + 64 KiB for one connection");
-    return;
-  }
-  if (!waiting_) {
-    waiting_ = true;
-    stalled_since_ms_ = uv_now(handle()->loop);
-    seen_written_ = writer_.written_bytes();
-    seen_unconsumed_ = UnconsumedBytes();
-  }
-  // May close this connection, or others, to keep the cell within max_unsent_bytes.
-  owner_->OnRepliesWaiting(this);
-}
-
-void FrontConnection::CountWritten() {
-  const uint64_t written = writer_.written_bytes();
-  while (!unwritten_.empty() && unwritten_.front().end <= written) {
-    owner_->CountDelivered(unwritten_.front().outcome);
-    unwritten_.pop_front();
-  }
-}
-
-uint64_t FrontConnection::UnconsumedBytes() {
-  uv_os_fd_t fd;
-  if (uv_fileno(handle(), &fd) != 0) return 0;
-  int queued = 0;
-  if (::ioctl(fd, SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
-  return static_cast<uint64_t>(queued);
-}
-
-size_t FrontConnection::CheckProgress(uint64_t now_ms) {
-  CountWritten();
-  const uint64_t written = writer_.written_bytes();
-  const uint64_t unconsumed = UnconsumedBytes();
-  if (written != seen_written_ || unconsumed < seen_unconsumed_) stalled_since_ms_ = now_ms;
-  seen_written_ = written;
-  seen_unconsumed_ = unconsumed;
-  const size_t unsent = writer_.backlog_bytes();
-  if (unsent == 0) waiting_ = false;
-  return unsent;
-}
-
-void FrontConnection::CloseUnread(const std::string& why) {
-  Log(LogLevel::kWarning, owner_->name(), 0,
-      "client does not read its replies (" + std::to_string(writer_.backlog_bytes()) +
-          " bytes unsent, " + why + "): closing its connection");
-  Close();
+  QueueAnswer(outcome, /*defer_flush=*/in_read_);
 }
 
 void FrontConnection::OnDrained() {
@@ -234,42 +140,10 @@ void FrontConnection::CloseIfDone() {
   if (read_closed_ && !in_read_ && requests_ == nullptr && writer_.idle()) Close();
 }
 
-void FrontConnection::LinkRequest(Request* request) {
-  BH_CHECK(request->client == nullptr);
-  request->client = this;
-  request->client_prev = nullptr;
-  request->client_next = requests_;
-  if (requests_ != nullptr) requests_->client_prev = request;
-  requests_ = request;
-}
-
-void FrontConnection::UnlinkRequest(Request* request) {
-  BH_CHECK(request->client == this);
-  if (request->client_prev != nullptr) {
-    request->client_prev->client_next = request->client_next;
-  } else {
-    requests_ = request->client_next;
-  }
-  if (request->client_next != nullptr) request->client_next->client_prev = request->client_prev;
-  request->client_prev = request->client_next = nullptr;
-  request->client = nullptr;
-}
-
 void FrontConnection::Close() {
   if (closing_) return;
   closing_ = true;
-  // Replies not written whole by now are never delivered.
-  CountWritten();
-  if (!unwritten_.empty()) {
-    owner_->CountUndelivered(unwritten_.size());
-    unwritten_.clear();
-  }
-  writer_.Abandon();
-  while (requests_ != nullptr) {
-    Request* request = requests_;
-    UnlinkRequest(request);
-    owner_->OnClientGone(request);
-  }
+  CloseAnswers();
   owner_->OnClientDisconnected(this);
   uv_close(handle(), &FrontConnection::OnClosed);
 }

@@ -7,6 +7,8 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "http/local_reply.h"
+#include "proxy/http_front_connection.h"
 
 namespace bulkhead::proxy {
 
@@ -16,7 +18,7 @@ constexpr int kFrontBacklog = 1024;
 }  // namespace
 
 FrontListener::FrontListener(uv_loop_t* loop, const config::CellConfig* config,
-                             uint32_t max_payload, FrontConnection::Owner* owner,
+                             uint32_t max_payload, ClientOwner* owner,
                              const admission::Bulkhead* bulkhead, admission::CellCounters* counters)
     : config_(config),
       max_payload_(max_payload),
@@ -86,8 +88,16 @@ void FrontListener::OnConnection(uv_stream_t* server, int status) {
     return;
   }
   std::string refusal = self->Refusal();
+  const bool http = self->config_->protocol == config::Protocol::kHttp;
   if (refusal.empty()) {
-    FrontConnection::Accept(self->owner_, server, self->max_payload_);
+    if (http) {
+      HttpFrontConnection::Settings settings;
+      settings.limits.max_body_bytes = self->max_payload_;
+      settings.header_timeout_ms = static_cast<uint64_t>(self->config_->header_timeout.count());
+      HttpFrontConnection::Accept(self->owner_, server, settings);
+    } else {
+      FrontConnection::Accept(self->owner_, server, self->max_payload_);
+    }
     return;
   }
   // libuv has accepted the connection already (it asks only whether to keep it): answer it once
@@ -104,9 +114,14 @@ void FrontListener::OnConnection(uv_stream_t* server, int status) {
   header.request_id = 0;
   std::string payload;
   ipc::AppendRejectDetail(&payload, detail);
-  std::string frame;
-  ipc::AppendFrame(&frame, header, payload);
-  FrontConnection::Refuse(server, frame);
+  std::string answer;
+  if (http) {
+    // 503 with Retry-After and Connection: close (docs/http.md).
+    answer = http::FormatLocalReply(http::RejectionReply(header.reason, detail));
+  } else {
+    ipc::AppendFrame(&answer, header, payload);
+  }
+  FrontConnection::Refuse(server, answer);
   uint64_t now = uv_now(server->loop);
   ++self->refusals_unlogged_;
   if (self->refusal_logged_ms_ == 0 || now - self->refusal_logged_ms_ >= 1000) {
@@ -130,8 +145,8 @@ std::string FrontListener::Refusal() const {
 }
 
 void FrontListener::DisconnectAll() {
-  std::vector<FrontConnection*> clients(clients_.begin(), clients_.end());
-  for (FrontConnection* conn : clients) conn->Close();
+  std::vector<Client*> clients(clients_.begin(), clients_.end());
+  for (Client* conn : clients) conn->Close();
 }
 
 void FrontListener::Close(std::function<void()> on_closed) {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // FrontListener: a cell's front sockets, where its clients connect (the Unix `socket` and each TCP
-// address of `listen`), and the client connections open on them. The limits count the connections
-// of every front socket together: a connection beyond max_connections, or beyond the cell's share
-// of the supervisor's descriptor budget (supervisor/connection_budget.h), is answered REJECTED
-// too_many_connections and closed at once (docs/protocol.md), with one warning per second at
-// most. REQUIRES: loop thread only.
+// address of `listen`), and the client connections open on them (FrontConnection, or
+// HttpFrontConnection for protocol = "http"). The limits count the connections of every front
+// socket together: a connection beyond max_connections, or beyond the cell's share of the
+// supervisor's descriptor budget (supervisor/connection_budget.h), is answered REJECTED
+// too_many_connections (HTTP: 503 with Connection: close) and closed at once (docs/protocol.md),
+// with one warning per second at most. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -21,6 +22,7 @@
 #include "base/status.h"
 #include "config/config.h"
 #include "ipc/listen_socket.h"
+#include "proxy/client.h"
 #include "proxy/front_connection.h"
 
 namespace bulkhead::proxy {
@@ -31,7 +33,7 @@ class FrontListener {
   // connection), `bulkhead` (figures of a refusal) and `counters` (refused_connections) outlive
   // the listener.
   FrontListener(uv_loop_t* loop, const config::CellConfig* config, uint32_t max_payload,
-                FrontConnection::Owner* owner, const admission::Bulkhead* bulkhead,
+                ClientOwner* owner, const admission::Bulkhead* bulkhead,
                 admission::CellCounters* counters);
   ~FrontListener();
   FrontListener(const FrontListener&) = delete;
@@ -51,9 +53,9 @@ class FrontListener {
   // min(max_connections, the share).
   uint32_t connection_limit() const;
 
-  // A connection accepted here has opened or closed (FrontConnection::Owner).
-  void Opened(FrontConnection* conn) { clients_.insert(conn); }
-  void Closed(FrontConnection* conn) { clients_.erase(conn); }
+  // A connection accepted here has opened or closed (ClientOwner).
+  void Opened(Client* conn) { clients_.insert(conn); }
+  void Closed(Client* conn) { clients_.erase(conn); }
   size_t clients() const { return clients_.size(); }
   // Closes every client connection.
   void DisconnectAll();
@@ -70,7 +72,7 @@ class FrontListener {
 
   const config::CellConfig* config_;
   uint32_t max_payload_;
-  FrontConnection::Owner* owner_;
+  ClientOwner* owner_;
   const admission::Bulkhead* bulkhead_;
   admission::CellCounters* counters_;
   // Binds one TCP address of `listen` and listens on it.
@@ -83,7 +85,7 @@ class FrontListener {
   int open_handles_ = 1;  // front_ and tcp_fronts_ until their close callbacks ran
   std::function<void()> on_closed_;
   ipc::SocketFile front_file_;  // the front socket file bound (removed on close if still ours)
-  std::unordered_set<FrontConnection*> clients_;
+  std::unordered_set<Client*> clients_;
   uint32_t connection_share_ = UINT32_MAX;
   // When a refusal was last logged (one warning per second at most, under a flood).
   uint64_t refusal_logged_ms_ = 0;

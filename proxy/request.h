@@ -14,13 +14,13 @@
 
 namespace bulkhead::proxy {
 
-class FrontConnection;
-class WorkerLink;
+class Client;
+class Link;
 
 // AdmissionEntry: its place in the cell's Bulkhead; DeadlineEntry: its request_timeout while it
 // runs (RequestDeadlines).
 struct Request : admission::AdmissionEntry, admission::DeadlineEntry {
-  FrontConnection* client = nullptr;  // null once the client disconnected
+  Client* client = nullptr;  // null once the client disconnected
   uint64_t client_request_id = 0;
   uint64_t admitted_at_ms = 0;
   // uv_hrtime() at admission and at dispatch to the worker (0: not dispatched), for the latency
@@ -31,7 +31,7 @@ struct Request : admission::AdmissionEntry, admission::DeadlineEntry {
   // The client's list of its live requests (intrusive, so a disconnect finds them in O(own)).
   Request* client_prev = nullptr;
   Request* client_next = nullptr;
-  WorkerLink* link = nullptr;  // the worker connection carrying it while it runs
+  Link* link = nullptr;  // the worker connection carrying it while it runs
   // The client has its reply (request_timeout passed) though the worker still holds the slot.
   bool answered = false;
   // Sent again on a fresh worker connection once already (docs/protocol.md: a request the worker

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "proxy/front_connection.h"
+#include "proxy/client.h"
 
 namespace bulkhead::proxy {
 
@@ -25,11 +25,11 @@ void SlowClients::SetLimits(uint64_t max_unsent_bytes, uint64_t write_timeout_ms
 
 uint64_t SlowClients::UnsentBytes() const {
   uint64_t total = 0;
-  for (const FrontConnection* conn : waiting_) total += conn->unsent_bytes();
+  for (const Client* conn : waiting_) total += conn->unsent_bytes();
   return total;
 }
 
-void SlowClients::Waiting(FrontConnection* conn) {
+void SlowClients::Waiting(Client* conn) {
   waiting_.insert(conn);
   if (write_timeout_ms_ > 0 && !uv_is_active(reinterpret_cast<uv_handle_t*>(&write_timer_))) {
     const uint64_t tick = std::clamp<uint64_t>(write_timeout_ms_ / 4, 100, 1000);
@@ -40,15 +40,15 @@ void SlowClients::Waiting(FrontConnection* conn) {
   // Over the budget: the clients that have accepted nothing for the longest go first, until the
   // rest fits (the one just answered too, when it is the slowest).
   const uint64_t now = uv_now(loop_);
-  std::vector<FrontConnection*> by_stall(waiting_.begin(), waiting_.end());
-  for (FrontConnection* waiting : by_stall) waiting->CheckProgress(now);
-  std::sort(by_stall.begin(), by_stall.end(), [](FrontConnection* a, FrontConnection* b) {
+  std::vector<Client*> by_stall(waiting_.begin(), waiting_.end());
+  for (Client* waiting : by_stall) waiting->CheckProgress(now);
+  std::sort(by_stall.begin(), by_stall.end(), [](Client* a, Client* b) {
     if (a->stalled_since_ms() != b->stalled_since_ms()) {
       return a->stalled_since_ms() < b->stalled_since_ms();
     }
     return a->unsent_bytes() > b->unsent_bytes();
   });
-  for (FrontConnection* slowest : by_stall) {
+  for (Client* slowest : by_stall) {
     if (total <= max_unsent_bytes_) break;
     const size_t unsent = slowest->unsent_bytes();
     if (unsent == 0) continue;
@@ -62,8 +62,8 @@ void SlowClients::OnWriteTimer(uv_timer_t* timer) {
   auto* self = static_cast<SlowClients*>(timer->data);
   const uint64_t now = uv_now(self->loop_);
   const uint64_t timeout = self->write_timeout_ms_;
-  std::vector<FrontConnection*> waiting(self->waiting_.begin(), self->waiting_.end());
-  for (FrontConnection* conn : waiting) {
+  std::vector<Client*> waiting(self->waiting_.begin(), self->waiting_.end());
+  for (Client* conn : waiting) {
     if (conn->CheckProgress(now) == 0) {
       self->waiting_.erase(conn);
     } else if (timeout > 0 && now - conn->stalled_since_ms() >= timeout) {

@@ -12,7 +12,7 @@
 
 namespace bulkhead::proxy {
 
-class FrontConnection;
+class Client;
 
 class SlowClients {
  public:
@@ -27,9 +27,9 @@ class SlowClients {
 
   // `conn` holds unsent reply bytes now: watched until it has none, and the cell's clients are
   // brought back within max_unsent_bytes (the slowest closed first; `conn` may be one of them).
-  void Waiting(FrontConnection* conn);
+  void Waiting(Client* conn);
   // `conn` is closing: no longer watched.
-  void Forget(FrontConnection* conn) { waiting_.erase(conn); }
+  void Forget(Client* conn) { waiting_.erase(conn); }
   // Reply bytes held for the cell's clients, not yet written to their sockets.
   uint64_t UnsentBytes() const;
 
@@ -47,7 +47,7 @@ class SlowClients {
   bool open_ = true;
   std::function<void()> on_closed_;
   // Clients with reply bytes unsent (or that had at the last look).
-  std::unordered_set<FrontConnection*> waiting_;
+  std::unordered_set<Client*> waiting_;
 };
 
 }  // namespace bulkhead::proxy

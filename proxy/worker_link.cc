@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/worker_link.h"
 
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
-#include <cstring>
+#include <utility>
 
 #include "base/check.h"
 #include "base/unique_fd.h"
@@ -35,15 +31,9 @@ WorkerLink::WorkerLink(Owner* owner, uint32_t max_payload, bool multiplexed)
 
 Result<WorkerLink*> WorkerLink::Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
                                         uint32_t max_payload, bool multiplexed) {
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd) return Status::FromErrno("socket");
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return Status::Error("socket path too long: " + path);
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status::FromErrno("connect " + path);
-  }
+  Result<UniqueFd> connected = ConnectWorkerSocket(path);
+  if (!connected.ok()) return connected.status();
+  UniqueFd fd = std::move(*connected);
   auto* link = new WorkerLink(owner, max_payload, multiplexed);
   uv_pipe_init(loop, &link->pipe_, 0);
   int rc = uv_pipe_open(&link->pipe_, fd.get());

@@ -19,23 +19,20 @@
 #include "base/status.h"
 #include "ipc/frame.h"
 #include "loop/stream_writer.h"
+#include "proxy/link.h"
 
 namespace bulkhead::proxy {
 
 struct Request;
 
-class WorkerLink {
+class WorkerLink final : public Link {
  public:
   // What a link tells its cell's data path (proxy::CellDataPath), on the loop thread.
-  class Owner {
+  class Owner : public virtual LinkOwner {
    public:
-    virtual ~Owner() = default;
     // The worker replied to `request`, already taken off the link; `frame` is valid during the
     // call only. The owner may send the next request on `link` or close it.
     virtual void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) = 0;
-    // The connection failed or closed (`why`); the requests in flight, if any, are still on the
-    // link (TakeInflight). `worker_at_fault`: the worker broke the protocol; they fail at once.
-    virtual void OnLinkBroken(WorkerLink* link, const std::string& why, bool worker_at_fault) = 0;
   };
 
   // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
@@ -43,34 +40,27 @@ class WorkerLink {
   static Result<WorkerLink*> Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
                                      uint32_t max_payload, bool multiplexed);
 
-  // Sends `request` with `payload` to the worker; the link carries it until the worker replies or
-  // the link breaks. One-per-request: REQUIRES !busy(), written at once. Multiplexed: appended to
-  // the link's output, written at the next Flush(); no limit here (the cell's Bulkhead keeps
-  // max_concurrent). O(1), and without allocating once the link's slots are warm.
-  void Send(Request* request, std::string_view payload);
+  // Link. One-per-request: REQUIRES !busy(), written at once. Multiplexed: appended to the link's
+  // output, written at the next Flush(); no limit here (the cell's Bulkhead keeps max_concurrent).
+  // O(1), and without allocating once the link's slots are warm.
+  void Send(Request* request, std::string_view payload) override;
   // Writes what Send appended and is not written yet; may report a failed write (OnLinkBroken)
   // before it returns.
   void Flush() { writer_.Flush(); }
 
   bool multiplexed() const { return multiplexed_; }
-  bool busy() const { return in_flight_ != 0; }
+  bool busy() const override { return in_flight_ != 0; }
   size_t in_flight() const { return in_flight_; }
 
-  // Detaches one request in flight (nullptr when none is left), e.g. to fail it. When `unread` is
-  // given, tells whether the worker cannot have read the request, so that it is safe to send again
-  // (docs/protocol.md), and then `payload` views its payload, valid until the link's close callback
-  // runs. One-per-request: its write failed (EPIPE: the worker had closed the connection), or the
-  // worker closed the connection with bytes of it unread (ECONNRESET on a Unix stream socket),
-  // before any byte of a reply came. Multiplexed: no byte of its frame was handed to the kernel
-  // (the link broke before Flush wrote it).
-  Request* TakeInflight(bool* unread = nullptr, std::string_view* payload = nullptr);
+  // Link. Unread, one-per-request: its write failed (EPIPE: the worker had closed the connection),
+  // or the worker closed the connection with bytes of it unread (ECONNRESET on a Unix stream
+  // socket), before any byte of a reply came. Multiplexed: no byte of its frame was handed to the
+  // kernel (the link broke before Flush wrote it).
+  Request* TakeInflight(bool* unread, std::string_view* payload) override;
+  using Link::TakeInflight;
 
   // Closes the connection. REQUIRES: nothing in flight (take it first).
-  void Close();
-
-  // The link's position in its owner's list of busy links, kept by the owner so that a reply
-  // finds its link in O(1).
-  size_t busy_index = 0;
+  void Close() override;
 
   // request_id on the wire: the slot index in the high 32 bits, the slot's generation (from 1,
   // raised when the slot is freed) in the low 32, so a reply finds its request in O(1) and a reply
@@ -91,7 +81,7 @@ class WorkerLink {
   };
 
   WorkerLink(Owner* owner, uint32_t max_payload, bool multiplexed);
-  ~WorkerLink() = default;
+  ~WorkerLink() override = default;
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);

@@ -9,9 +9,16 @@ here="$(dirname "$0")"
 # Building bulkheadd, bulkheadctl, the examples and the demo.
 bash "$here/install-build-deps.sh"
 
-# The tests: GoogleTest, and the metrics tests' scrapers (curl, prometheus's promtool).
+# The tests: GoogleTest, the metrics tests' scrapers (curl, prometheus's promtool), and the HTTP
+# cells' client and worker (curl; python3's http.server, tests/e2e/http_worker.py).
 bash "$here/apt-ensure.sh" \
-  libgtest-dev libgmock-dev curl prometheus
+  libgtest-dev libgmock-dev curl prometheus python3
+
+# The HTTP cells' tests (docs/http.md) run real HTTP servers as workers on fd 3 (tests/fixtures/http/):
+# gunicorn serving a Flask app, Node's http module, Python's http.server; and real clients: curl,
+# Python's http.client and ab (apache2-utils).
+bash "$here/apt-ensure.sh" \
+  gunicorn python3-flask nodejs apache2-utils
 
 # The Debian package and the unit (packaging/, tests/packaging/): cpack's dpkg-shlibdeps needs file;
 # lintian checks the package; systemd-analyze (systemd) verifies the unit; man-db and

@@ -313,7 +313,7 @@ stop_signal = "TREM"
           At(6, 11, "cells.a.restart",
              "must be one of always, on-failure, never; got \"sometimes\""),
           At(7, 9, "cells.a.ready",
-             "must be one of exec, notify; got \"notfy\"; did you mean \"notify\"?"),
+             "must be one of exec, notify, http:/PATH; got \"notfy\"; did you mean \"notify\"?"),
           At(8, 15, "cells.a.stop_signal", signals + "\"SIGFOO\""),
           At(9, 21, "cells.a.start_limit_burst", "must be between 1 and 1000, got 0"),
           At(10, 23, "cells.a.restart_reset_after", "must be greater than 0"),
@@ -328,7 +328,7 @@ stop_signal = "TREM"
              "expected string, got integer (write the signal's name, such as \"SIGTERM\")"),
           At(23, 11, "cells.c.restart", "expected string, got boolean"),
           At(24, 9, "cells.c.ready",
-             "must be one of exec, notify; got \"Notify\"; did you mean \"notify\"?"),
+             "must be one of exec, notify, http:/PATH; got \"Notify\"; did you mean \"notify\"?"),
           At(25, 17, "cells.c.stall_timeout",
              "expected string, got integer (a duration is a string such as \"500ms\" or "
              "\"2s\")"),
@@ -365,6 +365,134 @@ worker_connections = 4
                              "must be one of one-per-request, multiplex; got \"multiplexed\"; did "
                              "you mean \"multiplex\"?"),
                           At(8, 22, "cells.b.worker_connections", "expected string, got integer")));
+}
+
+// HTTP/1.1 answers in order on a connection and has no request id: an HTTP cell cannot
+// multiplex; the error points at worker_connections, whichever key came first.
+TEST(ParseConfig, HttpCellRefusesMultiplexedWorkerConnections) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+protocol = "http"
+worker_connections = "multiplex"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+worker_connections = "multiplex"
+protocol = "http"
+)"),
+              ElementsAre(At(7, 22, "cells.a.worker_connections",
+                             "\"multiplex\" needs protocol = \"frames\": HTTP/1.1 cannot "
+                             "multiplex requests on one connection; leave out worker_connections "
+                             "(\"one-per-request\") for an HTTP cell"),
+                          At(11, 22, "cells.b.worker_connections",
+                             "\"multiplex\" needs protocol = \"frames\": HTTP/1.1 cannot "
+                             "multiplex requests on one connection; leave out worker_connections "
+                             "(\"one-per-request\") for an HTTP cell")));
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+protocol = "http"
+worker_connections = "one-per-request"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+protocol = "frames"
+worker_connections = "multiplex"
+)");
+  EXPECT_EQ(config.cells[0].worker_connections, WorkerConnections::kOnePerRequest);
+  EXPECT_EQ(config.cells[1].worker_connections, WorkerConnections::kMultiplex);
+}
+
+TEST(ParseConfig, ReadyHttpTakesAnOriginFormPath) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+ready = "http:/healthz?deep=1"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+ready = "notify"
+)");
+  EXPECT_EQ(config.cells[0].ready, ReadyMode::kHttp);
+  EXPECT_EQ(config.cells[0].ready_http_path, "/healthz?deep=1");
+  EXPECT_EQ(ReadyText(config.cells[0]), "http:/healthz?deep=1");
+  EXPECT_EQ(config.cells[1].ready_http_path, "");
+  EXPECT_EQ(ReadyText(config.cells[1]), "notify");
+
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+ready = "http:healthz"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+ready = "http:/health z"
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+ready = "http:"
+)"),
+              ElementsAre(At(6, 9, "cells.a.ready",
+                             "the path after \"http:\" must start with '/', as in "
+                             "\"http:/healthz\"; got \"http:healthz\""),
+                          At(10, 9, "cells.b.ready",
+                             "the path after \"http:\" must be visible ASCII, without spaces "
+                             "(percent-encode the rest), as in \"http:/healthz\"; got "
+                             "\"http:/health z\""),
+                          At(14, 9, "cells.c.ready",
+                             "the path after \"http:\" must start with '/', as in "
+                             "\"http:/healthz\"; got \"http:\"")));
+}
+
+TEST(ParseConfig, ProtocolAndHeaderTimeout) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+protocol = "http"
+header_timeout = "2s"
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+protocol = "frames"
+header_timeout = "0s"
+)");
+  ASSERT_EQ(config.cells.size(), 3u);
+  EXPECT_EQ(config.cells[0].protocol, Protocol::kFrames);
+  EXPECT_EQ(config.cells[0].header_timeout, milliseconds(10'000));
+  EXPECT_EQ(config.cells[1].protocol, Protocol::kHttp);
+  EXPECT_EQ(config.cells[1].header_timeout, milliseconds(2'000));
+  EXPECT_EQ(config.cells[2].protocol, Protocol::kFrames);
+  EXPECT_EQ(config.cells[2].header_timeout, milliseconds(0));
+}
+
+TEST(ParseConfig, BadProtocolNamesItsPlace) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+protocol = "htp"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+protocol = 1
+header_timeout = "soon"
+)"),
+              ElementsAre(At(6, 12, "cells.a.protocol",
+                             "must be one of frames, http; got \"htp\"; did you mean \"http\"?"),
+                          At(10, 12, "cells.b.protocol", "expected string, got integer"),
+                          At(11, 18, "cells.b.header_timeout",
+                             "invalid duration \"soon\": missing number before unit \"soon\"; "
+                             "expected one or more <integer><unit> groups, largest unit first, "
+                             "such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)")));
 }
 
 TEST(ParseConfig, RestartMaxDelayMayNotBeBelowRestartDelay) {

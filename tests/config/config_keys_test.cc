@@ -25,12 +25,14 @@ constexpr char kFile[] = "/etc/bulkhead/bulkhead.toml";
 // A value for each key that differs from what the base config below gives it, as TOML.
 const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"command", R"(["/bin/false"])"},
+    {"protocol", R"("http")"},
     {"max_concurrent", "2"},
     {"max_queue", "3"},
     {"queue_timeout", R"("2s")"},
     {"max_connections", "10"},
     {"max_unsent_bytes", R"("128M")"},
     {"client_write_timeout", R"("5s")"},
+    {"header_timeout", R"("3s")"},
     {"restart", R"("never")"},
     {"restart_delay", R"("1s")"},
     {"restart_max_delay", R"("60s")"},
@@ -39,7 +41,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"start_limit_interval", R"("120s")"},
     {"request_timeout", R"("3s")"},
     {"stall_timeout", R"("4s")"},
-    {"ready", R"("notify")"},
+    {"ready", R"("http:/healthz")"},
     {"worker_connections", R"("multiplex")"},
     {"start_timeout", R"("10s")"},
     {"watchdog", R"("5s")"},

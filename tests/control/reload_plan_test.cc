@@ -255,6 +255,23 @@ TEST(ReloadPlan, ChangedSocketModeOrGroupIsRefused) {
   }
 }
 
+TEST(ReloadPlan, ChangedProtocolIsRefusedWithItsPlace) {
+  ReloadPlan plan = PlanCatalogChange("protocol = \"http\"\n");
+  EXPECT_FALSE(plan.ok());
+  ASSERT_EQ(plan.errors.size(), 1u);
+  EXPECT_THAT(plan.errors[0],
+              HasSubstr(std::string(kFile) + ":9:1: cells.catalog.protocol: a running cell's "
+                                             "protocol cannot change by reload"));
+}
+
+TEST(ReloadPlan, HeaderTimeoutAppliesLive) {
+  ReloadPlan plan = PlanCatalogChange("header_timeout = \"3s\"\n");
+  EXPECT_TRUE(plan.ok());
+  ASSERT_EQ(plan.cells.size(), 2u);
+  EXPECT_EQ(plan.cells[1].action, Action::kUpdate);
+  EXPECT_THAT(plan.cells[1].changed, ElementsAre("header_timeout"));
+}
+
 TEST(ReloadPlan, MaxConnectionsAppliesLive) {
   ReloadPlan plan = PlanCatalogChange("max_connections = 10\n");
   ASSERT_TRUE(plan.ok());

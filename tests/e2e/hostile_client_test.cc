@@ -145,7 +145,7 @@ TEST_P(HostileClient, HalfAFrameThenAStallHoldsNothingOthersNeed) {
 }
 
 // The supervisor buffers at most 2 x max_payload_bytes + 64 KiB of unsent replies per client
-// (FrontConnection::max_backlog_), then drops the client: its queued requests are cancelled and
+// (proxy::Client::max_backlog_), then drops the client: its queued requests are cancelled and
 // its running ones dropped. Another client of the same cell is served meanwhile and after.
 TEST_P(HostileClient, ClientThatNeverReadsIsDroppedAfterABoundedBacklog) {
   constexpr int kRequests = 400;

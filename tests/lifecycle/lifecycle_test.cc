@@ -778,6 +778,36 @@ TEST_F(LifecycleTest, StartTimeoutStopsAnUnreadyWorkerAndCountsAsAFailedStart) {
             "restarting in 100 ms");
 }
 
+// ready = "http:/healthz" waits as "notify" does, for the WorkerRunner's probe to answer 2xx, and
+// says what it waits for.
+TEST_F(LifecycleTest, HttpReadinessWaitsForA2xxProbeWithinStartTimeout) {
+  options_.ready = config::ReadyMode::kHttp;
+  options_.ready_http_path = "/healthz";
+  Make();
+  Do(Event::StartRequested());
+  const Transition spawned = Do(Event::Spawned());
+  EXPECT_EQ(spawned.to, State::kStarting);
+  EXPECT_EQ(Describe(spawned), Actions{"ArmStartTimer(4000)"});
+  EXPECT_EQ(spawned.log, "worker started; waiting up to 4000 ms for 2xx to GET /healthz");
+  EXPECT_NE(lc().StateDetail().find("waiting for 2xx to GET /healthz (start_timeout"),
+            std::string::npos)
+      << lc().StateDetail();
+  const Transition ready = Do(Event::Ready("GET /healthz answered 204"));
+  EXPECT_EQ(Describe(ready), Actions{"OpenAdmission"});
+  EXPECT_EQ(ready.log, "worker ready (GET /healthz answered 204)");
+
+  // The next worker never answers 2xx: its start times out like a missing READY=1.
+  Do(Event::RestartRequested(0));
+  Do(Event::Exited(SignalStatus(SIGTERM), "signal 15"));
+  Do(Event::Spawned());
+  clock_.AdvanceMs(4000);
+  const Transition timeout = Do(Event::StartTimeout());
+  EXPECT_EQ(timeout.to, State::kStopping);
+  EXPECT_EQ(timeout.log,
+            "start timeout: no 2xx to GET /healthz within 4000 ms of the start; stopping worker "
+            "(SIGTERM)");
+}
+
 TEST_F(LifecycleTest, StartTimeoutsCountTowardsTheStartLimit) {
   options_.ready = config::ReadyMode::kNotify;
   options_.restart.start_limit_burst = 2;

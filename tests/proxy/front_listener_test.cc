@@ -32,39 +32,40 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 // Answers each request OK with its own payload at once, and notes what it saw of each client.
-struct EchoOwner : FrontConnection::Owner {
+struct EchoOwner : ClientOwner {
   std::string cell = "t";
-  std::vector<FrontConnection*> connected;
+  std::vector<Client*> connected;
   // Of each connection, in order: the peer address as text ("" for a Unix client).
   std::vector<std::string> peers;
   admission::CellCounters counters;
-  std::function<void(FrontConnection*)> on_connected;
+  std::function<void(Client*)> on_connected;
 
   const std::string& name() const override { return cell; }
-  void OnClientConnected(FrontConnection* conn) override {
+  void OnClientConnected(Client* conn) override {
     connected.push_back(conn);
-    const sockaddr* peer = conn->peer_address();
+    // A frame cell's listener makes FrontConnections only.
+    const sockaddr* peer = static_cast<FrontConnection*>(conn)->peer_address();
     peers.push_back(peer == nullptr ? "" : config::ListenAddressFromSockaddr(peer)->ToString());
     if (on_connected) on_connected(conn);
   }
-  void OnClientDisconnected(FrontConnection* conn) override {
+  void OnClientDisconnected(Client* conn) override {
     std::erase(connected, conn);
     if (on_disconnected) on_disconnected(conn);
   }
-  void OnRequest(FrontConnection* conn, const ipc::FrameView& frame) override {
+  void OnRequest(Client* conn, uint64_t request_id, std::string_view payload) override {
     ipc::FrameHeader reply;
     reply.type = ipc::FrameType::kReply;
     reply.status = ipc::ReplyStatus::kOk;
-    reply.request_id = frame.header.request_id;
-    conn->SendReply(reply, frame.payload, &counters.ok);
+    reply.request_id = request_id;
+    conn->SendReply(reply, payload, &counters.ok);
   }
   void OnClientGone(Request*) override {}
   void OnBadRequest(const std::string&) override {}
-  void OnRepliesWaiting(FrontConnection*) override {}
+  void OnRepliesWaiting(Client*) override {}
   void CountDelivered(uint64_t* outcome) override { ++*outcome; }
   void CountUndelivered(uint64_t) override {}
 
-  std::function<void(FrontConnection*)> on_disconnected;
+  std::function<void(Client*)> on_disconnected;
 };
 
 bool Readable(int fd) {
@@ -99,8 +100,8 @@ class FrontListenerTest : public ::testing::Test {
     }
     listener_.emplace(&loop_, &config_, ipc::kDefaultMaxPayload, &owner_, &bulkhead_,
                       &owner_.counters);
-    owner_.on_connected = [this](FrontConnection* conn) { listener_->Opened(conn); };
-    owner_.on_disconnected = [this](FrontConnection* conn) { listener_->Closed(conn); };
+    owner_.on_connected = [this](Client* conn) { listener_->Opened(conn); };
+    owner_.on_disconnected = [this](Client* conn) { listener_->Closed(conn); };
     return listener_->Bind(ipc::SocketAccess{});
   }
 
@@ -175,7 +176,7 @@ TEST_F(FrontListenerTest, ATcpClientsPeerAddressIsItsOwn) {
 TEST_F(FrontListenerTest, TcpClientsGetTcpNoDelay) {
   ASSERT_TRUE(Bind({"127.0.0.1:0"}).ok());
   int nodelay = -1;
-  owner_.on_connected = [&](FrontConnection* conn) {
+  owner_.on_connected = [&](Client* conn) {
     listener_->Opened(conn);
     // The accepted socket is the newest descriptor of this process bound to our port: find it by
     // the peer address the owner just recorded.

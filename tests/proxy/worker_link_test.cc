@@ -47,7 +47,7 @@ struct FakeOwner : WorkerLink::Owner {
   void OnWorkerReply(WorkerLink*, Request* request, const ipc::FrameView& frame) override {
     replies.push_back(Replied{request, std::string(frame.payload)});
   }
-  void OnLinkBroken(WorkerLink*, const std::string& why, bool worker_at_fault) override {
+  void OnLinkBroken(Link*, const std::string& why, bool worker_at_fault) override {
     broken.push_back(Broke{why, worker_at_fault});
   }
 };

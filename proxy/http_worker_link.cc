@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+#include "proxy/http_worker_link.h"
+
+#include <utility>
+
+#include "base/check.h"
+#include "base/unique_fd.h"
+#include "proxy/client.h"
+#include "proxy/http_front_connection.h"
+#include "proxy/request.h"
+
+namespace bulkhead::proxy {
+
+namespace {
+constexpr size_t kReadChunk = size_t{64} * 1024;
+// A kept request buffer larger than this is freed once its response starts rather than kept.
+constexpr size_t kMaxRetainedPayload = size_t{64} * 1024;
+}  // namespace
+
+HttpWorkerLink::HttpWorkerLink(Owner* owner)
+    : owner_(owner),
+      writer_(
+          reinterpret_cast<uv_stream_t*>(&pipe_),
+          [this](int status) {
+            write_failed_ = true;
+            Broken(std::string("write to worker failed: ") + uv_strerror(status));
+          },
+          nullptr) {
+  pipe_.data = this;
+}
+
+Result<HttpWorkerLink*> HttpWorkerLink::Connect(Owner* owner, uv_loop_t* loop,
+                                                const std::string& path) {
+  Result<UniqueFd> connected = ConnectWorkerSocket(path);
+  if (!connected.ok()) return connected.status();
+  UniqueFd fd = std::move(*connected);
+  auto* link = new HttpWorkerLink(owner);
+  uv_pipe_init(loop, &link->pipe_, 0);
+  int rc = uv_pipe_open(&link->pipe_, fd.get());
+  if (rc != 0) {
+    link->closing_ = true;
+    uv_close(reinterpret_cast<uv_handle_t*>(&link->pipe_), &HttpWorkerLink::OnClosed);
+    return Status::Error(std::string("uv_pipe_open: ") + uv_strerror(rc));
+  }
+  fd.Release();
+  // Read while idle too: a worker that closes an idle connection is seen at once.
+  uv_read_start(reinterpret_cast<uv_stream_t*>(&link->pipe_), &HttpWorkerLink::OnAlloc,
+                &HttpWorkerLink::OnRead);
+  return link;
+}
+
+void HttpWorkerLink::Send(Request* request, std::string_view payload) {
+  BH_CHECK(inflight_ == nullptr && !closing_);
+  inflight_ = request;
+  request->link = this;
+  payload_.assign(payload);
+  response_started_ = false;
+  // A HEAD response has no body whatever its fields say; the method is the payload's first word.
+  const bool head_request = payload.starts_with("HEAD ");
+  HttpFrontConnection* client = request->client != nullptr ? request->client->AsHttp() : nullptr;
+  relay_.Begin(head_request, client == nullptr || client->keep_alive(),
+               client == nullptr || client->http11());
+  writer_.AppendBytes(payload);
+  writer_.Flush();
+}
+
+Request* HttpWorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
+  Request* request = inflight_;
+  if (unread != nullptr) {
+    *unread = request != nullptr && !response_started_ && (write_failed_ || ended_);
+    if (payload != nullptr) *payload = payload_;
+  }
+  if (request != nullptr) request->link = nullptr;
+  inflight_ = nullptr;
+  return request;
+}
+
+void HttpWorkerLink::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
+  auto* self = static_cast<HttpWorkerLink*>(handle->data);
+  self->read_buffer_.resize(kReadChunk);
+  *buf = uv_buf_init(self->read_buffer_.data(), static_cast<unsigned>(kReadChunk));
+}
+
+void HttpWorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
+  auto* self = static_cast<HttpWorkerLink*>(stream->data);
+  if (self->closing_) return;
+  if (nread < 0) {
+    self->ended_ = true;
+    self->WorkerClosed(nread == UV_EOF ? "worker closed the connection"
+                                       : std::string("read from worker failed: ") +
+                                             uv_strerror(static_cast<int>(nread)));
+    return;
+  }
+  if (nread == 0) return;
+  if (self->inflight_ == nullptr) {
+    self->Broken("worker sent bytes on an idle connection, with no request to answer", true);
+    return;
+  }
+  self->Relay(std::string_view(buf->base, static_cast<size_t>(nread)));
+}
+
+void HttpWorkerLink::Relay(std::string_view data) {
+  if (!response_started_) {
+    response_started_ = true;
+    if (payload_.capacity() > kMaxRetainedPayload) {
+      std::string().swap(payload_);
+    } else {
+      payload_.clear();
+    }
+  }
+  owner_->OnWorkerProgress();
+  size_t consumed = 0;
+  out_.clear();
+  const http::ResponseRelay::Event event = relay_.Feed(data, &consumed, &out_);
+  Deliver();
+  if (closing_) return;
+  if (event == http::ResponseRelay::Event::kError) {
+    Broken("worker sent a malformed response: " + relay_.error(), true);
+    return;
+  }
+  // Bytes after a whole response, unasked for: the worker broke HTTP/1.1, the connection is not
+  // reused (its response was whole and goes through).
+  if (event == http::ResponseRelay::Event::kComplete) {
+    Finish(relay_.worker_keep_alive() && consumed == data.size());
+  }
+}
+
+void HttpWorkerLink::Deliver() {
+  if (inflight_ == nullptr || inflight_->client == nullptr) return;
+  HttpFrontConnection* client = inflight_->client->AsHttp();
+  BH_CHECK(client != nullptr);
+  if (relay_.client_must_close()) client->CloseAfterResponse();
+  if (!out_.empty() && client->AppendResponse(out_) && !paused_) {
+    paused_ = true;
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
+  }
+}
+
+void HttpWorkerLink::ResumeReading() {
+  if (!paused_ || closing_) return;
+  paused_ = false;
+  uv_read_start(reinterpret_cast<uv_stream_t*>(&pipe_), &HttpWorkerLink::OnAlloc,
+                &HttpWorkerLink::OnRead);
+}
+
+void HttpWorkerLink::WorkerClosed(const std::string& why) {
+  if (inflight_ != nullptr && response_started_) {
+    out_.clear();
+    const http::ResponseRelay::Event event = relay_.WorkerClosed(&out_);
+    Deliver();
+    if (closing_) return;
+    if (event == http::ResponseRelay::Event::kComplete) {
+      Finish(/*reusable=*/false);
+      return;
+    }
+    Broken(why + " before its response was complete");
+    return;
+  }
+  Broken(why);
+}
+
+void HttpWorkerLink::Finish(bool reusable) {
+  Request* request = TakeInflight();
+  owner_->OnHttpResponse(this, request, reusable && !ended_);
+}
+
+void HttpWorkerLink::Broken(const std::string& why, bool worker_at_fault) {
+  if (closing_) return;
+  owner_->OnLinkBroken(this, why, worker_at_fault);
+}
+
+void HttpWorkerLink::Close() {
+  BH_CHECK(inflight_ == nullptr);
+  if (closing_) return;
+  closing_ = true;
+  writer_.Abandon();
+  uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), &HttpWorkerLink::OnClosed);
+}
+
+void HttpWorkerLink::OnClosed(uv_handle_t* handle) {
+  delete static_cast<HttpWorkerLink*>(handle->data);
+}
+
+}  // namespace bulkhead::proxy

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// HttpWorkerLink: one keep-alive HTTP/1.1 connection from the supervisor to the worker of a cell
+// with protocol = "http" (docs/http.md), carrying one request at a time. The request goes out as
+// the client connection framed it (http/forward.h); the response is parsed as it arrives
+// (http::ResponseRelay) and streamed to the request's client with backpressure: while the client
+// holds more than HttpFrontConnection::kResponseBufferBytes unsent, the link stops reading the
+// worker, so a large body never sits whole in memory. A client that is gone gets nothing; the
+// response is still read to its end, so the slot is freed when the worker finishes.
+//
+// A worker that answers `Connection: close` (gunicorn's sync workers), or that closes an idle
+// connection, is not reused: the data path opens a fresh connection for the next request. An idle
+// link watches for EOF; a request whose write failed, or whose connection ended before any byte of
+// a response came, is one the worker did not answer, and is resent once on a fresh connection
+// (TakeInflight tells it unread). Owns itself: deleted in its handle's close callback. REQUIRES:
+// loop thread.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "http/response_relay.h"
+#include "loop/stream_writer.h"
+#include "proxy/link.h"
+
+namespace bulkhead::proxy {
+
+class HttpWorkerLink final : public Link {
+ public:
+  // What an HTTP link tells its cell's data path (proxy::CellDataPath), on the loop thread.
+  class Owner : public virtual LinkOwner {
+   public:
+    // The worker's response to `request` (already taken off the link) is whole and streamed to its
+    // client. `reusable`: the worker keeps the connection open for another request; if not, the
+    // owner closes it. The owner may send the next request on a reusable `link`.
+    virtual void OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) = 0;
+    // Bytes of a response came: the worker is making progress (stall_timeout).
+    virtual void OnWorkerProgress() = 0;
+  };
+
+  // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
+  // backlog is full (EAGAIN).
+  static Result<HttpWorkerLink*> Connect(Owner* owner, uv_loop_t* loop, const std::string& path);
+
+  // Link. `payload` is the whole request as the worker gets it (http/forward.h).
+  void Send(Request* request, std::string_view payload) override;
+  bool busy() const override { return inflight_ != nullptr; }
+  // Link. Unread: its write failed, or the worker closed the connection (EOF or reset) before any
+  // byte of a response came: an HTTP worker that read a request answers it before it closes, so it
+  // did not take this one.
+  Request* TakeInflight(bool* unread, std::string_view* payload) override;
+  using Link::TakeInflight;
+  void Close() override;
+  void ResumeReading() override;
+
+ private:
+  explicit HttpWorkerLink(Owner* owner);
+  ~HttpWorkerLink() override = default;
+
+  static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
+  static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  static void OnClosed(uv_handle_t* handle);
+  // Relays `data` of the in-flight response; on its end, hands the request back to the owner.
+  void Relay(std::string_view data);
+  // The worker closed the connection (`why`): ends a close-delimited response, else breaks.
+  void WorkerClosed(const std::string& why);
+  // The response is whole: back to the owner. `reusable` as Owner::OnHttpResponse.
+  void Finish(bool reusable);
+  void Broken(const std::string& why, bool worker_at_fault = false);
+  // Where relayed bytes go: the request's client, or nowhere once it is gone.
+  void Deliver();
+
+  Owner* owner_;
+  uv_pipe_t pipe_{};
+  loop::StreamWriter writer_;
+  http::ResponseRelay relay_;
+  std::string read_buffer_;
+  std::string out_;  // relayed bytes for the client, reused
+  Request* inflight_ = nullptr;
+  std::string payload_;            // of the in-flight request, until its response starts
+  bool response_started_ = false;  // a byte of the in-flight request's response came
+  bool write_failed_ = false;
+  bool ended_ = false;   // the worker closed the connection (EOF or reset)
+  bool paused_ = false;  // reading stopped: the client is behind
+  bool closing_ = false;
+};
+
+}  // namespace bulkhead::proxy

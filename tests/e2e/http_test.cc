@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: MIT
+// HTTP cells end to end (docs/http.md): bulkheadd with a protocol = "http" cell whose worker is
+// Python's http.server on fd 3 (tests/e2e/http_worker.py), driven by curl and by raw sockets:
+// requests through both ways, keep-alive and pipelining, chunked and 100-continue bodies, the
+// answers bulkheadd makes itself (503, 502, 504, 400), a worker that closes every connection, and
+// clients that leave while queued or running.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "tests/e2e/e2e_test.h"
+
+namespace bulkhead::e2e {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kReadTimeout{10000};
+
+std::string ToLower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+struct Response {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
+  std::string body;
+  // The value of the first field named `name` (lowercase), "" when absent.
+  std::string Header(std::string_view name) const {
+    for (const auto& [key, value] : headers) {
+      if (key == name) return value;
+    }
+    return "";
+  }
+};
+
+std::string Describe(const std::optional<Response>& response) {
+  if (!response) return "no response";
+  std::string out = std::to_string(response->status);
+  for (const auto& [key, value] : response->headers) out += "\n" + key + ": " + value;
+  return out + "\n\n" + response->body;
+}
+
+// A raw HTTP/1.1 client connection to a cell's Unix socket: what is sent is exactly what the test
+// writes, and responses are read one at a time.
+class HttpConn {
+ public:
+  static std::optional<HttpConn> Open(const std::string& path) {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return std::nullopt;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      return std::nullopt;
+    }
+    return HttpConn(std::move(fd));
+  }
+
+  bool Send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  // One response (an interim 100 included), or nullopt when the connection ended or the time ran
+  // out before it was whole.
+  std::optional<Response> Read(milliseconds timeout = kReadTimeout) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    size_t head_end;
+    while ((head_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+      if (!Fill(deadline)) return std::nullopt;
+    }
+    Response response;
+    std::string_view head(buffer_.data(), head_end);
+    size_t line_end = head.find("\r\n");
+    std::string_view status_line = head.substr(0, line_end);
+    if (status_line.size() < 12) return std::nullopt;
+    response.status = std::stoi(std::string(status_line.substr(9, 3)));
+    while (line_end != std::string_view::npos) {
+      head.remove_prefix(line_end + 2);
+      line_end = head.find("\r\n");
+      std::string_view line = head.substr(0, line_end);
+      size_t colon = line.find(':');
+      if (colon == std::string_view::npos) continue;
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      response.headers.emplace_back(ToLower(line.substr(0, colon)), std::string(value));
+    }
+    buffer_.erase(0, head_end + 4);
+    if (response.status < 200 || response.status == 204 || response.status == 304) return response;
+    const std::string length = response.Header("content-length");
+    if (!length.empty()) {
+      const size_t n = std::stoul(length);
+      while (buffer_.size() < n) {
+        if (!Fill(deadline)) return std::nullopt;
+      }
+      response.body = buffer_.substr(0, n);
+      buffer_.erase(0, n);
+    } else if (ToLower(response.Header("transfer-encoding")) == "chunked") {
+      for (;;) {
+        size_t size_end;
+        while ((size_end = buffer_.find("\r\n")) == std::string::npos) {
+          if (!Fill(deadline)) return std::nullopt;
+        }
+        const size_t n = std::stoul(buffer_.substr(0, size_end), nullptr, 16);
+        while (buffer_.size() < size_end + 2 + n + 2) {
+          if (!Fill(deadline)) return std::nullopt;
+        }
+        response.body += buffer_.substr(size_end + 2, n);
+        buffer_.erase(0, size_end + 2 + n + 2);
+        if (n == 0) break;  // no trailers from bulkheadd
+      }
+    } else {
+      while (Fill(deadline)) {
+      }
+      response.body = std::move(buffer_);
+      buffer_.clear();
+    }
+    return response;
+  }
+
+  // True when the peer closed the connection within `timeout` (bytes before the end are skipped).
+  bool EndsWithin(milliseconds timeout = kReadTimeout) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    while (Fill(deadline)) {
+    }
+    return eof_;
+  }
+
+  void Close() { fd_.Reset(); }
+
+ private:
+  explicit HttpConn(UniqueFd fd) : fd_(std::move(fd)) {}
+
+  // Reads more into buffer_; false at EOF, on an error or when the deadline passed.
+  bool Fill(Clock::time_point deadline) {
+    if (eof_) return false;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd_.get(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) != 1) return false;
+    char chunk[65536];
+    ssize_t n = ::recv(fd_.get(), chunk, sizeof chunk, 0);
+    if (n <= 0) {
+      eof_ = true;
+      return false;
+    }
+    buffer_.append(chunk, static_cast<size_t>(n));
+    return true;
+  }
+
+  UniqueFd fd_;
+  std::string buffer_;
+  bool eof_ = false;
+};
+
+CellSpec HttpCell(std::string extra = "", uint32_t max_concurrent = 4, uint32_t max_queue = 4) {
+  return CellSpec{.name = "web",
+                  .command = {"/usr/bin/python3", BULKHEAD_HTTP_WORKER},
+                  .max_concurrent = max_concurrent,
+                  .max_queue = max_queue,
+                  .extra_toml = "protocol = \"http\"\n" + std::string(kQuickStop) + extra};
+}
+
+// curl on the cell's socket: the response body, or the failure.
+Result<ProcessResult> Curl(const Harness& h, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"/usr/bin/curl",    "-sS", "--max-time", "10", "--unix-socket",
+                                   h.CellSocket("web")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv);
+}
+
+TEST(HttpCell, GetAndPostGoThroughWithCurl) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  Result<ProcessResult> get = Curl(h, {"http://web/hello"});
+  ASSERT_TRUE(get.ok()) << get.status().message();
+  EXPECT_EQ(get->exit_code(), 0) << get->Describe();
+  EXPECT_EQ(get->out, "hello");
+  Result<ProcessResult> post = Curl(h, {"-i", "http://web/echo", "-d", "{\"order\": 42}"});
+  ASSERT_TRUE(post.ok()) << post.status().message();
+  EXPECT_EQ(post->exit_code(), 0) << post->Describe();
+  EXPECT_NE(post->out.find("HTTP/1.1 200 OK"), std::string::npos) << post->out;
+  EXPECT_NE(post->out.find("\r\n\r\n{\"order\": 42}"), std::string::npos) << post->out;
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 2; }))
+      << h.Status().dump();
+}
+
+TEST(HttpCell, WorkersOwnErrorsPassThroughAndCountOk) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /status/503 HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 503) << Describe(response);
+  EXPECT_EQ(response->body, "from the worker\n");
+  EXPECT_EQ(response->Header("bulkhead-outcome"), "") << "the worker's answer is not bulkheadd's";
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 1; }))
+      << h.Status().dump();
+  EXPECT_EQ(h.Cell("web")["rejected"], 0);
+}
+
+TEST(HttpCell, BodyOverMaxPayloadBytesGets413) {
+  Harness h(TestOptions({HttpCell()}, "max_payload_bytes = 1024\n"));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 2000\r\n\r\n"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 413) << Describe(response);
+  EXPECT_EQ(response->Header("bulkhead-outcome").rfind("bad_request; reason=too_large", 0), 0u)
+      << Describe(response);
+  EXPECT_TRUE(conn->EndsWithin());
+  EXPECT_EQ(h.Cell("web")["admitted"], 0);
+}
+
+TEST(HttpCell, WorkerGetsARequestIdAndNoHopByHopFields) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send(
+      "GET /headers HTTP/1.1\r\nHost: web\r\nConnection: keep-alive, X-Private\r\n"
+      "X-Private: secret\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\nX-Kept: yes\r\n\r\n"));
+  std::optional<Response> seen = conn->Read();
+  ASSERT_TRUE(seen && seen->status == 200) << Describe(seen);
+  EXPECT_NE(seen->body.find("x-kept: yes\n"), std::string::npos) << seen->body;
+  EXPECT_NE(seen->body.find("x-request-id: "), std::string::npos) << seen->body;
+  for (const char* gone : {"x-private:", "keep-alive:", "te:", "connection:"}) {
+    EXPECT_EQ(seen->body.find(gone), std::string::npos) << gone << " in " << seen->body;
+  }
+  // A client's own X-Request-Id is kept.
+  ASSERT_TRUE(conn->Send("GET /headers HTTP/1.1\r\nHost: web\r\nX-Request-Id: abc-1\r\n\r\n"));
+  seen = conn->Read();
+  ASSERT_TRUE(seen && seen->status == 200) << Describe(seen);
+  EXPECT_NE(seen->body.find("x-request-id: abc-1\n"), std::string::npos) << seen->body;
+}
+
+TEST(HttpCell, TcpClientIsNamedForTheWorker) {
+  Harness h(TestOptions({HttpCell("listen = [\"127.0.0.1:0\"]\n")}));
+  ASSERT_STARTED(h);
+  const nlohmann::json cell = h.Cell("web");
+  ASSERT_TRUE(cell["listen"].is_array() && !cell["listen"].empty()) << cell.dump();
+  const std::string address = cell["listen"][0].get<std::string>();
+  Result<ProcessResult> curl =
+      RunProcess({"/usr/bin/curl", "-sS", "--max-time", "10", "http://" + address + "/headers"});
+  ASSERT_TRUE(curl.ok()) << curl.status().message();
+  EXPECT_EQ(curl->exit_code(), 0) << curl->Describe();
+  EXPECT_NE(curl->out.find("x-forwarded-for: 127.0.0.1\n"), std::string::npos) << curl->out;
+  EXPECT_NE(curl->out.find("forwarded: for=127.0.0.1\n"), std::string::npos) << curl->out;
+  // A client on the Unix socket is named neither way.
+  Result<ProcessResult> unix_curl = Curl(h, {"http://web/headers"});
+  ASSERT_TRUE(unix_curl.ok()) << unix_curl.status().message();
+  EXPECT_EQ(unix_curl->out.find("forwarded"), std::string::npos) << unix_curl->out;
+}
+
+TEST(HttpCell, KeepAliveReusesTheClientAndWorkerConnections) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(conn->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response && response->status == 200) << Describe(response);
+    EXPECT_EQ(response->body, "hello");
+  }
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 5; }))
+      << h.Status().dump();
+  nlohmann::json cell = h.Cell("web");
+  EXPECT_EQ(cell["clients"], 1);
+  // One request at a time: one worker connection served all five.
+  EXPECT_EQ(cell["worker_connections"], 1) << cell.dump();
+}
+
+TEST(HttpCell, PipelinedRequestsAreAnsweredInOrder) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  // The first takes longest: a later answer must still wait for it.
+  ASSERT_TRUE(
+      conn->Send("GET /sleep/300 HTTP/1.1\r\nHost: web\r\n\r\n"
+                 "POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 6\r\n\r\nsecond"
+                 "GET /status/201 HTTP/1.1\r\nHost: web\r\n\r\n"
+                 "GET /hello HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n"));
+  std::optional<Response> first = conn->Read();
+  ASSERT_TRUE(first) << "no first response";
+  EXPECT_EQ(first->body, "slept");
+  std::optional<Response> second = conn->Read();
+  ASSERT_TRUE(second) << "no second response";
+  EXPECT_EQ(second->body, "second");
+  std::optional<Response> third = conn->Read();
+  ASSERT_TRUE(third) << "no third response";
+  EXPECT_EQ(third->status, 201);
+  std::optional<Response> fourth = conn->Read();
+  ASSERT_TRUE(fourth) << "no fourth response";
+  EXPECT_EQ(fourth->body, "hello");
+  EXPECT_TRUE(conn->EndsWithin());
+}
+
+TEST(HttpCell, ChunkedRequestBodyReachesTheWorkerWhole) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(
+      conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 200) << Describe(response);
+  EXPECT_EQ(response->body, "hello world");
+  EXPECT_EQ(response->Header("x-seen-content-length"), "11");
+}
+
+TEST(HttpCell, ExpectContinueGetsOneHundredBeforeTheBody) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send(
+      "POST /echo HTTP/1.1\r\nHost: web\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"));
+  std::optional<Response> interim = conn->Read();
+  ASSERT_TRUE(interim) << "no 100 Continue";
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(conn->Send("body"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 200) << Describe(response);
+  EXPECT_EQ(response->body, "body");
+}
+
+TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
+  Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> stalled = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(stalled);
+  ASSERT_TRUE(stalled->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  Result<ProcessResult> curl = Curl(h, {"-i", "http://web/hello"});
+  ASSERT_TRUE(curl.ok()) << curl.status().message();
+  EXPECT_NE(curl->out.find("HTTP/1.1 503 Service Unavailable\r\n"), std::string::npos) << curl->out;
+  EXPECT_NE(curl->out.find("\r\nRetry-After: 1\r\n"), std::string::npos) << curl->out;
+  EXPECT_NE(curl->out.find("\r\nBulkhead-Outcome: rejected; reason=full; cell=web; running=1; "
+                           "queued=0\r\n"),
+            std::string::npos)
+      << curl->out;
+  EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["full"], 1) << h.Status().dump();
+}
+
+TEST(HttpCell, WorkerThatExitsWithoutAnsweringGives502) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /exit HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 502) << Describe(response);
+  EXPECT_EQ(response->Header("bulkhead-outcome").rfind("failed; reason=worker_died; cell=web", 0),
+            0u)
+      << Describe(response);
+  EXPECT_EQ(h.Cell("web")["failed_by_reason"]["worker_died"], 1) << h.Status().dump();
+}
+
+TEST(HttpCell, WorkerThatDiesMidResponseClosesTheClient) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /die HTTP/1.1\r\nHost: web\r\n\r\n"));
+  // The head and 10 of the 100 bytes it promised came; then the connection ends.
+  EXPECT_FALSE(conn->Read().has_value());
+  EXPECT_TRUE(conn->EndsWithin());
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["failed_by_reason"]["worker_died"] == 1 && c["running"] == 0;
+  })) << h.Status().dump();
+}
+
+TEST(HttpCell, RequestTimeoutGives504) {
+  Harness h(TestOptions({HttpCell("request_timeout = \"300ms\"\n")}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 504) << Describe(response);
+  EXPECT_EQ(response->Header("bulkhead-outcome").rfind("failed; reason=timeout; cell=web", 0), 0u)
+      << Describe(response);
+  EXPECT_EQ(h.Cell("web")["failed_by_reason"]["timeout"], 1) << h.Status().dump();
+}
+
+TEST(HttpCell, SmugglingAttemptsGet400AndTheConnectionClosed) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  const std::vector<std::string> attempts = {
+      // Content-Length with Transfer-Encoding.
+      "POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "0\r\n\r\n",
+      // Two Content-Lengths.
+      "POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nbody",
+      // A bad chunk size.
+      "POST /echo HTTP/1.1\r\nHost: web\r\nTransfer-Encoding: "
+      "chunked\r\n\r\nzz\r\nbody\r\n0\r\n\r\n",
+      // obs-fold.
+      "GET /hello HTTP/1.1\r\nHost: web\r\nX-Folded: a\r\n b\r\n\r\n",
+  };
+  for (const std::string& attempt : attempts) {
+    std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+    ASSERT_TRUE(conn);
+    // A request after the bad one must not reach the worker.
+    ASSERT_TRUE(conn->Send(attempt + "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response) << attempt;
+    EXPECT_EQ(response->status, 400) << attempt << "\n" << Describe(response);
+    EXPECT_EQ(response->Header("connection"), "close") << Describe(response);
+    EXPECT_TRUE(conn->EndsWithin()) << attempt;
+  }
+  nlohmann::json cell = h.Cell("web");
+  EXPECT_EQ(cell["bad_request"], 4) << cell.dump();
+  EXPECT_EQ(cell["admitted"], 0) << cell.dump();
+}
+
+TEST(HttpCell, WorkerThatClosesEveryConnectionServesFiftyRequestsInARow) {
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_CLOSE", "1"}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(conn->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) << i;
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response && response->status == 200) << i << ": " << Describe(response);
+    // The client's connection stays open: only the worker's closes.
+    EXPECT_EQ(response->Header("connection"), "") << i;
+  }
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 50; }))
+      << h.Status().dump();
+  EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
+}
+
+TEST(HttpCell, IdleConnectionsTheWorkerClosedNeverFailARequest) {
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_RUDE", "1"}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  // Each request may go out on a connection the worker is closing, or has closed, right now.
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(conn->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) << i;
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response && response->status == 200) << i << ": " << Describe(response);
+  }
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 50; }))
+      << h.Status().dump();
+  EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
+}
+
+// bulkheadd's resident memory, in KiB (/proc/PID/status VmRSS), 0 when unknown.
+uint64_t ResidentKib(pid_t pid) {
+  std::optional<std::string> status = testing::ReadFile("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return 0;
+  const size_t at = status->find("VmRSS:");
+  if (at == std::string::npos) return 0;
+  return std::stoull(status->substr(at + 6));
+}
+
+TEST(HttpCell, LargeResponseStreamsToASlowReaderInBoundedMemory) {
+  constexpr size_t kBody = size_t{64} << 20;
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  // Its resident memory before: a sanitizer build starts far higher than a release one.
+  const uint64_t rss_before_kib = ResidentKib(h.pid());
+  ASSERT_GT(rss_before_kib, 0u);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /big/" + std::to_string(kBody) + " HTTP/1.1\r\nHost: web\r\n\r\n"));
+  // The client reads nothing yet: its socket fills, then bulkheadd holds what it cannot write.
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["unsent_bytes"].is_number() && c["unsent_bytes"] > 0;
+  })) << h.Status().dump();
+  // Its worker link stopped reading: what it holds stays near the bound, far below the body.
+  nlohmann::json cell = h.Cell("web");
+  EXPECT_LE(cell["unsent_bytes"].get<uint64_t>(), 1u << 20) << cell.dump();
+  const uint64_t rss_kib = ResidentKib(h.pid());
+  EXPECT_LT(rss_kib, rss_before_kib + uint64_t{16} * 1024)
+      << "bulkheadd holds the body: " << rss_before_kib << " KiB before, " << rss_kib << " now";
+  std::optional<Response> response = conn->Read(std::chrono::seconds(60));
+  ASSERT_TRUE(response && response->status == 200) << "no whole response";
+  ASSERT_EQ(response->body.size(), kBody);
+  for (size_t i = 0; i < kBody; i += 4093) {
+    ASSERT_EQ(static_cast<unsigned char>(response->body[i]), i % 256) << "byte " << i;
+  }
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 1; }))
+      << h.Status().dump();
+}
+
+TEST(HttpCell, ConnectionOverMaxConnectionsGets503AndIsClosed) {
+  Harness h(TestOptions({HttpCell("max_connections = 1\n")}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> first = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["clients"] == 1; }));
+  std::optional<HttpConn> second = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(second);
+  std::optional<Response> refused = second->Read();
+  ASSERT_TRUE(refused && refused->status == 503) << Describe(refused);
+  EXPECT_EQ(refused->Header("retry-after"), "1");
+  EXPECT_EQ(refused->Header("connection"), "close");
+  EXPECT_EQ(refused->Header("bulkhead-outcome").rfind("rejected; reason=too_many_connections", 0),
+            0u)
+      << Describe(refused);
+  EXPECT_TRUE(second->EndsWithin());
+}
+
+TEST(HttpCell, HeadNotCompleteWithinHeaderTimeoutGets408) {
+  Harness h(TestOptions({HttpCell("header_timeout = \"300ms\"\n")}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> slow = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(slow);
+  ASSERT_TRUE(slow->Send("GET /hello HTTP/1.1\r\nHost: web\r\nX-Slow: "));
+  std::optional<Response> response = slow->Read();
+  ASSERT_TRUE(response && response->status == 408) << Describe(response);
+  EXPECT_EQ(response->Header("connection"), "close");
+  EXPECT_TRUE(slow->EndsWithin());
+  // An idle keep-alive connection is closed without a word.
+  std::optional<HttpConn> idle = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(idle);
+  ASSERT_TRUE(idle->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  response = idle->Read();
+  ASSERT_TRUE(response && response->status == 200) << Describe(response);
+  EXPECT_TRUE(idle->EndsWithin());
+  EXPECT_EQ(h.Cell("web")["bad_request"], 1) << h.Status().dump();
+}
+
+TEST(HttpCell, ClientThatLeavesWhileQueuedIsCancelled) {
+  Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> running = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(running);
+  ASSERT_TRUE(running->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  std::optional<HttpConn> queued = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(queued);
+  ASSERT_TRUE(queued->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; }));
+  queued->Close();
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["queued"] == 0 && c["cancelled"] == 1;
+  })) << h.Status().dump();
+}
+
+TEST(HttpCell, ClientThatLeavesWhileRunningIsDroppedWhenTheWorkerAnswers) {
+  Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /sleep/500 HTTP/1.1\r\nHost: web\r\n\r\n"));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  conn->Close();
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["dropped"] == 1;
+  })) << h.Status().dump();
+  // The slot is free again.
+  Result<ProcessResult> curl = Curl(h, {"http://web/hello"});
+  ASSERT_TRUE(curl.ok()) << curl.status().message();
+  EXPECT_EQ(curl->out, "hello") << curl->Describe();
+}
+
+}  // namespace
+}  // namespace bulkhead::e2e

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# An HTTP/1.1 worker for the e2e tests of protocol = "http" cells (docs/http.md): Python's
+# http.server serving the listening socket bulkheadd passes as fd 3, one thread per connection.
+#   GET  /hello        200 "hello"
+#   POST /echo         200 with the request body; X-Seen-* headers echo what the worker got
+#   GET  /headers      200, the request's header fields, one "name: value" per line
+#   GET  /stall        never answers (until the worker is killed)
+#   GET  /sleep/MS     answers "slept" after MS milliseconds
+#   GET  /die          sends a head promising 100 bytes and 10 of them, then exits (status 3)
+#   GET  /exit         exits (status 3) without answering
+#   GET  /status/N     answers status N with a short body
+#   GET  /big/N        N bytes of a repeating pattern, Content-Length
+# With WORKER_CLOSE=1 every response carries "Connection: close" and the connection is closed
+# after it (as gunicorn's sync workers do). With WORKER_RUDE=1 the connection is closed after each
+# response without a word (as a server whose keep-alive timeout just passed): bulkheadd may find
+# out only when it sends the next request there.
+import http.server
+import os
+import socket
+import sys
+import time
+
+CLOSE = os.environ.get("WORKER_CLOSE") == "1"
+RUDE = os.environ.get("WORKER_RUDE") == "1"
+PATTERN = bytes(range(256)) * 256
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def reply(self, status, body, extra=()):
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in extra:
+            self.send_header(name, value)
+        if CLOSE:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        if RUDE:
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/hello":
+            self.reply(200, b"hello")
+        elif self.path == "/headers":
+            text = "".join(f"{k.lower()}: {v}\n" for k, v in self.headers.items())
+            self.reply(200, text.encode())
+        elif self.path == "/stall":
+            time.sleep(3600)
+        elif self.path.startswith("/sleep/"):
+            time.sleep(int(self.path[7:]) / 1000)
+            self.reply(200, b"slept")
+        elif self.path == "/exit":
+            os._exit(3)
+        elif self.path == "/die":
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"0123456789")
+            self.wfile.flush()
+            os._exit(3)
+        elif self.path.startswith("/status/"):
+            self.reply(int(self.path[8:]), b"from the worker\n")
+        elif self.path.startswith("/big/"):
+            n = int(self.path[5:])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            while n > 0:
+                chunk = PATTERN[: min(n, len(PATTERN))]
+                self.wfile.write(chunk)
+                n -= len(chunk)
+        else:
+            self.reply(404, b"not found\n")
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length)
+        self.reply(200, body, [("X-Seen-Content-Length", str(length))])
+
+
+def main():
+    listener = socket.socket(fileno=3)
+    server = http.server.ThreadingHTTPServer(("", 0), Handler, bind_and_activate=False)
+    server.socket.close()
+    server.socket = listener
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
