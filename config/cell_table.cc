@@ -275,6 +275,7 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   // For the warnings: where each element of `command` and the two timeouts were written.
   std::vector<SourcePosition> command_at;
   SourcePosition request_timeout_at;
+  std::optional<SourcePosition> ready_http_at;  // where ready = "http:/PATH" was written
   SourcePosition stall_timeout_at;
   // Where worker_connections = "multiplex" was written, checked against protocol below.
   std::optional<SourcePosition> multiplex_at;
@@ -444,6 +445,7 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
         }
         case CellKeyId::kReady: {
           key_ok = ParseReady(reader, *value, key_path, cell);
+          if (key_ok && cell.ready == ReadyMode::kHttp) ready_http_at = At(value->source());
           break;
         }
         case CellKeyId::kWorkerConnections: {
@@ -577,6 +579,16 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
                     "must be at least restart_delay (" + Quoted(restart_delay_text) +
                         (restart_delay_given ? "" : ", the default") + "), got " +
                         Quoted(max_delay_written->second));
+    ok = false;
+  }
+
+  // The probe is an HTTP request on the worker socket, which speaks frames in a frames cell.
+  if (ready_http_at && cell.protocol != Protocol::kHttp) {
+    reader.AddError(*ready_http_at, JoinKey(path, "ready"),
+                    Quoted(ReadyText(cell)) +
+                        " probes the worker over HTTP, which needs protocol = \"http\" (the "
+                        "worker of a frames cell speaks frames, docs/protocol.md); use \"exec\" "
+                        "or \"notify\"");
     ok = false;
   }
 

@@ -110,4 +110,11 @@ void AppendForwardRequest(std::string* out, const RequestHead& head, std::string
   out->append(body);
 }
 
+bool IsIdempotentRequest(std::string_view forwarded) {
+  for (std::string_view method : {"GET ", "HEAD ", "OPTIONS ", "TRACE ", "PUT ", "DELETE "}) {
+    if (forwarded.starts_with(method)) return true;
+  }
+  return false;
+}
+
 }  // namespace bulkhead::http

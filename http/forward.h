@@ -39,4 +39,10 @@ struct ForwardOptions {
 void AppendForwardRequest(std::string* out, const RequestHead& head, std::string_view body,
                           const ForwardOptions& options);
 
+// True when the request `forwarded` (as AppendForwardRequest made it: the method is its first
+// word) has an idempotent method, GET, HEAD, OPTIONS, TRACE, PUT or DELETE (RFC 9110 section
+// 9.2.2): the only ones a proxy may send again on its own. A POST or PATCH the worker may have
+// started is never repeated.
+bool IsIdempotentRequest(std::string_view forwarded);
+
 }  // namespace bulkhead::http

@@ -134,9 +134,13 @@ std::string FormatLocalReply(const LocalReply& reply) {
   out +=
       "Content-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n";
-  if (reply.close) out += "Connection: close\r\n";
+  if (reply.close) {
+    out += "Connection: close\r\n";
+  } else if (reply.http10_keep_alive) {
+    out += "Connection: keep-alive\r\n";
+  }
   out += "\r\n";
-  out += body;
+  if (!reply.head_request) out += body;
   return out;
 }
 

@@ -45,6 +45,13 @@ struct LocalReply {
   uint32_t retry_after_ms = 0;  // 0: unknown (Retry-After: 1)
   // The connection is closed after this answer: "Connection: close" is sent.
   bool close = false;
+  // The answer to a HEAD request: the head only, with the Content-Length a GET would get (RFC 9110
+  // section 9.3.2: no content in a response to HEAD; a body would be read as the next response).
+  bool head_request = false;
+  // The answer to an HTTP/1.0 request that asked to keep the connection open (Connection:
+  // keep-alive), which stays open: "Connection: keep-alive" is sent, without which an HTTP/1.0
+  // client waits for the close (RFC 9112 appendix C.2.2).
+  bool http10_keep_alive = false;
   // The body's text after "bulkhead: " (a newline is added): "payments is full".
   std::string text;
 };

@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "http/forward.h"
 #include "ipc/listen_socket.h"
 #include "proxy/client.h"
 #include "proxy/http_worker_link.h"
@@ -244,6 +245,12 @@ Link* CellDataPath::TakeLink(Request* request, bool fresh) {
     idle_links_.pop_back();
     return link;
   }
+  // A fresh connection replaces the longest idle one: the cell keeps at most max_concurrent.
+  if (fresh && !idle_links_.empty()) {
+    Link* oldest = idle_links_.front();
+    idle_links_.erase(idle_links_.begin());
+    oldest->Close();
+  }
   Result<Link*> made = Status::Error("");
   if (config_.protocol == config::Protocol::kHttp) {
     Result<HttpWorkerLink*> http = HttpWorkerLink::Connect(this, loop_, config_.worker_socket);
@@ -289,7 +296,11 @@ void CellDataPath::OnAcceptTimer(uv_timer_t* timer) {
 }
 
 void CellDataPath::Dispatch(Request* request, std::string_view payload) {
-  Link* link = TakeLink(request, /*fresh=*/false);
+  // An HTTP request that may not be sent twice (a POST) goes out on a fresh connection: an idle
+  // one may be closing under it, and it could not be resent then (HttpWorkerLink::TakeInflight).
+  const bool fresh =
+      config_.protocol == config::Protocol::kHttp && !http::IsIdempotentRequest(payload);
+  Link* link = TakeLink(request, fresh);
   if (link == nullptr) return;
   uint64_t now = Now();
   // A worker that had nothing to do starts its stall clock now.

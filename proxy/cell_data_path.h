@@ -143,9 +143,10 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   // Puts `link` on the busy list unless it already is (a multiplexed link carrying others), then
   // sends; a multiplexed link writes at the next OnFlushPrepare.
   void SendOn(Link* link, Request* request, std::string_view payload);
-  // One-per-request: an idle link, or a new connection when `fresh` or none is idle. Multiplexed
-  // (frame cells only): the one multiplexed link, connected when there is none. nullptr when
-  // connect(2) failed, `request` then failed (worker_error).
+  // One-per-request: an idle link, or a new connection when `fresh` (it then closes the longest
+  // idle link, so that at most max_concurrent stay open) or none is idle. Multiplexed (frame cells
+  // only): the one multiplexed link, connected when there is none. nullptr when connect(2) failed,
+  // `request` then failed (worker_error).
   Link* TakeLink(Request* request, bool fresh);
   // Sends a running `request` that the worker cannot have read again, once, on a new connection.
   void Resend(Request* request, std::string_view payload);

@@ -168,6 +168,7 @@ void HttpFrontConnection::StartExchange() {
   const http::RequestHead& head = parser_.head();
   busy_ = true;
   keep_alive_ = head.keep_alive;
+  head_request_ = head.method == "HEAD";
   http11_ = head.version_major == 1 && head.version_minor >= 1;
   response_started_ = false;
   http::ForwardOptions options;
@@ -212,6 +213,8 @@ void HttpFrontConnection::SendReply(const ipc::FrameHeader& header, std::string_
   } else {
     reply = http::BadRequestReply(http::Error{400, std::string(payload)}, owner_->name());
   }
+  reply.head_request = head_request_;
+  reply.http10_keep_alive = !http11_ && keep_alive_;
   writer_.AppendBytes(http::FormatLocalReply(reply));
   QueueAnswer(outcome, /*defer_flush=*/false);
   if (!closing_) EndExchange(reply.close || !keep_alive_);

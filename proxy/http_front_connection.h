@@ -103,6 +103,7 @@ class HttpFrontConnection final : public Client {
   bool busy_ = false;
   bool keep_alive_ = true;
   bool http11_ = true;
+  bool head_request_ = false;      // the current request is a HEAD: local replies carry no body
   bool response_started_ = false;  // bytes of the worker's response were queued
   bool processing_ = false;        // inside ProcessInput
   bool close_when_drained_ = false;

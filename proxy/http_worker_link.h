@@ -48,9 +48,13 @@ class HttpWorkerLink final : public Link {
   // Link. `payload` is the whole request as the worker gets it (http/forward.h).
   void Send(Request* request, std::string_view payload) override;
   bool busy() const override { return inflight_ != nullptr; }
-  // Link. Unread: its write failed, or the worker closed the connection (EOF or reset) before any
-  // byte of a response came: an HTTP worker that read a request answers it before it closes, so it
-  // did not take this one.
+  // Link. Unread: the request went out on a connection that had carried an earlier request (idle,
+  // reused) and its write failed, or the worker closed the connection (EOF or reset) before any
+  // byte of a response came: most likely the worker closed the idle connection as the request was
+  // sent (a keep-alive timeout). Only an idempotent request (http::IsIdempotentRequest) counts: a
+  // worker that crashed or was killed with the request in hand may have acted on it, and RFC 9110
+  // section 9.2.2 forbids a proxy to repeat a POST on its own. The data path sends every other
+  // request on a fresh connection, which no keep-alive timeout can have closed.
   Request* TakeInflight(bool* unread, std::string_view* payload) override;
   using Link::TakeInflight;
   void Close() override;
@@ -74,7 +78,6 @@ class HttpWorkerLink final : public Link {
   void Deliver();
 
   Owner* owner_;
-  uv_pipe_t pipe_{};
   loop::StreamWriter writer_;
   http::ResponseRelay relay_;
   std::string read_buffer_;
@@ -83,9 +86,11 @@ class HttpWorkerLink final : public Link {
   std::string payload_;            // of the in-flight request, until its response starts
   bool response_started_ = false;  // a byte of the in-flight request's response came
   bool write_failed_ = false;
-  bool ended_ = false;   // the worker closed the connection (EOF or reset)
-  bool paused_ = false;  // reading stopped: the client is behind
-  bool closing_ = false;
+  bool inflight_on_reused_ = false;   // sent after an earlier request on this connection
+  bool inflight_idempotent_ = false;  // http::IsIdempotentRequest
+  bool carried_request_ = false;      // a request was sent on this connection before
+  bool ended_ = false;                // the worker closed the connection (EOF or reset)
+  bool paused_ = false;               // reading stopped: the client is behind
 };
 
 }  // namespace bulkhead::proxy

@@ -6,12 +6,13 @@
 // its handle's close callback. REQUIRES: loop thread only.
 #pragma once
 
+#include <uv.h>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "base/status.h"
-#include "base/unique_fd.h"
 
 namespace bulkhead::proxy {
 
@@ -52,10 +53,17 @@ class Link {
   // The link's position in its owner's list of busy links, kept by the owner so that an answer
   // finds its link in O(1).
   size_t busy_index = 0;
-};
 
-// A non-blocking connection to the worker socket at `path` (a Unix stream socket). Fails when the
-// socket is missing or its backlog is full (EAGAIN).
-Result<UniqueFd> ConnectWorkerSocket(const std::string& path);
+ protected:
+  // Connects pipe_ (its data set by the constructor) non-blocking to the worker socket at `path` (a
+  // Unix stream socket) on `loop` and starts reading with `alloc` and `read`. Fails when the socket
+  // is missing or its backlog is full (EAGAIN); the link is then closed with `closed`, which
+  // deletes it, and the caller must not touch it again.
+  Status Open(uv_loop_t* loop, const std::string& path, uv_alloc_cb alloc, uv_read_cb read,
+              uv_close_cb closed);
+
+  uv_pipe_t pipe_{};
+  bool closing_ = false;  // Close() was called, or Open() failed
+};
 
 }  // namespace bulkhead::proxy

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "base/check.h"
-#include "base/unique_fd.h"
 #include "proxy/request.h"
 
 namespace bulkhead::proxy {
@@ -31,20 +30,10 @@ WorkerLink::WorkerLink(Owner* owner, uint32_t max_payload, bool multiplexed)
 
 Result<WorkerLink*> WorkerLink::Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
                                         uint32_t max_payload, bool multiplexed) {
-  Result<UniqueFd> connected = ConnectWorkerSocket(path);
-  if (!connected.ok()) return connected.status();
-  UniqueFd fd = std::move(*connected);
   auto* link = new WorkerLink(owner, max_payload, multiplexed);
-  uv_pipe_init(loop, &link->pipe_, 0);
-  int rc = uv_pipe_open(&link->pipe_, fd.get());
-  if (rc != 0) {
-    link->closing_ = true;
-    uv_close(reinterpret_cast<uv_handle_t*>(&link->pipe_), &WorkerLink::OnClosed);
-    return Status::Error(std::string("uv_pipe_open: ") + uv_strerror(rc));
-  }
-  fd.Release();
-  uv_read_start(reinterpret_cast<uv_stream_t*>(&link->pipe_), &WorkerLink::OnAlloc,
-                &WorkerLink::OnRead);
+  Status opened =
+      link->Open(loop, path, &WorkerLink::OnAlloc, &WorkerLink::OnRead, &WorkerLink::OnClosed);
+  if (!opened.ok()) return opened;
   return link;
 }
 

@@ -95,7 +95,6 @@ class WorkerLink final : public Link {
 
   Owner* owner_;
   const bool multiplexed_;
-  uv_pipe_t pipe_{};
   ipc::FrameDecoder decoder_;
   loop::StreamWriter writer_;
   std::vector<Slot> slots_;
@@ -110,7 +109,6 @@ class WorkerLink final : public Link {
   bool reply_started_ = false;  // a byte of the in-flight request's reply came
   bool write_failed_ = false;
   bool reset_ = false;  // a read failed with ECONNRESET
-  bool closing_ = false;
 };
 
 }  // namespace bulkhead::proxy

@@ -410,6 +410,7 @@ TEST(ParseConfig, ReadyHttpTakesAnOriginFormPath) {
   const Config config = MustParse(R"([cells.a]
 command = ["x"]
 max_concurrent = 1
+protocol = "http"
 ready = "http:/healthz?deep=1"
 [cells.b]
 command = ["x"]
@@ -447,6 +448,16 @@ ready = "http:"
                           At(14, 9, "cells.c.ready",
                              "the path after \"http:\" must start with '/', as in "
                              "\"http:/healthz\"; got \"http:\"")));
+  // A frames cell's worker socket speaks frames: an HTTP probe could never pass.
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+ready = "http:/healthz"
+)"),
+              ElementsAre(At(4, 9, "cells.a.ready",
+                             "\"http:/healthz\" probes the worker over HTTP, which needs "
+                             "protocol = \"http\" (the worker of a frames cell speaks frames, "
+                             "docs/protocol.md); use \"exec\" or \"notify\"")));
 }
 
 TEST(ParseConfig, ProtocolAndHeaderTimeout) {

@@ -41,7 +41,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"start_limit_interval", R"("120s")"},
     {"request_timeout", R"("3s")"},
     {"stall_timeout", R"("4s")"},
-    {"ready", R"("http:/healthz")"},
+    {"ready", R"("notify")"},  // "http:/PATH" needs protocol = "http" as well
     {"worker_connections", R"("multiplex")"},
     {"start_timeout", R"("10s")"},
     {"watchdog", R"("5s")"},

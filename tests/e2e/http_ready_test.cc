@@ -26,8 +26,9 @@ std::string HealthWorker() {
 CellSpec HealthCell(const std::string& log, std::vector<std::string> args, std::string extra) {
   std::vector<std::string> command = {"python3", HealthWorker(), "--log", log};
   command.insert(command.end(), args.begin(), args.end());
-  return CellSpec{
-      .name = "web", .command = command, .extra_toml = "ready = \"http:/healthz\"\n" + extra};
+  return CellSpec{.name = "web",
+                  .command = command,
+                  .extra_toml = "protocol = \"http\"\nready = \"http:/healthz\"\n" + extra};
 }
 
 TEST(HttpReady, TheCellRunsOnceHealthzAnswers2xx) {

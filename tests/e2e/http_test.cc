@@ -137,6 +137,14 @@ class HttpConn {
     return response;
   }
 
+  // Every byte until the peer closes the connection (or `timeout` passes), unparsed.
+  std::string ReadUntilClosed(milliseconds timeout = kReadTimeout) {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    while (Fill(deadline)) {
+    }
+    return std::exchange(buffer_, std::string());
+  }
+
   // True when the peer closed the connection within `timeout` (bytes before the end are skipped).
   bool EndsWithin(milliseconds timeout = kReadTimeout) {
     const Clock::time_point deadline = Clock::now() + timeout;
@@ -178,6 +186,17 @@ CellSpec HttpCell(std::string extra = "", uint32_t max_concurrent = 4, uint32_t 
                   .max_concurrent = max_concurrent,
                   .max_queue = max_queue,
                   .extra_toml = "protocol = \"http\"\n" + std::string(kQuickStop) + extra};
+}
+
+// A client connection whose GET /stall runs on the worker (which never answers it), once the cell
+// shows it running; nullopt if that did not happen.
+std::optional<HttpConn> StallOneRequest(Harness& h) {
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  if (!conn || !conn->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n")) return std::nullopt;
+  if (!h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; })) {
+    return std::nullopt;
+  }
+  return conn;
 }
 
 // curl on the cell's socket: the response body, or the failure.
@@ -351,10 +370,8 @@ TEST(HttpCell, ExpectContinueGetsOneHundredBeforeTheBody) {
 TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> stalled = HttpConn::Open(h.CellSocket("web"));
+  std::optional<HttpConn> stalled = StallOneRequest(h);
   ASSERT_TRUE(stalled);
-  ASSERT_TRUE(stalled->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
   Result<ProcessResult> curl = Curl(h, {"-i", "http://web/hello"});
   ASSERT_TRUE(curl.ok()) << curl.status().message();
   EXPECT_NE(curl->out.find("HTTP/1.1 503 Service Unavailable\r\n"), std::string::npos) << curl->out;
@@ -364,6 +381,48 @@ TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
             std::string::npos)
       << curl->out;
   EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["full"], 1) << h.Status().dump();
+}
+
+// A HEAD answered by bulkheadd itself carries no body (RFC 9110 section 9.3.2), so the next
+// response on the connection starts right after its head: a HEAD and a GET pipelined on one
+// connection to a full cell get two 503 heads back to back, then the GET's body. The 503's body
+// used to follow the HEAD's head, where a client reads the next status line.
+TEST(HttpCell, LocalAnswerToHeadHasNoBodySoTheConnectionStaysInStep) {
+  Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> stalled = StallOneRequest(h);
+  ASSERT_TRUE(stalled);
+  std::optional<HttpConn> client = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(
+      client->Send("HEAD /hello HTTP/1.1\r\nHost: web\r\n\r\n"
+                   "GET /hello HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n"));
+  const std::string bytes = client->ReadUntilClosed();
+  const size_t head_end = bytes.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << bytes;
+  EXPECT_TRUE(bytes.starts_with("HTTP/1.1 503 ")) << bytes;
+  EXPECT_EQ(bytes.substr(head_end + 4, 13), "HTTP/1.1 503 ") << bytes;
+  EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["full"], 2) << h.Status().dump();
+}
+
+// bulkheadd's own answer to an HTTP/1.0 keep-alive request says "Connection: keep-alive" (RFC
+// 9112 appendix C.2.2), and the next request is served on the same connection. It said nothing
+// and kept the connection open, so an HTTP/1.0 client (ab -k) waited for a close until
+// header_timeout.
+TEST(HttpCell, LocalAnswerToAnHttp10KeepAliveRequestSaysKeepAlive) {
+  Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> stalled = StallOneRequest(h);
+  ASSERT_TRUE(stalled);
+  std::optional<HttpConn> client = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(client);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(client->Send("GET /hello HTTP/1.0\r\nHost: web\r\nConnection: Keep-Alive\r\n\r\n"));
+    std::optional<Response> response = client->Read();
+    ASSERT_TRUE(response) << i;
+    EXPECT_EQ(response->status, 503) << Describe(response);
+    EXPECT_EQ(ToLower(response->Header("connection")), "keep-alive") << Describe(response);
+  }
 }
 
 TEST(HttpCell, WorkerThatExitsWithoutAnsweringGives502) {
@@ -475,6 +534,50 @@ TEST(HttpCell, IdleConnectionsTheWorkerClosedNeverFailARequest) {
   EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
 }
 
+// A POST is never sent to the worker twice (RFC 9110 section 9.2.2): a worker that closes the
+// connection with it in hand (killed, crashed) may have acted on it. The client gets 502 and the
+// worker saw it once; it used to be sent again on a fresh connection, and ran twice.
+TEST(HttpCell, APostTheWorkerDroppedIsNotSentAgain) {
+  bulkhead::testing::TempDir dir;
+  const std::string log = dir.Join("drops");
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_DROP_LOG", log}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  // A GET first, so that an idle connection waits for reuse.
+  Result<ProcessResult> get = Curl(h, {"http://web/hello"});
+  ASSERT_TRUE(get.ok() && get->out == "hello") << (get.ok() ? get->Describe() : "");
+  Result<ProcessResult> post = Curl(h, {"-i", "http://web/drop", "-d", "pay=1"});
+  ASSERT_TRUE(post.ok()) << post.status().message();
+  EXPECT_TRUE(post->out.starts_with("HTTP/1.1 502 ")) << post->Describe();
+  EXPECT_EQ(testing::ReadFile(log).value_or("(none)"), "POST /drop\n");
+  EXPECT_EQ(h.Cell("web")["failed_by_reason"]["worker_error"], 1) << h.Status().dump();
+}
+
+// POSTs on a keep-alive client to a worker that drops every idle connection without a word all
+// succeed: each goes out on a fresh worker connection, which the worker cannot have closed (a
+// POST cannot be resent, see above), and the cell never holds more than max_concurrent.
+TEST(HttpCell, PostsToAWorkerThatClosesIdleConnectionsNeverFail) {
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_RUDE", "1"}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  for (int i = 0; i < 30; ++i) {
+    const std::string body = "n" + std::to_string(i);
+    ASSERT_TRUE(conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body))
+        << i;
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response && response->status == 200 && response->body == body)
+        << i << ": " << Describe(response);
+  }
+  nlohmann::json c = h.Cell("web");
+  EXPECT_EQ(c["failed"], 0) << c.dump();
+  EXPECT_LE(c["worker_connections"].get<uint64_t>(), 4u) << c.dump();
+}
+
 // bulkheadd's resident memory, in KiB (/proc/PID/status VmRSS), 0 when unknown.
 uint64_t ResidentKib(pid_t pid) {
   std::optional<std::string> status = testing::ReadFile("/proc/" + std::to_string(pid) + "/status");
@@ -555,10 +658,8 @@ TEST(HttpCell, HeadNotCompleteWithinHeaderTimeoutGets408) {
 TEST(HttpCell, ClientThatLeavesWhileQueuedIsCancelled) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> running = HttpConn::Open(h.CellSocket("web"));
+  std::optional<HttpConn> running = StallOneRequest(h);
   ASSERT_TRUE(running);
-  ASSERT_TRUE(running->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
   std::optional<HttpConn> queued = HttpConn::Open(h.CellSocket("web"));
   ASSERT_TRUE(queued);
   ASSERT_TRUE(queued->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));

@@ -11,6 +11,8 @@
 #   GET  /exit         exits (status 3) without answering
 #   GET  /status/N     answers status N with a short body
 #   GET  /big/N        N bytes of a repeating pattern, Content-Length
+#   POST /drop         appends a line to the file $WORKER_DROP_LOG, then closes the connection
+#                      without answering (a worker killed with the request in hand)
 # With WORKER_CLOSE=1 every response carries "Connection: close" and the connection is closed
 # after it (as gunicorn's sync workers do). With WORKER_RUDE=1 the connection is closed after each
 # response without a word (as a server whose keep-alive timeout just passed): bulkheadd may find
@@ -83,6 +85,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
+        if self.path == "/drop":
+            with open(os.environ["WORKER_DROP_LOG"], "a") as log:
+                log.write("POST /drop\n")
+            self.close_connection = True
+            return
         self.reply(200, body, [("X-Seen-Content-Length", str(length))])
 
 

@@ -40,6 +40,28 @@ TEST(LocalReply, FullRejectionAsTheIssueShowsIt) {
                 std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 
+// RFC 9110 section 9.3.2: the answer to a HEAD is the head a GET would get, without content.
+TEST(LocalReply, AnswerToHeadHasNoBody) {
+  LocalReply reply = RejectionReply(ipc::Reason::kFull, ipc::RejectDetail{.cell = "payments"});
+  const std::string get = FormatLocalReply(reply);
+  reply.head_request = true;
+  const std::string head = FormatLocalReply(reply);
+  EXPECT_EQ(head, get.substr(0, get.find("\r\n\r\n") + 4));
+  EXPECT_THAT(head, ::testing::HasSubstr("\r\nContent-Length: "));
+}
+
+// An HTTP/1.0 client keeps its connection only when the answer says so (RFC 9112 appendix
+// C.2.2); without it, ab -k waited for each connection to close.
+TEST(LocalReply, KeepAliveIsSaidToAnHttp10Client) {
+  LocalReply reply = RejectionReply(ipc::Reason::kFull, ipc::RejectDetail{.cell = "c"});
+  EXPECT_THAT(FormatLocalReply(reply), ::testing::Not(::testing::HasSubstr("Connection:")));
+  reply.http10_keep_alive = true;
+  EXPECT_THAT(FormatLocalReply(reply), ::testing::HasSubstr("\r\nConnection: keep-alive\r\n"));
+  reply.close = true;
+  EXPECT_THAT(FormatLocalReply(reply), ::testing::HasSubstr("\r\nConnection: close\r\n"));
+  EXPECT_THAT(FormatLocalReply(reply), ::testing::Not(::testing::HasSubstr("keep-alive")));
+}
+
 TEST(LocalReply, RetryAfterRoundsUpToWholeSeconds) {
   ipc::RejectDetail detail{.cell = "c", .retry_after_ms = 1001};
   EXPECT_THAT(FormatLocalReply(RejectionReply(ipc::Reason::kUnavailable, detail)),
