@@ -551,8 +551,13 @@ bool ReportStage(const StageResult& stage) {
   if (mux && direct) PrintRatioToDirect("multiplex", *mux, *direct);
   if (mux && haproxy) PrintRatioToHaproxy("multiplex", *mux, *haproxy);
   if (via && reject) {
-    std::printf("reject: %.0f rejections/s, %.2fx the bulkheadd echo rate, p50 %.1f us\n",
-                reject->rate(), Ratio(reject->rate(), via->rate()), reject->latency.p50_us);
+    // A rejection is to cost less than one round trip to the worker without bulkheadd.
+    std::printf(
+        "reject: %.0f rejections/s, %.2fx the bulkheadd echo rate, %.2fx the direct echo rate, "
+        "p50 %.1f us (direct %.1f us)\n",
+        reject->rate(), Ratio(reject->rate(), via->rate()),
+        Ratio(reject->rate(), direct ? direct->rate() : 0), reject->latency.p50_us,
+        direct ? direct->latency.p50_us : 0.0);
   }
   if (via) {
     std::printf("bulkheadd's worker: at most %llu requests in progress (max_concurrent %u)\n",
