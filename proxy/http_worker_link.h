@@ -11,7 +11,8 @@
 // connection, is not reused: the data path opens a fresh connection for the next request. An idle
 // link watches for EOF; a request whose write failed, or whose connection ended before any byte of
 // a response came, is one the worker did not answer, and is resent once on a fresh connection
-// (inflight_unread). Owns itself: deleted in its handle's close callback. REQUIRES: loop thread.
+// (TakeInflight tells it unread). Owns itself: deleted in its handle's close callback. REQUIRES:
+// loop thread.
 #pragma once
 
 #include <uv.h>
@@ -47,20 +48,15 @@ class HttpWorkerLink final : public Link {
   // Link. `payload` is the whole request as the worker gets it (http/forward.h).
   void Send(Request* request, std::string_view payload) override;
   bool busy() const override { return inflight_ != nullptr; }
-  Request* inflight() const override { return inflight_; }
-  // The in-flight request went out on a connection that had carried an earlier request (idle,
+  // Link. Unread: the request went out on a connection that had carried an earlier request (idle,
   // reused) and its write failed, or the worker closed the connection (EOF or reset) before any
   // byte of a response came: most likely the worker closed the idle connection as the request was
   // sent (a keep-alive timeout). Only an idempotent request (http::IsIdempotentRequest) counts: a
   // worker that crashed or was killed with the request in hand may have acted on it, and RFC 9110
   // section 9.2.2 forbids a proxy to repeat a POST on its own. The data path sends every other
   // request on a fresh connection, which no keep-alive timeout can have closed.
-  bool inflight_unread() const override {
-    return inflight_ != nullptr && !response_started_ && (write_failed_ || ended_) &&
-           inflight_on_reused_ && inflight_idempotent_;
-  }
-  std::string_view inflight_payload() const override { return payload_; }
-  Request* TakeInflight() override;
+  Request* TakeInflight(bool* unread, std::string_view* payload) override;
+  using Link::TakeInflight;
   void Close() override;
   void ResumeReading() override;
 
@@ -82,7 +78,6 @@ class HttpWorkerLink final : public Link {
   void Deliver();
 
   Owner* owner_;
-  uv_pipe_t pipe_{};
   loop::StreamWriter writer_;
   http::ResponseRelay relay_;
   std::string read_buffer_;
@@ -96,7 +91,6 @@ class HttpWorkerLink final : public Link {
   bool carried_request_ = false;      // a request was sent on this connection before
   bool ended_ = false;                // the worker closed the connection (EOF or reset)
   bool paused_ = false;               // reading stopped: the client is behind
-  bool closing_ = false;
 };
 
 }  // namespace bulkhead::proxy

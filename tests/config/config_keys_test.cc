@@ -25,7 +25,7 @@ constexpr char kFile[] = "/etc/bulkhead/bulkhead.toml";
 // A value for each key that differs from what the base config below gives it, as TOML.
 const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"command", R"(["/bin/false"])"},
-    {"protocol", R"("frames")"},  // the base cell is an HTTP cell
+    {"protocol", R"("http")"},
     {"max_concurrent", "2"},
     {"max_queue", "3"},
     {"queue_timeout", R"("2s")"},
@@ -42,6 +42,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"request_timeout", R"("3s")"},
     {"stall_timeout", R"("4s")"},
     {"ready", R"("notify")"},  // "http:/PATH" needs protocol = "http" as well
+    {"worker_connections", R"("multiplex")"},
     {"start_timeout", R"("10s")"},
     {"watchdog", R"("5s")"},
     {"stop_signal", R"("SIGINT")"},
@@ -87,15 +88,17 @@ const std::map<std::string, std::string, std::less<>> kSupervisorExamples = {
     {"control_group", "0"},
 };
 
-// One cell "a" with its required keys, an HTTP cell so that the HTTP-only keys (header_timeout)
-// are accepted; `supervisor` and `cell` are key = value lines that replace the base's line of the
-// same key or are added.
+// Keys a frames cell (the base) refuses: their examples are written in a cell with protocol =
+// "http" (the protocol entry of the table restores what that line wrote).
+const std::set<std::string, std::less<>> kHttpOnlyCellKeys = {"header_timeout"};
+
+// One cell "a" with its required keys; `supervisor` and `cell` are key = value lines that replace
+// the base's line of the same key or are added.
 std::string ConfigText(std::map<std::string, std::string, std::less<>> supervisor,
                        std::map<std::string, std::string, std::less<>> cell) {
   supervisor.try_emplace("runtime_dir", R"("/run/bh")");
   cell.try_emplace("command", R"(["/bin/true"])");
   cell.try_emplace("max_concurrent", "1");
-  cell.try_emplace("protocol", R"("http")");
   std::string text = "[supervisor]\n";
   for (const auto& [key, value] : supervisor) text += key + " = " + value + "\n";
   text += "[cells.a]\n";
@@ -147,7 +150,9 @@ TEST(ConfigKeys, EveryCellKeyFillsTheFieldsItsEntryNames) {
   CheckTable<CellKey, CellConfig>(
       CellKeys(), kCellExamples,
       [](const std::string& key, const std::string& value) {
-        return key.empty() ? ConfigText({}, {}) : ConfigText({}, {{key, value}});
+        if (key.empty()) return ConfigText({}, {});
+        if (!kHttpOnlyCellKeys.contains(key)) return ConfigText({}, {{key, value}});
+        return ConfigText({}, {{key, value}, {"protocol", R"("http")"}});
       },
       [](const Config& config) -> const CellConfig& {
         static const CellConfig kNone;
