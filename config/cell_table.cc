@@ -219,12 +219,22 @@ bool ParseListen(ValueReader& reader, const toml::node& node, const std::string&
       ok = false;
       continue;
     }
-    Result<ListenAddress> address = ParseListenAddress(*text);
+    // `listen` takes TCP addresses only: where ParseListenAddress would also offer a Unix path
+    // (no port, or a path), the message says which forms `listen` takes.
+    constexpr std::string_view kForms =
+        "HOST:PORT with a numeric IPv4 address or a bracketed IPv6 one, as in "
+        "\"127.0.0.1:8081\", \"[::1]:8081\", or \"0.0.0.0:8081\" / \"[::]:8081\" for every "
+        "address";
+    const bool no_port =
+        !text->starts_with('/') && (text->find(':') == std::string::npos || text->ends_with(']'));
+    Result<ListenAddress> address =
+        no_port
+            ? Result<ListenAddress>(Status::Error("expected " + std::string(kForms) +
+                                                  " (the port is required), got " + Quoted(*text)))
+            : ParseListenAddress(*text);
     if (address.ok() && !address->is_tcp()) {
-      address = Status::Error(
-          "must be a TCP address HOST:PORT (the cell's Unix socket is "
-          "`socket`), got " +
-          Quoted(*text));
+      address = Status::Error("must be a TCP address " + std::string(kForms) +
+                              " (the cell's Unix socket is `socket`), got " + Quoted(*text));
     }
     if (!address.ok()) {
       reader.AddError(At(element.source()), element_path, address.status().message());
@@ -251,6 +261,10 @@ std::string ReadyText(const CellConfig& cell) {
   return "?";
 }
 
+std::string_view ProtocolName(Protocol protocol) {
+  return kProtocols[static_cast<size_t>(protocol)];
+}
+
 std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node& node,
                                          const SupervisorConfig& supervisor, ValueReader& reader,
                                          SocketChecks& sockets) {
@@ -275,7 +289,9 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   // For the warnings: where each element of `command` and the two timeouts were written.
   std::vector<SourcePosition> command_at;
   SourcePosition request_timeout_at;
-  std::optional<SourcePosition> ready_http_at;  // where ready = "http:/PATH" was written
+  std::optional<SourcePosition> ready_http_at;      // where ready = "http:/PATH" was written
+  std::optional<SourcePosition> header_timeout_at;  // where header_timeout was written
+  bool protocol_written_ok = true;  // false: `protocol` was written wrong (refused already)
   SourcePosition stall_timeout_at;
   // Where worker_connections = "multiplex" was written, checked against protocol below.
   std::optional<SourcePosition> multiplex_at;
@@ -370,7 +386,10 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
         case CellKeyId::kHeaderTimeout: {
           auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
           key_ok = timeout.has_value();
-          if (timeout) cell.header_timeout = *timeout;
+          if (timeout) {
+            cell.header_timeout = *timeout;
+            header_timeout_at = At(value->source());
+          }
           break;
         }
         case CellKeyId::kQueueTimeout: {
@@ -441,6 +460,7 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           auto protocol = reader.ExpectChoice(*value, key_path, kProtocols);
           key_ok = protocol.has_value();
           if (protocol) cell.protocol = static_cast<Protocol>(*protocol);
+          protocol_written_ok = key_ok;
           break;
         }
         case CellKeyId::kReady: {
@@ -589,6 +609,14 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
                         " probes the worker over HTTP, which needs protocol = \"http\" (the "
                         "worker of a frames cell speaks frames, docs/protocol.md); use \"exec\" "
                         "or \"notify\"");
+    ok = false;
+  }
+  // header_timeout bounds the time to read an HTTP request head; a frames cell has none, and a
+  // value that silently does nothing would mislead (as systemd warns of a setting it ignores).
+  if (header_timeout_at && protocol_written_ok && cell.protocol != Protocol::kHttp) {
+    reader.AddError(*header_timeout_at, JoinKey(path, "header_timeout"),
+                    "bounds the time to read an HTTP request head, which needs protocol = "
+                    "\"http\" (a frames cell reads frames, docs/protocol.md); remove it");
     ok = false;
   }
 

@@ -315,6 +315,8 @@ struct SupervisorConfig {
 
 // `ready` as written: "exec", "notify" or "http:/PATH".
 std::string ReadyText(const CellConfig& cell);
+// `protocol` as written: "frames" or "http".
+std::string_view ProtocolName(Protocol protocol);
 
 struct Config {
   // The path the config was read from, as given.

@@ -16,7 +16,7 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
   const char* restart = c.restart == config::RestartMode::kAlways      ? "always"
                         : c.restart == config::RestartMode::kOnFailure ? "on-failure"
                                                                        : "never";
-  return {
+  nlohmann::json policy = {
       {"restart", restart},
       {"restart_delay_ms", ms(c.restart_delay)},
       {"restart_max_delay_ms", ms(c.restart_max_delay)},
@@ -39,6 +39,9 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"max_unsent_bytes", c.max_unsent_bytes},
       {"client_write_timeout_ms", ms(c.client_write_timeout)},
   };
+  // HTTP cells only: a frames cell refuses the key (config/cell_table.cc).
+  if (c.protocol == config::Protocol::kHttp) policy["header_timeout_ms"] = ms(c.header_timeout);
+  return policy;
 }
 
 // A quantile of `counts` in ms, or null when the window holds nothing.
@@ -157,6 +160,7 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
 nlohmann::json CellStatusJson(const CellSnapshot& s, const config::CellConfig& config) {
   nlohmann::json j = SnapshotJson(s);
   AddMetricsFields(s, j);
+  j["protocol"] = config::ProtocolName(config.protocol);
   j["policy"] = PolicyJson(config);
   return j;
 }

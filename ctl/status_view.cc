@@ -167,6 +167,8 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     line("last exit", Text(cell, "last_exit"));
     if (Text(cell, "reason") != "-") line("reason", Text(cell, "reason"));
     line("status text", Text(cell, "status_text"));
+    // Older bulkheadd have no "protocol": their cells all speak frames.
+    line("protocol", cell.contains("protocol") ? Text(cell, "protocol") : "frames");
     line("socket", Text(cell, "socket"));
     // Older bulkheadd have no "listen"; a cell without TCP addresses shows none.
     if (cell.contains("listen") && cell["listen"].is_array() && !cell["listen"].empty()) {

@@ -74,6 +74,8 @@ void AppendForwardRequest(std::string* out, const RequestHead& head, std::string
   out->push_back(' ');
   out->append(head.target);
   out->append(" HTTP/1.1\r\n");
+  // First, where a user agent puts it (RFC 9110 section 7.2).
+  if (!options.host.empty() && !head.Find("Host")) AppendField(out, "Host", options.host);
   const std::vector<std::string> connection_options = ConnectionOptions(head.headers);
   std::string forwarded_for;
   std::string forwarded;

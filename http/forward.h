@@ -6,8 +6,10 @@
 // Removed: Connection and every field it names, Keep-Alive, Proxy-Connection, TE, Trailer,
 // Transfer-Encoding, Upgrade, Proxy-* (RFC 9110 section 7.6.1), Content-Length (set anew) and
 // Expect (bulkheadd answers 100-continue itself and forwards the body whole).
-// Added: `X-Forwarded-For` (appended to the client's) and `Forwarded: for=...` (RFC 7239, appended
-// to the client's) for a TCP client; `X-Request-Id` when the client sent none.
+// Added: `Host` when the request has none (an HTTP/1.0 request: it goes out as HTTP/1.1, which
+// requires Host, RFC 9112 section 3.2); `X-Forwarded-For` (appended to the client's) and
+// `Forwarded: for=...` (RFC 7239, appended to the client's) for a TCP client; `X-Request-Id` when
+// the client sent none.
 #pragma once
 
 #include <string>
@@ -31,11 +33,14 @@ struct ForwardOptions {
   std::string client_address = {};
   // The X-Request-Id to add when the client sent none.
   std::string request_id = {};
+  // The Host to add, as the first field, when the request has none (bulkheadd gives the cell's
+  // name). Empty: none is added.
+  std::string host = {};
 };
 
-// Appends to `out` the request as the worker gets it: "<method> <target> HTTP/1.1", the end-to-end
-// fields in their order, the added fields, "Content-Length: <body size>" (for a body, or a method
-// that carries one), the blank line and the body.
+// Appends to `out` the request as the worker gets it: "<method> <target> HTTP/1.1", Host when the
+// request had none, the end-to-end fields in their order, the other added fields, "Content-Length:
+// <body size>" (for a body, or a method that carries one), the blank line and the body.
 void AppendForwardRequest(std::string* out, const RequestHead& head, std::string_view body,
                           const ForwardOptions& options);
 

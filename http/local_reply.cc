@@ -39,6 +39,8 @@ std::string_view ReasonPhrase(int status_code) {
       return "Service Unavailable";
     case 504:
       return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
     default:
       return "Error";
   }
@@ -104,6 +106,9 @@ LocalReply BadRequestReply(const Error& error, std::string_view cell) {
       break;
     case 501:
       reply.reason = "not_implemented";
+      break;
+    case 505:
+      reply.reason = "version_not_supported";
       break;
     default:
       reply.reason = "malformed";

@@ -64,8 +64,8 @@ LocalReply FailureReply(ipc::Reason reason, std::string_view cell, std::string_v
 
 // A request the parser refused (RequestParser::Error): its status, outcome "bad_request" with a
 // token for the reason ("malformed", "too_large", "head_too_large", "expectation_failed",
-// "not_implemented", "header_timeout" for 408), the parser's words in the body, and the connection
-// closed after it.
+// "not_implemented", "version_not_supported", "header_timeout" for 408), the parser's words in the
+// body, and the connection closed after it.
 LocalReply BadRequestReply(const Error& error, std::string_view cell);
 
 // The bytes of `reply`: status line, headers, body. HTTP/1.1 whatever the request's version

@@ -99,8 +99,10 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
     last_was_value_ = false;
     head_bytes_ = 0;
     previous_byte_ = '\0';
+    after_target_ = '\0';
   }
   http_parser_pause(&parser_, 0);
+  data_end_ = data.data() + data.size();
   const bool scanning_head = in_head_;
   const size_t n = http_parser_execute(&parser_, &settings_, data.data(), data.size());
   *consumed = n;
@@ -158,7 +160,12 @@ int RequestParser::OnMessageBegin(http_parser* parser) {
 }
 
 int RequestParser::OnUrl(http_parser* parser, const char* at, size_t length) {
-  Self(parser)->head_.target.append(at, length);
+  RequestParser* self = Self(parser);
+  self->head_.target.append(at, length);
+  // http-parser hands over the last piece of the target when it meets the byte that ends it, which
+  // is then the next byte of the data given (a piece cut by the end of the data is followed by
+  // another, possibly empty, piece).
+  if (at + length < self->data_end_) self->after_target_ = at[length];
   return 0;
 }
 
@@ -196,8 +203,7 @@ int RequestParser::OnHeadersComplete(http_parser* parser) {
   RequestParser* self = Self(parser);
   RequestHead& head = self->head_;
   head.method = http_method_str(static_cast<http_method>(parser->method));
-  head.version_major = parser->http_major;
-  head.version_minor = parser->http_minor;
+  if (!self->AcceptVersion(parser)) return -1;
   for (Header& header : head.headers) header.value = std::string(TrimWhitespace(header.value));
   head.keep_alive = http_should_keep_alive(parser) != 0;
   head.chunked = (parser->flags & F_CHUNKED) != 0;
@@ -206,6 +212,27 @@ int RequestParser::OnHeadersComplete(http_parser* parser) {
   self->in_head_ = false;
   http_parser_pause(parser, 1);
   return 0;
+}
+
+bool RequestParser::AcceptVersion(http_parser* parser) {
+  // http-parser reads a request line without a version ("GET /x", HTTP/0.9's form) as HTTP/0.9;
+  // the target then ended at the line's end instead of a space.
+  if (after_target_ == '\r' || after_target_ == '\n') {
+    Fail(400, "no HTTP version in the request line (HTTP/0.9 is not supported)");
+    return false;
+  }
+  const std::string version =
+      "HTTP/" + std::to_string(parser->http_major) + "." + std::to_string(parser->http_minor);
+  if (parser->http_major != 1) {
+    // RFC 9110 section 15.6.6: the major version is refused, and the body says which we speak.
+    Fail(505, version + " is not supported (HTTP/1.0 and HTTP/1.1 are)");
+    return false;
+  }
+  head_.version_major = 1;
+  // RFC 9110 section 2.5: a higher minor version than ours is processed as the highest we
+  // implement, HTTP/1.1.
+  head_.version_minor = std::min<uint16_t>(parser->http_minor, 1);
+  return true;
 }
 
 bool RequestParser::ValidateHead() {

@@ -6,7 +6,8 @@
 //
 // Refused with the connection closed after the answer (Error), as a front proxy must (RFC 9112
 // section 6.3, "Message Body Length", and 11.2, "Request Smuggling"):
-//   400  malformed request line or header, Content-Length together with Transfer-Encoding, more
+//   400  malformed request line or header, a request line without an HTTP version (HTTP/0.9,
+//        RFC 9112 section 3), Content-Length together with Transfer-Encoding, more
 //        than one Content-Length, a bad chunk size, obs-fold (a header line starting with
 //        whitespace, RFC 9112 section 5.2), Transfer-Encoding in an HTTP/1.0 request, a missing or
 //        repeated Host in HTTP/1.1 (RFC 9112 section 3.2)
@@ -14,6 +15,8 @@
 //   417  an Expect other than 100-continue (RFC 9110 section 10.1.1)
 //   431  a head over Limits::max_head_bytes or with more than Limits::max_headers fields
 //   501  a Transfer-Encoding other than "chunked" (RFC 9112 section 6.1), CONNECT, Upgrade
+//   505  an HTTP major version other than 1 ("HTTP/2.0", RFC 9110 section 15.6.6)
+// HTTP/1.0 and HTTP/1.1 are taken; HTTP/1.2 and above are taken as HTTP/1.1 (RFC 9110 section 2.5).
 #pragma once
 
 #include <http_parser.h>
@@ -43,10 +46,10 @@ struct Header {
 
 // The head of one request, once its header section is complete.
 struct RequestHead {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // the request-target as sent: "/charge?x=1"
-  uint16_t version_major = 1;
-  uint16_t version_minor = 1;
+  std::string method;           // "GET", "POST", ...
+  std::string target;           // the request-target as sent: "/charge?x=1"
+  uint16_t version_major = 1;   // always 1 in a head handed out
+  uint16_t version_minor = 1;   // 0 or 1 (a higher one sent is taken as 1)
   std::vector<Header> headers;  // in order, repeated names kept
   // Framing: a chunked body, else Content-Length bytes (0 without either).
   bool chunked = false;
@@ -123,6 +126,9 @@ class RequestParser {
   // Fails the request with `status` and `reason`; returns the value a callback returns to make
   // http-parser stop.
   int Fail(int status, std::string reason);
+  // Checks the request line's HTTP version and fills head_'s: 400 without one (HTTP/0.9), 505 for
+  // a major version other than 1; HTTP/1.x above 1.1 is taken as HTTP/1.1.
+  bool AcceptVersion(http_parser* parser);
   // Checks the head once complete: framing, Host, Expect, Upgrade; fills the framing fields.
   bool ValidateHead();
   // Scans bytes of the head for obs-fold and counts them against max_head_bytes.
@@ -140,7 +146,9 @@ class RequestParser {
   bool message_done_ = false;
   bool last_was_value_ = false;  // header callbacks: a field name starts a new header
   uint64_t head_bytes_ = 0;
-  char previous_byte_ = '\0';  // the byte before the current chunk, for obs-fold across reads
+  char previous_byte_ = '\0';       // the byte before the current chunk, for obs-fold across reads
+  const char* data_end_ = nullptr;  // the end of the data given to the running Parse call
+  char after_target_ = '\0';        // the byte that ended the request-target: ' ', CR or LF
 };
 
 }  // namespace bulkhead::http

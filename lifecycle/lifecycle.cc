@@ -566,9 +566,16 @@ void Lifecycle::OnSpawnFailed(const Event& e, Transition& t) {
 }
 
 void Lifecycle::OnReady(const Event& e, Transition& t) {
+  // ready = "http:/PATH" is ready when the probe answers 2xx, as a Kubernetes readinessProbe: a
+  // READY=1 the worker sends besides (gunicorn's arbiter sends one once it has booted, before its
+  // workers serve) neither opens admission nor is logged as what made the worker ready.
+  if (options_.ready == config::ReadyMode::kHttp && !e.probe) {
+    t.ignored = "READY=1 with ready = \"http:PATH\": readiness waits for the probe's 2xx";
+    return;
+  }
   Enter(State::kRunning);
   Add(t, ActionType::kOpenAdmission);
-  Log(t, LogLevel::kInfo, "worker ready (" + (e.text.empty() ? "READY=1" : e.text) + ")");
+  Log(t, LogLevel::kInfo, "worker ready (" + e.text + ")");
 }
 
 void Lifecycle::OnWatchdogPing(const Event& e, Transition& t) {

@@ -110,6 +110,8 @@ class Lifecycle {
     int wait_status = 0;
     // kExited: the cgroup reports an OOM kill of this worker (memory.events oom_kill).
     bool oom_killed = false;
+    // kReady: the HTTP readiness probe answered 2xx (else the worker sent READY=1).
+    bool probe = false;
     // kSpawnFailed: the error ("exec /bin/x: No such file or directory"); kExited: the wait status
     // described ("exit 3", "signal 9", as cell::DescribeWaitStatus); kStalled: why, shown to
     // clients after "stalled: " ("no reply for 5000 ms").
@@ -132,10 +134,18 @@ class Lifecycle {
       e.text = std::move(error);
       return e;
     }
-    // `what` made the worker ready, for the log line: "READY=1", "GET /healthz answered 200".
-    static Event Ready(std::string what = "READY=1") {
+    // READY=1 from the worker (sd_notify(3)).
+    static Event Ready() {
+      Event e = Of(Type::kReady);
+      e.text = "READY=1";
+      return e;
+    }
+    // The readiness probe of ready = "http:/PATH" answered 2xx; `what` says so for the log line
+    // ("GET /healthz answered 200").
+    static Event ProbeReady(std::string what) {
       Event e = Of(Type::kReady);
       e.text = std::move(what);
+      e.probe = true;
       return e;
     }
     static Event WatchdogPing() { return Of(Type::kWatchdogPing); }

@@ -574,7 +574,7 @@ void WorkerRunner::OnProbeOutcome(const HttpProbe::Outcome& outcome) {
   NoteProbeAnswer(outcome.what);
   if (!outcome.healthy) return;
   if (probe_mode_ == ProbeMode::kReadiness) {
-    Handle(Event::Ready("GET " + config_.ready_http_path + " answered " + outcome.what));
+    Handle(Event::ProbeReady("GET " + config_.ready_http_path + " answered " + outcome.what));
     return;
   }
   probe_healthy_ms_ = Now();

@@ -174,6 +174,7 @@ void HttpFrontConnection::StartExchange() {
   http::ForwardOptions options;
   options.client_address = client_address_;
   options.request_id = NewRequestId();
+  options.host = owner_->name();  // for an HTTP/1.0 request without Host (docs/http.md)
   scratch_.clear();
   http::AppendForwardRequest(&scratch_, head, parser_.body(), options);
   // The answer may come before this returns (a rejection): EndExchange then continues here.

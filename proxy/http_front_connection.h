@@ -6,7 +6,7 @@
 // parsed only once the answer to it is queued whole, so answers go out in order. The request goes
 // to the worker as http/forward.h frames it; the worker's response is streamed in by the worker
 // link (AppendResponse), or bulkheadd answers itself (SendReply: http/local_reply.h).
-// A request refused by the parser gets its status (400/413/417/431/501) and the connection is
+// A request refused by the parser gets its status (400/413/417/431/501/505) and the connection is
 // closed once that is written. `Expect: 100-continue` is answered "100 Continue" at once (the
 // request is admitted once its body is in). header_timeout bounds the time from the connection's
 // start, or the end of the previous answer, until a request's head is complete (slowloris; an idle

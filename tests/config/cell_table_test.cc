@@ -472,16 +472,41 @@ header_timeout = "2s"
 [cells.c]
 command = ["x"]
 max_concurrent = 1
-protocol = "frames"
 header_timeout = "0s"
+protocol = "http"
+[cells.d]
+command = ["x"]
+max_concurrent = 1
+protocol = "frames"
 )");
-  ASSERT_EQ(config.cells.size(), 3u);
+  ASSERT_EQ(config.cells.size(), 4u);
   EXPECT_EQ(config.cells[0].protocol, Protocol::kFrames);
   EXPECT_EQ(config.cells[0].header_timeout, milliseconds(10'000));
   EXPECT_EQ(config.cells[1].protocol, Protocol::kHttp);
   EXPECT_EQ(config.cells[1].header_timeout, milliseconds(2'000));
-  EXPECT_EQ(config.cells[2].protocol, Protocol::kFrames);
+  EXPECT_EQ(config.cells[2].protocol, Protocol::kHttp);
   EXPECT_EQ(config.cells[2].header_timeout, milliseconds(0));
+  EXPECT_EQ(config.cells[3].protocol, Protocol::kFrames);
+}
+
+// header_timeout bounds reading an HTTP request head: on a frames cell (the default protocol or
+// written) it would do nothing, and is refused where it was written, as ready = "http:/PATH" is.
+TEST(ParseConfig, HeaderTimeoutOnAFramesCellIsRefusedWithItsPlace) {
+  const std::string message =
+      "bounds the time to read an HTTP request head, which needs protocol = \"http\" (a frames "
+      "cell reads frames, docs/protocol.md); remove it";
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+header_timeout = "2s"
+[cells.b]
+command = ["x"]
+header_timeout = "0s"
+protocol = "frames"
+max_concurrent = 1
+)"),
+              ElementsAre(At(4, 18, "cells.a.header_timeout", message),
+                          At(7, 18, "cells.b.header_timeout", message)));
 }
 
 TEST(ParseConfig, BadProtocolNamesItsPlace) {

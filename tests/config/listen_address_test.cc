@@ -161,13 +161,31 @@ TEST(CellListen, BadAddressesNameTheirElement) {
             "/etc/b.toml:6:29: cells.a.listen[1]: host must be a numeric IPv4 or [IPv6] address, "
             "got \"localhost\"\n"
             "/etc/b.toml:6:45: cells.a.listen[2]: expected string, got integer (quote it)\n"
-            "/etc/b.toml:6:51: cells.a.listen[3]: must be a TCP address HOST:PORT (the cell's Unix "
-            "socket is `socket`), got \"/run/x/a.sock\"\n");
+            "/etc/b.toml:6:51: cells.a.listen[3]: must be a TCP address HOST:PORT with a numeric "
+            "IPv4 address or a bracketed IPv6 one, as in \"127.0.0.1:8081\", \"[::1]:8081\", or "
+            "\"0.0.0.0:8081\" / \"[::]:8081\" for every address (the cell's Unix socket is "
+            "`socket`), got \"/run/x/a.sock\"\n");
 
   LoadResult not_array = ParseCellListen(R"("127.0.0.1:8081")");
   EXPECT_THAT(Errors(not_array),
               ::testing::HasSubstr("/etc/b.toml:6:10: cells.a.listen: expected array of strings, "
                                    "got string"));
+}
+
+// An address without a port gets the forms `listen` takes, not ParseListenAddress's "HOST:PORT
+// or an absolute Unix socket path" (`listen` refuses Unix paths).
+TEST(CellListen, AddressWithoutAPortGetsTheFormsListenTakes) {
+  LoadResult result = ParseCellListen(R"(["127.0.0.1", "[::1]", "localhost"])");
+  ASSERT_FALSE(result.config.has_value());
+  const std::string forms =
+      "expected HOST:PORT with a numeric IPv4 address or a bracketed IPv6 one, as in "
+      "\"127.0.0.1:8081\", \"[::1]:8081\", or \"0.0.0.0:8081\" / \"[::]:8081\" for every address "
+      "(the port is required), got ";
+  EXPECT_EQ(Errors(result), "/etc/b.toml:6:11: cells.a.listen[0]: " + forms + "\"127.0.0.1\"\n" +
+                                "/etc/b.toml:6:24: cells.a.listen[1]: " + forms + "\"[::1]\"\n" +
+                                "/etc/b.toml:6:33: cells.a.listen[2]: " + forms +
+                                "\"localhost\"\n");
+  EXPECT_THAT(Errors(result), ::testing::Not(::testing::HasSubstr("Unix socket path")));
 }
 
 TEST(CellListen, RefusesAnAddressUsedTwice) {

@@ -265,7 +265,9 @@ TEST(ReloadPlan, ChangedProtocolIsRefusedWithItsPlace) {
 }
 
 TEST(ReloadPlan, HeaderTimeoutAppliesLive) {
-  ReloadPlan plan = PlanCatalogChange("header_timeout = \"3s\"\n");
+  // header_timeout belongs to HTTP cells only.
+  const std::string http_base = std::string(kBase) + "protocol = \"http\"\n";
+  ReloadPlan plan = PlanReload(Parse(http_base), Parse(http_base + "header_timeout = \"3s\"\n"));
   EXPECT_TRUE(plan.ok());
   ASSERT_EQ(plan.cells.size(), 2u);
   EXPECT_EQ(plan.cells[1].action, Action::kUpdate);

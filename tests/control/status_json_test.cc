@@ -87,6 +87,21 @@ TEST(StatusJson, ShowsEveryCounterUnderItsName) {
   EXPECT_EQ(j.at("connections_refused"), c.refused_connections);
 }
 
+// The cell's protocol, and for an HTTP cell its header_timeout with the rest of the policy
+// (bulkheadctl status CELL prints both); they were missing.
+TEST(StatusJson, ShowsTheProtocolAndAnHttpCellsHeaderTimeout) {
+  config::CellConfig frames = Config();
+  nlohmann::json j = CellStatusJson(SnapshotWithDistinctCounters(), frames);
+  EXPECT_EQ(j.at("protocol"), "frames");
+  EXPECT_FALSE(j.at("policy").contains("header_timeout_ms")) << "a frames cell has none";
+  config::CellConfig http = Config();
+  http.protocol = config::Protocol::kHttp;
+  http.header_timeout = std::chrono::milliseconds(2500);
+  j = CellStatusJson(SnapshotWithDistinctCounters(), http);
+  EXPECT_EQ(j.at("protocol"), "http");
+  EXPECT_EQ(j.at("policy").at("header_timeout_ms"), 2500);
+}
+
 // Each counter, set to its own value, is a sample of the metrics text (for every cell), unless the
 // table marks it as status-only; a status-only value is nowhere in the text.
 TEST(StatusJson, EveryCounterIsAMetricSampleUnlessStatusOnly) {

@@ -47,6 +47,21 @@ TEST(HttpReady, TheCellRunsOnceHealthzAnswers2xx) {
   EXPECT_EQ(cell["restarts"], 0);
 }
 
+// A worker that sends READY=1 besides (gunicorn's arbiter does, before its app answers) is ready
+// only once the probe gets its 2xx, and the log says so; READY=1 used to open admission at once,
+// logged as "worker ready (READY=1)".
+TEST(HttpReady, ReadyOneFromTheWorkerDoesNotStandInForTheProbe) {
+  TempDir dir;
+  const std::string log = dir.Join("probes");
+  Harness h(TestOptions(
+      {HealthCell(log, {"--notify-ready", "--fail-first", "3"}, "start_timeout = \"20s\"\n")}));
+  ASSERT_STARTED(h);  // waits for "running"
+  const std::string probes = testing::ReadFile(log).value_or("");
+  EXPECT_THAT(probes, MatchesRegex("(503\n){3,}200\n")) << probes << "\n" << h.Log();
+  EXPECT_THAT(h.Log(), HasSubstr("worker ready (GET /healthz answered 200)"));
+  EXPECT_THAT(h.Log(), ::testing::Not(HasSubstr("worker ready (READY=1)")));
+}
+
 TEST(HttpReady, AWorkerThatNeverAnswers2xxFailsToStartWithinStartTimeout) {
   TempDir dir;
   const std::string log = dir.Join("probes");

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -198,6 +199,30 @@ std::optional<HttpConn> StallOneRequest(Harness& h) {
   }
   return conn;
 }
+
+// Sends request(0) .. request(count - 1) one after the other on one connection to the cell "web",
+// reading each answer before the next request: each must be a 200 that `check` finds right (it
+// says what is wrong, "" when nothing is). Fails at the first that is not, naming it.
+::testing::AssertionResult EachAnswered200(
+    Harness& h, int count, const std::function<std::string(int)>& request,
+    const std::function<std::string(int, const Response&)>& check = {}) {
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  if (!conn) return ::testing::AssertionFailure() << "cannot connect to " << h.CellSocket("web");
+  for (int i = 0; i < count; ++i) {
+    if (!conn->Send(request(i))) return ::testing::AssertionFailure() << i << ": send failed";
+    std::optional<Response> response = conn->Read();
+    if (!response || response->status != 200) {
+      return ::testing::AssertionFailure() << i << ": " << Describe(response);
+    }
+    const std::string wrong = check ? check(i, *response) : "";
+    if (!wrong.empty()) {
+      return ::testing::AssertionFailure() << i << ": " << wrong << "\n" << Describe(response);
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::string GetHello(int /*i*/) { return "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"; }
 
 // curl on the cell's socket: the response body, or the failure.
 Result<ProcessResult> Curl(const Harness& h, std::vector<std::string> args) {
@@ -466,6 +491,24 @@ TEST(HttpCell, RequestTimeoutGives504) {
   EXPECT_EQ(h.Cell("web")["failed_by_reason"]["timeout"], 1) << h.Status().dump();
 }
 
+// Sends `attempt` and a good request after it on a fresh connection to the cell "web": the
+// attempt must be answered `status` with Connection: close, and the connection end there (the
+// request after it never reaches the worker).
+::testing::AssertionResult RefusedAndClosed(Harness& h, const std::string& attempt, int status) {
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  if (!conn) return ::testing::AssertionFailure() << "cannot connect to " << h.CellSocket("web");
+  if (!conn->Send(attempt + "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) {
+    return ::testing::AssertionFailure() << "send failed: " << attempt;
+  }
+  std::optional<Response> response = conn->Read();
+  if (!response || response->status != status || response->Header("connection") != "close") {
+    return ::testing::AssertionFailure() << attempt << "\nexpected " << status
+                                         << " and Connection: close, got " << Describe(response);
+  }
+  if (!conn->EndsWithin()) return ::testing::AssertionFailure() << "still open after " << attempt;
+  return ::testing::AssertionSuccess();
+}
+
 TEST(HttpCell, SmugglingAttemptsGet400AndTheConnectionClosed) {
   Harness h(TestOptions({HttpCell()}));
   ASSERT_STARTED(h);
@@ -481,20 +524,62 @@ TEST(HttpCell, SmugglingAttemptsGet400AndTheConnectionClosed) {
       // obs-fold.
       "GET /hello HTTP/1.1\r\nHost: web\r\nX-Folded: a\r\n b\r\n\r\n",
   };
-  for (const std::string& attempt : attempts) {
-    std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
-    ASSERT_TRUE(conn);
-    // A request after the bad one must not reach the worker.
-    ASSERT_TRUE(conn->Send(attempt + "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
-    std::optional<Response> response = conn->Read();
-    ASSERT_TRUE(response) << attempt;
-    EXPECT_EQ(response->status, 400) << attempt << "\n" << Describe(response);
-    EXPECT_EQ(response->Header("connection"), "close") << Describe(response);
-    EXPECT_TRUE(conn->EndsWithin()) << attempt;
-  }
+  for (const std::string& attempt : attempts) EXPECT_TRUE(RefusedAndClosed(h, attempt, 400));
   nlohmann::json cell = h.Cell("web");
   EXPECT_EQ(cell["bad_request"], 4) << cell.dump();
   EXPECT_EQ(cell["admitted"], 0) << cell.dump();
+}
+
+// RFC 9112 section 3: a request line without a version (HTTP/0.9's "GET /x") gets 400; RFC 9110
+// section 15.6.6: another major version gets 505. Both close the connection and reach no worker.
+TEST(HttpCell, RequestLineWithoutVersionGets400AndHttp2Gets505) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  const std::vector<std::pair<std::string, int>> attempts = {
+      {"GET /hello\r\n\r\n", 400},
+      {"GET /hello HTTP/2.0\r\nHost: web\r\n\r\n", 505},
+      // RFC 9112 section 3.2: HTTP/1.1 without Host.
+      {"GET /hello HTTP/1.1\r\n\r\n", 400},
+  };
+  for (const auto& [attempt, status] : attempts) EXPECT_TRUE(RefusedAndClosed(h, attempt, status));
+  nlohmann::json cell = h.Cell("web");
+  EXPECT_EQ(cell["bad_request"], 3) << cell.dump();
+  EXPECT_EQ(cell["admitted"], 0) << cell.dump();
+}
+
+// An HTTP/1.0 request may come without Host; it goes to the worker as HTTP/1.1, which requires one
+// (RFC 9112 section 3.2; Node answers 400 without it): bulkheadd adds the cell's name.
+TEST(HttpCell, Http10RequestWithoutHostReachesTheWorkerWithTheCellsName) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /headers HTTP/1.0\r\nAccept: */*\r\n\r\n"));
+  std::optional<Response> seen = conn->Read();
+  ASSERT_TRUE(seen && seen->status == 200) << Describe(seen);
+  EXPECT_TRUE(seen->body.starts_with("host: web\n")) << seen->body;
+  // A Host the client sent is kept.
+  conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /headers HTTP/1.0\r\nHost: example.com\r\n\r\n"));
+  seen = conn->Read();
+  ASSERT_TRUE(seen && seen->status == 200) << Describe(seen);
+  EXPECT_NE(seen->body.find("host: example.com\n"), std::string::npos) << seen->body;
+  EXPECT_EQ(seen->body.find("host: web"), std::string::npos) << seen->body;
+}
+
+// `bulkheadctl status CELL` and the JSON status show the cell's protocol and header_timeout.
+TEST(HttpCell, StatusShowsTheProtocolAndHeaderTimeout) {
+  Harness h(TestOptions({HttpCell("header_timeout = \"2500ms\"\n")}));
+  ASSERT_STARTED(h);
+  const nlohmann::json cell = h.Cell("web");
+  EXPECT_EQ(cell["protocol"], "http") << cell.dump();
+  EXPECT_EQ(cell["policy"]["header_timeout_ms"], 2500) << cell.dump();
+  Result<ProcessResult> status = h.Ctl({"status", "web"}, "");
+  ASSERT_TRUE(status.ok()) << status.status().message();
+  EXPECT_EQ(status->exit_code(), 0) << status->Describe();
+  EXPECT_NE(status->out.find("    protocol:          http\n"), std::string::npos) << status->out;
+  EXPECT_NE(status->out.find(" header_timeout_ms=2500"), std::string::npos) << status->out;
 }
 
 TEST(HttpCell, WorkerThatClosesEveryConnectionServesFiftyRequestsInARow) {
@@ -502,15 +587,11 @@ TEST(HttpCell, WorkerThatClosesEveryConnectionServesFiftyRequestsInARow) {
   cell.environment = {{"WORKER_CLOSE", "1"}};
   Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(conn);
-  for (int i = 0; i < 50; ++i) {
-    ASSERT_TRUE(conn->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) << i;
-    std::optional<Response> response = conn->Read();
-    ASSERT_TRUE(response && response->status == 200) << i << ": " << Describe(response);
-    // The client's connection stays open: only the worker's closes.
-    EXPECT_EQ(response->Header("connection"), "") << i;
-  }
+  // The client's connection stays open: only the worker's closes.
+  ASSERT_TRUE(EachAnswered200(h, 50, GetHello, [](int, const Response& response) {
+    return response.Header("connection").empty() ? ""
+                                                 : "Connection: " + response.Header("connection");
+  }));
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 50; }))
       << h.Status().dump();
   EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
@@ -521,14 +602,8 @@ TEST(HttpCell, IdleConnectionsTheWorkerClosedNeverFailARequest) {
   cell.environment = {{"WORKER_RUDE", "1"}};
   Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(conn);
   // Each request may go out on a connection the worker is closing, or has closed, right now.
-  for (int i = 0; i < 50; ++i) {
-    ASSERT_TRUE(conn->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) << i;
-    std::optional<Response> response = conn->Read();
-    ASSERT_TRUE(response && response->status == 200) << i << ": " << Describe(response);
-  }
+  ASSERT_TRUE(EachAnswered200(h, 50, GetHello));
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 50; }))
       << h.Status().dump();
   EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
@@ -562,17 +637,16 @@ TEST(HttpCell, PostsToAWorkerThatClosesIdleConnectionsNeverFail) {
   cell.environment = {{"WORKER_RUDE", "1"}};
   Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(conn);
-  for (int i = 0; i < 30; ++i) {
-    const std::string body = "n" + std::to_string(i);
-    ASSERT_TRUE(conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\n\r\n" + body))
-        << i;
-    std::optional<Response> response = conn->Read();
-    ASSERT_TRUE(response && response->status == 200 && response->body == body)
-        << i << ": " << Describe(response);
-  }
+  auto body = [](int i) { return "n" + std::to_string(i); };
+  ASSERT_TRUE(EachAnswered200(
+      h, 30,
+      [&](int i) {
+        return "POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+               std::to_string(body(i).size()) + "\r\n\r\n" + body(i);
+      },
+      [&](int i, const Response& response) {
+        return response.body == body(i) ? "" : "the body is not " + body(i);
+      }));
   nlohmann::json c = h.Cell("web");
   EXPECT_EQ(c["failed"], 0) << c.dump();
   EXPECT_LE(c["worker_connections"].get<uint64_t>(), 4u) << c.dump();

@@ -163,6 +163,12 @@ def http_seeds():
     emit("cl_te", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
     emit("obs_fold", b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n")
     emit("small_limits", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde", limits=0x11)
+    # The request line's version: none (HTTP/0.9), another major (505), HTTP/1.x above 1.1, and
+    # HTTP/1.0 without Host (forwarded with one added).
+    emit("http09_no_version", b"GET /x\r\n\r\n")
+    emit("http2_version", b"GET / HTTP/2.0\r\nHost: x\r\n\r\n")
+    emit("http12_version", b"GET / HTTP/1.2\r\nHost: x\r\n\r\n")
+    emit("http10_no_host", b"GET /items HTTP/1.0\r\nAccept: */*\r\n\r\n")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
 # probes (unbounded without it), then 503 again (--then hang: no answer at all, the connection
 # left open). Each probe appends its status code (or "hang") and a newline to --log, so a test sees
 # what the probe was told and in which order. Any other path answers 200 "hello PATH".
+# --notify-ready sends READY=1 to NOTIFY_SOCKET (sd_notify(3)) before serving, as gunicorn's
+# arbiter does once it has booted, whether or not its app answers yet.
 import argparse
 import http.server
 import os
@@ -20,6 +22,7 @@ parser.add_argument("--fail-first", type=int, default=0)
 parser.add_argument("--ok-for", type=int, default=-1)
 parser.add_argument("--then", choices=["503", "hang"], default="503")
 parser.add_argument("--log", default="")
+parser.add_argument("--notify-ready", action="store_true")
 args = parser.parse_args()
 
 if os.environ.get("LISTEN_FDS") != "1":
@@ -79,6 +82,13 @@ class Server(http.server.HTTPServer):
     def server_activate(self):
         pass
 
+
+if args.notify_ready:
+    address = os.environ["NOTIFY_SOCKET"]
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
+        notify.sendto(b"READY=1", address)
 
 server = Server(("", 0), Handler, bind_and_activate=False)
 server.socket.close()

@@ -53,6 +53,26 @@ TEST(Forward, HopByHopFieldsAreRemovedAndTheBodyIsFramedAnew) {
             "abcde");
 }
 
+// An HTTP/1.0 request may come without Host; it goes out as HTTP/1.1, which requires one (RFC 9112
+// section 3.2): the Host given is added first. A Host the client sent is kept as sent.
+TEST(Forward, RequestWithoutHostGetsTheOneGiven) {
+  auto [head, body] = ParseOne("GET /items HTTP/1.0\r\nAccept: */*\r\n\r\n");
+  std::string out;
+  AppendForwardRequest(&out, head, body, ForwardOptions{.request_id = "r-1", .host = "catalog"});
+  EXPECT_EQ(out,
+            "GET /items HTTP/1.1\r\n"
+            "Host: catalog\r\n"
+            "Accept: */*\r\n"
+            "X-Request-Id: r-1\r\n"
+            "\r\n");
+
+  auto [with_host, with_host_body] =
+      ParseOne("GET /items HTTP/1.0\r\nAccept: */*\r\nhost: example.com\r\n\r\n");
+  std::string kept;
+  AppendForwardRequest(&kept, with_host, with_host_body, ForwardOptions{.host = "catalog"});
+  EXPECT_EQ(kept, "GET /items HTTP/1.1\r\nAccept: */*\r\nhost: example.com\r\n\r\n");
+}
+
 TEST(Forward, TcpClientsAreNamedAfterWhatEarlierProxiesSaid) {
   auto [head, body] = ParseOne(
       "GET /items HTTP/1.1\r\nHost: catalog\r\nX-Forwarded-For: 198.51.100.1\r\n"

@@ -99,5 +99,15 @@ TEST(LocalReply, ParserRefusalsKeepTheirStatusAndClose) {
   EXPECT_THAT(bytes, HasSubstr("bulkhead: more than 100 header fields\n"));
 }
 
+// RFC 9110 section 15.6.6: the status line says what 505 is, and the outcome names it.
+TEST(LocalReply, VersionRefusalIs505WithItsReason) {
+  const std::string bytes = FormatLocalReply(BadRequestReply(
+      Error{505, "HTTP/2.0 is not supported (HTTP/1.0 and HTTP/1.1 are)"}, "payments"));
+  EXPECT_THAT(bytes, ::testing::StartsWith("HTTP/1.1 505 HTTP Version Not Supported\r\n"));
+  EXPECT_THAT(bytes, HasSubstr("Bulkhead-Outcome: bad_request; reason=version_not_supported; "
+                               "cell=payments\r\n"));
+  EXPECT_THAT(bytes, HasSubstr("\r\nConnection: close\r\n"));
+}
+
 }  // namespace
 }  // namespace bulkhead::http

@@ -43,6 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         BH_CHECK(parser.body().size() <= limits.max_body_bytes);
         if (!parser.head().chunked) BH_CHECK(parser.body().size() == parser.head().content_length);
         BH_CHECK(parser.head().headers.size() <= limits.max_headers);
+        // Only HTTP/1.0 and HTTP/1.1 come out (a higher 1.x is taken as 1.1).
+        BH_CHECK(parser.head().version_major == 1 && parser.head().version_minor <= 1);
       }
       if (event == Event::kNeedMore) {
         BH_CHECK(chunk.empty());

@@ -139,6 +139,22 @@ TEST(RequestParser, Http10KeepAliveOnlyWhenAsked) {
   EXPECT_TRUE(kept.requests[0].head.keep_alive);
 }
 
+// RFC 9110 section 2.5: HTTP/1.x above 1.1 is taken as HTTP/1.1 (Host required, persistent).
+TEST(RequestParser, Http12IsTakenAsHttp11) {
+  for (size_t step : {size_t{0}, size_t{1}}) {
+    Outcome out = Feed("GET /a HTTP/1.2\r\nHost: x\r\n\r\n", step);
+    ASSERT_EQ(out.requests.size(), 1u) << out.error.reason;
+    EXPECT_EQ(out.requests[0].head.version_major, 1);
+    EXPECT_EQ(out.requests[0].head.version_minor, 1);
+    EXPECT_EQ(out.requests[0].head.target, "/a");
+    EXPECT_TRUE(out.requests[0].head.keep_alive);
+    EXPECT_EQ(Feed("GET / HTTP/1.9\r\n\r\n", step).error.status, 400) << "no Host, as 1.1";
+  }
+  Outcome http10 = Feed("GET / HTTP/1.0\r\n\r\n", 1);
+  ASSERT_EQ(http10.requests.size(), 1u) << http10.error.reason;
+  EXPECT_EQ(http10.requests[0].head.version_minor, 0);
+}
+
 struct Refusal {
   const char* name;
   std::string input;
@@ -185,6 +201,14 @@ TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
       {"odd Expect", "GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417, "Expect"},
       {"bad method", "G@T / HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
       {"bad version", "GET / HTTP/9.9x\r\nHost: x\r\n\r\n", 400, ""},
+      // RFC 9112 section 3: a request line has a version; HTTP/0.9's "GET /x" is not spoken.
+      {"no version", "GET /x\r\n\r\n", 400, "no HTTP version"},
+      {"no version, bare LF", "GET /x\n\n", 400, "no HTTP version"},
+      {"no version, then fields", "GET /x\r\nHost: x\r\n\r\n", 400, "no HTTP version"},
+      // RFC 9110 section 15.6.6: a major version other than 1.
+      {"HTTP/2.0", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "HTTP/2.0 is not supported"},
+      {"HTTP/3.0", "GET / HTTP/3.0\r\nHost: x\r\n\r\n", 505, "HTTP/3.0"},
+      {"HTTP/0.9 written", "GET / HTTP/0.9\r\n\r\n", 505, "HTTP/0.9 is not supported"},
       {"space in name", "GET / HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n", 400, "field name"},
       {"space before colon", "GET / HTTP/1.1\r\nHost: x\r\nName : 1\r\n\r\n", 400, ""},
       {"NUL in value",

@@ -792,7 +792,15 @@ TEST_F(LifecycleTest, HttpReadinessWaitsForA2xxProbeWithinStartTimeout) {
   EXPECT_NE(lc().StateDetail().find("waiting for 2xx to GET /healthz (start_timeout"),
             std::string::npos)
       << lc().StateDetail();
-  const Transition ready = Do(Event::Ready("GET /healthz answered 204"));
+  // A READY=1 the worker sends as well (gunicorn's arbiter does, before its workers serve) is not
+  // what makes it ready: the probe is. It was taken, and logged "worker ready (READY=1)".
+  const Transition notified = Do(Event::Ready());
+  EXPECT_EQ(notified.to, State::kStarting);
+  EXPECT_TRUE(notified.actions.empty());
+  EXPECT_EQ(notified.log, "");
+  EXPECT_FALSE(notified.ignored.empty());
+  EXPECT_EQ(lc().state(), State::kStarting);
+  const Transition ready = Do(Event::ProbeReady("GET /healthz answered 204"));
   EXPECT_EQ(Describe(ready), Actions{"OpenAdmission"});
   EXPECT_EQ(ready.log, "worker ready (GET /healthz answered 204)");
 
