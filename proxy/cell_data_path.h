@@ -136,6 +136,7 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   // HttpWorkerLink::Owner.
   void OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) override;
   void OnWorkerProgress() override { last_progress_ms_ = Now(); }
+  void OnRequestAborted(HttpWorkerLink* link, const std::string& why) override;
 
   void Dispatch(Request* request, std::string_view payload);
   // An idle link, or a new connection when `fresh` (it then closes the longest idle link, so that

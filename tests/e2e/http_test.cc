@@ -10,7 +10,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -151,6 +153,18 @@ class HttpConn {
     while (Fill(deadline)) {
     }
     return eof_;
+  }
+
+  // Sends what the socket takes now, without waiting; returns how many bytes that was.
+  size_t SendSome(std::string_view bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      ssize_t n =
+          ::send(fd_.get(), bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    return sent;
   }
 
   void Close() { fd_.Reset(); }
@@ -578,17 +592,20 @@ TEST(HttpCell, PostsToAWorkerThatClosesIdleConnectionsNeverFail) {
   EXPECT_LE(c["worker_connections"].get<uint64_t>(), 4u) << c.dump();
 }
 
-// bulkheadd's resident memory, in KiB (/proc/PID/status VmRSS), 0 when unknown.
-uint64_t ResidentKib(pid_t pid) {
+// A field of bulkheadd's /proc/PID/status in KiB ("VmRSS:" resident now, "VmHWM:" its peak), 0
+// when unknown.
+uint64_t StatusKib(pid_t pid, std::string_view field) {
   std::optional<std::string> status = testing::ReadFile("/proc/" + std::to_string(pid) + "/status");
   if (!status) return 0;
-  const size_t at = status->find("VmRSS:");
+  const size_t at = status->find(field);
   if (at == std::string::npos) return 0;
-  return std::stoull(status->substr(at + 6));
+  return std::stoull(status->substr(at + field.size()));
 }
 
+uint64_t ResidentKib(pid_t pid) { return StatusKib(pid, "VmRSS:"); }
+
 TEST(HttpCell, LargeResponseStreamsToASlowReaderInBoundedMemory) {
-  constexpr size_t kBody = size_t{64} << 20;
+  constexpr size_t kBody = size_t{100} << 20;
   Harness h(TestOptions({HttpCell()}));
   ASSERT_STARTED(h);
   // Its resident memory before: a sanitizer build starts far higher than a release one.
@@ -615,6 +632,167 @@ TEST(HttpCell, LargeResponseStreamsToASlowReaderInBoundedMemory) {
   }
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 1; }))
       << h.Status().dump();
+}
+
+// Bytes [from, from + n) of the body http_worker.py's /verify checks: 4096-byte blocks, block K
+// is K as 8 little-endian bytes, 512 times.
+std::string Pattern(uint64_t from, size_t n) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t at = from + i;
+    out[i] = static_cast<char>(((at / 4096) >> (8 * (at % 8))) & 0xff);
+  }
+  return out;
+}
+
+// Sends bytes [from, from + n) of the pattern as (part of) a request body, in pieces of 1 MiB:
+// raw, or each piece as one chunk (the last chunk is the caller's).
+bool SendPattern(HttpConn& conn, uint64_t from, uint64_t n, bool chunked) {
+  constexpr uint64_t kPiece = uint64_t{1} << 20;
+  for (uint64_t at = from; at < from + n; at += kPiece) {
+    const std::string piece = Pattern(at, static_cast<size_t>(std::min(kPiece, from + n - at)));
+    if (chunked) {
+      char size[32];
+      std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+      if (!conn.Send(size) || !conn.Send(piece) || !conn.Send("\r\n")) return false;
+    } else if (!conn.Send(piece)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// docs/http.md, "Request bodies": 100 MiB uploads, with Content-Length and then chunked on the same
+// keep-alive connection, to a worker that reads slowly, arrive byte-identical, while bulkheadd's
+// peak memory stays far below one body: the body streams through, it is never held whole.
+TEST(HttpCell, HundredMiBUploadsStreamToASlowWorkerInBoundedMemory) {
+  constexpr uint64_t kBody = uint64_t{100} << 20;
+  Harness h(
+      TestOptions({HttpCell("request_timeout = \"120s\"\n")}, "max_payload_bytes = 209715200\n"));
+  ASSERT_STARTED(h);
+  // Its peak before: a sanitizer build starts far higher than a release one.
+  const uint64_t peak_before_kib = StatusKib(h.pid(), "VmHWM:");
+  ASSERT_GT(peak_before_kib, 0u);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  for (const bool chunked : {false, true}) {
+    SCOPED_TRACE(chunked ? "chunked" : "Content-Length");
+    ASSERT_TRUE(conn->Send(std::string(chunked ? "PUT" : "POST") +
+                           " /verify?pace=1 HTTP/1.1\r\nHost: web\r\n" +
+                           (chunked ? std::string("Transfer-Encoding: chunked\r\n")
+                                    : "Content-Length: " + std::to_string(kBody) + "\r\n") +
+                           "\r\n"));
+    ASSERT_TRUE(SendPattern(*conn, 0, kBody, chunked));
+    if (chunked) {
+      ASSERT_TRUE(conn->Send("0\r\n\r\n"));
+    }
+    std::optional<Response> response = conn->Read(std::chrono::seconds(120));
+    ASSERT_TRUE(response && response->status == 200) << Describe(response);
+    EXPECT_EQ(response->body, std::to_string(kBody) + " -1") << "length, first bad offset";
+  }
+  const uint64_t peak_kib = StatusKib(h.pid(), "VmHWM:");
+  EXPECT_LT(peak_kib, peak_before_kib + uint64_t{32} * 1024)
+      << "bulkheadd held the body: peak " << peak_before_kib << " KiB before, " << peak_kib
+      << " after";
+  EXPECT_EQ(h.Cell("web")["ok"], 2) << h.Status().dump();
+}
+
+// While its request waits in the queue, an upload's body stays in the client's socket (bulkheadd
+// reads none of it: the client cannot send it all); the request runs once a slot frees, and its
+// body then arrives whole.
+TEST(HttpCell, QueuedUploadIsNotReadUntilASlotFrees) {
+  constexpr uint64_t kBody = uint64_t{32} << 20;
+  testing::TempDir dir;
+  const std::string gate = dir.Join("gate");
+  CellSpec cell = HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1);
+  cell.queue_timeout = "60s";
+  Harness h(TestOptions({cell}, "max_payload_bytes = 67108864\n"));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> running = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(running);
+  ASSERT_TRUE(running->Send("GET /wait?file=" + gate + " HTTP/1.1\r\nHost: web\r\n\r\n"));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  std::optional<HttpConn> upload = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(upload);
+  ASSERT_TRUE(upload->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                           std::to_string(kBody) + "\r\n\r\n"));
+  // Admitted on its head alone.
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; }))
+      << h.Status().dump();
+  const std::string body = Pattern(0, kBody);
+  const size_t taken = upload->SendSome(body);
+  EXPECT_LT(taken, kBody) << "the whole body was read while its request was queued";
+  nlohmann::json status = h.Cell("web");
+  EXPECT_EQ(status["queued"], 1) << status.dump();
+  // The slot frees: the request runs and its body is read.
+  ASSERT_TRUE(testing::WriteFileAtomically(gate, "").ok());
+  std::optional<Response> released = running->Read();
+  ASSERT_TRUE(released && released->body == "released") << Describe(released);
+  ASSERT_TRUE(upload->Send(std::string_view(body).substr(taken)));
+  std::optional<Response> response = upload->Read(std::chrono::seconds(60));
+  ASSERT_TRUE(response && response->status == 200) << Describe(response);
+  EXPECT_EQ(response->body, std::to_string(kBody) + " -1");
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["ok"] == 2 && c["running"] == 0 && c["queued"] == 0;
+  })) << h.Status().dump();
+}
+
+// A client that leaves in the middle of its upload: the worker sees its connection end, never a
+// whole request; the request counts dropped and its slot is free again.
+TEST(HttpCell, ClientThatLeavesMidUploadEndsTheWorkersRequest) {
+  testing::TempDir dir;
+  const std::string log = dir.Join("bodies");
+  CellSpec cell = HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1);
+  cell.environment = {{"WORKER_BODY_LOG", log}};
+  Harness h(TestOptions({cell}, "max_payload_bytes = 67108864\n"));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                         std::to_string(16 << 20) + "\r\n\r\n"));
+  ASSERT_TRUE(SendPattern(*conn, 0, 1 << 20, /*chunked=*/false));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }))
+      << h.Status().dump();
+  conn->Close();
+  ASSERT_TRUE(testing::WaitFor([&] { return testing::ReadFile(log).has_value(); }));
+  EXPECT_TRUE(testing::ReadFile(log)->starts_with("incomplete "))
+      << testing::ReadFile(log).value_or("");
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["dropped"] == 1 && c["ok"] == 0;
+  })) << h.Status().dump();
+  Result<ProcessResult> curl = Curl(h, {"http://web/hello"});
+  ASSERT_TRUE(curl.ok()) << curl.status().message();
+  EXPECT_EQ(curl->out, "hello") << curl->Describe();
+}
+
+// A chunked body that grows over max_payload_bytes after it began to stream to the worker: the
+// worker's request ends (its connection closed, never a whole request) and the client gets 413.
+TEST(HttpCell, ChunkedBodyOverMaxPayloadBytesMidStreamGets413) {
+  testing::TempDir dir;
+  const std::string log = dir.Join("bodies");
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_BODY_LOG", log}};
+  Harness h(TestOptions({cell}, "max_payload_bytes = 1048576\n"));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(
+      conn->Send("POST /verify HTTP/1.1\r\nHost: web\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  ASSERT_TRUE(SendPattern(*conn, 0, 512 << 10, /*chunked=*/true));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }))
+      << h.Status().dump();
+  // Over the limit: bulkheadd answers and closes, so the send may fail part way.
+  (void)SendPattern(*conn, 512 << 10, 768 << 10, /*chunked=*/true);
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 413) << Describe(response);
+  EXPECT_EQ(response->Header("connection"), "close");
+  EXPECT_TRUE(conn->EndsWithin());
+  ASSERT_TRUE(testing::WaitFor([&] { return testing::ReadFile(log).has_value(); }));
+  EXPECT_TRUE(testing::ReadFile(log)->starts_with("incomplete "))
+      << testing::ReadFile(log).value_or("");
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["dropped"] == 1 && c["bad_request"] == 1 && c["ok"] == 0;
+  })) << h.Status().dump();
 }
 
 TEST(HttpCell, ConnectionOverMaxConnectionsGets503AndIsClosed) {
