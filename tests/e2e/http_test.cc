@@ -2,8 +2,9 @@
 // HTTP cells end to end (docs/http.md): bulkheadd with a protocol = "http" cell whose worker is
 // Python's http.server on fd 3 (tests/e2e/http_worker.py), driven by curl and by raw sockets:
 // requests through both ways, keep-alive and pipelining, chunked and 100-continue bodies, the
-// answers bulkheadd makes itself (503, 502, 504, 400), a worker that closes every connection, and
-// clients that leave while queued or running.
+// answers bulkheadd makes itself (503, 502, 504, 400), a worker that closes every connection,
+// clients that leave while queued or running, and 100 MiB bodies both ways in bounded memory
+// (request bodies stream: docs/http.md, "Request bodies").
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -211,6 +212,26 @@ std::optional<HttpConn> StallOneRequest(Harness& h) {
     return std::nullopt;
   }
   return conn;
+}
+
+// A client connection whose GET /wait runs on the worker until the file `gate` exists, once the
+// cell shows it running; nullopt if that did not happen.
+std::optional<HttpConn> HoldOneRequest(Harness& h, const std::string& gate) {
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  if (!conn || !conn->Send("GET /wait?file=" + gate + " HTTP/1.1\r\nHost: web\r\n\r\n")) {
+    return std::nullopt;
+  }
+  if (!h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; })) {
+    return std::nullopt;
+  }
+  return conn;
+}
+
+// Lets the request of HoldOneRequest(h, gate) on `conn` end; true once it was answered.
+bool Release(HttpConn& conn, const std::string& gate) {
+  if (!testing::WriteFileAtomically(gate, "").ok()) return false;
+  std::optional<Response> released = conn.Read();
+  return released && released->body == "released";
 }
 
 // curl on the cell's socket: the response body, or the failure.
@@ -708,10 +729,8 @@ TEST(HttpCell, QueuedUploadIsNotReadUntilASlotFrees) {
   cell.queue_timeout = "60s";
   Harness h(TestOptions({cell}, "max_payload_bytes = 67108864\n"));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> running = HttpConn::Open(h.CellSocket("web"));
+  std::optional<HttpConn> running = HoldOneRequest(h, gate);
   ASSERT_TRUE(running);
-  ASSERT_TRUE(running->Send("GET /wait?file=" + gate + " HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
   std::optional<HttpConn> upload = HttpConn::Open(h.CellSocket("web"));
   ASSERT_TRUE(upload);
   ASSERT_TRUE(upload->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: " +
@@ -725,9 +744,7 @@ TEST(HttpCell, QueuedUploadIsNotReadUntilASlotFrees) {
   nlohmann::json status = h.Cell("web");
   EXPECT_EQ(status["queued"], 1) << status.dump();
   // The slot frees: the request runs and its body is read.
-  ASSERT_TRUE(testing::WriteFileAtomically(gate, "").ok());
-  std::optional<Response> released = running->Read();
-  ASSERT_TRUE(released && released->body == "released") << Describe(released);
+  ASSERT_TRUE(Release(*running, gate));
   ASSERT_TRUE(upload->Send(std::string_view(body).substr(taken)));
   std::optional<Response> response = upload->Read(std::chrono::seconds(60));
   ASSERT_TRUE(response && response->status == 200) << Describe(response);
@@ -793,6 +810,66 @@ TEST(HttpCell, ChunkedBodyOverMaxPayloadBytesMidStreamGets413) {
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
     return c["running"] == 0 && c["dropped"] == 1 && c["bad_request"] == 1 && c["ok"] == 0;
   })) << h.Status().dump();
+}
+
+// `Expect: 100-continue` is answered when the request is sent to the worker: a queued request's
+// client gets "100 Continue" once a slot frees; a rejected one gets its 503 instead, with
+// Connection: close, and never sends its body.
+TEST(HttpCell, ExpectContinueIsAnsweredWhenTheRequestRunsNotWhenItIsRejected) {
+  testing::TempDir dir;
+  const std::string gate = dir.Join("gate");
+  CellSpec cell = HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1);
+  cell.queue_timeout = "60s";
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> running = HoldOneRequest(h, gate);
+  ASSERT_TRUE(running);
+  const std::string head =
+      "POST /verify HTTP/1.1\r\nHost: web\r\nExpect: 100-continue\r\nContent-Length: 8192\r\n\r\n";
+  std::optional<HttpConn> queued = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(queued && queued->Send(head));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; }));
+  std::optional<HttpConn> rejected = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(rejected && rejected->Send(head));
+  std::optional<Response> refusal = rejected->Read();
+  ASSERT_TRUE(refusal && refusal->status == 503) << Describe(refusal);
+  EXPECT_EQ(refusal->Header("connection"), "close");
+  EXPECT_TRUE(rejected->EndsWithin());
+  ASSERT_TRUE(Release(*running, gate));
+  std::optional<Response> interim = queued->Read();
+  ASSERT_TRUE(interim && interim->status == 100) << Describe(interim);
+  ASSERT_TRUE(queued->Send(Pattern(0, 8192)));
+  std::optional<Response> response = queued->Read();
+  ASSERT_TRUE(response && response->status == 200) << Describe(response);
+  EXPECT_EQ(response->body, "8192 -1");
+}
+
+// A request rejected from the queue before its body was read: the body that follows is read and
+// dropped, and the connection serves the next request.
+TEST(HttpCell, BodyOfARequestRejectedFromTheQueueIsDroppedAndTheConnectionGoesOn) {
+  testing::TempDir dir;
+  const std::string gate = dir.Join("gate");
+  CellSpec cell = HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1);
+  cell.queue_timeout = "200ms";
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> running = HoldOneRequest(h, gate);
+  ASSERT_TRUE(running);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 5\r\n\r\n"));
+  std::optional<Response> refusal = conn->Read();
+  ASSERT_TRUE(refusal && refusal->status == 503) << Describe(refusal);
+  EXPECT_EQ(refusal->Header("bulkhead-outcome").rfind("rejected; reason=queue_timeout", 0), 0u)
+      << Describe(refusal);
+  ASSERT_TRUE(Release(*running, gate));
+  ASSERT_TRUE(
+      conn->Send("hello"
+                 "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> next = conn->Read();
+  ASSERT_TRUE(next && next->status == 200) << Describe(next);
+  EXPECT_EQ(next->body, "hello");
+  EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["queue_timeout"], 1) << h.Status().dump();
 }
 
 TEST(HttpCell, ConnectionOverMaxConnectionsGets503AndIsClosed) {
