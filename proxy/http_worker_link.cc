@@ -70,7 +70,7 @@ void HttpWorkerLink::Send(Request* request, std::string_view payload) {
   writer_.AppendBytes(payload);
   writer_.Flush();
   // Last: the client may start sending the rest of the body from here on.
-  if (body_streamed_ && inflight_ == request && !closing_) {
+  if (body_streamed_ && client != nullptr && inflight_ == request && !closing_) {
     body_source_ = client;
     client->OnBodyLink(this);
   }
