@@ -812,6 +812,34 @@ TEST(HttpCell, ChunkedBodyOverMaxPayloadBytesMidStreamGets413) {
   })) << h.Status().dump();
 }
 
+// A slow uploader holds its slot no longer than request_timeout: it gets 504, the worker's
+// request ends (its connection closed mid-body) and the slot is free at once; the rest of the body
+// is dropped and the connection serves the next request.
+TEST(HttpCell, SlowUploadIsCutAtRequestTimeout) {
+  testing::TempDir dir;
+  const std::string log = dir.Join("bodies");
+  CellSpec cell = HttpCell("request_timeout = \"300ms\"\n", /*max_concurrent=*/1);
+  cell.environment = {{"WORKER_BODY_LOG", log}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: 131072\r\n\r\n"));
+  ASSERT_TRUE(conn->Send(Pattern(0, 65536)));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 504) << Describe(response);
+  ASSERT_TRUE(testing::WaitFor([&] { return testing::ReadFile(log).has_value(); }));
+  EXPECT_TRUE(testing::ReadFile(log)->starts_with("incomplete "))
+      << testing::ReadFile(log).value_or("");
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["failed_by_reason"]["timeout"] == 1;
+  })) << h.Status().dump();
+  ASSERT_TRUE(conn->Send(Pattern(65536, 65536) + "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> next = conn->Read();
+  ASSERT_TRUE(next && next->status == 200) << Describe(next);
+  EXPECT_EQ(next->body, "hello");
+}
+
 // `Expect: 100-continue` is answered when the request is sent to the worker: a queued request's
 // client gets "100 Continue" once a slot frees; a rejected one gets its 503 instead, with
 // Connection: close, and never sends its body.
