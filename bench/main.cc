@@ -3,7 +3,8 @@
 // reached directly and through HAProxy (docs/benchmarks.md). For each connection count of
 // `--connections` it starts, in a fresh temporary directory:
 //   - bulkheadd with an `echo` cell (bulkhead-bench-worker, max_concurrent = connections) and, for
-//     frames, a `hang` cell (1 slot, no queue, a stalled gateway worker);
+//     frames, a `mux` cell (the same, with worker_connections = "multiplex") and a `hang` cell (1
+//     slot, no queue, a stalled gateway worker);
 //   - a bulkhead-bench-worker of its own on a socket-activated listening socket (`direct`);
 //   - HAProxy (`--haproxy`, one thread) in front of that same worker, with `server ... maxconn`
 //     equal to the cell's max_concurrent;
@@ -12,13 +13,15 @@
 //   bulkheadd  client -> front socket -> admission -> worker link -> echo worker -> back
 //   direct     client -> the echo worker's own socket -> back
 //   haproxy    client -> HAProxy's socket -> the direct echo worker -> back
+//   multiplex  as bulkheadd, through the `mux` cell: every request on one worker connection
+//              (docs/protocol.md, "Multiplexed worker connections"; frames only)
 //   reject     client -> the `hang` cell's front socket -> REJECTED full at once (frames only)
 // and prints replies/s, p50/p99/p99.9 latency and the CPU time per reply of the process in the
 // middle (bulkheadd, HAProxy), per round and per target, the ratios, and a summary over the
 // connection counts. With `--http` the same is done over HTTP/1.1 (the cell has protocol = "http",
 // HAProxy runs in mode http, the worker and the load generator speak HTTP).
 // Exits 0 only if every reply had the expected status, bulkheadd's counters account for every reply
-// and bulkheadd's worker never had more requests in progress than max_concurrent.
+// and bulkheadd's workers never had more requests in progress than max_concurrent.
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -130,7 +133,8 @@ struct Target {
 struct StageResult {
   int connections = 0;
   std::vector<Target> targets;
-  uint64_t worker_peak = 0;  // bulkheadd's worker: most requests in progress at once
+  uint64_t worker_peak = 0;      // bulkheadd's worker: most requests in progress at once
+  uint64_t mux_worker_peak = 0;  // the same for the `mux` cell's worker (frames only)
   uint32_t max_concurrent = 0;
 
   const Target* Find(std::string_view name) const {
@@ -221,6 +225,7 @@ class Stage {
     return StageResult{.connections = connections_,
                        .targets = std::move(targets_),
                        .worker_peak = worker_peak_,
+                       .mux_worker_peak = mux_worker_peak_,
                        .max_concurrent = static_cast<uint32_t>(connections_)};
   }
 
@@ -238,6 +243,7 @@ class Stage {
     const uint32_t in_flight = static_cast<uint32_t>(connections_ * options_.depth);
     max_queue_ = in_flight - static_cast<uint32_t>(connections_);
     bulkheadd_peak_file_ = root + "/peak-bulkheadd";
+    mux_peak_file_ = root + "/peak-mux";
 
     // Every client request fits in a slot or in the queue: the echo target is never rejected.
     std::string config = "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
@@ -254,6 +260,11 @@ class Stage {
       config += "\n[cells.hang]\ncommand = [" +
                 TomlString(options_.bin_dir + "/examples/bulkhead-gateway") + ", \"--gates\", " +
                 TomlString(gates) + "]\nmax_concurrent = 1\nmax_queue = 0\n";
+      // The echo cell again, its requests multiplexed on one worker connection (HTTP/1.1 cannot).
+      config += "\n[cells.mux]\ncommand = [" + WorkerCommand(mux_peak_file_) +
+                "]\nmax_concurrent = " + std::to_string(connections_) +
+                "\nmax_queue = " + std::to_string(max_queue_) +
+                "\nqueue_timeout = \"10s\"\nworker_connections = \"multiplex\"\n";
     }
     const std::string config_path = root + "/bench.toml";
     status = WriteFile(config_path, config);
@@ -322,7 +333,10 @@ class Stage {
   // HTTP cells) leaves the run without its bulkheadd target instead of failing it.
   Status AddBulkheaddTargets() {
     std::vector<std::string> cells = {"echo"};
-    if (!options_.http) cells.push_back("hang");
+    if (!options_.http) {
+      cells.push_back("hang");
+      cells.push_back("mux");
+    }
     for (const std::string& cell : cells) {
       Result<CellStatus> ready = bulkheadd_->WaitForCell(
           cell, [](const CellStatus& s) { return s.state == "running" && s.pid != 0; },
@@ -336,9 +350,10 @@ class Stage {
         return Status::Ok();
       }
       if (!ready.ok()) return ready.status();
-      if (cell == "echo") {
-        targets_.push_back(
-            Target{.name = "bulkheadd", .socket = ready->socket, .cpu_pid = bulkheadd_->pid()});
+      if (cell == "echo" || cell == "mux") {
+        targets_.push_back(Target{.name = cell == "echo" ? "bulkheadd" : "multiplex",
+                                  .socket = ready->socket,
+                                  .cpu_pid = bulkheadd_->pid()});
       }
     }
     return Status::Ok();
@@ -407,9 +422,10 @@ class Stage {
   Status CheckCounters() {
     if (!bulkheadd_) return Status::Ok();
     for (const Target& target : targets_) {
-      const char* cell = target.name == "bulkheadd" ? "echo"
-                         : target.name == "reject"  ? "hang"
-                                                    : nullptr;
+      const char* cell = target.name == "bulkheadd"   ? "echo"
+                         : target.name == "multiplex" ? "mux"
+                         : target.name == "reject"    ? "hang"
+                                                      : nullptr;
       if (cell == nullptr) continue;
       Result<CellStatus> status = bulkheadd_->Cell(cell);
       if (!status.ok()) return status.status();
@@ -425,14 +441,23 @@ class Stage {
     return Status::Ok();
   }
 
-  // bulkheadd's worker never had more requests in progress than the cell's max_concurrent.
+  // bulkheadd's workers never had more requests in progress than the cell's max_concurrent: the
+  // echo cell's (one request per connection) and, for frames, the mux cell's (all on one).
   Status CheckWorkerPeak() {
     if (!bulkheadd_) return Status::Ok();
-    Result<uint64_t> peak = ReadPeak(bulkheadd_peak_file_);
+    Status status = CheckPeak(bulkheadd_peak_file_, "bulkheadd's worker", &worker_peak_);
+    if (status.ok() && !options_.http) {
+      status = CheckPeak(mux_peak_file_, "bulkheadd's multiplexed worker", &mux_worker_peak_);
+    }
+    return status;
+  }
+
+  Status CheckPeak(const std::string& file, const std::string& who, uint64_t* peak_out) const {
+    Result<uint64_t> peak = ReadPeak(file);
     if (!peak.ok()) return peak.status();
-    worker_peak_ = *peak;
-    if (worker_peak_ > static_cast<uint64_t>(connections_)) {
-      return Status::Error("bulkheadd's worker had " + std::to_string(worker_peak_) +
+    *peak_out = *peak;
+    if (*peak > static_cast<uint64_t>(connections_)) {
+      return Status::Error(who + " had " + std::to_string(*peak) +
                            " requests in progress at once, more than max_concurrent = " +
                            std::to_string(connections_));
     }
@@ -479,14 +504,33 @@ class Stage {
   TempDir dir_;
   std::string gates_dir_;
   std::string bulkheadd_peak_file_;
+  std::string mux_peak_file_;
   uint64_t worker_peak_ = 0;
+  uint64_t mux_worker_peak_ = 0;
   std::optional<BulkheaddProcess> bulkheadd_;
   UniqueFd direct_listener_;
   ChildProcess direct_worker_;
   HaproxyProcess haproxy_;
   std::optional<ipc::Client> holder_;
-  std::vector<Target> targets_;  // bulkheadd (unless skipped), direct, haproxy (if any), reject
+  // bulkheadd (unless skipped), multiplex and reject (frames), direct, haproxy (if any)
+  std::vector<Target> targets_;
 };
+
+// "ratio NAME/direct: ..." for a bulkheadd target against the direct worker.
+void PrintRatioToDirect(const char* name, const Target& t, const Target& direct) {
+  std::printf("ratio %s/direct: throughput %.2f, p50 %.2f, p99 %.2f, p999 %.2f\n", name,
+              Ratio(t.rate(), direct.rate()), Ratio(t.latency.p50_us, direct.latency.p50_us),
+              Ratio(t.latency.p99_us, direct.latency.p99_us),
+              Ratio(t.latency.p999_us, direct.latency.p999_us));
+}
+
+// "ratio NAME/haproxy: ..." for a bulkheadd target against HAProxy, CPU per request included.
+void PrintRatioToHaproxy(const char* name, const Target& t, const Target& haproxy) {
+  std::printf("ratio %s/haproxy: throughput %.2f, p50 %.2f, p99 %.2f, cpu per request %.2f\n", name,
+              Ratio(t.rate(), haproxy.rate()), Ratio(t.latency.p50_us, haproxy.latency.p50_us),
+              Ratio(t.latency.p99_us, haproxy.latency.p99_us),
+              Ratio(t.cpu_us_per_reply(), haproxy.cpu_us_per_reply()));
+}
 
 // The totals and ratios of one connection count; false if any reply had an unexpected status.
 bool ReportStage(const StageResult& stage) {
@@ -501,54 +545,92 @@ bool ReportStage(const StageResult& stage) {
   const Target* direct = stage.Find("direct");
   const Target* haproxy = stage.Find("haproxy");
   const Target* reject = stage.Find("reject");
-  if (via && direct) {
-    std::printf("ratio bulkheadd/direct: throughput %.2f, p50 %.2f, p99 %.2f, p999 %.2f\n",
-                Ratio(via->rate(), direct->rate()),
-                Ratio(via->latency.p50_us, direct->latency.p50_us),
-                Ratio(via->latency.p99_us, direct->latency.p99_us),
-                Ratio(via->latency.p999_us, direct->latency.p999_us));
-  }
-  if (via && haproxy) {
-    std::printf(
-        "ratio bulkheadd/haproxy: throughput %.2f, p50 %.2f, p99 %.2f, cpu per request %.2f\n",
-        Ratio(via->rate(), haproxy->rate()), Ratio(via->latency.p50_us, haproxy->latency.p50_us),
-        Ratio(via->latency.p99_us, haproxy->latency.p99_us),
-        Ratio(via->cpu_us_per_reply(), haproxy->cpu_us_per_reply()));
-  }
+  const Target* mux = stage.Find("multiplex");
+  if (via && direct) PrintRatioToDirect("bulkheadd", *via, *direct);
+  if (via && haproxy) PrintRatioToHaproxy("bulkheadd", *via, *haproxy);
+  if (mux && direct) PrintRatioToDirect("multiplex", *mux, *direct);
+  if (mux && haproxy) PrintRatioToHaproxy("multiplex", *mux, *haproxy);
   if (via && reject) {
-    std::printf("reject: %.0f rejections/s, %.2fx the bulkheadd echo rate, p50 %.1f us\n",
-                reject->rate(), Ratio(reject->rate(), via->rate()), reject->latency.p50_us);
+    // A rejection is to cost less than one round trip to the worker without bulkheadd.
+    std::printf(
+        "reject: %.0f rejections/s, %.2fx the bulkheadd echo rate, %.2fx the direct echo rate, "
+        "p50 %.1f us (direct %.1f us)\n",
+        reject->rate(), Ratio(reject->rate(), via->rate()),
+        Ratio(reject->rate(), direct ? direct->rate() : 0), reject->latency.p50_us,
+        direct ? direct->latency.p50_us : 0.0);
   }
   if (via) {
     std::printf("bulkheadd's worker: at most %llu requests in progress (max_concurrent %u)\n",
                 static_cast<unsigned long long>(stage.worker_peak), stage.max_concurrent);
+  }
+  if (mux) {
+    std::printf(
+        "bulkheadd's multiplexed worker: at most %llu requests in progress "
+        "(max_concurrent %u)\n",
+        static_cast<unsigned long long>(stage.mux_worker_peak), stage.max_concurrent);
   }
   std::fflush(stdout);
   return clean;
 }
 
 // One line per connection count: the figures to compare across runs.
+// The kernel's own price of one hop, measured on this machine in this run: CPU time (this thread's
+// clock, CLOCK_THREAD_CPUTIME_ID) of one write(2) of `bytes` to a Unix stream socket pair and the
+// read(2) that takes them at the other end, averaged over `pairs`. A proxy that reads a request
+// from its client and writes the reply back spends at least this per request on the client hop
+// alone, and as much again on the worker hop unless it is multiplexed; no wakeup or epoll is
+// counted, so the true floor is higher. 0 when the socket pair cannot be made.
+double SocketHopFloorUs(size_t bytes, int pairs) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return 0;
+  UniqueFd a(fds[0]);
+  UniqueFd b(fds[1]);
+  std::string buffer(std::max<size_t>(bytes, 1), 'x');
+  timespec start{};
+  timespec end{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  for (int i = 0; i < pairs; ++i) {
+    if (::write(a.get(), buffer.data(), buffer.size()) != static_cast<ssize_t>(buffer.size()) ||
+        ::read(b.get(), buffer.data(), buffer.size()) != static_cast<ssize_t>(buffer.size())) {
+      return 0;
+    }
+  }
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end);
+  const double ns = static_cast<double>(end.tv_sec - start.tv_sec) * 1e9 +
+                    static_cast<double>(end.tv_nsec - start.tv_nsec);
+  return ns / 1000.0 / pairs;
+}
+
 void ReportSummary(const Options& options, const std::vector<StageResult>& stages) {
   std::printf("\nsummary (%s, depth %d, %zu-byte payload): replies/s, p99 us, cpu us/req\n",
               options.http ? "HTTP/1.1" : "frames", options.depth, options.payload_bytes);
-  std::printf("%5s %10s %10s %10s %8s %8s %8s %8s %8s %9s %9s\n", "conns", "direct", "haproxy",
-              "bulkheadd", "bh/hap", "p99 dir", "p99 hap", "p99 bh", "cpu hap", "cpu bh",
-              "cpu bh/hap");
+  std::printf("%5s %10s %10s %10s %8s %8s %8s %8s %8s %9s %9s %10s %9s %8s\n", "conns", "direct",
+              "haproxy", "bulkheadd", "bh/hap", "p99 dir", "p99 hap", "p99 bh", "cpu hap", "cpu bh",
+              "cpu bh/hap", "multiplex", "cpu mux", "mux/hap");
   for (const StageResult& stage : stages) {
     const Target none;
     const Target* direct = stage.Find("direct");
     const Target* haproxy = stage.Find("haproxy");
     const Target* via = stage.Find("bulkheadd");
+    const Target* mux = stage.Find("multiplex");  // frames only
     if (!direct) direct = &none;
     if (!haproxy) haproxy = &none;
     if (!via) via = &none;
-    std::printf("%5d %10.0f %10.0f %10.0f %8.2f %8.1f %8.1f %8.1f %8.2f %9.2f %9.2f\n",
-                stage.connections, direct->rate(), haproxy->rate(), via->rate(),
-                Ratio(via->rate(), haproxy->rate()), direct->latency.p99_us,
-                haproxy->latency.p99_us, via->latency.p99_us, haproxy->cpu_us_per_reply(),
-                via->cpu_us_per_reply(),
-                Ratio(via->cpu_us_per_reply(), haproxy->cpu_us_per_reply()));
+    if (!mux) mux = &none;
+    std::printf(
+        "%5d %10.0f %10.0f %10.0f %8.2f %8.1f %8.1f %8.1f %8.2f %9.2f %9.2f %10.0f %9.2f %8.2f\n",
+        stage.connections, direct->rate(), haproxy->rate(), via->rate(),
+        Ratio(via->rate(), haproxy->rate()), direct->latency.p99_us, haproxy->latency.p99_us,
+        via->latency.p99_us, haproxy->cpu_us_per_reply(), via->cpu_us_per_reply(),
+        Ratio(via->cpu_us_per_reply(), haproxy->cpu_us_per_reply()), mux->rate(),
+        mux->cpu_us_per_reply(), Ratio(mux->rate(), haproxy->rate()));
   }
+  const double hop_us = SocketHopFloorUs(options.payload_bytes, 200'000);
+  std::printf(
+      "kernel floor: one %zu-byte write(2) + read(2) on a Unix socket pair costs %.2f us of CPU "
+      "here; a forwarded request pays at least 2 of them (client hop, worker hop), a multiplexed "
+      "one at least 1 and a share\n",
+      options.payload_bytes, hop_us);
   std::fflush(stdout);
 }
 

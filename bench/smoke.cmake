@@ -5,7 +5,7 @@
 # cmake -DBENCH=... -DBIN_DIR=... -P smoke.cmake
 foreach(mode frames http)
   set(extra)
-  set(expect "\nratio bulkheadd/direct: throughput [0-9.]+, p50 [0-9.]+")
+  set(expect "\nratio bulkheadd/direct: throughput [0-9.]+, p50 [0-9.]+.*\nratio multiplex/direct: throughput [0-9.]+")
   if(mode STREQUAL "http")
     set(extra --http)
     set(expect "\nsummary \\(HTTP/1.1, depth 1, 16-byte payload\\)")

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Worker SDK: serves the frame protocol (docs/protocol.md) on the listening socket bulkheadd
-// passes as fd 3 (sd_listen_fds(3)). One thread per accepted connection; the handler runs on
-// those threads, concurrently, so it must be thread-safe.
+// passes as fd 3 (sd_listen_fds(3)). One thread per accepted connection; on a multiplexed
+// connection (BULKHEAD_WORKER_CONNECTIONS=multiplex) also a pool of handler threads, one per
+// request in progress. The handler runs on those threads, concurrently, so it must be thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +41,16 @@ struct RequestContext {
 // Inside a Handler call: the request that handler is answering on the calling thread; nullopt
 // anywhere else. For a handler that must write to the connection itself rather than return a
 // result (the test worker sends half a reply and exits): such a handler never returns, since the
-// SDK would then write a REPLY of its own after those bytes.
+// SDK would then write a REPLY of its own after those bytes. On a multiplexed connection other
+// threads write replies to the same connection at any time.
 std::optional<RequestContext> CurrentRequest();
+
+// Inside a Handler call: writes `bytes` whole to the connection of the request being answered.
+// On a multiplexed connection it waits for a reply another thread is writing, and from then on
+// until the handler returns nothing else is written to the connection, so the handler's bytes
+// are never mixed with other replies. For the handler that writes (part of) its reply itself
+// (CurrentRequest). False when the write failed or outside a Handler call.
+bool WriteToCurrentConnection(std::string_view bytes);
 
 // Takes the listening socket passed per sd_listen_fds(3): LISTEN_PID must equal getpid() and
 // LISTEN_FDS must be 1, so the socket is fd 3 (SD_LISTEN_FDS_START); fd 3 must be a listening
@@ -55,6 +64,16 @@ Result<int> ListenFdFromEnv();
 // (docs/protocol.md, "Worker socket").
 inline constexpr char kMaxPayloadEnv[] = "BULKHEAD_MAX_PAYLOAD_BYTES";
 
+// The environment variable in which bulkheadd tells the worker that its connections are
+// multiplexed (`worker_connections = "multiplex"`, docs/protocol.md, "Multiplexed worker
+// connections"): set to kWorkerConnectionsMultiplex then, unset in the default mode.
+inline constexpr char kWorkerConnectionsEnv[] = "BULKHEAD_WORKER_CONNECTIONS";
+inline constexpr char kWorkerConnectionsMultiplex[] = "multiplex";
+
+// Whether $BULKHEAD_WORKER_CONNECTIONS is kWorkerConnectionsMultiplex. Another value is reported
+// on stderr and read as the default mode.
+bool MultiplexFromEnv();
+
 // The largest request and reply payload, in bytes: $BULKHEAD_MAX_PAYLOAD_BYTES when it is a number
 // in 1..1073741824 (1 GiB), else the protocol's default of 4 MiB (ipc::kDefaultMaxPayload).
 uint32_t MaxPayloadFromEnv();
@@ -62,7 +81,12 @@ uint32_t MaxPayloadFromEnv();
 // Serves forever on `listen_fd` (a listening SOCK_STREAM socket): accept(2)s connections and runs
 // each on its own detached thread, which reads REQUEST frames and answers each, in order, with a
 // REPLY carrying the same request_id (OK, or FAILED/worker_error). Requests on one connection are
-// handled one after another; concurrency comes from several connections. A connection that sends
+// handled one after another; concurrency comes from several connections. When MultiplexFromEnv()
+// (read once, when Serve starts), each connection is multiplexed (docs/protocol.md, "Multiplexed
+// worker connections"): its thread keeps reading requests and hands each to an idle handler
+// thread of that connection, or starts one, so requests run concurrently, as many as are in
+// flight; replies are written as they finish, in any order, several in one write when they finish
+// together. A connection that sends
 // malformed bytes (ipc::FrameDecoder error) or a frame over MaxPayloadFromEnv() (read once, when
 // Serve starts) is closed; others continue.
 // Ignores SIGPIPE (a peer that went away is an EPIPE on that connection only).

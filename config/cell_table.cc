@@ -37,6 +37,8 @@ constexpr std::array<std::string_view, 3> kReadyModes = {"exec", "notify", "http
 // ready = "http:/PATH" (ReadyMode::kHttp).
 constexpr std::string_view kHttpReadyPrefix = "http:";
 constexpr std::array<std::string_view, 2> kProtocols = {"frames", "http"};
+// In the order of WorkerConnections.
+constexpr std::array<std::string_view, 2> kWorkerConnectionModes = {"one-per-request", "multiplex"};
 // In the order of OutputMode.
 constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "null"};
 constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
@@ -275,6 +277,8 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   SourcePosition request_timeout_at;
   std::optional<SourcePosition> ready_http_at;  // where ready = "http:/PATH" was written
   SourcePosition stall_timeout_at;
+  // Where worker_connections = "multiplex" was written, checked against protocol below.
+  std::optional<SourcePosition> multiplex_at;
   bool max_unsent_given = false;
   std::optional<SocketUse> explicit_socket;
   // For the restart_max_delay >= restart_delay check: the durations as written, and where.
@@ -444,6 +448,15 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           if (key_ok && cell.ready == ReadyMode::kHttp) ready_http_at = At(value->source());
           break;
         }
+        case CellKeyId::kWorkerConnections: {
+          auto mode = reader.ExpectChoice(*value, key_path, kWorkerConnectionModes);
+          key_ok = mode.has_value();
+          if (mode) cell.worker_connections = static_cast<WorkerConnections>(*mode);
+          if (cell.worker_connections == WorkerConnections::kMultiplex) {
+            multiplex_at = At(value->source());
+          }
+          break;
+        }
         case CellKeyId::kStartTimeout: {
           // "0s", or systemd's "infinity" (TimeoutStartSec=infinity): wait for READY=1 forever.
           auto timeout = value->value_exact<std::string>() == "infinity"
@@ -576,6 +589,17 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
                         " probes the worker over HTTP, which needs protocol = \"http\" (the "
                         "worker of a frames cell speaks frames, docs/protocol.md); use \"exec\" "
                         "or \"notify\"");
+    ok = false;
+  }
+
+  // A multiplexed link tags each request with its request_id; HTTP/1.1 has no such tag and
+  // answers strictly in order on a connection, so an HTTP cell keeps one request per link.
+  if (multiplex_at && cell.protocol == Protocol::kHttp) {
+    reader.AddError(
+        *multiplex_at, JoinKey(path, "worker_connections"),
+        "\"multiplex\" needs protocol = \"frames\": HTTP/1.1 cannot multiplex "
+        "requests on one connection; leave out worker_connections (\"one-per-request\") "
+        "for an HTTP cell");
     ok = false;
   }
 

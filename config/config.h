@@ -48,6 +48,13 @@ enum class ReadyMode {
   kHttp,    // "http:/PATH": once GET PATH on a connection to the worker socket answers 2xx
 };
 
+// `worker_connections`: how the supervisor carries requests to the worker (docs/protocol.md,
+// "Supervisor -> worker").
+enum class WorkerConnections {
+  kOnePerRequest,  // "one-per-request": at most one request in flight per connection
+  kMultiplex,      // "multiplex": up to max_concurrent in flight on one connection, any reply order
+};
+
 // `cgroup`: whether the supervisor puts each cell in a cgroup v2 of its own and writes the cell's
 // limits there (docs/config.md, "Limits").
 enum class CgroupMode {
@@ -168,6 +175,9 @@ struct CellConfig {
   std::chrono::milliseconds stall_timeout{0};
   // When a started worker may take requests.
   ReadyMode ready = ReadyMode::kExec;
+  // How requests reach the worker; the worker learns it from $BULKHEAD_WORKER_CONNECTIONS.
+  // kMultiplex only with Protocol::kFrames (HTTP/1.1 cannot multiplex; refused by the parser).
+  WorkerConnections worker_connections = WorkerConnections::kOnePerRequest;
   // With ready = "http:/PATH": PATH, the request target of the worker's HTTP probe (readiness, and
   // liveness with stall_timeout; lifecycle/http_probe.h). Starts with '/', then visible ASCII
   // only (RFC 9112 origin-form). Empty for the other modes.

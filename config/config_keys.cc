@@ -59,6 +59,8 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::request_timeout>(K::kRequestTimeout, "request_timeout", R::kPolicy),
     Cell<&C::stall_timeout>(K::kStallTimeout, "stall_timeout", R::kPolicy),
     Cell<&C::ready, &C::ready_http_path>(K::kReady, "ready", R::kRestart),
+    // Told to the worker in its environment at spawn: the next worker gets it.
+    Cell<&C::worker_connections>(K::kWorkerConnections, "worker_connections", R::kRestart),
     // Read when the next worker is spawned; a start under way keeps the timeout it began with.
     Cell<&C::start_timeout>(K::kStartTimeout, "start_timeout", R::kPolicy),
     Cell<&C::watchdog>(K::kWatchdog, "watchdog", R::kRestart),

@@ -44,6 +44,7 @@ enum class CellKeyId {
   kRequestTimeout,
   kStallTimeout,
   kReady,
+  kWorkerConnections,
   kStartTimeout,
   kWatchdog,
   kStopSignal,

@@ -26,6 +26,9 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"request_timeout_ms", ms(c.request_timeout)},
       {"stall_timeout_ms", ms(c.stall_timeout)},
       {"ready", config::ReadyText(c)},
+      {"worker_connections", c.worker_connections == config::WorkerConnections::kMultiplex
+                                 ? "multiplex"
+                                 : "one-per-request"},
       {"start_timeout_ms", ms(c.start_timeout)},
       {"watchdog_ms", ms(c.watchdog)},
       {"stop_signal", c.stop_signal},

@@ -308,7 +308,7 @@ void WorkerRunner::SpawnWorker() {
   bool has_path = false;
   for (const auto& [key, value] : config_.environment) {
     if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID" ||
-        key == cell::kMaxPayloadEnv) {
+        key == cell::kMaxPayloadEnv || key == cell::kWorkerConnectionsEnv) {
       continue;
     }
     options.environment.push_back(key + "=" + value);
@@ -319,6 +319,12 @@ void WorkerRunner::SpawnWorker() {
   // The worker SDK reads its payload limit here (cell/worker.h MaxPayloadFromEnv).
   options.environment.push_back(std::string(cell::kMaxPayloadEnv) + "=" +
                                 std::to_string(max_payload_));
+  // Set only for the multiplexed mode, so a worker written before it sees the environment it knew
+  // (docs/protocol.md, "Multiplexed worker connections").
+  if (config_.worker_connections == config::WorkerConnections::kMultiplex) {
+    options.environment.push_back(std::string(cell::kWorkerConnectionsEnv) + "=" +
+                                  cell::kWorkerConnectionsMultiplex);
+  }
   if (config_.watchdog.count() > 0) {
     options.environment.push_back("WATCHDOG_USEC=" +
                                   std::to_string(config_.watchdog.count() * 1000));

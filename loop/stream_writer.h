@@ -42,6 +42,11 @@ class StreamWriter {
   // `on_written()` is called after a write wrote something (its bytes are in written_bytes()).
   void SetOnWritten(std::function<void()> on_written) { on_written_ = std::move(on_written); }
   bool idle() const { return pending_.empty() && !writing_; }
+  // The newest bytes appended, never handed to libuv or the kernel: the stream's bytes from offset
+  // appended_bytes() - never_written().size() on. A failed write leaves them here, so that the
+  // owner can tell what its peer cannot have received. Valid until the next call that appends,
+  // flushes or writes.
+  std::string_view never_written() const { return pending_; }
 
   // Stops calling back: the owner is closing the stream. A write already handed to libuv completes
   // (with UV_ECANCELED) after this; the StreamWriter must outlive the stream's close callback.

@@ -51,12 +51,16 @@ CellDataPath::CellDataPath(uv_loop_t* loop, config::CellConfig config, uint32_t 
       front_(loop, &config_, max_payload, this, &bulkhead_, &counters_),
       slow_clients_(loop),
       deadlines_(static_cast<uint64_t>(config_.request_timeout.count())) {
+  multiplex_ = config_.worker_connections == config::WorkerConnections::kMultiplex;
   for (uv_timer_t* timer :
        {&queue_timer_, &orphan_timer_, &stall_timer_, &request_timer_, &accept_timer_}) {
     uv_timer_init(loop_, timer);
     timer->data = this;
     ++open_handles_;
   }
+  uv_prepare_init(loop_, &flush_prepare_);
+  flush_prepare_.data = this;
+  ++open_handles_;
   slow_clients_.SetLimits(config_.max_unsent_bytes,
                           static_cast<uint64_t>(config_.client_write_timeout.count()));
 }
@@ -72,13 +76,29 @@ void CellDataPath::OpenAdmission() {
 
 void CellDataPath::CloseAdmission() { bulkhead_.SetOpen(false); }
 
+void CellDataPath::WorkerStarting() {
+  accept_warned_ = false;
+  const bool multiplex = config_.worker_connections == config::WorkerConnections::kMultiplex;
+  if (multiplex == multiplex_) return;
+  // The previous worker's links were closed when it ended (FailInFlight); none of the other mode
+  // may carry a request to the new one.
+  BH_CHECK(busy_links_.empty());
+  for (Link* link : idle_links_) link->Close();
+  idle_links_.clear();
+  mux_link_ = nullptr;
+  multiplex_ = multiplex;
+}
+
 void CellDataPath::FailInFlight(ipc::Reason reason, const std::string& message) {
+  mux_link_ = nullptr;
   std::vector<Link*> links;
   links.swap(busy_links_);
+  std::vector<Request*> requests;
   for (Link* link : links) {
-    Request* request = link->TakeInflight();
+    requests.clear();
+    while (Request* request = link->TakeInflight()) requests.push_back(request);
     link->Close();
-    if (request != nullptr) Fail(request, reason, message);
+    for (Request* request : requests) Fail(request, reason, message);
   }
   // Idle connections belong to the old worker generation too.
   for (Link* link : idle_links_) link->Close();
@@ -106,11 +126,13 @@ void CellDataPath::Close(std::function<void()> on_closed) {
   on_closed_ = std::move(on_closed);
   for (Link* link : idle_links_) link->Close();
   idle_links_.clear();
+  mux_link_ = nullptr;
   BH_CHECK(busy_links_.empty());
   for (uv_timer_t* timer :
        {&queue_timer_, &orphan_timer_, &stall_timer_, &request_timer_, &accept_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(timer), &CellDataPath::OnHandleClosed);
   }
+  uv_close(reinterpret_cast<uv_handle_t*>(&flush_prepare_), &CellDataPath::OnHandleClosed);
   auto closed = [this] {
     BH_CHECK(open_handles_ > 0);
     if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
@@ -213,7 +235,13 @@ void CellDataPath::OnRequest(Client* conn, uint64_t request_id, std::string_view
 }
 
 Link* CellDataPath::TakeLink(Request* request, bool fresh) {
-  if (!fresh && !idle_links_.empty()) {
+  if (multiplex_) {
+    // A broken multiplexed link is dropped at once, so mux_link_ is fresh for a resend too.
+    if (mux_link_ != nullptr) {
+      if (!mux_link_->busy()) std::erase(idle_links_, mux_link_);  // the only idle link
+      return mux_link_;
+    }
+  } else if (!fresh && !idle_links_.empty()) {
     Link* link = idle_links_.back();
     idle_links_.pop_back();
     return link;
@@ -230,7 +258,8 @@ Link* CellDataPath::TakeLink(Request* request, bool fresh) {
     made = http.ok() ? Result<Link*>(*http) : Result<Link*>(http.status());
   } else {
     Result<WorkerLink*> frames =
-        WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_);
+        WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_, multiplex_);
+    if (frames.ok() && multiplex_) mux_link_ = *frames;
     made = frames.ok() ? Result<Link*>(*frames) : Result<Link*>(frames.status());
   }
   if (!made.ok()) {
@@ -270,7 +299,7 @@ void CellDataPath::OnAcceptTimer(uv_timer_t* timer) {
 void CellDataPath::Dispatch(Request* request, std::string_view payload) {
   // An HTTP request that may not be sent twice (a POST), or whose body is streamed after its head,
   // goes out on a fresh connection: an idle one may be closing under it, and it could not be
-  // resent then (HttpWorkerLink::inflight_unread).
+  // resent then (HttpWorkerLink::TakeInflight).
   HttpFrontConnection* http_client =
       request->client != nullptr ? request->client->AsHttp() : nullptr;
   const bool fresh = config_.protocol == config::Protocol::kHttp &&
@@ -281,8 +310,6 @@ void CellDataPath::Dispatch(Request* request, std::string_view payload) {
   uint64_t now = Now();
   // A worker that had nothing to do starts its stall clock now.
   if (busy_links_.empty()) last_progress_ms_ = now;
-  link->busy_index = busy_links_.size();
-  busy_links_.push_back(link);
 
   request->dispatched_at_ns = uv_hrtime();
   queue_wait_.Record(request->dispatched_at_ns,
@@ -294,7 +321,29 @@ void CellDataPath::Dispatch(Request* request, std::string_view payload) {
                    static_cast<uint64_t>(config_.stall_timeout.count()), 0);
   }
   ArmRequestTimer();
+  SendOn(link, request, payload);
+}
+
+void CellDataPath::SendOn(Link* link, Request* request, std::string_view payload) {
+  if (!link->busy()) {
+    link->busy_index = busy_links_.size();
+    busy_links_.push_back(link);
+  }
   link->Send(request, payload);
+  if (link == mux_link_) uv_prepare_start(&flush_prepare_, &CellDataPath::OnFlushPrepare);
+}
+
+void CellDataPath::OnFlushPrepare(uv_prepare_t* prepare) {
+  auto* self = static_cast<CellDataPath*>(prepare->data);
+  uv_prepare_stop(prepare);
+  // A write that fails at once breaks the link; the requests on it that the worker cannot have
+  // read go out again on a new link, written here too (a prepare started from its own callback
+  // would only run after the next poll).
+  WorkerLink* flushed = nullptr;
+  while (self->mux_link_ != nullptr && self->mux_link_ != flushed) {
+    flushed = self->mux_link_;
+    flushed->Flush();
+  }
 }
 
 void CellDataPath::Resend(Request* request, std::string_view payload) {
@@ -302,9 +351,7 @@ void CellDataPath::Resend(Request* request, std::string_view payload) {
   // Keeps its slot, its place on the running list and its dispatch time (request_timeout).
   Link* link = TakeLink(request, /*fresh=*/true);
   if (link == nullptr) return;
-  link->busy_index = busy_links_.size();
-  busy_links_.push_back(link);
-  link->Send(request, payload);
+  SendOn(link, request, payload);
 }
 
 void CellDataPath::StartQueued() {
@@ -319,8 +366,10 @@ void CellDataPath::StartQueued() {
 }
 
 void CellDataPath::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) {
-  RemoveBusy(link);
-  idle_links_.push_back(link);
+  if (!link->busy()) {
+    RemoveBusy(link);
+    idle_links_.push_back(link);
+  }
   last_progress_ms_ = Now();
 
   // docs/protocol.md, "Supervisor -> worker": OK/none or FAILED/worker_error, nothing else.
@@ -367,36 +416,52 @@ void CellDataPath::OnRequestAborted(HttpWorkerLink* link, const std::string& why
 }
 
 void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) {
-  // A request the worker cannot have read (docs/protocol.md): most often it went out on an idle
-  // connection that the worker had closed, or was closing, after its last reply.
-  std::string unread_payload;
-  const bool unread = !worker_at_fault && link->inflight_unread();
-  if (unread) unread_payload.assign(link->inflight_payload());
-  Request* request = link->TakeInflight();
-  DropLink(link);
-  if (unread && !request->resent && upstream_->worker_pid() != 0) {
-    Log(LogLevel::kDebug, name(), upstream_->worker_pid(),
-        "worker connection closed before the worker read the request (" + why +
-            "): sending it again on a new connection");
-    Resend(request, unread_payload);
-    return;
+  // Requests the worker cannot have read (docs/protocol.md): most often one went out on an idle
+  // connection that the worker had closed, or was closing, after its last reply. Their payloads
+  // stay valid in the link until its close callback runs.
+  struct Taken {
+    Request* request;
+    bool unread;
+    std::string_view payload;
+  };
+  std::vector<Taken> taken;
+  bool unread = false;
+  std::string_view payload;
+  while (Request* request = link->TakeInflight(&unread, &payload)) {
+    taken.push_back(Taken{request, unread && !worker_at_fault, payload});
   }
+  DropLink(link);
   if (worker_at_fault) {
     // The supervisor closed the connection: say why, at once, rather than wait for an exit.
     Log(LogLevel::kWarning, name(), upstream_->worker_pid(), "worker broke the protocol: " + why);
-    if (request != nullptr)
-      Fail(request, ipc::Reason::kWorkerError, "worker broke the protocol: " + why);
-    return;
   }
-  if (request == nullptr) return;
-  // Most often the worker is dying and its exit is about to be reaped: wait for it, so the client
-  // learns the exit reason rather than a bare "connection closed".
-  orphans_.push_back(request);
-  if (orphans_.size() == 1) {
-    uv_timer_start(&orphan_timer_, &CellDataPath::OnOrphanTimer, kOrphanGraceMs, 0);
+  bool resent = false;
+  bool orphaned = false;
+  for (const Taken& t : taken) {
+    if (t.unread && !t.request->resent && upstream_->worker_pid() != 0) {
+      if (!resent) {
+        Log(LogLevel::kDebug, name(), upstream_->worker_pid(),
+            "worker connection closed before the worker read the request (" + why +
+                "): sending it again on a new connection");
+      }
+      resent = true;
+      Resend(t.request, t.payload);
+    } else if (worker_at_fault) {
+      Fail(t.request, ipc::Reason::kWorkerError, "worker broke the protocol: " + why);
+    } else {
+      // Most often the worker is dying and its exit is about to be reaped: wait for it, so the
+      // client learns the exit reason rather than a bare "connection closed".
+      orphans_.push_back(t.request);
+      if (orphans_.size() == 1) {
+        uv_timer_start(&orphan_timer_, &CellDataPath::OnOrphanTimer, kOrphanGraceMs, 0);
+      }
+      orphaned = true;
+    }
   }
-  Log(LogLevel::kDebug, name(), upstream_->worker_pid(),
-      "worker connection broke with a request in flight: " + why);
+  if (orphaned) {
+    Log(LogLevel::kDebug, name(), upstream_->worker_pid(),
+        "worker connection broke with a request in flight: " + why);
+  }
 }
 
 void CellDataPath::OnOrphanTimer(uv_timer_t* timer) {
@@ -417,6 +482,7 @@ void CellDataPath::RemoveBusy(Link* link) {
 }
 
 void CellDataPath::DropLink(Link* link) {
+  if (link == mux_link_) mux_link_ = nullptr;
   if (link->busy_index < busy_links_.size() && busy_links_[link->busy_index] == link) {
     RemoveBusy(link);
   } else {

@@ -98,7 +98,9 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   void CloseAdmission();
   void RejectQueued();
   void FailInFlight(ipc::Reason reason, const std::string& message);
-  void WorkerStarting() { accept_warned_ = false; }
+  // A new worker starts with the cell's worker_connections as of now (a reload restarts the cell
+  // to change it).
+  void WorkerStarting();
 
   // Figures for status and metrics.
   const admission::Bulkhead& bulkhead() const { return bulkhead_; }
@@ -139,9 +141,13 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   void OnRequestAborted(HttpWorkerLink* link, const std::string& why) override;
 
   void Dispatch(Request* request, std::string_view payload);
-  // An idle link, or a new connection when `fresh` (it then closes the longest idle link, so that
-  // at most max_concurrent stay open) or none is idle; nullptr when connect(2)
-  // failed, `request` then failed (worker_error).
+  // Puts `link` on the busy list unless it already is (a multiplexed link carrying others), then
+  // sends; a multiplexed link writes at the next OnFlushPrepare.
+  void SendOn(Link* link, Request* request, std::string_view payload);
+  // One-per-request: an idle link, or a new connection when `fresh` (it then closes the longest
+  // idle link, so that at most max_concurrent stay open) or none is idle. Multiplexed (frame cells
+  // only): the one multiplexed link, connected when there is none. nullptr when connect(2) failed,
+  // `request` then failed (worker_error).
   Link* TakeLink(Request* request, bool fresh);
   // Sends a running `request` that the worker cannot have read again, once, on a new connection.
   void Resend(Request* request, std::string_view payload);
@@ -161,6 +167,9 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   void RemoveBusy(Link* link);
   void DropLink(Link* link);
 
+  // Writes what the requests dispatched in this loop iteration appended to the multiplexed link:
+  // runs before the loop polls, so they leave in one write and never wait for a poll.
+  static void OnFlushPrepare(uv_prepare_t* prepare);
   static void OnQueueTimer(uv_timer_t* timer);
   static void OnOrphanTimer(uv_timer_t* timer);
   // Timeouts judge silence only once the loop has read what waits in the sockets: a timer whose
@@ -192,6 +201,7 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   uv_timer_t stall_timer_{};
   uv_timer_t request_timer_{};
   uv_timer_t accept_timer_{};
+  uv_prepare_t flush_prepare_{};
   FrontListener front_;
   SlowClients slow_clients_;
   int open_handles_ = 0;
@@ -199,6 +209,10 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
 
   std::vector<Link*> idle_links_;
   std::vector<Link*> busy_links_;
+  // worker_connections = "multiplex" for the worker running now: all its requests go on one link,
+  // mux_link_ (also on idle_links_ or busy_links_), while it is open.
+  bool multiplex_ = false;
+  WorkerLink* mux_link_ = nullptr;
   // When the newest worker connection was opened (OnAcceptTimer).
   uint64_t last_link_opened_ms_ = 0;
   bool accept_warned_ = false;  // this worker was warned about a connection it never accepted

@@ -29,7 +29,10 @@ Client::Client(ClientOwner* owner, uv_stream_t* stream, size_t max_backlog)
 
 void Client::QueueAnswer(uint64_t* outcome, bool defer_flush) {
   unwritten_.push_back(UnwrittenReply{writer_.appended_bytes(), outcome});
-  if (!defer_flush) writer_.Flush();
+  // Deferred, the caller writes the answers of its read in one write and looks at the backlog
+  // after it (FrontConnection::ProcessFrames): the unsent bytes counted here would be all of them.
+  if (defer_flush) return;
+  writer_.Flush();
   // Its bytes may all have been written before this answer was queued (a streamed response).
   CountWritten();
   WatchBacklog();

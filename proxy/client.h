@@ -95,7 +95,8 @@ class Client {
   // Every byte appended so far is written.
   virtual void OnDrained() = 0;
   // The bytes of an answer were appended to writer_: counts `outcome` once they are written
-  // whole, writes now unless `defer_flush`, and watches a client that falls behind.
+  // whole; unless `defer_flush`, writes now and watches a client that falls behind (deferred, the
+  // caller flushes and calls WatchBacklog after).
   void QueueAnswer(uint64_t* outcome, bool defer_flush);
   // After bytes were appended and flushed: a client that holds unsent bytes is watched (and
   // dropped when it holds too many).

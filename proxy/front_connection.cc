@@ -113,7 +113,11 @@ void FrontConnection::ProcessFrames() {
     if (closing_) break;
   }
   in_read_ = false;
-  if (!closing_) writer_.Flush();
+  if (!closing_) {
+    writer_.Flush();
+    // The replies of this read (rejections, at once) are looked at once, after their one write.
+    WatchBacklog();
+  }
   if (close_when_drained_ && writer_.idle()) Close();
 }
 

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "base/check.h"
-#include "base/unique_fd.h"
 #include "http/forward.h"
 #include "proxy/client.h"
 #include "proxy/http_front_connection.h"
@@ -34,21 +33,11 @@ HttpWorkerLink::HttpWorkerLink(Owner* owner)
 
 Result<HttpWorkerLink*> HttpWorkerLink::Connect(Owner* owner, uv_loop_t* loop,
                                                 const std::string& path) {
-  Result<UniqueFd> connected = ConnectWorkerSocket(path);
-  if (!connected.ok()) return connected.status();
-  UniqueFd fd = std::move(*connected);
   auto* link = new HttpWorkerLink(owner);
-  uv_pipe_init(loop, &link->pipe_, 0);
-  int rc = uv_pipe_open(&link->pipe_, fd.get());
-  if (rc != 0) {
-    link->closing_ = true;
-    uv_close(reinterpret_cast<uv_handle_t*>(&link->pipe_), &HttpWorkerLink::OnClosed);
-    return Status::Error(std::string("uv_pipe_open: ") + uv_strerror(rc));
-  }
-  fd.Release();
   // Read while idle too: a worker that closes an idle connection is seen at once.
-  uv_read_start(reinterpret_cast<uv_stream_t*>(&link->pipe_), &HttpWorkerLink::OnAlloc,
-                &HttpWorkerLink::OnRead);
+  Status opened = link->Open(loop, path, &HttpWorkerLink::OnAlloc, &HttpWorkerLink::OnRead,
+                             &HttpWorkerLink::OnClosed);
+  if (!opened.ok()) return opened;
   return link;
 }
 
@@ -89,8 +78,13 @@ void HttpWorkerLink::AbortBody(const std::string& why) {
   owner_->OnRequestAborted(this, why);
 }
 
-Request* HttpWorkerLink::TakeInflight() {
+Request* HttpWorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
   Request* request = inflight_;
+  if (unread != nullptr) {
+    *unread = request != nullptr && !response_started_ && (write_failed_ || ended_) &&
+              inflight_on_reused_ && inflight_idempotent_ && !body_streamed_;
+    if (payload != nullptr) *payload = payload_;
+  }
   if (request != nullptr) request->link = nullptr;
   inflight_ = nullptr;
   // A client still streaming the body stops: the rest has nowhere to go.

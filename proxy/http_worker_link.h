@@ -11,7 +11,7 @@
 // connection, is not reused: the data path opens a fresh connection for the next request. An idle
 // link watches for EOF; a request whose write failed, or whose connection ended before any byte of
 // a response came, is one the worker did not answer, and is resent once on a fresh connection
-// (inflight_unread).
+// (TakeInflight tells it unread).
 //
 // A request whose body was not whole with its head goes out as its head (and the body bytes that
 // came with it); the client then streams the rest through SendBody as it reads it, and the link
@@ -59,20 +59,16 @@ class HttpWorkerLink final : public Link {
   // Link. `payload` is the whole request as the worker gets it (http/forward.h).
   void Send(Request* request, std::string_view payload) override;
   bool busy() const override { return inflight_ != nullptr; }
-  Request* inflight() const override { return inflight_; }
-  // The in-flight request went out on a connection that had carried an earlier request (idle,
+  // Link. Unread: the request went out on a connection that had carried an earlier request (idle,
   // reused) and its write failed, or the worker closed the connection (EOF or reset) before any
   // byte of a response came: most likely the worker closed the idle connection as the request was
   // sent (a keep-alive timeout). Only an idempotent request (http::IsIdempotentRequest) counts: a
   // worker that crashed or was killed with the request in hand may have acted on it, and RFC 9110
   // section 9.2.2 forbids a proxy to repeat a POST on its own. The data path sends every other
-  // request on a fresh connection, which no keep-alive timeout can have closed.
-  bool inflight_unread() const override {
-    return inflight_ != nullptr && !response_started_ && (write_failed_ || ended_) &&
-           inflight_on_reused_ && inflight_idempotent_ && !body_streamed_;
-  }
-  std::string_view inflight_payload() const override { return payload_; }
-  Request* TakeInflight() override;
+  // request on a fresh connection, which no keep-alive timeout can have closed. A request whose
+  // body streamed after its head is never unread: part of it may be gone.
+  Request* TakeInflight(bool* unread, std::string_view* payload) override;
+  using Link::TakeInflight;
   void Close() override;
   void ResumeReading() override;
 
@@ -108,7 +104,6 @@ class HttpWorkerLink final : public Link {
   void Deliver();
 
   Owner* owner_;
-  uv_pipe_t pipe_{};
   loop::StreamWriter writer_;
   http::ResponseRelay relay_;
   std::string read_buffer_;
@@ -126,7 +121,6 @@ class HttpWorkerLink final : public Link {
   // or the request leaves the link (TakeInflight tells the client: BodyLinkGone).
   HttpFrontConnection* body_source_ = nullptr;
   bool body_streamed_ = false;  // the in-flight request's body was not whole with its head
-  bool closing_ = false;
 };
 
 }  // namespace bulkhead::proxy

@@ -6,7 +6,11 @@
 
 #include <cstring>
 
+#include "base/unique_fd.h"
+
 namespace bulkhead::proxy {
+
+namespace {
 
 Result<UniqueFd> ConnectWorkerSocket(const std::string& path) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -19,6 +23,27 @@ Result<UniqueFd> ConnectWorkerSocket(const std::string& path) {
     return Status::FromErrno("connect " + path);
   }
   return fd;
+}
+
+}  // namespace
+
+Status Link::Open(uv_loop_t* loop, const std::string& path, uv_alloc_cb alloc, uv_read_cb read,
+                  uv_close_cb closed) {
+  uv_pipe_init(loop, &pipe_, 0);
+  Result<UniqueFd> connected = ConnectWorkerSocket(path);
+  Status status = connected.status();
+  if (connected.ok()) {
+    int rc = uv_pipe_open(&pipe_, connected->get());
+    if (rc == 0) {
+      connected->Release();
+      uv_read_start(reinterpret_cast<uv_stream_t*>(&pipe_), alloc, read);
+      return status;
+    }
+    status = Status::Error(std::string("uv_pipe_open: ") + uv_strerror(rc));
+  }
+  closing_ = true;
+  uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), closed);
+  return status;
 }
 
 }  // namespace bulkhead::proxy

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "base/check.h"
-#include "base/unique_fd.h"
 #include "proxy/request.h"
 
 namespace bulkhead::proxy {
@@ -15,8 +14,9 @@ constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr size_t kMaxRetainedPayload = size_t{64} * 1024;
 }  // namespace
 
-WorkerLink::WorkerLink(Owner* owner, uint32_t max_payload)
+WorkerLink::WorkerLink(Owner* owner, uint32_t max_payload, bool multiplexed)
     : owner_(owner),
+      multiplexed_(multiplexed),
       decoder_(ipc::FrameType::kReply, max_payload),
       writer_(
           reinterpret_cast<uv_stream_t*>(&pipe_),
@@ -29,42 +29,87 @@ WorkerLink::WorkerLink(Owner* owner, uint32_t max_payload)
 }
 
 Result<WorkerLink*> WorkerLink::Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
-                                        uint32_t max_payload) {
-  Result<UniqueFd> connected = ConnectWorkerSocket(path);
-  if (!connected.ok()) return connected.status();
-  UniqueFd fd = std::move(*connected);
-  auto* link = new WorkerLink(owner, max_payload);
-  uv_pipe_init(loop, &link->pipe_, 0);
-  int rc = uv_pipe_open(&link->pipe_, fd.get());
-  if (rc != 0) {
-    link->closing_ = true;
-    uv_close(reinterpret_cast<uv_handle_t*>(&link->pipe_), &WorkerLink::OnClosed);
-    return Status::Error(std::string("uv_pipe_open: ") + uv_strerror(rc));
-  }
-  fd.Release();
-  uv_read_start(reinterpret_cast<uv_stream_t*>(&link->pipe_), &WorkerLink::OnAlloc,
-                &WorkerLink::OnRead);
+                                        uint32_t max_payload, bool multiplexed) {
+  auto* link = new WorkerLink(owner, max_payload, multiplexed);
+  Status opened =
+      link->Open(loop, path, &WorkerLink::OnAlloc, &WorkerLink::OnRead, &WorkerLink::OnClosed);
+  if (!opened.ok()) return opened;
   return link;
 }
 
 void WorkerLink::Send(Request* request, std::string_view payload) {
-  BH_CHECK(inflight_ == nullptr && !closing_);
-  inflight_ = request;
-  inflight_id_ = next_id_++;
+  BH_CHECK(!closing_ && (multiplexed_ || in_flight_ == 0));
+  uint32_t index = 0;
+  if (free_slots_.empty()) {
+    index = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    index = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  Slot& slot = slots_[index];
+  slot.request = request;
+  slot.payload_size = static_cast<uint32_t>(payload.size());
+  slot.frame_offset = writer_.appended_bytes();
+  ++in_flight_;
+  take_from_ = 0;
   request->link = this;
-  payload_.assign(payload);
-  reply_started_ = false;
   ipc::FrameHeader header;
   header.type = ipc::FrameType::kRequest;
-  header.request_id = inflight_id_;
+  header.request_id = RequestIdOf(index, slot.generation);
   writer_.AppendFrame(header, payload);
-  writer_.Flush();
+  if (!multiplexed_) {
+    payload_.assign(payload);
+    reply_started_ = false;
+    writer_.Flush();
+  }
 }
 
-Request* WorkerLink::TakeInflight() {
-  Request* request = inflight_;
-  if (request != nullptr) request->link = nullptr;
-  inflight_ = nullptr;
+void WorkerLink::FreeSlot(uint32_t index) {
+  Slot& slot = slots_[index];
+  slot.request->link = nullptr;
+  slot.request = nullptr;
+  // Generation 0 is never used, so that no id is 0 (nor a slot's first id a former one's).
+  if (++slot.generation == 0) slot.generation = 1;
+  free_slots_.push_back(index);
+  --in_flight_;
+}
+
+Request* WorkerLink::TakeReplied(uint64_t request_id) {
+  const uint64_t index = request_id >> 32;
+  if (index >= slots_.size()) return nullptr;
+  Slot& slot = slots_[index];
+  if (slot.request == nullptr || slot.generation != static_cast<uint32_t>(request_id)) {
+    return nullptr;
+  }
+  Request* request = slot.request;
+  FreeSlot(static_cast<uint32_t>(index));
+  return request;
+}
+
+Request* WorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
+  while (take_from_ < slots_.size() && slots_[take_from_].request == nullptr) ++take_from_;
+  if (take_from_ == slots_.size()) return nullptr;
+  const auto index = static_cast<uint32_t>(take_from_);
+  const Slot& slot = slots_[index];
+  if (unread != nullptr) {
+    if (!multiplexed_) {
+      *unread = !reply_started_ && (write_failed_ || reset_);
+      if (payload != nullptr) *payload = payload_;
+    } else {
+      // The bytes never handed to the kernel are the newest ones: a frame that starts there was
+      // not written at all.
+      const std::string_view never_written = writer_.never_written();
+      const uint64_t base = writer_.appended_bytes() - never_written.size();
+      *unread = slot.frame_offset >= base;
+      if (*unread && payload != nullptr) {
+        *payload =
+            never_written.substr(slot.frame_offset - base + ipc::kHeaderSize, slot.payload_size);
+      }
+    }
+  }
+  Request* request = slot.request;
+  FreeSlot(index);
   return request;
 }
 
@@ -85,7 +130,7 @@ void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
     return;
   }
   if (nread == 0) return;
-  if (self->inflight_ != nullptr && !self->reply_started_) {
+  if (!self->multiplexed_ && self->in_flight_ != 0 && !self->reply_started_) {
     self->reply_started_ = true;
     if (self->payload_.capacity() > kMaxRetainedPayload) {
       std::string().swap(self->payload_);
@@ -102,11 +147,11 @@ void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
       self->Broken("worker sent a malformed frame: " + self->decoder_.error_message(), true);
       return;
     }
-    if (self->inflight_ == nullptr || frame.header.request_id != self->inflight_id_) {
+    Request* request = self->TakeReplied(frame.header.request_id);
+    if (request == nullptr) {
       self->Broken("worker replied to a request it was not sent", true);
       return;
     }
-    Request* request = self->TakeInflight();
     // May send the next request on this link (or close it): nothing of `self` is used after this
     // except the decoder, and only while the link is still open.
     self->owner_->OnWorkerReply(self, request, frame);
@@ -120,7 +165,7 @@ void WorkerLink::Broken(const std::string& why, bool worker_at_fault) {
 }
 
 void WorkerLink::Close() {
-  BH_CHECK(inflight_ == nullptr);
+  BH_CHECK(in_flight_ == 0);
   if (closing_) return;
   closing_ = true;
   writer_.Abandon();

@@ -113,6 +113,45 @@ TEST(Worker, ConnectionsAreServedInParallel) {
   EXPECT_TRUE(all_running) << "peak stayed at " << last;
 }
 
+// BULKHEAD_WORKER_CONNECTIONS=multiplex (docs/protocol.md, "Multiplexed worker connections"): the
+// requests of one connection run concurrently and each reply leaves as soon as it is ready, in
+// any order.
+TEST(Worker, MultiplexedConnectionRunsItsRequestsConcurrentlyAndAnswersOutOfOrder) {
+  testing::TempDir gates;
+  const std::string gate = gates.Join("gate");
+  RunningWorker worker({TestWorkerPath()},
+                       {"PATH=/usr/bin:/bin", std::string(kWorkerConnectionsEnv) + "=multiplex"});
+  ASSERT_TRUE(worker.ok()) << worker.error();
+  ipc::Client client = worker.Connect();
+  ASSERT_TRUE(client.Send(10, "wait-file " + gate).ok());
+  ASSERT_TRUE(client.Send(11, "sleep 20").ok());
+  ASSERT_TRUE(client.Send(12, "fail c").ok());
+  ASSERT_TRUE(client.Send(13, "peak").ok());
+  // 10 waits for the gate; the three behind it on the same connection are answered meanwhile.
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    Result<ipc::Client::Reply> reply = client.Receive();
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    ids.push_back(reply->header.request_id);
+    if (reply->header.request_id == 12) {
+      EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kFailed);
+      EXPECT_EQ(reply->payload, "c");
+    }
+    if (reply->header.request_id == 13) {
+      EXPECT_GE(std::stoi(reply->payload), 2) << "requests of the connection ran one at a time";
+    }
+  }
+  EXPECT_THAT(ids, ::testing::UnorderedElementsAre(11, 12, 13));
+  ASSERT_TRUE(testing::WriteFileAtomically(gate, "open\n").ok());
+  Result<ipc::Client::Reply> last = client.Receive();
+  ASSERT_TRUE(last.ok()) << last.status().message();
+  EXPECT_EQ(last->header.request_id, 10u);
+  EXPECT_EQ(last->payload, "found " + gate);
+  Result<ipc::Client::Reply> env = client.Call("env " + std::string(kWorkerConnectionsEnv));
+  ASSERT_TRUE(env.ok()) << env.status().message();
+  EXPECT_EQ(env->payload, "multiplex");
+}
+
 TEST(Worker, MalformedBytesCloseOnlyThatConnection) {
   RunningWorker worker({TestWorkerPath()});
   ASSERT_TRUE(worker.ok()) << worker.error();

@@ -190,6 +190,7 @@ max_concurrent = 1
   EXPECT_EQ(cell.request_timeout, milliseconds(0));
   EXPECT_EQ(cell.stall_timeout, milliseconds(0));
   EXPECT_EQ(cell.ready, ReadyMode::kExec);
+  EXPECT_EQ(cell.worker_connections, WorkerConnections::kOnePerRequest);
   EXPECT_EQ(cell.watchdog, milliseconds(0));
   EXPECT_EQ(cell.stop_signal, SIGTERM);
   EXPECT_EQ(cell.stop_timeout, milliseconds(5000));
@@ -333,6 +334,76 @@ stop_signal = "TREM"
              "\"2s\")"),
           At(26, 1, "cells.c.stop_timout", "unknown key; did you mean \"stop_timeout\"?"),
           At(30, 15, "cells.d.stop_signal", signals + "\"TREM\"; did you mean \"SIGTERM\"?")));
+}
+
+// worker_connections: "one-per-request" (the default) or "multiplex"; anything else names the
+// key and its position.
+TEST(ParseConfig, WorkerConnectionsIsOnePerRequestOrMultiplex) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+worker_connections = "multiplex"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+worker_connections = "one-per-request"
+)");
+  ASSERT_EQ(config.cells.size(), 2u);
+  EXPECT_EQ(config.cells[0].worker_connections, WorkerConnections::kMultiplex);
+  EXPECT_EQ(config.cells[1].worker_connections, WorkerConnections::kOnePerRequest);
+
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+worker_connections = "multiplexed"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+worker_connections = 4
+)"),
+              ElementsAre(At(4, 22, "cells.a.worker_connections",
+                             "must be one of one-per-request, multiplex; got \"multiplexed\"; did "
+                             "you mean \"multiplex\"?"),
+                          At(8, 22, "cells.b.worker_connections", "expected string, got integer")));
+}
+
+// HTTP/1.1 answers in order on a connection and has no request id: an HTTP cell cannot
+// multiplex; the error points at worker_connections, whichever key came first.
+TEST(ParseConfig, HttpCellRefusesMultiplexedWorkerConnections) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.a]
+command = ["x"]
+max_concurrent = 1
+protocol = "http"
+worker_connections = "multiplex"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+worker_connections = "multiplex"
+protocol = "http"
+)"),
+              ElementsAre(At(7, 22, "cells.a.worker_connections",
+                             "\"multiplex\" needs protocol = \"frames\": HTTP/1.1 cannot "
+                             "multiplex requests on one connection; leave out worker_connections "
+                             "(\"one-per-request\") for an HTTP cell"),
+                          At(11, 22, "cells.b.worker_connections",
+                             "\"multiplex\" needs protocol = \"frames\": HTTP/1.1 cannot "
+                             "multiplex requests on one connection; leave out worker_connections "
+                             "(\"one-per-request\") for an HTTP cell")));
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+protocol = "http"
+worker_connections = "one-per-request"
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+protocol = "frames"
+worker_connections = "multiplex"
+)");
+  EXPECT_EQ(config.cells[0].worker_connections, WorkerConnections::kOnePerRequest);
+  EXPECT_EQ(config.cells[1].worker_connections, WorkerConnections::kMultiplex);
 }
 
 TEST(ParseConfig, ReadyHttpTakesAnOriginFormPath) {

@@ -42,6 +42,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"request_timeout", R"("3s")"},
     {"stall_timeout", R"("4s")"},
     {"ready", R"("notify")"},  // "http:/PATH" needs protocol = "http" as well
+    {"worker_connections", R"("multiplex")"},
     {"start_timeout", R"("10s")"},
     {"watchdog", R"("5s")"},
     {"stop_signal", R"("SIGINT")"},

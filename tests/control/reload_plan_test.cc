@@ -145,6 +145,8 @@ TEST(ReloadPlan, WorkerKeysRestartTheCell) {
   for (const Case& c : {
            Case{"working_directory = \"/tmp\"\n", "working_directory"},
            Case{"ready = \"notify\"\n", "ready"},
+           // Told to the worker in its environment: only a new worker serves the other mode.
+           Case{"worker_connections = \"multiplex\"\n", "worker_connections"},
            Case{"watchdog = \"10s\"\n", "watchdog"},
            // Set in the child before exec: only a new worker gets it.
            Case{"oom_score_adjust = -500\n", "oom_score_adjust"},

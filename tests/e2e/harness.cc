@@ -143,8 +143,11 @@ void Harness::WriteConfig() const {
          << "max_concurrent = " << cell.max_concurrent << "\n"
          << "max_queue = " << cell.max_queue << "\n"
          << "queue_timeout = " << TomlString(cell.queue_timeout) << "\n"
-         << "restart_delay = " << TomlString(cell.restart_delay) << "\n"
-         << cell.extra_toml;
+         << "restart_delay = " << TomlString(cell.restart_delay) << "\n";
+    if (!cell.worker_connections.empty()) {
+      toml << "worker_connections = " << TomlString(cell.worker_connections) << "\n";
+    }
+    toml << cell.extra_toml;
     if (!cell.environment.empty()) {
       toml << "[cells." << cell.name << ".environment]\n";
       for (const auto& [name, value] : cell.environment) {

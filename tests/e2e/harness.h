@@ -57,6 +57,8 @@ struct CellSpec {
   // [cells.NAME.environment]: variables added to the worker's environment (the supervisor passes
   // the worker nothing else of its own environment but PATH).
   std::vector<std::pair<std::string, std::string>> environment = {};
+  // worker_connections ("one-per-request", "multiplex"); empty leaves the key out (the default).
+  std::string worker_connections = {};
   // More keys for the [cells.NAME] table, verbatim, e.g. "stop_timeout = \"300ms\"\n".
   std::string extra_toml = {};
   // Start waits until this cell is running; false for a cell meant to stay in backoff.

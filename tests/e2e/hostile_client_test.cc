@@ -72,8 +72,25 @@ uint64_t Outcomes(const nlohmann::json& cell) {
          Counter(cell, "cancelled") + Counter(cell, "dropped") + Counter(cell, "undelivered");
 }
 
-TEST(HostileClient, FourGibHeaderIsRefusedAtOnceAndClosed) {
-  Harness h(TestOptions({CellSpec{.name = "c", .max_concurrent = 2}}));
+// Every test runs in both worker connection modes (docs/protocol.md, "Supervisor -> worker"): a
+// misbehaving client has the same outcome whichever way the supervisor reaches the worker.
+class HostileClient : public ::testing::TestWithParam<const char*> {
+ protected:
+  static HarnessOptions Options(std::vector<CellSpec> cells, std::string supervisor_toml = "") {
+    for (CellSpec& cell : cells) cell.worker_connections = GetParam();
+    return TestOptions(std::move(cells), std::move(supervisor_toml));
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(WorkerConnections, HostileClient,
+                         ::testing::Values("one-per-request", "multiplex"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == "multiplex" ? "Multiplex"
+                                                                         : "OnePerRequest";
+                         });
+
+TEST_P(HostileClient, FourGibHeaderIsRefusedAtOnceAndClosed) {
+  Harness h(Options({CellSpec{.name = "c", .max_concurrent = 2}}));
   ASSERT_STARTED(h);
   Result<ipc::Client> good = ConnectWithTimeout(h, "c");
   ASSERT_TRUE(good.ok()) << good.status().message();
@@ -101,8 +118,8 @@ TEST(HostileClient, FourGibHeaderIsRefusedAtOnceAndClosed) {
 
 // Half a frame holds only its own connection: no slot, no queue place. It stays open (there is no
 // read timeout) and is answered as soon as the rest of the frame arrives.
-TEST(HostileClient, HalfAFrameThenAStallHoldsNothingOthersNeed) {
-  Harness h(TestOptions({CellSpec{.name = "c", .max_concurrent = 1, .max_queue = 0}}));
+TEST_P(HostileClient, HalfAFrameThenAStallHoldsNothingOthersNeed) {
+  Harness h(Options({CellSpec{.name = "c", .max_concurrent = 1, .max_queue = 0}}));
   ASSERT_STARTED(h);
   const std::string frame = RequestFrame(7, "echo finally");
   Result<ipc::Client> half_header = ConnectWithTimeout(h, "c");
@@ -130,10 +147,10 @@ TEST(HostileClient, HalfAFrameThenAStallHoldsNothingOthersNeed) {
 // The supervisor buffers at most 2 x max_payload_bytes + 64 KiB of unsent replies per client
 // (proxy::Client::max_backlog_), then drops the client: its queued requests are cancelled and
 // its running ones dropped. Another client of the same cell is served meanwhile and after.
-TEST(HostileClient, ClientThatNeverReadsIsDroppedAfterABoundedBacklog) {
+TEST_P(HostileClient, ClientThatNeverReadsIsDroppedAfterABoundedBacklog) {
   constexpr int kRequests = 400;
   constexpr int kReplyBytes = 60000;
-  Harness h(TestOptions(
+  Harness h(Options(
       {CellSpec{.name = "c", .max_concurrent = 2, .max_queue = 1000, .queue_timeout = "60s"},
        CellSpec{.name = "other"}},
       "max_payload_bytes = 65536\n"));
@@ -171,8 +188,8 @@ TEST(HostileClient, ClientThatNeverReadsIsDroppedAfterABoundedBacklog) {
 // Pipelined past slots and queue: each request gets exactly one reply. The excess is rejected at
 // once, in request order, before any answer from the worker; the admitted ones are answered in
 // FIFO order through the one slot.
-TEST(HostileClient, PipeliningPastTheQueueGetsExactlyOneReplyEachInADefinedOrder) {
-  Harness h(TestOptions(
+TEST_P(HostileClient, PipeliningPastTheQueueGetsExactlyOneReplyEachInADefinedOrder) {
+  Harness h(Options(
       {CellSpec{.name = "c", .max_concurrent = 1, .max_queue = 2, .queue_timeout = "60s"}}));
   ASSERT_STARTED(h);
   Result<ipc::Client> client = ConnectWithTimeout(h, "c");
@@ -206,10 +223,10 @@ TEST(HostileClient, PipeliningPastTheQueueGetsExactlyOneReplyEachInADefinedOrder
 
 // A refused connection reads one REPLY REJECTED/too_many_connections with request_id 0 and a
 // RejectDetail naming the cell, then EOF; the cell's kept clients and other cells are unaffected.
-TEST(HostileClient, ConnectionsOverMaxConnectionsAreRefusedWithAReason) {
-  Harness h(TestOptions(
-      {CellSpec{.name = "c", .max_concurrent = 2, .extra_toml = "max_connections = 3\n"},
-       CellSpec{.name = "other"}}));
+TEST_P(HostileClient, ConnectionsOverMaxConnectionsAreRefusedWithAReason) {
+  Harness h(
+      Options({CellSpec{.name = "c", .max_concurrent = 2, .extra_toml = "max_connections = 3\n"},
+               CellSpec{.name = "other"}}));
   ASSERT_STARTED(h);
   std::vector<ipc::Client> kept;
   for (int i = 0; i < 3; ++i) {
@@ -256,10 +273,10 @@ TEST(HostileClient, ConnectionsOverMaxConnectionsAreRefusedWithAReason) {
 // spawns failed (counting toward the start limit). With RLIMIT_NOFILE at 256, 600 connections to
 // one cell: it keeps its share of the descriptor budget and the excess is refused, while the other
 // cell still gets clients, connects to its worker, replaces a killed worker and serves.
-TEST(HostileClient, ConnectionFloodLeavesTheSupervisorsDescriptorsAndOtherCellsAlone) {
+TEST_P(HostileClient, ConnectionFloodLeavesTheSupervisorsDescriptorsAndOtherCellsAlone) {
   constexpr int kFlood = 600;
-  HarnessOptions options = TestOptions({CellSpec{.name = "flooded", .max_concurrent = 4},
-                                        CellSpec{.name = "calm", .max_concurrent = 4}});
+  HarnessOptions options = Options({CellSpec{.name = "flooded", .max_concurrent = 4},
+                                    CellSpec{.name = "calm", .max_concurrent = 4}});
   options.max_open_files = 256;
   Harness h(std::move(options));
   ASSERT_STARTED(h);
@@ -348,9 +365,9 @@ Result<ipc::Client::Reply> SlowReceive(int fd, uint32_t max_payload, size_t chun
   }
 }
 
-TEST(HostileClient, FourMibPayloadsBothWaysArriveByteIdenticalThroughASlowReader) {
+TEST_P(HostileClient, FourMibPayloadsBothWaysArriveByteIdenticalThroughASlowReader) {
   constexpr size_t kMax = 4 * 1024 * 1024;
-  Harness h(TestOptions({CellSpec{.name = "c", .max_concurrent = 2}, CellSpec{.name = "other"}}));
+  Harness h(Options({CellSpec{.name = "c", .max_concurrent = 2}, CellSpec{.name = "other"}}));
   ASSERT_STARTED(h);
   Result<ipc::Client> client = ConnectWithTimeout(h, "c");
   ASSERT_TRUE(client.ok()) << client.status().message();
@@ -379,9 +396,9 @@ TEST(HostileClient, FourMibPayloadsBothWaysArriveByteIdenticalThroughASlowReader
 // The worker SDK takes its payload limit from $BULKHEAD_MAX_PAYLOAD_BYTES, which bulkheadd sets
 // from max_payload_bytes: 5 MiB each way works with a 6 MiB limit (the SDK used to cap at 4 MiB and
 // close the connection).
-TEST(HostileClient, WorkerSdkFollowsMaxPayloadBytesAbove4Mib) {
+TEST_P(HostileClient, WorkerSdkFollowsMaxPayloadBytesAbove4Mib) {
   constexpr uint32_t kMax = 6 * 1024 * 1024;
-  Harness h(TestOptions({CellSpec{.name = "c"}}, "max_payload_bytes = 6291456\n"));
+  Harness h(Options({CellSpec{.name = "c"}}, "max_payload_bytes = 6291456\n"));
   ASSERT_STARTED(h);
   Result<ipc::Client> client = ConnectWithTimeout(h, "c", kMax);
   ASSERT_TRUE(client.ok()) << client.status().message();
@@ -403,8 +420,8 @@ TEST(HostileClient, WorkerSdkFollowsMaxPayloadBytesAbove4Mib) {
 
 // kill -9 of bulkheadd, without cgroups: its workers die with it (PR_SET_PDEATHSIG SIGKILL), and
 // the next start reclaims the stale sockets and serves, with no worker of the old generation left.
-TEST(HostileClient, KilledSupervisorLeavesNoOldWorkerAndTheNextStartReclaimsItsSockets) {
-  Harness h(TestOptions({CellSpec{.name = "a"}, CellSpec{.name = "b", .max_concurrent = 2}}));
+TEST_P(HostileClient, KilledSupervisorLeavesNoOldWorkerAndTheNextStartReclaimsItsSockets) {
+  Harness h(Options({CellSpec{.name = "a"}, CellSpec{.name = "b", .max_concurrent = 2}}));
   ASSERT_STARTED(h);
   std::vector<pid_t> old_workers = {h.Cell("a")["pid"].get<pid_t>(),
                                     h.Cell("b")["pid"].get<pid_t>()};

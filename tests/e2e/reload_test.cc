@@ -123,6 +123,36 @@ TEST(Reload, EachKindOfChangeTouchesOnlyItsCell) {
   EXPECT_EQ(h.Status("gone").value("error", ""), "no cell named gone");
 }
 
+// worker_connections is told to the worker at its start: a reload that changes it restarts the
+// cell, and the next worker serves the new mode (docs/config.md, "Reload").
+TEST(Reload, WorkerConnectionsRestartsTheCellInTheNewMode) {
+  CellSpec m{.name = "m", .max_concurrent = 2, .extra_toml = kQuickStop};
+  Harness h(TestOptions({m}));
+  ASSERT_STARTED(h);
+  const pid_t pid = PidOf(h, "m");
+  EXPECT_OK_REPLY(h.Call("m", "env BULKHEAD_WORKER_CONNECTIONS"), "<unset>");
+
+  m.worker_connections = "multiplex";
+  h.RewriteConfig({m});
+  EXPECT_EQ(ReloadOk(h), "reloaded: m restarted (worker_connections changed)\n");
+  ASSERT_TRUE(h.WaitForCell("m", [&](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number() && c["pid"] != pid;
+  }));
+  EXPECT_EQ(h.Cell("m")["policy"]["worker_connections"], "multiplex");
+  EXPECT_OK_REPLY(h.Call("m", "env BULKHEAD_WORKER_CONNECTIONS"), "multiplex");
+  EXPECT_OK_REPLY(h.Call("m", "echo on one connection"), "on one connection");
+  EXPECT_EQ(h.Cell("m")["worker_connections"], 1);
+
+  m.worker_connections = "one-per-request";
+  h.RewriteConfig({m});
+  EXPECT_EQ(ReloadOk(h), "reloaded: m restarted (worker_connections changed)\n");
+  ASSERT_TRUE(h.WaitForCell("m", [&](const nlohmann::json& c) {
+    return c["state"] == "running" && c["policy"]["worker_connections"] == "one-per-request" &&
+           c["starts"] == 3;
+  }));
+  EXPECT_OK_REPLY(h.Call("m", "env BULKHEAD_WORKER_CONNECTIONS"), "<unset>");
+}
+
 TEST(Reload, CapsChangeWithoutLosingQueuedRequests) {
   CellSpec q{.name = "q",
              .max_concurrent = 1,

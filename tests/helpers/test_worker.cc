@@ -391,7 +391,8 @@ HandlerResult ExitMidReply(size_t size) {
   std::string frame;
   ipc::AppendFrame(&frame, header, testing::BlobPattern(size));
   frame.resize(ipc::kHeaderSize + size / 2);
-  WriteAll(request->connection_fd, frame);
+  // Not interleaved with a reply another thread writes on a multiplexed connection.
+  cell::WriteToCurrentConnection(frame);
   ::_exit(3);
 }
 

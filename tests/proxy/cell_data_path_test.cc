@@ -6,18 +6,22 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ipc/client.h"
 #include "ipc/frame.h"
 #include "tests/helpers/test_support.h"
+#include "tests/proxy/fake_worker_end.h"
 
 namespace bulkhead::proxy {
 namespace {
@@ -42,14 +46,11 @@ struct FakeUpstream : Upstream {
   void Drained() override { ++drained; }
 };
 
-bool Readable(int fd) {
-  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
-}
-
 class CellDataPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // As bulkheadd's main() does: a write to a worker that closed its end is EPIPE, not a signal.
+    ::signal(SIGPIPE, SIG_IGN);
     ASSERT_EQ(uv_loop_init(&loop_), 0);
     config_.name = "t";
     config_.socket = dir_.path() + "/t.sock";
@@ -161,6 +162,155 @@ TEST_F(CellDataPathTest, ForwardsToTheWorkerSocketAndTellsTheUpstreamWhenDrained
   EXPECT_TRUE(upstream_.stalls.empty());
   EXPECT_EQ(data_path_->worker_connections(), 1u) << "the link stays open for the next request";
   EXPECT_TRUE(RunUntil([&] { return data_path_->counters().ok == 1; }));
+}
+
+class MultiplexDataPathTest : public CellDataPathTest {
+ protected:
+  // Switches the cell to worker_connections = "multiplex" as a reload and the next worker's start
+  // do, with `slots` slots and a queue of 1, and opens admission to a "running" worker.
+  void StartMultiplexed(uint32_t slots) {
+    Result<UniqueFd> listening = ListenUnix(config_.worker_socket);
+    ASSERT_TRUE(listening.ok()) << listening.status().message();
+    worker_listen_ = std::move(listening).value();
+    config::CellConfig next = config_;
+    next.max_concurrent = slots;
+    next.max_queue = 1;
+    next.worker_connections = config::WorkerConnections::kMultiplex;
+    data_path_->Reconfigure(next);
+    data_path_->WorkerStarting();
+    upstream_.pid = 4242;
+    upstream_.refuses = false;
+    data_path_->OpenAdmission();
+  }
+
+  // Connects `count` clients and sends one request on each: id 10 + i, payload "p<i>".
+  std::vector<ipc::Client> SendFromClients(int count) {
+    std::vector<ipc::Client> clients;
+    for (int i = 0; i < count; ++i) {
+      Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+      EXPECT_TRUE(client.ok()) << client.status().message();
+      if (!client.ok()) break;
+      EXPECT_TRUE(client->Send(10 + static_cast<uint64_t>(i), "p" + std::to_string(i)).ok());
+      clients.push_back(std::move(client).value());
+    }
+    return clients;
+  }
+
+  void AcceptWorker() {
+    ASSERT_TRUE(RunUntil([&] { return Readable(worker_listen_.get()); }));
+    worker_.fd = UniqueFd(::accept4(worker_listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_TRUE(worker_.fd.valid());
+  }
+
+  std::vector<std::pair<ipc::FrameHeader, std::string>> ReadRequests(size_t count) {
+    return worker_.Read([this](const std::function<bool()>& done) { return RunUntil(done); },
+                        count);
+  }
+
+  UniqueFd worker_listen_;
+  FakeWorkerEnd worker_;
+};
+
+TEST_F(MultiplexDataPathTest, SendsEveryRequestOnOneConnectionAndMatchesRepliesInAnyOrder) {
+  StartMultiplexed(/*slots=*/3);
+  std::vector<ipc::Client> clients = SendFromClients(4);
+  ASSERT_EQ(clients.size(), 4u);
+  AcceptWorker();
+  auto first = ReadRequests(3);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_TRUE(RunUntil([&] { return data_path_->bulkhead().queued() == 1; }));
+  EXPECT_EQ(data_path_->bulkhead().running(), 3u) << "max_concurrent = 3 exceeded";
+  EXPECT_EQ(data_path_->worker_connections(), 1u);
+  EXPECT_FALSE(Readable(worker_listen_.get())) << "a second connection to the worker";
+
+  // Answered out of order; the queued request then goes out on the same connection.
+  ASSERT_TRUE(worker_.Reply(first[2].first.request_id, "r" + first[2].second));
+  ASSERT_TRUE(worker_.Reply(first[0].first.request_id, "r" + first[0].second));
+  auto queued = ReadRequests(1);
+  ASSERT_EQ(queued.size(), 1u);
+  ASSERT_TRUE(worker_.Reply(queued[0].first.request_id, "r" + queued[0].second));
+  ASSERT_TRUE(worker_.Reply(first[1].first.request_id, "r" + first[1].second));
+
+  for (int i = 0; i < 4; ++i) {
+    Result<ipc::Client::Reply> reply = Receive(clients[static_cast<size_t>(i)]);
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    EXPECT_EQ(reply->header.request_id, 10u + static_cast<uint64_t>(i));
+    EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kOk);
+    EXPECT_EQ(reply->payload, "rp" + std::to_string(i));
+  }
+  EXPECT_EQ(data_path_->bulkhead().running(), 0u);
+  EXPECT_EQ(data_path_->worker_connections(), 1u) << "the link stays open for the next requests";
+  EXPECT_TRUE(RunUntil([&] { return data_path_->counters().ok == 4; }));
+}
+
+// The worker ends: every request in flight on the multiplexed link fails with the exit reason.
+TEST_F(MultiplexDataPathTest, FailInFlightFailsEveryRequestOnTheLink) {
+  StartMultiplexed(/*slots=*/2);
+  std::vector<ipc::Client> clients = SendFromClients(2);
+  ASSERT_EQ(clients.size(), 2u);
+  AcceptWorker();
+  ASSERT_EQ(ReadRequests(2).size(), 2u);
+  data_path_->FailInFlight(ipc::Reason::kWorkerDied, "exit 3");
+  for (ipc::Client& client : clients) {
+    Result<ipc::Client::Reply> reply = Receive(client);
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kFailed);
+    EXPECT_EQ(reply->header.reason, ipc::Reason::kWorkerDied);
+    EXPECT_EQ(reply->payload, "exit 3");
+  }
+  EXPECT_EQ(data_path_->worker_connections(), 0u);
+  EXPECT_EQ(data_path_->bulkhead().running(), 0u);
+}
+
+// The worker closes its idle multiplexed connection just as a request comes: the request, never
+// written to that connection (EPIPE), goes out again on a new one and is answered, not failed.
+TEST_F(MultiplexDataPathTest, ARequestNotWrittenWhenTheWorkerClosedGoesOnANewConnection) {
+  StartMultiplexed(/*slots=*/2);
+  std::vector<ipc::Client> clients = SendFromClients(1);
+  ASSERT_EQ(clients.size(), 1u);
+  AcceptWorker();
+  auto first = ReadRequests(1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_TRUE(worker_.Reply(first[0].first.request_id, "one"));
+  Result<ipc::Client::Reply> reply = Receive(clients[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+
+  // The loop iteration that reads the request appends it to the link; the write comes before
+  // the next poll (OnFlushPrepare), and by then the worker has closed its end: EPIPE.
+  ASSERT_TRUE(clients[0].Send(20, "two").ok());
+  ASSERT_TRUE(RunUntil([&] { return data_path_->bulkhead().running() == 1; }));
+  worker_.fd.Reset();
+  worker_.decoder = ipc::FrameDecoder(ipc::FrameType::kRequest);
+  AcceptWorker();
+  auto again = ReadRequests(1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].second, "two");
+  ASSERT_TRUE(worker_.Reply(again[0].first.request_id, "TWO"));
+  reply = Receive(clients[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.request_id, 20u);
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kOk);
+  EXPECT_EQ(reply->payload, "TWO");
+  EXPECT_EQ(data_path_->worker_connections(), 1u);
+}
+
+// The worker closes the link after reading two requests: both may have been read, so neither is
+// sent again; with no exit reaped within the grace period they fail as worker errors.
+TEST_F(MultiplexDataPathTest, ABrokenLinkFailsTheRequestsTheWorkerMayHaveRead) {
+  StartMultiplexed(/*slots=*/2);
+  std::vector<ipc::Client> clients = SendFromClients(2);
+  ASSERT_EQ(clients.size(), 2u);
+  AcceptWorker();
+  ASSERT_EQ(ReadRequests(2).size(), 2u);
+  worker_.fd.Reset();
+  for (ipc::Client& client : clients) {
+    Result<ipc::Client::Reply> reply = Receive(client);
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kFailed);
+    EXPECT_EQ(reply->header.reason, ipc::Reason::kWorkerError);
+    EXPECT_EQ(reply->payload, "worker closed the connection without replying");
+  }
+  EXPECT_FALSE(Readable(worker_listen_.get())) << "a request the worker may have read went again";
 }
 
 }  // namespace

@@ -18,8 +18,9 @@
 //     a warm-up (within kFdTolerance), and its RSS to at
 //     most kRssToleranceFactor x the baseline + kRssToleranceBytes (the allocator keeps freed
 //     memory; a leak of a buffer per request or connection would exceed it many times over).
-// Runs 45 s by default; --duration=SECONDS or $BULKHEAD_SOAK_SECONDS to run longer. Prints a
-// summary of what was exercised.
+// Runs 45 s by default; --duration=SECONDS or $BULKHEAD_SOAK_SECONDS to run longer;
+// --worker-connections=MODE sets every cell's worker_connections (ctest soak.chaos.multiplex runs
+// it with "multiplex"). Prints a summary of what was exercised.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -51,6 +52,8 @@ using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
 int g_duration_s = 45;
+// Every cell's worker_connections; empty: the default.
+std::string g_worker_connections;
 
 // Runs of 10-15 s have ended 3 or 4 descriptors above the baseline now and then (see the report
 // of this branch: not yet explained); a leak per request, connection or restart is hundreds.
@@ -401,6 +404,7 @@ TEST(ChaosSoak, InvariantsHoldUnderKillsStopsExitsAndDisconnects) {
         .max_queue = plan.max_queue,
         .queue_timeout = "2s",
         .restart_delay = "20ms",
+        .worker_connections = g_worker_connections,
         // Restarts are the point here: no start limit, and a short backoff cap.
         .extra_toml = "restart_max_delay = \"200ms\"\nstart_limit_interval = \"0s\"\n"
                       "stop_timeout = \"500ms\"\n",
@@ -564,8 +568,12 @@ int main(int argc, char** argv) {
     std::string_view arg = argv[i];
     if (arg.rfind("--duration=", 0) == 0) {
       bulkhead::e2e::g_duration_s = std::max(1, std::atoi(argv[i] + 11));
+    } else if (arg.rfind("--worker-connections=", 0) == 0) {
+      bulkhead::e2e::g_worker_connections = std::string(arg.substr(21));
     } else {
-      std::fprintf(stderr, "chaos_soak_test: unknown argument %s (use --duration=SECONDS)\n",
+      std::fprintf(stderr,
+                   "chaos_soak_test: unknown argument %s (use --duration=SECONDS, "
+                   "--worker-connections=MODE)\n",
                    argv[i]);
       return 2;
     }

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+// WorkerLink on a real libuv loop with a fake owner; the test plays the worker on the worker
+// socket (docs/protocol.md, "Supervisor -> worker" and "Multiplexed worker connections").
+#include "proxy/worker_link.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "ipc/frame.h"
+#include "proxy/request.h"
+#include "tests/helpers/test_support.h"
+#include "tests/proxy/fake_worker_end.h"
+
+namespace bulkhead::proxy {
+namespace {
+
+using bulkhead::testing::ListenUnix;
+using bulkhead::testing::TempDir;
+using bulkhead::testing::WaitFor;
+
+struct Replied {
+  Request* request;
+  std::string payload;
+};
+
+struct Broke {
+  std::string why;
+  bool worker_at_fault;
+};
+
+struct FakeOwner : WorkerLink::Owner {
+  std::vector<Replied> replies;
+  std::vector<Broke> broken;
+  void OnWorkerReply(WorkerLink*, Request* request, const ipc::FrameView& frame) override {
+    replies.push_back(Replied{request, std::string(frame.payload)});
+  }
+  void OnLinkBroken(Link*, const std::string& why, bool worker_at_fault) override {
+    broken.push_back(Broke{why, worker_at_fault});
+  }
+};
+
+class WorkerLinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // As bulkheadd's main() does: a write to a worker that closed its end is EPIPE, not a signal.
+    ::signal(SIGPIPE, SIG_IGN);
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    path_ = dir_.path() + "/w.sock";
+    Result<UniqueFd> listening = ListenUnix(path_);
+    ASSERT_TRUE(listening.ok()) << listening.status().message();
+    listen_ = std::move(listening).value();
+  }
+
+  void TearDown() override {
+    uv_run(&loop_, UV_RUN_DEFAULT);  // close callbacks of the links the test closed
+    EXPECT_EQ(uv_loop_close(&loop_), 0) << "a link was left open";
+  }
+
+  // Connects a link and accepts its worker end.
+  WorkerLink* Connect(bool multiplexed) {
+    Result<WorkerLink*> link =
+        WorkerLink::Connect(&owner_, &loop_, path_, ipc::kDefaultMaxPayload, multiplexed);
+    EXPECT_TRUE(link.ok()) << link.status().message();
+    worker_ = FakeWorkerEnd{};
+    worker_.fd = UniqueFd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    EXPECT_TRUE(worker_.fd.valid());
+    return link.ok() ? *link : nullptr;
+  }
+
+  bool RunUntil(const std::function<bool()>& done) {
+    return WaitFor([&] {
+      uv_run(&loop_, UV_RUN_NOWAIT);
+      return done();
+    });
+  }
+
+  std::vector<std::pair<ipc::FrameHeader, std::string>> ReadRequests(size_t count) {
+    return worker_.Read([this](const std::function<bool()>& done) { return RunUntil(done); },
+                        count);
+  }
+
+  void Reply(uint64_t request_id, std::string_view payload) {
+    ASSERT_TRUE(worker_.Reply(request_id, payload));
+  }
+
+  TempDir dir_;
+  uv_loop_t loop_{};
+  std::string path_;
+  UniqueFd listen_;
+  FakeWorkerEnd worker_;  // the worker end accepted last
+  FakeOwner owner_;
+};
+
+TEST_F(WorkerLinkTest, OnePerRequestIdsCountFromOne) {
+  WorkerLink* link = Connect(/*multiplexed=*/false);
+  ASSERT_NE(link, nullptr);
+  Request a;
+  Request b;
+  link->Send(&a, "a");  // written at once: no Flush
+  auto first = ReadRequests(1);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].first.request_id, 1u);
+  Reply(1, "A");
+  ASSERT_TRUE(RunUntil([&] { return owner_.replies.size() == 1; }));
+  link->Send(&b, "b");
+  auto second = ReadRequests(1);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].first.request_id, 2u);
+  Reply(2, "B");
+  ASSERT_TRUE(RunUntil([&] { return owner_.replies.size() == 2; }));
+  EXPECT_EQ(owner_.replies[1].request, &b);
+  link->Close();
+}
+
+TEST_F(WorkerLinkTest, MultiplexedRequestsGoOutAtFlushWithTheirOwnIdsAndMatchRepliesInAnyOrder) {
+  WorkerLink* link = Connect(/*multiplexed=*/true);
+  ASSERT_NE(link, nullptr);
+  Request requests[3];
+  link->Send(&requests[0], "zero");
+  link->Send(&requests[1], "one");
+  link->Send(&requests[2], "two");
+  EXPECT_EQ(link->in_flight(), 3u);
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  EXPECT_FALSE(Readable(worker_.fd.get())) << "written before Flush";
+  link->Flush();
+
+  auto frames = ReadRequests(3);
+  ASSERT_EQ(frames.size(), 3u);
+  std::set<uint64_t> ids;
+  for (const auto& [header, payload] : frames) {
+    EXPECT_NE(header.request_id, 0u);
+    ids.insert(header.request_id);
+  }
+  EXPECT_EQ(ids.size(), 3u) << "ids repeat among the requests in flight";
+  EXPECT_EQ(frames[0].second, "zero");
+  EXPECT_EQ(frames[2].second, "two");
+
+  // Answered last first, the middle one last; each reply reaches its own request.
+  Reply(frames[2].first.request_id, "TWO");
+  Reply(frames[0].first.request_id, "ZERO");
+  ASSERT_TRUE(RunUntil([&] { return owner_.replies.size() == 2; }));
+  EXPECT_EQ(owner_.replies[0].request, &requests[2]);
+  EXPECT_EQ(owner_.replies[0].payload, "TWO");
+  EXPECT_EQ(owner_.replies[1].request, &requests[0]);
+  EXPECT_EQ(link->in_flight(), 1u);
+  EXPECT_EQ(requests[0].link, nullptr);
+  EXPECT_EQ(requests[1].link, link);
+
+  // A freed slot is used again with a new id: a late reply to the old one is not taken for it.
+  Request again;
+  link->Send(&again, "again");
+  link->Flush();
+  auto next = ReadRequests(1);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(ids.count(next[0].first.request_id), 0u) << "an id came back while it could be late";
+  Reply(frames[1].first.request_id, "ONE");
+  Reply(next[0].first.request_id, "AGAIN");
+  ASSERT_TRUE(RunUntil([&] { return owner_.replies.size() == 4; }));
+  EXPECT_EQ(owner_.replies[2].request, &requests[1]);
+  EXPECT_EQ(owner_.replies[3].request, &again);
+  EXPECT_EQ(owner_.replies[3].payload, "AGAIN");
+  EXPECT_FALSE(link->busy());
+  EXPECT_TRUE(owner_.broken.empty());
+  link->Close();
+}
+
+// A second reply to an answered request (a stale id) or a reply to an id never sent breaks the
+// link as the worker's fault, with every request in flight left on it for the owner to fail.
+TEST_F(WorkerLinkTest, MultiplexedReplyWithAnUnknownIdIsAProtocolError) {
+  for (bool stale : {true, false}) {
+    SCOPED_TRACE(stale ? "stale id" : "id never sent");
+    owner_ = FakeOwner();
+    WorkerLink* link = Connect(/*multiplexed=*/true);
+    ASSERT_NE(link, nullptr);
+    Request a;
+    Request b;
+    link->Send(&a, "a");
+    link->Send(&b, "b");
+    link->Flush();
+    auto frames = ReadRequests(2);
+    ASSERT_EQ(frames.size(), 2u);
+    Reply(frames[0].first.request_id, "A");
+    Reply(stale ? frames[0].first.request_id : frames[1].first.request_id + (uint64_t{7} << 32),
+          "?");
+    ASSERT_TRUE(RunUntil([&] { return !owner_.broken.empty(); }));
+    ASSERT_EQ(owner_.replies.size(), 1u);
+    EXPECT_EQ(owner_.replies[0].request, &a);
+    EXPECT_TRUE(owner_.broken[0].worker_at_fault);
+    EXPECT_EQ(owner_.broken[0].why, "worker replied to a request it was not sent");
+    EXPECT_EQ(link->TakeInflight(), &b);
+    EXPECT_EQ(link->TakeInflight(), nullptr);
+    link->Close();
+    uv_run(&loop_, UV_RUN_NOWAIT);
+  }
+}
+
+// The worker closes the connection with five requests on it: the three written may have been
+// read (not safe to send again); the two appended after, never written, are, with their payloads.
+TEST_F(WorkerLinkTest, MultiplexedBreakWithSeveralInFlightTellsWhichTheWorkerCannotHaveRead) {
+  WorkerLink* link = Connect(/*multiplexed=*/true);
+  ASSERT_NE(link, nullptr);
+  Request written[3];
+  for (Request& request : written) link->Send(&request, "written");
+  link->Flush();
+  ASSERT_EQ(ReadRequests(3).size(), 3u);
+  Request unsent[2];
+  link->Send(&unsent[0], "first unsent");
+  link->Send(&unsent[1], "second unsent");
+  worker_.fd.Reset();
+  ASSERT_TRUE(RunUntil([&] { return !owner_.broken.empty(); }));
+  EXPECT_FALSE(owner_.broken[0].worker_at_fault);
+  EXPECT_EQ(link->in_flight(), 5u);
+
+  std::vector<Request*> read_maybe;
+  std::vector<std::pair<Request*, std::string>> resendable;
+  bool unread = false;
+  std::string_view payload;
+  while (Request* request = link->TakeInflight(&unread, &payload)) {
+    if (unread) {
+      resendable.emplace_back(request, std::string(payload));
+    } else {
+      read_maybe.push_back(request);
+    }
+    EXPECT_EQ(request->link, nullptr);
+  }
+  EXPECT_THAT(read_maybe, ::testing::UnorderedElementsAre(&written[0], &written[1], &written[2]));
+  EXPECT_THAT(resendable, ::testing::UnorderedElementsAre(
+                              std::pair<Request*, std::string>(&unsent[0], "first unsent"),
+                              std::pair<Request*, std::string>(&unsent[1], "second unsent")));
+  EXPECT_FALSE(link->busy());
+  link->Close();
+}
+
+}  // namespace
+}  // namespace bulkhead::proxy
