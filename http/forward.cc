@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 
 namespace bulkhead::http {
 namespace {
@@ -68,8 +69,11 @@ bool IsHopByHop(std::string_view name, const std::vector<std::string>& connectio
          connection_options.end();
 }
 
-void AppendForwardRequest(std::string* out, const RequestHead& head, std::string_view body,
-                          const ForwardOptions& options) {
+namespace {
+
+// The request line, the end-to-end fields and the added ones: all but the framing and the blank
+// line.
+void AppendLineAndFields(std::string* out, const RequestHead& head, const ForwardOptions& options) {
   out->append(head.method);
   out->push_back(' ');
   out->append(head.target);
@@ -105,11 +109,38 @@ void AppendForwardRequest(std::string* out, const RequestHead& head, std::string
   if (!has_request_id && !options.request_id.empty()) {
     AppendField(out, "X-Request-Id", options.request_id);
   }
+}
+
+}  // namespace
+
+void AppendForwardRequest(std::string* out, const RequestHead& head, std::string_view body,
+                          const ForwardOptions& options) {
+  AppendLineAndFields(out, head, options);
   if (!body.empty() || head.chunked || head.Find("Content-Length")) {
     AppendField(out, "Content-Length", std::to_string(body.size()));
   }
   out->append("\r\n");
   out->append(body);
+}
+
+void AppendForwardHeadStreamed(std::string* out, const RequestHead& head,
+                               const ForwardOptions& options) {
+  AppendLineAndFields(out, head, options);
+  if (head.chunked) {
+    AppendField(out, "Transfer-Encoding", "chunked");
+  } else {
+    AppendField(out, "Content-Length", std::to_string(head.content_length));
+  }
+  out->append("\r\n");
+}
+
+void AppendChunk(std::string* out, std::string_view piece) {
+  if (piece.empty()) return;  // a zero-size chunk would end the body
+  char size[20];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+  out->append(size, static_cast<size_t>(n));
+  out->append(piece);
+  out->append("\r\n");
 }
 
 bool IsIdempotentRequest(std::string_view forwarded) {

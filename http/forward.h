@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // A request on its way to an HTTP worker (RFC 9110 section 7.6, "Message Forwarding"): the
-// hop-by-hop fields removed, the client named for the worker, a request id, the body framed with
-// Content-Length. Pure. Thread-compatible.
+// hop-by-hop fields removed, the client named for the worker, a request id, the body framed anew:
+// with Content-Length when it came whole with its head, else (streamed as it is read) with the
+// client's Content-Length or chunked. Pure. Thread-compatible.
 //
 // Removed: Connection and every field it names, Keep-Alive, Proxy-Connection, TE, Trailer,
 // Transfer-Encoding, Upgrade, Proxy-* (RFC 9110 section 7.6.1), Content-Length (set anew) and
-// Expect (bulkheadd answers 100-continue itself and forwards the body whole).
+// Expect (bulkheadd answers 100-continue itself, when it sends the request to the worker).
 // Added: `Host` when the request has none (an HTTP/1.0 request: it goes out as HTTP/1.1, which
 // requires Host, RFC 9112 section 3.2); `X-Forwarded-For` (appended to the client's) and
 // `Forwarded: for=...` (RFC 7239, appended to the client's) for a TCP client; `X-Request-Id` when
@@ -43,6 +44,18 @@ struct ForwardOptions {
 // <body size>" (for a body, or a method that carries one), the blank line and the body.
 void AppendForwardRequest(std::string* out, const RequestHead& head, std::string_view body,
                           const ForwardOptions& options);
+
+// Appends the head of a request whose body is still coming and goes to the worker as it is read
+// (streamed): as AppendForwardRequest, framed with the client's Content-Length, or for a chunked
+// body "Transfer-Encoding: chunked" (its pieces then go out through AppendChunk, its end as
+// kLastChunk; trailers are not forwarded), and the blank line.
+void AppendForwardHeadStreamed(std::string* out, const RequestHead& head,
+                               const ForwardOptions& options);
+
+// Appends `piece` of a streamed chunked body as one chunk (RFC 9112 section 7.1); nothing for an
+// empty piece, which would end the body.
+void AppendChunk(std::string* out, std::string_view piece);
+inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
 // True when the request `forwarded` (as AppendForwardRequest made it: the method is its first
 // word) has an idempotent method, GET, HEAD, OPTIONS, TRACE, PUT or DELETE (RFC 9110 section

@@ -98,6 +98,7 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
     in_head_ = true;
     last_was_value_ = false;
     head_bytes_ = 0;
+    body_bytes_ = 0;
     previous_byte_ = '\0';
     after_target_ = '\0';
   }
@@ -309,9 +310,10 @@ bool RequestParser::ValidateHead() {
 
 int RequestParser::OnBody(http_parser* parser, const char* at, size_t length) {
   RequestParser* self = Self(parser);
-  if (self->body_.size() + length > self->limits_.max_body_bytes) {
+  if (self->body_bytes_ + length > self->limits_.max_body_bytes) {
     return self->Fail(413, "body over " + std::to_string(self->limits_.max_body_bytes) + " bytes");
   }
+  self->body_bytes_ += length;
   self->body_.append(at, length);
   return 0;
 }

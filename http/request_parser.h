@@ -107,8 +107,10 @@ class RequestParser {
   Event Finish();
 
   const RequestHead& head() const { return head_; }
-  // The decoded body (chunked framing removed) of the request just completed (kMessage). The
-  // caller may move it out; it is cleared when the next request begins.
+  // The decoded body (chunked framing removed) of the request just completed (kMessage), or the
+  // part of it that came so far (after kHead, kNeedMore). The caller may move it out, or take
+  // bytes out of it as they come (a streamed body): Limits::max_body_bytes counts every byte of
+  // the body, taken or not (413 mid-body for a chunked one). Cleared when the next request begins.
   std::string& body() { return body_; }
   const Error& error() const { return error_; }
   // A request has begun (some of it arrived) and is not complete.
@@ -146,7 +148,8 @@ class RequestParser {
   bool message_done_ = false;
   bool last_was_value_ = false;  // header callbacks: a field name starts a new header
   uint64_t head_bytes_ = 0;
-  char previous_byte_ = '\0';       // the byte before the current chunk, for obs-fold across reads
+  uint64_t body_bytes_ = 0;    // of the current request's decoded body, taken out of body_ or not
+  char previous_byte_ = '\0';  // the byte before the current chunk, for obs-fold across reads
   const char* data_end_ = nullptr;  // the end of the data given to the running Parse call
   char after_target_ = '\0';        // the byte that ended the request-target: ' ', CR or LF
 };

@@ -9,6 +9,7 @@
 #include "http/forward.h"
 #include "ipc/listen_socket.h"
 #include "proxy/client.h"
+#include "proxy/http_front_connection.h"
 #include "proxy/http_worker_link.h"
 #include "proxy/worker_link.h"
 
@@ -296,10 +297,14 @@ void CellDataPath::OnAcceptTimer(uv_timer_t* timer) {
 }
 
 void CellDataPath::Dispatch(Request* request, std::string_view payload) {
-  // An HTTP request that may not be sent twice (a POST) goes out on a fresh connection: an idle
-  // one may be closing under it, and it could not be resent then (HttpWorkerLink::TakeInflight).
-  const bool fresh =
-      config_.protocol == config::Protocol::kHttp && !http::IsIdempotentRequest(payload);
+  // An HTTP request that may not be sent twice (a POST), or whose body is streamed after its head,
+  // goes out on a fresh connection: an idle one may be closing under it, and it could not be
+  // resent then (HttpWorkerLink::TakeInflight).
+  HttpFrontConnection* http_client =
+      request->client != nullptr ? request->client->AsHttp() : nullptr;
+  const bool fresh = config_.protocol == config::Protocol::kHttp &&
+                     (!http::IsIdempotentRequest(payload) ||
+                      (http_client != nullptr && http_client->body_streaming()));
   Link* link = TakeLink(request, fresh);
   if (link == nullptr) return;
   uint64_t now = Now();
@@ -399,6 +404,15 @@ void CellDataPath::OnHttpResponse(HttpWorkerLink* link, Request* request, bool r
            ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), {});
   StartQueued();
   MaybeDrained();
+}
+
+void CellDataPath::OnRequestAborted(HttpWorkerLink* link, const std::string& why) {
+  Request* request = link->TakeInflight();
+  DropLink(link);
+  Log(LogLevel::kDebug, name(), upstream_->worker_pid(),
+      "request given up, its worker connection closed: " + why);
+  // Its client left, or was answered already (request_timeout, 413): it counts as that.
+  if (request != nullptr) Fail(request, ipc::Reason::kWorkerError, why);
 }
 
 void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) {

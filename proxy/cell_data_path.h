@@ -138,6 +138,7 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   // HttpWorkerLink::Owner.
   void OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) override;
   void OnWorkerProgress() override { last_progress_ms_ = Now(); }
+  void OnRequestAborted(HttpWorkerLink* link, const std::string& why) override;
 
   void Dispatch(Request* request, std::string_view payload);
   // Puts `link` on the busy list unless it already is (a multiplexed link carrying others), then

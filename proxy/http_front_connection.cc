@@ -6,10 +6,12 @@
 
 #include <cstdio>
 #include <random>
+#include <utility>
 
 #include "base/log.h"
 #include "http/forward.h"
 #include "http/local_reply.h"
+#include "proxy/http_worker_link.h"
 #include "proxy/link.h"
 #include "proxy/request.h"
 
@@ -114,6 +116,15 @@ void HttpFrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_bu
     self->reading_ = false;
     self->read_closed_ = true;
     self->ProcessInput();
+    // The body it was sending will never be whole: the worker's request ends (if it still runs),
+    // an answer already queued is written first.
+    if (!self->closing_ && self->body_streaming_) {
+      if (self->busy_) {
+        self->Close();
+      } else {
+        self->CloseWhenDrained();
+      }
+    }
     return;
   }
   if (nread < 0) {  // an error: the client is gone
@@ -127,46 +138,67 @@ void HttpFrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_bu
 void HttpFrontConnection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
-  while (!closing_ && !busy_ && !close_when_drained_ && in_pos_ < in_.size()) {
+  // A request waiting for its answer stops the parse, unless its body is still read (to its
+  // worker link, or dropped once it was answered: busy_ is then false).
+  while (!closing_ && !close_when_drained_ && in_pos_ < in_.size() &&
+         (!busy_ || (body_streaming_ && body_link_ != nullptr))) {
     size_t consumed = 0;
     const http::RequestParser::Event event =
         parser_.Parse(std::string_view(in_).substr(in_pos_), &consumed);
     in_pos_ += consumed;
-    if (event == http::RequestParser::Event::kNeedMore) break;
     if (event == http::RequestParser::Event::kError) {
-      RefuseRequest(parser_.error());
+      if (body_streaming_) {
+        CutBody(parser_.error());
+      } else {
+        RefuseRequest(parser_.error());
+      }
       break;
     }
     if (event == http::RequestParser::Event::kHead) {
       uv_timer_stop(&header_timer_);
-      const http::RequestHead& head = parser_.head();
-      // RFC 9110 section 10.1.1: the client waits for this before it sends the body.
-      if (head.expect_continue && (head.chunked || head.content_length > 0)) {
-        writer_.AppendBytes(kContinue);
-        writer_.Flush();
-      }
+      head_ready_ = true;
+      continue;  // its body, or the part of it read with the head, follows
+    }
+    const bool whole = event == http::RequestParser::Event::kMessage;
+    if (body_streaming_) {
+      PassBody(whole);
+      if (!whole) break;
       continue;
     }
-    StartExchange();  // kMessage
+    if (!whole) {
+      // The head is in and the body is not: the request is handed on now, the body follows.
+      if (head_ready_) StartExchange(/*streaming=*/true);
+      break;
+    }
+    StartExchange(/*streaming=*/false);
   }
   processing_ = false;
   if (closing_) return;
   CloseIfDone();
+  UpdateReading();
+}
+
+void HttpFrontConnection::UpdateReading() {
   if (closing_) return;
   // Pipelined requests wait in in_ while one is answered: read no more than one more head's worth.
   const bool room = in_.size() - in_pos_ <= settings_.limits.max_head_bytes;
-  if (reading_ && !room) {
+  // A body handed on with its head is read only while its worker link takes it: while the request
+  // is queued it stays in the client's socket, whose filling buffer stops the client.
+  const bool body_waits = busy_ && body_streaming_ && (body_link_ == nullptr || body_paused_);
+  const bool want = room && !body_waits && !read_closed_ && !close_when_drained_;
+  if (reading_ && !want) {
     uv_read_stop(&handle_.stream);
     reading_ = false;
-  } else if (!reading_ && room && !read_closed_ && !close_when_drained_) {
+  } else if (!reading_ && want) {
     reading_ = true;
     uv_read_start(&handle_.stream, &HttpFrontConnection::OnAlloc, &HttpFrontConnection::OnRead);
   }
 }
 
-void HttpFrontConnection::StartExchange() {
+void HttpFrontConnection::StartExchange(bool streaming) {
   const http::RequestHead& head = parser_.head();
   busy_ = true;
+  head_ready_ = false;
   keep_alive_ = head.keep_alive;
   head_request_ = head.method == "HEAD";
   http11_ = head.version_major == 1 && head.version_minor >= 1;
@@ -176,9 +208,100 @@ void HttpFrontConnection::StartExchange() {
   options.request_id = NewRequestId();
   options.host = owner_->name();  // for an HTTP/1.0 request without Host (docs/http.md)
   scratch_.clear();
-  http::AppendForwardRequest(&scratch_, head, parser_.body(), options);
+  if (streaming) {
+    body_streaming_ = true;
+    body_chunked_ = head.chunked;
+    body_paused_ = false;
+    // RFC 9110 section 10.1.1: the client waits for this before it sends the body.
+    continue_pending_ = head.expect_continue;
+    http::AppendForwardHeadStreamed(&scratch_, head, options);
+    // The part of the body read with the head goes out with it, in the same write.
+    std::string& body = parser_.body();
+    if (body_chunked_) {
+      http::AppendChunk(&scratch_, body);
+    } else {
+      scratch_.append(body);
+    }
+    body.clear();
+  } else {
+    http::AppendForwardRequest(&scratch_, head, parser_.body(), options);
+  }
   // The answer may come before this returns (a rejection): EndExchange then continues here.
   owner_->OnRequest(this, 0, scratch_);
+}
+
+void HttpFrontConnection::OnBodyLink(HttpWorkerLink* link) {
+  if (closing_ || !body_streaming_) return;
+  body_link_ = link;
+  if (continue_pending_) {
+    continue_pending_ = false;
+    writer_.AppendBytes(kContinue);
+    writer_.Flush();
+  }
+  // Everything read was parsed when the request was handed on: the body comes with the next read.
+  UpdateReading();
+}
+
+void HttpFrontConnection::PassBody(bool last) {
+  std::string& body = parser_.body();
+  if (body_link_ != nullptr) {
+    bool full = false;
+    if (!body_chunked_) {
+      full = body_link_->SendBody(body);
+    } else {
+      scratch_.clear();
+      http::AppendChunk(&scratch_, body);
+      if (last) scratch_.append(http::kLastChunk);
+      full = body_link_->SendBody(scratch_);
+    }
+    // The link may have broken under the write (BodyLinkGone).
+    if (body_link_ != nullptr) {
+      body_paused_ = full;
+      if (last) std::exchange(body_link_, nullptr)->EndBody();
+    }
+  }
+  // Without a link the request was answered: its body is dropped.
+  body.clear();
+  if (last) {
+    body_streaming_ = false;
+    body_paused_ = false;
+  }
+}
+
+void HttpFrontConnection::OnBodyDrained() {
+  body_paused_ = false;
+  if (!processing_) UpdateReading();
+}
+
+void HttpFrontConnection::BodyLinkGone() {
+  body_link_ = nullptr;
+  if (!processing_) UpdateReading();
+}
+
+void HttpFrontConnection::CutBody(const http::Error& error) {
+  body_streaming_ = false;
+  HttpWorkerLink* link = std::exchange(body_link_, nullptr);
+  if (!busy_) {
+    // Answered already, the rest of its body was being dropped.
+    CloseWhenDrained();
+    return;
+  }
+  // The request is given up as by a client that left (dropped), then its worker connection ends.
+  busy_ = false;
+  if (requests_ != nullptr) {
+    Request* request = requests_;
+    UnlinkRequest(request);
+    owner_->OnClientGone(request);
+  }
+  if (link != nullptr) {
+    link->AbortBody("request body cut: " + std::to_string(error.status) + " " + error.reason);
+  }
+  if (closing_) return;
+  if (response_started_) {
+    Close();
+    return;
+  }
+  RefuseRequest(error);
 }
 
 bool HttpFrontConnection::AppendResponse(std::string_view bytes) {
@@ -196,10 +319,21 @@ void HttpFrontConnection::SendReply(const ipc::FrameHeader& header, std::string_
     owner_->CountUndelivered(1);
     return;
   }
+  // Answered before its body was read whole (a rejection, request_timeout, a worker that answered
+  // early): the worker's request ends; the rest of the body is read and dropped, unless the client
+  // still waits for "100 Continue" and never sends it: the connection then closes.
+  const bool body_unsent = body_streaming_ && continue_pending_;
+  if (HttpWorkerLink* link = std::exchange(body_link_, nullptr)) {
+    link->AbortBody("answered before the request body was whole");
+    if (closing_) {
+      owner_->CountUndelivered(1);
+      return;
+    }
+  }
   if (header.status == ipc::ReplyStatus::kOk || response_started_) {
     // OK: the worker's response, streamed already, is whole. Anything else after part of it went
     // out: the client can only learn of the failure by the connection closing.
-    const bool close = !keep_alive_ || header.status != ipc::ReplyStatus::kOk;
+    const bool close = !keep_alive_ || header.status != ipc::ReplyStatus::kOk || body_unsent;
     QueueAnswer(outcome, /*defer_flush=*/false);
     if (!closing_) EndExchange(close);
     return;
@@ -216,6 +350,7 @@ void HttpFrontConnection::SendReply(const ipc::FrameHeader& header, std::string_
   }
   reply.head_request = head_request_;
   reply.http10_keep_alive = !http11_ && keep_alive_;
+  if (body_unsent) reply.close = true;
   writer_.AppendBytes(http::FormatLocalReply(reply));
   QueueAnswer(outcome, /*defer_flush=*/false);
   if (!closing_) EndExchange(reply.close || !keep_alive_);
@@ -293,7 +428,11 @@ void HttpFrontConnection::Close() {
   closing_ = true;
   // A worker link that stopped reading for this client reads on (and drops the rest).
   if (requests_ != nullptr && requests_->link != nullptr) requests_->link->ResumeReading();
+  HttpWorkerLink* body_link = std::exchange(body_link_, nullptr);
   CloseAnswers();
+  // The worker must not take the part of the body it got for a whole request: its connection is
+  // closed (the request, its client gone, counts dropped).
+  if (body_link != nullptr) body_link->AbortBody("client left in the middle of the request body");
   owner_->OnClientDisconnected(this);
   uv_close(&handle_.handle, &HttpFrontConnection::OnClosed);
   uv_close(reinterpret_cast<uv_handle_t*>(&header_timer_), &HttpFrontConnection::OnClosed);

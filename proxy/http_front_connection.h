@@ -2,15 +2,25 @@
 // HttpFrontConnection: one HTTP/1.1 client of a cell with protocol = "http" (docs/http.md), on the
 // cell's front socket (a Unix or TCP stream). Requests are parsed strictly (http::RequestParser)
 // and taken one at a time, as HAProxy and Envoy take a connection's pipelined requests: a request
-// is handed to the data path (ClientOwner::OnRequest) whole, body included, and the next one is
-// parsed only once the answer to it is queued whole, so answers go out in order. The request goes
-// to the worker as http/forward.h frames it; the worker's response is streamed in by the worker
-// link (AppendResponse), or bulkheadd answers itself (SendReply: http/local_reply.h).
-// A request refused by the parser gets its status (400/413/417/431/501/505) and the connection is
-// closed once that is written. `Expect: 100-continue` is answered "100 Continue" at once (the
-// request is admitted once its body is in). header_timeout bounds the time from the connection's
-// start, or the end of the previous answer, until a request's head is complete (slowloris; an idle
-// keep-alive connection is closed after it as well). Owns itself. REQUIRES: loop thread only.
+// is handed to the data path (ClientOwner::OnRequest) once its head is complete, and the next one
+// is parsed only once its body is read and the answer to it is queued whole, so answers go out in
+// order. The request goes to the worker as http/forward.h frames it: whole, in one write, when its
+// body came with its head (the common case); else as its head, the body then streamed
+// (docs/http.md, "Request bodies"): not read from the client while the request is queued (the
+// client's socket buffer holds it), then read as fast as the worker link takes it
+// (HttpWorkerLink::SendBody, kBodyBufferBytes), framed as the client sent it (Content-Length, or
+// chunks). The worker's response is streamed in by the worker link (AppendResponse), or bulkheadd
+// answers itself (SendReply: http/local_reply.h). An answer that comes before the body was read
+// whole ends the worker's request (its connection closed); the rest of the body is then read and
+// dropped, or the connection closed when the client still waits for "100 Continue". A request
+// refused by the parser gets its status (400/413/417/431/501/505) and the connection is closed once
+// that is written; a chunked body that grows over max_payload_bytes once streaming began ends the
+// worker's request too, and gets 413 unless a byte of the response went out (the connection is then
+// closed). `Expect: 100-continue` is answered "100 Continue" when the request is sent to the
+// worker. header_timeout bounds the time from the connection's start, or the end of the previous
+// answer, until a request's head is complete (slowloris; an idle keep-alive connection is closed
+// after it as well); request_timeout bounds a running request's body as the rest of its exchange.
+// Owns itself. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -24,6 +34,8 @@
 #include "proxy/client.h"
 
 namespace bulkhead::proxy {
+
+class HttpWorkerLink;
 
 class HttpFrontConnection final : public Client {
  public:
@@ -53,6 +65,18 @@ class HttpFrontConnection final : public Client {
   // The response relayed now must end the connection (a close-delimited body).
   void CloseAfterResponse() { keep_alive_ = false; }
 
+  // For the worker link of the current request. The request's body was not whole with its head:
+  // the link makes it the body's source (OnBodyLink) when it sends the request.
+  bool body_streaming() const { return body_streaming_ && body_link_ == nullptr; }
+  // `link` sent the request's head: the body goes there as it is read ("100 Continue" first when
+  // the client waits for it).
+  void OnBodyLink(HttpWorkerLink* link);
+  // The body link's write queue drained: reading the body resumes.
+  void OnBodyDrained();
+  // The request left the body link (answered, or failed): no more body is read for it until its
+  // answer comes (the rest is then dropped).
+  void BodyLinkGone();
+
   // Response bytes held for a client before its worker link stops reading: a large body streams
   // through this much memory, not more.
   static constexpr size_t kResponseBufferBytes = size_t{256} * 1024;
@@ -69,8 +93,16 @@ class HttpFrontConnection final : public Client {
 
   // Parses what was read, up to the next complete request.
   void ProcessInput();
-  // Hands the complete request to the data path.
-  void StartExchange();
+  // Hands the request to the data path: whole, or (`streaming`) its head and the body so far.
+  void StartExchange(bool streaming);
+  // Body bytes the parser decoded for a request handed on at its head: to its worker link, or
+  // dropped once it was answered. `last`: the body is whole.
+  void PassBody(bool last);
+  // The body of the request handed on grew over max_payload_bytes (`error`, 413) or broke: the
+  // worker's request ends; the client gets `error` unless part of an answer went out.
+  void CutBody(const http::Error& error);
+  // Starts or stops reading the client as the state asks.
+  void UpdateReading();
   // The current request's answer is queued whole: closes (after writing it) when it must, else
   // waits for the next request.
   void EndExchange(bool close);
@@ -109,6 +141,13 @@ class HttpFrontConnection final : public Client {
   bool close_when_drained_ = false;
   bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR))
   bool reading_ = false;
+  // Request bodies streamed (not whole with the head).
+  bool head_ready_ = false;      // the parser gave a head not yet handed on
+  bool body_streaming_ = false;  // the current request was handed on and its body is not read whole
+  bool body_chunked_ = false;    // that body goes to the worker as chunks
+  bool body_paused_ = false;     // its link's write queue is full: the client is not read
+  bool continue_pending_ = false;        // the client waits for "100 Continue" before sending it
+  HttpWorkerLink* body_link_ = nullptr;  // the link writing it, once the request was sent
 };
 
 }  // namespace bulkhead::proxy

@@ -25,7 +25,9 @@ HttpWorkerLink::HttpWorkerLink(Owner* owner)
             write_failed_ = true;
             Broken(std::string("write to worker failed: ") + uv_strerror(status));
           },
-          nullptr) {
+          [this] {
+            if (body_source_ != nullptr) body_source_->OnBodyDrained();
+          }) {
   pipe_.data = this;
 }
 
@@ -53,19 +55,40 @@ void HttpWorkerLink::Send(Request* request, std::string_view payload) {
   HttpFrontConnection* client = request->client != nullptr ? request->client->AsHttp() : nullptr;
   relay_.Begin(head_request, client == nullptr || client->keep_alive(),
                client == nullptr || client->http11());
+  body_streamed_ = client != nullptr && client->body_streaming();
   writer_.AppendBytes(payload);
   writer_.Flush();
+  // Last: the client may start sending the rest of the body from here on.
+  if (body_streamed_ && client != nullptr && inflight_ == request && !closing_) {
+    body_source_ = client;
+    client->OnBodyLink(this);
+  }
+}
+
+bool HttpWorkerLink::SendBody(std::string_view bytes) {
+  if (closing_ || inflight_ == nullptr) return false;
+  writer_.AppendBytes(bytes);
+  writer_.Flush();
+  return writer_.backlog_bytes() > kBodyBufferBytes;
+}
+
+void HttpWorkerLink::AbortBody(const std::string& why) {
+  body_source_ = nullptr;
+  if (closing_ || inflight_ == nullptr) return;
+  owner_->OnRequestAborted(this, why);
 }
 
 Request* HttpWorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
   Request* request = inflight_;
   if (unread != nullptr) {
     *unread = request != nullptr && !response_started_ && (write_failed_ || ended_) &&
-              inflight_on_reused_ && inflight_idempotent_;
+              inflight_on_reused_ && inflight_idempotent_ && !body_streamed_;
     if (payload != nullptr) *payload = payload_;
   }
   if (request != nullptr) request->link = nullptr;
   inflight_ = nullptr;
+  // A client still streaming the body stops: the rest has nowhere to go.
+  if (body_source_ != nullptr) std::exchange(body_source_, nullptr)->BodyLinkGone();
   return request;
 }
 
@@ -154,8 +177,11 @@ void HttpWorkerLink::WorkerClosed(const std::string& why) {
 }
 
 void HttpWorkerLink::Finish(bool reusable) {
+  // The worker answered before the streamed body was whole: the rest of it would be read as the
+  // next request on this connection.
+  const bool body_cut = body_source_ != nullptr;
   Request* request = TakeInflight();
-  owner_->OnHttpResponse(this, request, reusable && !ended_);
+  owner_->OnHttpResponse(this, request, reusable && !ended_ && !body_cut);
 }
 
 void HttpWorkerLink::Broken(const std::string& why, bool worker_at_fault) {

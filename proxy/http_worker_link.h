@@ -11,8 +11,14 @@
 // connection, is not reused: the data path opens a fresh connection for the next request. An idle
 // link watches for EOF; a request whose write failed, or whose connection ended before any byte of
 // a response came, is one the worker did not answer, and is resent once on a fresh connection
-// (TakeInflight tells it unread). Owns itself: deleted in its handle's close callback. REQUIRES:
-// loop thread.
+// (TakeInflight tells it unread).
+//
+// A request whose body was not whole with its head goes out as its head (and the body bytes that
+// came with it); the client then streams the rest through SendBody as it reads it, and the link
+// tells it when its write queue drained (HttpFrontConnection::OnBodyDrained), so a large upload
+// never sits whole in memory either. Such a request is never resent, and its connection is not
+// reused when the worker answered before the body was whole. Owns itself: deleted in its handle's
+// close callback. REQUIRES: loop thread.
 #pragma once
 
 #include <uv.h>
@@ -28,6 +34,8 @@
 
 namespace bulkhead::proxy {
 
+class HttpFrontConnection;
+
 class HttpWorkerLink final : public Link {
  public:
   // What an HTTP link tells its cell's data path (proxy::CellDataPath), on the loop thread.
@@ -39,6 +47,9 @@ class HttpWorkerLink final : public Link {
     virtual void OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) = 0;
     // Bytes of a response came: the worker is making progress (stall_timeout).
     virtual void OnWorkerProgress() = 0;
+    // The in-flight request's body will never be whole (AbortBody: `why`): the owner takes the
+    // request and closes the link, so the worker sees the connection end, not a whole request.
+    virtual void OnRequestAborted(HttpWorkerLink* link, const std::string& why) = 0;
   };
 
   // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
@@ -54,11 +65,26 @@ class HttpWorkerLink final : public Link {
   // sent (a keep-alive timeout). Only an idempotent request (http::IsIdempotentRequest) counts: a
   // worker that crashed or was killed with the request in hand may have acted on it, and RFC 9110
   // section 9.2.2 forbids a proxy to repeat a POST on its own. The data path sends every other
-  // request on a fresh connection, which no keep-alive timeout can have closed.
+  // request on a fresh connection, which no keep-alive timeout can have closed. A request whose
+  // body streamed after its head is never unread: part of it may be gone.
   Request* TakeInflight(bool* unread, std::string_view* payload) override;
   using Link::TakeInflight;
   void Close() override;
   void ResumeReading() override;
+
+  // The streamed body of the in-flight request (the client's HttpFrontConnection, whose
+  // body_streaming() was true when Send ran, is its source). Writes `bytes` of it, framed by the
+  // client (http/forward.h). Returns true when the client is to stop reading its body until
+  // OnBodyDrained: more than kBodyBufferBytes wait to be written to the worker.
+  bool SendBody(std::string_view bytes);
+  // The body is whole (its last bytes were sent): the client is no longer its source.
+  void EndBody() { body_source_ = nullptr; }
+  // The body will never be whole (`why`): the request ends (Owner::OnRequestAborted) and the
+  // connection is closed.
+  void AbortBody(const std::string& why);
+
+  // Request body bytes held for a worker before its client stops reading the body.
+  static constexpr size_t kBodyBufferBytes = size_t{256} * 1024;
 
  private:
   explicit HttpWorkerLink(Owner* owner);
@@ -91,6 +117,10 @@ class HttpWorkerLink final : public Link {
   bool carried_request_ = false;      // a request was sent on this connection before
   bool ended_ = false;                // the worker closed the connection (EOF or reset)
   bool paused_ = false;               // reading stopped: the client is behind
+  // The client streaming the in-flight request's body, until it is whole (EndBody), cut (AbortBody)
+  // or the request leaves the link (TakeInflight tells the client: BodyLinkGone).
+  HttpFrontConnection* body_source_ = nullptr;
+  bool body_streamed_ = false;  // the in-flight request's body was not whole with its head
 };
 
 }  // namespace bulkhead::proxy

@@ -26,6 +26,9 @@ const std::string kFixtures = BULKHEAD_HTTP_FIXTURES_DIR;
 struct Server {
   const char* name;
   std::vector<std::string> command;
+  // It reads chunked request bodies (Python's http.server leaves them to the handler, and the
+  // fixture reads Content-Length only).
+  bool chunked_requests = true;
 };
 
 // Names the parameter in test names and messages (not its bytes).
@@ -37,7 +40,9 @@ const Server kGunicorn{
     "gunicorn_flask",
     {"/usr/bin/gunicorn", "--chdir", kFixtures, "--workers", "4", "flask_app:app"}};
 const Server kNode{"node", {"/usr/bin/node", kFixtures + "/node_server.js"}};
-const Server kPython{"python_http_server", {"/usr/bin/python3", kFixtures + "/fd3_http_server.py"}};
+const Server kPython{"python_http_server",
+                     {"/usr/bin/python3", kFixtures + "/fd3_http_server.py"},
+                     /*chunked_requests=*/false};
 
 // An HTTP cell running `server`; its TCP address is chosen by the kernel (status shows it).
 CellSpec ServerCell(const std::string& name, const Server& server, uint32_t max_concurrent,
@@ -98,6 +103,27 @@ TEST_P(RealServer, ServesCurlHttpClientAndAb) {
   EXPECT_THAT(tcp_post->out, HasSubstr("\r\n\r\ncharged {\"order\": 43}\n"));
   EXPECT_THAT(tcp_post->out, ::testing::Not(HasSubstr("Bulkhead-Outcome")));
 
+  // 2 MiB uploads that curl sends after "100 Continue", so they stream to the worker (docs/http.md,
+  // "Request bodies"): with Content-Length, and chunked to a server that reads chunked bodies.
+  bulkhead::testing::TempDir dir;
+  const std::string upload = std::string(size_t{2} << 20, 'u');
+  const std::string upload_file = dir.Join("upload");
+  ASSERT_TRUE(bulkhead::testing::WriteFileAtomically(upload_file, upload).ok());
+  uint64_t uploads = 0;
+  for (const bool chunked : {false, true}) {
+    if (chunked && !GetParam().chunked_requests) continue;
+    std::vector<std::string> args = {
+        "--unix-socket",        h.CellSocket("payments"), "--data-binary", "@" + upload_file, "-H",
+        "Expect: 100-continue", "http://payments/charge"};
+    if (chunked) args.insert(args.end(), {"-H", "Transfer-Encoding: chunked"});
+    Result<ProcessResult> streamed = Curl(args);
+    ASSERT_TRUE(streamed.ok()) << streamed.status().message();
+    EXPECT_EQ(streamed->exit_code(), 0) << streamed->err;
+    EXPECT_TRUE(streamed->out == "charged " + upload + "\n")
+        << (chunked ? "chunked: " : "Content-Length: ") << streamed->out.size() << " bytes back";
+    ++uploads;
+  }
+
   // The worker's own 503 is the worker's answer: passed through, no Bulkhead-Outcome.
   Result<ProcessResult> own_503 = Curl({"-i", "http://" + address + "/charge?status=503"});
   ASSERT_TRUE(own_503.ok()) << own_503.status().message();
@@ -125,7 +151,6 @@ TEST_P(RealServer, ServesCurlHttpClientAndAb) {
   EXPECT_EQ(python->out, "1 connection(s)\n");
 
   // ab: 400 POSTs from 8 concurrent keep-alive clients.
-  bulkhead::testing::TempDir dir;
   const std::string body_file = dir.Join("body");
   ASSERT_TRUE(bulkhead::testing::WriteFileAtomically(body_file, "{\"order\": 7}").ok());
   Result<ProcessResult> ab =
@@ -138,7 +163,7 @@ TEST_P(RealServer, ServesCurlHttpClientAndAb) {
   EXPECT_THAT(ab->out, ::testing::Not(HasSubstr("Non-2xx responses")));
 
   nlohmann::json c = h.Cell("payments");
-  EXPECT_EQ(Counter(c, "ok"), 1u + 1 + 1 + 20 + 400) << c.dump();
+  EXPECT_EQ(Counter(c, "ok"), 1u + 1 + uploads + 1 + 20 + 400) << c.dump();
   EXPECT_EQ(Counter(c, "failed"), 0u) << c.dump();
   EXPECT_EQ(Counter(c, "rejected"), 0u) << c.dump();
   EXPECT_LE(c["worker_connections"].get<uint64_t>(), 4u) << c.dump();

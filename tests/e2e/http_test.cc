@@ -2,15 +2,18 @@
 // HTTP cells end to end (docs/http.md): bulkheadd with a protocol = "http" cell whose worker is
 // Python's http.server on fd 3 (tests/e2e/http_worker.py), driven by curl and by raw sockets:
 // requests through both ways, keep-alive and pipelining, chunked and 100-continue bodies, the
-// answers bulkheadd makes itself (503, 502, 504, 400), a worker that closes every connection, and
-// clients that leave while queued or running.
+// answers bulkheadd makes itself (503, 502, 504, 400), a worker that closes every connection,
+// clients that leave while queued or running, and 100 MiB bodies both ways in bounded memory
+// (request bodies stream: docs/http.md, "Request bodies").
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -154,6 +157,18 @@ class HttpConn {
     return eof_;
   }
 
+  // Sends what the socket takes now, without waiting; returns how many bytes that was.
+  size_t SendSome(std::string_view bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      ssize_t n =
+          ::send(fd_.get(), bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    return sent;
+  }
+
   void Close() { fd_.Reset(); }
 
  private:
@@ -189,16 +204,21 @@ CellSpec HttpCell(std::string extra = "", uint32_t max_concurrent = 4, uint32_t 
                   .extra_toml = "protocol = \"http\"\n" + std::string(kQuickStop) + extra};
 }
 
-// A client connection whose GET /stall runs on the worker (which never answers it), once the cell
-// shows it running; nullopt if that did not happen.
-std::optional<HttpConn> StallOneRequest(Harness& h) {
+// A client connection whose GET `target` runs on the worker, once the cell shows it running;
+// nullopt if that did not happen.
+std::optional<HttpConn> RunOneRequest(Harness& h, const std::string& target) {
   std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
-  if (!conn || !conn->Send("GET /stall HTTP/1.1\r\nHost: web\r\n\r\n")) return std::nullopt;
+  if (!conn || !conn->Send("GET " + target + " HTTP/1.1\r\nHost: web\r\n\r\n")) {
+    return std::nullopt;
+  }
   if (!h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; })) {
     return std::nullopt;
   }
   return conn;
 }
+
+// A client connection whose GET /stall runs on the worker (which never answers it).
+std::optional<HttpConn> StallOneRequest(Harness& h) { return RunOneRequest(h, "/stall"); }
 
 // Sends request(0) .. request(count - 1) one after the other on one connection to the cell "web",
 // reading each answer before the next request: each must be a 200 that `check` finds right (it
@@ -223,6 +243,18 @@ std::optional<HttpConn> StallOneRequest(Harness& h) {
 }
 
 std::string GetHello(int /*i*/) { return "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"; }
+
+// A client connection whose GET /wait runs on the worker until the file `gate` exists.
+std::optional<HttpConn> HoldOneRequest(Harness& h, const std::string& gate) {
+  return RunOneRequest(h, "/wait?file=" + gate);
+}
+
+// Lets the request of HoldOneRequest(h, gate) on `conn` end; true once it was answered.
+bool Release(HttpConn& conn, const std::string& gate) {
+  if (!testing::WriteFileAtomically(gate, "").ok()) return false;
+  std::optional<Response> released = conn.Read();
+  return released && released->body == "released";
+}
 
 // curl on the cell's socket: the response body, or the failure.
 Result<ProcessResult> Curl(const Harness& h, std::vector<std::string> args) {
@@ -652,17 +684,20 @@ TEST(HttpCell, PostsToAWorkerThatClosesIdleConnectionsNeverFail) {
   EXPECT_LE(c["worker_connections"].get<uint64_t>(), 4u) << c.dump();
 }
 
-// bulkheadd's resident memory, in KiB (/proc/PID/status VmRSS), 0 when unknown.
-uint64_t ResidentKib(pid_t pid) {
+// A field of bulkheadd's /proc/PID/status in KiB ("VmRSS:" resident now, "VmHWM:" its peak), 0
+// when unknown.
+uint64_t StatusKib(pid_t pid, std::string_view field) {
   std::optional<std::string> status = testing::ReadFile("/proc/" + std::to_string(pid) + "/status");
   if (!status) return 0;
-  const size_t at = status->find("VmRSS:");
+  const size_t at = status->find(field);
   if (at == std::string::npos) return 0;
-  return std::stoull(status->substr(at + 6));
+  return std::stoull(status->substr(at + field.size()));
 }
 
+uint64_t ResidentKib(pid_t pid) { return StatusKib(pid, "VmRSS:"); }
+
 TEST(HttpCell, LargeResponseStreamsToASlowReaderInBoundedMemory) {
-  constexpr size_t kBody = size_t{64} << 20;
+  constexpr size_t kBody = size_t{100} << 20;
   Harness h(TestOptions({HttpCell()}));
   ASSERT_STARTED(h);
   // Its resident memory before: a sanitizer build starts far higher than a release one.
@@ -689,6 +724,259 @@ TEST(HttpCell, LargeResponseStreamsToASlowReaderInBoundedMemory) {
   }
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["ok"] == 1; }))
       << h.Status().dump();
+}
+
+// Bytes [from, from + n) of the body http_worker.py's /verify checks: 4096-byte blocks, block K
+// is K as 8 little-endian bytes, 512 times.
+std::string Pattern(uint64_t from, size_t n) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t at = from + i;
+    out[i] = static_cast<char>(((at / 4096) >> (8 * (at % 8))) & 0xff);
+  }
+  return out;
+}
+
+// Sends bytes [from, from + n) of the pattern as (part of) a request body, in pieces of 1 MiB:
+// raw, or each piece as one chunk (the last chunk is the caller's).
+bool SendPattern(HttpConn& conn, uint64_t from, uint64_t n, bool chunked) {
+  constexpr uint64_t kPiece = uint64_t{1} << 20;
+  for (uint64_t at = from; at < from + n; at += kPiece) {
+    const std::string piece = Pattern(at, static_cast<size_t>(std::min(kPiece, from + n - at)));
+    if (chunked) {
+      char size[32];
+      std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+      if (!conn.Send(size) || !conn.Send(piece) || !conn.Send("\r\n")) return false;
+    } else if (!conn.Send(piece)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The first line a worker wrote to the file at `path` ("incomplete 65536"), once it is whole;
+// "" when none came in time.
+std::string FirstLine(const std::string& path) {
+  std::string line;
+  testing::WaitFor([&] {
+    const std::string text = testing::ReadFile(path).value_or("");
+    const size_t end = text.find('\n');
+    if (end == std::string::npos) return false;
+    line = text.substr(0, end);
+    return true;
+  });
+  return line;
+}
+
+// docs/http.md, "Request bodies": 100 MiB uploads, with Content-Length and then chunked on the same
+// keep-alive connection, to a worker that reads slowly, arrive byte-identical, while bulkheadd's
+// peak memory stays far below one body: the body streams through, it is never held whole.
+TEST(HttpCell, HundredMiBUploadsStreamToASlowWorkerInBoundedMemory) {
+  constexpr uint64_t kBody = uint64_t{100} << 20;
+  Harness h(
+      TestOptions({HttpCell("request_timeout = \"120s\"\n")}, "max_payload_bytes = 209715200\n"));
+  ASSERT_STARTED(h);
+  // Its peak before: a sanitizer build starts far higher than a release one.
+  const uint64_t peak_before_kib = StatusKib(h.pid(), "VmHWM:");
+  ASSERT_GT(peak_before_kib, 0u);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  for (const bool chunked : {false, true}) {
+    SCOPED_TRACE(chunked ? "chunked" : "Content-Length");
+    ASSERT_TRUE(conn->Send(std::string(chunked ? "PUT" : "POST") +
+                           " /verify?pace=1 HTTP/1.1\r\nHost: web\r\n" +
+                           (chunked ? std::string("Transfer-Encoding: chunked\r\n")
+                                    : "Content-Length: " + std::to_string(kBody) + "\r\n") +
+                           "\r\n"));
+    ASSERT_TRUE(SendPattern(*conn, 0, kBody, chunked));
+    if (chunked) {
+      ASSERT_TRUE(conn->Send("0\r\n\r\n"));
+    }
+    std::optional<Response> response = conn->Read(std::chrono::seconds(120));
+    ASSERT_TRUE(response && response->status == 200) << Describe(response);
+    EXPECT_EQ(response->body, std::to_string(kBody) + " -1") << "length, first bad offset";
+  }
+  const uint64_t peak_kib = StatusKib(h.pid(), "VmHWM:");
+  EXPECT_LT(peak_kib, peak_before_kib + uint64_t{32} * 1024)
+      << "bulkheadd held the body: peak " << peak_before_kib << " KiB before, " << peak_kib
+      << " after";
+  EXPECT_EQ(h.Cell("web")["ok"], 2) << h.Status().dump();
+}
+
+// While its request waits in the queue, an upload's body stays in the client's socket (bulkheadd
+// reads none of it: the client cannot send it all); the request runs once a slot frees, and its
+// body then arrives whole.
+TEST(HttpCell, QueuedUploadIsNotReadUntilASlotFrees) {
+  constexpr uint64_t kBody = uint64_t{32} << 20;
+  testing::TempDir dir;
+  const std::string gate = dir.Join("gate");
+  CellSpec cell = HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1);
+  cell.queue_timeout = "60s";
+  Harness h(TestOptions({cell}, "max_payload_bytes = 67108864\n"));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> running = HoldOneRequest(h, gate);
+  ASSERT_TRUE(running);
+  std::optional<HttpConn> upload = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(upload);
+  ASSERT_TRUE(upload->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                           std::to_string(kBody) + "\r\n\r\n"));
+  // Admitted on its head alone.
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; }))
+      << h.Status().dump();
+  const std::string body = Pattern(0, kBody);
+  const size_t taken = upload->SendSome(body);
+  EXPECT_LT(taken, kBody) << "the whole body was read while its request was queued";
+  nlohmann::json status = h.Cell("web");
+  EXPECT_EQ(status["queued"], 1) << status.dump();
+  // The slot frees: the request runs and its body is read.
+  ASSERT_TRUE(Release(*running, gate));
+  ASSERT_TRUE(upload->Send(std::string_view(body).substr(taken)));
+  std::optional<Response> response = upload->Read(std::chrono::seconds(60));
+  ASSERT_TRUE(response && response->status == 200) << Describe(response);
+  EXPECT_EQ(response->body, std::to_string(kBody) + " -1");
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["ok"] == 2 && c["running"] == 0 && c["queued"] == 0;
+  })) << h.Status().dump();
+}
+
+// A client that leaves in the middle of its upload: the worker sees its connection end, never a
+// whole request; the request counts dropped and its slot is free again.
+TEST(HttpCell, ClientThatLeavesMidUploadEndsTheWorkersRequest) {
+  testing::TempDir dir;
+  const std::string log = dir.Join("bodies");
+  CellSpec cell = HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1);
+  cell.environment = {{"WORKER_BODY_LOG", log}};
+  Harness h(TestOptions({cell}, "max_payload_bytes = 67108864\n"));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                         std::to_string(16 << 20) + "\r\n\r\n"));
+  ASSERT_TRUE(SendPattern(*conn, 0, 1 << 20, /*chunked=*/false));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }))
+      << h.Status().dump();
+  conn->Close();
+  EXPECT_TRUE(FirstLine(log).starts_with("incomplete ")) << FirstLine(log);
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["dropped"] == 1 && c["ok"] == 0;
+  })) << h.Status().dump();
+  Result<ProcessResult> curl = Curl(h, {"http://web/hello"});
+  ASSERT_TRUE(curl.ok()) << curl.status().message();
+  EXPECT_EQ(curl->out, "hello") << curl->Describe();
+}
+
+// A chunked body that grows over max_payload_bytes after it began to stream to the worker: the
+// worker's request ends (its connection closed, never a whole request) and the client gets 413.
+TEST(HttpCell, ChunkedBodyOverMaxPayloadBytesMidStreamGets413) {
+  testing::TempDir dir;
+  const std::string log = dir.Join("bodies");
+  CellSpec cell = HttpCell();
+  cell.environment = {{"WORKER_BODY_LOG", log}};
+  Harness h(TestOptions({cell}, "max_payload_bytes = 1048576\n"));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(
+      conn->Send("POST /verify HTTP/1.1\r\nHost: web\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  ASSERT_TRUE(SendPattern(*conn, 0, 512 << 10, /*chunked=*/true));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }))
+      << h.Status().dump();
+  // Over the limit: bulkheadd answers and closes, so the send may fail part way.
+  (void)SendPattern(*conn, 512 << 10, 768 << 10, /*chunked=*/true);
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 413) << Describe(response);
+  EXPECT_EQ(response->Header("connection"), "close");
+  EXPECT_TRUE(conn->EndsWithin());
+  EXPECT_TRUE(FirstLine(log).starts_with("incomplete ")) << FirstLine(log);
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["dropped"] == 1 && c["bad_request"] == 1 && c["ok"] == 0;
+  })) << h.Status().dump();
+}
+
+// A slow uploader holds its slot no longer than request_timeout: it gets 504, the worker's
+// request ends (its connection closed mid-body) and the slot is free at once; the rest of the body
+// is dropped and the connection serves the next request.
+TEST(HttpCell, SlowUploadIsCutAtRequestTimeout) {
+  testing::TempDir dir;
+  const std::string log = dir.Join("bodies");
+  CellSpec cell = HttpCell("request_timeout = \"300ms\"\n", /*max_concurrent=*/1);
+  cell.environment = {{"WORKER_BODY_LOG", log}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: 131072\r\n\r\n"));
+  ASSERT_TRUE(conn->Send(Pattern(0, 65536)));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 504) << Describe(response);
+  EXPECT_TRUE(FirstLine(log).starts_with("incomplete ")) << FirstLine(log);
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["failed_by_reason"]["timeout"] == 1;
+  })) << h.Status().dump();
+  ASSERT_TRUE(conn->Send(Pattern(65536, 65536) + "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> next = conn->Read();
+  ASSERT_TRUE(next && next->status == 200) << Describe(next);
+  EXPECT_EQ(next->body, "hello");
+}
+
+// `Expect: 100-continue` is answered when the request is sent to the worker: a queued request's
+// client gets "100 Continue" once a slot frees; a rejected one gets its 503 instead, with
+// Connection: close, and never sends its body.
+TEST(HttpCell, ExpectContinueIsAnsweredWhenTheRequestRunsNotWhenItIsRejected) {
+  testing::TempDir dir;
+  const std::string gate = dir.Join("gate");
+  CellSpec cell = HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1);
+  cell.queue_timeout = "60s";
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> running = HoldOneRequest(h, gate);
+  ASSERT_TRUE(running);
+  const std::string head =
+      "POST /verify HTTP/1.1\r\nHost: web\r\nExpect: 100-continue\r\nContent-Length: 8192\r\n\r\n";
+  std::optional<HttpConn> queued = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(queued && queued->Send(head));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; }));
+  std::optional<HttpConn> rejected = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(rejected && rejected->Send(head));
+  std::optional<Response> refusal = rejected->Read();
+  ASSERT_TRUE(refusal && refusal->status == 503) << Describe(refusal);
+  EXPECT_EQ(refusal->Header("connection"), "close");
+  EXPECT_TRUE(rejected->EndsWithin());
+  ASSERT_TRUE(Release(*running, gate));
+  std::optional<Response> interim = queued->Read();
+  ASSERT_TRUE(interim && interim->status == 100) << Describe(interim);
+  ASSERT_TRUE(queued->Send(Pattern(0, 8192)));
+  std::optional<Response> response = queued->Read();
+  ASSERT_TRUE(response && response->status == 200) << Describe(response);
+  EXPECT_EQ(response->body, "8192 -1");
+}
+
+// A request rejected from the queue before its body was read: the body that follows is read and
+// dropped, and the connection serves the next request.
+TEST(HttpCell, BodyOfARequestRejectedFromTheQueueIsDroppedAndTheConnectionGoesOn) {
+  testing::TempDir dir;
+  const std::string gate = dir.Join("gate");
+  CellSpec cell = HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1);
+  cell.queue_timeout = "200ms";
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> running = HoldOneRequest(h, gate);
+  ASSERT_TRUE(running);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 5\r\n\r\n"));
+  std::optional<Response> refusal = conn->Read();
+  ASSERT_TRUE(refusal && refusal->status == 503) << Describe(refusal);
+  EXPECT_EQ(refusal->Header("bulkhead-outcome").rfind("rejected; reason=queue_timeout", 0), 0u)
+      << Describe(refusal);
+  ASSERT_TRUE(Release(*running, gate));
+  ASSERT_TRUE(
+      conn->Send("hello"
+                 "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> next = conn->Read();
+  ASSERT_TRUE(next && next->status == 200) << Describe(next);
+  EXPECT_EQ(next->body, "hello");
+  EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["queue_timeout"], 1) << h.Status().dump();
 }
 
 TEST(HttpCell, ConnectionOverMaxConnectionsGets503AndIsClosed) {

@@ -11,6 +11,14 @@
 #   GET  /exit         exits (status 3) without answering
 #   GET  /status/N     answers status N with a short body
 #   GET  /big/N        N bytes of a repeating pattern, Content-Length
+#   POST|PUT /verify[?pace=MS]
+#                      reads the body as it comes (Content-Length or chunked; MS ms of sleep after
+#                      each piece of up to 64 KiB: a slow reader) and checks it against the test
+#                      pattern (4096-byte blocks, block K is K as 8 little-endian bytes, 512 times):
+#                      200 "LENGTH FIRST_BAD_OFFSET" (-1: byte-identical). Appends "complete LENGTH"
+#                      or, when the connection ended before the body did, "incomplete LENGTH" to
+#                      $WORKER_BODY_LOG if set
+#   GET  /wait?file=P  answers "released" once the file P exists
 #   POST /drop         appends a line to the file $WORKER_DROP_LOG, then closes the connection
 #                      without answering (a worker killed with the request in hand)
 # With WORKER_CLOSE=1 every response carries "Connection: close" and the connection is closed
@@ -22,10 +30,42 @@ import os
 import socket
 import sys
 import time
+import urllib.parse
 
 CLOSE = os.environ.get("WORKER_CLOSE") == "1"
 RUDE = os.environ.get("WORKER_RUDE") == "1"
 PATTERN = bytes(range(256)) * 256
+
+
+BLOCK = 4096
+
+
+class BlockChecker:
+    """Checks a body against the test pattern as it comes, without keeping it."""
+
+    def __init__(self):
+        self.length = 0
+        self.bad = -1
+        self.pending = b""
+
+    def feed(self, data):
+        self.pending += data
+        full = len(self.pending) - len(self.pending) % BLOCK
+        view = memoryview(self.pending)
+        for at in range(0, full, BLOCK):
+            self.check(view[at : at + BLOCK])
+        self.pending = bytes(view[full:])
+
+    def finish(self):
+        if self.pending:
+            self.check(memoryview(self.pending))
+            self.pending = b""
+
+    def check(self, block):
+        expected = ((self.length // BLOCK).to_bytes(8, "little") * (BLOCK // 8))[: len(block)]
+        if self.bad < 0 and block != expected:
+            self.bad = self.length + next(i for i in range(len(block)) if block[i] != expected[i])
+        self.length += len(block)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -48,6 +88,57 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def pieces(self, size):
+        """The next `size` bytes of the request, in pieces; EOFError when the connection ends first."""
+        while size > 0:
+            piece = self.rfile.read1(min(size, 65536))
+            if not piece:
+                raise EOFError
+            size -= len(piece)
+            yield piece
+
+    def body_pieces(self):
+        """The request body in pieces, decoded (trailers skipped); EOFError as pieces()."""
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            yield from self.pieces(int(self.headers.get("Content-Length", "0")))
+            return
+        while True:
+            line = self.rfile.readline()
+            if not line.endswith(b"\n"):
+                raise EOFError
+            size = int(line.split(b";")[0], 16)
+            if size == 0:
+                break
+            yield from self.pieces(size)
+            if self.rfile.readline() != b"\r\n":
+                raise EOFError
+        while (line := self.rfile.readline()) not in (b"\r\n", b"\n"):
+            if not line:
+                raise EOFError
+
+    def verify(self):
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        pace = int(query.get("pace", ["0"])[0]) / 1000
+        checker = BlockChecker()
+        complete = True
+        try:
+            for piece in self.body_pieces():
+                checker.feed(piece)
+                if pace:
+                    time.sleep(pace)
+        except (EOFError, ConnectionError):
+            complete = False
+        checker.finish()
+        if os.environ.get("WORKER_BODY_LOG"):
+            with open(os.environ["WORKER_BODY_LOG"], "a") as log:
+                log.write(f"{'complete' if complete else 'incomplete'} {checker.length}\n")
+        if not complete:
+            self.close_connection = True
+            return
+        self.reply(200, f"{checker.length} {checker.bad}".encode())
+
+    do_PUT = verify
+
     def do_GET(self):
         if self.path == "/hello":
             self.reply(200, b"hello")
@@ -68,6 +159,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"0123456789")
             self.wfile.flush()
             os._exit(3)
+        elif self.path.startswith("/wait?file="):
+            while not os.path.exists(self.path[11:]):
+                time.sleep(0.01)
+            self.reply(200, b"released")
         elif self.path.startswith("/status/"):
             self.reply(int(self.path[8:]), b"from the worker\n")
         elif self.path.startswith("/big/"):
@@ -83,6 +178,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(404, b"not found\n")
 
     def do_POST(self):
+        if self.path.startswith("/verify"):
+            self.verify()
+            return
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
         if self.path == "/drop":

@@ -73,6 +73,26 @@ TEST(Forward, RequestWithoutHostGetsTheOneGiven) {
   EXPECT_EQ(kept, "GET /items HTTP/1.1\r\nAccept: */*\r\nhost: example.com\r\n\r\n");
 }
 
+TEST(Forward, AStreamedBodyKeepsItsContentLengthOrGoesOutChunked) {
+  auto [chunked, unused] = ParseOne(
+      "PUT /blob HTTP/1.1\r\nHost: store\r\nTransfer-Encoding: chunked\r\n"
+      "Expect: 100-continue\r\n\r\n0\r\n\r\n");
+  std::string out;
+  AppendForwardHeadStreamed(&out, chunked, ForwardOptions{.request_id = "r-2"});
+  AppendChunk(&out, "");
+  AppendChunk(&out, std::string(300, 'x'));
+  out.append(kLastChunk);
+  EXPECT_EQ(out,
+            "PUT /blob HTTP/1.1\r\nHost: store\r\nX-Request-Id: r-2\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n12c\r\n" +
+                std::string(300, 'x') + "\r\n0\r\n\r\n");
+  auto [sized, body] =
+      ParseOne("POST /blob HTTP/1.1\r\nHost: store\r\nContent-Length: 3\r\n\r\nabc");
+  out.clear();
+  AppendForwardHeadStreamed(&out, sized, ForwardOptions{});
+  EXPECT_EQ(out, "POST /blob HTTP/1.1\r\nHost: store\r\nContent-Length: 3\r\n\r\n");
+}
+
 TEST(Forward, TcpClientsAreNamedAfterWhatEarlierProxiesSaid) {
   auto [head, body] = ParseOne(
       "GET /items HTTP/1.1\r\nHost: catalog\r\nX-Forwarded-For: 198.51.100.1\r\n"

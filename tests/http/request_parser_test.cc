@@ -254,6 +254,23 @@ TEST(RequestParser, LimitsOnHeadAndBody) {
   ASSERT_EQ(fits.requests.size(), 1u) << fits.error.reason;
 }
 
+TEST(RequestParser, AStreamedBodyTakenAsItComesStillCountsAgainstTheLimit) {
+  Limits limits;
+  limits.max_body_bytes = 5;
+  RequestParser parser(limits);
+  size_t consumed = 0;
+  std::string_view input =
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n";
+  ASSERT_EQ(parser.Parse(input, &consumed), RequestParser::Event::kHead);
+  input.remove_prefix(consumed);
+  ASSERT_EQ(parser.Parse(input, &consumed), RequestParser::Event::kNeedMore);
+  EXPECT_EQ(consumed, input.size());
+  EXPECT_EQ(parser.body(), "abc");
+  parser.body().clear();  // sent on to the worker
+  EXPECT_EQ(parser.Parse("3\r\ndef\r\n", &consumed), RequestParser::Event::kError);
+  EXPECT_EQ(parser.error().status, 413) << parser.error().reason;
+}
+
 TEST(RequestParser, AfterAnErrorNothingMoreIsParsed) {
   RequestParser parser{Limits()};
   size_t consumed = 0;
