@@ -297,14 +297,14 @@ void CellDataPath::OnAcceptTimer(uv_timer_t* timer) {
 }
 
 void CellDataPath::Dispatch(Request* request, std::string_view payload) {
-  // An HTTP request that may not be sent twice (a POST), or whose body is streamed after its head,
-  // goes out on a fresh connection: an idle one may be closing under it, and it could not be
-  // resent then (HttpWorkerLink::TakeInflight).
+  // An HTTP request whose body is streamed after its head goes out on a fresh connection: an idle
+  // one may be closing under it, and it could not be resent then, part of its body being gone
+  // (HttpWorkerLink::TakeInflight). Every other request, a POST too, takes an idle connection: one
+  // the worker closes under it before reading it is resent.
   HttpFrontConnection* http_client =
       request->client != nullptr ? request->client->AsHttp() : nullptr;
-  const bool fresh = config_.protocol == config::Protocol::kHttp &&
-                     (!http::IsIdempotentRequest(payload) ||
-                      (http_client != nullptr && http_client->body_streaming()));
+  const bool fresh = config_.protocol == config::Protocol::kHttp && http_client != nullptr &&
+                     http_client->body_streaming();
   Link* link = TakeLink(request, fresh);
   if (link == nullptr) return;
   uint64_t now = Now();

@@ -107,8 +107,13 @@ void HttpFrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_bu
   }
   if (self->closing_) return;
   if (nread == UV_EOF) {
-    if (PeerClosedBothWays(stream)) {
-      self->Close();  // gone for good: a queued request is cancelled at once
+    // An HTTP client closes its connection only once it has read the last response it waits for
+    // (RFC 9112 section 9.6), so an end of input while a request waits for its answer is a client
+    // that left, as nginx ("client prematurely closed connection") and Envoy take it: its request
+    // is cancelled in the queue, or dropped as it runs. Over TCP this is the only sign of it, since
+    // a FIN reads the same as a shutdown of the sending side.
+    if (self->busy_ || PeerClosedBothWays(stream)) {
+      self->Close();
       return;
     }
     // The client only shut down its sending side: it still reads. Answer what it sent, then close.

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/http_worker_link.h"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <utility>
 
 #include "base/check.h"
@@ -81,8 +86,8 @@ void HttpWorkerLink::AbortBody(const std::string& why) {
 Request* HttpWorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
   Request* request = inflight_;
   if (unread != nullptr) {
-    *unread = request != nullptr && !response_started_ && (write_failed_ || ended_) &&
-              inflight_on_reused_ && inflight_idempotent_ && !body_streamed_;
+    *unread = request != nullptr && !response_started_ && inflight_on_reused_ && !body_streamed_ &&
+              (write_failed_ || left_unread_ || (ended_ && inflight_idempotent_));
     if (payload != nullptr) *payload = payload_;
   }
   if (request != nullptr) request->link = nullptr;
@@ -103,6 +108,7 @@ void HttpWorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* 
   if (self->closing_) return;
   if (nread < 0) {
     self->ended_ = true;
+    self->left_unread_ = nread == UV_ECONNRESET || (nread == UV_EOF && self->InflightUnread());
     self->WorkerClosed(nread == UV_EOF ? "worker closed the connection"
                                        : std::string("read from worker failed: ") +
                                              uv_strerror(static_cast<int>(nread)));
@@ -114,6 +120,20 @@ void HttpWorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* 
     return;
   }
   self->Relay(std::string_view(buf->base, static_cast<size_t>(nread)));
+}
+
+bool HttpWorkerLink::InflightUnread() {
+  if (inflight_ == nullptr || response_started_) return false;
+  if (writer_.written_bytes() < writer_.appended_bytes()) return true;  // not all of it went out
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) != 0) return false;
+  // On a Unix stream socket SIOCOUTQ counts what this end sent and the peer has not read yet.
+  int queued = 0;
+  if (::ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 0) return true;
+  // A peer that closes with bytes unread makes the kernel set ECONNRESET on this end.
+  int error = 0;
+  socklen_t length = sizeof error;
+  return ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == ECONNRESET;
 }
 
 void HttpWorkerLink::Relay(std::string_view data) {

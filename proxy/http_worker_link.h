@@ -59,14 +59,15 @@ class HttpWorkerLink final : public Link {
   // Link. `payload` is the whole request as the worker gets it (http/forward.h).
   void Send(Request* request, std::string_view payload) override;
   bool busy() const override { return inflight_ != nullptr; }
-  // Link. Unread: the request went out on a connection that had carried an earlier request (idle,
-  // reused) and its write failed, or the worker closed the connection (EOF or reset) before any
-  // byte of a response came: most likely the worker closed the idle connection as the request was
-  // sent (a keep-alive timeout). Only an idempotent request (http::IsIdempotentRequest) counts: a
-  // worker that crashed or was killed with the request in hand may have acted on it, and RFC 9110
-  // section 9.2.2 forbids a proxy to repeat a POST on its own. The data path sends every other
-  // request on a fresh connection, which no keep-alive timeout can have closed. A request whose
-  // body streamed after its head is never unread: part of it may be gone.
+  // Link. Unread: no byte of a response came, the request went out on a connection that had
+  // carried an earlier request (idle, reused; a fresh connection cannot have been closed by a
+  // keep-alive timeout), its body came whole with its head, and either the worker cannot have read
+  // it whole (its write failed; or the worker ended the connection with bytes of it unread:
+  // ECONNRESET, or at EOF still in the worker's receive queue, InflightUnread), or it is idempotent
+  // (http::IsIdempotentRequest) and the worker closed the connection. A POST the worker read and
+  // then closed on (a worker killed with it in hand) is never unread: it may have acted on it, and
+  // RFC 9110 section 9.2.2 forbids a proxy to repeat it on its own. Go's net/http client resends
+  // on the same grounds (nothing written, or an idempotent request on a reused connection).
   Request* TakeInflight(bool* unread, std::string_view* payload) override;
   using Link::TakeInflight;
   void Close() override;
@@ -94,6 +95,10 @@ class HttpWorkerLink final : public Link {
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void OnClosed(uv_handle_t* handle);
   // Relays `data` of the in-flight response; on its end, hands the request back to the owner.
+  // The worker has not read the in-flight request whole, as far as this end can tell when the
+  // connection ends: part of it was never written, it is still in the worker's receive queue, or
+  // the worker closed with it there (ECONNRESET). False once a byte of the response came.
+  bool InflightUnread();
   void Relay(std::string_view data);
   // The worker closed the connection (`why`): ends a close-delimited response, else breaks.
   void WorkerClosed(const std::string& why);
@@ -116,6 +121,7 @@ class HttpWorkerLink final : public Link {
   bool inflight_idempotent_ = false;  // http::IsIdempotentRequest
   bool carried_request_ = false;      // a request was sent on this connection before
   bool ended_ = false;                // the worker closed the connection (EOF or reset)
+  bool left_unread_ = false;          // ... with bytes of the in-flight request unread
   bool paused_ = false;               // reading stopped: the client is behind
   // The client streaming the in-flight request's body, until it is whole (EndBody), cut (AbortBody)
   // or the request leaves the link (TakeInflight tells the client: BodyLinkGone).

@@ -5,7 +5,9 @@
 // answers bulkheadd makes itself (503, 502, 504, 400), a worker that closes every connection,
 // clients that leave while queued or running, and 100 MiB bodies both ways in bounded memory
 // (request bodies stream: docs/http.md, "Request bodies").
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -70,6 +72,23 @@ class HttpConn {
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      return std::nullopt;
+    }
+    return HttpConn(std::move(fd));
+  }
+
+  // The same over TCP to `address`, "127.0.0.1:PORT" (as a cell's status lists its listen).
+  static std::optional<HttpConn> OpenTcp(const std::string& address) {
+    const size_t colon = address.rfind(':');
+    if (colon == std::string::npos) return std::nullopt;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
+    if (::inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr) != 1) {
+      return std::nullopt;
+    }
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
       return std::nullopt;
     }
     return HttpConn(std::move(fd));
@@ -664,6 +683,27 @@ TEST(HttpCell, APostTheWorkerDroppedIsNotSentAgain) {
 // POSTs on a keep-alive client to a worker that drops every idle connection without a word all
 // succeed: each goes out on a fresh worker connection, which the worker cannot have closed (a
 // POST cannot be resent, see above), and the cell never holds more than max_concurrent.
+// A POST goes out on an idle keep-alive connection as any request does: opening a connection per
+// POST cost the HTTP path half its throughput (docs/benchmarks.md).
+TEST(HttpCell, PostsReuseTheWorkersKeepAliveConnection) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::string first_connection;
+  ASSERT_TRUE(EachAnswered200(
+      h, 10,
+      [](int i) {
+        return "POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 2\r\n\r\n" +
+               std::to_string(10 + i);
+      },
+      [&](int, const Response& response) {
+        const std::string connection = response.Header("x-worker-connection");
+        if (first_connection.empty()) first_connection = connection;
+        return connection == first_connection && !connection.empty()
+                   ? ""
+                   : "went out on worker connection " + connection + ", not " + first_connection;
+      }));
+}
+
 TEST(HttpCell, PostsToAWorkerThatClosesIdleConnectionsNeverFail) {
   CellSpec cell = HttpCell();
   cell.environment = {{"WORKER_RUDE", "1"}};
@@ -1017,18 +1057,49 @@ TEST(HttpCell, HeadNotCompleteWithinHeaderTimeoutGets408) {
   EXPECT_EQ(h.Cell("web")["bad_request"], 1) << h.Status().dump();
 }
 
+// With the one slot of "web" taken: a client of `queued` (just opened) whose request waits in the
+// queue, then closes its connection; its request must leave the queue as cancelled.
+::testing::AssertionResult QueuedRequestIsCancelledWhenItsClientLeaves(
+    Harness& h, std::optional<HttpConn> queued) {
+  if (!queued || !queued->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) {
+    return ::testing::AssertionFailure() << "cannot send the request to queue";
+  }
+  if (!h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; })) {
+    return ::testing::AssertionFailure() << "not queued: " << h.Status().dump();
+  }
+  queued->Close();
+  if (!h.WaitForCell(
+          "web", [](const nlohmann::json& c) { return c["queued"] == 0 && c["cancelled"] == 1; })) {
+    return ::testing::AssertionFailure() << "not cancelled: " << h.Status().dump();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(HttpCell, ClientThatLeavesWhileQueuedIsCancelled) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1)}));
   ASSERT_STARTED(h);
   std::optional<HttpConn> running = StallOneRequest(h);
   ASSERT_TRUE(running);
-  std::optional<HttpConn> queued = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(queued);
-  ASSERT_TRUE(queued->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; }));
-  queued->Close();
+  EXPECT_TRUE(QueuedRequestIsCancelledWhenItsClientLeaves(h, HttpConn::Open(h.CellSocket("web"))));
+}
+
+// Over TCP a client's close reads as a FIN, the same as a shutdown of its sending side; an HTTP
+// client closes only after its last response (RFC 9112 section 9.6), so either way it left.
+TEST(HttpCell, TcpClientThatLeavesWhileQueuedIsCancelledAndWhileRunningDropped) {
+  Harness h(TestOptions({HttpCell("listen = [\"127.0.0.1:0\"]\n", /*max_concurrent=*/1,
+                                  /*max_queue=*/1)}));
+  ASSERT_STARTED(h);
+  const nlohmann::json cell = h.Cell("web");
+  ASSERT_TRUE(cell["listen"].is_array() && !cell["listen"].empty()) << cell.dump();
+  const std::string address = cell["listen"][0].get<std::string>();
+  std::optional<HttpConn> running = HttpConn::OpenTcp(address);
+  ASSERT_TRUE(running);
+  ASSERT_TRUE(running->Send("GET /sleep/1500 HTTP/1.1\r\nHost: web\r\n\r\n"));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  EXPECT_TRUE(QueuedRequestIsCancelledWhenItsClientLeaves(h, HttpConn::OpenTcp(address)));
+  running->Close();
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
-    return c["queued"] == 0 && c["cancelled"] == 1;
+    return c["running"] == 0 && c["dropped"] == 1 && c["ok"] == 0;
   })) << h.Status().dump();
 }
 

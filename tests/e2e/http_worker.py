@@ -21,11 +21,14 @@
 #   GET  /wait?file=P  answers "released" once the file P exists
 #   POST /drop         appends a line to the file $WORKER_DROP_LOG, then closes the connection
 #                      without answering (a worker killed with the request in hand)
+# Every response carries X-Worker-Connection: N, the number of the connection it went out on (the
+# worker counts the connections it accepted from 1).
 # With WORKER_CLOSE=1 every response carries "Connection: close" and the connection is closed
 # after it (as gunicorn's sync workers do). With WORKER_RUDE=1 the connection is closed after each
 # response without a word (as a server whose keep-alive timeout just passed): bulkheadd may find
 # out only when it sends the next request there.
 import http.server
+import itertools
 import os
 import socket
 import sys
@@ -68,8 +71,15 @@ class BlockChecker:
         self.length += len(block)
 
 
+CONNECTIONS = itertools.count(1)
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        self.connection_number = next(CONNECTIONS)
 
     def log_message(self, fmt, *args):
         pass
@@ -78,6 +88,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
+        # Which of the connections the worker accepted carried this request, counting from 1.
+        self.send_header("X-Worker-Connection", str(self.connection_number))
         for name, value in extra:
             self.send_header(name, value)
         if CLOSE:
