@@ -28,7 +28,12 @@ HttpWorkerLink::HttpWorkerLink(Owner* owner)
           reinterpret_cast<uv_stream_t*>(&pipe_),
           [this](int status) {
             write_failed_ = true;
-            Broken(std::string("write to worker failed: ") + uv_strerror(status));
+            write_error_ = std::string("write to worker failed: ") + uv_strerror(status);
+            // A worker that answers before it reads the whole request (an early 413 or 401 to an
+            // upload) and closes makes the write fail, its answer perhaps still unread here: keep
+            // reading, and let the end of the connection decide (WorkerClosed), as Go's
+            // net/http client does. The rest of the body has nowhere to go (SendBody drops it).
+            if (inflight_ == nullptr) Broken(write_error_);
           },
           [this] {
             if (body_source_ != nullptr) body_source_->OnBodyDrained();
@@ -71,7 +76,7 @@ void HttpWorkerLink::Send(Request* request, std::string_view payload) {
 }
 
 bool HttpWorkerLink::SendBody(std::string_view bytes) {
-  if (closing_ || inflight_ == nullptr) return false;
+  if (closing_ || inflight_ == nullptr || write_failed_) return false;
   writer_.AppendBytes(bytes);
   writer_.Flush();
   return writer_.backlog_bytes() > kBodyBufferBytes;
@@ -193,7 +198,7 @@ void HttpWorkerLink::WorkerClosed(const std::string& why) {
     Broken(why + " before its response was complete");
     return;
   }
-  Broken(why);
+  Broken(write_failed_ ? write_error_ : why);
 }
 
 void HttpWorkerLink::Finish(bool reusable) {

@@ -122,6 +122,7 @@ class HttpWorkerLink final : public Link {
   bool carried_request_ = false;      // a request was sent on this connection before
   bool ended_ = false;                // the worker closed the connection (EOF or reset)
   bool left_unread_ = false;          // ... with bytes of the in-flight request unread
+  std::string write_error_;           // why the write failed (write_failed_)
   bool paused_ = false;               // reading stopped: the client is behind
   // The client streaming the in-flight request's body, until it is whole (EndBody), cut (AbortBody)
   // or the request leaves the link (TakeInflight tells the client: BodyLinkGone).

@@ -846,6 +846,25 @@ TEST(HttpCell, HundredMiBUploadsStreamToASlowWorkerInBoundedMemory) {
 // While its request waits in the queue, an upload's body stays in the client's socket (bulkheadd
 // reads none of it: the client cannot send it all); the request runs once a slot frees, and its
 // body then arrives whole.
+// A worker may refuse an upload from its head and close without reading the body: bulkheadd's
+// next write of the body fails, and the worker's answer, already sent, must still reach the client
+// rather than a 502. The failing write races with the read of the answer, so many uploads.
+TEST(HttpCell, WorkersEarlyAnswerToAnUploadItDidNotReadReachesTheClient) {
+  Harness h(TestOptions({HttpCell()}, "max_payload_bytes = 16777216\n"));
+  ASSERT_STARTED(h);
+  const std::string body(size_t{1} << 20, 'u');
+  for (int i = 0; i < 30; ++i) {
+    std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+    ASSERT_TRUE(conn);
+    conn->Send("POST /early HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response && response->status == 413 && response->body == "too big\n")
+        << "upload " << i << ": " << Describe(response);
+  }
+  EXPECT_EQ(h.Cell("web")["failed"], 0) << h.Status().dump();
+}
+
 TEST(HttpCell, QueuedUploadIsNotReadUntilASlotFrees) {
   constexpr uint64_t kBody = uint64_t{32} << 20;
   testing::TempDir dir;

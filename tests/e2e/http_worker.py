@@ -19,6 +19,7 @@
 #                      or, when the connection ended before the body did, "incomplete LENGTH" to
 #                      $WORKER_BODY_LOG if set
 #   GET  /wait?file=P  answers "released" once the file P exists
+#   POST /early        413 "too big" and Connection: close from the head, the body left unread
 #   POST /drop         appends a line to the file $WORKER_DROP_LOG, then closes the connection
 #                      without answering (a worker killed with the request in hand)
 # Every response carries X-Worker-Connection: N, the number of the connection it went out on (the
@@ -192,6 +193,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         if self.path.startswith("/verify"):
             self.verify()
+            return
+        if self.path == "/early":
+            # Refuses the upload from its head, without reading the body, and closes.
+            self.close_connection = True
+            self.send_response(413)
+            self.send_header("Content-Length", "8")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"too big\n")
             return
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
