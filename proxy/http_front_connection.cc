@@ -244,6 +244,7 @@ void HttpFrontConnection::OnBodyLink(HttpWorkerLink* link) {
     writer_.Flush();
   }
   // Everything read was parsed when the request was handed on: the body comes with the next read.
+  ArmHeaderTimer();  // the client's silence in the body is bounded as in the head (OnHeaderTimer)
   UpdateReading();
 }
 
@@ -264,6 +265,13 @@ void HttpFrontConnection::PassBody(bool last) {
       body_paused_ = full;
       if (last) std::exchange(body_link_, nullptr)->EndBody();
     }
+    // While the request runs, the client is waited for only while the link takes more (not
+    // paused, not done); once it was answered, EndExchange's header_timeout bounds the rest.
+    if (busy_ && body_link_ != nullptr && !body_paused_) {
+      ArmHeaderTimer();
+    } else if (busy_) {
+      uv_timer_stop(&header_timer_);
+    }
   }
   // Without a link the request was answered: its body is dropped.
   body.clear();
@@ -275,6 +283,7 @@ void HttpFrontConnection::PassBody(bool last) {
 
 void HttpFrontConnection::OnBodyDrained() {
   body_paused_ = false;
+  if (body_link_ != nullptr && body_streaming_) ArmHeaderTimer();
   if (!processing_) UpdateReading();
 }
 
@@ -417,7 +426,17 @@ void HttpFrontConnection::ArmHeaderTimer() {
 
 void HttpFrontConnection::OnHeaderTimer(uv_timer_t* timer) {
   auto* self = static_cast<HttpFrontConnection*>(timer->data);
-  if (self->closing_ || self->busy_) return;
+  if (self->closing_) return;
+  if (self->busy_) {
+    // A running request whose client stopped sending its body (nginx's client_body_timeout,
+    // HAProxy's timeout client): it holds a slot, so it is cut as a client that left.
+    if (self->body_streaming_ && self->body_link_ != nullptr && !self->body_paused_) {
+      self->CutBody(http::Error{408, "no request body bytes within header_timeout (" +
+                                         std::to_string(self->settings_.header_timeout_ms) +
+                                         " ms)"});
+    }
+    return;
+  }
   if (!self->parser_.in_message() && self->in_pos_ == self->in_.size()) {
     // An idle keep-alive connection: closed without a word, as HAProxy and nginx do.
     self->Close();

@@ -19,7 +19,9 @@
 // closed). `Expect: 100-continue` is answered "100 Continue" when the request is sent to the
 // worker. header_timeout bounds the time from the connection's start, or the end of the previous
 // answer, until a request's head is complete (slowloris; an idle keep-alive connection is closed
-// after it as well); request_timeout bounds a running request's body as the rest of its exchange.
+// after it as well), and the silence of a running request's client between two reads of its body
+// (408, the request cut: nginx's client_body_timeout); request_timeout bounds a running request's
+// body as the rest of its exchange.
 // Owns itself. REQUIRES: loop thread only.
 #pragma once
 

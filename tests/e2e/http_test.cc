@@ -981,6 +981,31 @@ TEST(HttpCell, SlowUploadIsCutAtRequestTimeout) {
 // `Expect: 100-continue` is answered when the request is sent to the worker: a queued request's
 // client gets "100 Continue" once a slot frees; a rejected one gets its 503 instead, with
 // Connection: close, and never sends its body.
+// Without request_timeout, a client that stops in the middle of its body would hold its slot
+// forever; header_timeout bounds its silence as it does in the head.
+TEST(HttpCell, UploadThatStopsMidBodyIsCutAtHeaderTimeout) {
+  bulkhead::testing::TempDir dir;
+  const std::string log = dir.Join("bodies");
+  CellSpec cell = HttpCell("header_timeout = \"300ms\"\n");
+  cell.environment = {{"WORKER_BODY_LOG", log}};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: 100000\r\n\r\n"));
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  ASSERT_TRUE(conn->Send(std::string(1000, 'x')));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 408) << Describe(response);
+  EXPECT_NE(response->body.find("no request body bytes within header_timeout"), std::string::npos)
+      << response->body;
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["dropped"] == 1;
+  })) << h.Status().dump();
+  // The worker saw its connection end, not a whole request.
+  EXPECT_TRUE(FirstLine(log).starts_with("incomplete ")) << FirstLine(log);
+}
+
 TEST(HttpCell, ExpectContinueIsAnsweredWhenTheRequestRunsNotWhenItIsRejected) {
   testing::TempDir dir;
   const std::string gate = dir.Join("gate");
