@@ -167,7 +167,16 @@ int RequestParser::OnUrl(http_parser* parser, const char* at, size_t length) {
   // is then the next byte of the data given (a piece cut by the end of the data is followed by
   // another, possibly empty, piece).
   if (at + length < self->data_end_) self->after_target_ = at[length];
-  return 0;
+  // Refused as soon as the line ends: an HTTP/0.9 client sends that one line and waits.
+  return self->RefuseVersionless() ? -1 : 0;
+}
+
+bool RequestParser::RefuseVersionless() {
+  // http-parser reads a request line without a version ("GET /x", HTTP/0.9's form) as HTTP/0.9;
+  // the target then ended at the line's end instead of a space.
+  if (after_target_ != '\r' && after_target_ != '\n') return false;
+  Fail(400, "no HTTP version in the request line (HTTP/0.9 is not supported)");
+  return true;
 }
 
 void AppendFieldNamePiece(std::vector<Header>* headers, bool* last_was_value,
@@ -216,12 +225,7 @@ int RequestParser::OnHeadersComplete(http_parser* parser) {
 }
 
 bool RequestParser::AcceptVersion(http_parser* parser) {
-  // http-parser reads a request line without a version ("GET /x", HTTP/0.9's form) as HTTP/0.9;
-  // the target then ended at the line's end instead of a space.
-  if (after_target_ == '\r' || after_target_ == '\n') {
-    Fail(400, "no HTTP version in the request line (HTTP/0.9 is not supported)");
-    return false;
-  }
+  if (RefuseVersionless()) return false;
   const std::string version =
       "HTTP/" + std::to_string(parser->http_major) + "." + std::to_string(parser->http_minor);
   if (parser->http_major != 1) {

@@ -128,6 +128,9 @@ class RequestParser {
   // Fails the request with `status` and `reason`; returns the value a callback returns to make
   // http-parser stop.
   int Fail(int status, std::string reason);
+  // A request line without a version ended (the target ended at CR or LF): fails with 400 and
+  // returns true.
+  bool RefuseVersionless();
   // Checks the request line's HTTP version and fills head_'s: 400 without one (HTTP/0.9), 505 for
   // a major version other than 1; HTTP/1.x above 1.1 is taken as HTTP/1.1.
   bool AcceptVersion(http_parser* parser);

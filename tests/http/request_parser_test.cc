@@ -205,6 +205,8 @@ TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
       {"no version", "GET /x\r\n\r\n", 400, "no HTTP version"},
       {"no version, bare LF", "GET /x\n\n", 400, "no HTTP version"},
       {"no version, then fields", "GET /x\r\nHost: x\r\n\r\n", 400, "no HTTP version"},
+      // An HTTP/0.9 client sends the one line and waits: refused at its end, not at a timeout.
+      {"no version, one line", "GET /h09\r\n", 400, "no HTTP version"},
       // RFC 9110 section 15.6.6: a major version other than 1.
       {"HTTP/2.0", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "HTTP/2.0 is not supported"},
       {"HTTP/3.0", "GET / HTTP/3.0\r\nHost: x\r\n\r\n", 505, "HTTP/3.0"},
