@@ -323,6 +323,14 @@ int CallCommand(const std::string& socket, const std::string& cell,
     return kExitFailure;
   }
   const std::string cell_socket = cells[0]["socket"].get<std::string>();
+  // `call` speaks frames (docs/protocol.md); an HTTP cell's socket would answer it with a 400.
+  if (cells[0].value("protocol", "frames") == "http") {
+    PrintError("cell " + cell +
+               " speaks HTTP/1.1 (protocol = \"http\"), not frames: call it with an HTTP client, "
+               "e.g. curl --unix-socket " +
+               cell_socket + " http://" + cell + "/");
+    return kExitUsage;
+  }
 
   CallResult result = CallCell(cell_socket, *payload, deadline);
   if (!result.reply) {

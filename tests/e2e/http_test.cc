@@ -631,6 +631,15 @@ TEST(HttpCell, StatusShowsTheProtocolAndHeaderTimeout) {
   EXPECT_EQ(status->exit_code(), 0) << status->Describe();
   EXPECT_NE(status->out.find("    protocol:          http\n"), std::string::npos) << status->out;
   EXPECT_NE(status->out.find(" header_timeout_ms=2500"), std::string::npos) << status->out;
+  // `call` speaks frames: on an HTTP cell it says so and names a client that speaks HTTP.
+  Result<ProcessResult> call = h.Ctl({"call", "web", "--data", "x"}, "");
+  ASSERT_TRUE(call.ok()) << call.status().message();
+  EXPECT_EQ(call->exit_code(), 2) << call->Describe();
+  EXPECT_NE(call->err.find("cell web speaks HTTP/1.1 (protocol = \"http\"), not frames: call it "
+                           "with an HTTP client, e.g. curl --unix-socket " +
+                           h.CellSocket("web") + " http://web/"),
+            std::string::npos)
+      << call->Describe();
 }
 
 TEST(HttpCell, WorkerThatClosesEveryConnectionServesFiftyRequestsInARow) {
