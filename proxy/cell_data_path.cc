@@ -196,7 +196,22 @@ void CellDataPath::CountUndelivered(uint64_t replies) {
 
 void CellDataPath::OnBadRequest(const std::string& why) {
   ++counters_.bad_request;
-  Log(LogLevel::kWarning, name(), 0, "bad request, closing client connection: " + why);
+  // Any client can send bad requests as fast as it likes: one line per kBadRequestLogMs at most,
+  // the rest counted (bad_request counts them all).
+  const uint64_t now = Now();
+  if (bad_request_logged_ && now - bad_request_logged_ms_ < kBadRequestLogMs) {
+    ++bad_requests_not_logged_;
+    return;
+  }
+  std::string line = "bad request, closing client connection: " + why;
+  if (bad_requests_not_logged_ > 0) {
+    line += " (and " + std::to_string(bad_requests_not_logged_) +
+            " more since the last such line, not logged)";
+  }
+  bad_request_logged_ = true;
+  bad_request_logged_ms_ = now;
+  bad_requests_not_logged_ = 0;
+  Log(LogLevel::kWarning, name(), 0, line);
 }
 
 // --- Request path. ---

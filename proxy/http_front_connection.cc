@@ -383,7 +383,8 @@ void HttpFrontConnection::EndExchange(bool close) {
 }
 
 void HttpFrontConnection::RefuseRequest(const http::Error& error) {
-  owner_->OnBadRequest(std::to_string(error.status) + " " + error.reason);
+  owner_->OnBadRequest(std::to_string(error.status) + " " + error.reason +
+                       (client_address_.empty() ? "" : " (client " + client_address_ + ")"));
   writer_.AppendBytes(http::FormatLocalReply(http::BadRequestReply(error, owner_->name())));
   writer_.Flush();
   CloseWhenDrained();

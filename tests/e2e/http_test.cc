@@ -583,6 +583,29 @@ TEST(HttpCell, SmugglingAttemptsGet400AndTheConnectionClosed) {
 
 // RFC 9112 section 3: a request line without a version (HTTP/0.9's "GET /x") gets 400; RFC 9110
 // section 15.6.6: another major version gets 505. Both close the connection and reach no worker.
+// Any client can send bad requests as fast as it likes; each is counted, but the log gets at most
+// one line a second of them, so that a client cannot flood the journal.
+TEST(HttpCell, BadRequestsAreCountedEachButLoggedAtMostOnceASecond) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  for (int i = 0; i < 40; ++i) {
+    std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+    ASSERT_TRUE(conn && conn->Send("BAD\r\n\r\n"));
+    std::optional<Response> response = conn->Read();
+    ASSERT_TRUE(response && response->status == 400) << i << ": " << Describe(response);
+  }
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["bad_request"] == 40; }))
+      << h.Status().dump();
+  const std::string log = h.Log();
+  size_t lines = 0;
+  for (size_t at = log.find("bad request, closing"); at != std::string::npos;
+       at = log.find("bad request, closing", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 1u) << log;
+  EXPECT_LE(lines, 10u) << log;  // 40 requests would take over 9 s to earn 10 lines
+}
+
 TEST(HttpCell, RequestLineWithoutVersionGets400AndHttp2Gets505) {
   Harness h(TestOptions({HttpCell()}));
   ASSERT_STARTED(h);
