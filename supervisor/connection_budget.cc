@@ -8,6 +8,10 @@
 
 namespace bulkhead::supervisor {
 
+uint64_t WorkerLinksOf(const config::CellConfig& cell) {
+  return cell.worker_connections == config::WorkerConnections::kMultiplex ? 1 : cell.max_concurrent;
+}
+
 uint64_t ClientConnectionBudget(uint64_t nofile, uint64_t open_now, uint64_t worker_links) {
   const uint64_t kept = open_now + worker_links + kDescriptorHeadroom;
   return nofile > kept ? nofile - kept : 0;

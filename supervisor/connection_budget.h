@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "config/config.h"
 
 namespace bulkhead::supervisor {
 
@@ -21,6 +22,10 @@ namespace bulkhead::supervisor {
 // the connection libuv has already accepted when it asks whether to keep it, spawns in progress
 // (two pipe ends each), cgroup and /proc files read for status, control connections, the log.
 inline constexpr size_t kDescriptorHeadroom = 64;
+
+// The most connections the supervisor keeps open to the worker of a cell configured so:
+// max_concurrent (one per slot), or 1 with worker_connections = "multiplex" (docs/config.md).
+uint64_t WorkerLinksOf(const config::CellConfig& cell);
 
 // The budget for a process whose soft RLIMIT_NOFILE is `nofile`, with `open_now` descriptors open
 // and up to `worker_links` worker connections to come: nofile - open_now - worker_links -

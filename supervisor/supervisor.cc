@@ -208,7 +208,7 @@ void Supervisor::SetUpConnectionBudget() {
   uint64_t wanted = 0;
   std::vector<uint32_t> max_connections;
   for (const config::CellConfig& c : config_.cells) {
-    worker_links += c.max_concurrent;
+    worker_links += WorkerLinksOf(c);
     wanted += c.max_connections;
     max_connections.push_back(c.max_connections);
   }

@@ -18,6 +18,14 @@ TEST(ClientConnectionBudget, KeepsWorkerLinksAndHeadroom) {
   EXPECT_EQ(ClientConnectionBudget(UINT64_MAX, 20, 16), UINT64_MAX - 20 - 16 - kDescriptorHeadroom);
 }
 
+TEST(WorkerLinksOf, OnePerSlotOrOneWhenMultiplexed) {
+  config::CellConfig cell;
+  cell.max_concurrent = 8;
+  EXPECT_EQ(WorkerLinksOf(cell), 8u);
+  cell.worker_connections = config::WorkerConnections::kMultiplex;
+  EXPECT_EQ(WorkerLinksOf(cell), 1u);
+}
+
 TEST(ShareConnectionBudget, EveryCellGetsItsMaxWhenAllFit) {
   EXPECT_THAT(ShareConnectionBudget(3000, {1024, 1024}), ElementsAre(1024u, 1024u));
   EXPECT_THAT(ShareConnectionBudget(2048, {1024, 1024}), ElementsAre(1024u, 1024u));
