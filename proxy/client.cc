@@ -18,6 +18,14 @@ bool PeerClosedBothWays(uv_stream_t* stream) {
   return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0;
 }
 
+uint64_t BytesUnreadByPeer(uv_stream_t* stream) {
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream), &fd) != 0) return 0;
+  int queued = 0;
+  if (::ioctl(fd, SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
+  return static_cast<uint64_t>(queued);
+}
+
 Client::Client(ClientOwner* owner, uv_stream_t* stream, size_t max_backlog)
     : owner_(owner),
       stream_(stream),
@@ -51,7 +59,7 @@ void Client::WatchBacklog() {
     waiting_ = true;
     stalled_since_ms_ = uv_now(stream_->loop);
     seen_written_ = writer_.written_bytes();
-    seen_unconsumed_ = UnconsumedBytes();
+    seen_unconsumed_ = BytesUnreadByPeer(stream_);
   }
   // May close this connection, or others, to keep the cell within max_unsent_bytes.
   owner_->OnRepliesWaiting(this);
@@ -65,18 +73,10 @@ void Client::CountWritten() {
   }
 }
 
-uint64_t Client::UnconsumedBytes() {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream_), &fd) != 0) return 0;
-  int queued = 0;
-  if (::ioctl(fd, SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
-  return static_cast<uint64_t>(queued);
-}
-
 size_t Client::CheckProgress(uint64_t now_ms) {
   CountWritten();
   const uint64_t written = writer_.written_bytes();
-  const uint64_t unconsumed = UnconsumedBytes();
+  const uint64_t unconsumed = BytesUnreadByPeer(stream_);
   if (written != seen_written_ || unconsumed < seen_unconsumed_) stalled_since_ms_ = now_ms;
   seen_written_ = written;
   seen_unconsumed_ = unconsumed;

@@ -114,9 +114,6 @@ class Client {
   bool closing_ = false;
 
  private:
-  // Socket send queue bytes not yet consumed by the client (SIOCOUTQ), 0 when unknown.
-  uint64_t UnconsumedBytes();
-
   size_t max_backlog_;
   // Answers not yet written whole, in order: where each ends in the writer's appended bytes, and
   // the counter of its outcome.
@@ -136,10 +133,15 @@ class Client {
 // True when the peer closed its socket rather than only shutting down its writing side: a Unix
 // stream socket then reports POLLHUP (both directions shut down), a half-close only POLLRDHUP.
 // TCP sends the same FIN for close(2) and shutdown(SHUT_WR), so a TCP client's EOF reads as a
-// half-close (HAProxy without `option abortonclose` does likewise): what it sent is answered, and
-// a client that is really gone shows once a reply meets its RST (the write fails, the connection
-// closes), unless it reset the connection at once (POLLHUP | POLLERR here).
+// half-close (HAProxy without `option abortonclose` does likewise): a frame cell answers what it
+// sent, and a client that is really gone shows once a reply meets its RST (the write fails, the
+// connection closes), unless it reset the connection at once (POLLHUP | POLLERR here). An HTTP
+// cell takes the EOF of a client waiting for an answer as the client leaving (docs/http.md).
 bool PeerClosedBothWays(uv_stream_t* stream);
+
+// Bytes this end sent on `stream` (a Unix or TCP stream socket) that its peer has not read yet
+// (SIOCOUTQ), 0 when unknown.
+uint64_t BytesUnreadByPeer(uv_stream_t* stream);
 
 // Initialises `client` (a union with `pipe` and `tcp` members) as the handle type that accepts
 // from `server`: a uv_tcp_t for a TCP listener, else a uv_pipe_t. Returns whether it is TCP.

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/http_worker_link.h"
 
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -130,11 +128,9 @@ void HttpWorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* 
 bool HttpWorkerLink::InflightUnread() {
   if (inflight_ == nullptr || response_started_) return false;
   if (writer_.written_bytes() < writer_.appended_bytes()) return true;  // not all of it went out
+  if (BytesUnreadByPeer(reinterpret_cast<uv_stream_t*>(&pipe_)) > 0) return true;
   uv_os_fd_t fd;
   if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) != 0) return false;
-  // On a Unix stream socket SIOCOUTQ counts what this end sent and the peer has not read yet.
-  int queued = 0;
-  if (::ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 0) return true;
   // A peer that closes with bytes unread makes the kernel set ECONNRESET on this end.
   int error = 0;
   socklen_t length = sizeof error;
