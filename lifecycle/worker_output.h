@@ -16,12 +16,12 @@
 #include <memory>
 #include <string>
 
+#include "base/log_rate_limiter.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "cell/process.h"
 #include "config/config.h"
 #include "lifecycle/line_splitter.h"
-#include "lifecycle/log_rate_limiter.h"
 
 namespace bulkhead::lifecycle {
 

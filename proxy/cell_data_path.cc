@@ -196,21 +196,15 @@ void CellDataPath::CountUndelivered(uint64_t replies) {
 
 void CellDataPath::OnBadRequest(const std::string& why) {
   ++counters_.bad_request;
-  // Any client can send bad requests as fast as it likes: one line per kBadRequestLogMs at most,
-  // the rest counted (bad_request counts them all).
-  const uint64_t now = Now();
-  if (bad_request_logged_ && now - bad_request_logged_ms_ < kBadRequestLogMs) {
-    ++bad_requests_not_logged_;
-    return;
-  }
+  // Any client can send bad requests as fast as it likes: one line a second at most, the rest
+  // counted (bad_request counts them all) and named by the next line logged.
+  const LogRateLimiter::Decision decision = bad_request_log_.Admit(Now());
+  if (!decision.log) return;
   std::string line = "bad request, closing client connection: " + why;
-  if (bad_requests_not_logged_ > 0) {
-    line += " (and " + std::to_string(bad_requests_not_logged_) +
+  if (decision.suppressed_before > 0) {
+    line += " (and " + std::to_string(decision.suppressed_before) +
             " more since the last such line, not logged)";
   }
-  bad_request_logged_ = true;
-  bad_request_logged_ms_ = now;
-  bad_requests_not_logged_ = 0;
   Log(LogLevel::kWarning, name(), 0, line);
 }
 

@@ -23,6 +23,7 @@
 #include "admission/cell_counters.h"
 #include "admission/latency_histogram.h"
 #include "admission/request_deadlines.h"
+#include "base/log_rate_limiter.h"
 #include "base/status.h"
 #include "config/config.h"
 #include "ipc/frame.h"
@@ -221,12 +222,9 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   std::vector<Request*> orphans_;
   // request_timeout of the running requests: the request timer is armed for NextDeadline().
   admission::RequestDeadlines deadlines_;
+  // OnBadRequest's log lines: one per second at most (burst 1, 1000 ms), the rest counted.
+  LogRateLimiter bad_request_log_{1, 1000};
   // Last time the worker showed progress (a reply, or work given to an idle worker): stall_timeout.
-  // OnBadRequest's log lines: at most one per kBadRequestLogMs.
-  static constexpr uint64_t kBadRequestLogMs = 1000;
-  bool bad_request_logged_ = false;
-  uint64_t bad_request_logged_ms_ = 0;
-  uint64_t bad_requests_not_logged_ = 0;
   uint64_t last_progress_ms_ = 0;
   // When stall_timeout last changed (reload): the silence counts from there at the earliest.
   uint64_t stall_counted_from_ms_ = 0;

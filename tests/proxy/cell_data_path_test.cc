@@ -11,13 +11,17 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <charconv>
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
+#include "base/log.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
 #include "tests/helpers/test_support.h"
@@ -162,6 +166,87 @@ TEST_F(CellDataPathTest, ForwardsToTheWorkerSocketAndTellsTheUpstreamWhenDrained
   EXPECT_TRUE(upstream_.stalls.empty());
   EXPECT_EQ(data_path_->worker_connections(), 1u) << "the link stays open for the next request";
   EXPECT_TRUE(RunUntil([&] { return data_path_->counters().ok == 1; }));
+}
+
+// Records the bad-request warnings Log receives for the cell "t", each with the loop's time (ms)
+// when it came, which is the time the data path judged it by; installed while the object lives.
+class BadRequestLog : public LogSink {
+ public:
+  explicit BadRequestLog(uv_loop_t* loop) : loop_(loop), previous_(GetLogSink()) {
+    SetLogSink(this);
+  }
+  ~BadRequestLog() override { SetLogSink(previous_); }
+  BadRequestLog(const BadRequestLog&) = delete;
+  BadRequestLog& operator=(const BadRequestLog&) = delete;
+
+  bool Consume(const LogRecord& record) override {
+    if (record.cell != "t" || !record.message.starts_with(kPrefix)) return false;
+    lines.emplace_back(uv_now(loop_), std::string(record.message));
+    return true;
+  }
+
+  static constexpr std::string_view kPrefix = "bad request, closing client connection: ";
+  std::vector<std::pair<uint64_t, std::string>> lines;
+
+ private:
+  uv_loop_t* loop_;
+  LogSink* previous_;
+};
+
+// How many bad requests `line` says were not logged before it: K of its "(and K more since the
+// last such line, not logged)", 0 without one; nullopt when the text is not that.
+std::optional<uint64_t> NotLoggedBefore(std::string_view line) {
+  constexpr std::string_view kAnd = " (and ";
+  constexpr std::string_view kMore = " more since the last such line, not logged)";
+  const size_t at = line.find(kAnd);
+  if (at == std::string_view::npos) return 0;
+  std::string_view rest = line.substr(at + kAnd.size());
+  uint64_t count = 0;
+  auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), count);
+  if (error != std::errc() || count == 0 || std::string_view(end, rest.end()) != kMore) {
+    return std::nullopt;
+  }
+  return count;
+}
+
+// Any client can send bad requests as fast as it likes: each is counted and answered, but the log
+// gets at most one line a second of them (burst 1 per 1000 ms), and the next line logged says how
+// many were not, so that every bad request is in the log's tally once.
+TEST_F(CellDataPathTest, BadRequestsAreLoggedAtMostOnceASecondAndTheNextLineCountsTheRest) {
+  BadRequestLog log(&loop_);
+  auto send_bad_request = [&](uint64_t nth) {
+    Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+    ASSERT_TRUE(client.ok()) << client.status().message();
+    constexpr std::string_view kGarbage = "GARBAGE GARBAGE GARBAGE!";
+    ASSERT_EQ(::send(client->fd(), kGarbage.data(), kGarbage.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(kGarbage.size()));
+    Result<ipc::Client::Reply> reply = Receive(*client);
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kBadRequest);
+    EXPECT_EQ(data_path_->counters().bad_request, nth);
+  };
+  for (uint64_t i = 1; i <= 5; ++i) send_bad_request(i);
+  ASSERT_FALSE(log.lines.empty());
+  // A second after the last line logged, the next bad request is logged again.
+  const uint64_t last_logged_ms = log.lines.back().first;
+  ASSERT_TRUE(RunUntil([&] { return uv_now(&loop_) >= last_logged_ms + 1000; }));
+  send_bad_request(6);
+
+  ASSERT_GE(log.lines.size(), 2u);
+  EXPECT_LT(log.lines.size(), 6u) << "five bad requests sent back to back were each logged";
+  uint64_t tally = 0;
+  for (size_t i = 0; i < log.lines.size(); ++i) {
+    const auto& [at_ms, line] = log.lines[i];
+    std::optional<uint64_t> not_logged = NotLoggedBefore(line);
+    ASSERT_TRUE(not_logged.has_value()) << line;
+    tally += 1 + *not_logged;
+    if (i == 0) {
+      EXPECT_EQ(*not_logged, 0u) << line;
+    } else {
+      EXPECT_GE(at_ms - log.lines[i - 1].first, 1000u) << "two lines within a second: " << line;
+    }
+  }
+  EXPECT_EQ(tally, 6u) << "the log's lines and their counts do not add up to the bad requests";
 }
 
 class MultiplexDataPathTest : public CellDataPathTest {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-#include "lifecycle/log_rate_limiter.h"
+#include "base/log_rate_limiter.h"
 
-namespace bulkhead::lifecycle {
+namespace bulkhead {
 
 LogRateLimiter::LogRateLimiter(uint32_t burst, uint64_t interval_ms)
     : burst_(burst), interval_ms_(interval_ms) {}
@@ -40,4 +40,4 @@ std::optional<uint64_t> LogRateLimiter::SuppressionEndsAt() const {
   return window_start_ms_ + interval_ms_;
 }
 
-}  // namespace bulkhead::lifecycle
+}  // namespace bulkhead

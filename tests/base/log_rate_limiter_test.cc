@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "lifecycle/log_rate_limiter.h"
+#include "base/log_rate_limiter.h"
 
 #include <gtest/gtest.h>
 
-namespace bulkhead::lifecycle {
+namespace bulkhead {
 namespace {
 
 TEST(LogRateLimiter, LogsBurstThenDropsUntilTheWindowEnds) {
@@ -59,4 +59,4 @@ TEST(LogRateLimiter, ZeroBurstOrIntervalMeansNoLimit) {
 }
 
 }  // namespace
-}  // namespace bulkhead::lifecycle
+}  // namespace bulkhead

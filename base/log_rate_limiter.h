@@ -2,13 +2,15 @@
 // LogRateLimiter: at most `burst` lines per window of `interval_ms`, then lines are dropped and
 // counted until the window ends, like journald's per-service limit (journald.conf(5)
 // RateLimitIntervalSec=, RateLimitBurst=). A window opens with the first line after the previous
-// one ended. Pure: the caller passes the time (ms, any monotonic clock); one thread.
+// one ended. Pure: the caller passes the time (ms, any monotonic clock); one thread. Users: a
+// worker's output lines (lifecycle::WorkerOutput, the cell's log_rate_limit_* keys) and a cell's
+// bad-request warnings (proxy::CellDataPath, burst 1 per 1000 ms).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
-namespace bulkhead::lifecycle {
+namespace bulkhead {
 
 class LogRateLimiter {
  public:
@@ -42,4 +44,4 @@ class LogRateLimiter {
   uint64_t suppressed_ = 0;
 };
 
-}  // namespace bulkhead::lifecycle
+}  // namespace bulkhead
