@@ -223,10 +223,17 @@ CellSpec HttpCell(std::string extra = "", uint32_t max_concurrent = 4, uint32_t 
                   .extra_toml = "protocol = \"http\"\n" + std::string(kQuickStop) + extra};
 }
 
+// A client connection to the cell "web": to its Unix socket, or over TCP to `tcp_address`
+// ("127.0.0.1:PORT", as the cell's status lists its listen) when that is not empty.
+std::optional<HttpConn> OpenClient(Harness& h, const std::string& tcp_address = "") {
+  return tcp_address.empty() ? HttpConn::Open(h.CellSocket("web")) : HttpConn::OpenTcp(tcp_address);
+}
+
 // A client connection whose GET `target` runs on the worker, once the cell shows it running;
-// nullopt if that did not happen.
-std::optional<HttpConn> RunOneRequest(Harness& h, const std::string& target) {
-  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+// nullopt if that did not happen. "/stall" is never answered; WaitTarget(gate) runs until Release.
+std::optional<HttpConn> RunOneRequest(Harness& h, const std::string& target,
+                                      const std::string& tcp_address = "") {
+  std::optional<HttpConn> conn = OpenClient(h, tcp_address);
   if (!conn || !conn->Send("GET " + target + " HTTP/1.1\r\nHost: web\r\n\r\n")) {
     return std::nullopt;
   }
@@ -236,8 +243,22 @@ std::optional<HttpConn> RunOneRequest(Harness& h, const std::string& target) {
   return conn;
 }
 
-// A client connection whose GET /stall runs on the worker (which never answers it).
-std::optional<HttpConn> StallOneRequest(Harness& h) { return RunOneRequest(h, "/stall"); }
+// The cell "web" full, for a cell of max_concurrent = 1: `running` is a client whose GET `target`
+// runs on the worker and takes the only slot; `next` a second client, connected, that has sent
+// nothing yet (its first request is rejected with max_queue = 0, queued otherwise). Both over TCP
+// to `tcp_address` when that is not empty. nullopt if either could not be had.
+struct FullCell {
+  HttpConn running;
+  HttpConn next;
+};
+std::optional<FullCell> OpenFullCell(Harness& h, const std::string& target = "/stall",
+                                     const std::string& tcp_address = "") {
+  std::optional<HttpConn> running = RunOneRequest(h, target, tcp_address);
+  if (!running) return std::nullopt;
+  std::optional<HttpConn> next = OpenClient(h, tcp_address);
+  if (!next) return std::nullopt;
+  return FullCell{std::move(*running), std::move(*next)};
+}
 
 // Sends request(0) .. request(count - 1) one after the other on one connection to the cell "web",
 // reading each answer before the next request: each must be a 200 that `check` finds right (it
@@ -263,12 +284,10 @@ std::optional<HttpConn> StallOneRequest(Harness& h) { return RunOneRequest(h, "/
 
 std::string GetHello(int /*i*/) { return "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"; }
 
-// A client connection whose GET /wait runs on the worker until the file `gate` exists.
-std::optional<HttpConn> HoldOneRequest(Harness& h, const std::string& gate) {
-  return RunOneRequest(h, "/wait?file=" + gate);
-}
+// The target of a GET that runs on the worker until the file `gate` exists.
+std::string WaitTarget(const std::string& gate) { return "/wait?file=" + gate; }
 
-// Lets the request of HoldOneRequest(h, gate) on `conn` end; true once it was answered.
+// Lets the GET WaitTarget(gate) running on `conn` end; true once it was answered.
 bool Release(HttpConn& conn, const std::string& gate) {
   if (!testing::WriteFileAtomically(gate, "").ok()) return false;
   std::optional<Response> released = conn.Read();
@@ -446,7 +465,7 @@ TEST(HttpCell, ExpectContinueGetsOneHundredBeforeTheBody) {
 TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> stalled = StallOneRequest(h);
+  std::optional<HttpConn> stalled = RunOneRequest(h, "/stall");
   ASSERT_TRUE(stalled);
   Result<ProcessResult> curl = Curl(h, {"-i", "http://web/hello"});
   ASSERT_TRUE(curl.ok()) << curl.status().message();
@@ -466,14 +485,13 @@ TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
 TEST(HttpCell, LocalAnswerToHeadHasNoBodySoTheConnectionStaysInStep) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> stalled = StallOneRequest(h);
-  ASSERT_TRUE(stalled);
-  std::optional<HttpConn> client = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(client);
+  std::optional<FullCell> full = OpenFullCell(h);
+  ASSERT_TRUE(full);
+  HttpConn& client = full->next;
   ASSERT_TRUE(
-      client->Send("HEAD /hello HTTP/1.1\r\nHost: web\r\n\r\n"
-                   "GET /hello HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n"));
-  const std::string bytes = client->ReadUntilClosed();
+      client.Send("HEAD /hello HTTP/1.1\r\nHost: web\r\n\r\n"
+                  "GET /hello HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n"));
+  const std::string bytes = client.ReadUntilClosed();
   const size_t head_end = bytes.find("\r\n\r\n");
   ASSERT_NE(head_end, std::string::npos) << bytes;
   EXPECT_TRUE(bytes.starts_with("HTTP/1.1 503 ")) << bytes;
@@ -488,13 +506,12 @@ TEST(HttpCell, LocalAnswerToHeadHasNoBodySoTheConnectionStaysInStep) {
 TEST(HttpCell, LocalAnswerToAnHttp10KeepAliveRequestSaysKeepAlive) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> stalled = StallOneRequest(h);
-  ASSERT_TRUE(stalled);
-  std::optional<HttpConn> client = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(client);
+  std::optional<FullCell> full = OpenFullCell(h);
+  ASSERT_TRUE(full);
+  HttpConn& client = full->next;
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(client->Send("GET /hello HTTP/1.0\r\nHost: web\r\nConnection: Keep-Alive\r\n\r\n"));
-    std::optional<Response> response = client->Read();
+    ASSERT_TRUE(client.Send("GET /hello HTTP/1.0\r\nHost: web\r\nConnection: Keep-Alive\r\n\r\n"));
+    std::optional<Response> response = client.Read();
     ASSERT_TRUE(response) << i;
     EXPECT_EQ(response->status, 503) << Describe(response);
     EXPECT_EQ(ToLower(response->Header("connection")), "keep-alive") << Describe(response);
@@ -905,24 +922,23 @@ TEST(HttpCell, QueuedUploadIsNotReadUntilASlotFrees) {
   cell.queue_timeout = "60s";
   Harness h(TestOptions({cell}, "max_payload_bytes = 67108864\n"));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> running = HoldOneRequest(h, gate);
-  ASSERT_TRUE(running);
-  std::optional<HttpConn> upload = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(upload);
-  ASSERT_TRUE(upload->Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: " +
-                           std::to_string(kBody) + "\r\n\r\n"));
+  std::optional<FullCell> full = OpenFullCell(h, WaitTarget(gate));
+  ASSERT_TRUE(full);
+  auto& [running, upload] = *full;
+  ASSERT_TRUE(upload.Send("POST /verify HTTP/1.1\r\nHost: web\r\nContent-Length: " +
+                          std::to_string(kBody) + "\r\n\r\n"));
   // Admitted on its head alone.
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; }))
       << h.Status().dump();
   const std::string body = Pattern(0, kBody);
-  const size_t taken = upload->SendSome(body);
+  const size_t taken = upload.SendSome(body);
   EXPECT_LT(taken, kBody) << "the whole body was read while its request was queued";
   nlohmann::json status = h.Cell("web");
   EXPECT_EQ(status["queued"], 1) << status.dump();
   // The slot frees: the request runs and its body is read.
-  ASSERT_TRUE(Release(*running, gate));
-  ASSERT_TRUE(upload->Send(std::string_view(body).substr(taken)));
-  std::optional<Response> response = upload->Read(std::chrono::seconds(60));
+  ASSERT_TRUE(Release(running, gate));
+  ASSERT_TRUE(upload.Send(std::string_view(body).substr(taken)));
+  std::optional<Response> response = upload.Read(std::chrono::seconds(60));
   ASSERT_TRUE(response && response->status == 200) << Describe(response);
   EXPECT_EQ(response->body, std::to_string(kBody) + " -1");
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
@@ -1045,12 +1061,12 @@ TEST(HttpCell, ExpectContinueIsAnsweredWhenTheRequestRunsNotWhenItIsRejected) {
   cell.queue_timeout = "60s";
   Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> running = HoldOneRequest(h, gate);
-  ASSERT_TRUE(running);
+  std::optional<FullCell> full = OpenFullCell(h, WaitTarget(gate));
+  ASSERT_TRUE(full);
+  auto& [running, queued] = *full;
   const std::string head =
       "POST /verify HTTP/1.1\r\nHost: web\r\nExpect: 100-continue\r\nContent-Length: 8192\r\n\r\n";
-  std::optional<HttpConn> queued = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(queued && queued->Send(head));
+  ASSERT_TRUE(queued.Send(head));
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; }));
   std::optional<HttpConn> rejected = HttpConn::Open(h.CellSocket("web"));
   ASSERT_TRUE(rejected && rejected->Send(head));
@@ -1058,11 +1074,11 @@ TEST(HttpCell, ExpectContinueIsAnsweredWhenTheRequestRunsNotWhenItIsRejected) {
   ASSERT_TRUE(refusal && refusal->status == 503) << Describe(refusal);
   EXPECT_EQ(refusal->Header("connection"), "close");
   EXPECT_TRUE(rejected->EndsWithin());
-  ASSERT_TRUE(Release(*running, gate));
-  std::optional<Response> interim = queued->Read();
+  ASSERT_TRUE(Release(running, gate));
+  std::optional<Response> interim = queued.Read();
   ASSERT_TRUE(interim && interim->status == 100) << Describe(interim);
-  ASSERT_TRUE(queued->Send(Pattern(0, 8192)));
-  std::optional<Response> response = queued->Read();
+  ASSERT_TRUE(queued.Send(Pattern(0, 8192)));
+  std::optional<Response> response = queued.Read();
   ASSERT_TRUE(response && response->status == 200) << Describe(response);
   EXPECT_EQ(response->body, "8192 -1");
 }
@@ -1076,20 +1092,19 @@ TEST(HttpCell, BodyOfARequestRejectedFromTheQueueIsDroppedAndTheConnectionGoesOn
   cell.queue_timeout = "200ms";
   Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> running = HoldOneRequest(h, gate);
-  ASSERT_TRUE(running);
-  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
-  ASSERT_TRUE(conn);
-  ASSERT_TRUE(conn->Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 5\r\n\r\n"));
-  std::optional<Response> refusal = conn->Read();
+  std::optional<FullCell> full = OpenFullCell(h, WaitTarget(gate));
+  ASSERT_TRUE(full);
+  auto& [running, conn] = *full;
+  ASSERT_TRUE(conn.Send("POST /echo HTTP/1.1\r\nHost: web\r\nContent-Length: 5\r\n\r\n"));
+  std::optional<Response> refusal = conn.Read();
   ASSERT_TRUE(refusal && refusal->status == 503) << Describe(refusal);
   EXPECT_EQ(refusal->Header("bulkhead-outcome").rfind("rejected; reason=queue_timeout", 0), 0u)
       << Describe(refusal);
-  ASSERT_TRUE(Release(*running, gate));
+  ASSERT_TRUE(Release(running, gate));
   ASSERT_TRUE(
-      conn->Send("hello"
-                 "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
-  std::optional<Response> next = conn->Read();
+      conn.Send("hello"
+                "GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> next = conn.Read();
   ASSERT_TRUE(next && next->status == 200) << Describe(next);
   EXPECT_EQ(next->body, "hello");
   EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["queue_timeout"], 1) << h.Status().dump();
@@ -1135,15 +1150,15 @@ TEST(HttpCell, HeadNotCompleteWithinHeaderTimeoutGets408) {
 
 // With the one slot of "web" taken: a client of `queued` (just opened) whose request waits in the
 // queue, then closes its connection; its request must leave the queue as cancelled.
-::testing::AssertionResult QueuedRequestIsCancelledWhenItsClientLeaves(
-    Harness& h, std::optional<HttpConn> queued) {
-  if (!queued || !queued->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) {
+::testing::AssertionResult QueuedRequestIsCancelledWhenItsClientLeaves(Harness& h,
+                                                                       HttpConn& queued) {
+  if (!queued.Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n")) {
     return ::testing::AssertionFailure() << "cannot send the request to queue";
   }
   if (!h.WaitForCell("web", [](const nlohmann::json& c) { return c["queued"] == 1; })) {
     return ::testing::AssertionFailure() << "not queued: " << h.Status().dump();
   }
-  queued->Close();
+  queued.Close();
   if (!h.WaitForCell(
           "web", [](const nlohmann::json& c) { return c["queued"] == 0 && c["cancelled"] == 1; })) {
     return ::testing::AssertionFailure() << "not cancelled: " << h.Status().dump();
@@ -1154,9 +1169,9 @@ TEST(HttpCell, HeadNotCompleteWithinHeaderTimeoutGets408) {
 TEST(HttpCell, ClientThatLeavesWhileQueuedIsCancelled) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> running = StallOneRequest(h);
-  ASSERT_TRUE(running);
-  EXPECT_TRUE(QueuedRequestIsCancelledWhenItsClientLeaves(h, HttpConn::Open(h.CellSocket("web"))));
+  std::optional<FullCell> full = OpenFullCell(h);
+  ASSERT_TRUE(full);
+  EXPECT_TRUE(QueuedRequestIsCancelledWhenItsClientLeaves(h, full->next));
 }
 
 // Over TCP a client's close reads as a FIN, the same as a shutdown of its sending side; an HTTP
@@ -1168,12 +1183,11 @@ TEST(HttpCell, TcpClientThatLeavesWhileQueuedIsCancelledAndWhileRunningDropped) 
   const nlohmann::json cell = h.Cell("web");
   ASSERT_TRUE(cell["listen"].is_array() && !cell["listen"].empty()) << cell.dump();
   const std::string address = cell["listen"][0].get<std::string>();
-  std::optional<HttpConn> running = HttpConn::OpenTcp(address);
-  ASSERT_TRUE(running);
-  ASSERT_TRUE(running->Send("GET /sleep/1500 HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
-  EXPECT_TRUE(QueuedRequestIsCancelledWhenItsClientLeaves(h, HttpConn::OpenTcp(address)));
-  running->Close();
+  std::optional<FullCell> full = OpenFullCell(h, "/sleep/1500", address);
+  ASSERT_TRUE(full);
+  auto& [running, queued] = *full;
+  EXPECT_TRUE(QueuedRequestIsCancelledWhenItsClientLeaves(h, queued));
+  running.Close();
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
     return c["running"] == 0 && c["dropped"] == 1 && c["ok"] == 0;
   })) << h.Status().dump();
@@ -1182,10 +1196,8 @@ TEST(HttpCell, TcpClientThatLeavesWhileQueuedIsCancelledAndWhileRunningDropped) 
 TEST(HttpCell, ClientThatLeavesWhileRunningIsDroppedWhenTheWorkerAnswers) {
   Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/1)}));
   ASSERT_STARTED(h);
-  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  std::optional<HttpConn> conn = RunOneRequest(h, "/sleep/500");
   ASSERT_TRUE(conn);
-  ASSERT_TRUE(conn->Send("GET /sleep/500 HTTP/1.1\r\nHost: web\r\n\r\n"));
-  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
   conn->Close();
   ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) {
     return c["running"] == 0 && c["dropped"] == 1;
