@@ -92,6 +92,52 @@ class CellDataPathTest : public ::testing::Test {
     return client.Receive();
   }
 
+  // Gives the cell `slots` slots, a queue of 1 and `mode`, as a reload and the next worker's start
+  // do, listens on the worker socket as the worker would, and opens admission to a "running"
+  // worker.
+  void StartWorker(uint32_t slots, config::WorkerConnections mode) {
+    Result<UniqueFd> listening = ListenUnix(config_.worker_socket);
+    ASSERT_TRUE(listening.ok()) << listening.status().message();
+    worker_listen_ = std::move(listening).value();
+    config::CellConfig next = config_;
+    next.max_concurrent = slots;
+    next.max_queue = 1;
+    next.worker_connections = mode;
+    data_path_->Reconfigure(next);
+    data_path_->WorkerStarting();
+    upstream_.pid = 4242;
+    upstream_.refuses = false;
+    data_path_->OpenAdmission();
+  }
+
+  // Connects `count` clients and sends one request on each: id 10 + i + first, payload
+  // "p<i + first>".
+  std::vector<ipc::Client> SendFromClients(int count, int first = 0) {
+    std::vector<ipc::Client> clients;
+    for (int i = first; i < first + count; ++i) {
+      Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+      EXPECT_TRUE(client.ok()) << client.status().message();
+      if (!client.ok()) break;
+      EXPECT_TRUE(client->Send(10 + static_cast<uint64_t>(i), "p" + std::to_string(i)).ok());
+      clients.push_back(std::move(client).value());
+    }
+    return clients;
+  }
+
+  // The worker's end of the next connection the data path opened (invalid fd if none came).
+  FakeWorkerEnd AcceptWorkerEnd() {
+    FakeWorkerEnd end;
+    if (RunUntil([&] { return Readable(worker_listen_.get()); })) {
+      end.fd = UniqueFd(::accept4(worker_listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    }
+    return end;
+  }
+
+  std::vector<std::pair<ipc::FrameHeader, std::string>> ReadRequests(FakeWorkerEnd& end,
+                                                                     size_t count) {
+    return end.Read([this](const std::function<bool()>& done) { return RunUntil(done); }, count);
+  }
+
   TempDir dir_;
   uv_loop_t loop_{};
   config::CellConfig config_;
@@ -99,6 +145,7 @@ class CellDataPathTest : public ::testing::Test {
   FakeUpstream upstream_;
   std::optional<loop::AfterPoll> after_poll_;
   std::optional<CellDataPath> data_path_;
+  UniqueFd worker_listen_;  // the worker socket, once StartWorker listened on it
 };
 
 TEST_F(CellDataPathTest, RefusesWhileTheUpstreamHasNoWorkerWithItsRetryAfter) {
@@ -249,50 +296,84 @@ TEST_F(CellDataPathTest, BadRequestsAreLoggedAtMostOnceASecondAndTheNextLineCoun
   EXPECT_EQ(tally, 6u) << "the log's lines and their counts do not add up to the bad requests";
 }
 
+// True when the peer of `fd` closed the connection: it reads as the end (a peek gets 0 bytes).
+bool PeerClosed(int fd) {
+  char byte;
+  return Readable(fd) && ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+// A frame cell's request that the worker cannot have read (it closed the connection with the
+// request unread in it: ECONNRESET) goes out again on a new connection, and before connecting the
+// data path closes the connection that has been idle longest (TakeLink with `fresh`): the worker
+// is likeliest to be closing that one too. The request is answered once; the connection idle for
+// a shorter time stays open and is not written to.
+TEST_F(CellDataPathTest, AResendClosesTheLongestIdleConnectionFirst) {
+  StartWorker(/*slots=*/3, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> clients = SendFromClients(3);
+  ASSERT_EQ(clients.size(), 3u);
+  // Three connections, one request on each, answered one after the other: ends[0]'s connection
+  // becomes idle first, ends[2]'s last.
+  std::vector<FakeWorkerEnd> ends;
+  for (int i = 0; i < 3; ++i) {
+    ends.push_back(AcceptWorkerEnd());
+    ASSERT_TRUE(ends.back().fd.valid()) << i;
+  }
+  for (size_t i = 0; i < ends.size(); ++i) {
+    auto request = ReadRequests(ends[i], 1);
+    ASSERT_EQ(request.size(), 1u) << i;
+    ASSERT_TRUE(ends[i].Reply(request[0].first.request_id, "r" + request[0].second));
+    ASSERT_TRUE(RunUntil([&] { return data_path_->counters().ok == i + 1; })) << i;
+  }
+  for (size_t i = 0; i < clients.size(); ++i) {
+    Result<ipc::Client::Reply> reply = Receive(clients[i]);
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    EXPECT_EQ(reply->payload, "rp" + std::to_string(reply->header.request_id - 10));
+  }
+  ASSERT_EQ(data_path_->worker_connections(), 3u);
+
+  // The next request takes the connection idle for the shortest time; the worker closes it
+  // without reading the request.
+  std::vector<ipc::Client> next = SendFromClients(1, /*first=*/3);
+  ASSERT_EQ(next.size(), 1u);
+  ASSERT_TRUE(RunUntil([&] { return Readable(ends[2].fd.get()); }));
+  ends[2].fd.Reset();
+
+  FakeWorkerEnd fresh = AcceptWorkerEnd();
+  ASSERT_TRUE(fresh.fd.valid()) << "the request was not sent again on a new connection";
+  EXPECT_TRUE(RunUntil([&] { return PeerClosed(ends[0].fd.get()); }))
+      << "the longest idle connection is still open";
+  auto resent = ReadRequests(fresh, 1);
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].second, "p3");
+  ASSERT_TRUE(fresh.Reply(resent[0].first.request_id, "once"));
+  Result<ipc::Client::Reply> reply = Receive(next[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.request_id, 13u);
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kOk);
+  EXPECT_EQ(reply->payload, "once");
+  EXPECT_TRUE(RunUntil([&] { return data_path_->counters().ok == 4; }));
+  EXPECT_EQ(data_path_->counters().failed(), 0u);
+  EXPECT_FALSE(Readable(next[0].fd())) << "a second reply";
+  EXPECT_FALSE(Readable(ends[1].fd.get())) << "the connection idle for a shorter time was used";
+  EXPECT_FALSE(Readable(worker_listen_.get())) << "one connection more than the resend needs";
+  EXPECT_EQ(data_path_->worker_connections(), 2u);
+}
+
 class MultiplexDataPathTest : public CellDataPathTest {
  protected:
-  // Switches the cell to worker_connections = "multiplex" as a reload and the next worker's start
-  // do, with `slots` slots and a queue of 1, and opens admission to a "running" worker.
   void StartMultiplexed(uint32_t slots) {
-    Result<UniqueFd> listening = ListenUnix(config_.worker_socket);
-    ASSERT_TRUE(listening.ok()) << listening.status().message();
-    worker_listen_ = std::move(listening).value();
-    config::CellConfig next = config_;
-    next.max_concurrent = slots;
-    next.max_queue = 1;
-    next.worker_connections = config::WorkerConnections::kMultiplex;
-    data_path_->Reconfigure(next);
-    data_path_->WorkerStarting();
-    upstream_.pid = 4242;
-    upstream_.refuses = false;
-    data_path_->OpenAdmission();
-  }
-
-  // Connects `count` clients and sends one request on each: id 10 + i, payload "p<i>".
-  std::vector<ipc::Client> SendFromClients(int count) {
-    std::vector<ipc::Client> clients;
-    for (int i = 0; i < count; ++i) {
-      Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
-      EXPECT_TRUE(client.ok()) << client.status().message();
-      if (!client.ok()) break;
-      EXPECT_TRUE(client->Send(10 + static_cast<uint64_t>(i), "p" + std::to_string(i)).ok());
-      clients.push_back(std::move(client).value());
-    }
-    return clients;
+    StartWorker(slots, config::WorkerConnections::kMultiplex);
   }
 
   void AcceptWorker() {
-    ASSERT_TRUE(RunUntil([&] { return Readable(worker_listen_.get()); }));
-    worker_.fd = UniqueFd(::accept4(worker_listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    worker_ = AcceptWorkerEnd();
     ASSERT_TRUE(worker_.fd.valid());
   }
 
   std::vector<std::pair<ipc::FrameHeader, std::string>> ReadRequests(size_t count) {
-    return worker_.Read([this](const std::function<bool()>& done) { return RunUntil(done); },
-                        count);
+    return CellDataPathTest::ReadRequests(worker_, count);
   }
 
-  UniqueFd worker_listen_;
   FakeWorkerEnd worker_;
 };
 
