@@ -15,6 +15,11 @@
 // check what the supervisor let through (issue 16: never more than max_concurrent). For a worker
 // that one supervisor connection carries one request at a time, that is the connections with an
 // unanswered request. Exits on SIGTERM (the default action: "signal 15").
+// --io uring (built when liburing is found): the same worker on io_uring(7) instead of epoll(7)
+// (liburing, io_uring_enter(2)): a receive stays armed on every connection, and each loop
+// iteration hands the kernel every new receive and send in one io_uring_enter call that also
+// waits for the next completion, so a request costs no system call of its own. The bench measures
+// its CPU per reply beside the epoll worker's (docs/benchmarks.md, "client hop").
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -36,6 +41,10 @@
 #include "base/unique_fd.h"
 #include "cell/worker.h"
 #include "ipc/frame.h"
+
+#ifdef BULKHEAD_BENCH_HAVE_LIBURING
+#include <liburing.h>
+#endif
 
 namespace bulkhead::bench {
 namespace {
@@ -168,6 +177,42 @@ uint32_t ServeFrames(Connection& c) {
   return answered;
 }
 
+// Room for the next read into `c`'s input (kReadChunk bytes or more); CommitRead(c, protocol, got)
+// keeps the `got` bytes read into it (0 for none), before anything else touches `c`'s input.
+std::span<char> ReadRoom(Connection& c, Protocol protocol) {
+  if (protocol == Protocol::kFrames) return c.frames.PrepareWrite(kReadChunk);
+  const size_t old = c.http_in.size();
+  c.http_in.resize(old + kReadChunk);
+  return {c.http_in.data() + old, kReadChunk};
+}
+
+void CommitRead(Connection& c, Protocol protocol, size_t got) {
+  if (protocol == Protocol::kFrames) {
+    c.frames.Commit(got);
+  } else {
+    c.http_in.resize(c.http_in.size() - kReadChunk + got);
+  }
+}
+
+// Answers the complete requests buffered in `c` and counts them in progress, in `c` and in
+// `*in_progress`.
+void Serve(Connection& c, Protocol protocol, uint64_t* in_progress) {
+  const uint32_t answered = protocol == Protocol::kFrames ? ServeFrames(c) : ServeHttp(c);
+  c.in_progress += answered;
+  *in_progress += answered;
+}
+
+// Writes `peak` to `path` (a decimal number and a newline); nothing when `path` is empty.
+void WritePeak(const std::string& path, uint64_t peak) {
+  if (path.empty()) return;
+  UniqueFd file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  const std::string text = std::to_string(peak) + "\n";
+  if (!file || ::write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    std::fprintf(stderr, "bulkhead-bench-worker: cannot write %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+  }
+}
+
 class Worker {
  public:
   Worker(Protocol protocol, std::string peak_file)
@@ -234,19 +279,10 @@ class Worker {
 
   void Read(Connection& c) {
     while (!c.peer_closed && !c.close_after) {
-      ssize_t got;
-      size_t asked = kReadChunk;
-      if (protocol_ == Protocol::kFrames) {
-        std::span<char> room = c.frames.PrepareWrite(kReadChunk);
-        asked = room.size();
-        got = ::read(c.fd.get(), room.data(), room.size());
-        c.frames.Commit(got > 0 ? static_cast<size_t>(got) : 0);
-      } else {
-        const size_t old = c.http_in.size();
-        c.http_in.resize(old + kReadChunk);
-        got = ::read(c.fd.get(), c.http_in.data() + old, kReadChunk);
-        c.http_in.resize(old + (got > 0 ? static_cast<size_t>(got) : 0));
-      }
+      std::span<char> room = ReadRoom(c, protocol_);
+      const size_t asked = room.size();
+      const ssize_t got = ::read(c.fd.get(), room.data(), room.size());
+      CommitRead(c, protocol_, got > 0 ? static_cast<size_t>(got) : 0);
       if (got == 0) c.peer_closed = true;
       if (got < 0) {
         if (errno == EINTR) continue;
@@ -256,9 +292,7 @@ class Worker {
       // Most likely drained; level-triggered epoll reports the rest, if any, next time.
       if (got > 0 && static_cast<size_t>(got) < asked) break;
     }
-    const uint32_t answered = protocol_ == Protocol::kFrames ? ServeFrames(c) : ServeHttp(c);
-    c.in_progress += answered;
-    in_progress_ += answered;
+    Serve(c, protocol_, &in_progress_);
   }
 
   // Writes what `c` has to say; closes it when done and the peer left or asked for a close.
@@ -298,16 +332,7 @@ class Worker {
     connections_.erase(c.fd.get());  // destroys c; closing the fd removes it from epoll
   }
 
-  void WritePeak() {
-    if (peak_file_.empty()) return;
-    UniqueFd file(::open(peak_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    const std::string text = std::to_string(peak_) + "\n";
-    if (!file ||
-        ::write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-      std::fprintf(stderr, "bulkhead-bench-worker: cannot write %s: %s\n", peak_file_.c_str(),
-                   std::strerror(errno));
-    }
-  }
+  void WritePeak() { bench::WritePeak(peak_file_, peak_); }
 
   Protocol protocol_;
   std::string peak_file_;
@@ -318,30 +343,247 @@ class Worker {
   uint64_t peak_ = 0;
 };
 
+#ifdef BULKHEAD_BENCH_HAVE_LIBURING
+// The worker on io_uring. Every connection has one receive armed at all times (until its peer
+// leaves) and at most one send in flight, of `sending`, while new answers gather in `out`. A
+// completion's user_data is (the connection's slot in links_ + 1) shifted left by one, with the
+// operation in the low bit (0 receive, 1 send); the multishot accept's is 0.
+class UringWorker {
+ public:
+  UringWorker(Protocol protocol, std::string peak_file)
+      : protocol_(protocol), peak_file_(std::move(peak_file)) {}
+  UringWorker(const UringWorker&) = delete;
+  UringWorker& operator=(const UringWorker&) = delete;
+  ~UringWorker() {
+    if (ring_ready_) io_uring_queue_exit(&ring_);
+  }
+
+  int Run(int listen_fd) {
+    // DEFER_TASKRUN (Linux 6.1) runs completions only when this thread asks for them, in
+    // io_uring_enter; older kernels get the plain ring.
+    io_uring_params params{};
+    params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    int rc = io_uring_queue_init_params(kRingEntries, &ring_, &params);
+    if (rc == -EINVAL) rc = io_uring_queue_init(kRingEntries, &ring_, 0);
+    if (rc < 0) return Fail("io_uring_queue_init", -rc);
+    ring_ready_ = true;
+    listen_fd_ = listen_fd;
+    ArmAccept();
+    WritePeak();
+    std::vector<Link*> touched;
+    for (;;) {
+      rc = io_uring_submit_and_wait(&ring_, 1);
+      if (rc < 0 && rc != -EINTR) return Fail("io_uring_submit_and_wait", -rc);
+      // Completions first (reads are served at once), sends after: what this batch brought in is
+      // in progress before any of it is answered.
+      touched.clear();
+      unsigned head;
+      unsigned seen = 0;
+      io_uring_cqe* cqe;
+      io_uring_for_each_cqe(&ring_, head, cqe) {
+        ++seen;
+        const uint64_t data = cqe->user_data;
+        if (data == 0) {
+          OnAccept(cqe->res, (cqe->flags & IORING_CQE_F_MORE) != 0);
+          continue;
+        }
+        Link* link = links_[(data >> 1) - 1].get();
+        if ((data & 1) == 0) {
+          OnReceived(*link, cqe->res);
+        } else {
+          OnSent(*link, cqe->res);
+        }
+        if (!link->touched) {
+          link->touched = true;
+          touched.push_back(link);
+        }
+      }
+      io_uring_cq_advance(&ring_, seen);
+      if (in_progress_ > peak_) {
+        peak_ = in_progress_;
+        WritePeak();
+      }
+      for (Link* link : touched) {
+        link->touched = false;
+        Settle(*link);
+      }
+    }
+  }
+
+ private:
+  static constexpr unsigned kRingEntries = 4096;
+
+  struct Link {
+    uint32_t slot = 0;  // its index in links_
+    UniqueFd fd;
+    Connection c;
+    std::string sending;           // handed to the kernel in a send, not yet all sent
+    size_t sending_sent = 0;       // bytes of `sending` sent so far
+    uint32_t sending_answers = 0;  // requests answered by `sending`
+    bool receiving = false;        // a receive is armed
+    bool send_in_flight = false;
+    bool touched = false;  // in this iteration's list
+  };
+
+  int Fail(const char* what, int error) {
+    std::fprintf(stderr, "bulkhead-bench-worker: %s: %s\n", what, std::strerror(error));
+    return kExitFailure;
+  }
+
+  // A submission entry; when the ring is full, submits what it holds to make room.
+  io_uring_sqe* Entry() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (sqe == nullptr) {
+      io_uring_submit(&ring_);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+
+  static uint64_t UserData(const Link& link, uint64_t operation) {
+    return ((uint64_t{link.slot} + 1) << 1) | operation;
+  }
+
+  void ArmAccept() {
+    io_uring_sqe* sqe = Entry();
+    io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    io_uring_sqe_set_data64(sqe, 0);
+  }
+
+  void OnAccept(int fd, bool more) {
+    if (!more) ArmAccept();  // the multishot accept ended (an error): arm it again
+    if (fd < 0) return;
+    uint32_t slot;
+    if (free_slots_.empty()) {
+      slot = static_cast<uint32_t>(links_.size());
+      links_.emplace_back();
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
+    links_[slot] = std::make_unique<Link>();
+    links_[slot]->slot = slot;
+    links_[slot]->fd.Reset(fd);
+    ArmReceive(*links_[slot]);
+  }
+
+  void ArmReceive(Link& link) {
+    std::span<char> room = ReadRoom(link.c, protocol_);
+    io_uring_sqe* sqe = Entry();
+    io_uring_prep_recv(sqe, link.fd.get(), room.data(), room.size(), 0);
+    io_uring_sqe_set_data64(sqe, UserData(link, 0));
+    link.receiving = true;
+  }
+
+  void OnReceived(Link& link, int res) {
+    Connection& c = link.c;
+    link.receiving = false;
+    CommitRead(c, protocol_, res > 0 ? static_cast<size_t>(res) : 0);
+    if (res == -EINTR || res == -EAGAIN) return;  // Settle arms it again
+    if (res <= 0) {
+      c.peer_closed = true;
+      return;
+    }
+    Serve(c, protocol_, &in_progress_);
+  }
+
+  void OnSent(Link& link, int res) {
+    link.send_in_flight = false;
+    if (res == -EINTR || res == -EAGAIN) return;  // Settle sends the rest again
+    if (res < 0) {
+      link.c.peer_closed = true;
+      link.c.close_after = true;
+      return;
+    }
+    link.sending_sent += static_cast<size_t>(res);
+    if (link.sending_sent == link.sending.size()) {
+      in_progress_ -= link.sending_answers;
+      link.c.in_progress -= link.sending_answers;
+      link.sending_answers = 0;
+      link.sending.clear();
+      link.sending_sent = 0;
+    }
+  }
+
+  // After a completion of `link`: starts its next send, re-arms its receive, or closes it once
+  // nothing of it is in flight.
+  void Settle(Link& link) {
+    Connection& c = link.c;
+    if (!link.send_in_flight && link.sending.empty() && !c.out.empty()) {
+      link.sending.swap(c.out);
+      link.sending_answers = c.in_progress;
+    }
+    if (!link.send_in_flight && link.sending_sent < link.sending.size()) {
+      io_uring_sqe* sqe = Entry();
+      io_uring_prep_send(sqe, link.fd.get(), link.sending.data() + link.sending_sent,
+                         link.sending.size() - link.sending_sent, MSG_NOSIGNAL);
+      io_uring_sqe_set_data64(sqe, UserData(link, 1));
+      link.send_in_flight = true;
+    }
+    const bool done = !link.send_in_flight && link.sending.empty() && c.out.empty();
+    if ((c.peer_closed || c.close_after) && done) {
+      if (link.receiving) {
+        ::shutdown(link.fd.get(), SHUT_RDWR);  // ends the armed receive; closed at its completion
+        return;
+      }
+      in_progress_ -= c.in_progress;
+      free_slots_.push_back(link.slot);
+      links_[link.slot].reset();  // closes the fd
+      return;
+    }
+    if (!link.receiving && !c.peer_closed && !c.close_after) ArmReceive(link);
+  }
+
+  void WritePeak() { bench::WritePeak(peak_file_, peak_); }
+
+  Protocol protocol_;
+  std::string peak_file_;
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  int listen_fd_ = -1;
+  std::vector<std::unique_ptr<Link>> links_;  // by slot; null: free
+  std::vector<uint32_t> free_slots_;
+  uint64_t in_progress_ = 0;
+  uint64_t peak_ = 0;
+};
+#endif  // BULKHEAD_BENCH_HAVE_LIBURING
+
 int Main(int argc, char** argv) {
   Protocol protocol = Protocol::kFrames;
   std::string peak_file;
+  bool uring = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "--protocol" && i + 1 < argc && argv[i + 1] == std::string_view("frames")) {
-      protocol = Protocol::kFrames;
+    const std::string_view value = i + 1 < argc ? argv[i + 1] : "";
+    if (arg == "--protocol" && (value == "frames" || value == "http")) {
+      protocol = value == "frames" ? Protocol::kFrames : Protocol::kHttp;
       ++i;
-    } else if (arg == "--protocol" && i + 1 < argc && argv[i + 1] == std::string_view("http")) {
-      protocol = Protocol::kHttp;
+    } else if (arg == "--io" && (value == "epoll" || value == "uring")) {
+      uring = value == "uring";
       ++i;
     } else if (arg == "--peak-file" && i + 1 < argc) {
       peak_file = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: bulkhead-bench-worker [--protocol frames|http] [--peak-file PATH]\n");
+                   "usage: bulkhead-bench-worker [--protocol frames|http] [--io epoll|uring] "
+                   "[--peak-file PATH]\n");
       return kExitUsage;
     }
   }
+#ifndef BULKHEAD_BENCH_HAVE_LIBURING
+  if (uring) {
+    std::fprintf(stderr, "bulkhead-bench-worker: --io uring: built without liburing\n");
+    return kExitUsage;
+  }
+#endif
   Result<int> listen_fd = cell::ListenFdFromEnv();
   if (!listen_fd.ok()) {
     std::fprintf(stderr, "bulkhead-bench-worker: %s\n", listen_fd.status().message().c_str());
     return kExitFailure;
   }
+#ifdef BULKHEAD_BENCH_HAVE_LIBURING
+  if (uring) return UringWorker(protocol, std::move(peak_file)).Run(*listen_fd);
+#endif
   return Worker(protocol, std::move(peak_file)).Run(*listen_fd);
 }
 

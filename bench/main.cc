@@ -5,7 +5,8 @@
 //   - bulkheadd with an `echo` cell (bulkhead-bench-worker, max_concurrent = connections) and, for
 //     frames, a `mux` cell (the same, with worker_connections = "multiplex") and a `hang` cell (1
 //     slot, no queue, a stalled gateway worker);
-//   - a bulkhead-bench-worker of its own on a socket-activated listening socket (`direct`);
+//   - a bulkhead-bench-worker of its own on a socket-activated listening socket (`direct`), and,
+//     when built with liburing, another in its io_uring mode (`uring`);
 //   - HAProxy (`--haproxy`, one thread) in front of that same worker, with `server ... maxconn`
 //     equal to the cell's max_concurrent;
 // then alternates rounds over the targets, rotating their order each round to spread machine noise
@@ -16,12 +17,14 @@
 //   multiplex  as bulkheadd, through the `mux` cell: every request on one worker connection
 //              (docs/protocol.md, "Multiplexed worker connections"; frames only)
 //   reject     client -> the `hang` cell's front socket -> REJECTED full at once (frames only)
-// and prints replies/s, p50/p99/p99.9 latency and the CPU time per reply of the process in the
-// middle (bulkheadd, HAProxy), per round and per target, the ratios, and a summary over the
-// connection counts. With `--http` the same is done over HTTP/1.1 (the cell has protocol = "http",
-// HAProxy runs in mode http, the worker and the load generator speak HTTP).
-// Exits 0 only if every reply had the expected status, bulkheadd's counters account for every reply
-// and bulkheadd's workers never had more requests in progress than max_concurrent.
+//   uring      client -> the io_uring echo worker's own socket -> back (built with liburing)
+// and prints replies/s, p50/p99/p99.9 latency and the CPU time per reply of the process that
+// serves the client (bulkheadd, HAProxy, the direct and uring workers), per round and per target,
+// the ratios, a summary over the connection counts, and what the client hop alone costs a
+// one-thread server on epoll and on io_uring. With `--http` the same is done over HTTP/1.1 (the
+// cell has protocol = "http", HAProxy runs in mode http, the worker and the load generator speak
+// HTTP). Exits 0 only if every reply had the expected status, bulkheadd's counters account for
+// every reply and bulkheadd's workers never had more requests in progress than max_concurrent.
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -110,8 +113,9 @@ struct Target {
   std::string name = {};
   std::string socket = {};
   ipc::ReplyStatus expected = ipc::ReplyStatus::kOk;
-  // The process a request passes through whose CPU time is charged to it (bulkheadd, HAProxy);
-  // 0 for the direct target.
+  // The process serving the client whose CPU time is charged to the target: bulkheadd, HAProxy,
+  // or the echo worker itself for direct and uring (the worker behind bulkheadd and HAProxy is
+  // not counted); 0: not measured.
   pid_t cpu_pid = 0;
   uint64_t replies = 0;        // expected replies inside the measuring windows
   uint64_t unexpected = 0;     // other replies inside the windows
@@ -292,7 +296,24 @@ class Stage {
         direct_listener_.get());
     if (!worker.ok()) return worker.status();
     direct_worker_ = std::move(worker).value();
-    targets_.push_back(Target{.name = "direct", .socket = direct_socket});
+    targets_.push_back(
+        Target{.name = "direct", .socket = direct_socket, .cpu_pid = direct_worker_.pid()});
+#ifdef BULKHEAD_BENCH_HAVE_LIBURING
+    // The same echo worker on io_uring: what the client hop of a one-thread server costs when its
+    // reads and writes take no system call each (bulkhead-bench-worker --io uring).
+    const std::string uring_socket = root + "/uring.sock";
+    listener = ListenUnix(uring_socket, 1024);
+    if (!listener.ok()) return listener.status();
+    uring_listener_ = std::move(listener).value();
+    worker =
+        ChildProcess::StartWorker({options_.bin_dir + "/bench/bulkhead-bench-worker", "--protocol",
+                                   options_.http ? "http" : "frames", "--io", "uring"},
+                                  uring_listener_.get());
+    if (!worker.ok()) return worker.status();
+    uring_worker_ = std::move(worker).value();
+    targets_.push_back(
+        Target{.name = "uring", .socket = uring_socket, .cpu_pid = uring_worker_.pid()});
+#endif
 
     if (!options_.haproxy.empty()) {
       HaproxyOptions haproxy{.binary = options_.haproxy,
@@ -487,9 +508,11 @@ class Stage {
     }
     Status stopped = haproxy_.Stop(kStopTimeout);
     if (status.ok()) status = stopped;
-    if (direct_worker_.pid() > 0) {
-      stopped = direct_worker_.StopExpecting(kStopTimeout, {"signal 15", "exit 0"});
-      if (status.ok()) status = stopped;
+    for (ChildProcess* worker : {&direct_worker_, &uring_worker_}) {
+      if (worker->pid() > 0) {
+        stopped = worker->StopExpecting(kStopTimeout, {"signal 15", "exit 0"});
+        if (status.ok()) status = stopped;
+      }
     }
     if (bulkheadd_ && bulkheadd_->running()) {
       stopped = bulkheadd_->StopCleanly();
@@ -510,9 +533,12 @@ class Stage {
   std::optional<BulkheaddProcess> bulkheadd_;
   UniqueFd direct_listener_;
   ChildProcess direct_worker_;
+  UniqueFd uring_listener_;
+  ChildProcess uring_worker_;  // the echo worker on io_uring, when built with liburing
   HaproxyProcess haproxy_;
   std::optional<ipc::Client> holder_;
-  // bulkheadd (unless skipped), multiplex and reject (frames), direct, haproxy (if any)
+  // bulkheadd (unless skipped), multiplex and reject (frames), direct, uring (with liburing),
+  // haproxy (if any)
   std::vector<Target> targets_;
 };
 
@@ -624,6 +650,24 @@ void ReportSummary(const Options& options, const std::vector<StageResult>& stage
         via->latency.p99_us, haproxy->cpu_us_per_reply(), via->cpu_us_per_reply(),
         Ratio(via->cpu_us_per_reply(), haproxy->cpu_us_per_reply()), mux->rate(),
         mux->cpu_us_per_reply(), Ratio(mux->rate(), haproxy->rate()));
+  }
+  // What the client hop alone costs a one-thread server here: the echo worker on epoll (direct),
+  // the same on io_uring (uring), and bulkheadd answering REJECTED from admission (reject).
+  std::printf(
+      "\nclient hop (%s): cpu us/req of a one-thread echo server on epoll and on io_uring, and of "
+      "bulkheadd rejecting\n%5s %9s %9s %9s %11s\n",
+      options.http ? "HTTP/1.1" : "frames", "conns", "epoll", "io_uring", "reject", "uring/epoll");
+  for (const StageResult& stage : stages) {
+    const Target none;
+    const Target* direct = stage.Find("direct");
+    const Target* uring = stage.Find("uring");
+    const Target* reject = stage.Find("reject");
+    if (!direct) direct = &none;
+    if (!uring) uring = &none;
+    if (!reject) reject = &none;
+    std::printf("%5d %9.2f %9.2f %9.2f %11.2f\n", stage.connections, direct->cpu_us_per_reply(),
+                uring->cpu_us_per_reply(), reject->cpu_us_per_reply(),
+                Ratio(uring->cpu_us_per_reply(), direct->cpu_us_per_reply()));
   }
   const double hop_us = SocketHopFloorUs(options.payload_bytes, 200'000);
   std::printf(

@@ -527,13 +527,8 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           break;
         }
         case CellKeyId::kLogLineMax: {
-          std::optional<uint64_t> bytes = reader.ExpectSize(*value, key_path, "");
-          if (bytes && (*bytes < kMinLogLineMax || *bytes > kMaxLogLineMax)) {
-            reader.AddError(
-                At(value->source()), key_path,
-                "must be between 64 and 1048576 bytes (1M), got " + SizeAsWritten(*value));
-            bytes.reset();
-          }
+          std::optional<uint64_t> bytes = reader.ExpectSizeBetween(*value, key_path, kMinLogLineMax,
+                                                                   kMaxLogLineMax, " bytes (1M)");
           key_ok = bytes.has_value();
           if (bytes) cell.log_line_max = static_cast<uint32_t>(*bytes);
           break;

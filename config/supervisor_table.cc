@@ -13,7 +13,7 @@
 namespace bulkhead::config {
 namespace {
 
-constexpr int64_t kMaxPayloadBytesLimit = int64_t{1} << 30;  // 1 GiB.
+constexpr uint64_t kMaxPayloadBytesLimit = uint64_t{1} << 30;  // 1 GiB.
 constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
 // In the order of CgroupMode.
 constexpr std::array<std::string_view, 3> kCgroupModes = {"auto", "required", "off"};
@@ -109,10 +109,10 @@ void ParseSupervisorTable(const toml::table* table, const std::string& default_r
           break;
         }
         case SupervisorKeyId::kMaxPayloadBytes: {
-          if (auto bytes =
-                  reader.ExpectInteger(*node, path, 1, kMaxPayloadBytesLimit, " (1 GiB)")) {
-            out.max_payload_bytes = static_cast<uint32_t>(*bytes);
-          }
+          // A size, as max_unsent_bytes and the memory limits take it: 4194304 or "4M".
+          std::optional<uint64_t> bytes =
+              reader.ExpectSizeBetween(*node, path, 1, kMaxPayloadBytesLimit, " (1 GiB)");
+          if (bytes) out.max_payload_bytes = static_cast<uint32_t>(*bytes);
           break;
         }
         case SupervisorKeyId::kLogLevel: {

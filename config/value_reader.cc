@@ -269,6 +269,19 @@ std::optional<uint64_t> ValueReader::ExpectSize(const toml::node& node, const st
   return bytes;
 }
 
+std::optional<uint64_t> ValueReader::ExpectSizeBetween(const toml::node& node,
+                                                       const std::string& path, uint64_t min,
+                                                       uint64_t max, std::string_view max_note) {
+  std::optional<uint64_t> bytes = ExpectSize(node, path, "");
+  if (bytes && (*bytes < min || *bytes > max)) {
+    AddError(At(node.source()), path,
+             "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                 std::string(max_note) + ", got " + SizeAsWritten(node));
+    return std::nullopt;
+  }
+  return bytes;
+}
+
 std::optional<bool> ValueReader::ExpectBoolean(const toml::node& node, const std::string& path) {
   const toml::value<bool>* value = node.as_boolean();
   if (value == nullptr) {

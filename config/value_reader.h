@@ -83,6 +83,9 @@ class ValueReader {
   // `zero_refusal` is why 0 is refused, or "" when 0 is allowed.
   std::optional<uint64_t> ExpectSize(const toml::node& node, const std::string& path,
                                      std::string_view zero_refusal);
+  // A size in [min, max] bytes; `max_note` follows max in the message (" bytes (1M)").
+  std::optional<uint64_t> ExpectSizeBetween(const toml::node& node, const std::string& path,
+                                            uint64_t min, uint64_t max, std::string_view max_note);
   std::optional<bool> ExpectBoolean(const toml::node& node, const std::string& path);
   // A string that must be one of `choices`; returns its index.
   std::optional<size_t> ExpectChoice(const toml::node& node, const std::string& path,

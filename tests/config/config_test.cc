@@ -269,7 +269,9 @@ max_queue = 2024-01-01
 PORT = 8080
 )"),
       ElementsAre(
-          At(3, 21, "supervisor.max_payload_bytes", "expected integer, got float"),
+          At(3, 21, "supervisor.max_payload_bytes",
+             "expected size, got float (write bytes as an integer, 268435456, or a string with a "
+             "unit, \"256M\")"),
           At(4, 13, "supervisor.log_level", "expected string, got integer"),
           At(6, 11, "cells.a.command",
              "expected array of strings, got string (write the program and its arguments as "

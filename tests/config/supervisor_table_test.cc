@@ -15,7 +15,9 @@
 namespace bulkhead::config {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 TEST(ParseConfig, SupervisorDefaults) {
   const Config config = MustParse(R"([supervisor]
@@ -109,6 +111,26 @@ TEST(ParseConfig, CgroupParentIsACgroupPathUnderTheMount) {
   EXPECT_THAT(Errors("[supervisor]\ncgroup_parent = \"/a b\"\n" + CellWith("")),
               ElementsAre(At(2, 17, "supervisor.cgroup_parent",
                              "must not contain whitespace or control characters, got \"/a b\"")));
+}
+
+// max_payload_bytes is a size like max_unsent_bytes and memory_max: "200M" as well as 209715200,
+// within the same 1 GiB either way.
+TEST(ParseConfig, MaxPayloadBytesTakesASizeString) {
+  EXPECT_EQ(MustParse("[supervisor]\nmax_payload_bytes = \"200M\"\n" + CellWith(""))
+                .supervisor.max_payload_bytes,
+            200u << 20);
+  EXPECT_EQ(MustParse("[supervisor]\nmax_payload_bytes = \"1Gi\"\n" + CellWith(""))
+                .supervisor.max_payload_bytes,
+            1u << 30);
+  EXPECT_THAT(Errors("[supervisor]\nmax_payload_bytes = \"2G\"\n" + CellWith("")),
+              ElementsAre(At(2, 21, "supervisor.max_payload_bytes",
+                             "must be between 1 and 1073741824 (1 GiB), got \"2G\"")));
+  EXPECT_THAT(Errors("[supervisor]\nmax_payload_bytes = \"0K\"\n" + CellWith("")),
+              ElementsAre(At(2, 21, "supervisor.max_payload_bytes",
+                             "must be between 1 and 1073741824 (1 GiB), got \"0K\"")));
+  EXPECT_THAT(Errors("[supervisor]\nmax_payload_bytes = \"200MB\"\n" + CellWith("")),
+              ElementsAre(AllOf(HasSubstr(At(2, 21, "supervisor.max_payload_bytes", "")),
+                                HasSubstr("\"200MB\""))));
 }
 
 TEST(ParseConfig, SupervisorMustBeATable) {
