@@ -70,7 +70,7 @@ lint: deps
 bench-deps:
 	bash scripts/install-bench-deps.sh
 
-bench: bench-deps build
+bench: build bench-deps
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD)
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD) --http
 

@@ -15,12 +15,13 @@
 // check what the supervisor let through (issue 16: never more than max_concurrent). For a worker
 // that one supervisor connection carries one request at a time, that is the connections with an
 // unanswered request. Exits on SIGTERM (the default action: "signal 15").
-// --io uring (built when liburing is found): the same worker on io_uring(7) instead of epoll(7)
+// --io uring: the same worker on io_uring(7) instead of epoll(7)
 // (liburing, io_uring_enter(2)): a receive stays armed on every connection, and each loop
 // iteration hands the kernel every new receive and send in one io_uring_enter call that also
 // waits for the next completion, so a request costs no system call of its own. The bench measures
 // its CPU per reply beside the epoll worker's (docs/benchmarks.md, "client hop").
 #include <fcntl.h>
+#include <liburing.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,10 +42,6 @@
 #include "base/unique_fd.h"
 #include "cell/worker.h"
 #include "ipc/frame.h"
-
-#ifdef BULKHEAD_BENCH_HAVE_LIBURING
-#include <liburing.h>
-#endif
 
 namespace bulkhead::bench {
 namespace {
@@ -343,7 +340,6 @@ class Worker {
   uint64_t peak_ = 0;
 };
 
-#ifdef BULKHEAD_BENCH_HAVE_LIBURING
 // The worker on io_uring. Every connection has one receive armed at all times (until its peer
 // leaves) and at most one send in flight, of `sending`, while new answers gather in `out`. A
 // completion's user_data is (the connection's slot in links_ + 1) shifted left by one, with the
@@ -546,7 +542,6 @@ class UringWorker {
   uint64_t in_progress_ = 0;
   uint64_t peak_ = 0;
 };
-#endif  // BULKHEAD_BENCH_HAVE_LIBURING
 
 int Main(int argc, char** argv) {
   Protocol protocol = Protocol::kFrames;
@@ -570,20 +565,12 @@ int Main(int argc, char** argv) {
       return kExitUsage;
     }
   }
-#ifndef BULKHEAD_BENCH_HAVE_LIBURING
-  if (uring) {
-    std::fprintf(stderr, "bulkhead-bench-worker: --io uring: built without liburing\n");
-    return kExitUsage;
-  }
-#endif
   Result<int> listen_fd = cell::ListenFdFromEnv();
   if (!listen_fd.ok()) {
     std::fprintf(stderr, "bulkhead-bench-worker: %s\n", listen_fd.status().message().c_str());
     return kExitFailure;
   }
-#ifdef BULKHEAD_BENCH_HAVE_LIBURING
   if (uring) return UringWorker(protocol, std::move(peak_file)).Run(*listen_fd);
-#endif
   return Worker(protocol, std::move(peak_file)).Run(*listen_fd);
 }
 

@@ -5,8 +5,8 @@
 //   - bulkheadd with an `echo` cell (bulkhead-bench-worker, max_concurrent = connections) and, for
 //     frames, a `mux` cell (the same, with worker_connections = "multiplex") and a `hang` cell (1
 //     slot, no queue, a stalled gateway worker);
-//   - a bulkhead-bench-worker of its own on a socket-activated listening socket (`direct`), and,
-//     when built with liburing, another in its io_uring mode (`uring`);
+//   - a bulkhead-bench-worker of its own on a socket-activated listening socket (`direct`), and
+//     another in its io_uring mode (`uring`);
 //   - HAProxy (`--haproxy`, one thread) in front of that same worker, with `server ... maxconn`
 //     equal to the cell's max_concurrent;
 // then alternates rounds over the targets, rotating their order each round to spread machine noise
@@ -17,7 +17,7 @@
 //   multiplex  as bulkheadd, through the `mux` cell: every request on one worker connection
 //              (docs/protocol.md, "Multiplexed worker connections"; frames only)
 //   reject     client -> the `hang` cell's front socket -> REJECTED full at once (frames only)
-//   uring      client -> the io_uring echo worker's own socket -> back (built with liburing)
+//   uring      client -> the io_uring echo worker's own socket -> back
 // and prints replies/s, p50/p99/p99.9 latency and the CPU time per reply of the process that
 // serves the client (bulkheadd, HAProxy, the direct and uring workers), per round and per target,
 // the ratios, a summary over the connection counts, and what the client hop alone costs a
@@ -298,7 +298,6 @@ class Stage {
     direct_worker_ = std::move(worker).value();
     targets_.push_back(
         Target{.name = "direct", .socket = direct_socket, .cpu_pid = direct_worker_.pid()});
-#ifdef BULKHEAD_BENCH_HAVE_LIBURING
     // The same echo worker on io_uring: what the client hop of a one-thread server costs when its
     // reads and writes take no system call each (bulkhead-bench-worker --io uring).
     const std::string uring_socket = root + "/uring.sock";
@@ -313,7 +312,6 @@ class Stage {
     uring_worker_ = std::move(worker).value();
     targets_.push_back(
         Target{.name = "uring", .socket = uring_socket, .cpu_pid = uring_worker_.pid()});
-#endif
 
     if (!options_.haproxy.empty()) {
       HaproxyOptions haproxy{.binary = options_.haproxy,
@@ -534,11 +532,10 @@ class Stage {
   UniqueFd direct_listener_;
   ChildProcess direct_worker_;
   UniqueFd uring_listener_;
-  ChildProcess uring_worker_;  // the echo worker on io_uring, when built with liburing
+  ChildProcess uring_worker_;  // the echo worker on io_uring
   HaproxyProcess haproxy_;
   std::optional<ipc::Client> holder_;
-  // bulkheadd (unless skipped), multiplex and reject (frames), direct, uring (with liburing),
-  // haproxy (if any)
+  // bulkheadd (unless skipped), multiplex and reject (frames), direct, uring, haproxy (if any)
   std::vector<Target> targets_;
 };
 

@@ -40,11 +40,13 @@ admission::Bulkhead::Limits LimitsOf(const config::CellConfig& config) {
 }  // namespace
 
 CellDataPath::CellDataPath(uv_loop_t* loop, config::CellConfig config, uint32_t max_payload,
-                           RequestPool* pool, loop::AfterPoll* after_poll, Upstream* upstream)
+                           RequestPool* pool, loop::WriteBatch* write_batch,
+                           loop::AfterPoll* after_poll, Upstream* upstream)
     : loop_(loop),
       config_(std::move(config)),
       max_payload_(max_payload),
       pool_(pool),
+      write_batch_(write_batch),
       after_poll_(after_poll),
       upstream_(upstream),
       bulkhead_(LimitsOf(config_)),

@@ -29,6 +29,7 @@
 #include "ipc/frame.h"
 #include "ipc/listen_socket.h"
 #include "loop/after_poll.h"
+#include "loop/write_batch.h"
 #include "proxy/client.h"
 #include "proxy/front_listener.h"
 #include "proxy/http_worker_link.h"
@@ -63,10 +64,11 @@ class Upstream {
 // (docs/http.md); admission, timeouts, counters and the outcome taxonomy are the same.
 class CellDataPath : private ClientOwner, private WorkerLink::Owner, private HttpWorkerLink::Owner {
  public:
-  // `pool`, `after_poll` (shared with the worker's side, see OnAfterPoll) and `upstream` outlive
-  // the data path.
+  // `pool`, `write_batch` (the clients' answers are sent through it; nullptr: written one by
+  // one), `after_poll` (shared with the worker's side, see OnAfterPoll) and `upstream` outlive the
+  // data path.
   CellDataPath(uv_loop_t* loop, config::CellConfig config, uint32_t max_payload, RequestPool* pool,
-               loop::AfterPoll* after_poll, Upstream* upstream);
+               loop::WriteBatch* write_batch, loop::AfterPoll* after_poll, Upstream* upstream);
   ~CellDataPath() override;
   CellDataPath(const CellDataPath&) = delete;
   CellDataPath& operator=(const CellDataPath&) = delete;
@@ -122,6 +124,7 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
  private:
   uint64_t Now() const { return uv_now(loop_); }
   const std::string& name() const override { return config_.name; }
+  loop::WriteBatch* write_batch() override { return write_batch_; }
   static void OnHandleClosed(uv_handle_t* handle);
 
   // ClientOwner.
@@ -193,6 +196,7 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   config::CellConfig config_;
   uint32_t max_payload_;
   RequestPool* pool_;
+  loop::WriteBatch* write_batch_;
   loop::AfterPoll* after_poll_;
   Upstream* upstream_;
   admission::Bulkhead bulkhead_;

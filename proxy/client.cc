@@ -33,6 +33,8 @@ Client::Client(ClientOwner* owner, uv_stream_t* stream, size_t max_backlog)
           stream, [this](int) { Close(); }, [this] { OnDrained(); }),
       max_backlog_(max_backlog) {
   writer_.SetOnWritten([this] { CountWritten(); });
+  writer_.SetBatch(owner->write_batch());
+  writer_.SetOnBacklog([this] { WatchBacklog(); });
 }
 
 void Client::QueueAnswer(uint64_t* outcome, bool defer_flush) {
@@ -47,7 +49,9 @@ void Client::QueueAnswer(uint64_t* outcome, bool defer_flush) {
 }
 
 void Client::WatchBacklog() {
-  if (closing_) return;
+  // Bytes waiting for the write batch were not offered to the client yet: the batch calls back
+  // (on_backlog) if it does not take them all.
+  if (closing_ || writer_.in_batch()) return;
   const size_t unsent = writer_.backlog_bytes();
   if (unsent == 0) return;
   // A client that does not read its answers is dropped rather than buffered for without bound.
@@ -114,7 +118,9 @@ void Client::UnlinkRequest(Request* request) {
 }
 
 void Client::CloseAnswers() {
-  // Answers not written whole by now are never delivered.
+  // Answers still waiting for the loop's write batch get the one write they would have had
+  // without it; those not written whole by now are never delivered.
+  writer_.WriteNow();
   CountWritten();
   if (!unwritten_.empty()) {
     owner_->CountUndelivered(unwritten_.size());

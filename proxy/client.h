@@ -16,6 +16,7 @@
 
 #include "ipc/frame.h"
 #include "loop/stream_writer.h"
+#include "loop/write_batch.h"
 
 namespace bulkhead::proxy {
 
@@ -29,6 +30,9 @@ class ClientOwner {
   virtual ~ClientOwner() = default;
   // The cell's name, for log lines.
   virtual const std::string& name() const = 0;
+  // Where the client's answers are sent together with the loop iteration's others
+  // (loop/write_batch.h); nullptr: each is written at once.
+  virtual loop::WriteBatch* write_batch() { return nullptr; }
   virtual void OnClientConnected(Client* conn) = 0;
   virtual void OnClientDisconnected(Client* conn) = 0;
   // A well-formed request: `request_id` is the client's id for it (a frame's request_id; 0 for

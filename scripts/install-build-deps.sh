@@ -8,4 +8,4 @@ set -euo pipefail
 bash "$(dirname "$0")/apt-ensure.sh" \
   build-essential cmake pkg-config ccache \
   libuv1-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libsystemd-dev \
-  libhttp-parser-dev
+  libhttp-parser-dev liburing-dev

@@ -31,7 +31,5 @@ bash "$here/apt-ensure.sh" \
 bash "$here/apt-ensure.sh" \
   clang libclang-rt-14-dev clang-tidy python3
 
-# bench_smoke builds and runs the bench's echo worker in its io_uring mode too (liburing).
-bash "$here/apt-ensure.sh" liburing-dev
 
 bash "$here/install-vm-deps.sh"

@@ -22,6 +22,7 @@
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/worker_runner.h"
 #include "loop/after_poll.h"
+#include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
 #include "proxy/request.h"
 
@@ -30,7 +31,7 @@ namespace bulkhead::supervisor {
 class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
  public:
   Cell(uv_loop_t* loop, const config::CellConfig& config, lifecycle::CellCompartment compartment,
-       uint32_t max_payload, proxy::RequestPool* pool);
+       uint32_t max_payload, proxy::RequestPool* pool, loop::WriteBatch* write_batch);
   ~Cell() override;
   Cell(const Cell&) = delete;
   Cell& operator=(const Cell&) = delete;

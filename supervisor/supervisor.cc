@@ -85,6 +85,10 @@ Supervisor::~Supervisor() {
 
 int Supervisor::Run() {
   started_at_ms_ = uv_now(&loop_);
+  write_batch_.emplace(&loop_);
+  if (!write_batch_->enabled()) {
+    LogInfo("io_uring unavailable or BULKHEAD_IO_URING=off: client answers are written one by one");
+  }
   for (uv_signal_t* sig : SignalHandles()) {
     uv_signal_init(&loop_, sig);
     sig->data = this;
@@ -323,7 +327,7 @@ void Supervisor::FinishShutdown() {
 
 void Supervisor::CloseAll() {
   for (auto& cell : cells_) cell->DisconnectClients();
-  closing_ = static_cast<int>(cells_.size()) + 1 + (metrics_ ? 1 : 0);
+  closing_ = static_cast<int>(cells_.size()) + 2 + (metrics_ ? 1 : 0);
   auto closed = [this] {
     if (--closing_ == 0) {
       cells_.clear();
@@ -334,6 +338,7 @@ void Supervisor::CloseAll() {
   for (auto& cell : cells_) cell->CloseHandles(closed);
   control_->Close(closed);
   if (metrics_) metrics_->Close(closed);
+  write_batch_->Close(closed);
   for (uv_signal_t* sig : SignalHandles()) {
     uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
   }

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "control/metrics_server.h"
 #include "control/reload_plan.h"
 #include "lifecycle/cell_logs.h"
+#include "loop/write_batch.h"
 #include "proxy/request.h"
 #include "supervisor/cell.h"
 #include "supervisor/connection_budget.h"
@@ -120,6 +122,9 @@ class Supervisor {
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};
   proxy::RequestPool pool_;
+  // The client answers of a loop iteration, sent together (loop/write_batch.h); from Run() until
+  // CloseAll() closes it.
+  std::optional<loop::WriteBatch> write_batch_;
   uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;
   // Cells retired by a reload, until their handles are closed. Their workers are still reaped.

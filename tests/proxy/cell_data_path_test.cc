@@ -62,19 +62,23 @@ class CellDataPathTest : public ::testing::Test {
     config_.max_concurrent = 1;
     config_.max_queue = 1;
     after_poll_.emplace(&loop_, [this] { data_path_->OnAfterPoll(); });
-    data_path_.emplace(&loop_, config_, ipc::kDefaultMaxPayload, &pool_, &*after_poll_, &upstream_);
+    write_batch_.emplace(&loop_);  // as bulkheadd's: the answers go out through io_uring
+    data_path_.emplace(&loop_, config_, ipc::kDefaultMaxPayload, &pool_, &*write_batch_,
+                       &*after_poll_, &upstream_);
     ASSERT_TRUE(data_path_->Bind(ipc::SocketAccess{}).ok());
   }
 
   void TearDown() override {
     data_path_->DisconnectClients();
-    int open = 2;
+    int open = 3;
     data_path_->Close([&] { --open; });
     after_poll_->Close([&] { --open; });
+    write_batch_->Close([&] { --open; });
     uv_run(&loop_, UV_RUN_DEFAULT);
     EXPECT_EQ(open, 0);
     data_path_.reset();
     after_poll_.reset();
+    write_batch_.reset();
     EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
     EXPECT_EQ(pool_.live(), 0u);
   }
@@ -144,6 +148,7 @@ class CellDataPathTest : public ::testing::Test {
   RequestPool pool_;
   FakeUpstream upstream_;
   std::optional<loop::AfterPoll> after_poll_;
+  std::optional<loop::WriteBatch> write_batch_;
   std::optional<CellDataPath> data_path_;
   UniqueFd worker_listen_;  // the worker socket, once StartWorker listened on it
 };

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#include "loop/write_batch.h"
+
+#include <liburing.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <string_view>
+#include <utility>
+
+#include "loop/stream_writer.h"
+
+namespace bulkhead::loop {
+
+namespace {
+// Submission entries of the ring: a batch larger than this goes in several io_uring_enter calls.
+constexpr unsigned kRingEntries = 256;
+}  // namespace
+
+struct WriteBatch::Ring {
+  io_uring ring{};
+  ~Ring() { io_uring_queue_exit(&ring); }
+};
+
+WriteBatch::WriteBatch(uv_loop_t* loop) {
+  const char* knob = std::getenv("BULKHEAD_IO_URING");
+  if (knob == nullptr || std::string_view(knob) != "off") {
+    auto ring = std::make_unique<Ring>();
+    // One thread submits (the loop's); completions are only reaped right after each submit.
+    io_uring_params params{};
+    params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    int rc = io_uring_queue_init_params(kRingEntries, &ring->ring, &params);
+    if (rc == -EINVAL) rc = io_uring_queue_init(kRingEntries, &ring->ring, 0);  // before 6.1
+    if (rc == 0) ring_ = std::move(ring);
+  }
+  uv_prepare_init(loop, &prepare_);
+  uv_check_init(loop, &check_);
+  prepare_.data = this;
+  check_.data = this;
+  open_handles_ = 2;
+  uv_prepare_start(&prepare_, &WriteBatch::OnPrepare);
+  uv_check_start(&check_, &WriteBatch::OnCheck);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&prepare_));
+  uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
+}
+
+WriteBatch::~WriteBatch() = default;
+
+void WriteBatch::Join(StreamWriter* writer) { members_.push_back(writer); }
+
+void WriteBatch::Leave(StreamWriter* writer) {
+  std::replace(members_.begin(), members_.end(), writer, static_cast<StreamWriter*>(nullptr));
+  std::replace(sending_.begin(), sending_.end(), writer, static_cast<StreamWriter*>(nullptr));
+}
+
+void WriteBatch::Submit() {
+  // A callback may join writers again (or others): they go in the next round.
+  while (!members_.empty()) {
+    sending_.swap(members_);
+    members_.clear();
+    results_.assign(sending_.size(), 0);
+    // Every send is queued, then all go in as few io_uring_enter calls as the ring allows. With
+    // MSG_DONTWAIT none waits, so each has completed when io_uring_submit_and_wait returns.
+    size_t next = 0;
+    while (next < sending_.size()) {
+      unsigned queued = 0;
+      for (; next < sending_.size() && queued < kRingEntries; ++next) {
+        StreamWriter* writer = sending_[next];
+        const int fd = writer != nullptr ? writer->fd() : -1;
+        if (fd < 0) {
+          results_[next] = -EBADF;
+          continue;
+        }
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_->ring);
+        io_uring_prep_send(sqe, fd, writer->pending_.data(), writer->pending_.size(),
+                           MSG_DONTWAIT | MSG_NOSIGNAL);
+        io_uring_sqe_set_data64(sqe, next);
+        ++queued;
+      }
+      if (queued == 0) continue;
+      int rc;
+      do {
+        rc = io_uring_submit_and_wait(&ring_->ring, queued);
+      } while (rc == -EINTR);
+      unsigned head;
+      unsigned seen = 0;
+      io_uring_cqe* cqe;
+      io_uring_for_each_cqe(&ring_->ring, head, cqe) {
+        ++seen;
+        results_[cqe->user_data] = cqe->res;
+      }
+      io_uring_cq_advance(&ring_->ring, seen);
+      if (rc < 0 || seen != queued) {
+        // Should not happen (the ring is ours alone and sized for the batch); whatever did not
+        // complete is written directly below.
+        for (size_t i = next - queued; i < next; ++i) {
+          if (results_[i] == 0) results_[i] = -EAGAIN;
+        }
+      }
+    }
+    // First every member's bytes are settled, then the callbacks run: a callback that closes
+    // another member's client finds its bytes already counted as sent.
+    for (size_t i = 0; i < sending_.size(); ++i) {
+      StreamWriter* writer = sending_[i];
+      if (writer == nullptr) continue;
+      writer->in_batch_ = false;
+      results_[i] = static_cast<int>(writer->TakeSendResult(results_[i]));
+    }
+    for (size_t i = 0; i < sending_.size(); ++i) {
+      StreamWriter* writer = sending_[i];
+      if (writer == nullptr || writer->abandoned_) continue;
+      writer->RunCallbacks(static_cast<StreamWriter::Sent>(results_[i]), /*batched=*/true);
+    }
+    sending_.clear();
+  }
+}
+
+void WriteBatch::OnPrepare(uv_prepare_t* handle) {
+  static_cast<WriteBatch*>(handle->data)->Submit();
+}
+
+void WriteBatch::OnCheck(uv_check_t* handle) { static_cast<WriteBatch*>(handle->data)->Submit(); }
+
+void WriteBatch::Close(std::function<void()> on_closed) {
+  if (ring_ != nullptr) Submit();
+  on_closed_ = std::move(on_closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&prepare_), &WriteBatch::OnClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&check_), &WriteBatch::OnClosed);
+}
+
+void WriteBatch::OnClosed(uv_handle_t* handle) {
+  auto* self = static_cast<WriteBatch*>(handle->data);
+  if (--self->open_handles_ == 0 && self->on_closed_) self->on_closed_();
+}
+
+}  // namespace bulkhead::loop
