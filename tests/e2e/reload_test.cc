@@ -394,7 +394,10 @@ TEST(Reload, NewCellThatCannotBindChangesNothing) {
   Result<ProcessResult> run = h.Ctl({"reload"});
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->exit_code(), kExitConfigInvalid) << run->Describe();
-  EXPECT_THAT(run->err, HasSubstr("cells.blocked: "));
+  // Placed at the new cell's [cells.blocked] header (column 1).
+  EXPECT_THAT(run->err,
+              ::testing::MatchesRegex("(.|\n)*\\.toml:[0-9]+:1: cells\\.blocked: (.|\n)*"))
+      << run->Describe();
   EXPECT_THAT(run->err, HasSubstr(not_a_socket));
   EXPECT_EQ(h.Cell("a")["max_queue"], 0);
   EXPECT_EQ(PidOf(h, "a"), a_pid);
