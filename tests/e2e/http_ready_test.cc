@@ -115,10 +115,11 @@ TEST(HttpReady, WithStallTimeoutAWorkerThatStopsAnsweringIsStalledAndReplaced) {
 TEST(HttpReady, TheProbeReadsTheWholeAnswerBeforeItCloses) {
   TempDir dir;
   const std::string log = dir.Join("probes");
-  Harness h(TestOptions({HealthCell(log, {"--slow-body"}, "stall_timeout = \"1s\"\n")}));
+  Harness h(TestOptions({HealthCell(log, {"--slow-body"}, "stall_timeout = \"2s\"\n")}));
   ASSERT_STARTED(h);
-  // The ready probe and liveness probes every 250 ms after it.
-  constexpr size_t kProbes = 12;
+  // The ready probe, then liveness probes every 500 ms (a quarter of stall_timeout, as the trial's
+  // worker was probed).
+  constexpr size_t kProbes = 10;
   auto answered = [&] {
     const std::string probes = testing::ReadFile(log).value_or("");
     return static_cast<size_t>(std::count(probes.begin(), probes.end(), '\n'));
