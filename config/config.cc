@@ -83,6 +83,26 @@ void ParseRoot(const toml::table& root, const std::string& default_runtime_dir, 
       [](const CellConfig& a, const CellConfig& b) { return Before(a.position, b.position); });
 }
 
+// Records in config.positions where [supervisor] and each [cells.NAME] table start and where
+// each of their keys' values was written.
+void RecordPositions(const toml::table& root, Config& config) {
+  auto record_table = [&config](const std::string& path, const toml::table& table) {
+    config.positions[path] = At(table.source());
+    for (auto [key, node] : InFileOrder(table)) {
+      config.positions[JoinKey(path, key->str())] = At(node->source());
+    }
+  };
+  if (const toml::table* supervisor = root["supervisor"].as_table()) {
+    record_table("supervisor", *supervisor);
+  }
+  if (const toml::table* cells = root["cells"].as_table()) {
+    for (auto [name, node] : InFileOrder(*cells)) {
+      if (const toml::table* cell = node->as_table())
+        record_table(JoinKey("cells", name->str()), *cell);
+    }
+  }
+}
+
 // The absolute directory of `source_path`, or "" when it is relative and the cwd is unknown.
 std::string BaseDirectoryOf(const std::string& source_path) {
   const std::string dir = ParentDirectory(source_path);
@@ -117,11 +137,17 @@ LoadResult Parse(std::string_view toml_text, const std::string& source_path,
   Config config;
   SocketChecks sockets;
   ParseRoot(root, default_runtime_dir, reader, sockets, config);
+  RecordPositions(root, config);
   sockets.Check(reader);
   return reader.Finish(std::move(config));
 }
 
 }  // namespace
+
+SourcePosition Config::PositionOf(std::string_view key) const {
+  auto it = positions.find(key);
+  return it == positions.end() ? SourcePosition{} : it->second;
+}
 
 HostFacts CurrentHostFacts() {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);

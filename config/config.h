@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -324,6 +326,13 @@ struct Config {
   SupervisorConfig supervisor;
   // In file order, at least one.
   std::vector<CellConfig> cells;
+  // Where each key's value was written, by its dotted path as ConfigError names it
+  // ("supervisor.cgroup", "cells.node.listen"), and where each table starts ("supervisor",
+  // "cells.node"): for messages about the loaded file, such as a reload's refusals.
+  std::map<std::string, SourcePosition, std::less<>> positions;
+
+  // The position of `key` (a dotted path, as in `positions`); line 0 when it was not written.
+  SourcePosition PositionOf(std::string_view key) const;
 };
 
 struct LoadResult {

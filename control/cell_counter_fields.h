@@ -32,6 +32,10 @@ inline constexpr CounterMetric kRequestsRejectedAtAdmissionTotal{
     "Requests rejected before admission (full, or unavailable while the cell refuses)."};
 inline constexpr CounterMetric kBadRequestsTotal{
     "bulkhead_bad_requests_total", "Malformed request frames; each closed its client connection."};
+inline constexpr CounterMetric kConnectionsRefusedTotal{
+    "bulkhead_connections_refused_total",
+    "Client connections refused at accept (REJECTED too_many_connections, or 503 on an HTTP "
+    "cell) for being over connection_limit; connections, not requests."};
 
 struct CellCounterField {
   uint64_t admission::CellCounters::*member;
@@ -78,9 +82,9 @@ inline constexpr std::array kCellCounterFields = {
                      &kRequestsRejectedAtAdmissionTotal, "", ""},
     CellCounterField{&admission::CellCounters::bad_request, "", "bad_request", &kBadRequestsTotal,
                      "", ""},
-    // Connections, not requests: status only (docs/control.md), no metric family yet.
+    // Connections, not requests: in no request family.
     CellCounterField{&admission::CellCounters::refused_connections, "", "connections_refused",
-                     nullptr, "", ""},
+                     &kConnectionsRefusedTotal, "", ""},
 };
 
 namespace internal {

@@ -163,6 +163,11 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
       cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.limits.max_queue); });
   w.Family("bulkhead_client_connections", "gauge", "Open client connections.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.clients); });
+  w.Family("bulkhead_connection_limit", "gauge",
+           "Client connections the cell keeps open at once: max_connections, or its share of the "
+           "supervisor's descriptor budget when that is less.");
+  ForEachCell(
+      cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.connection_limit); });
   w.Family("bulkhead_client_unsent_bytes", "gauge",
            "Reply bytes held for clients, not yet written to their sockets (max_unsent_bytes).");
   ForEachCell(cells,

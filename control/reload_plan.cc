@@ -2,19 +2,24 @@
 #include "control/reload_plan.h"
 
 #include <algorithm>
+#include <string_view>
 
+#include "config/config_error.h"
 #include "config/config_keys.h"
 
 namespace bulkhead::control {
 
 namespace {
 
-std::string Where(const config::Config& config, const config::SourcePosition& position) {
-  std::string where = config.source;
-  if (position.line > 0) {
-    where += ":" + std::to_string(position.line) + ":" + std::to_string(position.column);
-  }
-  return where;
+// "file:line:col: key: message" at where `key` was written in `next`; a key no longer written (its
+// default now) at the header of `table`, or without a position when that is gone too.
+std::string Refusal(const config::Config& next, std::string_view table, const std::string& key,
+                    const std::string& message) {
+  config::SourcePosition at = next.PositionOf(key);
+  if (at.line == 0) at = next.PositionOf(table);
+  return config::ConfigError{
+      .file = next.source, .line = at.line, .column = at.column, .key = key, .message = message}
+      .ToString();
 }
 
 void PlanSupervisor(const config::Config& current, const config::Config& next, ReloadPlan* plan) {
@@ -37,9 +42,9 @@ void PlanSupervisor(const config::Config& current, const config::Config& next, R
   // A field of SupervisorConfig that no key of config/config_keys.h fills.
   if (!(masked == a)) keys.push_back("(a key other than log_level)");
   for (const std::string& key : keys) {
-    plan->errors.push_back(next.source + ": supervisor." + key +
-                           ": changed, and only log_level of [supervisor] applies live; restart "
-                           "bulkheadd to change it");
+    plan->errors.push_back(Refusal(next, "supervisor", "supervisor." + key,
+                                   "changed, and only log_level of [supervisor] applies live; "
+                                   "restart bulkheadd to change it"));
   }
 }
 
@@ -133,31 +138,32 @@ ReloadPlan PlanReload(const config::Config& current, const config::Config& next)
       plan.cells.push_back(NewOrRemoved(b.name, CellPlan::Action::kAdd));
       continue;
     }
+    const std::string table = "cells." + b.name;
+    auto refuse = [&](const std::string& key, const std::string& message) {
+      plan.errors.push_back(Refusal(next, table, table + "." + key, message));
+    };
     if (a->socket != b.socket) {
-      plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +
-                            ".socket: a running cell's socket cannot change by reload; remove the "
-                            "cell (reload), then add it back with the new socket (reload)");
+      refuse("socket",
+             "a running cell's socket cannot change by reload; remove the cell (reload), then add "
+             "it back with the new socket (reload)");
     }
     if (a->listen != b.listen) {
-      plan.errors.push_back(
-          Where(next, b.position) + ": cells." + b.name +
-          ".listen: a running cell's TCP addresses are bound when it is added and "
-          "cannot change by reload; remove the cell (reload), then add it back "
-          "with the new addresses (reload), or restart bulkheadd");
+      refuse("listen",
+             "a running cell's TCP addresses are bound when it is added and cannot change by "
+             "reload; remove the cell (reload), then add it back with the new addresses (reload), "
+             "or restart bulkheadd");
     }
     if (a->protocol != b.protocol) {
-      plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +
-                            ".protocol: a running cell's protocol cannot change by reload (its "
-                            "clients and worker speak it); remove the cell (reload), then add it "
-                            "back with the new protocol (reload)");
+      refuse("protocol",
+             "a running cell's protocol cannot change by reload (its clients and worker speak it); "
+             "remove the cell (reload), then add it back with the new protocol (reload)");
     }
     // The front socket file's mode and group are set when it is bound, which a reload does not do.
-    if (a->socket_mode != b.socket_mode || a->socket_group != b.socket_group) {
-      plan.errors.push_back(Where(next, b.position) + ": cells." + b.name +
-                            ".socket_mode/socket_group: set when the socket is bound, so they "
-                            "cannot change by reload; remove the cell and add it back, or restart "
-                            "bulkheadd");
-    }
+    const char* const kSetAtBind =
+        "set when the socket is bound, so it cannot change by reload; remove the cell and add it "
+        "back, or restart bulkheadd";
+    if (a->socket_mode != b.socket_mode) refuse("socket_mode", kSetAtBind);
+    if (a->socket_group != b.socket_group) refuse("socket_group", kSetAtBind);
     plan.cells.push_back(PlanCommonCell(*a, b));
   }
   for (const config::CellConfig& a : current.cells) {

@@ -40,8 +40,9 @@ struct CellPlan {
 };
 
 struct ReloadPlan {
-  // Why the reload is refused as a whole ("supervisor.runtime_dir: ..."); when non-empty nothing
-  // may be applied.
+  // Why the reload is refused as a whole, each as a config error placed at the new value
+  // ("bulkhead.toml:2:15: supervisor.runtime_dir: ..."), or at its table's header for a key that
+  // was removed; when non-empty nothing may be applied.
   std::vector<std::string> errors;
   bool log_level_changed = false;
   // The cells of the new config in file order, then the removed ones in their old order.

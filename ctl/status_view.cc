@@ -185,7 +185,16 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     line("queued", std::to_string(Number(cell, "queued")) + "/" +
                        std::to_string(Number(cell, "max_queue")) + " (queue_timeout " +
                        std::to_string(Number(cell, "queue_timeout_ms")) + " ms)");
-    line("clients", std::to_string(Number(cell, "clients")));
+    // "3/1024 (12 refused)": open client connections over connection_limit, and how many were
+    // refused for being over it. Older bulkheadd have neither field.
+    std::string clients = std::to_string(Number(cell, "clients"));
+    if (cell.contains("connection_limit")) {
+      clients += "/" + std::to_string(Number(cell, "connection_limit"));
+    }
+    if (cell.contains("connections_refused")) {
+      clients += " (" + std::to_string(Number(cell, "connections_refused")) + " refused)";
+    }
+    line("clients", clients);
     line("admitted", std::to_string(Number(cell, "admitted")));
     line("in flight", std::to_string(Number(cell, "in_flight")));
     line("ok", std::to_string(Number(cell, "ok")));

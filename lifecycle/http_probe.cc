@@ -16,12 +16,13 @@ struct HttpProbe::Attempt {
   std::string request;
   http::ProbeResponse response;
   std::function<void(const Outcome&)> done;
-  char buffer[1024];
+  char buffer[4096];
   bool closing = false;
 
-  // Bytes of the answer (nread > 0), its end (UV_EOF) or a read error.
+  // Bytes of the answer (nread > 0), its end (UV_EOF) or a read error (after the head of the
+  // answer, a reset ends it as a close does: the verdict is its status).
   void OnRead(ssize_t nread, const uv_buf_t* read) {
-    if (nread < 0 && nread != UV_EOF) {
+    if (nread < 0 && nread != UV_EOF && response.status_code() == 0) {
       probe->Finish(this, {false, std::string("read: ") + uv_strerror(static_cast<int>(nread))});
       return;
     }
@@ -106,6 +107,10 @@ void HttpProbe::Finish(Attempt* attempt, const Outcome& outcome) {
   attempt->Close();
   // Last: `done` may start the next attempt, or destroy this probe's owner's interest in it.
   done(outcome);
+}
+
+int HttpProbe::status_code() const {
+  return attempt_ == nullptr ? 0 : attempt_->response.status_code();
 }
 
 void HttpProbe::Cancel() {

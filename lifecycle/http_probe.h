@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // HttpProbe: one GET of a cell's health path on a fresh connection to its worker socket (ready =
-// "http:/PATH", docs/config.md): connect, send http::ProbeRequest, read until the head of the
-// answer is in (http::ProbeResponse), close. Off the request queue: it takes no slot and no link
-// of the data path. One attempt at a time; its outcome goes to the callback, never after Cancel.
-// The WorkerRunner decides when to probe and what an outcome means (readiness, liveness).
-// REQUIRES: loop thread only.
+// "http:/PATH", docs/config.md): connect, send http::ProbeRequest, read the answer to its end
+// (http::ProbeResponse: Content-Length, chunked or the worker's close; at most
+// http::kProbeMaxBodyBytes of body), close. Closing only then spares the worker an EPIPE on a body
+// it was still writing. The WorkerRunner bounds an attempt's time (kProbeAttemptTimeoutMs). Off the
+// request queue: it takes no slot and no link of the data path. One attempt at a time; its outcome
+// goes to the callback, never after Cancel. The WorkerRunner decides when to probe and what an
+// outcome means (readiness, liveness). REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -35,6 +37,9 @@ class HttpProbe {
   void Start(const std::string& socket_path, const std::string& path,
              std::function<void(const Outcome&)> done);
   bool busy() const { return attempt_ != nullptr; }
+  // The status code of the attempt in progress once the head of its answer is in, else 0 (for the
+  // message when it times out reading the body).
+  int status_code() const;
   // Abandons the attempt in progress, if any: its connection is closed and its `done` never runs.
   void Cancel();
 

@@ -562,8 +562,14 @@ void WorkerRunner::OnProbeTimer(uv_timer_t* timer) {
   }
   if (self->probe_.busy()) {
     if (now - self->probe_started_ms_ < kProbeAttemptTimeoutMs) return;
+    // A timeout fails the attempt, even after the status line (as kubelet's httpGet: the answer
+    // is the whole response).
+    const int status = self->probe_.status_code();
     self->probe_.Cancel();
-    self->NoteProbeAnswer("no answer within " + std::to_string(kProbeAttemptTimeoutMs) + " ms");
+    const std::string within = " within " + std::to_string(kProbeAttemptTimeoutMs) + " ms";
+    self->NoteProbeAnswer(status == 0
+                              ? "no answer" + within
+                              : std::to_string(status) + " whose body did not end" + within);
   }
   self->probe_started_ms_ = now;
   self->probe_.Start(self->config_.worker_socket, self->config_.ready_http_path,

@@ -107,22 +107,26 @@ ReloadResult Supervisor::ApplyReload() {
   auto config_of = [&next](const std::string& name) -> const config::CellConfig& {
     return CellNamed(next, name);
   };
+  // A refusal of a new cell, placed at its [cells.NAME] header (docs/config.md, "Errors").
+  auto at_cell = [&next, &config_of](const std::string& name, std::string message) {
+    const config::CellConfig& cell = config_of(name);
+    return config::ConfigError{.file = next.source,
+                               .line = cell.position.line,
+                               .column = cell.position.column,
+                               .key = "cells." + name,
+                               .message = std::move(message)}
+        .ToString();
+  };
   for (const control::CellPlan& planned : result.plan.cells) {
     if (planned.action != control::CellPlan::Action::kAdd) continue;
     for (const auto& retiring : retiring_) {
       if (retiring->name() != planned.name) continue;
       // A removed cell leaves status at once, so say what to wait for: its worker's exit, which
       // its stop_timeout bounds.
-      const config::CellConfig& added = config_of(planned.name);
       std::string message = "a removed cell of that name is still stopping";
       if (retiring->pid() > 0) message += " (worker pid " + std::to_string(retiring->pid()) + ")";
       message += "; reload again once it has stopped, within its stop_timeout";
-      result.errors.push_back(config::ConfigError{.file = next.source,
-                                                  .line = added.position.line,
-                                                  .column = added.position.column,
-                                                  .key = "cells." + planned.name,
-                                                  .message = message}
-                                  .ToString());
+      result.errors.push_back(at_cell(planned.name, std::move(message)));
     }
   }
   if (!result.errors.empty()) return refuse();
@@ -134,7 +138,7 @@ ReloadResult Supervisor::ApplyReload() {
     if (planned.action != control::CellPlan::Action::kAdd) continue;
     added.push_back(MakeCell(config_of(planned.name)));
     Status bound = added.back()->Bind();
-    if (!bound.ok()) result.errors.push_back("cells." + planned.name + ": " + bound.message());
+    if (!bound.ok()) result.errors.push_back(at_cell(planned.name, bound.message()));
   }
   if (!result.errors.empty()) {
     for (auto& cell : added) Retire(std::move(cell));

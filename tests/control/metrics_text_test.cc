@@ -82,6 +82,19 @@ TEST(MetricsText, RequestsByOutcomeAndReason) {
   EXPECT_THAT(text, HasSubstr("bulkhead_cell_restarts_total{cell=\"a\",reason=\"crash\"} 0\n"));
 }
 
+// Connections refused over connection_limit (docs/http.md: "counted as connections_refused") are
+// a counter of their own, beside the limit they were refused by; they were in status --json only.
+TEST(MetricsText, RefusedConnectionsAndTheConnectionLimit) {
+  CellSnapshot s = Snapshot("a");
+  s.counters.refused_connections = 5;
+  s.connection_limit = 512;
+  std::string text = MetricsText({s});
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_connections_refused_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_connections_refused_total{cell=\"a\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_connection_limit gauge\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_connection_limit{cell=\"a\"} 512\n"));
+}
+
 TEST(MetricsText, HistogramBucketsAreCumulativeInSeconds) {
   std::string text = MetricsText({Snapshot("a")});
   const std::string h = "bulkhead_request_duration_seconds";

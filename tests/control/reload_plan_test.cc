@@ -239,19 +239,23 @@ TEST(ReloadPlan, ChangedSocketIsRefusedWithItsPlace) {
   ReloadPlan plan = PlanCatalogChange("socket = \"/run/other/catalog.sock\"\n");
   EXPECT_FALSE(plan.ok());
   ASSERT_EQ(plan.errors.size(), 1u);
-  EXPECT_THAT(plan.errors[0],
-              HasSubstr(std::string(kFile) + ":9:1: cells.catalog.socket: a running cell's socket "
-                                             "cannot change by reload"));
+  EXPECT_THAT(plan.errors[0], HasSubstr(std::string(kFile) +
+                                        ":12:10: cells.catalog.socket: a running cell's socket "
+                                        "cannot change by reload"));
 }
 
 TEST(ReloadPlan, ChangedSocketModeOrGroupIsRefused) {
-  for (const char* extra : {"socket_mode = \"0666\"\n", "socket_group = 0\n"}) {
-    ReloadPlan plan = PlanCatalogChange(extra);
-    EXPECT_FALSE(plan.ok()) << extra;
-    ASSERT_EQ(plan.errors.size(), 1u) << extra;
+  struct Case {
+    std::string extra;
+    std::string where;  // of the value
+  };
+  for (const Case& c : {Case{"socket_mode = \"0666\"\n", ":12:15: cells.catalog.socket_mode: "},
+                        Case{"socket_group = 0\n", ":12:16: cells.catalog.socket_group: "}}) {
+    ReloadPlan plan = PlanCatalogChange(c.extra);
+    EXPECT_FALSE(plan.ok()) << c.extra;
+    ASSERT_EQ(plan.errors.size(), 1u) << c.extra;
     EXPECT_THAT(plan.errors[0],
-                HasSubstr(std::string(kFile) + ":9:1: cells.catalog.socket_mode/socket_group: "
-                                               "set when the socket is bound"));
+                HasSubstr(std::string(kFile) + c.where + "set when the socket is bound"));
   }
 }
 
@@ -260,7 +264,7 @@ TEST(ReloadPlan, ChangedProtocolIsRefusedWithItsPlace) {
   EXPECT_FALSE(plan.ok());
   ASSERT_EQ(plan.errors.size(), 1u);
   EXPECT_THAT(plan.errors[0],
-              HasSubstr(std::string(kFile) + ":9:1: cells.catalog.protocol: a running cell's "
+              HasSubstr(std::string(kFile) + ":12:12: cells.catalog.protocol: a running cell's "
                                              "protocol cannot change by reload"));
 }
 
@@ -309,16 +313,36 @@ TEST(ReloadPlan, OtherSupervisorKeysAreRefusedByName) {
     ReloadPlan plan =
         PlanReload(Parse(kBase), Parse(std::string("[supervisor]\n") + c.line + (kBase + 13)));
     ASSERT_EQ(plan.errors.size(), 1u) << c.key;
-    EXPECT_EQ(plan.errors[0], std::string(kFile) + ": supervisor." + c.key +
+    // At the value, line 2 (after "[supervisor]"): "cgroup = " is 9 characters.
+    const std::string column = std::to_string(c.key.size() + 4);
+    EXPECT_EQ(plan.errors[0], std::string(kFile) + ":2:" + column + ": supervisor." + c.key +
                                   ": changed, and only log_level of [supervisor] applies live; "
                                   "restart bulkheadd to change it");
   }
+  // runtime_dir alone (in the file, the sockets under it would move too).
   config::Config current = Parse(kBase);
   config::Config next = current;
   next.supervisor.runtime_dir = "/run/elsewhere";
   ReloadPlan plan = PlanReload(current, next);
   ASSERT_EQ(plan.errors.size(), 1u);
-  EXPECT_THAT(plan.errors[0], HasSubstr("supervisor.runtime_dir: changed"));
+  EXPECT_EQ(plan.errors[0], std::string(kFile) +
+                                ":2:15: supervisor.runtime_dir: changed, and only log_level of "
+                                "[supervisor] applies live; restart bulkheadd to change it");
+}
+
+// A refused key that is no longer written (back to its default) is placed at its table's header.
+TEST(ReloadPlan, ARemovedRefusedKeyPointsAtItsTable) {
+  ReloadPlan supervisor = PlanReload(
+      Parse(std::string("[supervisor]\ncgroup = \"off\"\n") + (kBase + 13)), Parse(kBase));
+  ASSERT_EQ(supervisor.errors.size(), 1u);
+  EXPECT_THAT(supervisor.errors[0],
+              HasSubstr(std::string(kFile) + ":1:1: supervisor.cgroup: changed"));
+
+  ReloadPlan cell = PlanReload(Parse(std::string(kBase) + "protocol = \"http\"\n"), Parse(kBase));
+  ASSERT_EQ(cell.errors.size(), 1u);
+  EXPECT_THAT(cell.errors[0],
+              HasSubstr(std::string(kFile) + ":9:1: cells.catalog.protocol: a running cell's "
+                                             "protocol cannot change by reload"));
 }
 
 }  // namespace

@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ipc/frame.h"
 #include "tests/e2e/harness.h"
+#include "tests/helpers/test_support.h"
 
 namespace bulkhead::e2e {
 
@@ -37,6 +40,19 @@ inline std::string Describe(const Result<ipc::Client::Reply>& reply) {
 inline bool IsReply(const Result<ipc::Client::Reply>& reply, ipc::ReplyStatus status,
                     ipc::Reason reason) {
   return reply.ok() && reply->header.status == status && reply->header.reason == reason;
+}
+
+// "FILE:LINE:COL" of the value written after the first `prefix` ("listen = ") in the config file
+// `path`, as config errors place a value (1-based); "" when the file does not hold `prefix`.
+inline std::string PlaceInConfig(const std::string& path, std::string_view prefix) {
+  const std::string text = testing::ReadFile(path).value_or("");
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return "";
+  const size_t line_start =
+      text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(at), '\n');
+  return path + ":" + std::to_string(line) + ":" +
+         std::to_string(at - line_start + prefix.size() + 1);
 }
 
 }  // namespace bulkhead::e2e

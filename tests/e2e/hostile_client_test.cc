@@ -262,6 +262,14 @@ TEST_P(HostileClient, ConnectionsOverMaxConnectionsAreRefusedWithAReason) {
   EXPECT_EQ(cell["clients"], 3);
   EXPECT_EQ(cell["max_connections"], 3);
   EXPECT_EQ(cell["connections_refused"], 3);
+  // The refusals are in the metrics text and the long status too, not only in status --json.
+  Result<ProcessResult> metrics = h.Ctl({"metrics"});
+  ASSERT_TRUE(metrics.ok()) << metrics.status().message();
+  EXPECT_THAT(metrics->out, HasSubstr("\nbulkhead_connections_refused_total{cell=\"c\"} 3\n"));
+  EXPECT_THAT(metrics->out, HasSubstr("\nbulkhead_connection_limit{cell=\"c\"} 3\n"));
+  Result<ProcessResult> long_form = h.Ctl({"status", "c"});
+  ASSERT_TRUE(long_form.ok()) << long_form.status().message();
+  EXPECT_THAT(long_form->out, HasSubstr("    clients:           3/3 (3 refused)\n"));
   // A place freed is a place for the next client.
   kept.pop_back();
   ASSERT_TRUE(h.WaitForCell("c", [](const nlohmann::json& c) { return c["clients"] == 2; }));

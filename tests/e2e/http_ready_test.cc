@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -105,6 +107,29 @@ TEST(HttpReady, WithStallTimeoutAWorkerThatStopsAnsweringIsStalledAndReplaced) {
     EXPECT_THAT(testing::ReadFile(log).value_or(""),
                 StartsWith("200\n200\n200\n" + std::string(then)));
   }
+}
+
+// The probe reads each answer to its end before it closes: a worker still writing the body when
+// the probe had closed after the status line failed with EPIPE (Python's http.server logged a
+// BrokenPipeError traceback for about one probe in nine).
+TEST(HttpReady, TheProbeReadsTheWholeAnswerBeforeItCloses) {
+  TempDir dir;
+  const std::string log = dir.Join("probes");
+  Harness h(TestOptions({HealthCell(log, {"--slow-body"}, "stall_timeout = \"2s\"\n")}));
+  ASSERT_STARTED(h);
+  // The ready probe, then liveness probes every 500 ms (a quarter of stall_timeout, as the trial's
+  // worker was probed).
+  constexpr size_t kProbes = 10;
+  auto answered = [&] {
+    const std::string probes = testing::ReadFile(log).value_or("");
+    return static_cast<size_t>(std::count(probes.begin(), probes.end(), '\n'));
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return answered() >= kProbes; }, std::chrono::seconds(30)))
+      << testing::ReadFile(log).value_or("") << "\n"
+      << h.Log();
+  const std::string probes = testing::ReadFile(log).value_or("");
+  EXPECT_THAT(probes, MatchesRegex("(200\n)+")) << probes;
+  EXPECT_EQ(h.Cell("web")["restarts"], 0) << h.Log();
 }
 
 }  // namespace

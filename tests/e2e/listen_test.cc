@@ -101,8 +101,12 @@ TEST(Listen, AReloadThatChangesTheAddressesIsRefused) {
   Result<ProcessResult> run = h.Ctl({"reload"});
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->exit_code(), kExitConfigInvalid) << run->Describe();
-  EXPECT_THAT(run->err, HasSubstr(": cells.c.listen: a running cell's TCP addresses are bound when "
-                                  "it is added and cannot change by reload"));
+  // Placed at the new value (file:line:col), not at the [cells.c] header.
+  const std::string place = PlaceInConfig(h.config_path(), "listen = ");
+  ASSERT_NE(place, "");
+  EXPECT_THAT(run->err,
+              HasSubstr(place + ": cells.c.listen: a running cell's TCP addresses are bound "
+                                "when it is added and cannot change by reload"));
   EXPECT_EQ(FirstListenAddress(h, "c"), address);
   EXPECT_EQ(h.Cell("c")["listen"].size(), 1u);
   Result<ipc::Client> tcp = ConnectClient(address);

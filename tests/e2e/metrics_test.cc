@@ -188,6 +188,10 @@ void CheckEndpoint(Harness& h, const Endpoint& endpoint) {
   EXPECT_EQ(metric("bulkhead_requests_queued{cell=\"m\"}"), 0);
   EXPECT_EQ(metric("bulkhead_max_concurrent{cell=\"m\"}"), 1);
   EXPECT_EQ(metric("bulkhead_max_queue{cell=\"m\"}"), 1);
+  EXPECT_EQ(metric("bulkhead_connections_refused_total{cell=\"m\"}"),
+            status["connections_refused"].get<double>());
+  EXPECT_EQ(metric("bulkhead_connection_limit{cell=\"m\"}"),
+            status["connection_limit"].get<double>());
   EXPECT_EQ(metric("bulkhead_up{cell=\"m\"}"), 1);
   EXPECT_EQ(metric("bulkhead_cell_restarts_total{cell=\"m\",reason=\"crash\"}"), 1);
   EXPECT_EQ(metric("bulkhead_cell_starts_total{cell=\"m\"}"), status["starts"].get<double>());

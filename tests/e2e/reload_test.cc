@@ -269,9 +269,12 @@ TEST(Reload, RefusedFileChangesNothing) {
   run = h.Ctl({"reload"});
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->exit_code(), kExitConfigInvalid) << run->Describe();
-  EXPECT_THAT(run->err, HasSubstr(h.config_path() + ": supervisor.max_payload_bytes: changed, "
-                                                    "and only log_level of [supervisor] applies "
-                                                    "live; restart bulkheadd to change it\n"));
+  // At the value's file:line:col.
+  const std::string payload_place = PlaceInConfig(h.config_path(), "max_payload_bytes = ");
+  ASSERT_NE(payload_place, "");
+  EXPECT_THAT(run->err, HasSubstr(payload_place +
+                                  ": supervisor.max_payload_bytes: changed, and only log_level of "
+                                  "[supervisor] applies live; restart bulkheadd to change it\n"));
 
   // So is a cell's socket.
   CellSpec moved = a;
@@ -280,7 +283,10 @@ TEST(Reload, RefusedFileChangesNothing) {
   run = h.Ctl({"reload"});
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->exit_code(), kExitConfigInvalid) << run->Describe();
-  EXPECT_THAT(run->err, HasSubstr(": cells.a.socket: a running cell's socket cannot change"));
+  const std::string socket_place = PlaceInConfig(h.config_path(), "socket = ");
+  ASSERT_NE(socket_place, "");
+  EXPECT_THAT(run->err,
+              HasSubstr(socket_place + ": cells.a.socket: a running cell's socket cannot change"));
   EXPECT_FALSE(FileExists(h.dir() + "/elsewhere.sock"));
 
   nlohmann::json status = h.Status();
@@ -388,7 +394,10 @@ TEST(Reload, NewCellThatCannotBindChangesNothing) {
   Result<ProcessResult> run = h.Ctl({"reload"});
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->exit_code(), kExitConfigInvalid) << run->Describe();
-  EXPECT_THAT(run->err, HasSubstr("cells.blocked: "));
+  // Placed at the new cell's [cells.blocked] header (column 1).
+  EXPECT_THAT(run->err,
+              ::testing::MatchesRegex("(.|\n)*\\.toml:[0-9]+:1: cells\\.blocked: (.|\n)*"))
+      << run->Describe();
   EXPECT_THAT(run->err, HasSubstr(not_a_socket));
   EXPECT_EQ(h.Cell("a")["max_queue"], 0);
   EXPECT_EQ(PidOf(h, "a"), a_pid);

@@ -10,12 +10,16 @@
 # what the probe was told and in which order. Any other path answers 200 "hello PATH".
 # --notify-ready sends READY=1 to NOTIFY_SOCKET (sd_notify(3)) before serving, as gunicorn's
 # arbiter does once it has booted, whether or not its app answers yet.
+# --slow-body writes the head of each answer, then its body in three writes 20 ms apart (as an app
+# that streams its answer), and logs "write failed: ERROR" for a write the probe's connection
+# refused (EPIPE, ECONNRESET: the probe had closed before the whole answer was written).
 import argparse
 import http.server
 import os
 import socket
 import sys
 import threading
+import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fail-first", type=int, default=0)
@@ -23,6 +27,7 @@ parser.add_argument("--ok-for", type=int, default=-1)
 parser.add_argument("--then", choices=["503", "hang"], default="503")
 parser.add_argument("--log", default="")
 parser.add_argument("--notify-ready", action="store_true")
+parser.add_argument("--slow-body", action="store_true")
 args = parser.parse_args()
 
 if os.environ.get("LISTEN_FDS") != "1":
@@ -66,7 +71,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not args.slow_body:
+            self.wfile.write(body)
+            return
+        third = (len(body) + 2) // 3
+        try:
+            for at in range(0, len(body), third):
+                time.sleep(0.02)
+                self.wfile.write(body[at : at + third])
+        except OSError as e:
+            log("write failed: " + os.strerror(e.errno))
+            self.close_connection = True
 
     def address_string(self):
         return "bulkheadd"  # a Unix socket peer has no address

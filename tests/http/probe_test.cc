@@ -30,7 +30,7 @@ TEST(ProbeRequest, IsOneGetThatClosesItsConnection) {
             "Accept: */*\r\nConnection: close\r\n\r\n");
 }
 
-TEST(ProbeResponse, TakesTheStatusOnceTheHeadIsIn) {
+TEST(ProbeResponse, TakesTheStatusOnceTheWholeAnswerIsIn) {
   const std::string answer =
       "HTTP/1.0 503 Service Unavailable\r\nServer: BaseHTTP/0.6 Python/3.11\r\n"
       "Content-Length: 8\r\n\r\nprobe 1\n";
@@ -40,13 +40,71 @@ TEST(ProbeResponse, TakesTheStatusOnceTheHeadIsIn) {
     EXPECT_EQ(response.status_code(), 503);
     EXPECT_FALSE(ProbeHealthy(response.status_code()));
   }
-  ProbeResponse head_only;
-  EXPECT_EQ(Feed(head_only, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n"), Result::kNeedMore)
-      << "the head is not whole yet";
-  EXPECT_EQ(head_only.Feed("\r\n"), Result::kStatus) << "the body is not waited for";
-  EXPECT_EQ(head_only.status_code(), 200);
-  EXPECT_TRUE(ProbeHealthy(200));
-  EXPECT_EQ(head_only.Feed("more"), Result::kStatus);
+}
+
+// The probe reads the body to its end before it closes: closing after the head made a worker still
+// writing its body fail with EPIPE (Python's http.server logged a BrokenPipeError traceback).
+TEST(ProbeResponse, WaitsForTheEndOfTheBody) {
+  ProbeResponse sized;
+  EXPECT_EQ(Feed(sized, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"), Result::kNeedMore)
+      << "the body is waited for";
+  EXPECT_EQ(sized.status_code(), 200) << "known as soon as the head is in";
+  EXPECT_EQ(sized.Feed("ok, "), Result::kNeedMore);
+  EXPECT_EQ(sized.Feed("fine\n\n"), Result::kStatus);
+  EXPECT_TRUE(ProbeHealthy(sized.status_code()));
+  EXPECT_EQ(sized.Feed("more"), Result::kStatus);
+
+  const std::string chunked =
+      "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\ndown \r\n4\r\nnow\n\r\n0\r\n\r\n";
+  for (size_t step : {size_t{0}, size_t{1}, size_t{5}}) {
+    ProbeResponse response;
+    EXPECT_EQ(Feed(response, chunked.substr(0, chunked.size() - 2), step), Result::kNeedMore)
+        << step;
+    EXPECT_EQ(response.Feed("\r\n"), Result::kStatus) << step;
+    EXPECT_EQ(response.status_code(), 503);
+  }
+
+  // Neither Content-Length nor chunked: the body ends when the worker closes.
+  ProbeResponse close_delimited;
+  EXPECT_EQ(Feed(close_delimited, "HTTP/1.0 200 OK\r\nServer: x\r\n\r\nbody"), Result::kNeedMore);
+  EXPECT_EQ(close_delimited.Closed(), Result::kStatus);
+  EXPECT_EQ(close_delimited.status_code(), 200);
+
+  // No body by its status, or an empty one: over with the head.
+  ProbeResponse no_content;
+  EXPECT_EQ(Feed(no_content, "HTTP/1.1 204 No Content\r\n\r\n"), Result::kStatus);
+  ProbeResponse empty;
+  EXPECT_EQ(Feed(empty, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), Result::kStatus);
+
+  // A worker that closes before the body it announced: judged on its status, as before.
+  ProbeResponse cut;
+  EXPECT_EQ(Feed(cut, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nab"), Result::kNeedMore);
+  EXPECT_EQ(cut.Closed(), Result::kStatus);
+  EXPECT_EQ(cut.status_code(), 200);
+}
+
+// A body past kProbeMaxBodyBytes is not waited for: the answer is judged on its status then.
+TEST(ProbeResponse, StopsReadingAtTheBodyBound) {
+  ProbeResponse response;
+  EXPECT_EQ(Feed(response, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n"),
+            Result::kNeedMore);
+  EXPECT_EQ(response.Feed(std::string(kProbeMaxBodyBytes - 1, 'x')), Result::kNeedMore);
+  EXPECT_EQ(response.Feed("xx"), Result::kStatus);
+  EXPECT_EQ(response.status_code(), 200);
+
+  ProbeResponse endless;
+  EXPECT_EQ(Feed(endless, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            Result::kNeedMore);
+  Result result = Result::kNeedMore;
+  size_t fed = 0;
+  const std::string chunk = "400\r\n" + std::string(0x400, 'y') + "\r\n";
+  while (result == Result::kNeedMore && fed < 2 * kProbeMaxBodyBytes) {
+    result = endless.Feed(chunk);
+    fed += 0x400;
+  }
+  EXPECT_EQ(result, Result::kStatus);
+  EXPECT_EQ(fed, kProbeMaxBodyBytes);
 }
 
 TEST(ProbeResponse, SkipsInterimResponses) {
