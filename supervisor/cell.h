@@ -47,6 +47,12 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   }
   // Client connections open on the front socket now.
   size_t clients() const { return data_path_.clients(); }
+  // Answer bytes its clients have not read yet (the data path's unsent_bytes).
+  uint64_t unsent_bytes() const { return data_path_.unsent_bytes(); }
+  // The cell's stop_timeout, ms.
+  uint64_t stop_timeout_ms() const {
+    return static_cast<uint64_t>(runner_.config().stop_timeout.count());
+  }
   // Connections to the worker open now, idle or carrying a request (also for DataPathControl).
   size_t worker_connections() const override { return data_path_.worker_connections(); }
 

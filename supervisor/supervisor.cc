@@ -26,6 +26,9 @@ namespace bulkhead::supervisor {
 
 namespace {
 
+// How often the end of a shutdown looks again whether the clients have read their answers.
+constexpr uint64_t kClientDrainPollMs = 20;
+
 std::string ErrorResponse(const std::string& message) {
   return nlohmann::json({{"ok", false}, {"error", message}}).dump();
 }
@@ -85,10 +88,11 @@ Supervisor::~Supervisor() {
 
 int Supervisor::Run() {
   started_at_ms_ = uv_now(&loop_);
+  uv_timer_init(&loop_, &client_drain_timer_);
+  client_drain_timer_.data = this;
   write_batch_.emplace(&loop_);
-  if (!write_batch_->enabled()) {
-    LogInfo("io_uring unavailable or BULKHEAD_IO_URING=off: client answers are written one by one");
-  }
+  Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
+      write_batch_->how());
   for (uv_signal_t* sig : SignalHandles()) {
     uv_signal_init(&loop_, sig);
     sig->data = this;
@@ -301,6 +305,9 @@ void Supervisor::BeginShutdown(int signum) {
                                               : "SIGTERM";
   LogInfo(std::string("received ") + name + ": stopping every cell");
   notifier_.Stopping();
+  uint64_t longest_stop_ms = 0;
+  for (auto& cell : cells_) longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
+  client_drain_deadline_ms_ = uv_now(&loop_) + longest_stop_ms;
   cells_running_ = static_cast<int>(cells_.size());
   if (cells_running_ == 0) {
     MaybeFinishShutdown();
@@ -320,6 +327,29 @@ void Supervisor::MaybeFinishShutdown() {
 }
 
 void Supervisor::FinishShutdown() {
+  // Answers already made are part of the drain (as HAProxy's soft stop and Envoy's drain let
+  // open connections finish): a client still reading its answers gets until the deadline.
+  uint64_t unsent = 0;
+  for (auto& cell : cells_) unsent += cell->unsent_bytes();
+  const uint64_t now = uv_now(&loop_);
+  if (unsent > 0 && now < client_drain_deadline_ms_) {
+    if (!draining_clients_) {
+      draining_clients_ = true;
+      LogInfo("every cell stopped; waiting up to " +
+              std::to_string(client_drain_deadline_ms_ - now) + " ms for clients to read " +
+              std::to_string(unsent) + " bytes of answers");
+    }
+    uv_timer_start(
+        &client_drain_timer_,
+        [](uv_timer_t* timer) { static_cast<Supervisor*>(timer->data)->FinishShutdown(); },
+        kClientDrainPollMs, 0);
+    return;
+  }
+  if (unsent > 0) {
+    LogWarning(std::to_string(unsent) +
+               " bytes of answers unread by clients at the stop deadline: " +
+               "their connections close (counted undelivered)");
+  }
   LogInfo("every cell stopped; exiting");
   exit_code_ = kExitOk;
   CloseAll();
@@ -339,6 +369,7 @@ void Supervisor::CloseAll() {
   control_->Close(closed);
   if (metrics_) metrics_->Close(closed);
   write_batch_->Close(closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&client_drain_timer_), nullptr);
   for (uv_signal_t* sig : SignalHandles()) {
     uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
   }

@@ -145,6 +145,12 @@ class Supervisor {
   }
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
+  // After every cell stopped: the answers its clients have not read yet get until this loop time
+  // (the shutdown's start + the longest stop_timeout) before the connections close. Polled by
+  // client_drain_timer_.
+  uint64_t client_drain_deadline_ms_ = 0;
+  bool draining_clients_ = false;
+  uv_timer_t client_drain_timer_{};
   // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().
   ServiceNotifier notifier_;
   bool booted_ = false;      // every cell was given its first start

@@ -16,6 +16,8 @@
 
 #include <cerrno>
 #include <fstream>
+#include <string>
+#include <thread>
 
 #include "base/exit_status.h"
 #include "tests/e2e/e2e_test.h"
@@ -93,6 +95,39 @@ TEST(BulkheaddProcess, SigtermAnswersPendingRequestsStopsWorkersAndRemovesSocket
   EXPECT_TRUE(Gone(a_pid)) << "worker " << a_pid << " outlived bulkheadd";
   EXPECT_TRUE(Gone(b_pid)) << "worker " << b_pid << " outlived bulkheadd";
   for (const std::string& path : SocketFiles(h, {"a", "b"})) EXPECT_FALSE(Exists(path)) << path;
+}
+
+// Answers the worker gave before SIGTERM, still waiting in bulkheadd for a client that reads
+// slowly, reach it whole: the shutdown lets the client read them (up to the stop_timeout, counted
+// from SIGTERM) before it closes the connections, as HAProxy's soft stop and Envoy's drain let open
+// connections finish. Before, bulkheadd exited at once and the client got a cut first answer.
+TEST(BulkheaddProcess, SigtermLetsAClientReadTheAnswersAlreadyMade) {
+  Harness h(TestOptions({CellSpec{.name = "a", .max_concurrent = 4}}));
+  ASSERT_STARTED(h);
+  Result<ipc::Client> client = h.Connect("a");
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  const std::string big(size_t{1} << 20, 'x');
+  for (uint64_t id = 1; id <= 4; ++id) ASSERT_TRUE(client->Send(id, "echo " + big).ok());
+  // Every answer made, most of their bytes held by bulkheadd: the client reads nothing yet.
+  ASSERT_TRUE(h.WaitForCell("a", [](const nlohmann::json& c) {
+    return c["running"] == 0 && c["unsent_bytes"].is_number() && c["unsent_bytes"] > (1u << 20);
+  }));
+
+  Result<int> stopped = Status::Error("not stopped");
+  std::thread stopper([&] { stopped = h.Stop(); });
+  const bool waited =
+      WaitFor([&] { return h.Log().find("for clients to read") != std::string::npos; });
+  EXPECT_TRUE(waited) << "bulkheadd did not wait for the client:\n" << h.Log();
+  ASSERT_TRUE(client->SetTimeout(std::chrono::seconds(5)).ok());
+  for (uint64_t id = 1; id <= 4; ++id) {
+    Result<ipc::Client::Reply> reply = client->Receive();
+    ASSERT_TRUE(IsReply(reply, ReplyStatus::kOk, Reason::kNone))
+        << "answer " << id << ": " << Describe(reply);
+    EXPECT_EQ(reply->payload.size(), big.size());
+  }
+  stopper.join();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << DescribeWaitStatus(*stopped);
 }
 
 TEST(BulkheaddProcess, WorkerIgnoringSigtermIsKilled) {
