@@ -5,8 +5,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -24,16 +26,43 @@ struct WriteBatch::Ring {
   ~Ring() { io_uring_queue_exit(&ring); }
 };
 
+std::optional<bool> IoUringWanted(const char* value) {
+  if (value == nullptr) return true;
+  std::string lower(value);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view on : {"on", "1", "true", "yes"}) {
+    if (lower == on) return true;
+  }
+  for (std::string_view off : {"off", "0", "false", "no"}) {
+    if (lower == off) return false;
+  }
+  return std::nullopt;
+}
+
 WriteBatch::WriteBatch(uv_loop_t* loop) {
   const char* knob = std::getenv("BULKHEAD_IO_URING");
-  if (knob == nullptr || std::string_view(knob) != "off") {
+  const std::optional<bool> wanted = IoUringWanted(knob);
+  const std::string one_by_one = "client answers are written one by one";
+  if (!wanted.has_value()) {
+    setting_unknown_ = true;
+    how_ = "BULKHEAD_IO_URING=" + std::string(knob) +
+           " is not on/off (1/0, true/false, yes/no): taken as on; ";
+  }
+  if (wanted.value_or(true)) {
     auto ring = std::make_unique<Ring>();
     // One thread submits (the loop's); completions are only reaped right after each submit.
     io_uring_params params{};
     params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
     int rc = io_uring_queue_init_params(kRingEntries, &ring->ring, &params);
     if (rc == -EINVAL) rc = io_uring_queue_init(kRingEntries, &ring->ring, 0);  // before 6.1
-    if (rc == 0) ring_ = std::move(ring);
+    if (rc == 0) {
+      ring_ = std::move(ring);
+      how_ += "the client answers of a loop iteration are sent together (io_uring)";
+    } else {
+      how_ += one_by_one + ": io_uring unavailable (io_uring_setup: " + std::strerror(-rc) + ")";
+    }
+  } else {
+    how_ += one_by_one + ": BULKHEAD_IO_URING=" + std::string(knob);
   }
   uv_prepare_init(loop, &prepare_);
   uv_check_init(loop, &check_);

@@ -11,7 +11,8 @@
 // iteration that answers k clients pays k system calls for it, one io_uring_enter with a batch
 // (docs/benchmarks.md, "client hop"). Without io_uring (a kernel before 5.6, io_uring disabled by
 // kernel.io_uring_disabled or a seccomp profile, as Docker's default is), or with
-// BULKHEAD_IO_URING=off in the environment, enabled() is false and writers write at once.
+// BULKHEAD_IO_URING=off (or 0, false, no) in the environment, enabled() is false and writers
+// write at once; how() says which.
 // REQUIRES: the loop thread only.
 #pragma once
 
@@ -20,11 +21,19 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace bulkhead::loop {
 
 class StreamWriter;
+
+// The value of BULKHEAD_IO_URING: true for on, 1, true, yes; false for off, 0, false, no (any
+// case, as systemd's booleans); nullopt for anything else (the caller warns and keeps io_uring).
+// Unset (nullptr) is on.
+std::optional<bool> IoUringWanted(const char* value);
 
 class WriteBatch {
  public:
@@ -37,6 +46,12 @@ class WriteBatch {
 
   // Whether writers given this batch wait for it (io_uring is there), or write at once.
   bool enabled() const { return ring_ != nullptr; }
+  // For the startup log: "client answers of a loop iteration are sent together (io_uring)", or
+  // why they are not ("... one by one: BULKHEAD_IO_URING=off", "...: io_uring_setup: Operation not
+  // permitted"), with a warning first for a BULKHEAD_IO_URING value it does not know.
+  const std::string& how() const { return how_; }
+  // BULKHEAD_IO_URING held a value IoUringWanted does not know: how() is worth a warning.
+  bool setting_unknown() const { return setting_unknown_; }
 
   // Sends what every member has pending now; for tests and for Close.
   void Submit();
@@ -59,6 +74,8 @@ class WriteBatch {
   static void OnClosed(uv_handle_t* handle);
 
   std::unique_ptr<Ring> ring_;
+  std::string how_;
+  bool setting_unknown_ = false;
   std::vector<StreamWriter*> members_;  // joined since the last Submit; nullptr: left
   std::vector<StreamWriter*> sending_;  // the members of the Submit under way; nullptr: left
   std::vector<int> results_;            // send results of sending_, by index

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -225,6 +226,40 @@ TEST_F(WriteBatchTest, AMemberClosedByAnotherMembersCallbackHearsNothing) {
   EXPECT_EQ(a.drained, 1);
   EXPECT_EQ(b.drained, 0) << "a closed writer was called back";
   EXPECT_EQ(b.ReadNow(), "second") << "its bytes had gone out with the batch";
+}
+
+TEST(IoUringWanted, TakesSystemdStyleBooleansInAnyCaseAndNothingElse) {
+  EXPECT_EQ(IoUringWanted(nullptr), true);
+  for (const char* on : {"on", "1", "true", "yes", "ON", "True"})
+    EXPECT_EQ(IoUringWanted(on), true);
+  for (const char* off : {"off", "0", "false", "no", "OFF", "No"}) {
+    EXPECT_EQ(IoUringWanted(off), false) << off;
+  }
+  for (const char* unknown : {"", "disable", "2", "of"}) {
+    EXPECT_EQ(IoUringWanted(unknown), std::nullopt) << unknown;
+  }
+}
+
+TEST_F(WriteBatchTest, TheStartupLineSaysWhetherAndWhyNot) {
+  ASSERT_EQ(::setenv("BULKHEAD_IO_URING", "No", 1), 0);
+  MakeBatch();
+  EXPECT_FALSE(batch_->enabled());
+  EXPECT_FALSE(batch_->setting_unknown());
+  EXPECT_EQ(batch_->how(), "client answers are written one by one: BULKHEAD_IO_URING=No");
+  batch_->Close([] {});
+  uv_run(&loop_, UV_RUN_DEFAULT);
+
+  ASSERT_EQ(::setenv("BULKHEAD_IO_URING", "disable", 1), 0);
+  MakeBatch();
+  ::unsetenv("BULKHEAD_IO_URING");
+  EXPECT_TRUE(batch_->setting_unknown());
+  EXPECT_EQ(batch_->how().rfind("BULKHEAD_IO_URING=disable is not on/off", 0), 0u) << batch_->how();
+  if (batch_->enabled()) {
+    EXPECT_NE(batch_->how().find("sent together (io_uring)"), std::string::npos) << batch_->how();
+  } else {
+    EXPECT_NE(batch_->how().find("io_uring unavailable (io_uring_setup: "), std::string::npos)
+        << batch_->how();
+  }
 }
 
 TEST_F(WriteBatchTest, WithoutABatchOrWithIoUringOffWritersWriteAtOnce) {
