@@ -9,8 +9,8 @@
 
 namespace bulkhead::supervisor {
 
-Cell::Cell(uv_loop_t* loop, const config::CellConfig& config,
-           lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::RequestPool* pool,
+Cell::Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config,
+           lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::ExchangePool* pool,
            loop::WriteBatch* write_batch)
     : loop_(loop),
       after_poll_(loop,
@@ -18,7 +18,7 @@ Cell::Cell(uv_loop_t* loop, const config::CellConfig& config,
                     runner_.OnAfterPoll();
                     data_path_.OnAfterPoll();
                   }),
-      data_path_(loop, config, max_payload, pool, write_batch, &after_poll_, this),
+      data_path_(loop, time, config, max_payload, pool, write_batch, &after_poll_, this),
       runner_(loop, config, std::move(compartment), max_payload, &after_poll_, this) {}
 
 Cell::~Cell() { BH_CHECK(open_handles_ == 0); }

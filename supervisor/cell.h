@@ -24,14 +24,16 @@
 #include "loop/after_poll.h"
 #include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
-#include "proxy/request.h"
+#include "proxy/exchange.h"
 
 namespace bulkhead::supervisor {
 
 class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
  public:
-  Cell(uv_loop_t* loop, const config::CellConfig& config, lifecycle::CellCompartment compartment,
-       uint32_t max_payload, proxy::RequestPool* pool, loop::WriteBatch* write_batch);
+  // `time` (the data path's clock and timers), `pool` and `write_batch` outlive the cell.
+  Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config,
+       lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::ExchangePool* pool,
+       loop::WriteBatch* write_batch);
   ~Cell() override;
   Cell(const Cell&) = delete;
   Cell& operator=(const Cell&) = delete;

@@ -21,8 +21,9 @@
 #include "control/metrics_server.h"
 #include "control/reload_plan.h"
 #include "lifecycle/cell_logs.h"
+#include "loop/time_source.h"
 #include "loop/write_batch.h"
-#include "proxy/request.h"
+#include "proxy/exchange.h"
 #include "supervisor/cell.h"
 #include "supervisor/connection_budget.h"
 #include "supervisor/runtime_dir_lock.h"
@@ -121,7 +122,9 @@ class Supervisor {
   std::optional<cell::CgroupTree> cgroup_tree_;
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};
-  proxy::RequestPool pool_;
+  // The loop's clock and timers for the cells' data paths (loop/time_source.h).
+  loop::LoopTimeSource time_{&loop_};
+  proxy::ExchangePool pool_;
   // The client answers of a loop iteration, sent together (loop/write_batch.h); from Run() until
   // CloseAll() closes it.
   std::optional<loop::WriteBatch> write_batch_;
