@@ -76,7 +76,8 @@ for f in /usr/sbin/bulkheadd /usr/bin/bulkheadctl /usr/lib/bulkhead/bulkhead-ech
 done
 for f in /etc/bulkhead/bulkhead.toml /lib/systemd/system/bulkheadd.service \
   /usr/share/bash-completion/completions/bulkheadctl /usr/share/doc/bulkhead/copyright \
-  /usr/share/doc/bulkhead/changelog.Debian.gz /usr/share/bulkhead/prometheus/bulkhead-alerts.yml; do
+  /usr/share/doc/bulkhead/changelog.Debian.gz /usr/share/bulkhead/prometheus/bulkhead-alerts.yml \
+  /usr/share/bulkhead/grafana/bulkhead.json; do
   [ -f "$f" ] || fail "$f is not installed"
 done
 # The installed rules load in Prometheus (docs/metrics.md, "Dashboard and alerts").
