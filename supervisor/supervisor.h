@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "control/control_server.h"
 #include "control/metrics_server.h"
+#include "control/metrics_text.h"
 #include "control/reload_plan.h"
 #include "lifecycle/cell_logs.h"
 #include "loop/time_source.h"
@@ -136,6 +137,7 @@ class Supervisor {
   RuntimeDirLock runtime_dir_lock_;  // held from startup until every socket file is removed
   std::unique_ptr<control::ControlServer> control_;
   std::unique_ptr<control::MetricsServer> metrics_;  // null without metrics_listen
+  control::ReloadCounts reloads_;  // every Reload(), for bulkhead_config_reloads_total
   control::ControlAccess control_access_;
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   // systemd's halt and poweroff requests (systemd(1), "Signals"), which podman's systemd mode and
