@@ -93,6 +93,15 @@ TEST(Forward, AStreamedBodyKeepsItsContentLengthOrGoesOutChunked) {
   EXPECT_EQ(out, "POST /blob HTTP/1.1\r\nHost: store\r\nContent-Length: 3\r\n\r\n");
 }
 
+TEST(Forward, TrailerFieldsNeverReachTheWorker) {
+  auto [head, body] = ParseOne(
+      "POST /up HTTP/1.1\r\nHost: payments\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "2\r\nok\r\n0\r\nHost: evil\r\nContent-Length: 99\r\nX-Trailer: t\r\n\r\n");
+  std::string out;
+  AppendForwardRequest(&out, head, body, ForwardOptions{});
+  EXPECT_EQ(out, "POST /up HTTP/1.1\r\nHost: payments\r\nContent-Length: 2\r\n\r\nok");
+}
+
 TEST(Forward, TcpClientsAreNamedAfterWhatEarlierProxiesSaid) {
   auto [head, body] = ParseOne(
       "GET /items HTTP/1.1\r\nHost: catalog\r\nX-Forwarded-For: 198.51.100.1\r\n"
