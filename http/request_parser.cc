@@ -20,6 +20,20 @@ std::string_view TrimWhitespace(std::string_view text) {
   return text;
 }
 
+// Methods whose content has no defined semantics (RequestHead::body_on_bodiless_method).
+bool IsBodilessMethod(unsigned method) {
+  switch (static_cast<http_method>(method)) {
+    case HTTP_GET:
+    case HTTP_HEAD:
+    case HTTP_DELETE:
+    case HTTP_OPTIONS:
+    case HTTP_TRACE:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // http-parser's own refusals, with the status a front proxy answers.
 Error ErrorOf(http_errno error) {
   switch (error) {
@@ -225,6 +239,8 @@ int RequestParser::OnHeadersComplete(http_parser* parser) {
   head.chunked = (parser->flags & F_CHUNKED) != 0;
   head.content_length = (parser->flags & F_CONTENTLENGTH) != 0 ? parser->content_length : 0;
   if (!self->ValidateHead()) return -1;
+  head.body_on_bodiless_method =
+      (head.chunked || head.content_length > 0) && IsBodilessMethod(parser->method);
   self->in_head_ = false;
   http_parser_pause(parser, 1);
   return 0;

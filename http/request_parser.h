@@ -68,6 +68,12 @@ struct RequestHead {
   // The connection stays open after this request's answer (HTTP/1.1 without "Connection: close",
   // HTTP/1.0 with "Connection: keep-alive").
   bool keep_alive = true;
+  // The request carries a body (chunked, or a Content-Length above 0) though its method's content
+  // has no defined semantics: GET, HEAD, DELETE, OPTIONS, TRACE (RFC 9110 sections 9.3.1, 9.3.2,
+  // 9.3.5, 9.3.7, 9.3.8). A server that never reads such a body takes it as the next request on
+  // its connection; the connection that carries it must carry nothing after it (http/forward.h
+  // asks the worker to close it).
+  bool body_on_bodiless_method = false;
 
   // The value of the first header field named `name` (case-insensitive), if any.
   std::optional<std::string_view> Find(std::string_view name) const;

@@ -369,6 +369,35 @@ TEST(RequestParser, ForbiddenBytesInTheTargetAreRefused) {
   EXPECT_EQ(taken.requests[0].head.target, "/a?q={\"x\"|y}&z=<^`>\\");
 }
 
+// RFC 9110 section 9.3: GET, HEAD, DELETE, OPTIONS and TRACE give content no meaning; one that
+// carries a body is marked, whatever the framing.
+TEST(RequestParser, ABodyOnAMethodWithoutBodySemanticsIsMarked) {
+  struct Case {
+    std::string input;
+    bool marked;
+  };
+  const std::vector<Case> cases = {
+      {"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", true},
+      {"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+       true},
+      {"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", true},
+      {"HEAD / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", true},
+      {"DELETE /r HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", true},
+      {"OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", true},
+      {"TRACE / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", true},
+      {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false},
+      {"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", false},
+      {"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", false},
+      {"PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", false},
+      {"PATCH / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", false},
+  };
+  for (const Case& c : cases) {
+    Outcome out = Feed(c.input);
+    ASSERT_EQ(out.requests.size(), 1u) << c.input << ": " << out.error.reason;
+    EXPECT_EQ(out.requests[0].head.body_on_bodiless_method, c.marked) << c.input;
+  }
+}
+
 TEST(RequestParser, LimitsOnHeadAndBody) {
   Limits limits;
   limits.max_head_bytes = 64;
