@@ -207,6 +207,7 @@ void HttpFrontConnection::StartExchange(bool streaming) {
   keep_alive_ = head.keep_alive;
   head_request_ = head.method == "HEAD";
   http11_ = head.version_major == 1 && head.version_minor >= 1;
+  close_worker_after_ = head.body_on_bodiless_method;
   response_started_ = false;
   http::ForwardOptions options;
   options.client_address = client_address_;

@@ -61,6 +61,10 @@ class HttpFrontConnection final : public Client {
   // (http::ResponseRelay::Begin): the connection stays open after it, the client speaks HTTP/1.1.
   bool keep_alive() const { return keep_alive_; }
   bool http11() const { return http11_; }
+  // The worker connection that carries the current request must carry nothing after it: a GET (or
+  // other method without body semantics) came with a body (http::RequestHead::
+  // body_on_bodiless_method), which a worker that never reads it takes as its next request.
+  bool close_worker_after() const { return close_worker_after_; }
   // Appends bytes of the worker's response. Returns true when the link is to stop reading from the
   // worker until Link::ResumeReading (the client holds more than kResponseBufferBytes unsent).
   bool AppendResponse(std::string_view bytes);
@@ -137,6 +141,7 @@ class HttpFrontConnection final : public Client {
   bool busy_ = false;
   bool keep_alive_ = true;
   bool http11_ = true;
+  bool close_worker_after_ = false;
   bool head_request_ = false;      // the current request is a HEAD: local replies carry no body
   bool response_started_ = false;  // bytes of the worker's response were queued
   bool processing_ = false;        // inside ProcessInput

@@ -64,6 +64,8 @@ void HttpWorkerLink::Send(Request* request, std::string_view payload) {
   relay_.Begin(head_request, client == nullptr || client->keep_alive(),
                client == nullptr || client->http11());
   body_streamed_ = client != nullptr && client->body_streaming();
+  // Unknown once the client is gone (a resend): the connection is not reused then either.
+  close_after_ = client == nullptr || client->close_worker_after();
   writer_.AppendBytes(payload);
   writer_.Flush();
   // Last: the client may start sending the rest of the body from here on.
@@ -202,7 +204,7 @@ void HttpWorkerLink::Finish(bool reusable) {
   // next request on this connection.
   const bool body_cut = body_source_ != nullptr;
   Request* request = TakeInflight();
-  owner_->OnHttpResponse(this, request, reusable && !ended_ && !body_cut);
+  owner_->OnHttpResponse(this, request, reusable && !ended_ && !body_cut && !close_after_);
 }
 
 void HttpWorkerLink::Broken(const std::string& why, bool worker_at_fault) {

@@ -8,10 +8,12 @@
 // response is still read to its end, so the slot is freed when the worker finishes.
 //
 // A worker that answers `Connection: close` (gunicorn's sync workers), or that closes an idle
-// connection, is not reused: the data path opens a fresh connection for the next request. An idle
-// link watches for EOF; a request whose write failed, or whose connection ended before any byte of
-// a response came, is one the worker did not answer, and is resent once on a fresh connection
-// (TakeInflight tells it unread).
+// connection, is not reused: the data path opens a fresh connection for the next request; nor is a
+// connection whose request carried a body its method gives no meaning to (a GET with a body), nor
+// one whose response had no body and announced one (http::ResponseRelay::worker_keep_alive). An
+// idle link watches for EOF; a request whose write failed, or whose connection ended before any
+// byte of a response came, is one the worker did not answer, and is resent once on a fresh
+// connection (TakeInflight tells it unread).
 //
 // A request whose body was not whole with its head goes out as its head (and the body bytes that
 // came with it); the client then streams the rest through SendBody as it reads it, and the link
@@ -128,6 +130,8 @@ class HttpWorkerLink final : public Link {
   // or the request leaves the link (TakeInflight tells the client: BodyLinkGone).
   HttpFrontConnection* body_source_ = nullptr;
   bool body_streamed_ = false;  // the in-flight request's body was not whole with its head
+  // The in-flight request must be the connection's last (HttpFrontConnection::close_worker_after).
+  bool close_after_ = false;
 };
 
 }  // namespace bulkhead::proxy
