@@ -8,7 +8,7 @@ ASAN_BUILD := build-asan
 # `make fuzz`: seconds each fuzzer runs (the ctest entries run BULKHEAD_FUZZ_SECONDS, 20 s).
 FUZZ_SECONDS ?= 600
 FUZZERS := ipc/ipc_frame_fuzzer config/config_fuzzer cell/notify_message_fuzzer \
-           http/http_request_fuzzer
+           http/http_request_fuzzer http/http_response_relay_fuzzer
 LAUNCHER := $(if $(shell command -v ccache),\
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 

@@ -109,6 +109,10 @@ void AppendLineAndFields(std::string* out, const RequestHead& head, const Forwar
   if (!has_request_id && !options.request_id.empty()) {
     AppendField(out, "X-Request-Id", options.request_id);
   }
+  // A worker that never reads this body would take it as its next request: it is asked to close
+  // the connection after its answer instead (RFC 9112 section 9.6), and bulkheadd sends nothing
+  // more on it whatever the worker does.
+  if (head.body_on_bodiless_method) AppendField(out, "Connection", "close");
 }
 
 }  // namespace

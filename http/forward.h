@@ -10,7 +10,9 @@
 // Added: `Host` when the request has none (an HTTP/1.0 request: it goes out as HTTP/1.1, which
 // requires Host, RFC 9112 section 3.2); `X-Forwarded-For` (appended to the client's) and
 // `Forwarded: for=...` (RFC 7239, appended to the client's) for a TCP client; `X-Request-Id` when
-// the client sent none.
+// the client sent none; `Connection: close` when the request carries a body its method gives no
+// meaning to (RequestHead::body_on_bodiless_method: a GET with a body), which a worker that never
+// reads it would take as its next request.
 #pragma once
 
 #include <string>

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "http/syntax.h"
+
 namespace bulkhead::http {
 namespace {
 
@@ -18,22 +20,18 @@ std::string_view TrimWhitespace(std::string_view text) {
   return text;
 }
 
-// tchar (RFC 9110 section 5.6.2): what a field name is made of.
-bool IsTokenChar(char c) {
-  if (std::isalnum(static_cast<unsigned char>(c))) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool IsToken(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), IsTokenChar);
-}
-
-// A field value holds no NUL, CR, LF or other control character but HTAB (RFC 9110 section 5.5).
-bool IsFieldValue(std::string_view text) {
-  return std::none_of(text.begin(), text.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return (u < 0x20 && c != '\t') || u == 0x7f;
-  });
+// Methods whose content has no defined semantics (RequestHead::body_on_bodiless_method).
+bool IsBodilessMethod(unsigned method) {
+  switch (static_cast<http_method>(method)) {
+    case HTTP_GET:
+    case HTTP_HEAD:
+    case HTTP_DELETE:
+    case HTTP_OPTIONS:
+    case HTTP_TRACE:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // http-parser's own refusals, with the status a front proxy answers.
@@ -97,21 +95,31 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
     message_done_ = false;
     in_head_ = true;
     last_was_value_ = false;
-    head_bytes_ = 0;
     body_bytes_ = 0;
-    previous_byte_ = '\0';
     after_target_ = '\0';
+    framing_.StartMessage();
   }
   http_parser_pause(&parser_, 0);
   data_end_ = data.data() + data.size();
-  const bool scanning_head = in_head_;
+  framing_mark_ = data.data();
+  if (head_end_checked_ && !data.empty()) {
+    head_end_checked_ = false;
+    ++framing_mark_;
+  }
   const size_t n = http_parser_execute(&parser_, &settings_, data.data(), data.size());
   *consumed = n;
   if (failed_) return Event::kError;
-  if (scanning_head && !ScanHeadBytes(data.substr(0, n))) return Event::kError;
+  if (!ScanFraming(data.data() + n)) return Event::kError;
   const http_errno error = HTTP_PARSER_ERRNO(&parser_);
   if (error == HPE_PAUSED) {
     if (message_done_) return Event::kMessage;
+    // Paused at the end of the head, on its last byte (the LF of the empty line, which http-parser
+    // consumes on the next call): checked now, so that the head handed out is checked whole.
+    if (n < data.size()) {
+      if (!ScanFraming(data.data() + n + 1)) return Event::kError;
+      head_end_checked_ = true;
+    }
+    framing_.StartBody(head_.chunked);
     return Event::kHead;
   }
   if (error != HPE_OK) {
@@ -137,19 +145,20 @@ int RequestParser::Fail(int status, std::string reason) {
   return -1;
 }
 
-bool RequestParser::ScanHeadBytes(std::string_view bytes) {
-  for (char c : bytes) {
-    // A line that starts with whitespace continues the previous field (obs-fold): refused, as
-    // RFC 9112 section 5.2 allows a server to, since proxies disagree on how to join it.
-    if (previous_byte_ == '\n' && (c == ' ' || c == '\t')) {
-      Fail(400, "obs-fold (a header line starting with whitespace)");
-      return false;
-    }
-    previous_byte_ = c;
+bool RequestParser::ScanFraming(const char* end) {
+  if (end <= framing_mark_) return true;
+  const char* wrong = framing_.Scan({framing_mark_, static_cast<size_t>(end - framing_mark_)});
+  framing_mark_ = end;
+  if (wrong != nullptr) {
+    Fail(400, wrong);
+    return false;
   }
-  head_bytes_ += bytes.size();
-  if (head_bytes_ > limits_.max_head_bytes) {
+  if (framing_.head_bytes() > limits_.max_head_bytes) {
     Fail(431, "request head over " + std::to_string(limits_.max_head_bytes) + " bytes");
+    return false;
+  }
+  if (framing_.trailer_bytes() > limits_.max_head_bytes) {
+    Fail(431, "trailer section over " + std::to_string(limits_.max_head_bytes) + " bytes");
     return false;
   }
   return true;
@@ -167,6 +176,13 @@ int RequestParser::OnUrl(http_parser* parser, const char* at, size_t length) {
   // is then the next byte of the data given (a piece cut by the end of the data is followed by
   // another, possibly empty, piece).
   if (at + length < self->data_end_) self->after_target_ = at[length];
+  // http-parser, built without HTTP_PARSER_STRICT, takes a TAB, a form feed and bytes above 0x7f
+  // in the target; an origin server behind may split the target there (RFC 9112 section 3.2).
+  if (!IsTargetText({at, length})) {
+    return self->Fail(400,
+                      "forbidden byte in the request-target (a control character, a byte "
+                      "above 0x7f or '#')");
+  }
   // Refused as soon as the line ends: an HTTP/0.9 client sends that one line and waits.
   return self->RefuseVersionless() ? -1 : 0;
 }
@@ -194,6 +210,9 @@ void AppendFieldValuePiece(std::vector<Header>* headers, bool* last_was_value,
 
 int RequestParser::OnHeaderField(http_parser* parser, const char* at, size_t length) {
   RequestParser* self = Self(parser);
+  // A trailer field (after a chunked body): dropped, never merged into the head (RFC 9110 section
+  // 6.5.1); the trailer section's size is bounded in ScanFraming.
+  if (!self->in_head_) return 0;
   const bool starts_field = self->head_.headers.empty() || self->last_was_value_;
   if (starts_field && self->head_.headers.size() >= self->limits_.max_headers) {
     return self->Fail(431,
@@ -205,6 +224,7 @@ int RequestParser::OnHeaderField(http_parser* parser, const char* at, size_t len
 
 int RequestParser::OnHeaderValue(http_parser* parser, const char* at, size_t length) {
   RequestParser* self = Self(parser);
+  if (!self->in_head_) return 0;  // a trailer field's value: dropped with its name
   AppendFieldValuePiece(&self->head_.headers, &self->last_was_value_, {at, length});
   return 0;
 }
@@ -219,6 +239,8 @@ int RequestParser::OnHeadersComplete(http_parser* parser) {
   head.chunked = (parser->flags & F_CHUNKED) != 0;
   head.content_length = (parser->flags & F_CONTENTLENGTH) != 0 ? parser->content_length : 0;
   if (!self->ValidateHead()) return -1;
+  head.body_on_bodiless_method =
+      (head.chunked || head.content_length > 0) && IsBodilessMethod(parser->method);
   self->in_head_ = false;
   http_parser_pause(parser, 1);
   return 0;
@@ -314,6 +336,9 @@ bool RequestParser::ValidateHead() {
 
 int RequestParser::OnBody(http_parser* parser, const char* at, size_t length) {
   RequestParser* self = Self(parser);
+  // The bytes before the data (chunk lines, the CRLF after the previous chunk's data) are framing.
+  if (!self->ScanFraming(at)) return -1;
+  self->framing_mark_ = at + length;
   if (self->body_bytes_ + length > self->limits_.max_body_bytes) {
     return self->Fail(413, "body over " + std::to_string(self->limits_.max_body_bytes) + " bytes");
   }

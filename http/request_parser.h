@@ -7,13 +7,19 @@
 // Refused with the connection closed after the answer (Error), as a front proxy must (RFC 9112
 // section 6.3, "Message Body Length", and 11.2, "Request Smuggling"):
 //   400  malformed request line or header, a request line without an HTTP version (HTTP/0.9,
-//        RFC 9112 section 3), Content-Length together with Transfer-Encoding, more
-//        than one Content-Length, a bad chunk size, obs-fold (a header line starting with
-//        whitespace, RFC 9112 section 5.2), Transfer-Encoding in an HTTP/1.0 request, a missing or
+//        RFC 9112 section 3), a request-target byte http/syntax.h's IsTargetText refuses (a TAB,
+//        any control character, a byte above 0x7f, '#': RFC 9112 section 3.2), Content-Length
+//        together with Transfer-Encoding, more than one Content-Length, a bad chunk size, a bare CR
+//        anywhere in the head or chunked framing, obs-fold (a header line starting with whitespace,
+//        RFC 9112 section 5.2), a chunk or trailer line not ended by CRLF, chunk data not followed
+//        by CRLF (http/framing_check.h), Transfer-Encoding in an HTTP/1.0 request, a missing or
 //        repeated Host in HTTP/1.1 (RFC 9112 section 3.2)
 //   413  a body over Limits::max_body_bytes (known from Content-Length before the body is read)
 //   417  an Expect other than 100-continue (RFC 9110 section 10.1.1)
-//   431  a head over Limits::max_head_bytes or with more than Limits::max_headers fields
+//   431  a head, or a chunked body's trailer section, over Limits::max_head_bytes, or a head with
+//        more than Limits::max_headers fields
+// Trailer fields of a chunked body are read and dropped: never merged into head().headers (RFC
+// 9110 section 6.5.1), whatever their name and whichever read brought them.
 //   501  a Transfer-Encoding other than "chunked" (RFC 9112 section 6.1), CONNECT, Upgrade
 //   505  an HTTP major version other than 1 ("HTTP/2.0", RFC 9110 section 15.6.6)
 // HTTP/1.0 and HTTP/1.1 are taken; HTTP/1.2 and above are taken as HTTP/1.1 (RFC 9110 section 2.5).
@@ -27,6 +33,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "http/framing_check.h"
 
 namespace bulkhead::http {
 
@@ -60,6 +68,12 @@ struct RequestHead {
   // The connection stays open after this request's answer (HTTP/1.1 without "Connection: close",
   // HTTP/1.0 with "Connection: keep-alive").
   bool keep_alive = true;
+  // The request carries a body (chunked, or a Content-Length above 0) though its method's content
+  // has no defined semantics: GET, HEAD, DELETE, OPTIONS, TRACE (RFC 9110 sections 9.3.1, 9.3.2,
+  // 9.3.5, 9.3.7, 9.3.8). A server that never reads such a body takes it as the next request on
+  // its connection; the connection that carries it must carry nothing after it (http/forward.h
+  // asks the worker to close it).
+  bool body_on_bodiless_method = false;
 
   // The value of the first header field named `name` (case-insensitive), if any.
   std::optional<std::string_view> Find(std::string_view name) const;
@@ -137,8 +151,9 @@ class RequestParser {
   bool AcceptVersion(http_parser* parser);
   // Checks the head once complete: framing, Host, Expect, Upgrade; fills the framing fields.
   bool ValidateHead();
-  // Scans bytes of the head for obs-fold and counts them against max_head_bytes.
-  bool ScanHeadBytes(std::string_view bytes);
+  // Checks the bytes from framing_mark_ to `end` (not body data: head, chunk lines, trailers)
+  // with framing_ and against max_head_bytes, and moves the mark to `end`.
+  bool ScanFraming(const char* end);
 
   Limits limits_;
   http_parser parser_{};
@@ -148,12 +163,16 @@ class RequestParser {
   Error error_;
   bool failed_ = false;
   bool in_message_ = false;
-  bool in_head_ = true;  // the bytes being parsed belong to a head
+  bool in_head_ = true;  // the bytes being parsed belong to a head (else: body, trailers)
   bool message_done_ = false;
   bool last_was_value_ = false;  // header callbacks: a field name starts a new header
-  uint64_t head_bytes_ = 0;
-  uint64_t body_bytes_ = 0;    // of the current request's decoded body, taken out of body_ or not
-  char previous_byte_ = '\0';  // the byte before the current chunk, for obs-fold across reads
+  uint64_t body_bytes_ = 0;      // of the current request's decoded body, taken out of body_ or not
+  FramingCheck framing_;
+  // The running Parse call's bytes from here on are not checked by framing_ yet.
+  const char* framing_mark_ = nullptr;
+  // The head's last byte was checked when the head was handed out (kHead), before http-parser
+  // consumed it: the next Parse call, which starts with it, does not check it again.
+  bool head_end_checked_ = false;
   const char* data_end_ = nullptr;  // the end of the data given to the running Parse call
   char after_target_ = '\0';        // the byte that ended the request-target: ' ', CR or LF
 };

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// ResponseRelay: http-parser (2.9) in response mode, paused at on_message_complete so the bytes
-// after a response stay with the caller.
+// ResponseRelay: http-parser (2.9) in response mode, paused at the end of each head and of each
+// message, so that a head is checked whole before it goes to the client, and the bytes after a
+// response stay with the caller.
 #include "http/response_relay.h"
 
 #include <cstdio>
 
 #include "http/forward.h"
+#include "http/syntax.h"
 
 namespace bulkhead::http {
 namespace {
@@ -35,7 +37,13 @@ void ResponseRelay::Begin(bool head_request, bool client_keep_alive, bool client
   reason_phrase_.clear();
   headers_.clear();
   last_was_value_ = false;
+  in_head_ = true;
   client_framing_ = Framing::kNone;
+  worker_chunked_ = false;
+  framing_conflict_ = false;
+  framing_.StartMessage();
+  head_end_checked_ = false;
+  interim_done_ = false;
   head_sent_ = false;
   complete_ = false;
   failed_ = false;
@@ -50,17 +58,57 @@ ResponseRelay::Event ResponseRelay::Feed(std::string_view data, size_t* consumed
   if (failed_) return Event::kError;
   if (complete_) return Event::kComplete;
   out_ = out;
-  const size_t n = http_parser_execute(&parser_, &settings_, data.data(), data.size());
-  out_ = nullptr;
-  *consumed = n;
-  if (failed_) return Event::kError;
-  const http_errno error = HTTP_PARSER_ERRNO(&parser_);
-  if (error == HPE_PAUSED && complete_) return Event::kComplete;
-  if (error != HPE_OK) {
-    Fail(std::string("malformed response from the worker: ") + http_errno_description(error));
-    return Event::kError;
+  size_t used = 0;
+  Event event = Event::kNeedMore;
+  // One round per pause: a head's end, an interim response's end, the final response's end.
+  while (true) {
+    const std::string_view rest = data.substr(used);
+    if (rest.empty()) break;  // (an empty call to http-parser would mean the end of input)
+    framing_mark_ = rest.data();
+    if (head_end_checked_) {
+      head_end_checked_ = false;
+      ++framing_mark_;
+    }
+    http_parser_pause(&parser_, 0);
+    const size_t n = http_parser_execute(&parser_, &settings_, rest.data(), rest.size());
+    used += n;
+    if (failed_ || !ScanFraming(rest.data() + n)) {
+      event = Event::kError;
+      break;
+    }
+    const http_errno error = HTTP_PARSER_ERRNO(&parser_);
+    if (error == HPE_OK) break;  // every byte given was used
+    if (error != HPE_PAUSED) {
+      Fail(std::string("malformed response from the worker: ") + http_errno_description(error));
+      event = Event::kError;
+      break;
+    }
+    if (complete_) {
+      event = Event::kComplete;
+      break;
+    }
+    if (interim_done_) {
+      // An interim response (100 Continue, 103 Early Hints) ended: the final one follows.
+      interim_done_ = false;
+      framing_.StartMessage();
+      continue;
+    }
+    // Paused at a head's end, on its last byte (the LF that http-parser consumes in the next
+    // round): checked now, then the head goes to the client.
+    if (n < rest.size()) {
+      if (!ScanFraming(rest.data() + n + 1)) {
+        event = Event::kError;
+        break;
+      }
+      head_end_checked_ = true;
+    }
+    framing_.StartBody(worker_chunked_);
+    in_head_ = false;
+    if (status_code_ >= 200) AppendHead();
   }
-  return Event::kNeedMore;
+  out_ = nullptr;
+  *consumed = used;
+  return event;
 }
 
 ResponseRelay::Event ResponseRelay::WorkerClosed(std::string* out) {
@@ -83,6 +131,15 @@ int ResponseRelay::Fail(std::string reason) {
   return -1;
 }
 
+bool ResponseRelay::ScanFraming(const char* end) {
+  if (end <= framing_mark_) return true;
+  const char* wrong = framing_.Scan({framing_mark_, static_cast<size_t>(end - framing_mark_)});
+  framing_mark_ = end;
+  if (wrong == nullptr) return true;
+  Fail(std::string("malformed response from the worker: ") + wrong);
+  return false;
+}
+
 int ResponseRelay::OnStatus(http_parser* parser, const char* at, size_t length) {
   Self(parser)->reason_phrase_.append(at, length);
   return 0;
@@ -90,12 +147,14 @@ int ResponseRelay::OnStatus(http_parser* parser, const char* at, size_t length) 
 
 int ResponseRelay::OnHeaderField(http_parser* parser, const char* at, size_t length) {
   ResponseRelay* self = Self(parser);
+  if (!self->in_head_) return 0;  // a trailer field: dropped
   AppendFieldNamePiece(&self->headers_, &self->last_was_value_, {at, length});
   return 0;
 }
 
 int ResponseRelay::OnHeaderValue(http_parser* parser, const char* at, size_t length) {
   ResponseRelay* self = Self(parser);
+  if (!self->in_head_) return 0;
   AppendFieldValuePiece(&self->headers_, &self->last_was_value_, {at, length});
   return 0;
 }
@@ -103,25 +162,50 @@ int ResponseRelay::OnHeaderValue(http_parser* parser, const char* at, size_t len
 int ResponseRelay::OnHeadersComplete(http_parser* parser) {
   ResponseRelay* self = Self(parser);
   self->status_code_ = parser->status_code;
+  if (self->status_code_ < 100) {
+    // http-parser reads "HTTP/1.1 20 OK" as status 20 (RFC 9112 section 4: three digits).
+    return self->Fail("malformed response from the worker: status code " +
+                      std::to_string(self->status_code_));
+  }
   if (self->status_code_ == 101) {
     return self->Fail("101 Switching Protocols without an Upgrade request");
   }
-  if (self->status_code_ < 200) return 0;  // interim: dropped in OnMessageComplete
-  const bool no_body =
-      self->head_request_ || self->status_code_ == 204 || self->status_code_ == 304;
-  if (no_body) {
-    self->client_framing_ = Framing::kNone;
-  } else if ((parser->flags & F_CHUNKED) == 0 && (parser->flags & F_CONTENTLENGTH) != 0) {
-    self->client_framing_ = Framing::kLength;
-  } else {
-    // Chunked, or delimited by the worker's close: chunked for the client when it can take it.
-    self->client_framing_ = self->client_http11_ ? Framing::kChunked : Framing::kUntilClose;
+  for (const Header& header : self->headers_) {
+    // http-parser takes a space in a field name ("Content-Length : 2"): the client would get the
+    // field beside the framing bulkheadd chose (RFC 9112 section 5.1).
+    if (!IsToken(header.name)) {
+      return self->Fail("malformed response from the worker: bad header field name \"" +
+                        header.name + "\"");
+    }
   }
-  self->client_must_close_ =
-      !self->client_keep_alive_ || self->client_framing_ == Framing::kUntilClose;
-  self->AppendHead();
+  if (!IsFieldValue(self->reason_phrase_)) {
+    return self->Fail("malformed response from the worker: control character in the reason phrase");
+  }
+  // RFC 9112 section 6.3, rule 1: these end at the empty line whatever their fields say.
+  const int status = self->status_code_;
+  const bool no_body = self->head_request_ || status < 200 || status == 204 || status == 304;
+  const bool chunked = (parser->flags & F_CHUNKED) != 0;
+  const bool has_length = (parser->flags & F_CONTENTLENGTH) != 0;
+  if (no_body && (chunked || (has_length && parser->content_length > 0))) {
+    self->framing_conflict_ = true;
+  }
+  self->worker_chunked_ = !no_body && chunked;
+  if (status >= 200) {
+    if (no_body) {
+      self->client_framing_ = Framing::kNone;
+    } else if (!chunked && has_length) {
+      self->client_framing_ = Framing::kLength;
+    } else {
+      // Chunked, or delimited by the worker's close: chunked for the client when it can take it.
+      self->client_framing_ = self->client_http11_ ? Framing::kChunked : Framing::kUntilClose;
+    }
+    self->client_must_close_ =
+        !self->client_keep_alive_ || self->client_framing_ == Framing::kUntilClose;
+  }
+  // Feed checks the head's last byte and sends the head on (AppendHead).
+  http_parser_pause(parser, 1);
   // 1: no body follows, whatever the fields say (http-parser's contract for HEAD responses).
-  return self->head_request_ ? 1 : 0;
+  return no_body ? 1 : 0;
 }
 
 void ResponseRelay::AppendHead() {
@@ -167,6 +251,9 @@ void ResponseRelay::AppendHead() {
 
 int ResponseRelay::OnBody(http_parser* parser, const char* at, size_t length) {
   ResponseRelay* self = Self(parser);
+  // The bytes before the data (chunk lines, the CRLF after the previous chunk's data) are framing.
+  if (!self->ScanFraming(at)) return -1;
+  self->framing_mark_ = at + length;
   std::string& out = *self->out_;
   if (self->client_framing_ == Framing::kChunked) {
     char size[32];
@@ -182,18 +269,20 @@ int ResponseRelay::OnBody(http_parser* parser, const char* at, size_t length) {
 
 int ResponseRelay::OnMessageComplete(http_parser* parser) {
   ResponseRelay* self = Self(parser);
+  http_parser_pause(parser, 1);
   if (self->status_code_ < 200) {
-    // An interim response (100 Continue, 103 Early Hints): the final one follows.
+    // An interim response: dropped; Feed goes on with the final one.
     self->status_code_ = 0;
     self->reason_phrase_.clear();
     self->headers_.clear();
     self->last_was_value_ = false;
+    self->in_head_ = true;
+    self->interim_done_ = true;
     return 0;
   }
   if (self->client_framing_ == Framing::kChunked) self->out_->append("0\r\n\r\n");
   self->complete_ = true;
-  self->worker_keep_alive_ = http_should_keep_alive(parser) != 0;
-  http_parser_pause(parser, 1);
+  self->worker_keep_alive_ = http_should_keep_alive(parser) != 0 && !self->framing_conflict_;
   return 0;
 }
 

@@ -59,17 +59,6 @@ http::LocalReply LocalReplyFor(const Outcome& outcome, std::string_view cell) {
   return http::FailureReply(outcome.reason, cell, outcome.text);
 }
 
-// RFC 9110 section 9.3: content in a GET, HEAD, DELETE or CONNECT request has no generally defined
-// semantics, and OPTIONS and TRACE carry none by usage. A worker that never reads such a body reads
-// it as the next request (docs/http.md).
-bool BodyOnBodilessMethod(const http::RequestHead& head) {
-  if (!head.chunked && head.content_length == 0) return false;
-  for (std::string_view method : {"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"}) {
-    if (head.method == method) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 HttpFrontConnection::HttpFrontConnection(ClientOwner* owner, const ClientSettings& settings)
@@ -309,7 +298,7 @@ void HttpFrontConnection::StartExchange(bool streaming) {
   info.idempotent = http::IsIdempotentMethod(head.method);
   info.keep_alive = head.keep_alive;
   info.http11 = head.version_major == 1 && head.version_minor >= 1;
-  info.close_link_after = BodyOnBodilessMethod(head);
+  info.close_link_after = head.body_on_bodiless_method;
   close_after_answer_ = !head.keep_alive;
   response_started_ = false;
   http::ForwardOptions options;

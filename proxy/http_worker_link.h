@@ -11,10 +11,11 @@
 //
 // A worker that answers `Connection: close` (gunicorn's sync workers), or that closes an idle
 // connection, is not reused: the data path opens a fresh connection for the next exchange. Nor is
-// a connection whose exchange said so (RequestInfo::close_link_after). An idle link watches for
-// EOF; a request whose write failed, or whose connection ended before any byte of a response came,
-// is one the worker did not answer, and is resent once on a fresh connection (TakeInflight tells
-// it unread).
+// a connection whose exchange said so (RequestInfo::close_link_after: a GET with a body), nor one
+// whose response had no body yet announced one (http::ResponseRelay::worker_keep_alive). An idle
+// link watches for EOF; a request whose write failed, or whose connection ended before any byte
+// of a response came, is one the worker did not answer, and is resent once on a fresh connection
+// (TakeInflight tells it unread).
 //
 // A request whose body was not whole with its head (RequestInfo::kStreamed) goes out as its head
 // (and the body bytes that came with it); the link then asks the exchange for the body

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/e2e/e2e_test.h"
+#include "tests/e2e/http_conn.h"
 #include "tests/helpers/test_support.h"
 
 namespace bulkhead::e2e {
@@ -171,6 +172,28 @@ TEST_P(RealServer, ServesCurlHttpClientAndAb) {
 
 INSTANTIATE_TEST_SUITE_P(Servers, RealServer, ::testing::Values(kGunicorn, kNode, kPython),
                          ServerName);
+
+// Issue 23's reproduction with Debian's gunicorn: a WSGI app that returns a body with 204 gets it
+// sent, after a Content-Length. A 204 ends at its empty line (RFC 9112 section 6.3): the client
+// gets the 204 alone, and its next request on the same connection gets its own answer, not the
+// 204's body (shaped here as a response).
+TEST(Gunicorn, ABodySentWith204NeverReachesTheClientAsItsNextAnswer) {
+  Harness h(ServerOptions({ServerCell("payments", kGunicorn, 2, 4)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("payments"));
+  ASSERT_TRUE(conn);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(conn->Send("GET /no-content-with-body HTTP/1.1\r\nHost: payments\r\n\r\n"));
+    std::optional<Response> no_content = conn->Read();
+    ASSERT_TRUE(no_content && no_content->status == 204) << Describe(no_content);
+    ASSERT_TRUE(conn->Send("GET /healthz HTTP/1.1\r\nHost: payments\r\n\r\n"));
+    std::optional<Response> next = conn->Read();
+    ASSERT_TRUE(next && next->status == 200 && next->body == "ok\n") << i << ": " << Describe(next);
+  }
+  nlohmann::json c = h.Cell("payments");
+  EXPECT_EQ(Counter(c, "ok"), 6u) << c.dump();
+  EXPECT_EQ(Counter(c, "failed"), 0u) << c.dump();
+}
 
 // tests/seeds over HTTP: payments (gunicorn) holds 2 running and 1 queued stalled charges; the
 // catalog (Node) still answers at once; a fourth charge is refused 503 with Retry-After and

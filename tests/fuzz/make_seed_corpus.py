@@ -169,10 +169,75 @@ def http_seeds():
     emit("http2_version", b"GET / HTTP/2.0\r\nHost: x\r\n\r\n")
     emit("http12_version", b"GET / HTTP/1.2\r\nHost: x\r\n\r\n")
     emit("http10_no_host", b"GET /items HTTP/1.0\r\nAccept: */*\r\n\r\n")
+    # Issue 23's classes: trailer fields that would repeat or frame the head, bare CR in the head
+    # and in chunk lines, a LF in a chunk extension, a TAB in the target, a GET with a body.
+    emit("trailer_fields", b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"2\r\nok\r\n0\r\nHost: evil\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+    emit("bare_cr_head", b"GET / HTTP/1.1\r\nHost: x\r\nX-A:\rX-B: 1\r\n\r\n")
+    emit("bare_cr_chunk", b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"2\rXok\r\n0\r\n\r\n")
+    emit("lf_in_chunk_ext", b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"2;a\nb\r\nok\r\n0\r\n\r\n")
+    emit("no_crlf_after_data", b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"2\r\nokXY0\r\n\r\n")
+    emit("tab_in_target", b"GET /a\tb HTTP/1.1\r\nHost: x\r\n\r\n")
+    emit("get_with_body", b"GET /search HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\n"
+         b"GET /admin HTTP/1.1\r\nA: b\r\n")
+
+
+def relay_seeds():
+    # http_response_relay_fuzzer reads byte 0 as the request and client (bit 0 HEAD, bit 1 the client
+    # keeps alive, bit 2 it speaks HTTP/1.1, bit 3 the worker closes after its last byte) and byte 1
+    # as the seed of the piece sizes; the rest is what the worker sends
+    # (tests/http/response_relay_fuzzer.cc). 0x06: a GET from a keep-alive HTTP/1.1 client.
+    def emit(name, stream, flags=0x06, pieces=0x5A):
+        write("http_response_relay_fuzzer", name, bytes([flags, pieces]) + stream)
+
+    emit("gunicorn_close", b"HTTP/1.1 200 OK\r\nServer: gunicorn\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\n"
+         b"Connection: close\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}",
+         flags=0x0E)
+    emit("node_keep_alive", b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\n"
+         b"Connection: keep-alive\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"a\r\nitem list\n\r\n0\r\n\r\n")
+    emit("http_server_close_delimited", b"HTTP/1.0 200 OK\r\nServer: SimpleHTTP/0.6 Python/3.11.2\r\n\r\nall of it",
+         flags=0x0A)
+    emit("http10_client_chunked", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+         flags=0x02)
+    emit("chunked_ext_trailers", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n"
+         b"5;ext=\"v\"\r\nhello\r\n6\r\n world\r\n0\r\nX-T: t\r\n\r\n")
+    emit("keep_alive_twice", b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na"
+         b"HTTP/1.1 404 Not Found\r\nContent-Length: 1\r\n\r\nb", pieces=0x07)
+    emit("head_with_length", b"HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n", flags=0x07)
+    emit("head_with_body_sent", b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", flags=0x07)
+    emit("no_content", b"HTTP/1.1 204 No Content\r\n\r\n")
+    emit("no_content_with_body", b"HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\nContent-Length: 44\r\n\r\n"
+         b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled")
+    emit("no_content_chunked", b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    emit("not_modified_with_length", b"HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nContent-Length: 8\r\n\r\nsmuggled")
+    emit("interims", b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"
+         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", pieces=0x03)
+    emit("interim_with_length", b"HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\nhello"
+         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    emit("switching_protocols", b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: upgrade\r\n\r\n")
+    emit("space_before_colon", b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"2\r\nok\r\n0\r\n\r\n")
+    emit("space_before_colon_alone", b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok")
+    emit("cl_and_te", b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+    emit("te_not_chunked", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nbytes until close", flags=0x0E)
+    emit("bare_cr_status", b"HTTP/1.1 200 OK\rContent-Length: 2\r\n\r\nok")
+    emit("bare_cr_head_end", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\rXok")
+    emit("bare_cr_chunk", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\rXok\r\n0\r\n\r\n")
+    emit("obs_fold", b"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 2\r\n\r\nok")
+    emit("connection_names_field", b"HTTP/1.1 200 OK\r\nConnection: X-Private\r\nX-Private: 1\r\nProxy-Foo: 2\r\n"
+         b"Content-Length: 0\r\n\r\n")
+    emit("short_status", b"HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n")
+    emit("cut_short", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", flags=0x0E)
 
 
 if __name__ == "__main__":
     frame_seeds()
     http_seeds()
+    relay_seeds()
     config_seeds()
     notify_seeds()

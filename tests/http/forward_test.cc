@@ -93,6 +93,37 @@ TEST(Forward, AStreamedBodyKeepsItsContentLengthOrGoesOutChunked) {
   EXPECT_EQ(out, "POST /blob HTTP/1.1\r\nHost: store\r\nContent-Length: 3\r\n\r\n");
 }
 
+// A GET that carries a body: a worker that never reads it would take it as its next request, so
+// the worker is asked to close the connection after its answer, whole or streamed.
+TEST(Forward, ABodyOnAGetAsksTheWorkerToCloseTheConnection) {
+  auto [get, body] = ParseOne(
+      "GET /search HTTP/1.1\r\nHost: es\r\nConnection: keep-alive\r\nContent-Length: 27\r\n\r\n"
+      "GET /admin HTTP/1.1\r\nA: b\r\n");
+  std::string out;
+  AppendForwardRequest(&out, get, body, ForwardOptions{});
+  EXPECT_EQ(out,
+            "GET /search HTTP/1.1\r\nHost: es\r\nConnection: close\r\nContent-Length: 27\r\n\r\n"
+            "GET /admin HTTP/1.1\r\nA: b\r\n");
+  out.clear();
+  AppendForwardHeadStreamed(&out, get, ForwardOptions{});
+  EXPECT_EQ(out,
+            "GET /search HTTP/1.1\r\nHost: es\r\nConnection: close\r\nContent-Length: 27\r\n\r\n");
+
+  auto [plain, none] = ParseOne("GET /search HTTP/1.1\r\nHost: es\r\n\r\n");
+  out.clear();
+  AppendForwardRequest(&out, plain, none, ForwardOptions{});
+  EXPECT_THAT(out, Not(HasSubstr("Connection")));
+}
+
+TEST(Forward, TrailerFieldsNeverReachTheWorker) {
+  auto [head, body] = ParseOne(
+      "POST /up HTTP/1.1\r\nHost: payments\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "2\r\nok\r\n0\r\nHost: evil\r\nContent-Length: 99\r\nX-Trailer: t\r\n\r\n");
+  std::string out;
+  AppendForwardRequest(&out, head, body, ForwardOptions{});
+  EXPECT_EQ(out, "POST /up HTTP/1.1\r\nHost: payments\r\nContent-Length: 2\r\n\r\nok");
+}
+
 TEST(Forward, TcpClientsAreNamedAfterWhatEarlierProxiesSaid) {
   auto [head, body] = ParseOne(
       "GET /items HTTP/1.1\r\nHost: catalog\r\nX-Forwarded-For: 198.51.100.1\r\n"

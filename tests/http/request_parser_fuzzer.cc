@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target for http::RequestParser: arbitrary bytes, fed in arbitrary pieces, must never
 // crash, always make progress, and every request it completes must respect the limits and its own
-// framing. Built with -DBULKHEAD_FUZZ=ON and clang; run: build/tests/http/http_request_fuzzer
-// -max_total_time=60
+// framing; its head must be the one handed out at kHead (no trailer field merged into it), with
+// token field names, a request-target of allowed bytes, and body_on_bodiless_method as its method
+// and framing say. Built with -DBULKHEAD_FUZZ=ON and clang; run:
+// build/tests/http/http_request_fuzzer -max_total_time=60
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "base/check.h"
 #include "http/request_parser.h"
+#include "http/syntax.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
@@ -24,6 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bulkhead::http::RequestParser parser(limits);
   size_t offset = 0;
   bool failed = false;
+  // The head as handed out at kHead: the head at kMessage must be the same.
+  std::vector<bulkhead::http::Header> head_fields;
   while (offset < input.size() && !failed) {
     piece_seed = piece_seed * 1103515245u + 12345u;
     const size_t piece = 1 + (piece_seed >> 16) % 64;
@@ -39,7 +45,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         failed = true;
         break;
       }
+      if (event == Event::kHead) {
+        const bulkhead::http::RequestHead& head = parser.head();
+        head_fields = head.headers;
+        for (const bulkhead::http::Header& field : head.headers) {
+          BH_CHECK(bulkhead::http::IsToken(field.name));
+          BH_CHECK(bulkhead::http::IsFieldValue(field.value));
+        }
+        BH_CHECK(bulkhead::http::IsTargetText(head.target));
+        const bool bodiless = head.method == "GET" || head.method == "HEAD" ||
+                              head.method == "DELETE" || head.method == "OPTIONS" ||
+                              head.method == "TRACE";
+        const bool has_body = head.chunked || head.content_length > 0;
+        BH_CHECK(head.body_on_bodiless_method == (bodiless && has_body));
+      }
       if (event == Event::kMessage) {
+        // Trailer fields never join the head (RFC 9110 section 6.5.1).
+        BH_CHECK(parser.head().headers.size() == head_fields.size());
+        for (size_t i = 0; i < head_fields.size(); ++i) {
+          BH_CHECK(parser.head().headers[i].name == head_fields[i].name);
+          BH_CHECK(parser.head().headers[i].value == head_fields[i].value);
+        }
         BH_CHECK(parser.body().size() <= limits.max_body_bytes);
         if (!parser.head().chunked) BH_CHECK(parser.body().size() == parser.head().content_length);
         BH_CHECK(parser.head().headers.size() <= limits.max_headers);

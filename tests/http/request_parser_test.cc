@@ -162,6 +162,20 @@ struct Refusal {
   const char* reason;
 };
 
+// Each refusal, fed whole and in pieces of each of `steps` bytes, is refused with its status and a
+// reason that holds its `reason`, and completes no request.
+void ExpectEachRefused(const std::vector<Refusal>& refusals, const std::vector<size_t>& steps) {
+  for (const Refusal& r : refusals) {
+    for (size_t step : steps) {
+      Outcome out = Feed(r.input, step);
+      EXPECT_EQ(out.error.status, r.status)
+          << r.name << " step " << step << ": " << out.error.reason;
+      EXPECT_THAT(out.error.reason, HasSubstr(r.reason)) << r.name;
+      EXPECT_TRUE(out.requests.empty()) << r.name << " step " << step;
+    }
+  }
+}
+
 // Request smuggling and malformed requests (RFC 9112 sections 3.2, 5.2, 6.1, 6.3, 11.2): each is
 // refused with its status, whole or split into single bytes.
 TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
@@ -221,14 +235,166 @@ TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
       {"cut short", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", 400,
        "middle of a request"},
   };
-  for (const Refusal& r : refusals) {
-    for (size_t step : {size_t{0}, size_t{1}}) {
-      Outcome out = Feed(r.input, step);
-      EXPECT_EQ(out.error.status, r.status)
-          << r.name << " step " << step << ": " << out.error.reason;
-      EXPECT_THAT(out.error.reason, HasSubstr(r.reason)) << r.name;
-      EXPECT_TRUE(out.requests.empty()) << r.name;
+  ExpectEachRefused(refusals, {0, 1});
+}
+
+// RFC 9110 section 6.5.1: trailer fields are never merged into the header section, whatever the
+// field (one that would frame, route or repeat the head's) and whether the trailer came in the same
+// read as the head (the request then goes to the worker whole, with head()) or later.
+TEST(RequestParser, TrailerFieldsAreDroppedNeverMergedIntoTheHead) {
+  const std::string head =
+      "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nX-Own: 1\r\n\r\n";
+  const std::string trailers =
+      "Host: evil\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
+      "X-Own: 2\r\nX-Anything: 3\r\n\r\n";
+  const std::string input =
+      head + "5\r\nhello\r\n0\r\n" + trailers + "GET /next HTTP/1.1\r\nHost: y\r\n\r\n";
+  for (size_t step : {size_t{0}, size_t{1}, size_t{7}}) {
+    Outcome out = Feed(input, step);
+    ASSERT_EQ(out.error.status, 0) << step << ": " << out.error.reason;
+    ASSERT_EQ(out.requests.size(), 2u) << step;
+    const RequestHead& first = out.requests[0].head;
+    ASSERT_EQ(first.headers.size(), 3u) << step;
+    EXPECT_EQ(first.headers[0].name, "Host");
+    EXPECT_EQ(first.headers[0].value, "x");
+    EXPECT_EQ(first.headers[2].value, "1");
+    EXPECT_TRUE(first.chunked);
+    EXPECT_TRUE(first.keep_alive) << "a trailer's Connection: close changes nothing";
+    EXPECT_EQ(out.requests[0].body, "hello");
+    // The next request on the connection is read as the client framed it.
+    EXPECT_EQ(out.requests[1].head.target, "/next");
+    EXPECT_EQ(out.requests[1].head.Find("Host"), "y");
+  }
+}
+
+TEST(RequestParser, TrailerSectionIsBoundedAsAHeadIs) {
+  Limits limits;
+  limits.max_head_bytes = 128;
+  const std::string input =
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Big: " +
+      std::string(200, 'a') + "\r\n\r\n";
+  for (size_t step : {size_t{0}, size_t{1}}) {
+    Outcome out = Feed(input, step, limits);
+    EXPECT_EQ(out.error.status, 431) << step << ": " << out.error.reason;
+    EXPECT_THAT(out.error.reason, HasSubstr("trailer section"));
+  }
+}
+
+// RFC 9112 section 2.2: a bare CR (not followed by LF) is invalid wherever it is in the head or
+// the chunked framing; http-parser without HTTP_PARSER_STRICT takes the byte after it as the LF.
+// RFC 9112 section 7.1: chunk lines end with CRLF and each chunk's data is followed by CRLF.
+TEST(RequestParser, BareCrAndBrokenChunkLinesAreRefused) {
+  const std::string chunked_head =
+      "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::vector<Refusal> refusals = {
+      {"before the request line", "\rGET / HTTP/1.1\r\nHost: x\r\n\r\n", 400, "bare CR"},
+      {"ending a field line", "GET / HTTP/1.1\r\nHost: x\rX-A: 1\r\n\r\n", 400, ""},
+      {"ending the head", "GET / HTTP/1.1\r\nHost: x\r\n\rX", 400, "bare CR"},
+      {"ending the head, body follows", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\rXok",
+       400, "bare CR"},
+      {"after an empty value", "GET / HTTP/1.1\r\nHost: x\r\nX-A:\rX-B: 1\r\n\r\n", 400, "bare CR"},
+      {"in a chunk size line", chunked_head + "5\rXhello\r\n0\r\n\r\n", 400, "bare CR"},
+      {"in a chunk extension", chunked_head + "5;a=b\rXhello\r\n0\r\n\r\n", 400, "bare CR"},
+      {"after chunk data", chunked_head + "5\r\nhello\rX0\r\n\r\n", 400, "bare CR"},
+      {"in the last chunk's line", chunked_head + "0\rX\r\n", 400, "bare CR"},
+      {"in a trailer", chunked_head + "0\r\nX-T:\rX-U: 2\r\n\r\n", 400, "bare CR"},
+      {"ending the trailers", chunked_head + "0\r\n\rX", 400, "bare CR"},
+      {"LF in a chunk extension", chunked_head + "5;a\nb\r\nhello\r\n0\r\n\r\n", 400, "CRLF"},
+      {"bare LF ending a chunk line", chunked_head + "5;a\nhello\r\n0\r\n\r\n", 400, "CRLF"},
+      {"bare LF ending a trailer", chunked_head + "0\r\nX-T: 1\n\r\n", 400, "CRLF"},
+      {"no CRLF after chunk data", chunked_head + "5\r\nhelloXY0\r\n\r\n", 400,
+       "chunk data not followed by CRLF"},
+      {"obs-fold in a trailer", chunked_head + "0\r\nX-T: 1\r\n folded\r\n\r\n", 400, "obs-fold"},
+  };
+  ExpectEachRefused(refusals, {0, 1, 3});
+}
+
+// Body data is never framing: a CR, a LF, a bare CR or a whole request in it changes nothing.
+TEST(RequestParser, BodyDataIsNeverCheckedAsFraming) {
+  const std::string data = "a\rb\nc\r\n\rX\n GET / HTTP/1.1\r\n\r\n";
+  const std::string chunked = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                              std::string(1, "0123456789abcdef"[data.size() / 16]) +
+                              std::string(1, "0123456789abcdef"[data.size() % 16]) + "\r\n" + data +
+                              "\r\n0\r\n\r\n";
+  const std::string sized =
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(data.size()) + "\r\n\r\n" +
+      data;
+  for (const std::string& input : {chunked, sized}) {
+    for (size_t step : {size_t{0}, size_t{1}, size_t{3}}) {
+      Outcome out = Feed(input, step);
+      ASSERT_EQ(out.error.status, 0) << out.error.reason;
+      ASSERT_EQ(out.requests.size(), 1u);
+      EXPECT_EQ(out.requests[0].body, data);
     }
+  }
+}
+
+// The head is handed out (kHead) only once all of it was checked, its last byte included.
+TEST(RequestParser, AHeadEndingInABareCrIsNeverHandedOut) {
+  RequestParser parser{Limits()};
+  size_t consumed = 0;
+  EXPECT_EQ(parser.Parse("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\rX", &consumed),
+            RequestParser::Event::kError);
+  EXPECT_THAT(parser.error().reason, HasSubstr("bare CR"));
+}
+
+TEST(RequestParser, LineEndingsWithoutCrStayTakenInTheHead) {
+  // RFC 9112 section 2.2 lets a recipient take a bare LF as a line's end; curl never sends one,
+  // but HAProxy, nginx and http-parser take it.
+  for (size_t step : {size_t{0}, size_t{1}}) {
+    Outcome out =
+        Feed("GET /a HTTP/1.1\nHost: x\nX-A: 1\n\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n", step);
+    ASSERT_EQ(out.error.status, 0) << out.error.reason;
+    ASSERT_EQ(out.requests.size(), 2u);
+    EXPECT_EQ(out.requests[0].head.Find("X-A"), "1");
+  }
+}
+
+// RFC 9112 section 3.2: the request-target holds no whitespace (a TAB included), no control
+// character; bytes above 0x7f and '#' are refused as HAProxy refuses them.
+TEST(RequestParser, ForbiddenBytesInTheTargetAreRefused) {
+  const std::vector<Refusal> refusals = {
+      {"TAB", "GET /a\tb HTTP/1.1\r\nHost: x\r\n\r\n", 400, "request-target"},
+      {"TAB at the end", "GET /a\t HTTP/1.1\r\nHost: x\r\n\r\n", 400, "request-target"},
+      {"form feed", "GET /a\fb HTTP/1.1\r\nHost: x\r\n\r\n", 400, "request-target"},
+      {"byte above 0x7f", "GET /caf\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "request-target"},
+      {"fragment", "GET /a#b HTTP/1.1\r\nHost: x\r\n\r\n", 400, "request-target"},
+      {"TAB in an absolute form", "GET http://x/a\tb HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+       "request-target"},
+  };
+  ExpectEachRefused(refusals, {0, 1});
+  // What clients send unencoded and front proxies take goes through as sent.
+  Outcome taken = Feed("GET /a?q={\"x\"|y}&z=<^`>\\ HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(taken.requests.size(), 1u) << taken.error.reason;
+  EXPECT_EQ(taken.requests[0].head.target, "/a?q={\"x\"|y}&z=<^`>\\");
+}
+
+// RFC 9110 section 9.3: GET, HEAD, DELETE, OPTIONS and TRACE give content no meaning; one that
+// carries a body is marked, whatever the framing.
+TEST(RequestParser, ABodyOnAMethodWithoutBodySemanticsIsMarked) {
+  struct Case {
+    std::string input;
+    bool marked;
+  };
+  const std::vector<Case> cases = {
+      {"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", true},
+      {"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+       true},
+      {"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", true},
+      {"HEAD / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", true},
+      {"DELETE /r HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", true},
+      {"OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", true},
+      {"TRACE / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", true},
+      {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false},
+      {"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", false},
+      {"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", false},
+      {"PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", false},
+      {"PATCH / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na", false},
+  };
+  for (const Case& c : cases) {
+    Outcome out = Feed(c.input);
+    ASSERT_EQ(out.requests.size(), 1u) << c.input << ": " << out.error.reason;
+    EXPECT_EQ(out.requests[0].head.body_on_bodiless_method, c.marked) << c.input;
   }
 }
 

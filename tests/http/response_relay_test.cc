@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace bulkhead::http {
 namespace {
@@ -130,6 +131,177 @@ TEST(ResponseRelay, NoContentAndNotModifiedHaveNoBody) {
   Relayed same = RelayFresh("HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n");
   ASSERT_EQ(same.event, Event::kComplete);
   EXPECT_EQ(same.out, "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n");
+}
+
+// RFC 9112 section 6.3, rule 1: a 204, a 304, any 1xx and the response to HEAD end at the empty
+// line whatever their Content-Length or Transfer-Encoding say. What follows is never relayed as
+// their body (the client would read it as the next response); a worker that announces a body
+// there may send it, so its connection is not reused.
+TEST(ResponseRelay, BodilessResponsesEndAtTheEmptyLineWhateverTheirFramingSays) {
+  struct Case {
+    std::string worker;  // the response head as the worker sends it (a "body" follows)
+    std::string client;  // what the client gets
+    bool head_request = false;
+  };
+  const std::vector<Case> cases = {
+      {"HTTP/1.1 204 No Content\r\nContent-Length: 21\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n"},
+      {"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n",
+       "HTTP/1.1 204 No Content\r\n\r\n"},
+      {"HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nContent-Length: 21\r\n\r\n",
+       "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nContent-Length: 21\r\n\r\n"},
+      {"HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n",
+       "HTTP/1.1 304 Not Modified\r\n\r\n"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 21\r\n\r\n",
+       "HTTP/1.1 200 OK\r\nContent-Length: 21\r\n\r\n", true},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\n", true},
+  };
+  // Bytes a worker sends after such a head, shaped as a response of their own.
+  const std::string smuggled = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled";
+  for (const Case& c : cases) {
+    for (size_t step : {size_t{0}, size_t{1}, size_t{7}}) {
+      ResponseRelay relay;
+      relay.Begin(c.head_request, true, true);
+      Relayed r = Relay(relay, c.worker + smuggled, step);
+      ASSERT_EQ(r.event, Event::kComplete) << c.worker << relay.error();
+      EXPECT_EQ(r.out, c.client) << c.worker << " step " << step;
+      EXPECT_EQ(r.used, c.worker.size()) << c.worker << " step " << step;
+      EXPECT_FALSE(relay.worker_keep_alive()) << c.worker;
+    }
+  }
+}
+
+TEST(ResponseRelay, BodilessResponsesWithoutFramingFieldsKeepTheConnection) {
+  for (const std::string worker :
+       {"HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n"}) {
+    ResponseRelay relay;
+    relay.Begin(false, true, true);
+    Relayed r = Relay(relay, worker);
+    ASSERT_EQ(r.event, Event::kComplete) << worker << relay.error();
+    EXPECT_EQ(r.used, worker.size());
+    EXPECT_TRUE(relay.worker_keep_alive()) << worker;
+  }
+  ResponseRelay head;
+  head.Begin(/*head_request=*/true, true, true);
+  ASSERT_EQ(Relay(head, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").event, Event::kComplete);
+  EXPECT_TRUE(head.worker_keep_alive());
+}
+
+// An interim response ends at its empty line too: bytes after it are the next response, and
+// anything that is not one is a malformed response (502), never the interim's body.
+TEST(ResponseRelay, BytesAfterAnInterimResponseAreTheNextResponse) {
+  for (size_t step : {size_t{0}, size_t{1}, size_t{5}}) {
+    ResponseRelay garbage;
+    garbage.Begin(false, true, true);
+    Relayed r = Relay(garbage,
+                      "HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\nhello"
+                      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                      step);
+    EXPECT_EQ(r.event, Event::kError) << step;
+    EXPECT_FALSE(garbage.head_sent());
+    EXPECT_EQ(r.out, "");
+
+    ResponseRelay framed;
+    framed.Begin(false, true, true);
+    r = Relay(framed,
+              "HTTP/1.1 103 Early Hints\r\nTransfer-Encoding: chunked\r\nLink: </s.css>\r\n\r\n"
+              "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+              step);
+    ASSERT_EQ(r.event, Event::kComplete) << step << framed.error();
+    EXPECT_EQ(r.out, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    EXPECT_FALSE(framed.worker_keep_alive()) << "its framing fields announced a body";
+  }
+}
+
+// RFC 9112 section 5.1: no whitespace between a field name and its colon; a proxy must reject or
+// fix such a response. Passed on, the client would read the worker's framing beside bulkheadd's.
+TEST(ResponseRelay, FieldNamesThatAreNotTokensMakeTheResponseMalformed) {
+  for (const std::string worker :
+       {"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nX Private: 1\r\nContent-Length: 2\r\n\r\nok"}) {
+    for (size_t step : {size_t{0}, size_t{1}}) {
+      ResponseRelay relay;
+      relay.Begin(false, true, true);
+      Relayed r = Relay(relay, worker, step);
+      EXPECT_EQ(r.event, Event::kError) << worker;
+      // http-parser itself refuses the second (it reads "Transfer-Encoding " as Transfer-Encoding,
+      // beside a Content-Length); the relay the others.
+      EXPECT_THAT(relay.error(), HasSubstr("malformed response")) << worker;
+      EXPECT_FALSE(relay.head_sent()) << "nothing went out: the client gets a 502";
+      EXPECT_EQ(r.out, "");
+    }
+  }
+}
+
+// RFC 9112 section 4: a status code is three digits; http-parser reads "20" as status 20, which
+// would pass as an interim response and be dropped.
+TEST(ResponseRelay, AStatusCodeOfFewerThanThreeDigitsIsMalformed) {
+  for (const std::string worker : {"HTTP/1.1 20 OK\r\nContent-Length: 2\r\n\r\nok",
+                                   "HTTP/1.1 2 OK\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"}) {
+    ResponseRelay relay;
+    relay.Begin(false, true, true);
+    Relayed r = Relay(relay, worker);
+    EXPECT_EQ(r.event, Event::kError) << worker;
+    EXPECT_THAT(relay.error(), HasSubstr("status code")) << worker;
+    EXPECT_FALSE(relay.head_sent());
+  }
+}
+
+// RFC 9112 section 2.2 (bare CR), 5.2 (obs-fold in a response: 502 or replace), 7.1 (chunk lines).
+TEST(ResponseRelay, BareCrObsFoldAndBrokenChunkLinesMakeTheResponseMalformed) {
+  struct Case {
+    std::string worker;
+    bool head_sent;  // the failure comes after the head went to the client
+  };
+  const std::string chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::vector<Case> cases = {
+      {"HTTP/1.1 200 OK\rContent-Length: 2\r\n\r\nok", false},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 2\rX-A: 1\r\n\r\nok", false},
+      {"HTTP/1.1 200 OK\r\nX-A:\rContent-Length: 2\r\n\r\nok", false},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\rXok", false},
+      {"HTTP/1.1 204 No Content\r\n\rX", false},
+      {"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 2\r\n\r\nok", false},
+      {"HTTP/1.1 200 O\x01K\r\nContent-Length: 2\r\n\r\nok", false},
+      {chunked + "2\rXok\r\n0\r\n\r\n", true},
+      {chunked + "2;x\nok\r\n0\r\n\r\n", true},
+      {chunked + "2\r\nokXY0\r\n\r\n", true},
+      {chunked + "2\r\nok\r\n0\r\nX-T: 1\rY\r\n\r\n", true},
+  };
+  for (const Case& c : cases) {
+    for (size_t step : {size_t{0}, size_t{1}, size_t{4}}) {
+      ResponseRelay relay;
+      relay.Begin(false, true, true);
+      Relayed r = Relay(relay, c.worker, step);
+      EXPECT_EQ(r.event, Event::kError) << c.worker << " step " << step;
+      EXPECT_THAT(relay.error(), HasSubstr("malformed response")) << c.worker;
+      EXPECT_EQ(relay.head_sent(), c.head_sent) << c.worker << " step " << step;
+      if (!c.head_sent) {
+        EXPECT_EQ(r.out, "") << c.worker;
+      }
+    }
+  }
+}
+
+// Body data is never framing: CR and LF in it, bare or not, go through as they came.
+TEST(ResponseRelay, BodyDataIsNeverCheckedAsFraming) {
+  const std::string data = "a\rb\nc\r\n\rX\n HTTP/1.1 200 OK\r\n\r\n";
+  const std::string size = std::string(1, "0123456789abcdef"[data.size() / 16]) +
+                           std::string(1, "0123456789abcdef"[data.size() % 16]);
+  for (size_t step : {size_t{0}, size_t{1}, size_t{3}}) {
+    Relayed chunked = RelayFresh("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + size +
+                                     "\r\n" + data + "\r\n0\r\n\r\n",
+                                 step);
+    ASSERT_EQ(chunked.event, Event::kComplete) << step;
+    if (step == 0) {
+      EXPECT_THAT(chunked.out, HasSubstr("\r\n" + size + "\r\n" + data + "\r\n0\r\n\r\n"));
+    }
+    Relayed sized = RelayFresh(
+        "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(data.size()) + "\r\n\r\n" + data,
+        step);
+    ASSERT_EQ(sized.event, Event::kComplete) << step;
+    EXPECT_THAT(sized.out, ::testing::EndsWith("\r\n\r\n" + data));
+  }
 }
 
 TEST(ResponseRelay, InterimResponsesAreDropped) {

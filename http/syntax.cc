@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+#include "http/syntax.h"
+
+#include <array>
+#include <cstdint>
+
+namespace bulkhead::http {
+namespace {
+
+enum : uint8_t {
+  kTchar = 1,     // tchar (RFC 9110 section 5.6.2)
+  kValue = 2,     // field-vchar, SP or HTAB (RFC 9110 section 5.5; obs-text included)
+  kTargetOk = 4,  // may appear in a request-target (IsTargetText)
+};
+
+constexpr std::array<uint8_t, 256> MakeClasses() {
+  std::array<uint8_t, 256> classes{};
+  for (int c = 0; c < 256; ++c) {
+    uint8_t bits = 0;
+    const bool alnum = (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+    if (alnum) bits |= kTchar;
+    for (char t : std::string_view("!#$%&'*+-.^_`|~")) {
+      if (c == t) bits |= kTchar;
+    }
+    if (c == '\t' || (c >= 0x20 && c != 0x7f)) bits |= kValue;
+    if (c >= 0x21 && c <= 0x7e && c != '#') bits |= kTargetOk;
+    classes[static_cast<size_t>(c)] = bits;
+  }
+  return classes;
+}
+
+constexpr std::array<uint8_t, 256> kClasses = MakeClasses();
+
+bool All(std::string_view text, uint8_t bit) {
+  for (char c : text) {
+    if ((kClasses[static_cast<unsigned char>(c)] & bit) == 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsToken(std::string_view text) { return !text.empty() && All(text, kTchar); }
+
+bool IsFieldValue(std::string_view text) { return All(text, kValue); }
+
+bool IsTargetText(std::string_view piece) { return All(piece, kTargetOk); }
+
+}  // namespace bulkhead::http

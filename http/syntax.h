@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// The character classes of HTTP/1.1 that bulkheadd checks itself on top of http-parser, which
+// Debian builds without HTTP_PARSER_STRICT and which then lets some bytes through: a space in a
+// field name, a TAB, form feed or non-ASCII byte in a request-target. One 256-entry table lookup a
+// byte, no allocation. Pure; thread-safe.
+#pragma once
+
+#include <string_view>
+
+namespace bulkhead::http {
+
+// A field name: 1*tchar (RFC 9110 section 5.6.2, RFC 9112 section 5.1: no whitespace between the
+// name and the colon).
+bool IsToken(std::string_view text);
+
+// A field value: no NUL, CR, LF or other control character but HTAB (RFC 9110 section 5.5).
+bool IsFieldValue(std::string_view text);
+
+// Every byte of `piece` (of a request-target) is one RFC 3986 lets a URI hold, or one that clients
+// send unencoded and front proxies take (`"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|`, `}`, as
+// HAProxy does): a visible ASCII character (0x21-0x7e) other than `#` (a fragment is never sent,
+// RFC 9112 section 3.2). Refused: control characters (a TAB among them), DEL, bytes above 0x7f.
+bool IsTargetText(std::string_view piece);
+
+}  // namespace bulkhead::http
