@@ -15,5 +15,10 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 # Wait for another apt or dpkg run (a parallel build step, unattended-upgrades) instead of failing.
 lock=(-o DPkg::Lock::Timeout=900)
+# A dpkg run that was interrupted (a machine stopped mid-install) leaves packages half configured,
+# and apt refuses every install until they are finished: finish them first.
+if [ -n "$($sudo dpkg --audit 2>/dev/null)" ]; then
+  $sudo dpkg --configure -a
+fi
 $sudo apt-get "${lock[@]}" update -qq
 $sudo apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}"
