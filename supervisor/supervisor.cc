@@ -29,28 +29,17 @@ namespace {
 // How often the end of a shutdown looks again whether the clients have read their answers.
 constexpr uint64_t kClientDrainPollMs = 20;
 
-std::string ErrorResponse(const std::string& message) {
-  return nlohmann::json({{"ok", false}, {"error", message}}).dump();
-}
-
-// The "logs" control command (docs/control.md): `cells` are the names of the configured cells.
-std::string LogsResponse(const nlohmann::json& request, const std::vector<std::string>& cells,
+// The "logs" control command (docs/control.md) for the cell `name` (the command table checked
+// that it exists).
+std::string LogsResponse(const nlohmann::json& request, const std::string& name,
                          const lifecycle::CellLogs& cell_logs) {
-  auto cell_name = request.find("cell");
-  if (cell_name == request.end() || !cell_name->is_string()) {
-    return ErrorResponse("\"logs\" needs a \"cell\" string");
-  }
-  const std::string name = cell_name->get<std::string>();
-  if (std::find(cells.begin(), cells.end(), name) == cells.end()) {
-    return ErrorResponse("no cell named " + name);
-  }
   std::optional<uint64_t> from;
   std::optional<uint64_t> last;
   for (auto [key, value] : {std::pair{"from", &from}, std::pair{"lines", &last}}) {
     auto it = request.find(key);
     if (it == request.end()) continue;
     if (!it->is_number_unsigned()) {
-      return ErrorResponse(std::string("\"") + key + "\" must be an unsigned integer");
+      return control::CommandError(std::string("\"") + key + "\" must be an unsigned integer");
     }
     *value = it->get<uint64_t>();
   }
@@ -75,7 +64,8 @@ std::string LogsResponse(const nlohmann::json& request, const std::vector<std::s
 Supervisor::Supervisor(config::Config config)
     : config_(std::move(config)),
       cell_logs_(StderrLogStyle() == LogStyle::kJournal),
-      control_access_(::geteuid(), config_.supervisor.control_group) {
+      commands_(control::ControlAccess(::geteuid(), config_.supervisor.control_group),
+                ControlHandlers(), [this](const std::string& name) { return HasCell(name); }) {
   BH_CHECK(uv_loop_init(&loop_) == 0);
   SetLogSink(&cell_logs_);
 }
@@ -420,81 +410,72 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
 
 std::string Supervisor::HandleControl(const std::string& request_line,
                                       const control::ControlPeer& peer) {
-  nlohmann::json request = nlohmann::json::parse(request_line, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded() || !request.is_object()) {
-    return ErrorResponse("request is not a JSON object");
-  }
-  auto command = request.find("command");
-  if (command == request.end() || !command->is_string()) {
-    return ErrorResponse("request has no \"command\" string");
-  }
-  if (std::string denied = control_access_.Check(command->get<std::string>(), peer);
-      !denied.empty()) {
-    nlohmann::json response = {{"ok", false}, {"error", denied}, {"code", "permission_denied"}};
-    return response.dump();
-  }
-  if (*command == "status") {
-    std::string only;
-    if (auto cell = request.find("cell"); cell != request.end()) {
-      if (!cell->is_string()) return ErrorResponse("\"cell\" must be a string");
-      only = cell->get<std::string>();
-    }
-    nlohmann::json cells = nlohmann::json::array();
-    for (auto& cell : cells_) {
-      if (!only.empty() && cell->name() != only) continue;
-      cells.push_back(control::CellStatusJson(cell->Snapshot(), ConfigOf(cell->name())));
-    }
-    if (!only.empty() && cells.empty()) return ErrorResponse("no cell named " + only);
-    uint64_t client_connections = 0;
-    for (auto& cell : cells_) client_connections += cell->clients();
-    nlohmann::json response = {
-        {"ok", true},
-        {"supervisor",
-         {{"pid", ::getpid()},
-          {"version", BULKHEAD_VERSION},
-          {"uptime_ms", uv_now(&loop_) - started_at_ms_},
-          {"config", config_.source},
-          {"live_requests", pool_.live()},
-          {"max_payload_bytes", config_.supervisor.max_payload_bytes},
-          {"metrics_listen",
-           metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
-          {"client_connections", client_connections},
-          {"client_connection_budget", client_budget_}}},
-        {"cells", cells},
-    };
-    return response.dump();
-  }
-  if (*command == "reload") return ReloadControl();
-  if (*command == "logs") {
-    std::vector<std::string> names;
-    for (const auto& cell : cells_) names.push_back(cell->name());
-    return LogsResponse(request, names, cell_logs_);
-  }
-  if (*command == "metrics") {
+  return commands_.Handle(request_line, peer);
+}
+
+control::CommandHandlers Supervisor::ControlHandlers() {
+  control::CommandHandlers handlers;
+  handlers.status = [this](const control::CommandCall& call) { return StatusControl(call.cell); };
+  handlers.metrics = [this](const control::CommandCall&) {
     return nlohmann::json({{"ok", true},
                            {"content_type", control::kMetricsContentType},
                            {"text", RenderMetrics()}})
         .dump();
+  };
+  handlers.logs = [this](const control::CommandCall& call) {
+    return LogsResponse(call.request, call.cell, cell_logs_);
+  };
+  handlers.reload = [this](const control::CommandCall&) { return ReloadControl(); };
+  handlers.start = handlers.stop = handlers.restart = [this](const control::CommandCall& call) {
+    return CellCommandControl(call.row.name, call.cell);
+  };
+  return handlers;
+}
+
+bool Supervisor::HasCell(const std::string& name) const {
+  return std::any_of(cells_.begin(), cells_.end(),
+                     [&](const std::unique_ptr<Cell>& cell) { return cell->name() == name; });
+}
+
+std::string Supervisor::StatusControl(const std::string& only) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (auto& cell : cells_) {
+    if (!only.empty() && cell->name() != only) continue;
+    cells.push_back(control::CellStatusJson(cell->Snapshot(), ConfigOf(cell->name())));
   }
-  if (*command == "start" || *command == "stop" || *command == "restart") {
-    auto cell_name = request.find("cell");
-    if (cell_name == request.end() || !cell_name->is_string()) {
-      return ErrorResponse("\"" + command->get<std::string>() + "\" needs a \"cell\" string");
-    }
-    for (auto& cell : cells_) {
-      if (cell->name() != cell_name->get<std::string>()) continue;
-      if (shutting_down_) return ErrorResponse("bulkheadd is shutting down");
-      std::string answer = *command == "start"  ? cell->Start()
-                           : *command == "stop" ? cell->Stop(nullptr)
-                                                : cell->Restart();
-      bool accepted = answer == "ok";
-      nlohmann::json response = {{"ok", accepted}, {"cell", cell->name()}, {"result", answer}};
-      if (!accepted) response["error"] = answer;
-      return response.dump();
-    }
-    return ErrorResponse("no cell named " + cell_name->get<std::string>());
+  uint64_t client_connections = 0;
+  for (auto& cell : cells_) client_connections += cell->clients();
+  nlohmann::json response = {
+      {"ok", true},
+      {"supervisor",
+       {{"pid", ::getpid()},
+        {"version", BULKHEAD_VERSION},
+        {"uptime_ms", uv_now(&loop_) - started_at_ms_},
+        {"config", config_.source},
+        {"live_requests", pool_.live()},
+        {"max_payload_bytes", config_.supervisor.max_payload_bytes},
+        {"metrics_listen",
+         metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
+        {"client_connections", client_connections},
+        {"client_connection_budget", client_budget_}}},
+      {"cells", cells},
+  };
+  return response.dump();
+}
+
+std::string Supervisor::CellCommandControl(std::string_view command, const std::string& name) {
+  for (auto& cell : cells_) {
+    if (cell->name() != name) continue;
+    if (shutting_down_) return control::CommandError("bulkheadd is shutting down");
+    std::string answer = command == "start"  ? cell->Start()
+                         : command == "stop" ? cell->Stop(nullptr)
+                                             : cell->Restart();
+    bool accepted = answer == "ok";
+    nlohmann::json response = {{"ok", accepted}, {"cell", cell->name()}, {"result", answer}};
+    if (!accepted) response["error"] = answer;
+    return response.dump();
   }
-  return ErrorResponse("unknown command " + command->dump());
+  return control::CommandError("no cell named " + name);
 }
 
 }  // namespace bulkhead::supervisor

@@ -12,11 +12,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "cell/cgroup.h"
 #include "config/config.h"
+#include "control/command_table.h"
 #include "control/control_server.h"
 #include "control/metrics_server.h"
 #include "control/reload_plan.h"
@@ -66,8 +68,9 @@ class Supervisor {
   // cannot be claimed fails startup before any worker starts.
   int Run();
 
-  // The control socket's request handler: one JSON request line in, one JSON response line out.
-  // Commands that are not read-only are refused unless `peer` may run them (ControlAccess).
+  // The control socket's request handler: one JSON request line in, one JSON response line out,
+  // through the command table (control/command_table.h). Commands that are not read-only are
+  // refused unless `peer` may run them (ControlAccess).
   std::string HandleControl(const std::string& request_line, const control::ControlPeer& peer);
   // As above, from this process itself (every command allowed).
   std::string HandleControl(const std::string& request_line);
@@ -106,6 +109,13 @@ class Supervisor {
   void Retire(std::unique_ptr<Cell> cell);
   // Ends the shutdown once every cell, retiring ones included, has stopped.
   void MaybeFinishShutdown();
+  // The handlers of the control commands (control/command_table.h), one per row.
+  control::CommandHandlers ControlHandlers();
+  bool HasCell(const std::string& name) const;
+  // "status" for the cell `only`, or every cell when it is "".
+  std::string StatusControl(const std::string& only);
+  // "start", "stop" or "restart" (`command`) of the cell `name`.
+  std::string CellCommandControl(std::string_view command, const std::string& name);
   std::string ReloadControl();
   // Every cell's figures, in config order; and them in the Prometheus text format.
   std::vector<control::CellSnapshot> Snapshots() const;
@@ -133,7 +143,8 @@ class Supervisor {
   RuntimeDirLock runtime_dir_lock_;  // held from startup until every socket file is removed
   std::unique_ptr<control::ControlServer> control_;
   std::unique_ptr<control::MetricsServer> metrics_;  // null without metrics_listen
-  control::ControlAccess control_access_;
+  // The control socket's commands: control/command_table.h's rows with this supervisor's handlers.
+  control::CommandTable commands_;
   uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
   // systemd's halt and poweroff requests (systemd(1), "Signals"), which podman's systemd mode and
   // other managers send to a container's PID 1: an orderly shutdown, as SIGTERM.
