@@ -3,7 +3,6 @@
 
 #include <utility>
 
-#include "base/check.h"
 #include "base/log.h"
 #include "cell/process.h"
 
@@ -20,15 +19,16 @@ constexpr uint64_t kPollMs = 1000;
 }  // namespace
 
 OomWatch::OomWatch(uv_loop_t* loop, const std::string* cell_name, std::function<pid_t()> worker_pid)
-    : loop_(loop), cell_name_(cell_name), worker_pid_(std::move(worker_pid)) {
-  uv_timer_init(loop_, &timer_);
-  timer_.data = this;
-  uv_fs_event_init(loop_, &watch_);
-  watch_.data = this;
-  open_handles_ = 2;
+    : loop_(loop),
+      cell_name_(cell_name),
+      worker_pid_(std::move(worker_pid)),
+      watch_(handles_.Open(uv_fs_event_init, loop)),
+      timer_(handles_.Open(uv_timer_init, loop)) {
+  timer_->data = this;
+  watch_->data = this;
 }
 
-OomWatch::~OomWatch() { BH_CHECK(open_handles_ == 0); }
+OomWatch::~OomWatch() = default;
 
 void OomWatch::Start(const cell::CellCgroup* cgroup, const cell::CgroupLimits* limits) {
   cgroup_ = cgroup;
@@ -40,13 +40,13 @@ void OomWatch::Start(const cell::CellCgroup* cgroup, const cell::CgroupLimits* l
   // Kills before this run are not counted: they are the earlier run's.
   tracker_.emplace(events.ok() ? *events : cell::MemoryEvents{});
   const std::string path = cgroup_->memory_events_path();
-  int rc = uv_fs_event_start(&watch_, &OomWatch::OnMemoryEvents, path.c_str(), 0);
+  int rc = uv_fs_event_start(watch_, &OomWatch::OnMemoryEvents, path.c_str(), 0);
   if (rc != 0) {
     Log(LogLevel::kWarning, *cell_name_, 0,
         "cannot watch " + path + " (" + uv_strerror(rc) + "): reading it every " +
             std::to_string(kPollMs) + " ms instead");
     polling_ = true;
-    uv_timer_start(&timer_, &OomWatch::OnTimer, kPollMs, kPollMs);
+    uv_timer_start(timer_, &OomWatch::OnTimer, kPollMs, kPollMs);
   }
 }
 
@@ -59,7 +59,7 @@ void OomWatch::WorkerStarted() {
 bool OomWatch::WorkerDied(int wait_status) {
   if (!tracker_) return false;
   const bool oom_killed = tracker_->WorkerDied(wait_status, Look());
-  if (!polling_) uv_timer_stop(&timer_);
+  if (!polling_) uv_timer_stop(timer_);
   return oom_killed;
 }
 
@@ -87,7 +87,7 @@ cell::OomKillTracker::Look OomWatch::Look() {
           "); the kernel log names the victim");
   if (tracker_->pending()) {
     seen_ms_ = Now();
-    if (!polling_) uv_timer_start(&timer_, &OomWatch::OnTimer, kSurvivalCheckMs, 0);
+    if (!polling_) uv_timer_start(timer_, &OomWatch::OnTimer, kSurvivalCheckMs, 0);
   }
   return look;
 }
@@ -121,16 +121,6 @@ void OomWatch::OnTimer(uv_timer_t* timer) {
       "the worker survived the OOM kill and keeps serving");
 }
 
-void OomWatch::Close(std::function<void()> on_closed) {
-  on_closed_ = std::move(on_closed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), &OomWatch::OnClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&watch_), &OomWatch::OnClosed);
-}
-
-void OomWatch::OnClosed(uv_handle_t* handle) {
-  auto* self = static_cast<OomWatch*>(handle->data);
-  BH_CHECK(self->open_handles_ > 0);
-  if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
-}
+void OomWatch::Close(std::function<void()> on_closed) { handles_.Close(std::move(on_closed)); }
 
 }  // namespace bulkhead::lifecycle

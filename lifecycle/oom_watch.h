@@ -17,6 +17,7 @@
 
 #include "cell/cgroup.h"
 #include "cell/oom_kill_tracker.h"
+#include "loop/handle_group.h"
 
 namespace bulkhead::lifecycle {
 
@@ -50,7 +51,6 @@ class OomWatch {
   cell::OomKillTracker::Look Look();
   static void OnMemoryEvents(uv_fs_event_t* handle, const char* filename, int events, int status);
   static void OnTimer(uv_timer_t* timer);
-  static void OnClosed(uv_handle_t* handle);
   uint64_t Now() const { return uv_now(loop_); }
 
   uv_loop_t* loop_;
@@ -59,14 +59,13 @@ class OomWatch {
   const cell::CellCgroup* cgroup_ = nullptr;
   const cell::CgroupLimits* limits_ = nullptr;
   std::optional<cell::OomKillTracker> tracker_;
-  uv_fs_event_t watch_{};
+  loop::HandleGroup handles_;
+  uv_fs_event_t* watch_;
   // The worker's survival check after an OOM kill (one-shot), or the poll of memory.events when
   // it cannot be watched (repeating).
-  uv_timer_t timer_{};
+  uv_timer_t* timer_;
   bool polling_ = false;
   uint64_t seen_ms_ = 0;  // when the last OOM kill was seen with the worker running
-  int open_handles_ = 0;
-  std::function<void()> on_closed_;
 };
 
 }  // namespace bulkhead::lifecycle

@@ -22,6 +22,7 @@
 #include "cell/process.h"
 #include "config/config.h"
 #include "lifecycle/line_splitter.h"
+#include "loop/handle_group.h"
 
 namespace bulkhead::lifecycle {
 
@@ -68,7 +69,6 @@ class WorkerOutput {
   void OnLine(const Stream& stream, std::string_view line, bool truncated);
   void LogSuppressed(uint64_t count, pid_t pid);
   void ArmSuppressionTimer();
-  void HandleClosed();
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* handle, ssize_t nread, const uv_buf_t* buf);
@@ -88,16 +88,15 @@ class WorkerOutput {
   UniqueFd stdout_write_;
   UniqueFd stderr_write_;
 
-  // The live generation's streams (null once closed); closing ones delete themselves.
+  // The live generation's streams (null once closed).
   Stream* stdout_ = nullptr;
   Stream* stderr_ = nullptr;
   pid_t last_pid_ = 0;  // of the last line dropped: named in the suppression summary
   // One read buffer for every stream of the cell: libuv reads one stream at a time.
   std::unique_ptr<char[]> buffer_;
-  uv_timer_t suppression_timer_{};
-  int open_handles_ = 0;
-  bool closing_ = false;
-  std::function<void()> on_closed_;
+  // The streams' pipes and the suppression timer.
+  loop::HandleGroup handles_;
+  uv_timer_t* suppression_timer_;
 };
 
 }  // namespace bulkhead::lifecycle

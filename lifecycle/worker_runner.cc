@@ -59,16 +59,20 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompa
                            const cell::NotifyMessage& message) { OnNotify(sender, message); }),
       output_(loop, config_),
       oom_watch_(loop, &config_.name, [this] { return pid_; }),
+      backoff_timer_(handles_.Open(uv_timer_init, loop)),
+      stop_timer_(handles_.Open(uv_timer_init, loop)),
+      watchdog_timer_(handles_.Open(uv_timer_init, loop)),
+      teardown_timer_(handles_.Open(uv_timer_init, loop)),
+      start_timer_(handles_.Open(uv_timer_init, loop)),
+      probe_timer_(handles_.Open(uv_timer_init, loop)),
       probe_(loop) {
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_,
-                            &start_timer_, &probe_timer_}) {
-    uv_timer_init(loop_, timer);
+  for (uv_timer_t* timer : {backoff_timer_, stop_timer_, watchdog_timer_, teardown_timer_,
+                            start_timer_, probe_timer_}) {
     timer->data = this;
-    ++open_handles_;
   }
 }
 
-WorkerRunner::~WorkerRunner() { BH_CHECK(open_handles_ == 0); }
+WorkerRunner::~WorkerRunner() = default;
 
 Status WorkerRunner::CreateCgroup() {
   if (compartment_.tree == nullptr) return Status::Ok();
@@ -175,7 +179,7 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
         break;
       case Action::Type::kArmBackoff:
         uv_timer_start(
-            &backoff_timer_,
+            backoff_timer_,
             [](uv_timer_t* timer) {
               static_cast<WorkerRunner*>(timer->data)->Handle(Event::BackoffElapsed());
             },
@@ -183,7 +187,7 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
         break;
       case Action::Type::kArmStopTimer:
         uv_timer_start(
-            &stop_timer_,
+            stop_timer_,
             [](uv_timer_t* timer) {
               static_cast<WorkerRunner*>(timer->data)->Handle(Event::StopTimeout());
             },
@@ -191,11 +195,11 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
         break;
       case Action::Type::kArmWatchdog:
         ++watchdog_arms_;
-        uv_timer_start(&watchdog_timer_, &WorkerRunner::OnWatchdogTimer, a.ms, 0);
+        uv_timer_start(watchdog_timer_, &WorkerRunner::OnWatchdogTimer, a.ms, 0);
         break;
       case Action::Type::kArmStartTimer:
         uv_timer_start(
-            &start_timer_,
+            start_timer_,
             [](uv_timer_t* timer) {
               auto* self = static_cast<WorkerRunner*>(timer->data);
               if (self->probe_mode_ == ProbeMode::kReadiness && !self->probe_answer_.empty()) {
@@ -209,10 +213,10 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
         break;
       case Action::Type::kCancelTimers:
         ++watchdog_arms_;
-        uv_timer_stop(&backoff_timer_);
-        uv_timer_stop(&stop_timer_);
-        uv_timer_stop(&watchdog_timer_);
-        uv_timer_stop(&start_timer_);
+        uv_timer_stop(backoff_timer_);
+        uv_timer_stop(stop_timer_);
+        uv_timer_stop(watchdog_timer_);
+        uv_timer_stop(start_timer_);
         break;
       case Action::Type::kNotifyStopped: {
         std::vector<std::function<void()>> callbacks;
@@ -441,7 +445,7 @@ void WorkerRunner::Teardown(std::function<void()> then) {
   after_teardown_ = std::move(then);
   teardown_started_ms_ = Now();
   teardown_warned_ = false;
-  uv_timer_start(&teardown_timer_, &WorkerRunner::OnTeardownTimer, 0, kTeardownPollMs);
+  uv_timer_start(teardown_timer_, &WorkerRunner::OnTeardownTimer, 0, kTeardownPollMs);
 }
 
 void WorkerRunner::OnTeardownTimer(uv_timer_t* timer) {
@@ -536,7 +540,7 @@ void WorkerRunner::UpdateProbe() {
   probe_mode_ = want;
   probe_verdict_ = false;
   if (want == ProbeMode::kOff) {
-    uv_timer_stop(&probe_timer_);
+    uv_timer_stop(probe_timer_);
     probe_.Cancel();
     probe_answer_.clear();
     return;
@@ -546,7 +550,7 @@ void WorkerRunner::UpdateProbe() {
   probe_interval_ms_ = interval;
   // A starting worker is probed at once: the connection waits in the worker socket's backlog
   // until the worker accepts it, and the answer comes as soon as it serves.
-  uv_timer_start(&probe_timer_, &WorkerRunner::OnProbeTimer,
+  uv_timer_start(probe_timer_, &WorkerRunner::OnProbeTimer,
                  want == ProbeMode::kReadiness ? 0 : interval, interval);
 }
 
@@ -614,35 +618,18 @@ Status WorkerRunner::Reconfigure(const config::CellConfig& next,
 
 void WorkerRunner::Close(std::function<void()> on_closed) {
   BH_CHECK(pid_ == 0);
-  on_closed_ = std::move(on_closed);
   if (cgroup_) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
   probe_.Cancel();
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_,
-                            &start_timer_, &probe_timer_}) {
-    uv_close(reinterpret_cast<uv_handle_t*>(timer), &WorkerRunner::OnHandleClosed);
-  }
   // Only a socket file this cell bound is removed, while it is still the one it bound.
   worker_file_.Remove();
   worker_listen_fd_.Reset();
-  auto closed = [this] {
-    BH_CHECK(open_handles_ > 0);
-    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
-  };
-  ++open_handles_;
-  output_.Close(closed);
-  ++open_handles_;
-  notify_.Close(closed);
-  ++open_handles_;
-  oom_watch_.Close(closed);
-}
-
-void WorkerRunner::OnHandleClosed(uv_handle_t* handle) {
-  auto* self = static_cast<WorkerRunner*>(handle->data);
-  BH_CHECK(self->open_handles_ > 0);
-  if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+  output_.Close(handles_.Part());
+  notify_.Close(handles_.Part());
+  oom_watch_.Close(handles_.Part());
+  handles_.Close(std::move(on_closed));
 }
 
 // --- Status. ---

@@ -31,6 +31,7 @@
 #include "lifecycle/restart_reason.h"
 #include "lifecycle/worker_output.h"
 #include "loop/after_poll.h"
+#include "loop/handle_group.h"
 
 namespace bulkhead::lifecycle {
 
@@ -139,7 +140,6 @@ class WorkerRunner {
 
   const std::string& name() const { return config_.name; }
   uint64_t Now() const { return uv_now(loop_); }
-  static void OnHandleClosed(uv_handle_t* handle);
 
   // Handle() feeds an event and executes the actions of its transition. Events raised while
   // actions execute are queued and handled after, in order (the answer to Spawn is the exception:
@@ -206,14 +206,14 @@ class WorkerRunner {
 
   ipc::SocketFile worker_file_;  // the worker socket file bound (removed on close if still ours)
   UniqueFd worker_listen_fd_;
-  uv_timer_t backoff_timer_{};
-  uv_timer_t stop_timer_{};
-  uv_timer_t watchdog_timer_{};
-  uv_timer_t teardown_timer_{};
-  uv_timer_t start_timer_{};
-  uv_timer_t probe_timer_{};
-  int open_handles_ = 0;
-  std::function<void()> on_closed_;
+  // The timers; output_, notify_ and oom_watch_ close as parts of it.
+  loop::HandleGroup handles_;
+  uv_timer_t* backoff_timer_;
+  uv_timer_t* stop_timer_;
+  uv_timer_t* watchdog_timer_;
+  uv_timer_t* teardown_timer_;
+  uv_timer_t* start_timer_;
+  uv_timer_t* probe_timer_;
   std::function<void()> state_observer_;
   Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
 

@@ -21,7 +21,7 @@ Cell::Cell(uv_loop_t* loop, const config::CellConfig& config,
       data_path_(loop, config, max_payload, pool, write_batch, &after_poll_, this),
       runner_(loop, config, std::move(compartment), max_payload, &after_poll_, this) {}
 
-Cell::~Cell() { BH_CHECK(open_handles_ == 0); }
+Cell::~Cell() { BH_CHECK(handles_.closed()); }
 
 Status Cell::Bind() {
   Status cgroup = runner_.CreateCgroup();
@@ -46,15 +46,10 @@ Status Cell::Reconfigure(const config::CellConfig& next,
 
 void Cell::CloseHandles(std::function<void()> on_closed) {
   BH_CHECK(runner_.pid() == 0);
-  on_closed_ = std::move(on_closed);
-  auto closed = [this] {
-    BH_CHECK(open_handles_ > 0);
-    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
-  };
-  open_handles_ = 3;
-  data_path_.Close(closed);
-  runner_.Close(closed);
-  after_poll_.Close(closed);
+  data_path_.Close(handles_.Part());
+  runner_.Close(handles_.Part());
+  after_poll_.Close(handles_.Part());
+  handles_.Close(std::move(on_closed));
 }
 
 control::CellSnapshot Cell::Snapshot() const {

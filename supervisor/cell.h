@@ -22,6 +22,7 @@
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/worker_runner.h"
 #include "loop/after_poll.h"
+#include "loop/handle_group.h"
 #include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
 #include "proxy/request.h"
@@ -118,8 +119,8 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   loop::AfterPoll after_poll_;
   proxy::CellDataPath data_path_;
   lifecycle::WorkerRunner runner_;
-  int open_handles_ = 0;
-  std::function<void()> on_closed_;
+  // Closes data_path_, runner_ and after_poll_ as its parts.
+  loop::HandleGroup handles_;
 };
 
 }  // namespace bulkhead::supervisor

@@ -78,24 +78,12 @@ Supervisor::~Supervisor() {
 
 int Supervisor::Run() {
   started_at_ms_ = uv_now(&loop_);
-  uv_timer_init(&loop_, &client_drain_timer_);
-  client_drain_timer_.data = this;
+  client_drain_timer_ = handles_.Open(uv_timer_init, &loop_);
+  client_drain_timer_->data = this;
   write_batch_.emplace(&loop_);
   Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
       write_batch_->how());
-  for (uv_signal_t* sig : SignalHandles()) {
-    uv_signal_init(&loop_, sig);
-    sig->data = this;
-  }
-  uv_signal_start(&sigchld_, &Supervisor::OnSignal, SIGCHLD);
-  uv_signal_start(&sigterm_, &Supervisor::OnSignal, SIGTERM);
-  uv_signal_start(&sigint_, &Supervisor::OnSignal, SIGINT);
-  uv_signal_start(&sighup_, &Supervisor::OnSignal, SIGHUP);
-  // Their default action would end the supervisor and every cell without a word.
-  uv_signal_start(&sigusr1_, &Supervisor::OnSignal, SIGUSR1);
-  uv_signal_start(&sigusr2_, &Supervisor::OnSignal, SIGUSR2);
-  uv_signal_start(&sighalt_, &Supervisor::OnSignal, SIGRTMIN + 3);
-  uv_signal_start(&sigpoweroff_, &Supervisor::OnSignal, SIGRTMIN + 4);
+  Status status = HandleSignals();
 
   control_ = std::make_unique<control::ControlServer>(
       &loop_, [this](const std::string& line, const control::ControlPeer& peer) {
@@ -103,7 +91,7 @@ int Supervisor::Run() {
       });
   // The runtime_dir lock first: a second instance on the same runtime_dir must not touch the
   // running one's cgroups or sockets.
-  Status status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
+  if (status.ok()) status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
   if (status.ok()) {
     Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
     if (lock.ok()) {
@@ -153,6 +141,21 @@ int Supervisor::Run() {
   // Every socket file is removed by now: the next instance may take the runtime_dir.
   runtime_dir_lock_.Release();
   return exit_code_;
+}
+
+Status Supervisor::HandleSignals() {
+  // SIGUSR1 and SIGUSR2: their default action would end the supervisor and every cell without a
+  // word. SIGRTMIN+3 and SIGRTMIN+4: systemd's halt and poweroff requests (systemd(1), "Signals"),
+  // which podman's systemd mode and other managers send to a container's PID 1: an orderly
+  // shutdown, as SIGTERM.
+  for (int signum :
+       {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGRTMIN + 3, SIGRTMIN + 4}) {
+    Result<uv_signal_t*> handle = handles_.TryOpen(uv_signal_init, &loop_);
+    if (!handle.ok()) return Status::Error("uv_signal_init: " + handle.status().message());
+    (*handle)->data = this;
+    uv_signal_start(*handle, &Supervisor::OnSignal, signum);
+  }
+  return Status::Ok();
 }
 
 Status Supervisor::SetUpCgroups() {
@@ -330,7 +333,7 @@ void Supervisor::FinishShutdown() {
               std::to_string(unsent) + " bytes of answers");
     }
     uv_timer_start(
-        &client_drain_timer_,
+        client_drain_timer_,
         [](uv_timer_t* timer) { static_cast<Supervisor*>(timer->data)->FinishShutdown(); },
         kClientDrainPollMs, 0);
     return;
@@ -347,22 +350,16 @@ void Supervisor::FinishShutdown() {
 
 void Supervisor::CloseAll() {
   for (auto& cell : cells_) cell->DisconnectClients();
-  closing_ = static_cast<int>(cells_.size()) + 2 + (metrics_ ? 1 : 0);
-  auto closed = [this] {
-    if (--closing_ == 0) {
-      cells_.clear();
-      control_.reset();
-      metrics_.reset();
-    }
-  };
-  for (auto& cell : cells_) cell->CloseHandles(closed);
-  control_->Close(closed);
-  if (metrics_) metrics_->Close(closed);
-  write_batch_->Close(closed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&client_drain_timer_), nullptr);
-  for (uv_signal_t* sig : SignalHandles()) {
-    uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
-  }
+  for (auto& cell : cells_) cell->CloseHandles(handles_.Part());
+  control_->Close(handles_.Part());
+  if (metrics_) metrics_->Close(handles_.Part());
+  write_batch_->Close(handles_.Part());
+  // The signal handles and the client drain timer close with the rest.
+  handles_.Close([this] {
+    cells_.clear();
+    control_.reset();
+    metrics_.reset();
+  });
 }
 
 void Supervisor::OnCellStateChanged() {

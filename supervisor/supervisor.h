@@ -8,7 +8,6 @@
 
 #include <uv.h>
 
-#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +22,7 @@
 #include "control/metrics_server.h"
 #include "control/reload_plan.h"
 #include "lifecycle/cell_logs.h"
+#include "loop/handle_group.h"
 #include "loop/write_batch.h"
 #include "proxy/request.h"
 #include "supervisor/cell.h"
@@ -87,6 +87,9 @@ class Supervisor {
   ReloadResult Reload();
 
  private:
+  // Handles SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGRTMIN+3 and SIGRTMIN+4 with
+  // OnSignal.
+  Status HandleSignals();
   static void OnSignal(uv_signal_t* handle, int signum);
   ReloadResult ApplyReload();
   void ReapChildren();
@@ -145,15 +148,9 @@ class Supervisor {
   std::unique_ptr<control::MetricsServer> metrics_;  // null without metrics_listen
   // The control socket's commands: control/command_table.h's rows with this supervisor's handlers.
   control::CommandTable commands_;
-  uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
-  // systemd's halt and poweroff requests (systemd(1), "Signals"), which podman's systemd mode and
-  // other managers send to a container's PID 1: an orderly shutdown, as SIGTERM.
-  uv_signal_t sighalt_{}, sigpoweroff_{};
-  // Every signal handle above, for init and close.
-  std::array<uv_signal_t*, 8> SignalHandles() {
-    return {&sigchld_, &sigterm_, &sigint_,  &sighup_,
-            &sigusr1_, &sigusr2_, &sighalt_, &sigpoweroff_};
-  }
+  // The signal handles (HandleSignals) and client_drain_timer_; the cells, control_, metrics_
+  // and write_batch_ close as its parts (CloseAll).
+  loop::HandleGroup handles_;
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
   // After every cell stopped: the answers its clients have not read yet get until this loop time
@@ -161,13 +158,12 @@ class Supervisor {
   // client_drain_timer_.
   uint64_t client_drain_deadline_ms_ = 0;
   bool draining_clients_ = false;
-  uv_timer_t client_drain_timer_{};
+  uv_timer_t* client_drain_timer_ = nullptr;
   // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().
   ServiceNotifier notifier_;
   bool booted_ = false;      // every cell was given its first start
   bool ready_sent_ = false;  // READY=1 was sent after boot
   int cells_running_ = 0;
-  int closing_ = 0;
   int exit_code_ = 0;
 };
 
