@@ -15,7 +15,7 @@
 #include "base/log.h"
 #include "cell/process.h"
 #include "cell/restart_policy.h"
-#include "cell/worker.h"
+#include "lifecycle/worker_environment.h"
 #include "lifecycle/worker_privileges.h"
 
 namespace bulkhead::lifecycle {
@@ -307,44 +307,8 @@ void WorkerRunner::DoSpawn() {
 void WorkerRunner::SpawnWorker() {
   if (data_path_->worker_connections() == 0) DrainStaleWorkerConnections();
   data_path_->WorkerStarting();
-  cell::SpawnOptions options;
-  options.argv = config_.command;
-  bool has_path = false;
-  for (const auto& [key, value] : config_.environment) {
-    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID" ||
-        key == cell::kMaxPayloadEnv || key == cell::kWorkerConnectionsEnv) {
-      continue;
-    }
-    options.environment.push_back(key + "=" + value);
-    if (key == "PATH") has_path = true;
-  }
-  if (!has_path) options.environment.push_back(std::string("PATH=") + config::kDefaultWorkerPath);
-  options.environment.push_back("NOTIFY_SOCKET=" + notify_.path());
-  // The worker SDK reads its payload limit here (cell/worker.h MaxPayloadFromEnv).
-  options.environment.push_back(std::string(cell::kMaxPayloadEnv) + "=" +
-                                std::to_string(max_payload_));
-  // Set only for the multiplexed mode, so a worker written before it sees the environment it knew
-  // (docs/protocol.md, "Multiplexed worker connections").
-  if (config_.worker_connections == config::WorkerConnections::kMultiplex) {
-    options.environment.push_back(std::string(cell::kWorkerConnectionsEnv) + "=" +
-                                  cell::kWorkerConnectionsMultiplex);
-  }
-  if (config_.watchdog.count() > 0) {
-    options.environment.push_back("WATCHDOG_USEC=" +
-                                  std::to_string(config_.watchdog.count() * 1000));
-  }
-  AppendUserEnvironment(config_, &options.environment);
-  options.credentials = WorkerCredentials(config_);
-  options.umask = static_cast<mode_t>(config_.umask);
-  options.no_new_privileges = config_.no_new_privileges;
-  // Set in the child, so the worker never inherits bulkheadd's own oom_score_adj.
-  options.oom_score_adj = config_.oom_score_adjust;
-  options.working_directory = config_.working_directory;
-  options.listen_fd = worker_listen_fd_.get();
-  options.listen_fd_name = config_.name;
-  // A supervisor that dies without stopping its cells (SIGKILL, a failed check) takes the workers
-  // with it: none keeps running unnoticed, holding an old generation's socket.
-  options.parent_death_signal = SIGKILL;
+  cell::SpawnOptions options =
+      BuildWorkerEnvironment(config_, notify_.path(), max_payload_, worker_listen_fd_.get());
   if (cgroup_) {
     // The worker is born inside its cgroup (clone3 CLONE_INTO_CGROUP): so is all it forks.
     options.cgroup_fd = cgroup_->dir_fd();
