@@ -27,15 +27,6 @@ using Action = Lifecycle::Action;
 
 // How often an emptying cgroup is polled after cgroup.kill, in ms.
 constexpr uint64_t kTeardownPollMs = 5;
-// The HTTP probe (ready = "http:/PATH"): how often a starting worker is probed, and how long one
-// attempt may take before it counts as unanswered and the next one starts (Kubernetes'
-// timeoutSeconds default). ms.
-constexpr uint64_t kReadyProbeIntervalMs = 150;
-constexpr uint64_t kProbeAttemptTimeoutMs = 1000;
-// A running worker is probed every quarter of stall_timeout, within these bounds (ms).
-uint64_t LivenessProbeIntervalMs(const config::CellConfig& config) {
-  return std::clamp<uint64_t>(static_cast<uint64_t>(config.stall_timeout.count()) / 4, 100, 10'000);
-}
 // The worker socket's backlog: every link the data path may open at once (max_concurrent), and
 // never less than 128.
 int WorkerBacklog(const config::CellConfig& config) {
@@ -54,6 +45,7 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompa
       after_poll_(after_poll),
       data_path_(data_path),
       clock_(loop),
+      time_(loop),
       lifecycle_(LifecycleOptionsFromConfig(config_), &clock_, cell::RestartPolicy::RandomJitter()),
       notify_(loop, [this](pid_t sender,
                            const cell::NotifyMessage& message) { OnNotify(sender, message); }),
@@ -64,10 +56,13 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompa
       watchdog_timer_(handles_.Open(uv_timer_init, loop)),
       teardown_timer_(handles_.Open(uv_timer_init, loop)),
       start_timer_(handles_.Open(uv_timer_init, loop)),
-      probe_timer_(handles_.Open(uv_timer_init, loop)),
-      probe_(loop) {
-  for (uv_timer_t* timer : {backoff_timer_, stop_timer_, watchdog_timer_, teardown_timer_,
-                            start_timer_, probe_timer_}) {
+      probe_(
+          loop, &time_, after_poll, &config_.name,
+          HealthProbe::Callbacks{
+              .on_ready = [this](std::string what) { Handle(Event::ProbeReady(std::move(what))); },
+              .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}) {
+  for (uv_timer_t* timer :
+       {backoff_timer_, stop_timer_, watchdog_timer_, teardown_timer_, start_timer_}) {
     timer->data = this;
   }
 }
@@ -202,10 +197,11 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
             start_timer_,
             [](uv_timer_t* timer) {
               auto* self = static_cast<WorkerRunner*>(timer->data);
-              if (self->probe_mode_ == ProbeMode::kReadiness && !self->probe_answer_.empty()) {
+              if (self->probe_.state() == HealthProbe::State::kReadiness &&
+                  !self->probe_.last_answer().empty()) {
                 Log(LogLevel::kWarning, self->name(), self->pid_,
                     "health probe GET " + self->config_.ready_http_path + ": last answer " +
-                        self->probe_answer_);
+                        self->probe_.last_answer());
               }
               self->Handle(Event::StartTimeout());
             },
@@ -470,94 +466,22 @@ void WorkerRunner::OnAfterPoll() {
   if (std::exchange(watchdog_verdict_, false) && watchdog_arms_ == watchdog_verdict_arms_) {
     Handle(Event::WatchdogMissed());
   }
-  // A 2xx read by the poll moved probe_healthy_ms_: the silence did not last stall_timeout.
-  const uint64_t stall_ms = static_cast<uint64_t>(config_.stall_timeout.count());
-  if (std::exchange(probe_verdict_, false) && probe_mode_ == ProbeMode::kLiveness &&
-      Now() - probe_healthy_ms_ >= stall_ms) {
-    const uint64_t now = Now();
-    std::string last = "last answer: " + (probe_answer_.empty() ? "none" : probe_answer_);
-    if (probe_.busy()) {
-      last = "the probe sent " + std::to_string(now - probe_started_ms_) +
-             " ms ago is unanswered; " + last;
-    }
-    Handle(Event::Stalled("health probe GET " + config_.ready_http_path + ": no 2xx for " +
-                          std::to_string(now - probe_healthy_ms_) + " ms (" + last + ")"));
-  }
+  probe_.OnAfterPoll();
 }
 
 // --- HTTP probe (ready = "http:/PATH"). ---
 
 void WorkerRunner::UpdateProbe() {
-  ProbeMode want = ProbeMode::kOff;
+  HealthProbe::State want = HealthProbe::State::kOff;
   if (config_.ready == config::ReadyMode::kHttp && pid_ != 0) {
     if (lifecycle_.state() == Lifecycle::State::kStarting) {
-      want = ProbeMode::kReadiness;
+      want = HealthProbe::State::kReadiness;
     } else if (lifecycle_.state() == Lifecycle::State::kRunning &&
                config_.stall_timeout.count() > 0) {
-      want = ProbeMode::kLiveness;
+      want = HealthProbe::State::kLiveness;
     }
   }
-  const uint64_t interval =
-      want == ProbeMode::kReadiness ? kReadyProbeIntervalMs : LivenessProbeIntervalMs(config_);
-  if (want == probe_mode_ && (want == ProbeMode::kOff || interval == probe_interval_ms_)) return;
-  const bool mode_changed = want != probe_mode_;
-  probe_mode_ = want;
-  probe_verdict_ = false;
-  if (want == ProbeMode::kOff) {
-    uv_timer_stop(probe_timer_);
-    probe_.Cancel();
-    probe_answer_.clear();
-    return;
-  }
-  // Liveness counts from the readiness (or the reload that turned it on).
-  if (mode_changed) probe_healthy_ms_ = Now();
-  probe_interval_ms_ = interval;
-  // A starting worker is probed at once: the connection waits in the worker socket's backlog
-  // until the worker accepts it, and the answer comes as soon as it serves.
-  uv_timer_start(probe_timer_, &WorkerRunner::OnProbeTimer,
-                 want == ProbeMode::kReadiness ? 0 : interval, interval);
-}
-
-void WorkerRunner::OnProbeTimer(uv_timer_t* timer) {
-  auto* self = static_cast<WorkerRunner*>(timer->data);
-  if (self->probe_mode_ == ProbeMode::kOff) return;
-  const uint64_t now = self->Now();
-  if (self->probe_mode_ == ProbeMode::kLiveness &&
-      now - self->probe_healthy_ms_ >= static_cast<uint64_t>(self->config_.stall_timeout.count())) {
-    // Decided after the next poll, which may read a 2xx (OnAfterPoll).
-    self->probe_verdict_ = true;
-    self->after_poll_->Request();
-  }
-  if (self->probe_.busy()) {
-    if (now - self->probe_started_ms_ < kProbeAttemptTimeoutMs) return;
-    // A timeout fails the attempt, even after the status line (as kubelet's httpGet: the answer
-    // is the whole response).
-    const int status = self->probe_.status_code();
-    self->probe_.Cancel();
-    const std::string within = " within " + std::to_string(kProbeAttemptTimeoutMs) + " ms";
-    self->NoteProbeAnswer(status == 0
-                              ? "no answer" + within
-                              : std::to_string(status) + " whose body did not end" + within);
-  }
-  self->probe_started_ms_ = now;
-  self->probe_.Start(self->config_.worker_socket, self->config_.ready_http_path,
-                     [self](const HttpProbe::Outcome& outcome) { self->OnProbeOutcome(outcome); });
-}
-
-void WorkerRunner::OnProbeOutcome(const HttpProbe::Outcome& outcome) {
-  NoteProbeAnswer(outcome.what);
-  if (!outcome.healthy) return;
-  if (probe_mode_ == ProbeMode::kReadiness) {
-    Handle(Event::ProbeReady("GET " + config_.ready_http_path + " answered " + outcome.what));
-    return;
-  }
-  probe_healthy_ms_ = Now();
-}
-
-void WorkerRunner::NoteProbeAnswer(const std::string& what) {
-  if (what == probe_answer_) return;
-  probe_answer_ = what;
-  Log(LogLevel::kDebug, name(), pid_, "health probe GET " + config_.ready_http_path + ": " + what);
+  probe_.Follow(want, pid_, config_);
 }
 
 // --- Reload and shutdown. ---
@@ -586,7 +510,7 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
-  probe_.Cancel();
+  probe_.Follow(HealthProbe::State::kOff, 0, config_);
   // Only a socket file this cell bound is removed, while it is still the one it bound.
   worker_file_.Remove();
   worker_listen_fd_.Reset();

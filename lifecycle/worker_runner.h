@@ -24,7 +24,7 @@
 #include "ipc/frame.h"
 #include "ipc/listen_socket.h"
 #include "lifecycle/compartment.h"
-#include "lifecycle/http_probe.h"
+#include "lifecycle/health_probe.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/notify_socket.h"
 #include "lifecycle/oom_watch.h"
@@ -32,6 +32,7 @@
 #include "lifecycle/worker_output.h"
 #include "loop/after_poll.h"
 #include "loop/handle_group.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::lifecycle {
 
@@ -175,18 +176,10 @@ class WorkerRunner {
   // timer asks after_poll_ for a verdict rather than acting.
   static void OnWatchdogTimer(uv_timer_t* timer);
 
-  // The HTTP probe (ready = "http:/PATH", docs/config.md): GET PATH on a fresh connection to the
-  // worker socket every kReadyProbeIntervalMs while the worker starts, until a 2xx makes it ready
-  // (start_timeout bounds the wait, as for READY=1); with stall_timeout, every quarter of it
-  // (100 ms to 10 s) while it runs, and no 2xx for stall_timeout is a stall. An attempt gets
-  // kProbeAttemptTimeoutMs to answer. UpdateProbe starts, re-times or stops it after every event
-  // and reload.
-  enum class ProbeMode { kOff, kReadiness, kLiveness };
+  // The HTTP probe (ready = "http:/PATH", docs/config.md): readiness while the worker starts,
+  // liveness while it runs with stall_timeout, off otherwise. Called after every event and
+  // reload.
   void UpdateProbe();
-  static void OnProbeTimer(uv_timer_t* timer);
-  void OnProbeOutcome(const HttpProbe::Outcome& outcome);
-  // Logs an answer that differs from the last one (debug), and keeps it for messages.
-  void NoteProbeAnswer(const std::string& what);
 
   uv_loop_t* loop_;
   config::CellConfig config_;
@@ -197,6 +190,8 @@ class WorkerRunner {
   std::optional<cell::CellCgroup> cgroup_;
   cell::LimitsWritten limits_written_;  // the last WriteCellLimits
   LoopClock clock_;
+  // The clock and timers of the parts already on the TimeSource seam (probe_).
+  loop::LoopTimeSource time_;
   Lifecycle lifecycle_;
   NotifySocket notify_;
   // The worker's stdout and stderr (docs/logging.md).
@@ -213,7 +208,6 @@ class WorkerRunner {
   uv_timer_t* watchdog_timer_;
   uv_timer_t* teardown_timer_;
   uv_timer_t* start_timer_;
-  uv_timer_t* probe_timer_;
   std::function<void()> state_observer_;
   Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
 
@@ -241,14 +235,7 @@ class WorkerRunner {
   // the watchdog timer fired changes it, and the miss is void.
   uint64_t watchdog_arms_ = 0;
 
-  HttpProbe probe_;
-  ProbeMode probe_mode_ = ProbeMode::kOff;
-  uint64_t probe_interval_ms_ = 0;
-  uint64_t probe_started_ms_ = 0;  // when the attempt in flight began
-  // Liveness: the last 2xx, or when liveness probing began (loop ms).
-  uint64_t probe_healthy_ms_ = 0;
-  std::string probe_answer_;    // the last attempt's answer ("503", "connect: ...")
-  bool probe_verdict_ = false;  // a liveness verdict waits for the next poll (OnAfterPoll)
+  HealthProbe probe_;
 
   RestartCounts restarts_by_reason_{};
   uint64_t restarts_attributed_ = 0;  // lifecycle_.restarts() already in restarts_by_reason_
