@@ -25,8 +25,6 @@ namespace {
 using Event = Lifecycle::Event;
 using Action = Lifecycle::Action;
 
-// How often an emptying cgroup is polled after cgroup.kill, in ms.
-constexpr uint64_t kTeardownPollMs = 5;
 // The worker socket's backlog: every link the data path may open at once (max_concurrent), and
 // never less than 128.
 int WorkerBacklog(const config::CellConfig& config) {
@@ -54,15 +52,14 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompa
       backoff_timer_(handles_.Open(uv_timer_init, loop)),
       stop_timer_(handles_.Open(uv_timer_init, loop)),
       watchdog_timer_(handles_.Open(uv_timer_init, loop)),
-      teardown_timer_(handles_.Open(uv_timer_init, loop)),
       start_timer_(handles_.Open(uv_timer_init, loop)),
+      teardown_(&time_, &config_.name),
       probe_(
           loop, &time_, after_poll, &config_.name,
           HealthProbe::Callbacks{
               .on_ready = [this](std::string what) { Handle(Event::ProbeReady(std::move(what))); },
               .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}) {
-  for (uv_timer_t* timer :
-       {backoff_timer_, stop_timer_, watchdog_timer_, teardown_timer_, start_timer_}) {
+  for (uv_timer_t* timer : {backoff_timer_, stop_timer_, watchdog_timer_, start_timer_}) {
     timer->data = this;
   }
 }
@@ -391,42 +388,24 @@ void WorkerRunner::KillAll() {
 }
 
 void WorkerRunner::Teardown(std::function<void()> then) {
-  // A stop with kill_mode = "control-group" signalled every process of the cell: those left
-  // when the worker exits may finish their cleanup until stop_timeout, when the stop timer's
-  // SIGKILL (KillAll) comes, as systemd waits for the whole control group.
-  teardown_kill_from_ms_ = cgroup_ && config_.kill_mode == config::KillMode::kControlGroup
-                               ? lifecycle_.signalled_stop_deadline_ms()
-                               : 0;
-  if (Now() >= teardown_kill_from_ms_) KillAll();
   if (!cgroup_) {
+    // Nothing to watch: the worker's process group is killed, and what left it is not tracked.
+    KillAll();
     then();
     return;
   }
-  after_teardown_ = std::move(then);
-  teardown_started_ms_ = Now();
-  teardown_warned_ = false;
-  uv_timer_start(teardown_timer_, &WorkerRunner::OnTeardownTimer, 0, kTeardownPollMs);
+  // A stop with kill_mode = "control-group" signalled every process of the cell: those left
+  // when the worker exits may finish their cleanup until stop_timeout, when the stop timer's
+  // SIGKILL (KillAll) comes, as systemd waits for the whole control group.
+  const uint64_t kill_from_ms = config_.kill_mode == config::KillMode::kControlGroup
+                                    ? lifecycle_.signalled_stop_deadline_ms()
+                                    : 0;
+  teardown_.Start(this, kill_from_ms, std::move(then));
 }
 
-void WorkerRunner::OnTeardownTimer(uv_timer_t* timer) {
-  auto* self = static_cast<WorkerRunner*>(timer->data);
-  Result<bool> empty = self->cgroup_->IsEmpty();
-  if (empty.ok() && *empty) {
-    uv_timer_stop(timer);
-    if (self->after_teardown_) std::exchange(self->after_teardown_, nullptr)();
-    return;
-  }
-  // cgroup.procs is not empty yet: kill again (a process may have forked meanwhile) and wait. The
-  // next generation never starts beside a survivor of this one.
-  if (self->Now() >= self->teardown_kill_from_ms_) self->KillAll();
-  if (!self->teardown_warned_ &&
-      self->Now() > std::max(self->teardown_started_ms_, self->teardown_kill_from_ms_) + 5000) {
-    self->teardown_warned_ = true;
-    Log(LogLevel::kError, self->name(), 0,
-        "cgroup " + self->cgroup_->path() + " still has processes 5 s after cgroup.kill" +
-            (empty.ok() ? "" : ": " + empty.status().message()));
-  }
-}
+Result<bool> WorkerRunner::IsEmpty() { return cgroup_->IsEmpty(); }
+
+std::string WorkerRunner::Describe() const { return "cgroup " + cgroup_->path(); }
 
 // --- Notify socket (sd_notify(3)) and watchdog. ---
 
@@ -511,6 +490,7 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
   probe_.Follow(HealthProbe::State::kOff, 0, config_);
+  teardown_.Cancel();
   // Only a socket file this cell bound is removed, while it is still the one it bound.
   worker_file_.Remove();
   worker_listen_fd_.Reset();

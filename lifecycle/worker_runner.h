@@ -29,6 +29,7 @@
 #include "lifecycle/notify_socket.h"
 #include "lifecycle/oom_watch.h"
 #include "lifecycle/restart_reason.h"
+#include "lifecycle/teardown_watcher.h"
 #include "lifecycle/worker_output.h"
 #include "loop/after_poll.h"
 #include "loop/handle_group.h"
@@ -57,13 +58,13 @@ class DataPathControl {
   virtual void WorkerStarting() = 0;
 };
 
-class WorkerRunner {
+class WorkerRunner : private TeardownWatcher::Generation {
  public:
   // `after_poll` (owned by the caller, shared with the data path) runs OnAfterPoll when
   // requested; `data_path` outlives the runner.
   WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
                uint32_t max_payload, loop::AfterPoll* after_poll, DataPathControl* data_path);
-  ~WorkerRunner();
+  ~WorkerRunner() override;
   WorkerRunner(const WorkerRunner&) = delete;
   WorkerRunner& operator=(const WorkerRunner&) = delete;
 
@@ -160,8 +161,12 @@ class WorkerRunner {
   // Kills whatever is left of the worker generation (its cgroup, or its process group without
   // one) and runs `then` once nothing of it is left: never two generations side by side.
   void Teardown(std::function<void()> then);
-  void KillAll();
-  static void OnTeardownTimer(uv_timer_t* timer);
+  // SIGKILL to whatever is left of the generation: cgroup.kill, or without a cgroup the worker's
+  // process group (TeardownWatcher::Generation).
+  void KillAll() override;
+  // TeardownWatcher::Generation, for the cell's cgroup: its cgroup.procs is empty.
+  Result<bool> IsEmpty() override;
+  std::string Describe() const override;
   // Sends stop_signal to the worker: to every process of the cell's cgroup (kill_mode =
   // "control-group"), to the worker alone ("mixed"); without a cgroup, to its process group.
   void SignalStop(int signal);
@@ -206,7 +211,6 @@ class WorkerRunner {
   uv_timer_t* backoff_timer_;
   uv_timer_t* stop_timer_;
   uv_timer_t* watchdog_timer_;
-  uv_timer_t* teardown_timer_;
   uv_timer_t* start_timer_;
   std::function<void()> state_observer_;
   Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
@@ -217,12 +221,8 @@ class WorkerRunner {
   bool executing_ = false;
   std::vector<Lifecycle::Event> pending_events_;
   std::vector<std::function<void()>> on_stopped_;
-  std::function<void()> after_teardown_;
-  uint64_t teardown_started_ms_ = 0;
-  // Teardown sends no SIGKILL before this (loop ms): the rest of the cell had stop_signal and
-  // may exit by itself until stop_timeout (kill_mode = "control-group").
-  uint64_t teardown_kill_from_ms_ = 0;
-  bool teardown_warned_ = false;
+  // Waits for a generation's cgroup to be empty before the lifecycle hears of its end.
+  TeardownWatcher teardown_;
   std::string status_text_;
   // The cell's cgroup held processes when this run found it: Start() empties it first.
   bool stale_generation_ = false;
