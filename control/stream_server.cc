@@ -22,14 +22,16 @@ uv_stream_t* OpenStream(loop::HandleGroup& handles, uv_loop_t* loop, bool tcp) {
 StreamConnection::StreamConnection(StreamServer* server, bool tcp)
     : server_(server),
       stream_(OpenStream(handles_, server->loop_, tcp)),
-      timer_(handles_.Open(uv_timer_init, server->loop_)),
+      timer_(server->time_->CreateTimer([this] {
+        timed_out_ = true;
+        server_->timeout_check_.Request();
+      })),
       writer_(
           stream_, [this](int) { Close(); },
           [this] {
             if (close_when_sent_) Close();
           }) {
   stream_->data = this;
-  timer_->data = this;
   writer_.SetOnWritten([this] { OnActivity(); });
 }
 
@@ -63,22 +65,16 @@ void StreamConnection::OnActivity() {
     return;
   }
   timed_out_ = false;
-  // The loop's clock was read before this iteration's callbacks ran; a slow callback (a status
-  // that read many cgroup files) must not shorten the next idle period.
+  // The loop's clock (what a LoopTimeSource reads) was read before this iteration's callbacks
+  // ran; a slow callback (a status that read many cgroup files) must not shorten the next idle
+  // period.
   uv_update_time(server_->loop_);
   StartTimer();
 }
 
 void StreamConnection::StartTimer() {
   if (server_->limits_.timeout_ms == 0) return;
-  uv_timer_start(
-      timer_,
-      [](uv_timer_t* timer) {
-        auto* self = static_cast<StreamConnection*>(timer->data);
-        self->timed_out_ = true;
-        self->server_->timeout_check_.Request();
-      },
-      server_->limits_.timeout_ms, 0);
+  timer_->Start(server_->limits_.timeout_ms);
 }
 
 void StreamConnection::Send(std::string_view bytes) {
@@ -98,6 +94,7 @@ void StreamConnection::Close() {
   if (closing_) return;
   closing_ = true;
   writer_.Abandon();
+  timer_->Stop();
   // The server's Close waits for this connection's handles too.
   handles_.Close([this, server = server_, closed = server_->handles_.Part()] {
     server->connections_.erase(this);
@@ -106,8 +103,10 @@ void StreamConnection::Close() {
   });
 }
 
-StreamServer::StreamServer(uv_loop_t* loop, std::string name, Limits limits, Accept accept)
+StreamServer::StreamServer(uv_loop_t* loop, loop::TimeSource* time, std::string name, Limits limits,
+                           Accept accept)
     : loop_(loop),
+      time_(time),
       name_(std::move(name)),
       limits_(limits),
       accept_(std::move(accept)),

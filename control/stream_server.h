@@ -24,6 +24,7 @@
 #include "loop/after_poll.h"
 #include "loop/handle_group.h"
 #include "loop/stream_writer.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::control {
 
@@ -69,11 +70,11 @@ class StreamConnection {
   void StartTimer();
 
   StreamServer* server_;
-  // The accepted stream (a uv_tcp_t or a uv_pipe_t) and the timeout's timer. Their close callbacks
-  // delete the connection.
+  // The accepted stream (a uv_tcp_t or a uv_pipe_t); its close callback deletes the connection.
   loop::HandleGroup handles_;
   uv_stream_t* stream_;
-  uv_timer_t* timer_;
+  // The timeout (Limits): fired, it marks the connection timed out and asks for a verdict.
+  std::unique_ptr<loop::Timer> timer_;
   loop::StreamWriter writer_;
   std::unique_ptr<ConnectionProtocol> protocol_;
   bool closing_ = false;
@@ -106,8 +107,10 @@ class StreamServer {
   // Makes the protocol of a connection just accepted, before its first read.
   using Accept = std::function<std::unique_ptr<ConnectionProtocol>(StreamConnection& conn)>;
 
-  // `name` starts log lines ("metrics endpoint: accept: ...").
-  StreamServer(uv_loop_t* loop, std::string name, Limits limits, Accept accept);
+  // `name` starts log lines ("metrics endpoint: accept: ..."). Timeouts run on `time`, which
+  // outlives the server.
+  StreamServer(uv_loop_t* loop, loop::TimeSource* time, std::string name, Limits limits,
+               Accept accept);
   // REQUIRES: Close() was called and its callback has run.
   ~StreamServer();
   StreamServer(const StreamServer&) = delete;
@@ -133,6 +136,7 @@ class StreamServer {
   void CloseTimedOutConnections();
 
   uv_loop_t* loop_;
+  loop::TimeSource* time_;
   std::string name_;
   Limits limits_;
   Accept accept_;

@@ -18,13 +18,13 @@ constexpr uint64_t kSurvivalCheckMs = 200;
 constexpr uint64_t kPollMs = 1000;
 }  // namespace
 
-OomWatch::OomWatch(uv_loop_t* loop, const std::string* cell_name, std::function<pid_t()> worker_pid)
-    : loop_(loop),
+OomWatch::OomWatch(uv_loop_t* loop, loop::TimeSource* time, const std::string* cell_name,
+                   std::function<pid_t()> worker_pid)
+    : time_(time),
       cell_name_(cell_name),
       worker_pid_(std::move(worker_pid)),
       watch_(handles_.Open(uv_fs_event_init, loop)),
-      timer_(handles_.Open(uv_timer_init, loop)) {
-  timer_->data = this;
+      timer_(time->CreateTimer([this] { OnTimer(); })) {
   watch_->data = this;
 }
 
@@ -46,7 +46,7 @@ void OomWatch::Start(const cell::CellCgroup* cgroup, const cell::CgroupLimits* l
         "cannot watch " + path + " (" + uv_strerror(rc) + "): reading it every " +
             std::to_string(kPollMs) + " ms instead");
     polling_ = true;
-    uv_timer_start(timer_, &OomWatch::OnTimer, kPollMs, kPollMs);
+    timer_->Start(kPollMs);
   }
 }
 
@@ -59,7 +59,7 @@ void OomWatch::WorkerStarted() {
 bool OomWatch::WorkerDied(int wait_status) {
   if (!tracker_) return false;
   const bool oom_killed = tracker_->WorkerDied(wait_status, Look());
-  if (!polling_) uv_timer_stop(timer_);
+  if (!polling_) timer_->Stop();
   return oom_killed;
 }
 
@@ -86,8 +86,8 @@ cell::OomKillTracker::Look OomWatch::Look() {
                                : std::string()) +
           "); the kernel log names the victim");
   if (tracker_->pending()) {
-    seen_ms_ = Now();
-    if (!polling_) uv_timer_start(timer_, &OomWatch::OnTimer, kSurvivalCheckMs, 0);
+    seen_ms_ = time_->NowMs();
+    if (!polling_) timer_->Start(kSurvivalCheckMs);
   }
   return look;
 }
@@ -102,25 +102,27 @@ void OomWatch::OnMemoryEvents(uv_fs_event_t* handle, const char* /*filename*/, i
   self->Look();
 }
 
-void OomWatch::OnTimer(uv_timer_t* timer) {
-  auto* self = static_cast<OomWatch*>(timer->data);
-  self->Look();
-  const pid_t pid = self->worker_pid_();
-  if (!self->tracker_ || !self->tracker_->pending() || pid == 0) return;
-  const uint64_t since = self->Now() - self->seen_ms_;
+void OomWatch::OnTimer() {
+  if (polling_) timer_->Start(kPollMs);
+  Look();
+  const pid_t pid = worker_pid_();
+  if (!tracker_ || !tracker_->pending() || pid == 0) return;
+  const uint64_t since = time_->NowMs() - seen_ms_;
   if (since < kSurvivalCheckMs) {
-    if (!self->polling_) uv_timer_start(timer, &OomWatch::OnTimer, kSurvivalCheckMs - since, 0);
+    if (!polling_) timer_->Start(kSurvivalCheckMs - since);
     return;
   }
   // A victim is dying or dead by now: its reap settles its fate (WorkerDied). A worker that is
   // neither survived, and its later death is not blamed on this OOM kill.
   Result<bool> dying = cell::ProcessIsDying(pid);
   if (!dying.ok() || *dying) return;
-  self->tracker_->WorkerSurvived();
-  Log(LogLevel::kWarning, *self->cell_name_, pid,
-      "the worker survived the OOM kill and keeps serving");
+  tracker_->WorkerSurvived();
+  Log(LogLevel::kWarning, *cell_name_, pid, "the worker survived the OOM kill and keeps serving");
 }
 
-void OomWatch::Close(std::function<void()> on_closed) { handles_.Close(std::move(on_closed)); }
+void OomWatch::Close(std::function<void()> on_closed) {
+  timer_->Stop();
+  handles_.Close(std::move(on_closed));
+}
 
 }  // namespace bulkhead::lifecycle

@@ -34,8 +34,10 @@ struct WorkerOutput::Stream {
   LineSplitter splitter;
 };
 
-WorkerOutput::WorkerOutput(uv_loop_t* loop, const config::CellConfig& config)
+WorkerOutput::WorkerOutput(uv_loop_t* loop, loop::TimeSource* time,
+                           const config::CellConfig& config)
     : loop_(loop),
+      time_(time),
       cell_(config.name),
       mode_(config.output),
       line_max_(config.log_line_max),
@@ -43,9 +45,7 @@ WorkerOutput::WorkerOutput(uv_loop_t* loop, const config::CellConfig& config)
                static_cast<uint64_t>(config.log_rate_limit_interval.count())),
       interval_ms_(static_cast<uint64_t>(config.log_rate_limit_interval.count())),
       burst_(config.log_rate_limit_burst),
-      suppression_timer_(handles_.Open(uv_timer_init, loop)) {
-  suppression_timer_->data = this;
-}
+      suppression_timer_(time->CreateTimer([this] { OnSuppressionTimer(); })) {}
 
 WorkerOutput::~WorkerOutput() = default;
 
@@ -179,7 +179,7 @@ void WorkerOutput::OnLine(const Stream& stream, std::string_view line, bool trun
   if (std::optional<LogLevel> prefixed = StripPriorityPrefix(&line)) level = *prefixed;
   // Lines below the log level cost nothing and count against no limit.
   if (level < GetLogLevel()) return;
-  LogRateLimiter::Decision decision = limiter_.Admit(uv_now(loop_));
+  LogRateLimiter::Decision decision = limiter_.Admit(time_->NowMs());
   if (decision.suppressed_before > 0) LogSuppressed(decision.suppressed_before, stream.pid);
   if (!decision.log) {
     last_pid_ = stream.pid;
@@ -198,20 +198,18 @@ void WorkerOutput::LogSuppressed(uint64_t count, pid_t pid) {
 }
 
 void WorkerOutput::ArmSuppressionTimer() {
-  if (uv_is_active(reinterpret_cast<uv_handle_t*>(suppression_timer_))) return;
+  if (suppression_timer_->armed()) return;
   std::optional<uint64_t> ends_at = limiter_.SuppressionEndsAt();
   if (!ends_at) return;
-  uint64_t now = uv_now(loop_);
-  uv_timer_start(suppression_timer_, &WorkerOutput::OnSuppressionTimer,
-                 *ends_at > now ? *ends_at - now : 0, 0);
+  uint64_t now = time_->NowMs();
+  suppression_timer_->Start(*ends_at > now ? *ends_at - now : 0);
 }
 
-void WorkerOutput::OnSuppressionTimer(uv_timer_t* timer) {
-  auto* self = static_cast<WorkerOutput*>(timer->data);
-  uint64_t dropped = self->limiter_.EndWindow(uv_now(self->loop_));
-  if (dropped > 0) self->LogSuppressed(dropped, self->last_pid_);
+void WorkerOutput::OnSuppressionTimer() {
+  uint64_t dropped = limiter_.EndWindow(time_->NowMs());
+  if (dropped > 0) LogSuppressed(dropped, last_pid_);
   // A window opened since the timer was armed may have dropped lines of its own.
-  self->ArmSuppressionTimer();
+  ArmSuppressionTimer();
 }
 
 void WorkerOutput::SetOptions(const config::CellConfig& config) {
@@ -219,9 +217,9 @@ void WorkerOutput::SetOptions(const config::CellConfig& config) {
   line_max_ = config.log_line_max;
   const auto interval_ms = static_cast<uint64_t>(config.log_rate_limit_interval.count());
   if (config.log_rate_limit_burst == burst_ && interval_ms == interval_ms_) return;
-  uint64_t dropped = limiter_.EndWindow(uv_now(loop_), /*force=*/true);
+  uint64_t dropped = limiter_.EndWindow(time_->NowMs(), /*force=*/true);
   if (dropped > 0) LogSuppressed(dropped, last_pid_);
-  uv_timer_stop(suppression_timer_);
+  suppression_timer_->Stop();
   limiter_ = LogRateLimiter(config.log_rate_limit_burst, interval_ms);
   burst_ = config.log_rate_limit_burst;
   interval_ms_ = interval_ms;
@@ -234,8 +232,9 @@ void WorkerOutput::Close(std::function<void()> on_closed) {
   stderr_read_.Reset();
   stdout_write_.Reset();
   stderr_write_.Reset();
-  uint64_t dropped = limiter_.EndWindow(uv_now(loop_), /*force=*/true);
+  uint64_t dropped = limiter_.EndWindow(time_->NowMs(), /*force=*/true);
   if (dropped > 0) LogSuppressed(dropped, last_pid_);
+  suppression_timer_->Stop();
   handles_.Close(std::move(on_closed));
 }
 

@@ -33,36 +33,32 @@ int WorkerBacklog(const config::CellConfig& config) {
 
 }  // namespace
 
-WorkerRunner::WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
-                           uint32_t max_payload, loop::AfterPoll* after_poll,
-                           DataPathControl* data_path)
-    : loop_(loop),
+WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
+                           CellCompartment compartment, uint32_t max_payload,
+                           loop::AfterPoll* after_poll, DataPathControl* data_path,
+                           WorkerLauncher* launcher)
+    : time_(time),
+      launcher_(launcher),
       config_(std::move(config)),
       compartment_(std::move(compartment)),
       max_payload_(max_payload),
       after_poll_(after_poll),
       data_path_(data_path),
-      clock_(loop),
-      time_(loop),
-      lifecycle_(LifecycleOptionsFromConfig(config_), &clock_, cell::RestartPolicy::RandomJitter()),
+      lifecycle_(LifecycleOptionsFromConfig(config_), time, cell::RestartPolicy::RandomJitter()),
       notify_(loop, [this](pid_t sender,
                            const cell::NotifyMessage& message) { OnNotify(sender, message); }),
-      output_(loop, config_),
-      oom_watch_(loop, &config_.name, [this] { return pid_; }),
-      backoff_timer_(handles_.Open(uv_timer_init, loop)),
-      stop_timer_(handles_.Open(uv_timer_init, loop)),
-      watchdog_timer_(handles_.Open(uv_timer_init, loop)),
-      start_timer_(handles_.Open(uv_timer_init, loop)),
-      teardown_(&time_, &config_.name),
+      output_(loop, time, config_),
+      oom_watch_(loop, time, &config_.name, [this] { return pid_; }),
+      backoff_timer_(time->CreateTimer([this] { Handle(Event::BackoffElapsed()); })),
+      stop_timer_(time->CreateTimer([this] { Handle(Event::StopTimeout()); })),
+      watchdog_timer_(time->CreateTimer([this] { OnWatchdogTimer(); })),
+      start_timer_(time->CreateTimer([this] { OnStartTimer(); })),
+      teardown_(time, &config_.name),
       probe_(
-          loop, &time_, after_poll, &config_.name,
+          loop, time, after_poll, &config_.name,
           HealthProbe::Callbacks{
               .on_ready = [this](std::string what) { Handle(Event::ProbeReady(std::move(what))); },
-              .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}) {
-  for (uv_timer_t* timer : {backoff_timer_, stop_timer_, watchdog_timer_, start_timer_}) {
-    timer->data = this;
-  }
-}
+              .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}) {}
 
 WorkerRunner::~WorkerRunner() = default;
 
@@ -170,46 +166,24 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
         KillAll();
         break;
       case Action::Type::kArmBackoff:
-        uv_timer_start(
-            backoff_timer_,
-            [](uv_timer_t* timer) {
-              static_cast<WorkerRunner*>(timer->data)->Handle(Event::BackoffElapsed());
-            },
-            a.ms, 0);
+        backoff_timer_->Start(a.ms);
         break;
       case Action::Type::kArmStopTimer:
-        uv_timer_start(
-            stop_timer_,
-            [](uv_timer_t* timer) {
-              static_cast<WorkerRunner*>(timer->data)->Handle(Event::StopTimeout());
-            },
-            a.ms, 0);
+        stop_timer_->Start(a.ms);
         break;
       case Action::Type::kArmWatchdog:
         ++watchdog_arms_;
-        uv_timer_start(watchdog_timer_, &WorkerRunner::OnWatchdogTimer, a.ms, 0);
+        watchdog_timer_->Start(a.ms);
         break;
       case Action::Type::kArmStartTimer:
-        uv_timer_start(
-            start_timer_,
-            [](uv_timer_t* timer) {
-              auto* self = static_cast<WorkerRunner*>(timer->data);
-              if (self->probe_.state() == HealthProbe::State::kReadiness &&
-                  !self->probe_.last_answer().empty()) {
-                Log(LogLevel::kWarning, self->name(), self->pid_,
-                    "health probe GET " + self->config_.ready_http_path + ": last answer " +
-                        self->probe_.last_answer());
-              }
-              self->Handle(Event::StartTimeout());
-            },
-            a.ms, 0);
+        start_timer_->Start(a.ms);
         break;
       case Action::Type::kCancelTimers:
         ++watchdog_arms_;
-        uv_timer_stop(backoff_timer_);
-        uv_timer_stop(stop_timer_);
-        uv_timer_stop(watchdog_timer_);
-        uv_timer_stop(start_timer_);
+        for (loop::Timer* timer :
+             {backoff_timer_.get(), stop_timer_.get(), watchdog_timer_.get(), start_timer_.get()}) {
+          timer->Stop();
+        }
         break;
       case Action::Type::kNotifyStopped: {
         std::vector<std::function<void()>> callbacks;
@@ -311,7 +285,7 @@ void WorkerRunner::SpawnWorker() {
   Status output = output_.Prepare(&options);
   if (!output.ok())
     Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
-  Result<pid_t> pid = cell::Spawn(options);
+  Result<pid_t> pid = launcher_->Spawn(options);
   output_.Spawned(pid.ok() ? *pid : 0);
   if (!pid.ok()) {
     // The lifecycle logs it once, with what follows (restart, or give up).
@@ -363,14 +337,14 @@ void WorkerRunner::SignalStop(int signal) {
   if (cgroup_) {
     // kill_mode = "mixed" (systemd's KillMode=mixed): the worker alone; whatever else is left
     // gets SIGKILL (cgroup.kill) once it has exited or at stop_timeout.
-    if (pid_ > 0) ::kill(pid_, signal);
+    if (pid_ > 0) launcher_->Kill(pid_, signal);
     return;
   }
   // Without a cgroup: the worker's process group (it leads one since the spawn); a helper that
   // left it (setsid) is not reached.
   if (pgid_ > 0) {
-    ::kill(-pgid_, signal);
-    if (pid_ > 0) ::kill(pid_, signal);  // in case it left its process group
+    launcher_->Kill(-pgid_, signal);
+    if (pid_ > 0) launcher_->Kill(pid_, signal);  // in case it left its process group
   }
 }
 
@@ -382,8 +356,8 @@ void WorkerRunner::KillAll() {
   }
   // The worker leads its own process group: whatever it forked without leaving the group goes too.
   if (pgid_ > 0) {
-    ::kill(-pgid_, SIGKILL);
-    if (pid_ > 0) ::kill(pid_, SIGKILL);
+    launcher_->Kill(-pgid_, SIGKILL);
+    if (pid_ > 0) launcher_->Kill(pid_, SIGKILL);
   }
 }
 
@@ -433,11 +407,18 @@ void WorkerRunner::OnNotify(pid_t sender, const cell::NotifyMessage& message) {
   if (message.watchdog_trigger) Handle(Event::Stalled("worker sent WATCHDOG=trigger"));
 }
 
-void WorkerRunner::OnWatchdogTimer(uv_timer_t* timer) {
-  auto* self = static_cast<WorkerRunner*>(timer->data);
-  self->watchdog_verdict_ = true;
-  self->watchdog_verdict_arms_ = self->watchdog_arms_;
-  self->after_poll_->Request();
+void WorkerRunner::OnWatchdogTimer() {
+  watchdog_verdict_ = true;
+  watchdog_verdict_arms_ = watchdog_arms_;
+  after_poll_->Request();
+}
+
+void WorkerRunner::OnStartTimer() {
+  if (probe_.state() == HealthProbe::State::kReadiness && !probe_.last_answer().empty()) {
+    Log(LogLevel::kWarning, name(), pid_,
+        "health probe GET " + config_.ready_http_path + ": last answer " + probe_.last_answer());
+  }
+  Handle(Event::StartTimeout());
 }
 
 void WorkerRunner::OnAfterPoll() {
@@ -491,6 +472,10 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
   }
   probe_.Follow(HealthProbe::State::kOff, 0, config_);
   teardown_.Cancel();
+  for (loop::Timer* timer :
+       {backoff_timer_.get(), stop_timer_.get(), watchdog_timer_.get(), start_timer_.get()}) {
+    timer->Stop();
+  }
   // Only a socket file this cell bound is removed, while it is still the one it bound.
   worker_file_.Remove();
   worker_listen_fd_.Reset();

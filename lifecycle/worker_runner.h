@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "lifecycle/oom_watch.h"
 #include "lifecycle/restart_reason.h"
 #include "lifecycle/teardown_watcher.h"
+#include "lifecycle/worker_launcher.h"
 #include "lifecycle/worker_output.h"
 #include "loop/after_poll.h"
 #include "loop/handle_group.h"
@@ -60,10 +62,14 @@ class DataPathControl {
 
 class WorkerRunner : private TeardownWatcher::Generation {
  public:
-  // `after_poll` (owned by the caller, shared with the data path) runs OnAfterPoll when
-  // requested; `data_path` outlives the runner.
-  WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
-               uint32_t max_payload, loop::AfterPoll* after_poll, DataPathControl* data_path);
+  // Reads time and arms its timers (backoff, stop, watchdog, start; the probe's, the teardown's,
+  // the output's and the OOM watch's) through `time`, and starts and signals workers through
+  // `launcher` (SystemWorkerLauncher(), or a test's fake). `after_poll` (owned by the caller,
+  // shared with the data path) runs OnAfterPoll when requested. `time`, `after_poll`,
+  // `data_path` and `launcher` outlive the runner.
+  WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
+               CellCompartment compartment, uint32_t max_payload, loop::AfterPoll* after_poll,
+               DataPathControl* data_path, WorkerLauncher* launcher);
   ~WorkerRunner() override;
   WorkerRunner(const WorkerRunner&) = delete;
   WorkerRunner& operator=(const WorkerRunner&) = delete;
@@ -130,18 +136,7 @@ class WorkerRunner : private TeardownWatcher::Generation {
   CompartmentStatus ReadCompartment() const;
 
  private:
-  // The lifecycle reads loop time.
-  class LoopClock : public Clock {
-   public:
-    explicit LoopClock(uv_loop_t* loop) : loop_(loop) {}
-    uint64_t NowMs() const override { return uv_now(loop_); }
-
-   private:
-    uv_loop_t* loop_;
-  };
-
   const std::string& name() const { return config_.name; }
-  uint64_t Now() const { return uv_now(loop_); }
 
   // Handle() feeds an event and executes the actions of its transition. Events raised while
   // actions execute are queued and handled after, in order (the answer to Spawn is the exception:
@@ -179,14 +174,17 @@ class WorkerRunner : private TeardownWatcher::Generation {
   bool SpeaksForCell(pid_t sender) const;
   // Timeouts judge silence only once the loop has read what waits in the sockets: the watchdog
   // timer asks after_poll_ for a verdict rather than acting.
-  static void OnWatchdogTimer(uv_timer_t* timer);
+  void OnWatchdogTimer();
+  // The start timer: a worker not ready within start_timeout.
+  void OnStartTimer();
 
   // The HTTP probe (ready = "http:/PATH", docs/config.md): readiness while the worker starts,
   // liveness while it runs with stall_timeout, off otherwise. Called after every event and
   // reload.
   void UpdateProbe();
 
-  uv_loop_t* loop_;
+  loop::TimeSource* time_;
+  WorkerLauncher* launcher_;
   config::CellConfig config_;
   CellCompartment compartment_;
   uint32_t max_payload_;
@@ -194,9 +192,6 @@ class WorkerRunner : private TeardownWatcher::Generation {
   DataPathControl* data_path_;
   std::optional<cell::CellCgroup> cgroup_;
   cell::LimitsWritten limits_written_;  // the last WriteCellLimits
-  LoopClock clock_;
-  // The clock and timers of the parts already on the TimeSource seam (probe_).
-  loop::LoopTimeSource time_;
   Lifecycle lifecycle_;
   NotifySocket notify_;
   // The worker's stdout and stderr (docs/logging.md).
@@ -206,12 +201,14 @@ class WorkerRunner : private TeardownWatcher::Generation {
 
   ipc::SocketFile worker_file_;  // the worker socket file bound (removed on close if still ours)
   UniqueFd worker_listen_fd_;
-  // The timers; output_, notify_ and oom_watch_ close as parts of it.
+  // output_, notify_ and oom_watch_ close as its parts.
   loop::HandleGroup handles_;
-  uv_timer_t* backoff_timer_;
-  uv_timer_t* stop_timer_;
-  uv_timer_t* watchdog_timer_;
-  uv_timer_t* start_timer_;
+  // The lifecycle's timers (Lifecycle::Action kArmBackoff, kArmStopTimer, kArmWatchdog,
+  // kArmStartTimer; kCancelTimers stops them all).
+  std::unique_ptr<loop::Timer> backoff_timer_;
+  std::unique_ptr<loop::Timer> stop_timer_;
+  std::unique_ptr<loop::Timer> watchdog_timer_;
+  std::unique_ptr<loop::Timer> start_timer_;
   std::function<void()> state_observer_;
   Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
 

@@ -23,6 +23,7 @@
 #include "lifecycle/worker_runner.h"
 #include "loop/after_poll.h"
 #include "loop/handle_group.h"
+#include "loop/time_source.h"
 #include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
 #include "proxy/request.h"
@@ -31,8 +32,10 @@ namespace bulkhead::supervisor {
 
 class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
  public:
-  Cell(uv_loop_t* loop, const config::CellConfig& config, lifecycle::CellCompartment compartment,
-       uint32_t max_payload, proxy::RequestPool* pool, loop::WriteBatch* write_batch);
+  // The worker's side reads time and arms its timers through `time`, which outlives the cell.
+  Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config,
+       lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::RequestPool* pool,
+       loop::WriteBatch* write_batch);
   ~Cell() override;
   Cell(const Cell&) = delete;
   Cell& operator=(const Cell&) = delete;
@@ -113,7 +116,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   }
   void WorkerStarting() override { data_path_.WorkerStarting(); }
 
-  uv_loop_t* loop_;
+  loop::TimeSource* time_;
   // Shared by the runner (watchdog) and the data path (stall, request_timeout): a timer whose
   // deadline passed asks it for a verdict after the next poll, the watchdog's taken first.
   loop::AfterPoll after_poll_;

@@ -38,7 +38,7 @@ std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config
   compartment.not_enforced_reason = cgroup_note_;
   compartment.limits = CgroupLimitsOf(cell_config);
   compartment.required = config_.supervisor.cgroup == config::CgroupMode::kRequired;
-  auto cell = std::make_unique<Cell>(&loop_, cell_config, std::move(compartment),
+  auto cell = std::make_unique<Cell>(&loop_, &time_, cell_config, std::move(compartment),
                                      config_.supervisor.max_payload_bytes, &pool_, &*write_batch_);
   // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
   cell->SetStateObserver([this] { OnCellStateChanged(); });

@@ -77,16 +77,15 @@ Supervisor::~Supervisor() {
 }
 
 int Supervisor::Run() {
-  started_at_ms_ = uv_now(&loop_);
-  client_drain_timer_ = handles_.Open(uv_timer_init, &loop_);
-  client_drain_timer_->data = this;
+  started_at_ms_ = time_.NowMs();
+  client_drain_timer_ = time_.CreateTimer([this] { FinishShutdown(); });
   write_batch_.emplace(&loop_);
   Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
       write_batch_->how());
   Status status = HandleSignals();
 
   control_ = std::make_unique<control::ControlServer>(
-      &loop_, [this](const std::string& line, const control::ControlPeer& peer) {
+      &loop_, &time_, [this](const std::string& line, const control::ControlPeer& peer) {
         return HandleControl(line, peer);
       });
   // The runtime_dir lock first: a second instance on the same runtime_dir must not touch the
@@ -112,7 +111,8 @@ int Supervisor::Run() {
     status = control_->Listen(config_.supervisor.control_socket, control_access);
   }
   if (config_.supervisor.metrics_listen) {
-    metrics_ = std::make_unique<control::MetricsServer>(&loop_, [this] { return RenderMetrics(); });
+    metrics_ = std::make_unique<control::MetricsServer>(&loop_, &time_,
+                                                        [this] { return RenderMetrics(); });
     if (status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
     if (status.ok()) LogInfo("metrics endpoint: http://" + metrics_->bound_address() + "/metrics");
   }
@@ -300,7 +300,7 @@ void Supervisor::BeginShutdown(int signum) {
   notifier_.Stopping();
   uint64_t longest_stop_ms = 0;
   for (auto& cell : cells_) longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
-  client_drain_deadline_ms_ = uv_now(&loop_) + longest_stop_ms;
+  client_drain_deadline_ms_ = time_.NowMs() + longest_stop_ms;
   cells_running_ = static_cast<int>(cells_.size());
   if (cells_running_ == 0) {
     MaybeFinishShutdown();
@@ -324,7 +324,7 @@ void Supervisor::FinishShutdown() {
   // open connections finish): a client still reading its answers gets until the deadline.
   uint64_t unsent = 0;
   for (auto& cell : cells_) unsent += cell->unsent_bytes();
-  const uint64_t now = uv_now(&loop_);
+  const uint64_t now = time_.NowMs();
   if (unsent > 0 && now < client_drain_deadline_ms_) {
     if (!draining_clients_) {
       draining_clients_ = true;
@@ -332,10 +332,7 @@ void Supervisor::FinishShutdown() {
               std::to_string(client_drain_deadline_ms_ - now) + " ms for clients to read " +
               std::to_string(unsent) + " bytes of answers");
     }
-    uv_timer_start(
-        client_drain_timer_,
-        [](uv_timer_t* timer) { static_cast<Supervisor*>(timer->data)->FinishShutdown(); },
-        kClientDrainPollMs, 0);
+    client_drain_timer_->Start(kClientDrainPollMs);
     return;
   }
   if (unsent > 0) {
@@ -354,7 +351,8 @@ void Supervisor::CloseAll() {
   control_->Close(handles_.Part());
   if (metrics_) metrics_->Close(handles_.Part());
   write_batch_->Close(handles_.Part());
-  // The signal handles and the client drain timer close with the rest.
+  client_drain_timer_.reset();
+  // The signal handles close with the rest.
   handles_.Close([this] {
     cells_.clear();
     control_.reset();
@@ -447,7 +445,7 @@ std::string Supervisor::StatusControl(const std::string& only) {
       {"supervisor",
        {{"pid", ::getpid()},
         {"version", BULKHEAD_VERSION},
-        {"uptime_ms", uv_now(&loop_) - started_at_ms_},
+        {"uptime_ms", time_.NowMs() - started_at_ms_},
         {"config", config_.source},
         {"live_requests", pool_.live()},
         {"max_payload_bytes", config_.supervisor.max_payload_bytes},

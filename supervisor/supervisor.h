@@ -23,6 +23,7 @@
 #include "control/reload_plan.h"
 #include "lifecycle/cell_logs.h"
 #include "loop/handle_group.h"
+#include "loop/time_source.h"
 #include "loop/write_batch.h"
 #include "proxy/request.h"
 #include "supervisor/cell.h"
@@ -134,6 +135,8 @@ class Supervisor {
   std::optional<cell::CgroupTree> cgroup_tree_;
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};
+  // The loop's clock and timers, for everything bulkheadd runs (loop/time_source.h).
+  loop::LoopTimeSource time_{&loop_};
   proxy::RequestPool pool_;
   // The client answers of a loop iteration, sent together (loop/write_batch.h); from Run() until
   // CloseAll() closes it.
@@ -148,8 +151,8 @@ class Supervisor {
   std::unique_ptr<control::MetricsServer> metrics_;  // null without metrics_listen
   // The control socket's commands: control/command_table.h's rows with this supervisor's handlers.
   control::CommandTable commands_;
-  // The signal handles (HandleSignals) and client_drain_timer_; the cells, control_, metrics_
-  // and write_batch_ close as its parts (CloseAll).
+  // The signal handles (HandleSignals); the cells, control_, metrics_ and write_batch_ close as
+  // its parts (CloseAll).
   loop::HandleGroup handles_;
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
@@ -158,7 +161,7 @@ class Supervisor {
   // client_drain_timer_.
   uint64_t client_drain_deadline_ms_ = 0;
   bool draining_clients_ = false;
-  uv_timer_t* client_drain_timer_ = nullptr;
+  std::unique_ptr<loop::Timer> client_drain_timer_;
   // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().
   ServiceNotifier notifier_;
   bool booted_ = false;      // every cell was given its first start

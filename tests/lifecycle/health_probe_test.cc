@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -21,6 +20,7 @@
 #include "base/unique_fd.h"
 #include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
+#include "tests/lifecycle/probe_peer.h"
 
 namespace bulkhead::lifecycle {
 namespace {
@@ -69,35 +69,17 @@ class HealthProbeTest : public ::testing::Test {
   }
 
   void RunOnce() { uv_run(&loop_, UV_RUN_NOWAIT); }
-  // A probe connection waits in the worker socket's backlog now.
-  bool ConnectionWaits() const {
-    pollfd p{.fd = worker_.get(), .events = POLLIN, .revents = 0};
-    return ::poll(&p, 1, 0) == 1;
-  }
+  bool ConnectionWaits() const { return testing::ProbeWaits(worker_.get()); }
   // The worker's side of the next probe: accepts it once the loop has connected it, and reads its
-  // request head. Fails the test (and returns an invalid fd) when none comes.
+  // request head.
   UniqueFd AcceptProbe() {
-    UniqueFd conn;
-    EXPECT_TRUE(WaitFor([&] {
-      RunOnce();
-      conn.Reset(::accept4(worker_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-      return conn.valid();
-    })) << "no probe connection";
     std::string head;
-    EXPECT_TRUE(WaitFor([&] {
-      RunOnce();
-      char buffer[512];
-      ssize_t n = ::read(conn.get(), buffer, sizeof buffer);
-      if (n > 0) head.append(buffer, static_cast<size_t>(n));
-      return head.find("\r\n\r\n") != std::string::npos;
-    })) << head;
+    UniqueFd conn = testing::AcceptProbe(
+        worker_.get(), [this] { RunOnce(); }, &head);
     EXPECT_THAT(head, ::testing::StartsWith("GET /healthz HTTP/1.1\r\n"));
     return conn;
   }
-  void Answer(const UniqueFd& conn, std::string_view answer) {
-    ASSERT_EQ(::write(conn.get(), answer.data(), answer.size()),
-              static_cast<ssize_t>(answer.size()));
-  }
+  void Answer(const UniqueFd& conn, std::string_view answer) { testing::AnswerProbe(conn, answer); }
   // Runs the loop until the probe has taken `answer` in.
   void RunUntilAnswered(const std::string& answer) {
     EXPECT_TRUE(WaitFor([&] {
