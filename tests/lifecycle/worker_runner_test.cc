@@ -354,6 +354,21 @@ TEST_F(WorkerRunnerTest, ARestartStartsTheNextWorkerOnlyOnceTheOldOneIsReaped) {
   EXPECT_EQ(runner_->restarts_by_reason()[static_cast<size_t>(RestartReason::kOperator)], 1u);
 }
 
+TEST_F(WorkerRunnerTest, AStopDuringARestartCancelsTheNewStart) {
+  config::CellConfig config = Config();
+  config.stop_timeout = std::chrono::milliseconds(300);
+  Start(config);
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  EXPECT_EQ(runner_->Stop(0, nullptr), "ok");
+  time_.Advance(300);
+  Reap(KilledBy(SIGKILL));
+  EXPECT_EQ(state(), State::kStopped);
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  time_.Advance(60'000);
+  EXPECT_EQ(launcher_.spawn_times.size(), 1u);
+  EXPECT_EQ(runner_->lifecycle().starts(), 1u);
+}
+
 TEST_F(WorkerRunnerTest, AWatchdogPingKeepsTheWorkerAndSilenceKillsItAsStalled) {
   config::CellConfig config = Config();
   config.watchdog = std::chrono::milliseconds(1000);
