@@ -25,6 +25,7 @@ namespace {
 // `unknown command "restat"; did you mean "restart"? (commands: status, metrics, ...)`.
 std::string UnknownCommand(const nlohmann::json& command) {
   std::vector<std::string_view> names;
+  names.reserve(kCommandRows.size());
   for (const CommandRow& row : kCommandRows) names.push_back(row.name);
   std::string message = "unknown command " + command.dump();
   const std::string_view closest = ClosestMatch(command.get<std::string>(), names);

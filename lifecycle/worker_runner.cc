@@ -37,8 +37,7 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
                            CellCompartment compartment, uint32_t max_payload,
                            loop::AfterPoll* after_poll, DataPathControl* data_path,
                            WorkerLauncher* launcher)
-    : time_(time),
-      launcher_(launcher),
+    : launcher_(launcher),
       config_(std::move(config)),
       compartment_(std::move(compartment)),
       max_payload_(max_payload),

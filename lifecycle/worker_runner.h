@@ -183,7 +183,6 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // reload.
   void UpdateProbe();
 
-  loop::TimeSource* time_;
   WorkerLauncher* launcher_;
   config::CellConfig config_;
   CellCompartment compartment_;
