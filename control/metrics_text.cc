@@ -26,13 +26,17 @@ class Writer {
   }
 
   // One sample of the current family: `suffix` ("", "_bucket", "_sum", "_count") and `labels`
-  // (already formatted, e.g. cell="a",reason="full").
+  // (already formatted, e.g. cell="a",reason="full"; empty: no braces).
   void Sample(std::string_view suffix, const std::string& labels, std::string_view value) {
     if (!header_written_) {
       header_written_ = true;
       Append("# HELP ", name_, " ", help_, "\n# TYPE ", name_, " ", type_, "\n");
     }
-    Append(name_, suffix, "{", labels, "} ", value, "\n");
+    if (labels.empty()) {
+      Append(name_, suffix, " ", value, "\n");
+    } else {
+      Append(name_, suffix, "{", labels, "} ", value, "\n");
+    }
   }
   void Sample(const std::string& labels, uint64_t value) {
     Sample("", labels, std::to_string(value));
@@ -103,9 +107,20 @@ std::string EscapeLabelValue(std::string_view value) {
   return out;
 }
 
-std::string MetricsText(const std::vector<CellSnapshot>& cells) {
+std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCounts& reloads) {
   std::string out;
   Writer w(&out);
+
+  // The supervisor's own, as Prometheus' prometheus_config_last_reload_successful.
+  w.Family("bulkhead_config_reloads_total", "counter",
+           "Config reloads since bulkheadd started, by result: applied, or refused (nothing "
+           "changed).");
+  w.Sample("result=\"applied\"", reloads.applied);
+  w.Sample("result=\"refused\"", reloads.refused);
+  w.Family("bulkhead_config_last_reload_successful", "gauge",
+           "0 when the latest config reload was refused (bulkheadd runs the config it had before), "
+           "else 1.");
+  w.Sample("", uint64_t{reloads.last_refused ? 0U : 1U});
 
   w.Family("bulkhead_up", "gauge",
            "1 when the cell's worker is running and its admission open, else 0.");
@@ -161,6 +176,11 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells) {
   w.Family("bulkhead_max_queue", "gauge", "The cell's queue places (max_queue).");
   ForEachCell(
       cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.limits.max_queue); });
+  w.Family("bulkhead_queue_timeout_seconds", "gauge",
+           "How long a request may wait in the queue before it is refused (queue_timeout).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample("", l, Seconds(s.limits.queue_timeout_ms * 1'000'000));
+  });
   w.Family("bulkhead_client_connections", "gauge", "Open client connections.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.clients); });
   w.Family("bulkhead_connection_limit", "gauge",

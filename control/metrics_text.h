@@ -5,6 +5,7 @@
 // (`bulkheadctl metrics`). Pure function; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,10 +16,21 @@ namespace bulkhead::control {
 // The Content-Type of MetricsText's output.
 inline constexpr char kMetricsContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
-// One family after another, each under its "# HELP" and "# TYPE" lines, one sample per cell (label
-// `cell`, in `cells` order) or per cell and reason. Families that have no sample (the cgroup
-// figures when no cell has a cgroup) are left out. Ends with '\n'.
-std::string MetricsText(const std::vector<CellSnapshot>& cells);
+// The supervisor's config reloads since it started (SIGHUP and the control command `reload`):
+// applied (the plan ran, even when a limit it wrote is not in force) or refused (nothing changed:
+// an invalid file or a refused change). Rendered as bulkhead_config_reloads_total{result} and
+// bulkhead_config_last_reload_successful (docs/metrics.md).
+struct ReloadCounts {
+  uint64_t applied = 0;
+  uint64_t refused = 0;
+  bool last_refused = false;  // the latest reload was refused; false before any reload
+};
+
+// One family after another, each under its "# HELP" and "# TYPE" lines: the supervisor's own
+// (`reloads`, without a `cell` label), then one sample per cell (label `cell`, in `cells` order) or
+// per cell and reason. Families that have no sample (the cgroup figures when no cell has a cgroup)
+// are left out. Ends with '\n'.
+std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCounts& reloads = {});
 
 // A label value escaped as the format asks: '\\' -> "\\\\", '"' -> "\\\"", newline -> "\\n".
 std::string EscapeLabelValue(std::string_view value);

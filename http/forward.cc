@@ -143,9 +143,9 @@ void AppendChunk(std::string* out, std::string_view piece) {
   out->append("\r\n");
 }
 
-bool IsIdempotentRequest(std::string_view forwarded) {
-  for (std::string_view method : {"GET ", "HEAD ", "OPTIONS ", "TRACE ", "PUT ", "DELETE "}) {
-    if (forwarded.starts_with(method)) return true;
+bool IsIdempotentMethod(std::string_view method) {
+  for (std::string_view idempotent : {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}) {
+    if (method == idempotent) return true;
   }
   return false;
 }

@@ -57,10 +57,9 @@ void AppendForwardHeadStreamed(std::string* out, const RequestHead& head,
 void AppendChunk(std::string* out, std::string_view piece);
 inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
-// True when the request `forwarded` (as AppendForwardRequest made it: the method is its first
-// word) has an idempotent method, GET, HEAD, OPTIONS, TRACE, PUT or DELETE (RFC 9110 section
+// True for an idempotent method, GET, HEAD, OPTIONS, TRACE, PUT or DELETE (RFC 9110 section
 // 9.2.2): the only ones a proxy may send again on its own. A POST or PATCH the worker may have
-// started is never repeated.
-bool IsIdempotentRequest(std::string_view forwarded);
+// started is never repeated. Methods are case-sensitive (RFC 9110 section 9.1).
+bool IsIdempotentMethod(std::string_view method);
 
 }  // namespace bulkhead::http

@@ -113,6 +113,7 @@ class RequestParser {
   // the body, taken or not (413 mid-body for a chunked one). Cleared when the next request begins.
   std::string& body() { return body_; }
   const Error& error() const { return error_; }
+  const Limits& limits() const { return limits_; }
   // A request has begun (some of it arrived) and is not complete.
   bool in_message() const { return in_message_; }
 

@@ -6,12 +6,8 @@
 
 #include "base/check.h"
 #include "base/log.h"
-#include "http/forward.h"
 #include "ipc/listen_socket.h"
 #include "proxy/client.h"
-#include "proxy/http_front_connection.h"
-#include "proxy/http_worker_link.h"
-#include "proxy/worker_link.h"
 
 namespace bulkhead::proxy {
 
@@ -24,14 +20,6 @@ constexpr uint64_t kOrphanGraceMs = 1000;
 // gets a warning: the worker does not serve its connections concurrently (docs/protocol.md).
 constexpr uint64_t kAcceptWarnMs = 5000;
 
-ipc::FrameHeader ReplyHeader(ipc::ReplyStatus status, ipc::Reason reason) {
-  ipc::FrameHeader header;
-  header.type = ipc::FrameType::kReply;
-  header.status = status;
-  header.reason = reason;
-  return header;
-}
-
 admission::Bulkhead::Limits LimitsOf(const config::CellConfig& config) {
   return admission::Bulkhead::Limits{config.max_concurrent, config.max_queue,
                                      static_cast<uint64_t>(config.queue_timeout.count())};
@@ -39,27 +27,28 @@ admission::Bulkhead::Limits LimitsOf(const config::CellConfig& config) {
 
 }  // namespace
 
-CellDataPath::CellDataPath(uv_loop_t* loop, config::CellConfig config, uint32_t max_payload,
-                           RequestPool* pool, loop::WriteBatch* write_batch,
+CellDataPath::CellDataPath(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
+                           uint32_t max_payload, ExchangePool* pool, loop::WriteBatch* write_batch,
                            loop::AfterPoll* after_poll, Upstream* upstream)
     : loop_(loop),
+      time_(time),
       config_(std::move(config)),
+      wire_(&WireFor(config_.protocol)),
       max_payload_(max_payload),
       pool_(pool),
       write_batch_(write_batch),
       after_poll_(after_poll),
       upstream_(upstream),
       bulkhead_(LimitsOf(config_)),
-      front_(loop, &config_, max_payload, this, &bulkhead_, &counters_),
-      slow_clients_(loop),
+      queue_timer_(time->CreateTimer([this] { OnQueueTimer(); })),
+      orphan_timer_(time->CreateTimer([this] { OnOrphanTimer(); })),
+      stall_timer_(time->CreateTimer([this] { CheckStall(/*after_poll=*/false); })),
+      request_timer_(time->CreateTimer([this] { OnRequestTimer(); })),
+      accept_timer_(time->CreateTimer([this] { OnAcceptTimer(); })),
+      front_(loop, time, &config_, max_payload, this, &bulkhead_, &counters_),
+      slow_clients_(time),
       deadlines_(static_cast<uint64_t>(config_.request_timeout.count())) {
   multiplex_ = config_.worker_connections == config::WorkerConnections::kMultiplex;
-  for (uv_timer_t* timer :
-       {&queue_timer_, &orphan_timer_, &stall_timer_, &request_timer_, &accept_timer_}) {
-    uv_timer_init(loop_, timer);
-    timer->data = this;
-    ++open_handles_;
-  }
   uv_prepare_init(loop_, &flush_prepare_);
   flush_prepare_.data = this;
   ++open_handles_;
@@ -95,25 +84,25 @@ void CellDataPath::FailInFlight(ipc::Reason reason, const std::string& message) 
   mux_link_ = nullptr;
   std::vector<Link*> links;
   links.swap(busy_links_);
-  std::vector<Request*> requests;
+  std::vector<Exchange*> exchanges;
   for (Link* link : links) {
-    requests.clear();
-    while (Request* request = link->TakeInflight()) requests.push_back(request);
+    exchanges.clear();
+    while (Exchange* exchange = link->TakeInflight()) exchanges.push_back(exchange);
     link->Close();
-    for (Request* request : requests) Fail(request, reason, message);
+    for (Exchange* exchange : exchanges) Fail(exchange, reason, message);
   }
   // Idle connections belong to the old worker generation too.
   for (Link* link : idle_links_) link->Close();
   idle_links_.clear();
-  std::vector<Request*> orphans;
+  std::vector<Exchange*> orphans;
   orphans.swap(orphans_);
-  uv_timer_stop(&orphan_timer_);
-  for (Request* request : orphans) Fail(request, reason, message);
+  orphan_timer_->Stop();
+  for (Exchange* exchange : orphans) Fail(exchange, reason, message);
 }
 
 void CellDataPath::RejectQueued() {
   while (admission::AdmissionEntry* entry = bulkhead_.PopExpired(UINT64_MAX)) {
-    Reject(static_cast<Request*>(entry), ipc::Reason::kUnavailable);
+    Reject(static_cast<Exchange*>(entry), ipc::Reason::kUnavailable);
   }
   ArmQueueTimer();
 }
@@ -130,19 +119,17 @@ void CellDataPath::Close(std::function<void()> on_closed) {
   idle_links_.clear();
   mux_link_ = nullptr;
   BH_CHECK(busy_links_.empty());
-  for (uv_timer_t* timer :
-       {&queue_timer_, &orphan_timer_, &stall_timer_, &request_timer_, &accept_timer_}) {
-    uv_close(reinterpret_cast<uv_handle_t*>(timer), &CellDataPath::OnHandleClosed);
+  for (loop::Timer* timer : {queue_timer_.get(), orphan_timer_.get(), stall_timer_.get(),
+                             request_timer_.get(), accept_timer_.get()}) {
+    timer->Stop();
   }
+  slow_clients_.Stop();
   uv_close(reinterpret_cast<uv_handle_t*>(&flush_prepare_), &CellDataPath::OnHandleClosed);
-  auto closed = [this] {
+  ++open_handles_;
+  front_.Close([this] {
     BH_CHECK(open_handles_ > 0);
     if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
-  };
-  ++open_handles_;
-  front_.Close(closed);
-  ++open_handles_;
-  slow_clients_.Close(closed);
+  });
 }
 
 void CellDataPath::OnHandleClosed(uv_handle_t* handle) {
@@ -167,10 +154,10 @@ void CellDataPath::Reconfigure(const config::CellConfig& next) {
   deadlines_.SetTimeout(static_cast<uint64_t>(config_.request_timeout.count()), Now());
   ArmRequestTimer();
   if (config_.stall_timeout.count() == 0) {
-    uv_timer_stop(&stall_timer_);
+    stall_timer_->Stop();
   } else if (!busy_links_.empty()) {
     // Checks at once against the new timeout and re-arms itself for what remains.
-    uv_timer_start(&stall_timer_, &CellDataPath::OnStallTimer, 0, 0);
+    stall_timer_->Start(0);
   }
   // A raised max_concurrent starts queued requests now; a changed queue_timeout re-arms the queue
   // timer for the head's new deadline.
@@ -212,40 +199,42 @@ void CellDataPath::OnBadRequest(const std::string& why) {
 
 // --- Request path. ---
 
-void CellDataPath::OnRequest(Client* conn, uint64_t request_id, std::string_view payload) {
-  Request* request = pool_->Acquire();
-  request->client_request_id = request_id;
-  request->admitted_at_ms = Now();
-  request->admitted_at_ns = uv_hrtime();
-  request->dispatched_at_ns = 0;
-  conn->LinkRequest(request);
+void CellDataPath::OnRequest(Client* conn, const RequestInfo& info, std::string_view payload) {
+  Exchange* exchange = pool_->Acquire();
+  exchange->info = info;
+  exchange->body_pipe = info.body == RequestInfo::Body::kStreamed ? Exchange::BodyPipe::kWaiting
+                                                                  : Exchange::BodyPipe::kClosed;
+  exchange->admitted_at_ms = Now();
+  exchange->admitted_at_ns = time_->NowNs();
+  exchange->dispatched_at_ns = 0;
+  conn->Attach(exchange);
   if (upstream_->RefusesRequests()) {
     ++counters_.rejected_at_admission;
-    Reject(request, ipc::Reason::kUnavailable);
+    Reject(exchange, ipc::Reason::kUnavailable);
     return;
   }
-  switch (bulkhead_.Admit(request, request->admitted_at_ms)) {
+  switch (bulkhead_.Admit(exchange, exchange->admitted_at_ms)) {
     case admission::Bulkhead::Decision::kRun:
       ++counters_.admitted;
-      Dispatch(request, payload);
+      Dispatch(exchange, payload);
       break;
     case admission::Bulkhead::Decision::kQueued:
       ++counters_.admitted;
-      request->payload.assign(payload);
+      exchange->payload.assign(payload);
       if (bulkhead_.queued() == 1) ArmQueueTimer();
       break;
     case admission::Bulkhead::Decision::kRejectedFull:
       ++counters_.rejected_at_admission;
-      Reject(request, ipc::Reason::kFull);
+      Reject(exchange, ipc::Reason::kFull);
       break;
     case admission::Bulkhead::Decision::kRejectedUnavailable:
       ++counters_.rejected_at_admission;
-      Reject(request, ipc::Reason::kUnavailable);
+      Reject(exchange, ipc::Reason::kUnavailable);
       break;
   }
 }
 
-Link* CellDataPath::TakeLink(Request* request, bool fresh) {
+Link* CellDataPath::TakeLink(Exchange* exchange, bool fresh) {
   if (multiplex_) {
     // A broken multiplexed link is dropped at once, so mux_link_ is fresh for a resend too.
     if (mux_link_ != nullptr) {
@@ -263,42 +252,32 @@ Link* CellDataPath::TakeLink(Request* request, bool fresh) {
     idle_links_.erase(idle_links_.begin());
     oldest->Close();
   }
-  Result<Link*> made = Status::Error("");
-  if (config_.protocol == config::Protocol::kHttp) {
-    Result<HttpWorkerLink*> http = HttpWorkerLink::Connect(this, loop_, config_.worker_socket);
-    made = http.ok() ? Result<Link*>(*http) : Result<Link*>(http.status());
-  } else {
-    Result<WorkerLink*> frames =
-        WorkerLink::Connect(this, loop_, config_.worker_socket, max_payload_, multiplex_);
-    if (frames.ok() && multiplex_) mux_link_ = *frames;
-    made = frames.ok() ? Result<Link*>(*frames) : Result<Link*>(frames.status());
-  }
+  Result<Link*> made =
+      wire_->connect(this, loop_, config_.worker_socket, LinkSettings{max_payload_, multiplex_});
   if (!made.ok()) {
     Log(LogLevel::kError, name(), upstream_->worker_pid(),
         "cannot connect to worker: " + made.status().message());
-    Fail(request, ipc::Reason::kWorkerError,
+    Fail(exchange, ipc::Reason::kWorkerError,
          "cannot connect to worker: " + made.status().message());
     return nullptr;
   }
+  if (multiplex_) mux_link_ = *made;
   last_link_opened_ms_ = Now();
-  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&accept_timer_))) {
-    uv_timer_start(&accept_timer_, &CellDataPath::OnAcceptTimer, kAcceptWarnMs, 0);
-  }
+  if (!accept_timer_->armed()) accept_timer_->Start(kAcceptWarnMs);
   return *made;
 }
 
-void CellDataPath::OnAcceptTimer(uv_timer_t* timer) {
-  auto* self = static_cast<CellDataPath*>(timer->data);
-  if (self->upstream_->worker_pid() == 0 || !self->upstream_->HasUnacceptedConnection()) return;
+void CellDataPath::OnAcceptTimer() {
+  if (upstream_->worker_pid() == 0 || !upstream_->HasUnacceptedConnection()) return;
   // When the newest connection is kAcceptWarnMs old, the one waiting is at least as old.
-  const uint64_t newest_age = self->Now() - self->last_link_opened_ms_;
+  const uint64_t newest_age = Now() - last_link_opened_ms_;
   if (newest_age < kAcceptWarnMs) {
-    uv_timer_start(timer, &CellDataPath::OnAcceptTimer, kAcceptWarnMs - newest_age, 0);
+    accept_timer_->Start(kAcceptWarnMs - newest_age);
     return;
   }
-  if (!self->accept_warned_) {
-    self->accept_warned_ = true;
-    Log(LogLevel::kWarning, self->name(), self->upstream_->worker_pid(),
+  if (!accept_warned_) {
+    accept_warned_ = true;
+    Log(LogLevel::kWarning, name(), upstream_->worker_pid(),
         "worker has not accepted a connection the supervisor opened at least " +
             std::to_string(kAcceptWarnMs / 1000) +
             " s ago: a worker must accept every connection on its listening socket and serve its "
@@ -307,40 +286,34 @@ void CellDataPath::OnAcceptTimer(uv_timer_t* timer) {
   }
 }
 
-void CellDataPath::Dispatch(Request* request, std::string_view payload) {
-  // An HTTP request whose body is streamed after its head goes out on a fresh connection: an idle
-  // one may be closing under it, and it could not be resent then, part of its body being gone
+void CellDataPath::Dispatch(Exchange* exchange, std::string_view payload) {
+  // A request whose body is streamed after its head goes out on a fresh connection: an idle one
+  // may be closing under it, and it could not be resent then, part of its body being gone
   // (HttpWorkerLink::TakeInflight). Every other request, a POST too, takes an idle connection: one
   // the worker closes under it before reading it is resent.
-  HttpFrontConnection* http_client =
-      request->client != nullptr ? request->client->AsHttp() : nullptr;
-  const bool fresh = config_.protocol == config::Protocol::kHttp && http_client != nullptr &&
-                     http_client->body_streaming();
-  Link* link = TakeLink(request, fresh);
+  Link* link = TakeLink(exchange, exchange->info.body == RequestInfo::Body::kStreamed);
   if (link == nullptr) return;
   uint64_t now = Now();
   // A worker that had nothing to do starts its stall clock now.
   if (busy_links_.empty()) last_progress_ms_ = now;
 
-  request->dispatched_at_ns = uv_hrtime();
-  queue_wait_.Record(request->dispatched_at_ns,
-                     request->dispatched_at_ns - request->admitted_at_ns);
-  deadlines_.Start(request, now);
-  if (config_.stall_timeout.count() > 0 &&
-      !uv_is_active(reinterpret_cast<uv_handle_t*>(&stall_timer_))) {
-    uv_timer_start(&stall_timer_, &CellDataPath::OnStallTimer,
-                   static_cast<uint64_t>(config_.stall_timeout.count()), 0);
+  exchange->dispatched_at_ns = time_->NowNs();
+  queue_wait_.Record(exchange->dispatched_at_ns,
+                     exchange->dispatched_at_ns - exchange->admitted_at_ns);
+  deadlines_.Start(exchange, now);
+  if (config_.stall_timeout.count() > 0 && !stall_timer_->armed()) {
+    stall_timer_->Start(static_cast<uint64_t>(config_.stall_timeout.count()));
   }
   ArmRequestTimer();
-  SendOn(link, request, payload);
+  SendOn(link, exchange, payload);
 }
 
-void CellDataPath::SendOn(Link* link, Request* request, std::string_view payload) {
+void CellDataPath::SendOn(Link* link, Exchange* exchange, std::string_view payload) {
   if (!link->busy()) {
     link->busy_index = busy_links_.size();
     busy_links_.push_back(link);
   }
-  link->Send(request, payload);
+  link->Send(exchange, payload);
   if (link == mux_link_) uv_prepare_start(&flush_prepare_, &CellDataPath::OnFlushPrepare);
 }
 
@@ -350,80 +323,64 @@ void CellDataPath::OnFlushPrepare(uv_prepare_t* prepare) {
   // A write that fails at once breaks the link; the requests on it that the worker cannot have
   // read go out again on a new link, written here too (a prepare started from its own callback
   // would only run after the next poll).
-  WorkerLink* flushed = nullptr;
+  Link* flushed = nullptr;
   while (self->mux_link_ != nullptr && self->mux_link_ != flushed) {
     flushed = self->mux_link_;
     flushed->Flush();
   }
 }
 
-void CellDataPath::Resend(Request* request, std::string_view payload) {
-  request->resent = true;
+void CellDataPath::Resend(Exchange* exchange, std::string_view payload) {
+  exchange->resent = true;
   // Keeps its slot, its place on the running list and its dispatch time (request_timeout).
-  Link* link = TakeLink(request, /*fresh=*/true);
+  Link* link = TakeLink(exchange, /*fresh=*/true);
   if (link == nullptr) return;
-  SendOn(link, request, payload);
+  SendOn(link, exchange, payload);
 }
 
 void CellDataPath::StartQueued() {
   while (admission::AdmissionEntry* entry = bulkhead_.StartNext()) {
-    auto* request = static_cast<Request*>(entry);
-    // The payload is moved out so the request keeps no copy while it runs.
-    scratch_.swap(request->payload);
-    Dispatch(request, scratch_);
+    auto* exchange = static_cast<Exchange*>(entry);
+    // The payload is moved out so the exchange keeps no copy while it runs.
+    scratch_.swap(exchange->payload);
+    Dispatch(exchange, scratch_);
     scratch_.clear();
   }
   ArmQueueTimer();
 }
 
-void CellDataPath::OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) {
+void CellDataPath::OnWorkerAnswer(Link* link, Exchange* exchange, const Outcome& outcome,
+                                  bool reusable) {
   if (!link->busy()) {
     RemoveBusy(link);
-    idle_links_.push_back(link);
+    if (reusable) {
+      idle_links_.push_back(link);
+    } else {
+      // The worker ends this connection (Connection: close), or the exchange said it must not
+      // carry another: the next request opens a fresh one.
+      if (link == mux_link_) mux_link_ = nullptr;
+      link->Close();
+    }
   }
   last_progress_ms_ = Now();
-
-  // docs/protocol.md, "Supervisor -> worker": OK/none or FAILED/worker_error, nothing else.
-  const ipc::FrameHeader& in = frame.header;
-  if (!ipc::IsValidWorkerReply(in)) {
-    Fail(request, ipc::Reason::kWorkerError,
-         std::string("worker broke the protocol: it replied with status ") +
-             ipc::StatusName(in.status) + " and reason " + ipc::ReasonName(in.reason));
-  } else if (in.status == ipc::ReplyStatus::kOk) {
-    FinishRunning(request);
-    Complete(request, request->client == nullptr ? &counters_.dropped : &counters_.ok,
-             ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), frame.payload);
-    StartQueued();
-    MaybeDrained();
-  } else {
-    Fail(request, ipc::Reason::kWorkerError, frame.payload);
+  if (outcome.kind != Outcome::Kind::kOk) {
+    Fail(exchange, outcome.reason, outcome.text);
+    return;
   }
-}
-
-void CellDataPath::OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) {
-  RemoveBusy(link);
-  if (reusable) {
-    idle_links_.push_back(link);
-  } else {
-    // The worker ends this connection (Connection: close): the next request opens a fresh one.
-    link->Close();
-  }
-  last_progress_ms_ = Now();
-  // The worker answered: its own status, 5xx included, counts ok (docs/http.md).
-  FinishRunning(request);
-  Complete(request, request->client == nullptr ? &counters_.dropped : &counters_.ok,
-           ReplyHeader(ipc::ReplyStatus::kOk, ipc::Reason::kNone), {});
+  // The worker answered: on an HTTP cell its own status, 5xx included, counts ok (docs/http.md).
+  FinishRunning(exchange);
+  Complete(exchange, exchange->client == nullptr ? &counters_.dropped : &counters_.ok, outcome);
   StartQueued();
   MaybeDrained();
 }
 
-void CellDataPath::OnRequestAborted(HttpWorkerLink* link, const std::string& why) {
-  Request* request = link->TakeInflight();
+void CellDataPath::OnExchangeAborted(Link* link, const std::string& why) {
+  Exchange* exchange = link->TakeInflight();
   DropLink(link);
   Log(LogLevel::kDebug, name(), upstream_->worker_pid(),
       "request given up, its worker connection closed: " + why);
   // Its client left, or was answered already (request_timeout, 413): it counts as that.
-  if (request != nullptr) Fail(request, ipc::Reason::kWorkerError, why);
+  if (exchange != nullptr) Fail(exchange, ipc::Reason::kWorkerError, why);
 }
 
 void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) {
@@ -431,15 +388,15 @@ void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_
   // connection that the worker had closed, or was closing, after its last reply. Their payloads
   // stay valid in the link until its close callback runs.
   struct Taken {
-    Request* request;
+    Exchange* exchange;
     bool unread;
     std::string_view payload;
   };
   std::vector<Taken> taken;
   bool unread = false;
   std::string_view payload;
-  while (Request* request = link->TakeInflight(&unread, &payload)) {
-    taken.push_back(Taken{request, unread && !worker_at_fault, payload});
+  while (Exchange* exchange = link->TakeInflight(&unread, &payload)) {
+    taken.push_back(Taken{exchange, unread && !worker_at_fault, payload});
   }
   DropLink(link);
   if (worker_at_fault) {
@@ -449,23 +406,21 @@ void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_
   bool resent = false;
   bool orphaned = false;
   for (const Taken& t : taken) {
-    if (t.unread && !t.request->resent && upstream_->worker_pid() != 0) {
+    if (t.unread && !t.exchange->resent && upstream_->worker_pid() != 0) {
       if (!resent) {
         Log(LogLevel::kDebug, name(), upstream_->worker_pid(),
             "worker connection closed before the worker read the request (" + why +
                 "): sending it again on a new connection");
       }
       resent = true;
-      Resend(t.request, t.payload);
+      Resend(t.exchange, t.payload);
     } else if (worker_at_fault) {
-      Fail(t.request, ipc::Reason::kWorkerError, "worker broke the protocol: " + why);
+      Fail(t.exchange, ipc::Reason::kWorkerError, "worker broke the protocol: " + why);
     } else {
       // Most often the worker is dying and its exit is about to be reaped: wait for it, so the
       // client learns the exit reason rather than a bare "connection closed".
-      orphans_.push_back(t.request);
-      if (orphans_.size() == 1) {
-        uv_timer_start(&orphan_timer_, &CellDataPath::OnOrphanTimer, kOrphanGraceMs, 0);
-      }
+      orphans_.push_back(t.exchange);
+      if (orphans_.size() == 1) orphan_timer_->Start(kOrphanGraceMs);
       orphaned = true;
     }
   }
@@ -475,12 +430,11 @@ void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_
   }
 }
 
-void CellDataPath::OnOrphanTimer(uv_timer_t* timer) {
-  auto* self = static_cast<CellDataPath*>(timer->data);
-  std::vector<Request*> orphans;
-  orphans.swap(self->orphans_);
-  for (Request* request : orphans) {
-    self->Fail(request, ipc::Reason::kWorkerError, "worker closed the connection without replying");
+void CellDataPath::OnOrphanTimer() {
+  std::vector<Exchange*> orphans;
+  orphans.swap(orphans_);
+  for (Exchange* exchange : orphans) {
+    Fail(exchange, ipc::Reason::kWorkerError, "worker closed the connection without replying");
   }
 }
 
@@ -502,86 +456,79 @@ void CellDataPath::DropLink(Link* link) {
   link->Close();
 }
 
-void CellDataPath::FinishRunning(Request* request) {
-  // Off the deadlines (where a request whose worker connection failed never was), then the slot
+void CellDataPath::FinishRunning(Exchange* exchange) {
+  // Off the deadlines (where an exchange whose worker connection failed never was), then the slot
   // is freed. The request timer, if armed for it, fires and re-arms for the next deadline.
-  deadlines_.Finish(request);
-  bulkhead_.Finish(request);
+  deadlines_.Finish(exchange);
+  bulkhead_.Finish(exchange);
 }
 
-void CellDataPath::Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
-                          std::string_view payload) {
-  BH_CHECK(!request->answered);
-  request->answered = true;
-  if (request->dispatched_at_ns != 0) {
-    uint64_t now_ns = uv_hrtime();
-    request_duration_.Record(now_ns, now_ns - request->admitted_at_ns);
+void CellDataPath::Answer(Exchange* exchange, uint64_t* counter, const Outcome& outcome) {
+  BH_CHECK(!exchange->answered);
+  exchange->answered = true;
+  if (exchange->dispatched_at_ns != 0) {
+    const uint64_t now_ns = time_->NowNs();
+    request_duration_.Record(now_ns, now_ns - exchange->admitted_at_ns);
   }
-  if (request->client != nullptr) {
-    Client* client = request->client;
-    client->UnlinkRequest(request);
-    ipc::FrameHeader reply = header;
-    reply.request_id = request->client_request_id;
-    ++replies_unwritten_;
-    client->SendReply(reply, payload, outcome);
-  } else {
-    ++*outcome;
+  Client* client = exchange->client;
+  if (client == nullptr) {
+    ++*counter;
+    return;
   }
+  client->Detach(exchange);
+  ++replies_unwritten_;
+  client->OnOutcome(exchange, outcome, counter);
 }
 
-void CellDataPath::Complete(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
-                            std::string_view payload) {
-  if (!request->answered) Answer(request, outcome, header, payload);
-  pool_->Release(request);
+void CellDataPath::Complete(Exchange* exchange, uint64_t* counter, const Outcome& outcome) {
+  // Never on a link here, so the client end cannot end it under the answer (Answer).
+  BH_CHECK(exchange->link == nullptr);
+  if (!exchange->answered) Answer(exchange, counter, outcome);
+  pool_->Release(exchange);
 }
 
-void CellDataPath::Fail(Request* request, ipc::Reason reason, std::string_view message) {
-  FinishRunning(request);
-  uint64_t* outcome = &counters_.dropped;
-  if (request->client != nullptr) {
+void CellDataPath::Fail(Exchange* exchange, ipc::Reason reason, std::string_view message) {
+  FinishRunning(exchange);
+  uint64_t* counter = &counters_.dropped;
+  if (exchange->client != nullptr) {
     switch (reason) {
       case ipc::Reason::kWorkerDied:
-        outcome = &counters_.failed_worker_died;
+        counter = &counters_.failed_worker_died;
         break;
       case ipc::Reason::kOomKilled:
-        outcome = &counters_.failed_oom_killed;
+        counter = &counters_.failed_oom_killed;
         break;
       case ipc::Reason::kStalled:
-        outcome = &counters_.failed_stalled;
+        counter = &counters_.failed_stalled;
         break;
       case ipc::Reason::kTimeout:
-        outcome = &counters_.failed_timeout;
+        counter = &counters_.failed_timeout;
         break;
       default:
-        outcome = &counters_.failed_worker_error;
+        counter = &counters_.failed_worker_error;
         break;
     }
   }
-  Complete(request, outcome, ReplyHeader(ipc::ReplyStatus::kFailed, reason), message);
+  Complete(exchange, counter, Outcome::Failed(reason, message));
   StartQueued();
   MaybeDrained();
 }
 
-void CellDataPath::Reject(Request* request, ipc::Reason reason) {
-  uint64_t* outcome = &counters_.rejected_unavailable;
-  if (reason == ipc::Reason::kFull) outcome = &counters_.rejected_full;
-  if (reason == ipc::Reason::kQueueTimeout) outcome = &counters_.rejected_queue_timeout;
-  ipc::RejectDetail detail;
-  detail.cell = config_.name;
-  detail.running = bulkhead_.running();
-  detail.queued = bulkhead_.queued();
-  if (reason == ipc::Reason::kUnavailable) detail.retry_after_ms = upstream_->RetryAfterMs();
-  scratch_.clear();
-  ipc::AppendRejectDetail(&scratch_, detail);
-  Complete(request, outcome, ReplyHeader(ipc::ReplyStatus::kRejected, reason), scratch_);
-  scratch_.clear();
+void CellDataPath::Reject(Exchange* exchange, ipc::Reason reason) {
+  uint64_t* counter = &counters_.rejected_unavailable;
+  if (reason == ipc::Reason::kFull) counter = &counters_.rejected_full;
+  if (reason == ipc::Reason::kQueueTimeout) counter = &counters_.rejected_queue_timeout;
+  const uint32_t retry_after_ms =
+      reason == ipc::Reason::kUnavailable ? upstream_->RetryAfterMs() : 0;
+  Complete(exchange, counter,
+           Outcome::Rejected(reason, bulkhead_.running(), bulkhead_.queued(), retry_after_ms));
 }
 
-void CellDataPath::OnClientGone(Request* request) {
-  if (request->admission_state() == admission::AdmissionEntry::State::kQueued) {
-    bulkhead_.Cancel(request);
+void CellDataPath::OnClientGone(Exchange* exchange) {
+  if (exchange->admission_state() == admission::AdmissionEntry::State::kQueued) {
+    bulkhead_.Cancel(exchange);
     ++counters_.cancelled;
-    pool_->Release(request);
+    pool_->Release(exchange);
     ArmQueueTimer();
   }
   // A running request keeps its slot until the worker answers; the answer is then dropped.
@@ -590,27 +537,21 @@ void CellDataPath::OnClientGone(Request* request) {
 void CellDataPath::ArmQueueTimer() {
   std::optional<uint64_t> deadline = bulkhead_.NextDeadline();
   if (!deadline) {
-    uv_timer_stop(&queue_timer_);
+    queue_timer_->Stop();
     return;
   }
-  uint64_t now = Now();
-  uv_timer_start(&queue_timer_, &CellDataPath::OnQueueTimer, *deadline > now ? *deadline - now : 0,
-                 0);
+  const uint64_t now = Now();
+  queue_timer_->Start(*deadline > now ? *deadline - now : 0);
 }
 
-void CellDataPath::OnQueueTimer(uv_timer_t* timer) {
-  auto* self = static_cast<CellDataPath*>(timer->data);
-  while (admission::AdmissionEntry* entry = self->bulkhead_.PopExpired(self->Now())) {
-    self->Reject(static_cast<Request*>(entry), ipc::Reason::kQueueTimeout);
+void CellDataPath::OnQueueTimer() {
+  while (admission::AdmissionEntry* entry = bulkhead_.PopExpired(Now())) {
+    Reject(static_cast<Exchange*>(entry), ipc::Reason::kQueueTimeout);
   }
-  self->ArmQueueTimer();
+  ArmQueueTimer();
 }
 
 // --- Stall detection and request timeouts. ---
-
-void CellDataPath::OnStallTimer(uv_timer_t* timer) {
-  static_cast<CellDataPath*>(timer->data)->CheckStall(/*after_poll=*/false);
-}
 
 void CellDataPath::CheckStall(bool after_poll) {
   const uint64_t stall_ms = static_cast<uint64_t>(config_.stall_timeout.count());
@@ -620,7 +561,7 @@ void CellDataPath::CheckStall(bool after_poll) {
   const uint64_t counted = now - std::max(last_progress_ms_, stall_counted_from_ms_);
   if (counted < stall_ms) {
     // It answered meanwhile: check again when the newest progress would go stale.
-    uv_timer_start(&stall_timer_, &CellDataPath::OnStallTimer, stall_ms - counted, 0);
+    stall_timer_->Start(stall_ms - counted);
     return;
   }
   if (!after_poll) {
@@ -640,36 +581,35 @@ void CellDataPath::OnAfterPoll() {
 void CellDataPath::ArmRequestTimer() {
   std::optional<uint64_t> deadline = deadlines_.NextDeadline();
   if (!deadline) {
-    uv_timer_stop(&request_timer_);
+    request_timer_->Stop();
     return;
   }
-  uint64_t now = Now();
-  uv_timer_start(&request_timer_, &CellDataPath::OnRequestTimer,
-                 *deadline > now ? *deadline - now : 0, 0);
+  const uint64_t now = Now();
+  request_timer_->Start(*deadline > now ? *deadline - now : 0);
 }
 
-void CellDataPath::OnRequestTimer(uv_timer_t* timer) {
-  auto* self = static_cast<CellDataPath*>(timer->data);
-  std::optional<uint64_t> deadline = self->deadlines_.NextDeadline();
-  if (deadline && *deadline <= self->Now()) {
+void CellDataPath::OnRequestTimer() {
+  std::optional<uint64_t> deadline = deadlines_.NextDeadline();
+  if (deadline && *deadline <= Now()) {
     // Replies already waiting in the worker connections are read first.
-    self->verdicts_.request_timeout = true;
-    self->after_poll_->Request();
+    verdicts_.request_timeout = true;
+    after_poll_->Request();
     return;
   }
-  self->ArmRequestTimer();
+  ArmRequestTimer();
 }
 
 void CellDataPath::ExpireRequests() {
   const uint64_t timeout = deadlines_.timeout_ms();
+  const std::string message = "request_timeout of " + std::to_string(timeout) + " ms passed";
   while (admission::DeadlineEntry* entry = deadlines_.PopExpired(Now())) {
-    auto* request = static_cast<Request*>(entry);
+    auto* exchange = static_cast<Exchange*>(entry);
     // The client is answered now; the slot stays taken until the worker answers or is replaced,
     // because the worker really is still busy with it. Without a client it is dropped, as any
-    // running request whose client left.
-    Answer(request, request->client != nullptr ? &counters_.failed_timeout : &counters_.dropped,
-           ReplyHeader(ipc::ReplyStatus::kFailed, ipc::Reason::kTimeout),
-           "request_timeout of " + std::to_string(timeout) + " ms passed");
+    // running exchange whose client left. The client end may end its worker side under the answer
+    // (a body still streaming), which recycles it.
+    Answer(exchange, exchange->client != nullptr ? &counters_.failed_timeout : &counters_.dropped,
+           Outcome::Failed(ipc::Reason::kTimeout, message));
   }
   ArmRequestTimer();
 }

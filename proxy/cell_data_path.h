@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // CellDataPath: one cell's data path, Envoy's router and connection pool for one upstream. Owns the
-// front socket and its client connections, the Bulkhead that admits their requests, up to
-// max_concurrent WorkerLinks to the worker socket, the orphan list, the per-request timers
-// (queue_timeout, request_timeout), stall detection, the outcome counters and latency windows.
+// front socket and its client connections, the Bulkhead that admits their requests as Exchanges
+// (proxy/exchange.h), up to max_concurrent Links to the worker socket, the orphan list, the
+// per-request timers (queue_timeout, request_timeout), stall detection, the outcome counters and
+// latency windows. It speaks Exchange and Outcome only: what the cell's wire format is (frames or
+// HTTP/1.1) is the front ends' and the links' business, chosen once through proxy/wire.h.
 // Every request admitted here is answered exactly once: OK, REJECTED (full, queue_timeout,
 // unavailable) or FAILED (worker_error, worker_died, oom_killed, stalled, timeout), unless its
 // client went away first. It knows nothing of processes or cgroups: it asks its Upstream whether
@@ -15,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,14 +32,14 @@
 #include "ipc/frame.h"
 #include "ipc/listen_socket.h"
 #include "loop/after_poll.h"
+#include "loop/time_source.h"
 #include "loop/write_batch.h"
 #include "proxy/client.h"
+#include "proxy/exchange.h"
 #include "proxy/front_listener.h"
-#include "proxy/http_worker_link.h"
 #include "proxy/link.h"
-#include "proxy/request.h"
 #include "proxy/slow_clients.h"
-#include "proxy/worker_link.h"
+#include "proxy/wire.h"
 
 namespace bulkhead::proxy {
 
@@ -62,13 +65,14 @@ class Upstream {
 
 // With protocol = "http" the clients are HttpFrontConnections and the links HttpWorkerLinks
 // (docs/http.md); admission, timeouts, counters and the outcome taxonomy are the same.
-class CellDataPath : private ClientOwner, private WorkerLink::Owner, private HttpWorkerLink::Owner {
+class CellDataPath : private ClientOwner, private LinkOwner {
  public:
-  // `pool`, `write_batch` (the clients' answers are sent through it; nullptr: written one by
-  // one), `after_poll` (shared with the worker's side, see OnAfterPoll) and `upstream` outlive the
-  // data path.
-  CellDataPath(uv_loop_t* loop, config::CellConfig config, uint32_t max_payload, RequestPool* pool,
-               loop::WriteBatch* write_batch, loop::AfterPoll* after_poll, Upstream* upstream);
+  // `time` (every timer and timestamp of the data path and its clients), `pool`, `write_batch`
+  // (the clients' answers are sent through it; nullptr: written one by one), `after_poll`
+  // (shared with the worker's side, see OnAfterPoll) and `upstream` outlive the data path.
+  CellDataPath(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
+               uint32_t max_payload, ExchangePool* pool, loop::WriteBatch* write_batch,
+               loop::AfterPoll* after_poll, Upstream* upstream);
   ~CellDataPath() override;
   CellDataPath(const CellDataPath&) = delete;
   CellDataPath& operator=(const CellDataPath&) = delete;
@@ -122,49 +126,49 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   const admission::WindowedLatency& request_duration() const { return request_duration_; }
 
  private:
-  uint64_t Now() const { return uv_now(loop_); }
+  uint64_t Now() const { return time_->NowMs(); }
   const std::string& name() const override { return config_.name; }
+  loop::TimeSource* time() override { return time_; }
   loop::WriteBatch* write_batch() override { return write_batch_; }
   static void OnHandleClosed(uv_handle_t* handle);
 
   // ClientOwner.
   void OnClientConnected(Client* conn) override { front_.Opened(conn); }
   void OnClientDisconnected(Client* conn) override;
-  void OnRequest(Client* conn, uint64_t request_id, std::string_view payload) override;
-  void OnClientGone(Request* request) override;
+  void OnRequest(Client* conn, const RequestInfo& info, std::string_view payload) override;
+  void OnClientGone(Exchange* exchange) override;
   void OnBadRequest(const std::string& why) override;
   void OnRepliesWaiting(Client* conn) override { slow_clients_.Waiting(conn); }
   void CountDelivered(uint64_t* outcome) override;
   void CountUndelivered(uint64_t replies) override;
-  // WorkerLink::Owner.
-  void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) override;
-  void OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) override;
-  // HttpWorkerLink::Owner.
-  void OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) override;
+  // LinkOwner.
+  void OnWorkerAnswer(Link* link, Exchange* exchange, const Outcome& outcome,
+                      bool reusable) override;
   void OnWorkerProgress() override { last_progress_ms_ = Now(); }
-  void OnRequestAborted(HttpWorkerLink* link, const std::string& why) override;
+  void OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) override;
+  void OnExchangeAborted(Link* link, const std::string& why) override;
 
-  void Dispatch(Request* request, std::string_view payload);
+  void Dispatch(Exchange* exchange, std::string_view payload);
   // Puts `link` on the busy list unless it already is (a multiplexed link carrying others), then
   // sends; a multiplexed link writes at the next OnFlushPrepare.
-  void SendOn(Link* link, Request* request, std::string_view payload);
+  void SendOn(Link* link, Exchange* exchange, std::string_view payload);
   // One-per-request: an idle link, or a new connection when `fresh` (it then closes the longest
   // idle link, so that at most max_concurrent stay open) or none is idle. Multiplexed (frame cells
   // only): the one multiplexed link, connected when there is none. nullptr when connect(2) failed,
-  // `request` then failed (worker_error).
-  Link* TakeLink(Request* request, bool fresh);
-  // Sends a running `request` that the worker cannot have read again, once, on a new connection.
-  void Resend(Request* request, std::string_view payload);
+  // `exchange` then failed (worker_error).
+  Link* TakeLink(Exchange* exchange, bool fresh);
+  // Sends a running `exchange` that the worker cannot have read again, once, on a new connection.
+  void Resend(Exchange* exchange, std::string_view payload);
   void StartQueued();
-  void Complete(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
-                std::string_view payload);
-  void Fail(Request* request, ipc::Reason reason, std::string_view message);
-  void Reject(Request* request, ipc::Reason reason);
-  // Marks `request` answered and writes the reply to its client (if still there). `outcome`, a
-  // counter of counters_, counts it once the reply is written whole (at once without a client).
-  void Answer(Request* request, uint64_t* outcome, const ipc::FrameHeader& header,
-              std::string_view payload);
-  void FinishRunning(Request* request);
+  // Answers `exchange` (unless answered already) and recycles it.
+  void Complete(Exchange* exchange, uint64_t* counter, const Outcome& outcome);
+  void Fail(Exchange* exchange, ipc::Reason reason, std::string_view message);
+  void Reject(Exchange* exchange, ipc::Reason reason);
+  // Marks `exchange` answered and hands `outcome` to its client (if still there). `counter`, a
+  // counter of counters_, counts it once the answer is written whole (at once without a client).
+  // Nothing of `exchange` is touched after the client end has it (it may be recycled under it).
+  void Answer(Exchange* exchange, uint64_t* counter, const Outcome& outcome);
+  void FinishRunning(Exchange* exchange);
   // Tells the upstream when no request runs any more.
   void MaybeDrained();
   void ArmQueueTimer();
@@ -174,13 +178,12 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   // Writes what the requests dispatched in this loop iteration appended to the multiplexed link:
   // runs before the loop polls, so they leave in one write and never wait for a poll.
   static void OnFlushPrepare(uv_prepare_t* prepare);
-  static void OnQueueTimer(uv_timer_t* timer);
-  static void OnOrphanTimer(uv_timer_t* timer);
+  void OnQueueTimer();
+  void OnOrphanTimer();
   // Timeouts judge silence only once the loop has read what waits in the sockets: a timer whose
   // deadline passed asks after_poll_ for a verdict rather than acting (loop/after_poll.h),
   // and OnAfterPoll decides with what that poll brought (a reply).
-  static void OnStallTimer(uv_timer_t* timer);
-  static void OnRequestTimer(uv_timer_t* timer);
+  void OnRequestTimer();
   // Stall verdict: re-arms the stall timer if the silence is shorter than stall_timeout; if not,
   // asks for a verdict after the next poll, or (`after_poll`) declares the worker stalled.
   void CheckStall(bool after_poll);
@@ -190,22 +193,24 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   // stops it when there is none. Called after every change to deadlines_.
   void ArmRequestTimer();
   // Warns once per worker when a connection the supervisor opened waits unaccepted.
-  static void OnAcceptTimer(uv_timer_t* timer);
+  void OnAcceptTimer();
 
   uv_loop_t* loop_;
+  loop::TimeSource* time_;
   config::CellConfig config_;
+  const Wire* wire_;  // the cell's wire format (its protocol cannot change on reload)
   uint32_t max_payload_;
-  RequestPool* pool_;
+  ExchangePool* pool_;
   loop::WriteBatch* write_batch_;
   loop::AfterPoll* after_poll_;
   Upstream* upstream_;
   admission::Bulkhead bulkhead_;
 
-  uv_timer_t queue_timer_{};
-  uv_timer_t orphan_timer_{};
-  uv_timer_t stall_timer_{};
-  uv_timer_t request_timer_{};
-  uv_timer_t accept_timer_{};
+  std::unique_ptr<loop::Timer> queue_timer_;
+  std::unique_ptr<loop::Timer> orphan_timer_;
+  std::unique_ptr<loop::Timer> stall_timer_;
+  std::unique_ptr<loop::Timer> request_timer_;
+  std::unique_ptr<loop::Timer> accept_timer_;
   uv_prepare_t flush_prepare_{};
   FrontListener front_;
   SlowClients slow_clients_;
@@ -217,13 +222,13 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   // worker_connections = "multiplex" for the worker running now: all its requests go on one link,
   // mux_link_ (also on idle_links_ or busy_links_), while it is open.
   bool multiplex_ = false;
-  WorkerLink* mux_link_ = nullptr;
+  Link* mux_link_ = nullptr;
   // When the newest worker connection was opened (OnAcceptTimer).
   uint64_t last_link_opened_ms_ = 0;
   bool accept_warned_ = false;  // this worker was warned about a connection it never accepted
-  // Requests whose link broke while the worker still ran: failed with the exit reason when the
+  // Exchanges whose link broke while the worker still ran: failed with the exit reason when the
   // worker exits, or as worker_error once the grace period passes.
-  std::vector<Request*> orphans_;
+  std::vector<Exchange*> orphans_;
   // request_timeout of the running requests: the request timer is armed for NextDeadline().
   admission::RequestDeadlines deadlines_;
   // OnBadRequest's log lines: one per second at most (burst 1, 1000 ms), the rest counted.
@@ -244,7 +249,7 @@ class CellDataPath : private ClientOwner, private WorkerLink::Owner, private Htt
   admission::CellCounters counters_;
   admission::WindowedLatency queue_wait_;
   admission::WindowedLatency request_duration_;
-  std::string scratch_;  // reused for reply payloads built here
+  std::string scratch_;  // reused for a queued payload while it is dispatched
 };
 
 }  // namespace bulkhead::proxy

@@ -1,30 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/client.h"
 
-#include <linux/sockios.h>
-#include <poll.h>
-#include <sys/ioctl.h>
-
 #include "base/check.h"
 #include "base/log.h"
-#include "proxy/request.h"
 
 namespace bulkhead::proxy {
-
-bool PeerClosedBothWays(uv_stream_t* stream) {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream), &fd) != 0) return true;
-  pollfd p{fd, POLLOUT, 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0;
-}
-
-uint64_t BytesUnreadByPeer(uv_stream_t* stream) {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream), &fd) != 0) return 0;
-  int queued = 0;
-  if (::ioctl(fd, SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
-  return static_cast<uint64_t>(queued);
-}
 
 Client::Client(ClientOwner* owner, uv_stream_t* stream, size_t max_backlog)
     : owner_(owner),
@@ -36,6 +16,13 @@ Client::Client(ClientOwner* owner, uv_stream_t* stream, size_t max_backlog)
   writer_.SetBatch(owner->write_batch());
   writer_.SetOnBacklog([this] { WatchBacklog(); });
 }
+
+size_t Client::OnResponseBytes(Exchange*, std::string_view, bool) {
+  BH_CHECK(false && "this front end streams no response");
+  return 0;
+}
+
+void Client::OnBodyFlow(Exchange*) { BH_CHECK(false && "this front end streams no request body"); }
 
 void Client::QueueAnswer(uint64_t* outcome, bool defer_flush) {
   unwritten_.push_back(UnwrittenReply{writer_.appended_bytes(), outcome});
@@ -61,7 +48,7 @@ void Client::WatchBacklog() {
   }
   if (!waiting_) {
     waiting_ = true;
-    stalled_since_ms_ = uv_now(stream_->loop);
+    stalled_since_ms_ = owner_->time()->NowMs();
     seen_written_ = writer_.written_bytes();
     seen_unconsumed_ = BytesUnreadByPeer(stream_);
   }
@@ -96,25 +83,27 @@ void Client::CloseUnread(const std::string& why) {
   Close();
 }
 
-void Client::LinkRequest(Request* request) {
-  BH_CHECK(request->client == nullptr);
-  request->client = this;
-  request->client_prev = nullptr;
-  request->client_next = requests_;
-  if (requests_ != nullptr) requests_->client_prev = request;
-  requests_ = request;
+void Client::Attach(Exchange* exchange) {
+  BH_CHECK(exchange->client == nullptr);
+  exchange->client = this;
+  exchange->client_prev = nullptr;
+  exchange->client_next = exchanges_;
+  if (exchanges_ != nullptr) exchanges_->client_prev = exchange;
+  exchanges_ = exchange;
 }
 
-void Client::UnlinkRequest(Request* request) {
-  BH_CHECK(request->client == this);
-  if (request->client_prev != nullptr) {
-    request->client_prev->client_next = request->client_next;
+void Client::Detach(Exchange* exchange) {
+  BH_CHECK(exchange->client == this);
+  if (exchange->client_prev != nullptr) {
+    exchange->client_prev->client_next = exchange->client_next;
   } else {
-    requests_ = request->client_next;
+    exchanges_ = exchange->client_next;
   }
-  if (request->client_next != nullptr) request->client_next->client_prev = request->client_prev;
-  request->client_prev = request->client_next = nullptr;
-  request->client = nullptr;
+  if (exchange->client_next != nullptr) {
+    exchange->client_next->client_prev = exchange->client_prev;
+  }
+  exchange->client_prev = exchange->client_next = nullptr;
+  exchange->client = nullptr;
 }
 
 void Client::CloseAnswers() {
@@ -127,10 +116,10 @@ void Client::CloseAnswers() {
     unwritten_.clear();
   }
   writer_.Abandon();
-  while (requests_ != nullptr) {
-    Request* request = requests_;
-    UnlinkRequest(request);
-    owner_->OnClientGone(request);
+  while (exchanges_ != nullptr) {
+    Exchange* exchange = exchanges_;
+    Detach(exchange);
+    owner_->OnClientGone(exchange);
   }
 }
 

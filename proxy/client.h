@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Client: one client connection of a cell, whatever it speaks (FrontConnection: frames;
-// HttpFrontConnection: HTTP/1.1), as the cell's data path sees it: the requests it has in flight,
+// HttpFrontConnection: HTTP/1.1), as the cell's data path and its exchanges see it (the exchange's
+// client end, proxy/exchange.h): the exchanges it has in flight,
 // the answers queued for it and their accounting (an answer counts once written whole, else
 // undelivered), and how far it is behind in reading them (client_write_timeout,
 // max_unsent_bytes). The reading side, and how an answer is spelled, belong to the subclass.
@@ -14,34 +15,45 @@
 #include <string>
 #include <string_view>
 
-#include "ipc/frame.h"
 #include "loop/stream_writer.h"
+#include "loop/time_source.h"
 #include "loop/write_batch.h"
+#include "proxy/exchange.h"
+#include "proxy/stream_peer.h"
 
 namespace bulkhead::proxy {
 
-struct Request;
 class Client;
-class HttpFrontConnection;
+
+// What a client connection of the cell is given when accepted.
+struct ClientSettings {
+  // max_payload_bytes: a frame's payload, an HTTP request's body (bytes).
+  uint32_t max_payload = ipc::kDefaultMaxPayload;
+  // header_timeout (HTTP, ms; 0: none): docs/http.md.
+  uint64_t header_timeout_ms = 0;
+};
 
 // What a client connection tells its cell's data path (proxy::CellDataPath), on the loop thread.
 class ClientOwner {
  public:
   virtual ~ClientOwner() = default;
-  // The cell's name, for log lines.
+  // The cell's name, for log lines and local answers.
   virtual const std::string& name() const = 0;
+  // The clock and timers of the loop (header_timeout, client_write_timeout).
+  virtual loop::TimeSource* time() = 0;
   // Where the client's answers are sent together with the loop iteration's others
   // (loop/write_batch.h); nullptr: each is written at once.
   virtual loop::WriteBatch* write_batch() { return nullptr; }
   virtual void OnClientConnected(Client* conn) = 0;
   virtual void OnClientDisconnected(Client* conn) = 0;
-  // A well-formed request: `request_id` is the client's id for it (a frame's request_id; 0 for
-  // HTTP, which answers in order), `payload` what the worker gets (a frame's payload; for HTTP the
-  // whole request as http/forward.h frames it). Both valid during the call only. The answer comes
-  // back through Client::SendReply, possibly before this returns.
-  virtual void OnRequest(Client* conn, uint64_t request_id, std::string_view payload) = 0;
-  // `request`, linked to this client, lost its client (the connection is closing).
-  virtual void OnClientGone(Request* request) = 0;
+  // A well-formed request: `info` says what it is, `payload` what the worker gets (a frame's
+  // payload; for HTTP the request as http/forward.h frames it, whole or its head). Both valid
+  // during the call only. The data path makes an Exchange of it (attached to `conn`, Attach) and
+  // answers it through Client::OnOutcome, possibly before this returns.
+  virtual void OnRequest(Client* conn, const RequestInfo& info, std::string_view payload) = 0;
+  // `exchange`, attached to this client, lost its client (the connection is closing, or the
+  // client gave the request up).
+  virtual void OnClientGone(Exchange* exchange) = 0;
   // A malformed request was answered (BAD_REQUEST, or HTTP 400/413/431/501); the connection
   // closes once that is written.
   virtual void OnBadRequest(const std::string& why) = 0;
@@ -60,18 +72,25 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // The answer to a request of this client, with the outcome taxonomy of docs/protocol.md: a
-  // frame client gets it as a REPLY frame; an HTTP client as a local reply (http/local_reply.h)
-  // for REJECTED/FAILED, while OK says the worker's response, streamed to it already, is whole.
+  // --- The exchange's client end (proxy/exchange.h). ---
+
+  // The answer to `exchange`, a request of this client, rendered in this front end's wire format
+  // (a REPLY frame; an HTTP local reply, or for Ok the end of the response streamed already).
   // `outcome` is the counter of the answer's outcome in the cell's CellCounters (which outlive
   // every client): incremented once the answer is written whole to the socket; an answer still
-  // unwritten when the connection closes is counted undelivered instead.
-  virtual void SendReply(const ipc::FrameHeader& header, std::string_view payload,
-                         uint64_t* outcome) = 0;
+  // unwritten when the connection closes is counted undelivered instead. REQUIRES: `exchange` was
+  // detached from this client (Detach) just before.
+  virtual void OnOutcome(Exchange* exchange, const Outcome& outcome, uint64_t* counter) = 0;
+  // Bytes of the response to `exchange` (Exchange::SendResponse). Returns the bytes held unwritten
+  // for this client afterwards (0 once the connection closes). Only a front end that streams
+  // responses overrides it.
+  virtual size_t OnResponseBytes(Exchange* exchange, std::string_view bytes, bool must_close);
+  // `exchange`'s body pipe changed (Exchange::WantBody, DropBody): read its body while it is
+  // kFlowing. Only a front end that streams request bodies overrides it.
+  virtual void OnBodyFlow(Exchange* exchange);
+
   // Closes the connection: queued requests are cancelled, running ones lose their client.
   virtual void Close() = 0;
-  // This connection as an HTTP one, or nullptr (a frame client).
-  virtual HttpFrontConnection* AsHttp() { return nullptr; }
 
   // Answer bytes held for this client, not yet written to its socket.
   size_t unsent_bytes() const { return writer_.backlog_bytes(); }
@@ -85,9 +104,9 @@ class Client {
   // Closes a client that does not read its answers, with a warning naming `why`.
   void CloseUnread(const std::string& why);
 
-  // The client's live requests: linked on admission, unlinked when answered.
-  void LinkRequest(Request* request);
-  void UnlinkRequest(Request* request);
+  // The client's live exchanges: attached on admission, detached when answered or gone.
+  void Attach(Exchange* exchange);
+  void Detach(Exchange* exchange);
 
  protected:
   // `stream` is the subclass's handle (initialised later, used only once it is). `max_backlog`:
@@ -106,7 +125,7 @@ class Client {
   // dropped when it holds too many).
   void WatchBacklog();
   // The part of closing common to every client: the unwritten answers are counted undelivered,
-  // the writer abandoned, the live requests handed back to the owner (OnClientGone).
+  // the writer abandoned, the live exchanges handed back to the owner (OnClientGone).
   void CloseAnswers();
   // Counts the answers written whole since the last call.
   void CountWritten();
@@ -114,7 +133,7 @@ class Client {
   ClientOwner* owner_;
   uv_stream_t* stream_;
   loop::StreamWriter writer_;
-  Request* requests_ = nullptr;  // head of the intrusive list
+  Exchange* exchanges_ = nullptr;  // head of the intrusive list
   bool closing_ = false;
 
  private:
@@ -133,19 +152,6 @@ class Client {
   uint64_t seen_unconsumed_ = 0;
   bool waiting_ = false;  // answers wait for it: its owner watches it
 };
-
-// True when the peer closed its socket rather than only shutting down its writing side: a Unix
-// stream socket then reports POLLHUP (both directions shut down), a half-close only POLLRDHUP.
-// TCP sends the same FIN for close(2) and shutdown(SHUT_WR), so a TCP client's EOF reads as a
-// half-close (HAProxy without `option abortonclose` does likewise): a frame cell answers what it
-// sent, and a client that is really gone shows once a reply meets its RST (the write fails, the
-// connection closes), unless it reset the connection at once (POLLHUP | POLLERR here). An HTTP
-// cell takes the EOF of a client waiting for an answer as the client leaving (docs/http.md).
-bool PeerClosedBothWays(uv_stream_t* stream);
-
-// Bytes this end sent on `stream` (a Unix or TCP stream socket) that its peer has not read yet
-// (SIOCOUTQ), 0 when unknown.
-uint64_t BytesUnreadByPeer(uv_stream_t* stream);
 
 // Initialises `client` (a union with `pipe` and `tcp` members) as the handle type that accepts
 // from `server`: a uv_tcp_t for a TCP listener, else a uv_pipe_t. Returns whether it is TCP.

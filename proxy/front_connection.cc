@@ -7,13 +7,44 @@
 
 #include "base/check.h"
 #include "base/log.h"
-#include "proxy/request.h"
 
 namespace bulkhead::proxy {
 
 namespace {
 // Bytes asked of the kernel per read; the decoder grows beyond it only for large frames.
 constexpr size_t kReadChunk = size_t{64} * 1024;
+
+ipc::ReplyStatus StatusOf(Outcome::Kind kind) {
+  switch (kind) {
+    case Outcome::Kind::kOk:
+      return ipc::ReplyStatus::kOk;
+    case Outcome::Kind::kRejected:
+      return ipc::ReplyStatus::kRejected;
+    case Outcome::Kind::kFailed:
+      return ipc::ReplyStatus::kFailed;
+  }
+  return ipc::ReplyStatus::kFailed;
+}
+
+// The REPLY frame of `outcome` (docs/protocol.md): its header, and its payload, the worker's reply
+// or the failure's message, or for a rejection its detail encoded into `scratch`.
+std::string_view ReplyOf(uint64_t request_id, std::string_view cell, const Outcome& outcome,
+                         ipc::FrameHeader* header, std::string* scratch) {
+  header->type = ipc::FrameType::kReply;
+  header->status = StatusOf(outcome.kind);
+  header->reason = outcome.reason;
+  header->request_id = request_id;
+  if (outcome.kind != Outcome::Kind::kRejected) return outcome.text;
+  ipc::RejectDetail detail;
+  detail.cell = std::string(cell);
+  detail.running = outcome.running;
+  detail.queued = outcome.queued;
+  detail.retry_after_ms = outcome.retry_after_ms;
+  scratch->clear();
+  ipc::AppendRejectDetail(scratch, detail);
+  return *scratch;
+}
+
 }  // namespace
 
 FrontConnection::FrontConnection(Owner* owner, uint32_t max_payload)
@@ -21,8 +52,8 @@ FrontConnection::FrontConnection(Owner* owner, uint32_t max_payload)
              2 * static_cast<size_t>(max_payload) + kReadChunk),
       decoder_(ipc::FrameType::kRequest, max_payload) {}
 
-void FrontConnection::Accept(Owner* owner, uv_stream_t* server, uint32_t max_payload) {
-  auto* conn = new FrontConnection(owner, max_payload);
+void FrontConnection::Accept(Owner* owner, uv_stream_t* server, const ClientSettings& settings) {
+  auto* conn = new FrontConnection(owner, settings.max_payload);
   conn->tcp_ = InitLike(server, &conn->handle_);
   conn->handle()->data = conn;
   int rc = uv_accept(server, conn->stream());
@@ -44,22 +75,12 @@ void FrontConnection::Accept(Owner* owner, uv_stream_t* server, uint32_t max_pay
   uv_read_start(conn->stream(), &FrontConnection::OnAlloc, &FrontConnection::OnRead);
 }
 
-void FrontConnection::Refuse(uv_stream_t* server, std::string_view answer) {
-  union AnyClient {
-    uv_pipe_t pipe;
-    uv_tcp_t tcp;
-  };
-  auto* client = new AnyClient{};
-  InitLike(server, client);
-  auto* handle = reinterpret_cast<uv_handle_t*>(client);
-  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(client)) == 0) {
-    uv_os_fd_t fd;
-    if (uv_fileno(handle, &fd) == 0) {
-      ssize_t sent = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      (void)sent;  // a client that left already needs no answer
-    }
-  }
-  uv_close(handle, [](uv_handle_t* closed) { delete reinterpret_cast<AnyClient*>(closed); });
+void FrontConnection::AppendRefusal(std::string* out, std::string_view cell,
+                                    const Outcome& outcome) {
+  ipc::FrameHeader header;
+  std::string scratch;
+  const std::string_view payload = ReplyOf(0, cell, outcome, &header, &scratch);
+  ipc::AppendFrame(out, header, payload);
 }
 
 void FrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -109,7 +130,9 @@ void FrontConnection::ProcessFrames() {
       close_when_drained_ = true;
       break;
     }
-    owner_->OnRequest(this, frame.header.request_id, frame.payload);
+    RequestInfo info;
+    info.client_request_id = frame.header.request_id;
+    owner_->OnRequest(this, info, frame.payload);
     if (closing_) break;
   }
   in_read_ = false;
@@ -121,14 +144,16 @@ void FrontConnection::ProcessFrames() {
   if (close_when_drained_ && writer_.idle()) Close();
 }
 
-void FrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view payload,
-                                uint64_t* outcome) {
+void FrontConnection::OnOutcome(Exchange* exchange, const Outcome& outcome, uint64_t* counter) {
   if (closing_) {
     owner_->CountUndelivered(1);
     return;
   }
+  ipc::FrameHeader header;
+  const std::string_view payload =
+      ReplyOf(exchange->info.client_request_id, owner_->name(), outcome, &header, &scratch_);
   writer_.AppendFrame(header, payload);
-  QueueAnswer(outcome, /*defer_flush=*/in_read_);
+  QueueAnswer(counter, /*defer_flush=*/in_read_);
 }
 
 void FrontConnection::OnDrained() {
@@ -137,7 +162,7 @@ void FrontConnection::OnDrained() {
 }
 
 void FrontConnection::CloseIfDone() {
-  if (read_closed_ && !in_read_ && requests_ == nullptr && writer_.idle()) Close();
+  if (read_closed_ && !in_read_ && exchanges_ == nullptr && writer_.idle()) Close();
 }
 
 void FrontConnection::Close() {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // FrontConnection: one frame client connected to one of a cell's front sockets (proxy/client.h),
 // a Unix stream socket (uv_pipe_t) or a TCP connection (uv_tcp_t, TCP_NODELAY). Decodes REQUEST
-// frames, hands each to its Owner (the cell's data path) for admission, and writes the replies
-// (several per writev when pipelined). A malformed or oversized frame gets a BAD_REQUEST reply and
-// the connection is closed after it is written. Owns itself: created by Accept(), deleted in its
-// handle's close callback. REQUIRES: loop thread only.
+// frames, hands each to its Owner (the cell's data path) for admission, and writes each exchange's
+// Outcome as a REPLY frame (several per writev when pipelined; docs/protocol.md). A malformed or
+// oversized frame gets a BAD_REQUEST reply and the connection is closed after it is written. Owns
+// itself: created by Accept(), deleted in its handle's close callback. REQUIRES: loop thread only.
 #pragma once
 
 #include <sys/socket.h>
@@ -24,13 +24,11 @@ class FrontConnection final : public Client {
   using Owner = ClientOwner;
 
   // Accepts one pending connection on `server` (a listening uv_pipe_t or uv_tcp_t) for `owner`.
-  // Errors are logged; nothing to return.
-  static void Accept(Owner* owner, uv_stream_t* server, uint32_t max_payload);
-
-  // Refuses one pending connection on `server`: accepts it, sends `answer` (one small REPLY frame,
-  // or an HTTP 503, which a fresh socket's send buffer always takes whole) without blocking, and
-  // closes it. A client that is already gone is ignored.
-  static void Refuse(uv_stream_t* server, std::string_view answer);
+  // Errors are logged; nothing to return. (Wire::accept)
+  static void Accept(Owner* owner, uv_stream_t* server, const ClientSettings& settings);
+  // Appends the REPLY frame, request_id 0, that answers a connection refused at once.
+  // (Wire::append_refusal)
+  static void AppendRefusal(std::string* out, std::string_view cell, const Outcome& outcome);
 
   // The TCP client's address and port (sockaddr_in or sockaddr_in6, from getpeername(2) at
   // accept), for X-Forwarded-For and Forwarded; nullptr for a client of the Unix socket.
@@ -39,10 +37,9 @@ class FrontConnection final : public Client {
     return tcp_ ? reinterpret_cast<const sockaddr*>(&peer_) : nullptr;
   }
 
-  // Queues a reply frame to this client; written at once unless a read is being processed, in which
-  // case every reply produced by that read goes out in one write (Client::SendReply).
-  void SendReply(const ipc::FrameHeader& header, std::string_view payload,
-                 uint64_t* outcome) override;
+  // Client: queues the REPLY frame of `outcome`; written at once unless a read is being processed,
+  // in which case every reply produced by that read goes out in one write.
+  void OnOutcome(Exchange* exchange, const Outcome& outcome, uint64_t* counter) override;
 
   void Close() override;
 
@@ -71,6 +68,7 @@ class FrontConnection final : public Client {
   bool in_read_ = false;
   bool close_when_drained_ = false;
   bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR))
+  std::string scratch_;       // a rejection's detail payload, reused
 };
 
 }  // namespace bulkhead::proxy

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/front_listener.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "base/check.h"
 #include "base/log.h"
-#include "http/local_reply.h"
-#include "proxy/http_front_connection.h"
 
 namespace bulkhead::proxy {
 
@@ -17,10 +17,12 @@ namespace {
 constexpr int kFrontBacklog = 1024;
 }  // namespace
 
-FrontListener::FrontListener(uv_loop_t* loop, const config::CellConfig* config,
-                             uint32_t max_payload, ClientOwner* owner,
-                             const admission::Bulkhead* bulkhead, admission::CellCounters* counters)
-    : config_(config),
+FrontListener::FrontListener(uv_loop_t* loop, loop::TimeSource* time,
+                             const config::CellConfig* config, uint32_t max_payload,
+                             ClientOwner* owner, const admission::Bulkhead* bulkhead,
+                             admission::CellCounters* counters)
+    : time_(time),
+      config_(config),
       max_payload_(max_payload),
       owner_(owner),
       bulkhead_(bulkhead),
@@ -88,41 +90,24 @@ void FrontListener::OnConnection(uv_stream_t* server, int status) {
     return;
   }
   std::string refusal = self->Refusal();
-  const bool http = self->config_->protocol == config::Protocol::kHttp;
+  const Wire& wire = WireFor(self->config_->protocol);
   if (refusal.empty()) {
-    if (http) {
-      HttpFrontConnection::Settings settings;
-      settings.limits.max_body_bytes = self->max_payload_;
-      settings.header_timeout_ms = static_cast<uint64_t>(self->config_->header_timeout.count());
-      HttpFrontConnection::Accept(self->owner_, server, settings);
-    } else {
-      FrontConnection::Accept(self->owner_, server, self->max_payload_);
-    }
+    ClientSettings settings;
+    settings.max_payload = self->max_payload_;
+    settings.header_timeout_ms = static_cast<uint64_t>(self->config_->header_timeout.count());
+    wire.accept(self->owner_, server, settings);
     return;
   }
   // libuv has accepted the connection already (it asks only whether to keep it): answer it once
-  // and close it, so the client learns why rather than hang in the backlog.
+  // (a REPLY frame; HTTP: 503 with Retry-After and Connection: close, docs/http.md) and close it,
+  // so the client learns why rather than hang in the backlog.
   ++self->counters_->refused_connections;
-  ipc::RejectDetail detail;
-  detail.cell = self->name();
-  detail.running = self->bulkhead_->running();
-  detail.queued = self->bulkhead_->queued();
-  ipc::FrameHeader header;
-  header.type = ipc::FrameType::kReply;
-  header.status = ipc::ReplyStatus::kRejected;
-  header.reason = ipc::Reason::kTooManyConnections;
-  header.request_id = 0;
-  std::string payload;
-  ipc::AppendRejectDetail(&payload, detail);
   std::string answer;
-  if (http) {
-    // 503 with Retry-After and Connection: close (docs/http.md).
-    answer = http::FormatLocalReply(http::RejectionReply(header.reason, detail));
-  } else {
-    ipc::AppendFrame(&answer, header, payload);
-  }
-  FrontConnection::Refuse(server, answer);
-  uint64_t now = uv_now(server->loop);
+  wire.append_refusal(&answer, self->name(),
+                      Outcome::Rejected(ipc::Reason::kTooManyConnections,
+                                        self->bulkhead_->running(), self->bulkhead_->queued(), 0));
+  Refuse(server, answer);
+  uint64_t now = self->time_->NowMs();
   ++self->refusals_unlogged_;
   if (self->refusal_logged_ms_ == 0 || now - self->refusal_logged_ms_ >= 1000) {
     Log(LogLevel::kWarning, self->name(), 0,
@@ -131,6 +116,24 @@ void FrontListener::OnConnection(uv_stream_t* server, int status) {
     self->refusal_logged_ms_ = now;
     self->refusals_unlogged_ = 0;
   }
+}
+
+void FrontListener::Refuse(uv_stream_t* server, std::string_view answer) {
+  union AnyClient {
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+  };
+  auto* client = new AnyClient{};
+  InitLike(server, client);
+  auto* handle = reinterpret_cast<uv_handle_t*>(client);
+  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(client)) == 0) {
+    uv_os_fd_t fd;
+    if (uv_fileno(handle, &fd) == 0) {
+      ssize_t sent = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)sent;  // a client that left already needs no answer
+    }
+  }
+  uv_close(handle, [](uv_handle_t* closed) { delete reinterpret_cast<AnyClient*>(closed); });
 }
 
 std::string FrontListener::Refusal() const {

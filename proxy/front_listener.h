@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -22,18 +23,19 @@
 #include "base/status.h"
 #include "config/config.h"
 #include "ipc/listen_socket.h"
+#include "loop/time_source.h"
 #include "proxy/client.h"
-#include "proxy/front_connection.h"
+#include "proxy/wire.h"
 
 namespace bulkhead::proxy {
 
 class FrontListener {
  public:
-  // `config` (name, socket, listen, max_connections, read at each use), `owner` (handed to every
-  // connection), `bulkhead` (figures of a refusal) and `counters` (refused_connections) outlive
-  // the listener.
-  FrontListener(uv_loop_t* loop, const config::CellConfig* config, uint32_t max_payload,
-                ClientOwner* owner, const admission::Bulkhead* bulkhead,
+  // `time`, `config` (name, socket, listen, max_connections, protocol, header_timeout, read at
+  // each use), `owner` (handed to every connection), `bulkhead` (figures of a refusal) and
+  // `counters` (refused_connections) outlive the listener.
+  FrontListener(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig* config,
+                uint32_t max_payload, ClientOwner* owner, const admission::Bulkhead* bulkhead,
                 admission::CellCounters* counters);
   ~FrontListener();
   FrontListener(const FrontListener&) = delete;
@@ -66,10 +68,15 @@ class FrontListener {
 
  private:
   static void OnConnection(uv_stream_t* server, int status);
+  // Refuses one pending connection on `server`: accepts it, sends `answer` (one small REPLY frame,
+  // or an HTTP 503, which a fresh socket's send buffer always takes whole) without blocking, and
+  // closes it. A client that is already gone is ignored.
+  static void Refuse(uv_stream_t* server, std::string_view answer);
   // Why a new connection is refused now ("max_connections of 1024 reached"), or "" to keep it.
   std::string Refusal() const;
   const std::string& name() const { return config_->name; }
 
+  loop::TimeSource* time_;
   const config::CellConfig* config_;
   uint32_t max_payload_;
   ClientOwner* owner_;

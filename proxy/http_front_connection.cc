@@ -8,12 +8,10 @@
 #include <random>
 #include <utility>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "http/forward.h"
 #include "http/local_reply.h"
-#include "proxy/http_worker_link.h"
-#include "proxy/link.h"
-#include "proxy/request.h"
 
 namespace bulkhead::proxy {
 
@@ -48,30 +46,51 @@ std::string PeerAddress(const uv_tcp_t* tcp) {
   return rc == 0 ? std::string(text) : std::string();
 }
 
+// bulkheadd's own answer for a Rejected or Failed outcome (http/local_reply.h).
+http::LocalReply LocalReplyFor(const Outcome& outcome, std::string_view cell) {
+  if (outcome.kind == Outcome::Kind::kRejected) {
+    ipc::RejectDetail detail;
+    detail.cell = std::string(cell);
+    detail.running = outcome.running;
+    detail.queued = outcome.queued;
+    detail.retry_after_ms = outcome.retry_after_ms;
+    return http::RejectionReply(outcome.reason, detail);
+  }
+  return http::FailureReply(outcome.reason, cell, outcome.text);
+}
+
+// RFC 9110 section 9.3: content in a GET, HEAD, DELETE or CONNECT request has no generally defined
+// semantics, and OPTIONS and TRACE carry none by usage. A worker that never reads such a body reads
+// it as the next request (docs/http.md).
+bool BodyOnBodilessMethod(const http::RequestHead& head) {
+  if (!head.chunked && head.content_length == 0) return false;
+  for (std::string_view method : {"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"}) {
+    if (head.method == method) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-HttpFrontConnection::HttpFrontConnection(ClientOwner* owner, const Settings& settings)
+HttpFrontConnection::HttpFrontConnection(ClientOwner* owner, const ClientSettings& settings)
     : Client(owner, &handle_.stream,
-             2 * static_cast<size_t>(settings.limits.max_body_bytes) + kReadChunk +
-                 kResponseBufferBytes),
+             2 * static_cast<size_t>(settings.max_payload) + kReadChunk + Exchange::kHighWatermark),
       settings_(settings),
-      parser_(settings.limits) {}
+      parser_(http::Limits{.max_body_bytes = settings.max_payload}),
+      timer_(owner->time()->CreateTimer([this] { OnTimer(); })) {}
 
 void HttpFrontConnection::Accept(ClientOwner* owner, uv_stream_t* server,
-                                 const Settings& settings) {
+                                 const ClientSettings& settings) {
   auto* conn = new HttpFrontConnection(owner, settings);
   const bool tcp = InitLike(server, &conn->handle_);
   conn->handle_.handle.data = conn;
-  uv_timer_init(server->loop, &conn->header_timer_);
-  conn->header_timer_.data = conn;
-  conn->open_handles_ = 2;
   int rc = uv_accept(server, &conn->handle_.stream);
   if (rc != 0) {
     Log(LogLevel::kWarning, owner->name(), 0, std::string("accept failed: ") + uv_strerror(rc));
+    conn->phase_ = Phase::kClosed;
     conn->closing_ = true;
     conn->writer_.Abandon();
     uv_close(&conn->handle_.handle, &HttpFrontConnection::OnClosed);
-    uv_close(reinterpret_cast<uv_handle_t*>(&conn->header_timer_), &HttpFrontConnection::OnClosed);
     return;
   }
   if (tcp) {
@@ -80,10 +99,115 @@ void HttpFrontConnection::Accept(ClientOwner* owner, uv_stream_t* server,
     conn->client_address_ = PeerAddress(&conn->handle_.tcp);
   }
   owner->OnClientConnected(conn);
-  conn->ArmHeaderTimer();
-  conn->reading_ = true;
-  uv_read_start(&conn->handle_.stream, &HttpFrontConnection::OnAlloc, &HttpFrontConnection::OnRead);
+  conn->Enter(Phase::kHead);
+  conn->Update();
 }
+
+void HttpFrontConnection::AppendRefusal(std::string* out, std::string_view cell,
+                                        const Outcome& outcome) {
+  out->append(http::FormatLocalReply(LocalReplyFor(outcome, cell)));
+}
+
+// --- The phase, and what follows from it. ---
+
+void HttpFrontConnection::Enter(Phase phase) {
+  phase_ = phase;
+  phase_since_ms_ = owner_->time()->NowMs();
+}
+
+bool HttpFrontConnection::Parsing() const {
+  switch (phase_) {
+    case Phase::kHead:
+    case Phase::kDrainBody:
+      return true;
+    case Phase::kBody:
+      return exchanges_ != nullptr && exchanges_->body_pipe == Exchange::BodyPipe::kFlowing;
+    case Phase::kAwaitingAnswer:
+    case Phase::kClosing:
+    case Phase::kClosed:
+      return false;
+  }
+  return false;
+}
+
+std::optional<uint64_t> HttpFrontConnection::TimerDeadline() const {
+  const uint64_t timeout = settings_.header_timeout_ms;
+  if (timeout == 0) return std::nullopt;
+  switch (phase_) {
+    case Phase::kHead:
+    case Phase::kDrainBody:
+      return phase_since_ms_ + timeout;
+    case Phase::kBody:
+      if (exchanges_ == nullptr || exchanges_->body_pipe != Exchange::BodyPipe::kFlowing) {
+        return std::nullopt;
+      }
+      return body_progress_ms_ + timeout;
+    case Phase::kAwaitingAnswer:
+    case Phase::kClosing:
+    case Phase::kClosed:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void HttpFrontConnection::Update() {
+  if (phase_ == Phase::kClosed) return;
+  // Pipelined requests wait in in_ while one is answered: no more than one more head's worth is
+  // read. A body is parsed as it is read, so it never fills in_.
+  const bool room = in_.size() - in_pos_ <= parser_.limits().max_head_bytes;
+  const bool want = room && !read_closed_ && (phase_ == Phase::kAwaitingAnswer || Parsing());
+  if (reading_ && !want) {
+    uv_read_stop(&handle_.stream);
+    reading_ = false;
+  } else if (!reading_ && want) {
+    reading_ = true;
+    uv_read_start(&handle_.stream, &HttpFrontConnection::OnAlloc, &HttpFrontConnection::OnRead);
+  }
+  const std::optional<uint64_t> deadline = TimerDeadline();
+  if (!deadline) {
+    if (timer_->armed()) timer_->Stop();
+    return;
+  }
+  if (timer_->armed() && armed_deadline_ms_ == *deadline) return;
+  armed_deadline_ms_ = *deadline;
+  const uint64_t now = owner_->time()->NowMs();
+  timer_->Start(*deadline > now ? *deadline - now : 0);
+}
+
+void HttpFrontConnection::OnTimer() {
+  const std::optional<uint64_t> deadline = TimerDeadline();
+  if (!deadline || *deadline > owner_->time()->NowMs()) {
+    Update();
+    return;
+  }
+  const std::string within =
+      " within header_timeout (" + std::to_string(settings_.header_timeout_ms) + " ms)";
+  switch (phase_) {
+    case Phase::kHead:
+      if (!parser_.in_message() && in_pos_ == in_.size()) {
+        // An idle keep-alive connection: closed without a word, as HAProxy and nginx do.
+        Close();
+      } else {
+        RefuseRequest(http::Error{408, "no complete request head" + within});
+      }
+      return;
+    case Phase::kBody:
+      // A running request whose client stopped sending its body (nginx's client_body_timeout,
+      // HAProxy's timeout client): it holds a slot, so it is cut as a client that left.
+      CutBody(http::Error{408, "no request body bytes" + within});
+      return;
+    case Phase::kDrainBody:
+      // The answer went out already: a second one would read as an unasked-for response.
+      Close();
+      return;
+    case Phase::kAwaitingAnswer:
+    case Phase::kClosing:
+    case Phase::kClosed:
+      return;
+  }
+}
+
+// --- Reading and parsing. ---
 
 void HttpFrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
   auto* self = static_cast<HttpFrontConnection*>(handle->data);
@@ -105,30 +229,27 @@ void HttpFrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_bu
     self->in_.resize(static_cast<size_t>(buf->base - self->in_.data()) +
                      (nread > 0 ? static_cast<size_t>(nread) : 0));
   }
-  if (self->closing_) return;
+  if (self->phase_ == Phase::kClosed) return;
   if (nread == UV_EOF) {
     // An HTTP client closes its connection only once it has read the last response it waits for
     // (RFC 9112 section 9.6), so an end of input while a request waits for its answer is a client
     // that left, as nginx ("client prematurely closed connection") and Envoy take it: its request
     // is cancelled in the queue, or dropped as it runs. Over TCP this is the only sign of it, since
     // a FIN reads the same as a shutdown of the sending side.
-    if (self->busy_ || PeerClosedBothWays(stream)) {
+    const bool waiting = self->phase_ == Phase::kBody || self->phase_ == Phase::kAwaitingAnswer;
+    if (waiting || PeerClosedBothWays(stream)) {
       self->Close();
       return;
     }
     // The client only shut down its sending side: it still reads. Answer what it sent, then close.
-    uv_read_stop(stream);
-    self->reading_ = false;
     self->read_closed_ = true;
     self->ProcessInput();
-    // The body it was sending will never be whole: the worker's request ends (if it still runs),
+    // A body it was sending will never be whole: the worker's request ends (if it still runs);
     // an answer already queued is written first.
-    if (!self->closing_ && self->body_streaming_) {
-      if (self->busy_) {
-        self->Close();
-      } else {
-        self->CloseWhenDrained();
-      }
+    if (self->phase_ == Phase::kBody) {
+      self->Close();
+    } else if (self->phase_ == Phase::kDrainBody) {
+      self->CloseWhenDrained();
     }
     return;
   }
@@ -143,29 +264,25 @@ void HttpFrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_bu
 void HttpFrontConnection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
-  // A request waiting for its answer stops the parse, unless its body is still read (to its
-  // worker link, or dropped once it was answered: busy_ is then false).
-  while (!closing_ && !close_when_drained_ && in_pos_ < in_.size() &&
-         (!busy_ || (body_streaming_ && body_link_ != nullptr))) {
+  while (in_pos_ < in_.size() && Parsing()) {
     size_t consumed = 0;
     const http::RequestParser::Event event =
         parser_.Parse(std::string_view(in_).substr(in_pos_), &consumed);
     in_pos_ += consumed;
     if (event == http::RequestParser::Event::kError) {
-      if (body_streaming_) {
-        CutBody(parser_.error());
-      } else {
+      if (phase_ == Phase::kHead) {
         RefuseRequest(parser_.error());
+      } else {
+        CutBody(parser_.error());
       }
       break;
     }
     if (event == http::RequestParser::Event::kHead) {
-      uv_timer_stop(&header_timer_);
       head_ready_ = true;
       continue;  // its body, or the part of it read with the head, follows
     }
     const bool whole = event == http::RequestParser::Event::kMessage;
-    if (body_streaming_) {
+    if (phase_ != Phase::kHead) {
       PassBody(whole);
       if (!whole) break;
       continue;
@@ -178,35 +295,22 @@ void HttpFrontConnection::ProcessInput() {
     StartExchange(/*streaming=*/false);
   }
   processing_ = false;
-  if (closing_) return;
+  if (phase_ == Phase::kClosed) return;
   CloseIfDone();
-  UpdateReading();
-}
-
-void HttpFrontConnection::UpdateReading() {
-  if (closing_) return;
-  // Pipelined requests wait in in_ while one is answered: read no more than one more head's worth.
-  const bool room = in_.size() - in_pos_ <= settings_.limits.max_head_bytes;
-  // A body handed on with its head is read only while its worker link takes it: while the request
-  // is queued it stays in the client's socket, whose filling buffer stops the client.
-  const bool body_waits = busy_ && body_streaming_ && (body_link_ == nullptr || body_paused_);
-  const bool want = room && !body_waits && !read_closed_ && !close_when_drained_;
-  if (reading_ && !want) {
-    uv_read_stop(&handle_.stream);
-    reading_ = false;
-  } else if (!reading_ && want) {
-    reading_ = true;
-    uv_read_start(&handle_.stream, &HttpFrontConnection::OnAlloc, &HttpFrontConnection::OnRead);
-  }
+  Update();
 }
 
 void HttpFrontConnection::StartExchange(bool streaming) {
   const http::RequestHead& head = parser_.head();
-  busy_ = true;
   head_ready_ = false;
-  keep_alive_ = head.keep_alive;
-  head_request_ = head.method == "HEAD";
-  http11_ = head.version_major == 1 && head.version_minor >= 1;
+  RequestInfo info;
+  info.body = streaming ? RequestInfo::Body::kStreamed : RequestInfo::Body::kWhole;
+  info.head = head.method == "HEAD";
+  info.idempotent = http::IsIdempotentMethod(head.method);
+  info.keep_alive = head.keep_alive;
+  info.http11 = head.version_major == 1 && head.version_minor >= 1;
+  info.close_link_after = BodyOnBodilessMethod(head);
+  close_after_answer_ = !head.keep_alive;
   response_started_ = false;
   http::ForwardOptions options;
   options.client_address = client_address_;
@@ -214,9 +318,7 @@ void HttpFrontConnection::StartExchange(bool streaming) {
   options.host = owner_->name();  // for an HTTP/1.0 request without Host (docs/http.md)
   scratch_.clear();
   if (streaming) {
-    body_streaming_ = true;
     body_chunked_ = head.chunked;
-    body_paused_ = false;
     // RFC 9110 section 10.1.1: the client waits for this before it sends the body.
     continue_pending_ = head.expect_continue;
     http::AppendForwardHeadStreamed(&scratch_, head, options);
@@ -229,88 +331,72 @@ void HttpFrontConnection::StartExchange(bool streaming) {
     }
     body.clear();
   } else {
+    continue_pending_ = false;
     http::AppendForwardRequest(&scratch_, head, parser_.body(), options);
   }
-  // The answer may come before this returns (a rejection): EndExchange then continues here.
-  owner_->OnRequest(this, 0, scratch_);
+  Enter(streaming ? Phase::kBody : Phase::kAwaitingAnswer);
+  body_progress_ms_ = phase_since_ms_;
+  // The answer may come before this returns (a rejection): OnOutcome then moves the phase on.
+  owner_->OnRequest(this, info, scratch_);
 }
 
-void HttpFrontConnection::OnBodyLink(HttpWorkerLink* link) {
-  if (closing_ || !body_streaming_) return;
-  body_link_ = link;
-  if (continue_pending_) {
-    continue_pending_ = false;
-    writer_.AppendBytes(kContinue);
-    writer_.Flush();
+void HttpFrontConnection::OnBodyFlow(Exchange* exchange) {
+  if (phase_ != Phase::kBody || exchange != exchanges_) return;
+  if (exchange->body_pipe == Exchange::BodyPipe::kFlowing) {
+    if (continue_pending_) {
+      continue_pending_ = false;
+      writer_.AppendBytes(kContinue);
+      writer_.Flush();
+    }
+    // The client's silence in the body counts from here (TimerDeadline).
+    body_progress_ms_ = owner_->time()->NowMs();
   }
-  // Everything read was parsed when the request was handed on: the body comes with the next read.
-  ArmHeaderTimer();  // the client's silence in the body is bounded as in the head (OnHeaderTimer)
-  UpdateReading();
+  // Everything read was parsed when the request was handed on or paused: the body comes with the
+  // next read.
+  if (!processing_) Update();
 }
 
 void HttpFrontConnection::PassBody(bool last) {
   std::string& body = parser_.body();
-  if (body_link_ != nullptr) {
-    bool full = false;
-    if (!body_chunked_) {
-      full = body_link_->SendBody(body);
-    } else {
+  if (phase_ == Phase::kBody && exchanges_ != nullptr) {
+    std::string_view bytes = body;
+    if (body_chunked_) {
       scratch_.clear();
       http::AppendChunk(&scratch_, body);
       if (last) scratch_.append(http::kLastChunk);
-      full = body_link_->SendBody(scratch_);
+      bytes = scratch_;
     }
-    // The link may have broken under the write (BodyLinkGone).
-    if (body_link_ != nullptr) {
-      body_paused_ = full;
-      if (last) std::exchange(body_link_, nullptr)->EndBody();
-    }
-    // While the request runs, the client is waited for only while the link takes more (not
-    // paused, not done); once it was answered, EndExchange's header_timeout bounds the rest.
-    if (busy_ && body_link_ != nullptr && !body_paused_) {
-      ArmHeaderTimer();
-    } else if (busy_) {
-      uv_timer_stop(&header_timer_);
-    }
+    body_progress_ms_ = owner_->time()->NowMs();
+    // May pause the body (kFull), or break the worker end under the write (kClosed).
+    exchanges_->SendBody(bytes, last);
   }
-  // Without a link the request was answered: its body is dropped.
+  // In kDrainBody the request was answered: its body is dropped.
   body.clear();
-  if (last) {
-    body_streaming_ = false;
-    body_paused_ = false;
+  if (!last) return;
+  if (phase_ == Phase::kBody) {
+    Enter(Phase::kAwaitingAnswer);
+  } else if (phase_ == Phase::kDrainBody) {
+    Enter(Phase::kHead);
   }
-}
-
-void HttpFrontConnection::OnBodyDrained() {
-  body_paused_ = false;
-  if (body_link_ != nullptr && body_streaming_) ArmHeaderTimer();
-  if (!processing_) UpdateReading();
-}
-
-void HttpFrontConnection::BodyLinkGone() {
-  body_link_ = nullptr;
-  if (!processing_) UpdateReading();
 }
 
 void HttpFrontConnection::CutBody(const http::Error& error) {
-  body_streaming_ = false;
-  HttpWorkerLink* link = std::exchange(body_link_, nullptr);
-  if (!busy_) {
+  if (phase_ != Phase::kBody) {
     // Answered already, the rest of its body was being dropped.
     CloseWhenDrained();
     return;
   }
-  // The request is given up as by a client that left (dropped), then its worker connection ends.
-  busy_ = false;
-  if (requests_ != nullptr) {
-    Request* request = requests_;
-    UnlinkRequest(request);
-    owner_->OnClientGone(request);
+  // The request is given up as by a client that left (dropped), then its worker end ends it.
+  if (Exchange* exchange = exchanges_) {
+    const bool on_link = exchange->link != nullptr;
+    Detach(exchange);
+    // A queued exchange is cancelled (and recycled) here; a running one keeps its slot.
+    owner_->OnClientGone(exchange);
+    if (on_link) {
+      exchange->AbortBody("request body cut: " + std::to_string(error.status) + " " + error.reason);
+    }
   }
-  if (link != nullptr) {
-    link->AbortBody("request body cut: " + std::to_string(error.status) + " " + error.reason);
-  }
-  if (closing_) return;
+  if (phase_ == Phase::kClosed) return;
   if (response_started_) {
     Close();
     return;
@@ -318,67 +404,62 @@ void HttpFrontConnection::CutBody(const http::Error& error) {
   RefuseRequest(error);
 }
 
-bool HttpFrontConnection::AppendResponse(std::string_view bytes) {
-  if (closing_ || bytes.empty()) return false;
+// --- Answers. ---
+
+size_t HttpFrontConnection::OnResponseBytes(Exchange*, std::string_view bytes, bool must_close) {
+  if (phase_ == Phase::kClosed) return 0;
+  if (must_close) close_after_answer_ = true;
+  if (bytes.empty()) return unsent_bytes();
   response_started_ = true;
   writer_.AppendBytes(bytes);
   writer_.Flush();
   WatchBacklog();
-  return !closing_ && unsent_bytes() > kResponseBufferBytes;
+  return phase_ == Phase::kClosed ? 0 : unsent_bytes();
 }
 
-void HttpFrontConnection::SendReply(const ipc::FrameHeader& header, std::string_view payload,
-                                    uint64_t* outcome) {
-  if (closing_) {
+void HttpFrontConnection::OnOutcome(Exchange* exchange, const Outcome& outcome, uint64_t* counter) {
+  if (phase_ == Phase::kClosed) {
     owner_->CountUndelivered(1);
     return;
   }
   // Answered before its body was read whole (a rejection, request_timeout, a worker that answered
-  // early): the worker's request ends; the rest of the body is read and dropped, unless the client
-  // still waits for "100 Continue" and never sends it: the connection then closes.
-  const bool body_unsent = body_streaming_ && continue_pending_;
-  if (HttpWorkerLink* link = std::exchange(body_link_, nullptr)) {
-    link->AbortBody("answered before the request body was whole");
-    if (closing_) {
-      owner_->CountUndelivered(1);
-      return;
-    }
-  }
-  if (header.status == ipc::ReplyStatus::kOk || response_started_) {
-    // OK: the worker's response, streamed already, is whole. Anything else after part of it went
-    // out: the client can only learn of the failure by the connection closing.
-    const bool close = !keep_alive_ || header.status != ipc::ReplyStatus::kOk || body_unsent;
-    QueueAnswer(outcome, /*defer_flush=*/false);
-    if (!closing_) EndExchange(close);
+  // early): the rest of the body is read and dropped, unless the client still waits for
+  // "100 Continue" and never sends it: the connection then closes.
+  const bool body_unread = phase_ == Phase::kBody;
+  const bool body_unsent = body_unread && continue_pending_;
+  // Copied first: the exchange may be recycled by what follows.
+  const RequestInfo info = exchange->info;
+  // A worker end still taking the body (request_timeout answered it) ends the worker's request:
+  // its connection is closed, and the exchange, answered now, is recycled.
+  exchange->AbortBody("answered before the request body was whole");
+  if (phase_ == Phase::kClosed) {
+    owner_->CountUndelivered(1);
     return;
   }
-  http::LocalReply reply;
-  if (header.status == ipc::ReplyStatus::kRejected) {
-    ipc::RejectDetail detail = ipc::DecodeRejectDetail(payload).value_or(ipc::RejectDetail{});
-    if (detail.cell.empty()) detail.cell = owner_->name();
-    reply = http::RejectionReply(header.reason, detail);
-  } else if (header.status == ipc::ReplyStatus::kFailed) {
-    reply = http::FailureReply(header.reason, owner_->name(), payload);
-  } else {
-    reply = http::BadRequestReply(http::Error{400, std::string(payload)}, owner_->name());
+  if (outcome.kind == Outcome::Kind::kOk || response_started_) {
+    // Ok: the worker's response, streamed already, is whole. Anything else after part of it went
+    // out: the client can only learn of the failure by the connection closing.
+    const bool close = close_after_answer_ || outcome.kind != Outcome::Kind::kOk || body_unsent;
+    QueueAnswer(counter, /*defer_flush=*/false);
+    if (phase_ != Phase::kClosed) EndExchange(close, body_unread);
+    return;
   }
-  reply.head_request = head_request_;
-  reply.http10_keep_alive = !http11_ && keep_alive_;
+  http::LocalReply reply = LocalReplyFor(outcome, owner_->name());
+  reply.head_request = info.head;
+  reply.http10_keep_alive = !info.http11 && info.keep_alive;
   if (body_unsent) reply.close = true;
   writer_.AppendBytes(http::FormatLocalReply(reply));
-  QueueAnswer(outcome, /*defer_flush=*/false);
-  if (!closing_) EndExchange(reply.close || !keep_alive_);
+  QueueAnswer(counter, /*defer_flush=*/false);
+  if (phase_ != Phase::kClosed) EndExchange(reply.close || close_after_answer_, body_unread);
 }
 
-void HttpFrontConnection::EndExchange(bool close) {
-  busy_ = false;
+void HttpFrontConnection::EndExchange(bool close, bool body_unread) {
   response_started_ = false;
-  if (closing_) return;
   if (close) {
     CloseWhenDrained();
     return;
   }
-  ArmHeaderTimer();
+  Enter(body_unread ? Phase::kDrainBody : Phase::kHead);
   ProcessInput();
 }
 
@@ -391,81 +472,50 @@ void HttpFrontConnection::RefuseRequest(const http::Error& error) {
 }
 
 void HttpFrontConnection::CloseWhenDrained() {
-  close_when_drained_ = true;
-  uv_timer_stop(&header_timer_);
-  if (reading_) {
-    uv_read_stop(&handle_.stream);
-    reading_ = false;
-  }
+  if (phase_ == Phase::kClosed) return;
+  Enter(Phase::kClosing);
+  Update();
   if (writer_.idle() && !processing_) Close();
 }
 
 void HttpFrontConnection::OnDrained() {
-  if (close_when_drained_) {
+  if (phase_ == Phase::kClosing) {
     if (!processing_) Close();
     return;
   }
-  // The worker link relaying the current response may read again.
-  if (requests_ != nullptr && requests_->link != nullptr) requests_->link->ResumeReading();
+  // The worker end relaying the current response may read again.
+  if (exchanges_ != nullptr) exchanges_->ResponseDrained();
   CloseIfDone();
 }
 
 void HttpFrontConnection::CloseIfDone() {
-  if (closing_) return;
-  if (close_when_drained_ && writer_.idle() && !processing_) {
-    Close();
-    return;
-  }
-  if (read_closed_ && !busy_ && !processing_ && writer_.idle()) Close();
-}
-
-void HttpFrontConnection::ArmHeaderTimer() {
-  if (settings_.header_timeout_ms == 0) return;
-  uv_timer_start(&header_timer_, &HttpFrontConnection::OnHeaderTimer, settings_.header_timeout_ms,
-                 0);
-}
-
-void HttpFrontConnection::OnHeaderTimer(uv_timer_t* timer) {
-  auto* self = static_cast<HttpFrontConnection*>(timer->data);
-  if (self->closing_) return;
-  if (self->busy_) {
-    // A running request whose client stopped sending its body (nginx's client_body_timeout,
-    // HAProxy's timeout client): it holds a slot, so it is cut as a client that left.
-    if (self->body_streaming_ && self->body_link_ != nullptr && !self->body_paused_) {
-      self->CutBody(http::Error{408, "no request body bytes within header_timeout (" +
-                                         std::to_string(self->settings_.header_timeout_ms) +
-                                         " ms)"});
-    }
-    return;
-  }
-  if (!self->parser_.in_message() && self->in_pos_ == self->in_.size()) {
-    // An idle keep-alive connection: closed without a word, as HAProxy and nginx do.
-    self->Close();
-    return;
-  }
-  self->RefuseRequest(http::Error{408, "no complete request head within header_timeout (" +
-                                           std::to_string(self->settings_.header_timeout_ms) +
-                                           " ms)"});
+  if (processing_ || !writer_.idle()) return;
+  if (phase_ == Phase::kClosing || (read_closed_ && phase_ == Phase::kHead)) Close();
 }
 
 void HttpFrontConnection::Close() {
-  if (closing_) return;
+  if (phase_ == Phase::kClosed) return;
+  phase_ = Phase::kClosed;
   closing_ = true;
-  // A worker link that stopped reading for this client reads on (and drops the rest).
-  if (requests_ != nullptr && requests_->link != nullptr) requests_->link->ResumeReading();
-  HttpWorkerLink* body_link = std::exchange(body_link_, nullptr);
+  timer_->Stop();
+  Exchange* current = exchanges_;
+  // A worker end that stopped reading for this client reads on (and drops the rest). The worker
+  // must not take the part of the body it got for a whole request: its connection is closed (the
+  // exchange, its client gone, counts dropped); a running exchange is not recycled by
+  // OnClientGone, so it is still there for that.
+  Exchange* cut = nullptr;
+  if (current != nullptr) {
+    current->ResponseDrained();
+    if (current->link != nullptr && current->body_open()) cut = current;
+  }
   CloseAnswers();
-  // The worker must not take the part of the body it got for a whole request: its connection is
-  // closed (the request, its client gone, counts dropped).
-  if (body_link != nullptr) body_link->AbortBody("client left in the middle of the request body");
+  if (cut != nullptr) cut->AbortBody("client left in the middle of the request body");
   owner_->OnClientDisconnected(this);
   uv_close(&handle_.handle, &HttpFrontConnection::OnClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&header_timer_), &HttpFrontConnection::OnClosed);
 }
 
 void HttpFrontConnection::OnClosed(uv_handle_t* handle) {
-  auto* self = static_cast<HttpFrontConnection*>(handle->data);
-  if (--self->open_handles_ == 0) delete self;
+  delete static_cast<HttpFrontConnection*>(handle->data);
 }
 
 }  // namespace bulkhead::proxy

@@ -1,121 +1,138 @@
 // SPDX-License-Identifier: MIT
 // HttpFrontConnection: one HTTP/1.1 client of a cell with protocol = "http" (docs/http.md), on the
-// cell's front socket (a Unix or TCP stream). Requests are parsed strictly (http::RequestParser)
-// and taken one at a time, as HAProxy and Envoy take a connection's pipelined requests: a request
-// is handed to the data path (ClientOwner::OnRequest) once its head is complete, and the next one
-// is parsed only once its body is read and the answer to it is queued whole, so answers go out in
-// order. The request goes to the worker as http/forward.h frames it: whole, in one write, when its
-// body came with its head (the common case); else as its head, the body then streamed
-// (docs/http.md, "Request bodies"): not read from the client while the request is queued (the
-// client's socket buffer holds it), then read as fast as the worker link takes it
-// (HttpWorkerLink::SendBody, kBodyBufferBytes), framed as the client sent it (Content-Length, or
-// chunks). The worker's response is streamed in by the worker link (AppendResponse), or bulkheadd
-// answers itself (SendReply: http/local_reply.h). An answer that comes before the body was read
+// cell's front socket (a Unix or TCP stream): the client end of its exchanges (proxy/exchange.h).
+// Requests are parsed strictly (http::RequestParser) and taken one at a time, as HAProxy and Envoy
+// take a connection's pipelined requests: a request is handed to the data path
+// (ClientOwner::OnRequest) once its head is complete, and the next one is parsed only once its body
+// is read and the answer to it is queued whole, so answers go out in order.
+//
+// The request goes to the worker as http/forward.h frames it: whole, in one write, when its body
+// came with its head (the common case); else as its head, the body then streamed (docs/http.md,
+// "Request bodies"): not read from the client while the exchange waits for a worker connection
+// (the client's socket buffer holds it), then read as fast as the exchange's worker end takes it
+// (Exchange::SendBody and its high watermark), framed as the client sent it (Content-Length, or
+// chunks). `Expect: 100-continue` is answered "100 Continue" when the worker end takes the body.
+// The worker's response comes through the exchange (OnResponseBytes), or the Outcome is bulkheadd's
+// own and is rendered here (http/local_reply.h). An answer that comes before the body was read
 // whole ends the worker's request (its connection closed); the rest of the body is then read and
 // dropped, or the connection closed when the client still waits for "100 Continue". A request
-// refused by the parser gets its status (400/413/417/431/501/505) and the connection is closed once
+// refused by the parser gets its status (400/413/417/431/501/505) and the connection closes once
 // that is written; a chunked body that grows over max_payload_bytes once streaming began ends the
-// worker's request too, and gets 413 unless a byte of the response went out (the connection is then
-// closed). `Expect: 100-continue` is answered "100 Continue" when the request is sent to the
-// worker. header_timeout bounds the time from the connection's start, or the end of the previous
-// answer, until a request's head is complete (slowloris; an idle keep-alive connection is closed
-// after it as well), and the silence of a running request's client between two reads of its body
-// (408, the request cut: nginx's client_body_timeout); request_timeout bounds a running request's
-// body as the rest of its exchange.
-// Owns itself. REQUIRES: loop thread only.
+// worker's request too, and gets 413 unless a byte of the response went out (the connection then
+// just closes).
+//
+// header_timeout bounds the time from the connection's start, or the end of the previous answer,
+// until a request's head is complete (slowloris; an idle keep-alive connection is closed after it
+// without a word), the silence of a running request's client between two reads of its body (408,
+// the request cut: nginx's client_body_timeout), and the reading of the rest of a body answered
+// early. request_timeout bounds a running request's body as the rest of its exchange (the data
+// path's). The connection's state is one Phase; what is read and when the timer falls due follow
+// from it in one place (Update, TimerDeadline), as HAProxy's mux_h1 derives its idle expiration.
+// Owns itself: deleted in its handle's close callback. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "http/request_parser.h"
-#include "ipc/frame.h"
+#include "loop/time_source.h"
 #include "proxy/client.h"
 
 namespace bulkhead::proxy {
 
-class HttpWorkerLink;
-
 class HttpFrontConnection final : public Client {
  public:
-  struct Settings {
-    http::Limits limits;
-    uint64_t header_timeout_ms = 10'000;  // 0: none
+  // Where the connection is in its current exchange. Input is parsed only in kHead, kDrainBody and
+  // kBody while the body flows; the current exchange (exchanges_, the only one) is set in kBody and
+  // kAwaitingAnswer only.
+  enum class Phase : uint8_t {
+    // No request is with the data path: input is parsed up to the next complete head. Reads while
+    // at most max_head_bytes wait unparsed. Timer: header_timeout from phase_since_ms_ (the
+    // connection's start, or the end of the previous answer): then an idle connection is closed
+    // without a word, and one with a head begun gets 408.
+    kHead,
+    // A request was handed on at its head and its body follows through the exchange's body pipe:
+    // read only while the pipe is kFlowing (its worker end takes it). Timer, while kFlowing:
+    // header_timeout from body_progress_ms_ (the last body bytes read, or the moment the worker
+    // end took the body): then the request is cut with 408.
+    kBody,
+    // The request is with the data path whole (or its body was passed whole) and its answer is not
+    // queued whole yet. Reads while at most max_head_bytes wait unparsed (to see the client leave;
+    // a pipelined next request waits in in_ unparsed). No timer: request_timeout is the data
+    // path's.
+    kAwaitingAnswer,
+    // The answer was queued before the request's body was read whole: the rest of the body is read
+    // and dropped, then kHead. Timer: header_timeout from phase_since_ms_ (the answer): then the
+    // connection is closed without a word (its answer went out already).
+    kDrainBody,
+    // The connection closes once every queued byte is written (a refusal, an answer that ends the
+    // connection, the client's EOF): nothing is read or parsed; no timer.
+    kClosing,
+    // Closed: its handle is closing; nothing runs and nothing is queued.
+    kClosed,
   };
 
   // Accepts one pending connection on `server` (a uv_pipe_t or uv_tcp_t) for `owner`. Errors are
-  // logged; nothing to return.
-  static void Accept(ClientOwner* owner, uv_stream_t* server, const Settings& settings);
+  // logged; nothing to return. (Wire::accept)
+  static void Accept(ClientOwner* owner, uv_stream_t* server, const ClientSettings& settings);
+  // Appends the 503 (Retry-After, Connection: close) that answers a connection refused at once.
+  // (Wire::append_refusal)
+  static void AppendRefusal(std::string* out, std::string_view cell, const Outcome& outcome);
 
-  // Client: a local reply for REJECTED/FAILED (or, when part of the worker's response was sent
-  // already, the connection closed once that part is written); OK: the worker's response is whole.
-  void SendReply(const ipc::FrameHeader& header, std::string_view payload,
-                 uint64_t* outcome) override;
+  // Client. Ok: the worker's response, streamed already, is whole. Rejected or Failed: a local
+  // reply, or, when part of the worker's response went out already, the connection closed once
+  // that part is written.
+  void OnOutcome(Exchange* exchange, const Outcome& outcome, uint64_t* counter) override;
+  size_t OnResponseBytes(Exchange* exchange, std::string_view bytes, bool must_close) override;
+  void OnBodyFlow(Exchange* exchange) override;
   void Close() override;
-  HttpFrontConnection* AsHttp() override { return this; }
 
-  // For the worker link relaying the response to this client's current request
-  // (http::ResponseRelay::Begin): the connection stays open after it, the client speaks HTTP/1.1.
-  bool keep_alive() const { return keep_alive_; }
-  bool http11() const { return http11_; }
-  // Appends bytes of the worker's response. Returns true when the link is to stop reading from the
-  // worker until Link::ResumeReading (the client holds more than kResponseBufferBytes unsent).
-  bool AppendResponse(std::string_view bytes);
-  // The response relayed now must end the connection (a close-delimited body).
-  void CloseAfterResponse() { keep_alive_ = false; }
-
-  // For the worker link of the current request. The request's body was not whole with its head:
-  // the link makes it the body's source (OnBodyLink) when it sends the request.
-  bool body_streaming() const { return body_streaming_ && body_link_ == nullptr; }
-  // `link` sent the request's head: the body goes there as it is read ("100 Continue" first when
-  // the client waits for it).
-  void OnBodyLink(HttpWorkerLink* link);
-  // The body link's write queue drained: reading the body resumes.
-  void OnBodyDrained();
-  // The request left the body link (answered, or failed): no more body is read for it until its
-  // answer comes (the rest is then dropped).
-  void BodyLinkGone();
-
-  // Response bytes held for a client before its worker link stops reading: a large body streams
-  // through this much memory, not more.
-  static constexpr size_t kResponseBufferBytes = size_t{256} * 1024;
+  Phase phase() const { return phase_; }
 
  private:
-  HttpFrontConnection(ClientOwner* owner, const Settings& settings);
+  HttpFrontConnection(ClientOwner* owner, const ClientSettings& settings);
   ~HttpFrontConnection() override = default;
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
-  static void OnHeaderTimer(uv_timer_t* timer);
   static void OnClosed(uv_handle_t* handle);
   void OnDrained() override;
 
-  // Parses what was read, up to the next complete request.
+  // Enters `phase`, counting its time from now.
+  void Enter(Phase phase);
+  // Starts or stops reading the client, and arms or stops the timer, as the phase asks.
+  void Update();
+  // When the timer falls due in this phase (loop ms), none when it has no timer.
+  std::optional<uint64_t> TimerDeadline() const;
+  void OnTimer();
+  // Input is parsed now: in kHead and kDrainBody, and in kBody while the body flows.
+  bool Parsing() const;
+
+  // Parses what was read, up to the next complete request, or passes body bytes on.
   void ProcessInput();
   // Hands the request to the data path: whole, or (`streaming`) its head and the body so far.
   void StartExchange(bool streaming);
-  // Body bytes the parser decoded for a request handed on at its head: to its worker link, or
-  // dropped once it was answered. `last`: the body is whole.
+  // Body bytes the parser decoded: to the exchange (kBody), or dropped (kDrainBody). `last`: the
+  // body is whole.
   void PassBody(bool last);
-  // The body of the request handed on grew over max_payload_bytes (`error`, 413) or broke: the
-  // worker's request ends; the client gets `error` unless part of an answer went out.
+  // The body of the request being read grew over max_payload_bytes (`error`, 413), broke, or its
+  // client fell silent (408): the worker's request ends; the client gets `error` unless part of an
+  // answer went out.
   void CutBody(const http::Error& error);
-  // Starts or stops reading the client as the state asks.
-  void UpdateReading();
-  // The current request's answer is queued whole: closes (after writing it) when it must, else
-  // waits for the next request.
-  void EndExchange(bool close);
-  // Queues `bytes` as an answer (counted in `outcome`) that ends the exchange.
-  void Answer(const std::string& bytes, uint64_t* outcome, bool close);
+  // The current request's answer is queued whole: closes (after writing it) when `close`, else
+  // drains the rest of its body (`body_unread`) or waits for the next request.
+  void EndExchange(bool close, bool body_unread);
   void RefuseRequest(const http::Error& error);
-  // Closes once everything queued is written (no more requests are read).
+  // kClosing: closes once everything queued is written.
   void CloseWhenDrained();
-  // After the client's EOF: closes once every request it sent is answered and written.
+  // Closes a connection that has nothing more to do: kClosing and written, or the client's EOF
+  // came in kHead and every answer is written.
   void CloseIfDone();
-  void ArmHeaderTimer();
 
   union Handle {
     uv_handle_t handle;
@@ -124,32 +141,31 @@ class HttpFrontConnection final : public Client {
     uv_tcp_t tcp;
   };
   Handle handle_{};
-  uv_timer_t header_timer_{};
-  int open_handles_ = 0;
-  Settings settings_;
+  ClientSettings settings_;
   http::RequestParser parser_;
+  std::unique_ptr<loop::Timer> timer_;
   // The client's IP address for a TCP client (X-Forwarded-For, Forwarded), empty on a Unix socket.
   std::string client_address_;
   std::string in_;     // bytes read, from in_pos_ on not parsed yet
   size_t in_pos_ = 0;  // parsed up to here
   std::string scratch_;
-  // The current exchange: a request handed to the data path whose answer is not queued whole.
-  bool busy_ = false;
-  bool keep_alive_ = true;
-  bool http11_ = true;
-  bool head_request_ = false;      // the current request is a HEAD: local replies carry no body
-  bool response_started_ = false;  // bytes of the worker's response were queued
-  bool processing_ = false;        // inside ProcessInput
-  bool close_when_drained_ = false;
-  bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR))
-  bool reading_ = false;
-  // Request bodies streamed (not whole with the head).
-  bool head_ready_ = false;      // the parser gave a head not yet handed on
-  bool body_streaming_ = false;  // the current request was handed on and its body is not read whole
-  bool body_chunked_ = false;    // that body goes to the worker as chunks
-  bool body_paused_ = false;     // its link's write queue is full: the client is not read
-  bool continue_pending_ = false;        // the client waits for "100 Continue" before sending it
-  HttpWorkerLink* body_link_ = nullptr;  // the link writing it, once the request was sent
+
+  Phase phase_ = Phase::kHead;
+  uint64_t phase_since_ms_ = 0;
+  uint64_t body_progress_ms_ = 0;   // kBody: the last body bytes read, or the body's first wanting
+  uint64_t armed_deadline_ms_ = 0;  // the deadline timer_ is armed for, while armed
+  // The flags beside the phase:
+  bool reading_ = false;      // uv_read_start is in effect (follows from the phase, Update)
+  bool processing_ = false;   // inside ProcessInput: re-entry (an answer during OnRequest) defers
+  bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR)): nothing more is read
+  bool head_ready_ = false;   // kHead: the parser gave a head not yet handed on
+  // The current exchange: the connection closes after its answer (the request said so, or its
+  // response is close-delimited); bytes of its response were queued; its body goes to the worker as
+  // chunks; the client waits for "100 Continue" before it sends the body.
+  bool close_after_answer_ = false;
+  bool response_started_ = false;
+  bool body_chunked_ = false;
+  bool continue_pending_ = false;
 };
 
 }  // namespace bulkhead::proxy

@@ -7,10 +7,8 @@
 #include <utility>
 
 #include "base/check.h"
-#include "http/forward.h"
-#include "proxy/client.h"
-#include "proxy/http_front_connection.h"
-#include "proxy/request.h"
+#include "proxy/exchange.h"
+#include "proxy/stream_peer.h"
 
 namespace bulkhead::proxy {
 
@@ -30,11 +28,12 @@ HttpWorkerLink::HttpWorkerLink(Owner* owner)
             // A worker that answers before it reads the whole request (an early 413 or 401 to an
             // upload) and closes makes the write fail, its answer perhaps still unread here: keep
             // reading, and let the end of the connection decide (WorkerClosed), as Go's
-            // net/http client does. The rest of the body has nowhere to go (SendBody drops it).
+            // net/http client does. The rest of the body has nowhere to go (OnBodyBytes drops it).
             if (inflight_ == nullptr) Broken(write_error_);
           },
           [this] {
-            if (body_source_ != nullptr) body_source_->OnBodyDrained();
+            // Below the low watermark: a body that waits for room flows again.
+            if (inflight_ != nullptr) inflight_->WantBody();
           }) {
   pipe_.data = this;
 }
@@ -49,55 +48,55 @@ Result<HttpWorkerLink*> HttpWorkerLink::Connect(Owner* owner, uv_loop_t* loop,
   return link;
 }
 
-void HttpWorkerLink::Send(Request* request, std::string_view payload) {
+void HttpWorkerLink::Send(Exchange* exchange, std::string_view payload) {
   BH_CHECK(inflight_ == nullptr && !closing_);
-  inflight_ = request;
-  request->link = this;
+  inflight_ = exchange;
+  exchange->link = this;
   payload_.assign(payload);
   response_started_ = false;
   inflight_on_reused_ = carried_request_;
   carried_request_ = true;
-  inflight_idempotent_ = http::IsIdempotentRequest(payload);
-  // A HEAD response has no body whatever its fields say; the method is the payload's first word.
-  const bool head_request = payload.starts_with("HEAD ");
-  HttpFrontConnection* client = request->client != nullptr ? request->client->AsHttp() : nullptr;
-  relay_.Begin(head_request, client == nullptr || client->keep_alive(),
-               client == nullptr || client->http11());
-  body_streamed_ = client != nullptr && client->body_streaming();
+  const RequestInfo& info = exchange->info;
+  relay_.Begin(info.head, info.keep_alive, info.http11);
   writer_.AppendBytes(payload);
   writer_.Flush();
-  // Last: the client may start sending the rest of the body from here on.
-  if (body_streamed_ && client != nullptr && inflight_ == request && !closing_) {
-    body_source_ = client;
-    client->OnBodyLink(this);
+  // Last: the client may send the rest of the body from here on (the write may have broken the
+  // link, which then took the exchange off).
+  if (info.body == RequestInfo::Body::kStreamed && inflight_ == exchange && !closing_) {
+    exchange->WantBody();
   }
 }
 
-bool HttpWorkerLink::SendBody(std::string_view bytes) {
-  if (closing_ || inflight_ == nullptr || write_failed_) return false;
+size_t HttpWorkerLink::OnBodyBytes(Exchange* exchange, std::string_view bytes, bool) {
+  BH_CHECK(exchange == inflight_);
+  // After a failed write the rest of the body has nowhere to go: dropped, the end of the
+  // connection decides (WorkerClosed).
+  if (closing_ || write_failed_) return 0;
   writer_.AppendBytes(bytes);
   writer_.Flush();
-  return writer_.backlog_bytes() > kBodyBufferBytes;
+  return writer_.backlog_bytes();
 }
 
-void HttpWorkerLink::AbortBody(const std::string& why) {
-  body_source_ = nullptr;
-  if (closing_ || inflight_ == nullptr) return;
-  owner_->OnRequestAborted(this, why);
+void HttpWorkerLink::OnBodyAborted(Exchange* exchange, const std::string& why) {
+  if (closing_ || exchange != inflight_) return;
+  owner_->OnExchangeAborted(this, why);
 }
 
-Request* HttpWorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
-  Request* request = inflight_;
+Exchange* HttpWorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
+  Exchange* exchange = inflight_;
   if (unread != nullptr) {
-    *unread = request != nullptr && !response_started_ && inflight_on_reused_ && !body_streamed_ &&
-              (write_failed_ || left_unread_ || (ended_ && inflight_idempotent_));
+    *unread = exchange != nullptr && !response_started_ && inflight_on_reused_ &&
+              exchange->info.body != RequestInfo::Body::kStreamed &&
+              (write_failed_ || left_unread_ || (ended_ && exchange->info.idempotent));
     if (payload != nullptr) *payload = payload_;
   }
-  if (request != nullptr) request->link = nullptr;
   inflight_ = nullptr;
-  // A client still streaming the body stops: the rest has nowhere to go.
-  if (body_source_ != nullptr) std::exchange(body_source_, nullptr)->BodyLinkGone();
-  return request;
+  if (exchange != nullptr) {
+    exchange->link = nullptr;
+    // A client still streaming the body stops: the rest has nowhere to go.
+    exchange->DropBody();
+  }
+  return exchange;
 }
 
 void HttpWorkerLink::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -164,11 +163,8 @@ void HttpWorkerLink::Relay(std::string_view data) {
 }
 
 void HttpWorkerLink::Deliver() {
-  if (inflight_ == nullptr || inflight_->client == nullptr) return;
-  HttpFrontConnection* client = inflight_->client->AsHttp();
-  BH_CHECK(client != nullptr);
-  if (relay_.client_must_close()) client->CloseAfterResponse();
-  if (!out_.empty() && client->AppendResponse(out_) && !paused_) {
+  if (inflight_ == nullptr || (out_.empty() && !relay_.client_must_close())) return;
+  if (!inflight_->SendResponse(out_, relay_.client_must_close()) && !paused_ && !closing_) {
     paused_ = true;
     uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
   }
@@ -200,9 +196,11 @@ void HttpWorkerLink::WorkerClosed(const std::string& why) {
 void HttpWorkerLink::Finish(bool reusable) {
   // The worker answered before the streamed body was whole: the rest of it would be read as the
   // next request on this connection.
-  const bool body_cut = body_source_ != nullptr;
-  Request* request = TakeInflight();
-  owner_->OnHttpResponse(this, request, reusable && !ended_ && !body_cut);
+  const bool body_cut = inflight_->body_open();
+  const bool close_after = inflight_->info.close_link_after;
+  Exchange* exchange = TakeInflight();
+  owner_->OnWorkerAnswer(this, exchange, Outcome::Ok({}),
+                         reusable && !ended_ && !body_cut && !close_after);
 }
 
 void HttpWorkerLink::Broken(const std::string& why, bool worker_at_fault) {

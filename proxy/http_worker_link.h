@@ -1,24 +1,27 @@
 // SPDX-License-Identifier: MIT
 // HttpWorkerLink: one keep-alive HTTP/1.1 connection from the supervisor to the worker of a cell
-// with protocol = "http" (docs/http.md), carrying one request at a time. The request goes out as
-// the client connection framed it (http/forward.h); the response is parsed as it arrives
-// (http::ResponseRelay) and streamed to the request's client with backpressure: while the client
-// holds more than HttpFrontConnection::kResponseBufferBytes unsent, the link stops reading the
-// worker, so a large body never sits whole in memory. A client that is gone gets nothing; the
-// response is still read to its end, so the slot is freed when the worker finishes.
+// with protocol = "http" (docs/http.md), carrying one exchange at a time: its worker end
+// (proxy/exchange.h). The request goes out as the client connection framed it (http/forward.h);
+// the response is parsed as it arrives (http::ResponseRelay, told by the exchange's RequestInfo
+// whether it answers a HEAD and how the client takes a body) and streamed to the exchange's client
+// through Exchange::SendResponse with backpressure: while the client holds more than the exchange's
+// high watermark unwritten, the link stops reading the worker, so a large body never sits whole
+// in memory. A client that is gone gets nothing; the response is still read to its end, so the
+// slot is freed when the worker finishes.
 //
 // A worker that answers `Connection: close` (gunicorn's sync workers), or that closes an idle
-// connection, is not reused: the data path opens a fresh connection for the next request. An idle
-// link watches for EOF; a request whose write failed, or whose connection ended before any byte of
-// a response came, is one the worker did not answer, and is resent once on a fresh connection
-// (TakeInflight tells it unread).
+// connection, is not reused: the data path opens a fresh connection for the next exchange. Nor is
+// a connection whose exchange said so (RequestInfo::close_link_after). An idle link watches for
+// EOF; a request whose write failed, or whose connection ended before any byte of a response came,
+// is one the worker did not answer, and is resent once on a fresh connection (TakeInflight tells
+// it unread).
 //
-// A request whose body was not whole with its head goes out as its head (and the body bytes that
-// came with it); the client then streams the rest through SendBody as it reads it, and the link
-// tells it when its write queue drained (HttpFrontConnection::OnBodyDrained), so a large upload
-// never sits whole in memory either. Such a request is never resent, and its connection is not
-// reused when the worker answered before the body was whole. Owns itself: deleted in its handle's
-// close callback. REQUIRES: loop thread.
+// A request whose body was not whole with its head (RequestInfo::kStreamed) goes out as its head
+// (and the body bytes that came with it); the link then asks the exchange for the body
+// (Exchange::WantBody), writes what the client sends through it (OnBodyBytes), and asks again
+// once its write queue drained, so a large upload never sits whole in memory either. Such a
+// request is never resent, and its connection is not reused when the worker answered before the
+// body was whole. Owns itself: deleted in its handle's close callback. REQUIRES: loop thread.
 #pragma once
 
 #include <uv.h>
@@ -34,58 +37,37 @@
 
 namespace bulkhead::proxy {
 
-class HttpFrontConnection;
-
 class HttpWorkerLink final : public Link {
  public:
-  // What an HTTP link tells its cell's data path (proxy::CellDataPath), on the loop thread.
-  class Owner : public virtual LinkOwner {
-   public:
-    // The worker's response to `request` (already taken off the link) is whole and streamed to its
-    // client. `reusable`: the worker keeps the connection open for another request; if not, the
-    // owner closes it. The owner may send the next request on a reusable `link`.
-    virtual void OnHttpResponse(HttpWorkerLink* link, Request* request, bool reusable) = 0;
-    // Bytes of a response came: the worker is making progress (stall_timeout).
-    virtual void OnWorkerProgress() = 0;
-    // The in-flight request's body will never be whole (AbortBody: `why`): the owner takes the
-    // request and closes the link, so the worker sees the connection end, not a whole request.
-    virtual void OnRequestAborted(HttpWorkerLink* link, const std::string& why) = 0;
-  };
+  using Owner = LinkOwner;
 
   // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
   // backlog is full (EAGAIN).
   static Result<HttpWorkerLink*> Connect(Owner* owner, uv_loop_t* loop, const std::string& path);
 
-  // Link. `payload` is the whole request as the worker gets it (http/forward.h).
-  void Send(Request* request, std::string_view payload) override;
+  // Link. `payload` is the request as the worker gets it (http/forward.h): whole, or its head and
+  // the first bytes of a streamed body. When the response is whole: LinkOwner::OnWorkerAnswer with
+  // Outcome::Ok, the response streamed already.
+  void Send(Exchange* exchange, std::string_view payload) override;
   bool busy() const override { return inflight_ != nullptr; }
   // Link. Unread: no byte of a response came, the request went out on a connection that had
   // carried an earlier request (idle, reused; a fresh connection cannot have been closed by a
   // keep-alive timeout), its body came whole with its head, and either the worker cannot have read
   // it whole (its write failed; or the worker ended the connection with bytes of it unread:
   // ECONNRESET, or at EOF still in the worker's receive queue, InflightUnread), or it is idempotent
-  // (http::IsIdempotentRequest) and the worker closed the connection. A POST the worker read and
+  // (RequestInfo::idempotent) and the worker closed the connection. A POST the worker read and
   // then closed on (a worker killed with it in hand) is never unread: it may have acted on it, and
   // RFC 9110 section 9.2.2 forbids a proxy to repeat it on its own. Go's net/http client resends
   // on the same grounds (nothing written, or an idempotent request on a reused connection).
-  Request* TakeInflight(bool* unread, std::string_view* payload) override;
+  Exchange* TakeInflight(bool* unread, std::string_view* payload) override;
   using Link::TakeInflight;
   void Close() override;
+  // Link, the exchange's worker end: body bytes are written as the client framed them
+  // (http/forward.h); a cut body ends the exchange (LinkOwner::OnExchangeAborted), and the
+  // connection with it.
+  size_t OnBodyBytes(Exchange* exchange, std::string_view bytes, bool last) override;
+  void OnBodyAborted(Exchange* exchange, const std::string& why) override;
   void ResumeReading() override;
-
-  // The streamed body of the in-flight request (the client's HttpFrontConnection, whose
-  // body_streaming() was true when Send ran, is its source). Writes `bytes` of it, framed by the
-  // client (http/forward.h). Returns true when the client is to stop reading its body until
-  // OnBodyDrained: more than kBodyBufferBytes wait to be written to the worker.
-  bool SendBody(std::string_view bytes);
-  // The body is whole (its last bytes were sent): the client is no longer its source.
-  void EndBody() { body_source_ = nullptr; }
-  // The body will never be whole (`why`): the request ends (Owner::OnRequestAborted) and the
-  // connection is closed.
-  void AbortBody(const std::string& why);
-
-  // Request body bytes held for a worker before its client stops reading the body.
-  static constexpr size_t kBodyBufferBytes = size_t{256} * 1024;
 
  private:
   explicit HttpWorkerLink(Owner* owner);
@@ -105,7 +87,7 @@ class HttpWorkerLink final : public Link {
   // The response is whole: back to the owner. `reusable` as Owner::OnHttpResponse.
   void Finish(bool reusable);
   void Broken(const std::string& why, bool worker_at_fault = false);
-  // Where relayed bytes go: the request's client, or nowhere once it is gone.
+  // Hands the relayed bytes in out_ to the exchange's client; stops reading when it is behind.
   void Deliver();
 
   Owner* owner_;
@@ -113,21 +95,16 @@ class HttpWorkerLink final : public Link {
   http::ResponseRelay relay_;
   std::string read_buffer_;
   std::string out_;  // relayed bytes for the client, reused
-  Request* inflight_ = nullptr;
+  Exchange* inflight_ = nullptr;
   std::string payload_;            // of the in-flight request, until its response starts
   bool response_started_ = false;  // a byte of the in-flight request's response came
   bool write_failed_ = false;
-  bool inflight_on_reused_ = false;   // sent after an earlier request on this connection
-  bool inflight_idempotent_ = false;  // http::IsIdempotentRequest
-  bool carried_request_ = false;      // a request was sent on this connection before
-  bool ended_ = false;                // the worker closed the connection (EOF or reset)
-  bool left_unread_ = false;          // ... with bytes of the in-flight request unread
-  std::string write_error_;           // why the write failed (write_failed_)
-  bool paused_ = false;               // reading stopped: the client is behind
-  // The client streaming the in-flight request's body, until it is whole (EndBody), cut (AbortBody)
-  // or the request leaves the link (TakeInflight tells the client: BodyLinkGone).
-  HttpFrontConnection* body_source_ = nullptr;
-  bool body_streamed_ = false;  // the in-flight request's body was not whole with its head
+  bool inflight_on_reused_ = false;  // sent after an earlier request on this connection
+  bool carried_request_ = false;     // a request was sent on this connection before
+  bool ended_ = false;               // the worker closed the connection (EOF or reset)
+  bool left_unread_ = false;         // ... with bytes of the in-flight request unread
+  std::string write_error_;          // why the write failed (write_failed_)
+  bool paused_ = false;              // reading stopped: the client is behind
 };
 
 }  // namespace bulkhead::proxy

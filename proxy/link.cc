@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "base/check.h"
 #include "base/unique_fd.h"
 
 namespace bulkhead::proxy {
@@ -26,6 +27,15 @@ Result<UniqueFd> ConnectWorkerSocket(const std::string& path) {
 }
 
 }  // namespace
+
+size_t Link::OnBodyBytes(Exchange*, std::string_view, bool) {
+  BH_CHECK(false && "this link carries no streamed body");
+  return 0;
+}
+
+void Link::OnBodyAborted(Exchange*, const std::string&) {
+  BH_CHECK(false && "this link carries no streamed body");
+}
 
 Status Link::Open(uv_loop_t* loop, const std::string& path, uv_alloc_cb alloc, uv_read_cb read,
                   uv_close_cb closed) {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "base/check.h"
@@ -11,12 +10,8 @@
 
 namespace bulkhead::proxy {
 
-SlowClients::SlowClients(uv_loop_t* loop) : loop_(loop) {
-  uv_timer_init(loop_, &write_timer_);
-  write_timer_.data = this;
-}
-
-SlowClients::~SlowClients() { BH_CHECK(!open_); }
+SlowClients::SlowClients(loop::TimeSource* time)
+    : time_(time), write_timer_(time->CreateTimer([this] { OnWriteTimer(); })) {}
 
 void SlowClients::SetLimits(uint64_t max_unsent_bytes, uint64_t write_timeout_ms) {
   max_unsent_bytes_ = max_unsent_bytes;
@@ -31,15 +26,12 @@ uint64_t SlowClients::UnsentBytes() const {
 
 void SlowClients::Waiting(Client* conn) {
   waiting_.insert(conn);
-  if (write_timeout_ms_ > 0 && !uv_is_active(reinterpret_cast<uv_handle_t*>(&write_timer_))) {
-    const uint64_t tick = std::clamp<uint64_t>(write_timeout_ms_ / 4, 100, 1000);
-    uv_timer_start(&write_timer_, &SlowClients::OnWriteTimer, tick, tick);
-  }
+  if (write_timeout_ms_ > 0 && !write_timer_->armed()) ArmTick();
   uint64_t total = UnsentBytes();
   if (total <= max_unsent_bytes_) return;
   // Over the budget: the clients that have accepted nothing for the longest go first, until the
   // rest fits (the one just answered too, when it is the slowest).
-  const uint64_t now = uv_now(loop_);
+  const uint64_t now = time_->NowMs();
   std::vector<Client*> by_stall(waiting_.begin(), waiting_.end());
   for (Client* waiting : by_stall) waiting->CheckProgress(now);
   std::sort(by_stall.begin(), by_stall.end(), [](Client* a, Client* b) {
@@ -58,29 +50,23 @@ void SlowClients::Waiting(Client* conn) {
   }
 }
 
-void SlowClients::OnWriteTimer(uv_timer_t* timer) {
-  auto* self = static_cast<SlowClients*>(timer->data);
-  const uint64_t now = uv_now(self->loop_);
-  const uint64_t timeout = self->write_timeout_ms_;
-  std::vector<Client*> waiting(self->waiting_.begin(), self->waiting_.end());
+void SlowClients::ArmTick() {
+  write_timer_->Start(std::clamp<uint64_t>(write_timeout_ms_ / 4, 100, 1000));
+}
+
+void SlowClients::OnWriteTimer() {
+  const uint64_t now = time_->NowMs();
+  const uint64_t timeout = write_timeout_ms_;
+  std::vector<Client*> waiting(waiting_.begin(), waiting_.end());
   for (Client* conn : waiting) {
     if (conn->CheckProgress(now) == 0) {
-      self->waiting_.erase(conn);
+      waiting_.erase(conn);
     } else if (timeout > 0 && now - conn->stalled_since_ms() >= timeout) {
       conn->CloseUnread("accepted no byte for " + std::to_string(now - conn->stalled_since_ms()) +
                         " ms, client_write_timeout is " + std::to_string(timeout) + " ms");
     }
   }
-  if (self->waiting_.empty() || timeout == 0) uv_timer_stop(timer);
-}
-
-void SlowClients::Close(std::function<void()> on_closed) {
-  on_closed_ = std::move(on_closed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&write_timer_), [](uv_handle_t* handle) {
-    auto* self = static_cast<SlowClients*>(handle->data);
-    self->open_ = false;
-    if (self->on_closed_) std::exchange(self->on_closed_, nullptr)();
-  });
+  if (!waiting_.empty() && timeout > 0) ArmTick();
 }
 
 }  // namespace bulkhead::proxy

@@ -4,11 +4,11 @@
 // after client_write_timeout without accepting a byte (docs/config.md). REQUIRES: loop thread only.
 #pragma once
 
-#include <uv.h>
-
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <unordered_set>
+
+#include "loop/time_source.h"
 
 namespace bulkhead::proxy {
 
@@ -16,8 +16,8 @@ class Client;
 
 class SlowClients {
  public:
-  explicit SlowClients(uv_loop_t* loop);
-  ~SlowClients();
+  // `time` outlives the watcher.
+  explicit SlowClients(loop::TimeSource* time);
   SlowClients(const SlowClients&) = delete;
   SlowClients& operator=(const SlowClients&) = delete;
 
@@ -33,19 +33,19 @@ class SlowClients {
   // Reply bytes held for the cell's clients, not yet written to their sockets.
   uint64_t UnsentBytes() const;
 
-  // Closes the timer; `on_closed` runs from its close callback.
-  void Close(std::function<void()> on_closed);
+  // Stops watching (the cell is closing).
+  void Stop() { write_timer_->Stop(); }
 
  private:
-  // Every tick while replies wait: closes clients past client_write_timeout.
-  static void OnWriteTimer(uv_timer_t* timer);
+  // Every tick while replies wait (write_timeout / 4, within 100 ms to 1 s): closes clients past
+  // client_write_timeout.
+  void OnWriteTimer();
+  void ArmTick();
 
-  uv_loop_t* loop_;
+  loop::TimeSource* time_;
   uint64_t max_unsent_bytes_ = 0;
   uint64_t write_timeout_ms_ = 0;
-  uv_timer_t write_timer_{};
-  bool open_ = true;
-  std::function<void()> on_closed_;
+  std::unique_ptr<loop::Timer> write_timer_;
   // Clients with reply bytes unsent (or that had at the last look).
   std::unordered_set<Client*> waiting_;
 };

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "base/check.h"
-#include "proxy/request.h"
+#include "proxy/exchange.h"
 
 namespace bulkhead::proxy {
 
@@ -37,7 +37,7 @@ Result<WorkerLink*> WorkerLink::Connect(Owner* owner, uv_loop_t* loop, const std
   return link;
 }
 
-void WorkerLink::Send(Request* request, std::string_view payload) {
+void WorkerLink::Send(Exchange* exchange, std::string_view payload) {
   BH_CHECK(!closing_ && (multiplexed_ || in_flight_ == 0));
   uint32_t index = 0;
   if (free_slots_.empty()) {
@@ -48,12 +48,12 @@ void WorkerLink::Send(Request* request, std::string_view payload) {
     free_slots_.pop_back();
   }
   Slot& slot = slots_[index];
-  slot.request = request;
+  slot.exchange = exchange;
   slot.payload_size = static_cast<uint32_t>(payload.size());
   slot.frame_offset = writer_.appended_bytes();
   ++in_flight_;
   take_from_ = 0;
-  request->link = this;
+  exchange->link = this;
   ipc::FrameHeader header;
   header.type = ipc::FrameType::kRequest;
   header.request_id = RequestIdOf(index, slot.generation);
@@ -67,28 +67,28 @@ void WorkerLink::Send(Request* request, std::string_view payload) {
 
 void WorkerLink::FreeSlot(uint32_t index) {
   Slot& slot = slots_[index];
-  slot.request->link = nullptr;
-  slot.request = nullptr;
+  slot.exchange->link = nullptr;
+  slot.exchange = nullptr;
   // Generation 0 is never used, so that no id is 0 (nor a slot's first id a former one's).
   if (++slot.generation == 0) slot.generation = 1;
   free_slots_.push_back(index);
   --in_flight_;
 }
 
-Request* WorkerLink::TakeReplied(uint64_t request_id) {
+Exchange* WorkerLink::TakeReplied(uint64_t request_id) {
   const uint64_t index = request_id >> 32;
   if (index >= slots_.size()) return nullptr;
   Slot& slot = slots_[index];
-  if (slot.request == nullptr || slot.generation != static_cast<uint32_t>(request_id)) {
+  if (slot.exchange == nullptr || slot.generation != static_cast<uint32_t>(request_id)) {
     return nullptr;
   }
-  Request* request = slot.request;
+  Exchange* exchange = slot.exchange;
   FreeSlot(static_cast<uint32_t>(index));
-  return request;
+  return exchange;
 }
 
-Request* WorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
-  while (take_from_ < slots_.size() && slots_[take_from_].request == nullptr) ++take_from_;
+Exchange* WorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
+  while (take_from_ < slots_.size() && slots_[take_from_].exchange == nullptr) ++take_from_;
   if (take_from_ == slots_.size()) return nullptr;
   const auto index = static_cast<uint32_t>(take_from_);
   const Slot& slot = slots_[index];
@@ -108,9 +108,9 @@ Request* WorkerLink::TakeInflight(bool* unread, std::string_view* payload) {
       }
     }
   }
-  Request* request = slot.request;
+  Exchange* exchange = slot.exchange;
   FreeSlot(index);
-  return request;
+  return exchange;
 }
 
 void WorkerLink::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -147,15 +147,32 @@ void WorkerLink::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*) {
       self->Broken("worker sent a malformed frame: " + self->decoder_.error_message(), true);
       return;
     }
-    Request* request = self->TakeReplied(frame.header.request_id);
-    if (request == nullptr) {
+    Exchange* exchange = self->TakeReplied(frame.header.request_id);
+    if (exchange == nullptr) {
       self->Broken("worker replied to a request it was not sent", true);
       return;
     }
     // May send the next request on this link (or close it): nothing of `self` is used after this
     // except the decoder, and only while the link is still open.
-    self->owner_->OnWorkerReply(self, request, frame);
+    self->Answer(exchange, frame);
     if (self->closing_) return;
+  }
+}
+
+void WorkerLink::Answer(Exchange* exchange, const ipc::FrameView& frame) {
+  // docs/protocol.md, "Supervisor -> worker": OK/none or FAILED/worker_error, nothing else.
+  const ipc::FrameHeader& in = frame.header;
+  if (!ipc::IsValidWorkerReply(in)) {
+    scratch_ = std::string("worker broke the protocol: it replied with status ") +
+               ipc::StatusName(in.status) + " and reason " + ipc::ReasonName(in.reason);
+    owner_->OnWorkerAnswer(this, exchange, Outcome::Failed(ipc::Reason::kWorkerError, scratch_),
+                           /*reusable=*/true);
+  } else if (in.status == ipc::ReplyStatus::kOk) {
+    owner_->OnWorkerAnswer(this, exchange, Outcome::Ok(frame.payload), /*reusable=*/true);
+  } else {
+    owner_->OnWorkerAnswer(this, exchange,
+                           Outcome::Failed(ipc::Reason::kWorkerError, frame.payload),
+                           /*reusable=*/true);
   }
 }
 

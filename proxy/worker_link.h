@@ -23,30 +23,24 @@
 
 namespace bulkhead::proxy {
 
-struct Request;
-
 class WorkerLink final : public Link {
  public:
-  // What a link tells its cell's data path (proxy::CellDataPath), on the loop thread.
-  class Owner : public virtual LinkOwner {
-   public:
-    // The worker replied to `request`, already taken off the link; `frame` is valid during the
-    // call only. The owner may send the next request on `link` or close it.
-    virtual void OnWorkerReply(WorkerLink* link, Request* request, const ipc::FrameView& frame) = 0;
-  };
+  using Owner = LinkOwner;
 
   // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
   // backlog is full (EAGAIN). `multiplexed`: the link carries many requests at a time.
   static Result<WorkerLink*> Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
                                      uint32_t max_payload, bool multiplexed);
 
-  // Link. One-per-request: REQUIRES !busy(), written at once. Multiplexed: appended to the link's
-  // output, written at the next Flush(); no limit here (the cell's Bulkhead keeps max_concurrent).
-  // O(1), and without allocating once the link's slots are warm.
-  void Send(Request* request, std::string_view payload) override;
-  // Writes what Send appended and is not written yet; may report a failed write (OnLinkBroken)
-  // before it returns.
-  void Flush() { writer_.Flush(); }
+  // Link. A reply answers its exchange (LinkOwner::OnWorkerAnswer): OK/none as Outcome::Ok with
+  // the reply's payload, FAILED/worker_error as Outcome::Failed (docs/protocol.md, "Supervisor ->
+  // worker"); any other status or reason fails that exchange as a protocol error, the link
+  // staying usable. One-per-request: REQUIRES !busy(), written at once. Multiplexed: appended to
+  // the link's output, written at the next Flush(); no limit here (the cell's Bulkhead keeps
+  // max_concurrent). O(1), and without allocating once the link's slots are warm.
+  void Send(Exchange* exchange, std::string_view payload) override;
+  // Link.
+  void Flush() override { writer_.Flush(); }
 
   bool multiplexed() const { return multiplexed_; }
   bool busy() const override { return in_flight_ != 0; }
@@ -56,7 +50,7 @@ class WorkerLink final : public Link {
   // or the worker closed the connection with bytes of it unread (ECONNRESET on a Unix stream
   // socket), before any byte of a reply came. Multiplexed: no byte of its frame was handed to the
   // kernel (the link broke before Flush wrote it).
-  Request* TakeInflight(bool* unread, std::string_view* payload) override;
+  Exchange* TakeInflight(bool* unread, std::string_view* payload) override;
   using Link::TakeInflight;
 
   // Closes the connection. REQUIRES: nothing in flight (take it first).
@@ -71,9 +65,9 @@ class WorkerLink final : public Link {
   }
 
  private:
-  // One request in flight, or a free place for one.
+  // One exchange in flight, or a free place for one.
   struct Slot {
-    Request* request = nullptr;
+    Exchange* exchange = nullptr;
     uint32_t generation = 1;
     uint32_t payload_size = 0;
     // Multiplexed: where its frame starts in the stream of bytes sent (StreamWriter offsets).
@@ -86,11 +80,13 @@ class WorkerLink final : public Link {
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void OnClosed(uv_handle_t* handle);
+  // Hands `exchange`'s reply `frame` to the owner as its Outcome.
+  void Answer(Exchange* exchange, const ipc::FrameView& frame);
   // `worker_at_fault`: the worker broke the protocol (not an EOF or a socket error).
   void Broken(const std::string& why, bool worker_at_fault = false);
-  // The request the reply `request_id` answers, taken off its slot; nullptr when no request in
-  // flight has that id.
-  Request* TakeReplied(uint64_t request_id);
+  // The exchange the reply `request_id` answers, taken off its slot; nullptr when none in flight
+  // has that id.
+  Exchange* TakeReplied(uint64_t request_id);
   void FreeSlot(uint32_t index);
 
   Owner* owner_;
@@ -108,7 +104,8 @@ class WorkerLink final : public Link {
   std::string payload_;
   bool reply_started_ = false;  // a byte of the in-flight request's reply came
   bool write_failed_ = false;
-  bool reset_ = false;  // a read failed with ECONNRESET
+  bool reset_ = false;   // a read failed with ECONNRESET
+  std::string scratch_;  // a protocol error's message
 };
 
 }  // namespace bulkhead::proxy

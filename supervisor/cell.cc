@@ -11,7 +11,7 @@
 namespace bulkhead::supervisor {
 
 Cell::Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config,
-           lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::RequestPool* pool,
+           lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::ExchangePool* pool,
            loop::WriteBatch* write_batch)
     : time_(time),
       after_poll_(loop,
@@ -19,7 +19,7 @@ Cell::Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& co
                     runner_.OnAfterPoll();
                     data_path_.OnAfterPoll();
                   }),
-      data_path_(loop, config, max_payload, pool, write_batch, &after_poll_, this),
+      data_path_(loop, time, config, max_payload, pool, write_batch, &after_poll_, this),
       runner_(loop, time, config, std::move(compartment), max_payload, &after_poll_, this,
               &lifecycle::SystemWorkerLauncher()) {}
 

@@ -26,15 +26,15 @@
 #include "loop/time_source.h"
 #include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
-#include "proxy/request.h"
+#include "proxy/exchange.h"
 
 namespace bulkhead::supervisor {
 
 class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
  public:
-  // The worker's side reads time and arms its timers through `time`, which outlives the cell.
+  // `time` (the clock and timers of both halves), `pool` and `write_batch` outlive the cell.
   Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config,
-       lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::RequestPool* pool,
+       lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::ExchangePool* pool,
        loop::WriteBatch* write_batch);
   ~Cell() override;
   Cell(const Cell&) = delete;

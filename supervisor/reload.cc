@@ -71,6 +71,8 @@ ReloadResult Supervisor::Reload() {
   const bool tell = ready_sent_;
   if (tell) notifier_.Reloading();
   ReloadResult result = ApplyReload();
+  ++(result.ok ? reloads_.applied : reloads_.refused);
+  reloads_.last_refused = !result.ok;
   if (tell) notifier_.Ready();
   OnCellStateChanged();
   return result;

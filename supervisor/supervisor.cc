@@ -397,7 +397,9 @@ std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
   return snapshots;
 }
 
-std::string Supervisor::RenderMetrics() const { return control::MetricsText(Snapshots()); }
+std::string Supervisor::RenderMetrics() const {
+  return control::MetricsText(Snapshots(), reloads_);
+}
 
 std::string Supervisor::HandleControl(const std::string& request_line) {
   return HandleControl(request_line, control::SelfAsPeer());

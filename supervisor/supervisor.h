@@ -20,12 +20,13 @@
 #include "control/command_table.h"
 #include "control/control_server.h"
 #include "control/metrics_server.h"
+#include "control/metrics_text.h"
 #include "control/reload_plan.h"
 #include "lifecycle/cell_logs.h"
 #include "loop/handle_group.h"
 #include "loop/time_source.h"
 #include "loop/write_batch.h"
-#include "proxy/request.h"
+#include "proxy/exchange.h"
 #include "supervisor/cell.h"
 #include "supervisor/connection_budget.h"
 #include "supervisor/runtime_dir_lock.h"
@@ -137,7 +138,7 @@ class Supervisor {
   uv_loop_t loop_{};
   // The loop's clock and timers, for everything bulkheadd runs (loop/time_source.h).
   loop::LoopTimeSource time_{&loop_};
-  proxy::RequestPool pool_;
+  proxy::ExchangePool pool_;
   // The client answers of a loop iteration, sent together (loop/write_batch.h); from Run() until
   // CloseAll() closes it.
   std::optional<loop::WriteBatch> write_batch_;
@@ -149,6 +150,7 @@ class Supervisor {
   RuntimeDirLock runtime_dir_lock_;  // held from startup until every socket file is removed
   std::unique_ptr<control::ControlServer> control_;
   std::unique_ptr<control::MetricsServer> metrics_;  // null without metrics_listen
+  control::ReloadCounts reloads_;  // every Reload(), for bulkhead_config_reloads_total
   // The control socket's commands: control/command_table.h's rows with this supervisor's handlers.
   control::CommandTable commands_;
   // The signal handles (HandleSignals); the cells, control_, metrics_ and write_batch_ close as

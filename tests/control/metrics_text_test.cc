@@ -95,6 +95,34 @@ TEST(MetricsText, RefusedConnectionsAndTheConnectionLimit) {
   EXPECT_THAT(text, HasSubstr("bulkhead_connection_limit{cell=\"a\"} 512\n"));
 }
 
+// What the alert on queue wait compares its p99 with (packaging/prometheus/bulkhead-alerts.yml).
+TEST(MetricsText, QueueTimeoutInSeconds) {
+  CellSnapshot s = Snapshot("a");
+  s.limits.queue_timeout_ms = 1500;
+  std::string text = MetricsText({s});
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_queue_timeout_seconds gauge\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_queue_timeout_seconds{cell=\"a\"} 1.5\n"));
+}
+
+// The supervisor's reloads, without a cell label: a refused one sets the gauge to 0 until the
+// next applied one, as Prometheus' own prometheus_config_last_reload_successful.
+TEST(MetricsText, ReloadsByResultAndWhetherTheLastWasRefused) {
+  std::string text = MetricsText({Snapshot("a")});
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_config_reloads_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_config_reloads_total{result=\"applied\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_config_reloads_total{result=\"refused\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_config_last_reload_successful gauge\n"));
+  EXPECT_THAT(text, HasSubstr("\nbulkhead_config_last_reload_successful 1\n"));
+
+  text =
+      MetricsText({Snapshot("a")}, ReloadCounts{.applied = 2, .refused = 1, .last_refused = true});
+  EXPECT_THAT(text, HasSubstr("bulkhead_config_reloads_total{result=\"applied\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_config_reloads_total{result=\"refused\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("\nbulkhead_config_last_reload_successful 0\n"));
+  // No cell, and still the supervisor's own families.
+  EXPECT_THAT(MetricsText({}), HasSubstr("bulkhead_config_last_reload_successful 1\n"));
+}
+
 TEST(MetricsText, HistogramBucketsAreCumulativeInSeconds) {
   std::string text = MetricsText({Snapshot("a")});
   const std::string h = "bulkhead_request_duration_seconds";

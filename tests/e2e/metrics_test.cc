@@ -6,6 +6,7 @@
 // `status CELL`, `status --watch` and the HTTP errors (404, 405) behave as documented.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -188,6 +189,8 @@ void CheckEndpoint(Harness& h, const Endpoint& endpoint) {
   EXPECT_EQ(metric("bulkhead_requests_queued{cell=\"m\"}"), 0);
   EXPECT_EQ(metric("bulkhead_max_concurrent{cell=\"m\"}"), 1);
   EXPECT_EQ(metric("bulkhead_max_queue{cell=\"m\"}"), 1);
+  EXPECT_EQ(metric("bulkhead_queue_timeout_seconds{cell=\"m\"}"),
+            status["queue_timeout_ms"].get<double>() / 1000);
   EXPECT_EQ(metric("bulkhead_connections_refused_total{cell=\"m\"}"),
             status["connections_refused"].get<double>());
   EXPECT_EQ(metric("bulkhead_connection_limit{cell=\"m\"}"),
@@ -299,6 +302,48 @@ TEST(Metrics, InFlightLeavesOutRequestsAnsweredByTimeout) {
   EXPECT_EQ(c["in_flight"], 0) << c.dump();
   EXPECT_EQ(c["failed_by_reason"]["timeout"], 1) << c.dump();
   ExpectCountersReconcile(c);
+}
+
+// A refused reload shows in the metrics until a reload applies, as Prometheus'
+// prometheus_config_last_reload_successful: what the alert BulkheadConfigReloadFailed reads
+// (packaging/prometheus/bulkhead-alerts.yml).
+TEST(Metrics, ARefusedReloadShowsUntilAReloadApplies) {
+  const CellSpec cell = MetricsCell();
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  auto metrics = [&h] {
+    Result<ProcessResult> ctl = h.Ctl({"metrics"});
+    EXPECT_TRUE(ctl.ok() && ctl->exit_code() == 0) << (ctl.ok() ? ctl->Describe() : "");
+    return ctl.ok() ? Samples(ctl->out) : std::map<std::string, double>{};
+  };
+  auto reload = [&h] {
+    Result<ProcessResult> run = h.Ctl({"reload"});
+    return run.ok() ? run->exit_code() : -1;
+  };
+  std::map<std::string, double> m = metrics();
+  EXPECT_EQ(m["bulkhead_config_reloads_total{result=\"applied\"}"], 0);
+  EXPECT_EQ(m["bulkhead_config_reloads_total{result=\"refused\"}"], 0);
+  EXPECT_EQ(m["bulkhead_config_last_reload_successful"], 1);
+
+  CellSpec broken = cell;
+  broken.max_concurrent = 0;
+  h.RewriteConfig({broken});
+  EXPECT_EQ(reload(), kExitConfigInvalid);
+  m = metrics();
+  EXPECT_EQ(m["bulkhead_config_reloads_total{result=\"refused\"}"], 1);
+  EXPECT_EQ(m["bulkhead_config_last_reload_successful"], 0);
+  // SIGHUP is counted the same way.
+  ASSERT_EQ(::kill(h.pid(), SIGHUP), 0);
+  EXPECT_TRUE(WaitFor([&] {
+    return metrics()["bulkhead_config_reloads_total{result=\"refused\"}"] == 2;
+  })) << h.Log();
+
+  h.RewriteConfig({cell});
+  EXPECT_EQ(reload(), kExitOk);
+  m = metrics();
+  EXPECT_EQ(m["bulkhead_config_reloads_total{result=\"applied\"}"], 1);
+  EXPECT_EQ(m["bulkhead_config_reloads_total{result=\"refused\"}"], 2);
+  EXPECT_EQ(m["bulkhead_config_last_reload_successful"], 1);
 }
 
 TEST(Metrics, StatusLongFormAndWatch) {

@@ -129,4 +129,13 @@ TEST(Forward, ConnectionOptionsAreCaseInsensitiveTokens) {
 }
 
 }  // namespace
+TEST(Forward, OnlyIdempotentMethodsMayBeSentAgain) {
+  for (const char* method : {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}) {
+    EXPECT_TRUE(IsIdempotentMethod(method)) << method;
+  }
+  for (const char* method : {"POST", "PATCH", "CONNECT", "get", "GETX", ""}) {
+    EXPECT_FALSE(IsIdempotentMethod(method)) << method;
+  }
+}
+
 }  // namespace bulkhead::http

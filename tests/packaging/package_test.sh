@@ -3,8 +3,9 @@
 # package_test.sh BUILD_DIR: the Debian package, end to end. Builds it with CPack from BUILD_DIR
 # (into a temporary directory), checks it with lintian (no error, no warning), then, as root only,
 # installs it with dpkg -i, checks what it installed (files, the conffile, man pages, the unit,
-# `bulkheadd --check-config` on the installed config, bash completion, a request served by the
-# installed cell), removes it (dpkg -r: the conffile stays, as a conffile must) and purges it.
+# the alerting rules with promtool, `bulkheadd --check-config` on the installed config, bash
+# completion, a request served by the installed cell), removes it (dpkg -r: the conffile stays, as
+# a conffile must) and purges it.
 # Exit: 0 pass, 1 fail, 77 skip (not root, or a bulkhead package is already installed here).
 set -euo pipefail
 build="$(cd "$1" && pwd)"
@@ -75,9 +76,13 @@ for f in /usr/sbin/bulkheadd /usr/bin/bulkheadctl /usr/lib/bulkhead/bulkhead-ech
 done
 for f in /etc/bulkhead/bulkhead.toml /lib/systemd/system/bulkheadd.service \
   /usr/share/bash-completion/completions/bulkheadctl /usr/share/doc/bulkhead/copyright \
-  /usr/share/doc/bulkhead/changelog.Debian.gz; do
+  /usr/share/doc/bulkhead/changelog.Debian.gz /usr/share/bulkhead/prometheus/bulkhead-alerts.yml \
+  /usr/share/bulkhead/grafana/bulkhead.json; do
   [ -f "$f" ] || fail "$f is not installed"
 done
+# The installed rules load in Prometheus (docs/metrics.md, "Dashboard and alerts").
+out="$(promtool check rules /usr/share/bulkhead/prometheus/bulkhead-alerts.yml 2>&1)" ||
+  fail "promtool check rules on the installed rules: $out"
 dpkg-query -W -f='${Conffiles}\n' bulkhead | grep -q "^ /etc/bulkhead/bulkhead.toml " ||
   fail "/etc/bulkhead/bulkhead.toml is not a conffile"
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// CellDataPath on a real libuv loop with a fake Upstream: the data path serves and refuses
-// requests with no process, no lifecycle and no supervisor::Cell behind it (issue 14). The test
-// plays the worker itself on the worker socket.
+// CellDataPath on a real libuv loop with a fake Upstream and simulated time
+// (tests/helpers/simulated_time_source.h): the data path serves and refuses requests with no
+// process, no lifecycle and no supervisor::Cell behind it (issue 14), and its timers
+// (queue_timeout, request_timeout, stall_timeout, the orphan grace) fall due only when a test
+// advances the time. The test plays the worker itself on the worker socket.
 #include "proxy/cell_data_path.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +26,7 @@
 #include "base/log.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
+#include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
 #include "tests/proxy/fake_worker_end.h"
 
@@ -63,12 +66,14 @@ class CellDataPathTest : public ::testing::Test {
     config_.max_queue = 1;
     after_poll_.emplace(&loop_, [this] { data_path_->OnAfterPoll(); });
     write_batch_.emplace(&loop_);  // as bulkheadd's: the answers go out through io_uring
-    data_path_.emplace(&loop_, config_, ipc::kDefaultMaxPayload, &pool_, &*write_batch_,
+    data_path_.emplace(&loop_, &time_, config_, ipc::kDefaultMaxPayload, &pool_, &*write_batch_,
                        &*after_poll_, &upstream_);
     ASSERT_TRUE(data_path_->Bind(ipc::SocketAccess{}).ok());
   }
 
   void TearDown() override {
+    // As the worker's end does before the data path closes: nothing runs any more.
+    data_path_->FailInFlight(ipc::Reason::kWorkerDied, "test over");
     data_path_->DisconnectClients();
     int open = 3;
     data_path_->Close([&] { --open; });
@@ -142,10 +147,18 @@ class CellDataPathTest : public ::testing::Test {
     return end.Read([this](const std::function<bool()>& done) { return RunUntil(done); }, count);
   }
 
+  // Moves simulated time on by `ms`, running the timers that fall due, then lets the loop poll
+  // once, so that a verdict asked for after the poll (loop/after_poll.h) is given.
+  void Advance(uint64_t ms) {
+    time_.Advance(ms);
+    uv_run(&loop_, UV_RUN_NOWAIT);
+  }
+
   TempDir dir_;
   uv_loop_t loop_{};
+  bulkhead::testing::SimulatedTimeSource time_;
   config::CellConfig config_;
-  RequestPool pool_;
+  ExchangePool pool_;
   FakeUpstream upstream_;
   std::optional<loop::AfterPoll> after_poll_;
   std::optional<loop::WriteBatch> write_batch_;
@@ -224,7 +237,7 @@ TEST_F(CellDataPathTest, ForwardsToTheWorkerSocketAndTellsTheUpstreamWhenDrained
 // when it came, which is the time the data path judged it by; installed while the object lives.
 class BadRequestLog : public LogSink {
  public:
-  explicit BadRequestLog(uv_loop_t* loop) : loop_(loop), previous_(GetLogSink()) {
+  explicit BadRequestLog(const loop::TimeSource* time) : time_(time), previous_(GetLogSink()) {
     SetLogSink(this);
   }
   ~BadRequestLog() override { SetLogSink(previous_); }
@@ -233,7 +246,7 @@ class BadRequestLog : public LogSink {
 
   bool Consume(const LogRecord& record) override {
     if (record.cell != "t" || !record.message.starts_with(kPrefix)) return false;
-    lines.emplace_back(uv_now(loop_), std::string(record.message));
+    lines.emplace_back(time_->NowMs(), std::string(record.message));
     return true;
   }
 
@@ -241,7 +254,7 @@ class BadRequestLog : public LogSink {
   std::vector<std::pair<uint64_t, std::string>> lines;
 
  private:
-  uv_loop_t* loop_;
+  const loop::TimeSource* time_;
   LogSink* previous_;
 };
 
@@ -265,7 +278,7 @@ std::optional<uint64_t> NotLoggedBefore(std::string_view line) {
 // gets at most one line a second of them (burst 1 per 1000 ms), and the next line logged says how
 // many were not, so that every bad request is in the log's tally once.
 TEST_F(CellDataPathTest, BadRequestsAreLoggedAtMostOnceASecondAndTheNextLineCountsTheRest) {
-  BadRequestLog log(&loop_);
+  BadRequestLog log(&time_);
   auto send_bad_request = [&](uint64_t nth) {
     Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
     ASSERT_TRUE(client.ok()) << client.status().message();
@@ -280,12 +293,10 @@ TEST_F(CellDataPathTest, BadRequestsAreLoggedAtMostOnceASecondAndTheNextLineCoun
   for (uint64_t i = 1; i <= 5; ++i) send_bad_request(i);
   ASSERT_FALSE(log.lines.empty());
   // A second after the last line logged, the next bad request is logged again.
-  const uint64_t last_logged_ms = log.lines.back().first;
-  ASSERT_TRUE(RunUntil([&] { return uv_now(&loop_) >= last_logged_ms + 1000; }));
+  time_.Advance(1000);
   send_bad_request(6);
 
-  ASSERT_GE(log.lines.size(), 2u);
-  EXPECT_LT(log.lines.size(), 6u) << "five bad requests sent back to back were each logged";
+  ASSERT_EQ(log.lines.size(), 2u) << "five bad requests sent at one instant were not one line";
   uint64_t tally = 0;
   for (size_t i = 0; i < log.lines.size(); ++i) {
     const auto& [at_ms, line] = log.lines[i];
@@ -362,6 +373,103 @@ TEST_F(CellDataPathTest, AResendClosesTheLongestIdleConnectionFirst) {
   EXPECT_FALSE(Readable(ends[1].fd.get())) << "the connection idle for a shorter time was used";
   EXPECT_FALSE(Readable(worker_listen_.get())) << "one connection more than the resend needs";
   EXPECT_EQ(data_path_->worker_connections(), 2u);
+}
+
+// --- Timers, in simulated time. ---
+
+// queue_timeout: a queued request is rejected at its deadline, not a millisecond before, while the
+// running one is untouched.
+TEST_F(CellDataPathTest, QueueTimeoutRejectsAQueuedRequestAtItsDeadline) {
+  config_.queue_timeout = std::chrono::milliseconds(500);
+  StartWorker(/*slots=*/1, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> clients = SendFromClients(2);
+  ASSERT_EQ(clients.size(), 2u);
+  FakeWorkerEnd end = AcceptWorkerEnd();
+  ASSERT_EQ(ReadRequests(end, 1).size(), 1u);
+  ASSERT_TRUE(RunUntil([&] { return data_path_->bulkhead().queued() == 1; }));
+  Advance(499);
+  EXPECT_FALSE(Readable(clients[1].fd())) << "rejected before queue_timeout";
+  Advance(1);
+  Result<ipc::Client::Reply> reply = Receive(clients[1]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.request_id, 11u);
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kRejected);
+  EXPECT_EQ(reply->header.reason, ipc::Reason::kQueueTimeout);
+  EXPECT_TRUE(RunUntil([&] { return data_path_->counters().rejected_queue_timeout == 1; }));
+  EXPECT_EQ(data_path_->bulkhead().running(), 1u);
+  EXPECT_FALSE(Readable(clients[0].fd()));
+}
+
+// request_timeout: the client is answered FAILED timeout at the deadline; the slot stays taken
+// until the worker answers, whose late answer is then dropped.
+TEST_F(CellDataPathTest, RequestTimeoutAnswersAtTheDeadlineAndKeepsTheSlotUntilTheWorkerAnswers) {
+  config_.request_timeout = std::chrono::milliseconds(1000);
+  StartWorker(/*slots=*/1, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> clients = SendFromClients(1);
+  FakeWorkerEnd end = AcceptWorkerEnd();
+  auto request = ReadRequests(end, 1);
+  ASSERT_EQ(request.size(), 1u);
+  Advance(999);
+  EXPECT_FALSE(Readable(clients[0].fd())) << "timed out early";
+  Advance(1);
+  Result<ipc::Client::Reply> reply = Receive(clients[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kFailed);
+  EXPECT_EQ(reply->header.reason, ipc::Reason::kTimeout);
+  EXPECT_EQ(reply->payload, "request_timeout of 1000 ms passed");
+  EXPECT_EQ(data_path_->bulkhead().running(), 1u) << "the worker still holds the request";
+  ASSERT_TRUE(end.Reply(request[0].first.request_id, "late"));
+  ASSERT_TRUE(RunUntil([&] { return data_path_->bulkhead().running() == 0; }));
+  EXPECT_TRUE(RunUntil([&] { return data_path_->counters().failed_timeout == 1; }));
+  EXPECT_EQ(data_path_->counters().ok, 0u);
+  EXPECT_FALSE(Readable(clients[0].fd())) << "a second answer";
+}
+
+// A reply that waits in the worker socket when the deadline passes (the supervisor was paused or
+// starved) is read before the verdict: the client gets OK, not FAILED timeout.
+TEST_F(CellDataPathTest, RequestTimeoutReadsAReplyThatWaitedInTheSocketFirst) {
+  config_.request_timeout = std::chrono::milliseconds(1000);
+  StartWorker(/*slots=*/1, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> clients = SendFromClients(1);
+  FakeWorkerEnd end = AcceptWorkerEnd();
+  auto request = ReadRequests(end, 1);
+  ASSERT_EQ(request.size(), 1u);
+  ASSERT_TRUE(end.Reply(request[0].first.request_id, "in time"));
+  Advance(5000);
+  Result<ipc::Client::Reply> reply = Receive(clients[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kOk);
+  EXPECT_EQ(reply->payload, "in time");
+  EXPECT_EQ(data_path_->counters().failed_timeout, 0u);
+}
+
+// stall_timeout: silence of a worker with requests in hand is reported once it lasts the whole
+// timeout; a reply in between starts the count again.
+TEST_F(CellDataPathTest, StallIsReportedAfterAWholeStallTimeoutOfSilence) {
+  config_.stall_timeout = std::chrono::milliseconds(2000);
+  StartWorker(/*slots=*/2, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> clients = SendFromClients(2);
+  FakeWorkerEnd first = AcceptWorkerEnd();
+  FakeWorkerEnd second = AcceptWorkerEnd();
+  auto a = ReadRequests(first, 1);
+  auto b = ReadRequests(second, 1);
+  ASSERT_EQ(a.size() + b.size(), 2u);
+  Advance(1500);
+  ASSERT_TRUE(first.Reply(a[0].first.request_id, "progress"));
+  ASSERT_TRUE(RunUntil([&] { return data_path_->bulkhead().running() == 1; }));
+  Advance(1999);  // 3499 ms since dispatch, 1999 since the last reply
+  EXPECT_TRUE(upstream_.stalls.empty()) << upstream_.stalls.front();
+  Advance(1);
+  ASSERT_EQ(upstream_.stalls.size(), 1u);
+  EXPECT_EQ(upstream_.stalls[0], "no reply for 2000 ms");
+}
+
+// An idle worker is never stalled, however long nothing happens.
+TEST_F(CellDataPathTest, AnIdleWorkerIsNeverStalled) {
+  config_.stall_timeout = std::chrono::milliseconds(100);
+  StartWorker(/*slots=*/1, config::WorkerConnections::kOnePerRequest);
+  Advance(60'000);
+  EXPECT_TRUE(upstream_.stalls.empty());
 }
 
 class MultiplexDataPathTest : public CellDataPathTest {
@@ -474,6 +582,11 @@ TEST_F(MultiplexDataPathTest, ABrokenLinkFailsTheRequestsTheWorkerMayHaveRead) {
   AcceptWorker();
   ASSERT_EQ(ReadRequests(2).size(), 2u);
   worker_.fd.Reset();
+  // They wait for the worker's exit for the orphan grace period (1 s), then fail.
+  ASSERT_TRUE(RunUntil([&] { return data_path_->worker_connections() == 0; }));
+  Advance(999);
+  EXPECT_FALSE(Readable(clients[0].fd())) << "failed before the grace period passed";
+  Advance(1);
   for (ipc::Client& client : clients) {
     Result<ipc::Client::Reply> reply = Receive(client);
     ASSERT_TRUE(reply.ok()) << reply.status().message();

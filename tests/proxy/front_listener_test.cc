@@ -20,6 +20,8 @@
 #include "config/listen_address.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
+#include "proxy/front_connection.h"
+#include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
 
 namespace bulkhead::proxy {
@@ -41,6 +43,7 @@ struct EchoOwner : ClientOwner {
   std::function<void(Client*)> on_connected;
 
   const std::string& name() const override { return cell; }
+  loop::TimeSource* time() override { return time_source; }
   void OnClientConnected(Client* conn) override {
     connected.push_back(conn);
     // A frame cell's listener makes FrontConnections only.
@@ -52,20 +55,21 @@ struct EchoOwner : ClientOwner {
     std::erase(connected, conn);
     if (on_disconnected) on_disconnected(conn);
   }
-  void OnRequest(Client* conn, uint64_t request_id, std::string_view payload) override {
-    ipc::FrameHeader reply;
-    reply.type = ipc::FrameType::kReply;
-    reply.status = ipc::ReplyStatus::kOk;
-    reply.request_id = request_id;
-    conn->SendReply(reply, payload, &counters.ok);
+  void OnRequest(Client* conn, const RequestInfo& info, std::string_view payload) override {
+    Exchange exchange;
+    exchange.info = info;
+    conn->Attach(&exchange);
+    conn->Detach(&exchange);
+    conn->OnOutcome(&exchange, Outcome::Ok(payload), &counters.ok);
   }
-  void OnClientGone(Request*) override {}
+  void OnClientGone(Exchange*) override {}
   void OnBadRequest(const std::string&) override {}
   void OnRepliesWaiting(Client*) override {}
   void CountDelivered(uint64_t* outcome) override { ++*outcome; }
   void CountUndelivered(uint64_t) override {}
 
   std::function<void(Client*)> on_disconnected;
+  loop::TimeSource* time_source = nullptr;
 };
 
 bool Readable(int fd) {
@@ -77,6 +81,7 @@ class FrontListenerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(uv_loop_init(&loop_), 0);
+    owner_.time_source = &time_;
     config_.name = "t";
     config_.socket = dir_.path() + "/t.sock";
   }
@@ -98,7 +103,7 @@ class FrontListenerTest : public ::testing::Test {
     for (const std::string& text : listen) {
       config_.listen.push_back(config::ParseListenAddress(text).value());
     }
-    listener_.emplace(&loop_, &config_, ipc::kDefaultMaxPayload, &owner_, &bulkhead_,
+    listener_.emplace(&loop_, &time_, &config_, ipc::kDefaultMaxPayload, &owner_, &bulkhead_,
                       &owner_.counters);
     owner_.on_connected = [this](Client* conn) { listener_->Opened(conn); };
     owner_.on_disconnected = [this](Client* conn) { listener_->Closed(conn); };
@@ -128,6 +133,7 @@ class FrontListenerTest : public ::testing::Test {
 
   TempDir dir_;
   uv_loop_t loop_{};
+  bulkhead::testing::SimulatedTimeSource time_;
   config::CellConfig config_;
   admission::Bulkhead bulkhead_{admission::Bulkhead::Limits{}};
   EchoOwner owner_;

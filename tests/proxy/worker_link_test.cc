@@ -20,7 +20,7 @@
 
 #include "base/unique_fd.h"
 #include "ipc/frame.h"
-#include "proxy/request.h"
+#include "proxy/exchange.h"
 #include "tests/helpers/test_support.h"
 #include "tests/proxy/fake_worker_end.h"
 
@@ -32,8 +32,9 @@ using bulkhead::testing::TempDir;
 using bulkhead::testing::WaitFor;
 
 struct Replied {
-  Request* request;
+  Exchange* exchange;
   std::string payload;
+  Outcome::Kind kind;
 };
 
 struct Broke {
@@ -41,15 +42,17 @@ struct Broke {
   bool worker_at_fault;
 };
 
-struct FakeOwner : WorkerLink::Owner {
+struct FakeOwner : LinkOwner {
   std::vector<Replied> replies;
   std::vector<Broke> broken;
-  void OnWorkerReply(WorkerLink*, Request* request, const ipc::FrameView& frame) override {
-    replies.push_back(Replied{request, std::string(frame.payload)});
+  void OnWorkerAnswer(Link*, Exchange* exchange, const Outcome& outcome, bool) override {
+    replies.push_back(Replied{exchange, std::string(outcome.text), outcome.kind});
   }
+  void OnWorkerProgress() override {}
   void OnLinkBroken(Link*, const std::string& why, bool worker_at_fault) override {
     broken.push_back(Broke{why, worker_at_fault});
   }
+  void OnExchangeAborted(Link*, const std::string&) override {}
 };
 
 class WorkerLinkTest : public ::testing::Test {
@@ -107,8 +110,8 @@ class WorkerLinkTest : public ::testing::Test {
 TEST_F(WorkerLinkTest, OnePerRequestIdsCountFromOne) {
   WorkerLink* link = Connect(/*multiplexed=*/false);
   ASSERT_NE(link, nullptr);
-  Request a;
-  Request b;
+  Exchange a;
+  Exchange b;
   link->Send(&a, "a");  // written at once: no Flush
   auto first = ReadRequests(1);
   ASSERT_EQ(first.size(), 1u);
@@ -121,14 +124,14 @@ TEST_F(WorkerLinkTest, OnePerRequestIdsCountFromOne) {
   EXPECT_EQ(second[0].first.request_id, 2u);
   Reply(2, "B");
   ASSERT_TRUE(RunUntil([&] { return owner_.replies.size() == 2; }));
-  EXPECT_EQ(owner_.replies[1].request, &b);
+  EXPECT_EQ(owner_.replies[1].exchange, &b);
   link->Close();
 }
 
 TEST_F(WorkerLinkTest, MultiplexedRequestsGoOutAtFlushWithTheirOwnIdsAndMatchRepliesInAnyOrder) {
   WorkerLink* link = Connect(/*multiplexed=*/true);
   ASSERT_NE(link, nullptr);
-  Request requests[3];
+  Exchange requests[3];
   link->Send(&requests[0], "zero");
   link->Send(&requests[1], "one");
   link->Send(&requests[2], "two");
@@ -152,15 +155,15 @@ TEST_F(WorkerLinkTest, MultiplexedRequestsGoOutAtFlushWithTheirOwnIdsAndMatchRep
   Reply(frames[2].first.request_id, "TWO");
   Reply(frames[0].first.request_id, "ZERO");
   ASSERT_TRUE(RunUntil([&] { return owner_.replies.size() == 2; }));
-  EXPECT_EQ(owner_.replies[0].request, &requests[2]);
+  EXPECT_EQ(owner_.replies[0].exchange, &requests[2]);
   EXPECT_EQ(owner_.replies[0].payload, "TWO");
-  EXPECT_EQ(owner_.replies[1].request, &requests[0]);
+  EXPECT_EQ(owner_.replies[1].exchange, &requests[0]);
   EXPECT_EQ(link->in_flight(), 1u);
   EXPECT_EQ(requests[0].link, nullptr);
   EXPECT_EQ(requests[1].link, link);
 
   // A freed slot is used again with a new id: a late reply to the old one is not taken for it.
-  Request again;
+  Exchange again;
   link->Send(&again, "again");
   link->Flush();
   auto next = ReadRequests(1);
@@ -169,8 +172,8 @@ TEST_F(WorkerLinkTest, MultiplexedRequestsGoOutAtFlushWithTheirOwnIdsAndMatchRep
   Reply(frames[1].first.request_id, "ONE");
   Reply(next[0].first.request_id, "AGAIN");
   ASSERT_TRUE(RunUntil([&] { return owner_.replies.size() == 4; }));
-  EXPECT_EQ(owner_.replies[2].request, &requests[1]);
-  EXPECT_EQ(owner_.replies[3].request, &again);
+  EXPECT_EQ(owner_.replies[2].exchange, &requests[1]);
+  EXPECT_EQ(owner_.replies[3].exchange, &again);
   EXPECT_EQ(owner_.replies[3].payload, "AGAIN");
   EXPECT_FALSE(link->busy());
   EXPECT_TRUE(owner_.broken.empty());
@@ -185,8 +188,8 @@ TEST_F(WorkerLinkTest, MultiplexedReplyWithAnUnknownIdIsAProtocolError) {
     owner_ = FakeOwner();
     WorkerLink* link = Connect(/*multiplexed=*/true);
     ASSERT_NE(link, nullptr);
-    Request a;
-    Request b;
+    Exchange a;
+    Exchange b;
     link->Send(&a, "a");
     link->Send(&b, "b");
     link->Flush();
@@ -197,7 +200,7 @@ TEST_F(WorkerLinkTest, MultiplexedReplyWithAnUnknownIdIsAProtocolError) {
           "?");
     ASSERT_TRUE(RunUntil([&] { return !owner_.broken.empty(); }));
     ASSERT_EQ(owner_.replies.size(), 1u);
-    EXPECT_EQ(owner_.replies[0].request, &a);
+    EXPECT_EQ(owner_.replies[0].exchange, &a);
     EXPECT_TRUE(owner_.broken[0].worker_at_fault);
     EXPECT_EQ(owner_.broken[0].why, "worker replied to a request it was not sent");
     EXPECT_EQ(link->TakeInflight(), &b);
@@ -212,11 +215,11 @@ TEST_F(WorkerLinkTest, MultiplexedReplyWithAnUnknownIdIsAProtocolError) {
 TEST_F(WorkerLinkTest, MultiplexedBreakWithSeveralInFlightTellsWhichTheWorkerCannotHaveRead) {
   WorkerLink* link = Connect(/*multiplexed=*/true);
   ASSERT_NE(link, nullptr);
-  Request written[3];
-  for (Request& request : written) link->Send(&request, "written");
+  Exchange written[3];
+  for (Exchange& request : written) link->Send(&request, "written");
   link->Flush();
   ASSERT_EQ(ReadRequests(3).size(), 3u);
-  Request unsent[2];
+  Exchange unsent[2];
   link->Send(&unsent[0], "first unsent");
   link->Send(&unsent[1], "second unsent");
   worker_.fd.Reset();
@@ -224,11 +227,11 @@ TEST_F(WorkerLinkTest, MultiplexedBreakWithSeveralInFlightTellsWhichTheWorkerCan
   EXPECT_FALSE(owner_.broken[0].worker_at_fault);
   EXPECT_EQ(link->in_flight(), 5u);
 
-  std::vector<Request*> read_maybe;
-  std::vector<std::pair<Request*, std::string>> resendable;
+  std::vector<Exchange*> read_maybe;
+  std::vector<std::pair<Exchange*, std::string>> resendable;
   bool unread = false;
   std::string_view payload;
-  while (Request* request = link->TakeInflight(&unread, &payload)) {
+  while (Exchange* request = link->TakeInflight(&unread, &payload)) {
     if (unread) {
       resendable.emplace_back(request, std::string(payload));
     } else {
@@ -238,8 +241,8 @@ TEST_F(WorkerLinkTest, MultiplexedBreakWithSeveralInFlightTellsWhichTheWorkerCan
   }
   EXPECT_THAT(read_maybe, ::testing::UnorderedElementsAre(&written[0], &written[1], &written[2]));
   EXPECT_THAT(resendable, ::testing::UnorderedElementsAre(
-                              std::pair<Request*, std::string>(&unsent[0], "first unsent"),
-                              std::pair<Request*, std::string>(&unsent[1], "second unsent")));
+                              std::pair<Exchange*, std::string>(&unsent[0], "first unsent"),
+                              std::pair<Exchange*, std::string>(&unsent[1], "second unsent")));
   EXPECT_FALSE(link->busy());
   link->Close();
 }

@@ -4,9 +4,11 @@
 # docs/containers.md). Stages a minimal container root file system from BUILD_DIR (bulkheadd,
 # bulkheadctl and bulkhead-test-worker with the libraries ldd lists, conf/bulkhead.toml, and the
 # host's static busybox for sh, cat and grep), gets the
-# Debian 12 systemd image with podman and crun added (../systemd/build-image.sh: a cached variant of
-# vm.systemd's image) and boots it with that tree as a tar on the payload disk; the guest imports
-# it with `podman import` (no registry, no network) and runs ../scenarios/containers.sh.
+# Debian 12 systemd image with podman, crun and catatonit added (../systemd/build-image.sh: a cached
+# variant of vm.systemd's image) and boots it with that tree as a tar on the payload disk, beside
+# packaging/kubernetes/'s manifests, a ConfigMap made of conf/bulkhead.toml and the metric names
+# the shipped dashboard and rules read; the guest imports the tree with `podman import` (no
+# registry, no network) and runs ../scenarios/containers.sh.
 # Exit: 0 pass, 1 fail, 77 skip (a VM tool missing, not root for the first image build, or
 # Debian's archive unreachable for it; the message says which).
 set -euo pipefail
@@ -18,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 start_s=$SECONDS
 
 rc=0
-image="$("$vm_dir/systemd/build-image.sh" --extra-packages podman,crun,conmon --size 1536)" || rc=$?
+image="$("$vm_dir/systemd/build-image.sh" --extra-packages podman,crun,conmon,catatonit --size 1536)" || rc=$?
 [ "$rc" -eq 0 ] || exit "$rc"  # 77 (SKIP) or 1, with build-image.sh's message on stderr
 echo "containers_test: image $image ready after $((SECONDS - start_s)) s"
 
@@ -50,7 +52,22 @@ mkdir -p "$payload"
 tar -C "$root" --numeric-owner --owner=0 --group=0 -cf "$payload/rootfs.tar" .
 install -m 0755 "$vm_dir/scenarios/containers.sh" "$payload/run.sh"
 install -m 0644 "$vm_dir/scenarios/checks.sh" "$payload/checks.sh"
+# packaging/kubernetes/ as shipped, and the ConfigMap bulkhead-config they mount: conf/bulkhead.toml.
+mkdir -p "$payload/kube"
+install -m 0644 "$here/../../../packaging/kubernetes/pod.yaml" \
+  "$here/../../../packaging/kubernetes/daemonset.yaml" "$payload/kube/"
+{
+  printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bulkhead-config\ndata:\n  bulkhead.toml: |\n'
+  sed 's/^/    /' "$here/conf/bulkhead.toml"
+} >"$payload/kube/configmap.yaml"
+# Every metric name the shipped dashboard and alerting rules read, for metrics.dashboard_names.
+grep -ohE '\bbulkhead_[a-z_]+' "$here/../../../packaging/grafana/bulkhead.json" \
+  "$here/../../../packaging/prometheus/bulkhead-alerts.yml" | sort -u >"$payload/metric_names.txt"
 echo "containers_test: container root $(du -sk "$root" | cut -f1) KiB staged after $((SECONDS - start_s)) s"
 
-exec bash "$vm_dir/run-vm.sh" --root-image "$image" --payload "$payload" \
-  --timeout "${BULKHEAD_VM_CONTAINERS_TIMEOUT:-600}" --log "$build/tests/vm/containers.console.log"
+# Not exec: the EXIT trap removes $tmp (the staged root, about 28 MB) when the VM is done.
+rc=0
+bash "$vm_dir/run-vm.sh" --root-image "$image" --payload "$payload" \
+  --timeout "${BULKHEAD_VM_CONTAINERS_TIMEOUT:-1200}" --log "$build/tests/vm/containers.console.log" ||
+  rc=$?
+exit "$rc"

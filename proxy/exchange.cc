@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#include "proxy/exchange.h"
+
+#include "base/check.h"
+#include "proxy/client.h"
+#include "proxy/link.h"
+
+namespace bulkhead::proxy {
+
+bool Exchange::SendBody(std::string_view bytes, bool last) {
+  if (body_pipe != BodyPipe::kFlowing) return false;  // its worker end left: dropped
+  BH_CHECK(link != nullptr);
+  // Closed first: a link that breaks under the write finds nothing more to drop.
+  if (last) body_pipe = BodyPipe::kClosed;
+  const size_t held = link->OnBodyBytes(this, bytes, last);
+  if (body_pipe == BodyPipe::kFlowing && held > kHighWatermark) body_pipe = BodyPipe::kFull;
+  return body_pipe == BodyPipe::kFlowing;
+}
+
+void Exchange::AbortBody(const std::string& why) {
+  const bool on_link = body_open() && link != nullptr;
+  body_pipe = BodyPipe::kClosed;
+  if (on_link) link->OnBodyAborted(this, why);
+}
+
+void Exchange::ResponseDrained() {
+  if (link != nullptr) link->ResumeReading();
+}
+
+void Exchange::WantBody() {
+  if (body_pipe != BodyPipe::kWaiting && body_pipe != BodyPipe::kFull) return;
+  body_pipe = BodyPipe::kFlowing;
+  if (client != nullptr) client->OnBodyFlow(this);
+}
+
+void Exchange::DropBody() {
+  if (!body_open()) return;
+  body_pipe = BodyPipe::kClosed;
+  if (client != nullptr) client->OnBodyFlow(this);
+}
+
+bool Exchange::SendResponse(std::string_view bytes, bool must_close) {
+  if (client == nullptr) return true;
+  return client->OnResponseBytes(this, bytes, must_close) <= kHighWatermark;
+}
+
+Exchange* ExchangePool::Acquire() {
+  ++live_;
+  if (free_.empty()) return new Exchange();
+  Exchange* exchange = free_.back().release();
+  free_.pop_back();
+  return exchange;
+}
+
+void ExchangePool::Release(Exchange* exchange) {
+  BH_CHECK(exchange->admission_state() == admission::AdmissionEntry::State::kIdle);
+  BH_CHECK(exchange->client == nullptr && exchange->link == nullptr);
+  BH_CHECK(!exchange->started());
+  BH_CHECK(live_ > 0);
+  --live_;
+  exchange->info = RequestInfo{};
+  exchange->body_pipe = Exchange::BodyPipe::kClosed;
+  exchange->client_prev = exchange->client_next = nullptr;
+  exchange->answered = false;
+  exchange->resent = false;
+  if (exchange->payload.capacity() > kMaxRetainedPayload) {
+    std::string().swap(exchange->payload);
+  } else {
+    exchange->payload.clear();
+  }
+  free_.emplace_back(exchange);
+}
+
+}  // namespace bulkhead::proxy

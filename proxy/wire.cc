@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+#include "proxy/wire.h"
+
+#include "proxy/front_connection.h"
+#include "proxy/http_front_connection.h"
+#include "proxy/http_worker_link.h"
+#include "proxy/worker_link.h"
+
+namespace bulkhead::proxy {
+
+namespace {
+
+Result<Link*> ConnectFrames(LinkOwner* owner, uv_loop_t* loop, const std::string& path,
+                            const LinkSettings& settings) {
+  Result<WorkerLink*> link =
+      WorkerLink::Connect(owner, loop, path, settings.max_payload, settings.multiplexed);
+  if (!link.ok()) return link.status();
+  return static_cast<Link*>(*link);
+}
+
+Result<Link*> ConnectHttp(LinkOwner* owner, uv_loop_t* loop, const std::string& path,
+                          const LinkSettings&) {
+  Result<HttpWorkerLink*> link = HttpWorkerLink::Connect(owner, loop, path);
+  if (!link.ok()) return link.status();
+  return static_cast<Link*>(*link);
+}
+
+constexpr Wire kFrames{&FrontConnection::Accept, &FrontConnection::AppendRefusal, &ConnectFrames};
+constexpr Wire kHttp{&HttpFrontConnection::Accept, &HttpFrontConnection::AppendRefusal,
+                     &ConnectHttp};
+
+}  // namespace
+
+const Wire& WireFor(config::Protocol protocol) {
+  return protocol == config::Protocol::kHttp ? kHttp : kFrames;
+}
+
+}  // namespace bulkhead::proxy
