@@ -5,16 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 
+#include "control/command_table.h"
+
 namespace bulkhead::control {
-namespace {
-
-constexpr std::array<std::string_view, 2> kReadOnlyCommands = {"status", "metrics"};
-constexpr std::array<std::string_view, 3> kCellCommands = {"start", "stop", "restart"};
-
-}  // namespace
 
 Result<ControlPeer> PeerOf(int fd) {
   ucred cred{};
@@ -50,8 +45,8 @@ ControlPeer SelfAsPeer() {
 }
 
 bool ControlAccess::IsReadOnly(std::string_view command) {
-  return std::find(kReadOnlyCommands.begin(), kReadOnlyCommands.end(), command) !=
-         kReadOnlyCommands.end();
+  const CommandRow* row = FindCommand(command);
+  return row != nullptr && row->access == CommandAccess::kAnyone;
 }
 
 std::string ControlAccess::Check(std::string_view command, const ControlPeer& peer) const {
@@ -62,9 +57,9 @@ std::string ControlAccess::Check(std::string_view command, const ControlPeer& pe
     return "";
   }
   std::string message = "permission denied: uid " + std::to_string(peer.uid) + " may not ";
-  if (std::find(kCellCommands.begin(), kCellCommands.end(), command) != kCellCommands.end()) {
-    message.append(command);
-    message += " cells";
+  if (const CommandRow* row = FindCommand(command);
+      row != nullptr && !row->refused_action.empty()) {
+    message.append(row->refused_action);
   } else {
     message += "run \"";
     message.append(command);

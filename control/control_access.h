@@ -39,7 +39,8 @@ class ControlAccess {
   ControlAccess(uid_t own_uid, std::optional<gid_t> control_group)
       : own_uid_(own_uid), control_group_(control_group) {}
 
-  // Commands that change nothing: "status", "metrics". Anything else mutates.
+  // Commands that change nothing: the rows of control/command_table.h that anyone may call
+  // ("status", "metrics"). Anything else mutates, unknown commands included.
   static bool IsReadOnly(std::string_view command);
 
   // Empty when `peer` may run `command`; else the refusal, e.g. "permission denied: uid 65534 may

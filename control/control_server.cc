@@ -66,9 +66,10 @@ ControlPeer PeerOfConnection(const StreamConnection& conn) {
 
 }  // namespace
 
-ControlServer::ControlServer(uv_loop_t* loop, Handler handler, uint64_t idle_timeout_ms)
+ControlServer::ControlServer(uv_loop_t* loop, loop::TimeSource* time, Handler handler,
+                             uint64_t idle_timeout_ms)
     : handler_(std::move(handler)),
-      server_(loop, "control socket",
+      server_(loop, time, "control socket",
               StreamServer::Limits{.timeout_ms = idle_timeout_ms,
                                    .timeout_from = StreamServer::TimeoutFrom::kLastActivity,
                                    .max_connections = kMaxConnections},

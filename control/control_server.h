@@ -18,6 +18,7 @@
 #include "control/control_access.h"
 #include "control/stream_server.h"
 #include "ipc/listen_socket.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::control {
 
@@ -39,8 +40,10 @@ class ControlServer {
   // and waiting `start`s hold one each.
   static constexpr size_t kMaxConnections = 64;
 
-  // `idle_timeout_ms` is kIdleTimeoutMs but in tests.
-  ControlServer(uv_loop_t* loop, Handler handler, uint64_t idle_timeout_ms = kIdleTimeoutMs);
+  // The idle timeout runs on `time` (outlives the server). `idle_timeout_ms` is kIdleTimeoutMs but
+  // in tests.
+  ControlServer(uv_loop_t* loop, loop::TimeSource* time, Handler handler,
+                uint64_t idle_timeout_ms = kIdleTimeoutMs);
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 

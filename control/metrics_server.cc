@@ -99,9 +99,10 @@ class MetricsProtocol : public ConnectionProtocol {
 
 }  // namespace
 
-MetricsServer::MetricsServer(uv_loop_t* loop, std::function<std::string()> render)
+MetricsServer::MetricsServer(uv_loop_t* loop, loop::TimeSource* time,
+                             std::function<std::string()> render)
     : render_(std::move(render)),
-      server_(loop, "metrics endpoint",
+      server_(loop, time, "metrics endpoint",
               StreamServer::Limits{.timeout_ms = kTimeoutMs,
                                    .timeout_from = StreamServer::TimeoutFrom::kAccept,
                                    .max_connections = kMaxConnections},

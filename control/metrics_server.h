@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "config/listen_address.h"
 #include "control/stream_server.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::control {
 
@@ -27,7 +28,8 @@ class MetricsServer {
   static constexpr size_t kMaxConnections = 64;
 
   // `render` returns the exposition text (control/metrics_text.h), called once per scrape.
-  MetricsServer(uv_loop_t* loop, std::function<std::string()> render);
+  // The timeout runs on `time`, which outlives the server.
+  MetricsServer(uv_loop_t* loop, loop::TimeSource* time, std::function<std::string()> render);
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 

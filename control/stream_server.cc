@@ -9,30 +9,35 @@
 
 namespace bulkhead::control {
 
+namespace {
+
+// uv_tcp_init and uv_pipe_init without flags only fill in the handle: they cannot fail.
+uv_stream_t* OpenStream(loop::HandleGroup& handles, uv_loop_t* loop, bool tcp) {
+  return tcp ? reinterpret_cast<uv_stream_t*>(handles.Open(uv_tcp_init, loop))
+             : reinterpret_cast<uv_stream_t*>(handles.Open(uv_pipe_init, loop, 0));
+}
+
+}  // namespace
+
 StreamConnection::StreamConnection(StreamServer* server, bool tcp)
     : server_(server),
+      stream_(OpenStream(handles_, server->loop_, tcp)),
+      timer_(server->time_->CreateTimer([this] {
+        timed_out_ = true;
+        server_->timeout_check_.Request();
+      })),
       writer_(
-          stream(), [this](int) { Close(); },
+          stream_, [this](int) { Close(); },
           [this] {
             if (close_when_sent_) Close();
           }) {
-  // uv_tcp_init and uv_pipe_init without flags only fill in the handle: they cannot fail.
-  if (tcp) {
-    uv_tcp_init(server_->loop_, &handle_.tcp);
-  } else {
-    uv_pipe_init(server_->loop_, &handle_.pipe, 0);
-  }
-  handle_.pipe.data = this;
-  ++open_handles_;
-  uv_timer_init(server_->loop_, &timer_);
-  timer_.data = this;
-  ++open_handles_;
+  stream_->data = this;
   writer_.SetOnWritten([this] { OnActivity(); });
 }
 
 int StreamConnection::fd() const {
   uv_os_fd_t fd = -1;
-  return uv_fileno(reinterpret_cast<const uv_handle_t*>(&handle_), &fd) == 0 ? fd : -1;
+  return uv_fileno(reinterpret_cast<const uv_handle_t*>(stream_), &fd) == 0 ? fd : -1;
 }
 
 void StreamConnection::Start() {
@@ -60,22 +65,16 @@ void StreamConnection::OnActivity() {
     return;
   }
   timed_out_ = false;
-  // The loop's clock was read before this iteration's callbacks ran; a slow callback (a status
-  // that read many cgroup files) must not shorten the next idle period.
+  // The loop's clock (what a LoopTimeSource reads) was read before this iteration's callbacks
+  // ran; a slow callback (a status that read many cgroup files) must not shorten the next idle
+  // period.
   uv_update_time(server_->loop_);
   StartTimer();
 }
 
 void StreamConnection::StartTimer() {
   if (server_->limits_.timeout_ms == 0) return;
-  uv_timer_start(
-      &timer_,
-      [](uv_timer_t* timer) {
-        auto* self = static_cast<StreamConnection*>(timer->data);
-        self->timed_out_ = true;
-        self->server_->timeout_check_.Request();
-      },
-      server_->limits_.timeout_ms, 0);
+  timer_->Start(server_->limits_.timeout_ms);
 }
 
 void StreamConnection::Send(std::string_view bytes) {
@@ -95,65 +94,60 @@ void StreamConnection::Close() {
   if (closing_) return;
   closing_ = true;
   writer_.Abandon();
-  for (uv_handle_t* handle :
-       {reinterpret_cast<uv_handle_t*>(&timer_), reinterpret_cast<uv_handle_t*>(&handle_)}) {
-    ++server_->pending_closes_;
-    uv_close(handle,
-             [](uv_handle_t* h) { static_cast<StreamConnection*>(h->data)->HandleClosed(); });
-  }
-}
-
-void StreamConnection::HandleClosed() {
-  StreamServer* server = server_;
-  if (--open_handles_ == 0) {
+  timer_->Stop();
+  // The server's Close waits for this connection's handles too.
+  handles_.Close([this, server = server_, closed = server_->handles_.Part()] {
     server->connections_.erase(this);
     delete this;
-  }
-  server->HandleClosed();
+    closed();
+  });
 }
 
-StreamServer::StreamServer(uv_loop_t* loop, std::string name, Limits limits, Accept accept)
+StreamServer::StreamServer(uv_loop_t* loop, loop::TimeSource* time, std::string name, Limits limits,
+                           Accept accept)
     : loop_(loop),
+      time_(time),
       name_(std::move(name)),
       limits_(limits),
       accept_(std::move(accept)),
       timeout_check_(loop, [this] { CloseTimedOutConnections(); }) {}
 
-StreamServer::~StreamServer() { BH_CHECK(closed_ && pending_closes_ == 0 && connections_.empty()); }
+StreamServer::~StreamServer() { BH_CHECK(handles_.closed() && connections_.empty()); }
 
 Status StreamServer::ListenUnix(ipc::ListeningSocket socket, int backlog) {
-  BH_CHECK(!listener_open_);
+  BH_CHECK(listener_ == nullptr);
   tcp_ = false;
-  uv_pipe_init(loop_, &listener_.pipe, 0);
-  listener_.pipe.data = this;
-  listener_open_ = true;
+  auto* pipe = handles_.Open(uv_pipe_init, loop_, 0);
+  listener_ = reinterpret_cast<uv_stream_t*>(pipe);
+  listener_->data = this;
   file_ = std::move(socket.file);
-  int rc = uv_pipe_open(&listener_.pipe, socket.fd.get());
+  int rc = uv_pipe_open(pipe, socket.fd.get());
   if (rc != 0) return Status::Error(std::string("uv_pipe_open: ") + uv_strerror(rc));
   socket.fd.Release();
-  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_.pipe), backlog, &OnConnection);
+  rc = uv_listen(listener_, backlog, &OnConnection);
   if (rc != 0) return Status::Error(std::string("listen: ") + uv_strerror(rc));
   return Status::Ok();
 }
 
 Status StreamServer::ListenTcp(const sockaddr* addr, int backlog) {
-  BH_CHECK(!listener_open_);
+  BH_CHECK(listener_ == nullptr);
   tcp_ = true;
-  uv_tcp_init(loop_, &listener_.tcp);
-  listener_.tcp.data = this;
-  listener_open_ = true;
-  int rc = uv_tcp_bind(&listener_.tcp, addr, 0);
+  auto* tcp = handles_.Open(uv_tcp_init, loop_);
+  listener_ = reinterpret_cast<uv_stream_t*>(tcp);
+  listener_->data = this;
+  int rc = uv_tcp_bind(tcp, addr, 0);
   if (rc != 0) return Status::Error(std::string("bind: ") + uv_strerror(rc));
-  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_.tcp), backlog, &OnConnection);
+  rc = uv_listen(listener_, backlog, &OnConnection);
   if (rc != 0) return Status::Error(std::string("listen: ") + uv_strerror(rc));
   return Status::Ok();
 }
 
 Result<sockaddr_storage> StreamServer::TcpAddress() const {
-  BH_CHECK(tcp_ && listener_open_);
+  BH_CHECK(tcp_ && listener_ != nullptr && !handles_.closing());
   sockaddr_storage addr{};
   int len = sizeof addr;
-  int rc = uv_tcp_getsockname(&listener_.tcp, reinterpret_cast<sockaddr*>(&addr), &len);
+  int rc = uv_tcp_getsockname(reinterpret_cast<const uv_tcp_t*>(listener_),
+                              reinterpret_cast<sockaddr*>(&addr), &len);
   if (rc != 0) return Status::Error(std::string("getsockname: ") + uv_strerror(rc));
   return addr;
 }
@@ -185,26 +179,13 @@ void StreamServer::CloseTimedOutConnections() {
 }
 
 void StreamServer::Close(std::function<void()> on_closed) {
-  BH_CHECK(!closed_);
-  closed_ = true;
-  on_closed_ = std::move(on_closed);
   std::vector<StreamConnection*> conns(connections_.begin(), connections_.end());
   for (StreamConnection* conn : conns) conn->Close();
   // Only the socket file this server bound is removed: not a live instance's that refused this
   // one, nor one that another instance bound at the same path since.
   file_.Remove();
-  ++pending_closes_;
-  timeout_check_.Close([this] { HandleClosed(); });
-  if (listener_open_) {
-    ++pending_closes_;
-    uv_close(reinterpret_cast<uv_handle_t*>(&listener_),
-             [](uv_handle_t* handle) { static_cast<StreamServer*>(handle->data)->HandleClosed(); });
-  }
-}
-
-void StreamServer::HandleClosed() {
-  BH_CHECK(pending_closes_ > 0);
-  if (--pending_closes_ == 0 && closed_ && on_closed_) std::exchange(on_closed_, nullptr)();
+  timeout_check_.Close(handles_.Part());
+  handles_.Close(std::move(on_closed));
 }
 
 }  // namespace bulkhead::control

@@ -2,8 +2,8 @@
 // StreamServer: the libuv plumbing that the control socket (ControlServer) and the metrics
 // endpoint (MetricsServer) share: a listening stream (a Unix socket or TCP), one StreamConnection
 // per accepted client with its read buffer, writer and idle timer, an optional cap on open
-// connections, and a Close whose callback runs once every handle's close callback has run (libuv
-// docs/src/handle.rst: a handle's memory must outlive its close callback). What the bytes mean is
+// connections, and a Close whose callback runs once every handle's close callback has run
+// (loop::HandleGroup). What the bytes mean is
 // the protocol's: one ConnectionProtocol per connection. REQUIRES: loop thread only.
 #pragma once
 
@@ -22,7 +22,9 @@
 #include "base/status.h"
 #include "ipc/listen_socket.h"
 #include "loop/after_poll.h"
+#include "loop/handle_group.h"
 #include "loop/stream_writer.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::control {
 
@@ -61,22 +63,20 @@ class StreamConnection {
   StreamConnection(StreamServer* server, bool tcp);
   ~StreamConnection() = default;
 
-  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&handle_); }
+  uv_stream_t* stream() { return stream_; }
   void Start();
   // Bytes moved either way: an idle timeout starts over.
   void OnActivity();
   void StartTimer();
-  void HandleClosed();
 
   StreamServer* server_;
-  union {
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-  } handle_{};
-  uv_timer_t timer_{};
+  // The accepted stream (a uv_tcp_t or a uv_pipe_t); its close callback deletes the connection.
+  loop::HandleGroup handles_;
+  uv_stream_t* stream_;
+  // The timeout (Limits): fired, it marks the connection timed out and asks for a verdict.
+  std::unique_ptr<loop::Timer> timer_;
   loop::StreamWriter writer_;
   std::unique_ptr<ConnectionProtocol> protocol_;
-  int open_handles_ = 0;
   bool closing_ = false;
   bool close_when_sent_ = false;
   // The timer fired (and, for an idle timeout, nothing moved since): closed after the loop's next
@@ -107,8 +107,10 @@ class StreamServer {
   // Makes the protocol of a connection just accepted, before its first read.
   using Accept = std::function<std::unique_ptr<ConnectionProtocol>(StreamConnection& conn)>;
 
-  // `name` starts log lines ("metrics endpoint: accept: ...").
-  StreamServer(uv_loop_t* loop, std::string name, Limits limits, Accept accept);
+  // `name` starts log lines ("metrics endpoint: accept: ..."). Timeouts run on `time`, which
+  // outlives the server.
+  StreamServer(uv_loop_t* loop, loop::TimeSource* time, std::string name, Limits limits,
+               Accept accept);
   // REQUIRES: Close() was called and its callback has run.
   ~StreamServer();
   StreamServer(const StreamServer&) = delete;
@@ -132,24 +134,19 @@ class StreamServer {
   friend class StreamConnection;
   static void OnConnection(uv_stream_t* listener, int status);
   void CloseTimedOutConnections();
-  void HandleClosed();
 
   uv_loop_t* loop_;
+  loop::TimeSource* time_;
   std::string name_;
   Limits limits_;
   Accept accept_;
-  union {
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-  } listener_{};
+  // The listener; the connections and timeout_check_ close as parts of it.
+  loop::HandleGroup handles_;
+  uv_stream_t* listener_ = nullptr;  // a uv_tcp_t (ListenTcp) or a uv_pipe_t (ListenUnix)
   bool tcp_ = false;
-  bool listener_open_ = false;
   ipc::SocketFile file_;  // the Unix socket file ListenUnix served (removed on Close if ours)
   loop::AfterPoll timeout_check_;
   std::unordered_set<StreamConnection*> connections_;
-  int pending_closes_ = 0;
-  bool closed_ = false;
-  std::function<void()> on_closed_;
 };
 
 }  // namespace bulkhead::control

@@ -12,9 +12,7 @@
 namespace bulkhead::lifecycle {
 
 NotifySocket::NotifySocket(uv_loop_t* loop, Handler handler)
-    : loop_(loop), handler_(std::move(handler)) {
-  poll_.data = this;
-}
+    : loop_(loop), handler_(std::move(handler)) {}
 
 Status NotifySocket::Bind(const std::string& path, const std::optional<ipc::SocketAccess>& access) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -25,12 +23,14 @@ Status NotifySocket::Bind(const std::string& path, const std::optional<ipc::Sock
   }
   Result<ipc::SocketFile> file = ipc::BindSocketFile(fd.get(), path, access);
   if (!file.ok()) return file.status();
-  int rc = uv_poll_init(loop_, &poll_, fd.get());
-  if (rc != 0) {
+  Result<uv_poll_t*> poll = handles_.TryOpen(uv_poll_init, loop_, fd.get());
+  if (!poll.ok()) {
     file->Remove();
-    return Status::Error(std::string("uv_poll_init: ") + uv_strerror(rc));
+    return Status::Error("uv_poll_init: " + poll.status().message());
   }
-  uv_poll_start(&poll_, UV_READABLE, &NotifySocket::OnReadable);
+  poll_ = *poll;
+  poll_->data = this;
+  uv_poll_start(poll_, UV_READABLE, &NotifySocket::OnReadable);
   path_ = path;
   file_ = std::move(file).value();
   fd_ = std::move(fd);
@@ -73,16 +73,11 @@ void NotifySocket::OnReadable(uv_poll_t* handle, int status, int) {
 }
 
 void NotifySocket::Close(std::function<void()> on_closed) {
-  if (!fd_.valid()) {
-    if (on_closed) on_closed();
-    return;
-  }
-  on_closed_ = std::move(on_closed);
   file_.Remove();
-  uv_close(reinterpret_cast<uv_handle_t*>(&poll_), [](uv_handle_t* handle) {
-    auto* self = static_cast<NotifySocket*>(handle->data);
-    self->fd_.Reset();
-    if (self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+  // The descriptor is closed once libuv no longer polls it.
+  handles_.Close([this, on_closed = std::move(on_closed)] {
+    fd_.Reset();
+    if (on_closed) on_closed();
   });
 }
 

@@ -15,6 +15,7 @@
 #include "base/unique_fd.h"
 #include "cell/notify_message.h"
 #include "ipc/listen_socket.h"
+#include "loop/handle_group.h"
 
 namespace bulkhead::lifecycle {
 
@@ -35,8 +36,8 @@ class NotifySocket {
               const std::optional<ipc::SocketAccess>& access = std::nullopt);
   const std::string& path() const { return path_; }
 
-  // Closes the poll handle; `on_closed` runs from its close callback. The file is unlinked if it
-  // is still the one Bind created (SocketFile::Remove).
+  // Closes the poll handle; `on_closed` runs from its close callback (at once when never bound).
+  // The file is unlinked if it is still the one Bind created (SocketFile::Remove).
   void Close(std::function<void()> on_closed);
   bool bound() const { return fd_.valid(); }
 
@@ -48,8 +49,8 @@ class NotifySocket {
   std::string path_;
   ipc::SocketFile file_;
   UniqueFd fd_;
-  uv_poll_t poll_{};
-  std::function<void()> on_closed_;
+  loop::HandleGroup handles_;
+  uv_poll_t* poll_ = nullptr;  // once bound
   char buffer_[cell::kMaxNotifyMessageBytes + 1];
 };
 

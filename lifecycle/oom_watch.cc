@@ -3,7 +3,6 @@
 
 #include <utility>
 
-#include "base/check.h"
 #include "base/log.h"
 #include "cell/process.h"
 
@@ -19,16 +18,17 @@ constexpr uint64_t kSurvivalCheckMs = 200;
 constexpr uint64_t kPollMs = 1000;
 }  // namespace
 
-OomWatch::OomWatch(uv_loop_t* loop, const std::string* cell_name, std::function<pid_t()> worker_pid)
-    : loop_(loop), cell_name_(cell_name), worker_pid_(std::move(worker_pid)) {
-  uv_timer_init(loop_, &timer_);
-  timer_.data = this;
-  uv_fs_event_init(loop_, &watch_);
-  watch_.data = this;
-  open_handles_ = 2;
+OomWatch::OomWatch(uv_loop_t* loop, loop::TimeSource* time, const std::string* cell_name,
+                   std::function<pid_t()> worker_pid)
+    : time_(time),
+      cell_name_(cell_name),
+      worker_pid_(std::move(worker_pid)),
+      watch_(handles_.Open(uv_fs_event_init, loop)),
+      timer_(time->CreateTimer([this] { OnTimer(); })) {
+  watch_->data = this;
 }
 
-OomWatch::~OomWatch() { BH_CHECK(open_handles_ == 0); }
+OomWatch::~OomWatch() = default;
 
 void OomWatch::Start(const cell::CellCgroup* cgroup, const cell::CgroupLimits* limits) {
   cgroup_ = cgroup;
@@ -40,13 +40,13 @@ void OomWatch::Start(const cell::CellCgroup* cgroup, const cell::CgroupLimits* l
   // Kills before this run are not counted: they are the earlier run's.
   tracker_.emplace(events.ok() ? *events : cell::MemoryEvents{});
   const std::string path = cgroup_->memory_events_path();
-  int rc = uv_fs_event_start(&watch_, &OomWatch::OnMemoryEvents, path.c_str(), 0);
+  int rc = uv_fs_event_start(watch_, &OomWatch::OnMemoryEvents, path.c_str(), 0);
   if (rc != 0) {
     Log(LogLevel::kWarning, *cell_name_, 0,
         "cannot watch " + path + " (" + uv_strerror(rc) + "): reading it every " +
             std::to_string(kPollMs) + " ms instead");
     polling_ = true;
-    uv_timer_start(&timer_, &OomWatch::OnTimer, kPollMs, kPollMs);
+    timer_->Start(kPollMs);
   }
 }
 
@@ -59,7 +59,7 @@ void OomWatch::WorkerStarted() {
 bool OomWatch::WorkerDied(int wait_status) {
   if (!tracker_) return false;
   const bool oom_killed = tracker_->WorkerDied(wait_status, Look());
-  if (!polling_) uv_timer_stop(&timer_);
+  if (!polling_) timer_->Stop();
   return oom_killed;
 }
 
@@ -86,8 +86,8 @@ cell::OomKillTracker::Look OomWatch::Look() {
                                : std::string()) +
           "); the kernel log names the victim");
   if (tracker_->pending()) {
-    seen_ms_ = Now();
-    if (!polling_) uv_timer_start(&timer_, &OomWatch::OnTimer, kSurvivalCheckMs, 0);
+    seen_ms_ = time_->NowMs();
+    if (!polling_) timer_->Start(kSurvivalCheckMs);
   }
   return look;
 }
@@ -102,35 +102,27 @@ void OomWatch::OnMemoryEvents(uv_fs_event_t* handle, const char* /*filename*/, i
   self->Look();
 }
 
-void OomWatch::OnTimer(uv_timer_t* timer) {
-  auto* self = static_cast<OomWatch*>(timer->data);
-  self->Look();
-  const pid_t pid = self->worker_pid_();
-  if (!self->tracker_ || !self->tracker_->pending() || pid == 0) return;
-  const uint64_t since = self->Now() - self->seen_ms_;
+void OomWatch::OnTimer() {
+  if (polling_) timer_->Start(kPollMs);
+  Look();
+  const pid_t pid = worker_pid_();
+  if (!tracker_ || !tracker_->pending() || pid == 0) return;
+  const uint64_t since = time_->NowMs() - seen_ms_;
   if (since < kSurvivalCheckMs) {
-    if (!self->polling_) uv_timer_start(timer, &OomWatch::OnTimer, kSurvivalCheckMs - since, 0);
+    if (!polling_) timer_->Start(kSurvivalCheckMs - since);
     return;
   }
   // A victim is dying or dead by now: its reap settles its fate (WorkerDied). A worker that is
   // neither survived, and its later death is not blamed on this OOM kill.
   Result<bool> dying = cell::ProcessIsDying(pid);
   if (!dying.ok() || *dying) return;
-  self->tracker_->WorkerSurvived();
-  Log(LogLevel::kWarning, *self->cell_name_, pid,
-      "the worker survived the OOM kill and keeps serving");
+  tracker_->WorkerSurvived();
+  Log(LogLevel::kWarning, *cell_name_, pid, "the worker survived the OOM kill and keeps serving");
 }
 
 void OomWatch::Close(std::function<void()> on_closed) {
-  on_closed_ = std::move(on_closed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), &OomWatch::OnClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&watch_), &OomWatch::OnClosed);
-}
-
-void OomWatch::OnClosed(uv_handle_t* handle) {
-  auto* self = static_cast<OomWatch*>(handle->data);
-  BH_CHECK(self->open_handles_ > 0);
-  if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+  timer_->Stop();
+  handles_.Close(std::move(on_closed));
 }
 
 }  // namespace bulkhead::lifecycle

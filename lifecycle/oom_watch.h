@@ -12,18 +12,23 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "cell/cgroup.h"
 #include "cell/oom_kill_tracker.h"
+#include "loop/handle_group.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::lifecycle {
 
 class OomWatch {
  public:
-  // `worker_pid()` is the live worker's pid, 0 when none. Log lines name `cell_name`.
-  OomWatch(uv_loop_t* loop, const std::string* cell_name, std::function<pid_t()> worker_pid);
+  // `worker_pid()` is the live worker's pid, 0 when none. Log lines name `cell_name`. Its timer
+  // (the survival check, or the poll) runs on `time`, which outlives the watch.
+  OomWatch(uv_loop_t* loop, loop::TimeSource* time, const std::string* cell_name,
+           std::function<pid_t()> worker_pid);
   ~OomWatch();
   OomWatch(const OomWatch&) = delete;
   OomWatch& operator=(const OomWatch&) = delete;
@@ -41,7 +46,7 @@ class OomWatch {
   // OOM kills since Start, one per decision of the kernel's OOM killer.
   uint64_t kills() const { return tracker_ ? tracker_->kills() : 0; }
 
-  // Closes both handles; `on_closed` runs from the last close callback.
+  // Closes the watch; `on_closed` runs from its close callback.
   void Close(std::function<void()> on_closed);
 
  private:
@@ -49,24 +54,21 @@ class OomWatch {
   // check of the worker when one runs.
   cell::OomKillTracker::Look Look();
   static void OnMemoryEvents(uv_fs_event_t* handle, const char* filename, int events, int status);
-  static void OnTimer(uv_timer_t* timer);
-  static void OnClosed(uv_handle_t* handle);
-  uint64_t Now() const { return uv_now(loop_); }
+  void OnTimer();
 
-  uv_loop_t* loop_;
+  loop::TimeSource* time_;
   const std::string* cell_name_;
   std::function<pid_t()> worker_pid_;
   const cell::CellCgroup* cgroup_ = nullptr;
   const cell::CgroupLimits* limits_ = nullptr;
   std::optional<cell::OomKillTracker> tracker_;
-  uv_fs_event_t watch_{};
-  // The worker's survival check after an OOM kill (one-shot), or the poll of memory.events when
-  // it cannot be watched (repeating).
-  uv_timer_t timer_{};
+  loop::HandleGroup handles_;
+  uv_fs_event_t* watch_;
+  // The worker's survival check after an OOM kill, or the poll of memory.events every kPollMs
+  // when it cannot be watched (`polling_`).
+  std::unique_ptr<loop::Timer> timer_;
   bool polling_ = false;
   uint64_t seen_ms_ = 0;  // when the last OOM kill was seen with the worker running
-  int open_handles_ = 0;
-  std::function<void()> on_closed_;
 };
 
 }  // namespace bulkhead::lifecycle

@@ -27,31 +27,30 @@ struct WorkerOutput::Stream {
           this->owner->OnLine(*this, line, truncated);
         }) {}
 
-  uv_pipe_t pipe{};
+  uv_pipe_t* pipe = nullptr;  // a member of the owner's handles_
   WorkerOutput* owner;
   const char* name;  // "stdout" or "stderr", the stream= field
   pid_t pid;
   LineSplitter splitter;
 };
 
-WorkerOutput::WorkerOutput(uv_loop_t* loop, const config::CellConfig& config)
+WorkerOutput::WorkerOutput(uv_loop_t* loop, loop::TimeSource* time,
+                           const config::CellConfig& config)
     : loop_(loop),
+      time_(time),
       cell_(config.name),
       mode_(config.output),
       line_max_(config.log_line_max),
       limiter_(config.log_rate_limit_burst,
                static_cast<uint64_t>(config.log_rate_limit_interval.count())),
       interval_ms_(static_cast<uint64_t>(config.log_rate_limit_interval.count())),
-      burst_(config.log_rate_limit_burst) {
-  uv_timer_init(loop_, &suppression_timer_);
-  suppression_timer_.data = this;
-  ++open_handles_;
-}
+      burst_(config.log_rate_limit_burst),
+      suppression_timer_(time->CreateTimer([this] { OnSuppressionTimer(); })) {}
 
-WorkerOutput::~WorkerOutput() { BH_CHECK(open_handles_ == 0); }
+WorkerOutput::~WorkerOutput() = default;
 
 Status WorkerOutput::Prepare(cell::SpawnOptions* options) {
-  BH_CHECK(stdout_ == nullptr && stderr_ == nullptr && !closing_);
+  BH_CHECK(stdout_ == nullptr && stderr_ == nullptr && !handles_.closing());
   stdout_read_.Reset();
   stderr_read_.Reset();
   stdout_write_.Reset();
@@ -103,14 +102,13 @@ void WorkerOutput::Spawned(pid_t pid) {
 
 WorkerOutput::Stream* WorkerOutput::Open(UniqueFd read_end, const char* name, pid_t pid) {
   auto* stream = new Stream(this, name, pid);
-  uv_pipe_init(loop_, &stream->pipe, 0);
-  stream->pipe.data = stream;
-  ++open_handles_;
+  stream->pipe = handles_.Open(uv_pipe_init, loop_, 0);
+  stream->pipe->data = stream;
   // uv_pipe_open makes the descriptor non-blocking.
-  int rc = uv_pipe_open(&stream->pipe, read_end.get());
+  int rc = uv_pipe_open(stream->pipe, read_end.get());
   if (rc == 0) {
     read_end.Release();
-    rc = uv_read_start(reinterpret_cast<uv_stream_t*>(&stream->pipe), &WorkerOutput::OnAlloc,
+    rc = uv_read_start(reinterpret_cast<uv_stream_t*>(stream->pipe), &WorkerOutput::OnAlloc,
                        &WorkerOutput::OnRead);
   }
   if (rc != 0) {
@@ -125,17 +123,10 @@ WorkerOutput::Stream* WorkerOutput::Open(UniqueFd read_end, const char* name, pi
 void WorkerOutput::CloseStream(Stream* stream) {
   if (stdout_ == stream) stdout_ = nullptr;
   if (stderr_ == stream) stderr_ = nullptr;
-  uv_close(reinterpret_cast<uv_handle_t*>(&stream->pipe), [](uv_handle_t* handle) {
-    auto* closed = static_cast<Stream*>(handle->data);
-    WorkerOutput* owner = closed->owner;
-    delete closed;
-    owner->HandleClosed();
-  });
-}
-
-void WorkerOutput::HandleClosed() {
-  BH_CHECK(open_handles_ > 0);
-  if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
+  // No callback of the pipe runs once it is closing (its reads stop with uv_close), so the stream
+  // goes now; the pipe's memory goes with its close callback (handles_).
+  handles_.Close(stream->pipe);
+  delete stream;
 }
 
 void WorkerOutput::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -163,7 +154,7 @@ void WorkerOutput::OnRead(uv_stream_t* handle, ssize_t nread, const uv_buf_t* bu
 
 void WorkerOutput::Drain(Stream* stream) {
   int fd = -1;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&stream->pipe), &fd) == 0) {
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream->pipe), &fd) == 0) {
     // Non-blocking: stops at an empty pipe even while a process it left behind holds a write end.
     size_t drained = 0;
     while (drained < kDrainMaxBytes) {
@@ -188,7 +179,7 @@ void WorkerOutput::OnLine(const Stream& stream, std::string_view line, bool trun
   if (std::optional<LogLevel> prefixed = StripPriorityPrefix(&line)) level = *prefixed;
   // Lines below the log level cost nothing and count against no limit.
   if (level < GetLogLevel()) return;
-  LogRateLimiter::Decision decision = limiter_.Admit(uv_now(loop_));
+  LogRateLimiter::Decision decision = limiter_.Admit(time_->NowMs());
   if (decision.suppressed_before > 0) LogSuppressed(decision.suppressed_before, stream.pid);
   if (!decision.log) {
     last_pid_ = stream.pid;
@@ -207,20 +198,18 @@ void WorkerOutput::LogSuppressed(uint64_t count, pid_t pid) {
 }
 
 void WorkerOutput::ArmSuppressionTimer() {
-  if (uv_is_active(reinterpret_cast<uv_handle_t*>(&suppression_timer_))) return;
+  if (suppression_timer_->armed()) return;
   std::optional<uint64_t> ends_at = limiter_.SuppressionEndsAt();
   if (!ends_at) return;
-  uint64_t now = uv_now(loop_);
-  uv_timer_start(&suppression_timer_, &WorkerOutput::OnSuppressionTimer,
-                 *ends_at > now ? *ends_at - now : 0, 0);
+  uint64_t now = time_->NowMs();
+  suppression_timer_->Start(*ends_at > now ? *ends_at - now : 0);
 }
 
-void WorkerOutput::OnSuppressionTimer(uv_timer_t* timer) {
-  auto* self = static_cast<WorkerOutput*>(timer->data);
-  uint64_t dropped = self->limiter_.EndWindow(uv_now(self->loop_));
-  if (dropped > 0) self->LogSuppressed(dropped, self->last_pid_);
+void WorkerOutput::OnSuppressionTimer() {
+  uint64_t dropped = limiter_.EndWindow(time_->NowMs());
+  if (dropped > 0) LogSuppressed(dropped, last_pid_);
   // A window opened since the timer was armed may have dropped lines of its own.
-  self->ArmSuppressionTimer();
+  ArmSuppressionTimer();
 }
 
 void WorkerOutput::SetOptions(const config::CellConfig& config) {
@@ -228,28 +217,25 @@ void WorkerOutput::SetOptions(const config::CellConfig& config) {
   line_max_ = config.log_line_max;
   const auto interval_ms = static_cast<uint64_t>(config.log_rate_limit_interval.count());
   if (config.log_rate_limit_burst == burst_ && interval_ms == interval_ms_) return;
-  uint64_t dropped = limiter_.EndWindow(uv_now(loop_), /*force=*/true);
+  uint64_t dropped = limiter_.EndWindow(time_->NowMs(), /*force=*/true);
   if (dropped > 0) LogSuppressed(dropped, last_pid_);
-  uv_timer_stop(&suppression_timer_);
+  suppression_timer_->Stop();
   limiter_ = LogRateLimiter(config.log_rate_limit_burst, interval_ms);
   burst_ = config.log_rate_limit_burst;
   interval_ms_ = interval_ms;
 }
 
 void WorkerOutput::Close(std::function<void()> on_closed) {
-  BH_CHECK(!closing_);
-  closing_ = true;
-  on_closed_ = std::move(on_closed);
   if (stdout_ != nullptr) Drain(stdout_);
   if (stderr_ != nullptr) Drain(stderr_);
   stdout_read_.Reset();
   stderr_read_.Reset();
   stdout_write_.Reset();
   stderr_write_.Reset();
-  uint64_t dropped = limiter_.EndWindow(uv_now(loop_), /*force=*/true);
+  uint64_t dropped = limiter_.EndWindow(time_->NowMs(), /*force=*/true);
   if (dropped > 0) LogSuppressed(dropped, last_pid_);
-  uv_close(reinterpret_cast<uv_handle_t*>(&suppression_timer_),
-           [](uv_handle_t* handle) { static_cast<WorkerOutput*>(handle->data)->HandleClosed(); });
+  suppression_timer_->Stop();
+  handles_.Close(std::move(on_closed));
 }
 
 }  // namespace bulkhead::lifecycle

@@ -22,13 +22,16 @@
 #include "cell/process.h"
 #include "config/config.h"
 #include "lifecycle/line_splitter.h"
+#include "loop/handle_group.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::lifecycle {
 
 class WorkerOutput {
  public:
-  // Reads `output`, `log_line_max` and the rate limit keys of `config`.
-  WorkerOutput(uv_loop_t* loop, const config::CellConfig& config);
+  // Reads `output`, `log_line_max` and the rate limit keys of `config`. The rate limit's windows
+  // are measured on `time`, which outlives the output.
+  WorkerOutput(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config);
   // REQUIRES: Close has completed.
   ~WorkerOutput();
   WorkerOutput(const WorkerOutput&) = delete;
@@ -68,13 +71,13 @@ class WorkerOutput {
   void OnLine(const Stream& stream, std::string_view line, bool truncated);
   void LogSuppressed(uint64_t count, pid_t pid);
   void ArmSuppressionTimer();
-  void HandleClosed();
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* handle, ssize_t nread, const uv_buf_t* buf);
-  static void OnSuppressionTimer(uv_timer_t* timer);
+  void OnSuppressionTimer();
 
   uv_loop_t* loop_;
+  loop::TimeSource* time_;
   std::string cell_;
   config::OutputMode mode_;
   size_t line_max_;
@@ -88,16 +91,16 @@ class WorkerOutput {
   UniqueFd stdout_write_;
   UniqueFd stderr_write_;
 
-  // The live generation's streams (null once closed); closing ones delete themselves.
+  // The live generation's streams (null once closed).
   Stream* stdout_ = nullptr;
   Stream* stderr_ = nullptr;
   pid_t last_pid_ = 0;  // of the last line dropped: named in the suppression summary
   // One read buffer for every stream of the cell: libuv reads one stream at a time.
   std::unique_ptr<char[]> buffer_;
-  uv_timer_t suppression_timer_{};
-  int open_handles_ = 0;
-  bool closing_ = false;
-  std::function<void()> on_closed_;
+  // The streams' pipes.
+  loop::HandleGroup handles_;
+  // Ends a window in which lines were dropped, to log how many.
+  std::unique_ptr<loop::Timer> suppression_timer_;
 };
 
 }  // namespace bulkhead::lifecycle

@@ -15,7 +15,7 @@
 #include "base/log.h"
 #include "cell/process.h"
 #include "cell/restart_policy.h"
-#include "cell/worker.h"
+#include "lifecycle/worker_environment.h"
 #include "lifecycle/worker_privileges.h"
 
 namespace bulkhead::lifecycle {
@@ -25,17 +25,6 @@ namespace {
 using Event = Lifecycle::Event;
 using Action = Lifecycle::Action;
 
-// How often an emptying cgroup is polled after cgroup.kill, in ms.
-constexpr uint64_t kTeardownPollMs = 5;
-// The HTTP probe (ready = "http:/PATH"): how often a starting worker is probed, and how long one
-// attempt may take before it counts as unanswered and the next one starts (Kubernetes'
-// timeoutSeconds default). ms.
-constexpr uint64_t kReadyProbeIntervalMs = 150;
-constexpr uint64_t kProbeAttemptTimeoutMs = 1000;
-// A running worker is probed every quarter of stall_timeout, within these bounds (ms).
-uint64_t LivenessProbeIntervalMs(const config::CellConfig& config) {
-  return std::clamp<uint64_t>(static_cast<uint64_t>(config.stall_timeout.count()) / 4, 100, 10'000);
-}
 // The worker socket's backlog: every link the data path may open at once (max_concurrent), and
 // never less than 128.
 int WorkerBacklog(const config::CellConfig& config) {
@@ -44,31 +33,33 @@ int WorkerBacklog(const config::CellConfig& config) {
 
 }  // namespace
 
-WorkerRunner::WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
-                           uint32_t max_payload, loop::AfterPoll* after_poll,
-                           DataPathControl* data_path)
-    : loop_(loop),
+WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
+                           CellCompartment compartment, uint32_t max_payload,
+                           loop::AfterPoll* after_poll, DataPathControl* data_path,
+                           WorkerLauncher* launcher)
+    : launcher_(launcher),
       config_(std::move(config)),
       compartment_(std::move(compartment)),
       max_payload_(max_payload),
       after_poll_(after_poll),
       data_path_(data_path),
-      clock_(loop),
-      lifecycle_(LifecycleOptionsFromConfig(config_), &clock_, cell::RestartPolicy::RandomJitter()),
+      lifecycle_(LifecycleOptionsFromConfig(config_), time, cell::RestartPolicy::RandomJitter()),
       notify_(loop, [this](pid_t sender,
                            const cell::NotifyMessage& message) { OnNotify(sender, message); }),
-      output_(loop, config_),
-      oom_watch_(loop, &config_.name, [this] { return pid_; }),
-      probe_(loop) {
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_,
-                            &start_timer_, &probe_timer_}) {
-    uv_timer_init(loop_, timer);
-    timer->data = this;
-    ++open_handles_;
-  }
-}
+      output_(loop, time, config_),
+      oom_watch_(loop, time, &config_.name, [this] { return pid_; }),
+      backoff_timer_(time->CreateTimer([this] { Handle(Event::BackoffElapsed()); })),
+      stop_timer_(time->CreateTimer([this] { Handle(Event::StopTimeout()); })),
+      watchdog_timer_(time->CreateTimer([this] { OnWatchdogTimer(); })),
+      start_timer_(time->CreateTimer([this] { OnStartTimer(); })),
+      teardown_(time, &config_.name),
+      probe_(
+          loop, time, after_poll, &config_.name,
+          HealthProbe::Callbacks{
+              .on_ready = [this](std::string what) { Handle(Event::ProbeReady(std::move(what))); },
+              .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}) {}
 
-WorkerRunner::~WorkerRunner() { BH_CHECK(open_handles_ == 0); }
+WorkerRunner::~WorkerRunner() = default;
 
 Status WorkerRunner::CreateCgroup() {
   if (compartment_.tree == nullptr) return Status::Ok();
@@ -174,45 +165,24 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
         KillAll();
         break;
       case Action::Type::kArmBackoff:
-        uv_timer_start(
-            &backoff_timer_,
-            [](uv_timer_t* timer) {
-              static_cast<WorkerRunner*>(timer->data)->Handle(Event::BackoffElapsed());
-            },
-            a.ms, 0);
+        backoff_timer_->Start(a.ms);
         break;
       case Action::Type::kArmStopTimer:
-        uv_timer_start(
-            &stop_timer_,
-            [](uv_timer_t* timer) {
-              static_cast<WorkerRunner*>(timer->data)->Handle(Event::StopTimeout());
-            },
-            a.ms, 0);
+        stop_timer_->Start(a.ms);
         break;
       case Action::Type::kArmWatchdog:
         ++watchdog_arms_;
-        uv_timer_start(&watchdog_timer_, &WorkerRunner::OnWatchdogTimer, a.ms, 0);
+        watchdog_timer_->Start(a.ms);
         break;
       case Action::Type::kArmStartTimer:
-        uv_timer_start(
-            &start_timer_,
-            [](uv_timer_t* timer) {
-              auto* self = static_cast<WorkerRunner*>(timer->data);
-              if (self->probe_mode_ == ProbeMode::kReadiness && !self->probe_answer_.empty()) {
-                Log(LogLevel::kWarning, self->name(), self->pid_,
-                    "health probe GET " + self->config_.ready_http_path + ": last answer " +
-                        self->probe_answer_);
-              }
-              self->Handle(Event::StartTimeout());
-            },
-            a.ms, 0);
+        start_timer_->Start(a.ms);
         break;
       case Action::Type::kCancelTimers:
         ++watchdog_arms_;
-        uv_timer_stop(&backoff_timer_);
-        uv_timer_stop(&stop_timer_);
-        uv_timer_stop(&watchdog_timer_);
-        uv_timer_stop(&start_timer_);
+        for (loop::Timer* timer :
+             {backoff_timer_.get(), stop_timer_.get(), watchdog_timer_.get(), start_timer_.get()}) {
+          timer->Stop();
+        }
         break;
       case Action::Type::kNotifyStopped: {
         std::vector<std::function<void()>> callbacks;
@@ -303,44 +273,8 @@ void WorkerRunner::DoSpawn() {
 void WorkerRunner::SpawnWorker() {
   if (data_path_->worker_connections() == 0) DrainStaleWorkerConnections();
   data_path_->WorkerStarting();
-  cell::SpawnOptions options;
-  options.argv = config_.command;
-  bool has_path = false;
-  for (const auto& [key, value] : config_.environment) {
-    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID" ||
-        key == cell::kMaxPayloadEnv || key == cell::kWorkerConnectionsEnv) {
-      continue;
-    }
-    options.environment.push_back(key + "=" + value);
-    if (key == "PATH") has_path = true;
-  }
-  if (!has_path) options.environment.push_back(std::string("PATH=") + config::kDefaultWorkerPath);
-  options.environment.push_back("NOTIFY_SOCKET=" + notify_.path());
-  // The worker SDK reads its payload limit here (cell/worker.h MaxPayloadFromEnv).
-  options.environment.push_back(std::string(cell::kMaxPayloadEnv) + "=" +
-                                std::to_string(max_payload_));
-  // Set only for the multiplexed mode, so a worker written before it sees the environment it knew
-  // (docs/protocol.md, "Multiplexed worker connections").
-  if (config_.worker_connections == config::WorkerConnections::kMultiplex) {
-    options.environment.push_back(std::string(cell::kWorkerConnectionsEnv) + "=" +
-                                  cell::kWorkerConnectionsMultiplex);
-  }
-  if (config_.watchdog.count() > 0) {
-    options.environment.push_back("WATCHDOG_USEC=" +
-                                  std::to_string(config_.watchdog.count() * 1000));
-  }
-  AppendUserEnvironment(config_, &options.environment);
-  options.credentials = WorkerCredentials(config_);
-  options.umask = static_cast<mode_t>(config_.umask);
-  options.no_new_privileges = config_.no_new_privileges;
-  // Set in the child, so the worker never inherits bulkheadd's own oom_score_adj.
-  options.oom_score_adj = config_.oom_score_adjust;
-  options.working_directory = config_.working_directory;
-  options.listen_fd = worker_listen_fd_.get();
-  options.listen_fd_name = config_.name;
-  // A supervisor that dies without stopping its cells (SIGKILL, a failed check) takes the workers
-  // with it: none keeps running unnoticed, holding an old generation's socket.
-  options.parent_death_signal = SIGKILL;
+  cell::SpawnOptions options =
+      BuildWorkerEnvironment(config_, notify_.path(), max_payload_, worker_listen_fd_.get());
   if (cgroup_) {
     // The worker is born inside its cgroup (clone3 CLONE_INTO_CGROUP): so is all it forks.
     options.cgroup_fd = cgroup_->dir_fd();
@@ -350,7 +284,7 @@ void WorkerRunner::SpawnWorker() {
   Status output = output_.Prepare(&options);
   if (!output.ok())
     Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
-  Result<pid_t> pid = cell::Spawn(options);
+  Result<pid_t> pid = launcher_->Spawn(options);
   output_.Spawned(pid.ok() ? *pid : 0);
   if (!pid.ok()) {
     // The lifecycle logs it once, with what follows (restart, or give up).
@@ -402,14 +336,14 @@ void WorkerRunner::SignalStop(int signal) {
   if (cgroup_) {
     // kill_mode = "mixed" (systemd's KillMode=mixed): the worker alone; whatever else is left
     // gets SIGKILL (cgroup.kill) once it has exited or at stop_timeout.
-    if (pid_ > 0) ::kill(pid_, signal);
+    if (pid_ > 0) launcher_->Kill(pid_, signal);
     return;
   }
   // Without a cgroup: the worker's process group (it leads one since the spawn); a helper that
   // left it (setsid) is not reached.
   if (pgid_ > 0) {
-    ::kill(-pgid_, signal);
-    if (pid_ > 0) ::kill(pid_, signal);  // in case it left its process group
+    launcher_->Kill(-pgid_, signal);
+    if (pid_ > 0) launcher_->Kill(pid_, signal);  // in case it left its process group
   }
 }
 
@@ -421,48 +355,30 @@ void WorkerRunner::KillAll() {
   }
   // The worker leads its own process group: whatever it forked without leaving the group goes too.
   if (pgid_ > 0) {
-    ::kill(-pgid_, SIGKILL);
-    if (pid_ > 0) ::kill(pid_, SIGKILL);
+    launcher_->Kill(-pgid_, SIGKILL);
+    if (pid_ > 0) launcher_->Kill(pid_, SIGKILL);
   }
 }
 
 void WorkerRunner::Teardown(std::function<void()> then) {
-  // A stop with kill_mode = "control-group" signalled every process of the cell: those left
-  // when the worker exits may finish their cleanup until stop_timeout, when the stop timer's
-  // SIGKILL (KillAll) comes, as systemd waits for the whole control group.
-  teardown_kill_from_ms_ = cgroup_ && config_.kill_mode == config::KillMode::kControlGroup
-                               ? lifecycle_.signalled_stop_deadline_ms()
-                               : 0;
-  if (Now() >= teardown_kill_from_ms_) KillAll();
   if (!cgroup_) {
+    // Nothing to watch: the worker's process group is killed, and what left it is not tracked.
+    KillAll();
     then();
     return;
   }
-  after_teardown_ = std::move(then);
-  teardown_started_ms_ = Now();
-  teardown_warned_ = false;
-  uv_timer_start(&teardown_timer_, &WorkerRunner::OnTeardownTimer, 0, kTeardownPollMs);
+  // A stop with kill_mode = "control-group" signalled every process of the cell: those left
+  // when the worker exits may finish their cleanup until stop_timeout, when the stop timer's
+  // SIGKILL (KillAll) comes, as systemd waits for the whole control group.
+  const uint64_t kill_from_ms = config_.kill_mode == config::KillMode::kControlGroup
+                                    ? lifecycle_.signalled_stop_deadline_ms()
+                                    : 0;
+  teardown_.Start(this, kill_from_ms, std::move(then));
 }
 
-void WorkerRunner::OnTeardownTimer(uv_timer_t* timer) {
-  auto* self = static_cast<WorkerRunner*>(timer->data);
-  Result<bool> empty = self->cgroup_->IsEmpty();
-  if (empty.ok() && *empty) {
-    uv_timer_stop(timer);
-    if (self->after_teardown_) std::exchange(self->after_teardown_, nullptr)();
-    return;
-  }
-  // cgroup.procs is not empty yet: kill again (a process may have forked meanwhile) and wait. The
-  // next generation never starts beside a survivor of this one.
-  if (self->Now() >= self->teardown_kill_from_ms_) self->KillAll();
-  if (!self->teardown_warned_ &&
-      self->Now() > std::max(self->teardown_started_ms_, self->teardown_kill_from_ms_) + 5000) {
-    self->teardown_warned_ = true;
-    Log(LogLevel::kError, self->name(), 0,
-        "cgroup " + self->cgroup_->path() + " still has processes 5 s after cgroup.kill" +
-            (empty.ok() ? "" : ": " + empty.status().message()));
-  }
-}
+Result<bool> WorkerRunner::IsEmpty() { return cgroup_->IsEmpty(); }
+
+std::string WorkerRunner::Describe() const { return "cgroup " + cgroup_->path(); }
 
 // --- Notify socket (sd_notify(3)) and watchdog. ---
 
@@ -490,11 +406,18 @@ void WorkerRunner::OnNotify(pid_t sender, const cell::NotifyMessage& message) {
   if (message.watchdog_trigger) Handle(Event::Stalled("worker sent WATCHDOG=trigger"));
 }
 
-void WorkerRunner::OnWatchdogTimer(uv_timer_t* timer) {
-  auto* self = static_cast<WorkerRunner*>(timer->data);
-  self->watchdog_verdict_ = true;
-  self->watchdog_verdict_arms_ = self->watchdog_arms_;
-  self->after_poll_->Request();
+void WorkerRunner::OnWatchdogTimer() {
+  watchdog_verdict_ = true;
+  watchdog_verdict_arms_ = watchdog_arms_;
+  after_poll_->Request();
+}
+
+void WorkerRunner::OnStartTimer() {
+  if (probe_.state() == HealthProbe::State::kReadiness && !probe_.last_answer().empty()) {
+    Log(LogLevel::kWarning, name(), pid_,
+        "health probe GET " + config_.ready_http_path + ": last answer " + probe_.last_answer());
+  }
+  Handle(Event::StartTimeout());
 }
 
 void WorkerRunner::OnAfterPoll() {
@@ -502,94 +425,22 @@ void WorkerRunner::OnAfterPoll() {
   if (std::exchange(watchdog_verdict_, false) && watchdog_arms_ == watchdog_verdict_arms_) {
     Handle(Event::WatchdogMissed());
   }
-  // A 2xx read by the poll moved probe_healthy_ms_: the silence did not last stall_timeout.
-  const uint64_t stall_ms = static_cast<uint64_t>(config_.stall_timeout.count());
-  if (std::exchange(probe_verdict_, false) && probe_mode_ == ProbeMode::kLiveness &&
-      Now() - probe_healthy_ms_ >= stall_ms) {
-    const uint64_t now = Now();
-    std::string last = "last answer: " + (probe_answer_.empty() ? "none" : probe_answer_);
-    if (probe_.busy()) {
-      last = "the probe sent " + std::to_string(now - probe_started_ms_) +
-             " ms ago is unanswered; " + last;
-    }
-    Handle(Event::Stalled("health probe GET " + config_.ready_http_path + ": no 2xx for " +
-                          std::to_string(now - probe_healthy_ms_) + " ms (" + last + ")"));
-  }
+  probe_.OnAfterPoll();
 }
 
 // --- HTTP probe (ready = "http:/PATH"). ---
 
 void WorkerRunner::UpdateProbe() {
-  ProbeMode want = ProbeMode::kOff;
+  HealthProbe::State want = HealthProbe::State::kOff;
   if (config_.ready == config::ReadyMode::kHttp && pid_ != 0) {
     if (lifecycle_.state() == Lifecycle::State::kStarting) {
-      want = ProbeMode::kReadiness;
+      want = HealthProbe::State::kReadiness;
     } else if (lifecycle_.state() == Lifecycle::State::kRunning &&
                config_.stall_timeout.count() > 0) {
-      want = ProbeMode::kLiveness;
+      want = HealthProbe::State::kLiveness;
     }
   }
-  const uint64_t interval =
-      want == ProbeMode::kReadiness ? kReadyProbeIntervalMs : LivenessProbeIntervalMs(config_);
-  if (want == probe_mode_ && (want == ProbeMode::kOff || interval == probe_interval_ms_)) return;
-  const bool mode_changed = want != probe_mode_;
-  probe_mode_ = want;
-  probe_verdict_ = false;
-  if (want == ProbeMode::kOff) {
-    uv_timer_stop(&probe_timer_);
-    probe_.Cancel();
-    probe_answer_.clear();
-    return;
-  }
-  // Liveness counts from the readiness (or the reload that turned it on).
-  if (mode_changed) probe_healthy_ms_ = Now();
-  probe_interval_ms_ = interval;
-  // A starting worker is probed at once: the connection waits in the worker socket's backlog
-  // until the worker accepts it, and the answer comes as soon as it serves.
-  uv_timer_start(&probe_timer_, &WorkerRunner::OnProbeTimer,
-                 want == ProbeMode::kReadiness ? 0 : interval, interval);
-}
-
-void WorkerRunner::OnProbeTimer(uv_timer_t* timer) {
-  auto* self = static_cast<WorkerRunner*>(timer->data);
-  if (self->probe_mode_ == ProbeMode::kOff) return;
-  const uint64_t now = self->Now();
-  if (self->probe_mode_ == ProbeMode::kLiveness &&
-      now - self->probe_healthy_ms_ >= static_cast<uint64_t>(self->config_.stall_timeout.count())) {
-    // Decided after the next poll, which may read a 2xx (OnAfterPoll).
-    self->probe_verdict_ = true;
-    self->after_poll_->Request();
-  }
-  if (self->probe_.busy()) {
-    if (now - self->probe_started_ms_ < kProbeAttemptTimeoutMs) return;
-    // A timeout fails the attempt, even after the status line (as kubelet's httpGet: the answer
-    // is the whole response).
-    const int status = self->probe_.status_code();
-    self->probe_.Cancel();
-    const std::string within = " within " + std::to_string(kProbeAttemptTimeoutMs) + " ms";
-    self->NoteProbeAnswer(status == 0
-                              ? "no answer" + within
-                              : std::to_string(status) + " whose body did not end" + within);
-  }
-  self->probe_started_ms_ = now;
-  self->probe_.Start(self->config_.worker_socket, self->config_.ready_http_path,
-                     [self](const HttpProbe::Outcome& outcome) { self->OnProbeOutcome(outcome); });
-}
-
-void WorkerRunner::OnProbeOutcome(const HttpProbe::Outcome& outcome) {
-  NoteProbeAnswer(outcome.what);
-  if (!outcome.healthy) return;
-  if (probe_mode_ == ProbeMode::kReadiness) {
-    Handle(Event::ProbeReady("GET " + config_.ready_http_path + " answered " + outcome.what));
-    return;
-  }
-  probe_healthy_ms_ = Now();
-}
-
-void WorkerRunner::NoteProbeAnswer(const std::string& what) {
-  if (what == probe_answer_) return;
-  probe_answer_ = what;
-  Log(LogLevel::kDebug, name(), pid_, "health probe GET " + config_.ready_http_path + ": " + what);
+  probe_.Follow(want, pid_, config_);
 }
 
 // --- Reload and shutdown. ---
@@ -614,35 +465,23 @@ Status WorkerRunner::Reconfigure(const config::CellConfig& next,
 
 void WorkerRunner::Close(std::function<void()> on_closed) {
   BH_CHECK(pid_ == 0);
-  on_closed_ = std::move(on_closed);
   if (cgroup_) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
-  probe_.Cancel();
-  for (uv_timer_t* timer : {&backoff_timer_, &stop_timer_, &watchdog_timer_, &teardown_timer_,
-                            &start_timer_, &probe_timer_}) {
-    uv_close(reinterpret_cast<uv_handle_t*>(timer), &WorkerRunner::OnHandleClosed);
+  probe_.Follow(HealthProbe::State::kOff, 0, config_);
+  teardown_.Cancel();
+  for (loop::Timer* timer :
+       {backoff_timer_.get(), stop_timer_.get(), watchdog_timer_.get(), start_timer_.get()}) {
+    timer->Stop();
   }
   // Only a socket file this cell bound is removed, while it is still the one it bound.
   worker_file_.Remove();
   worker_listen_fd_.Reset();
-  auto closed = [this] {
-    BH_CHECK(open_handles_ > 0);
-    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
-  };
-  ++open_handles_;
-  output_.Close(closed);
-  ++open_handles_;
-  notify_.Close(closed);
-  ++open_handles_;
-  oom_watch_.Close(closed);
-}
-
-void WorkerRunner::OnHandleClosed(uv_handle_t* handle) {
-  auto* self = static_cast<WorkerRunner*>(handle->data);
-  BH_CHECK(self->open_handles_ > 0);
-  if (--self->open_handles_ == 0 && self->on_closed_) std::exchange(self->on_closed_, nullptr)();
+  output_.Close(handles_.Part());
+  notify_.Close(handles_.Part());
+  oom_watch_.Close(handles_.Part());
+  handles_.Close(std::move(on_closed));
 }
 
 // --- Status. ---

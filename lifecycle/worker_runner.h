@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,13 +25,17 @@
 #include "ipc/frame.h"
 #include "ipc/listen_socket.h"
 #include "lifecycle/compartment.h"
-#include "lifecycle/http_probe.h"
+#include "lifecycle/health_probe.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/notify_socket.h"
 #include "lifecycle/oom_watch.h"
 #include "lifecycle/restart_reason.h"
+#include "lifecycle/teardown_watcher.h"
+#include "lifecycle/worker_launcher.h"
 #include "lifecycle/worker_output.h"
 #include "loop/after_poll.h"
+#include "loop/handle_group.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::lifecycle {
 
@@ -55,13 +60,17 @@ class DataPathControl {
   virtual void WorkerStarting() = 0;
 };
 
-class WorkerRunner {
+class WorkerRunner : private TeardownWatcher::Generation {
  public:
-  // `after_poll` (owned by the caller, shared with the data path) runs OnAfterPoll when
-  // requested; `data_path` outlives the runner.
-  WorkerRunner(uv_loop_t* loop, config::CellConfig config, CellCompartment compartment,
-               uint32_t max_payload, loop::AfterPoll* after_poll, DataPathControl* data_path);
-  ~WorkerRunner();
+  // Reads time and arms its timers (backoff, stop, watchdog, start; the probe's, the teardown's,
+  // the output's and the OOM watch's) through `time`, and starts and signals workers through
+  // `launcher` (SystemWorkerLauncher(), or a test's fake). `after_poll` (owned by the caller,
+  // shared with the data path) runs OnAfterPoll when requested. `time`, `after_poll`,
+  // `data_path` and `launcher` outlive the runner.
+  WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
+               CellCompartment compartment, uint32_t max_payload, loop::AfterPoll* after_poll,
+               DataPathControl* data_path, WorkerLauncher* launcher);
+  ~WorkerRunner() override;
   WorkerRunner(const WorkerRunner&) = delete;
   WorkerRunner& operator=(const WorkerRunner&) = delete;
 
@@ -127,19 +136,7 @@ class WorkerRunner {
   CompartmentStatus ReadCompartment() const;
 
  private:
-  // The lifecycle reads loop time.
-  class LoopClock : public Clock {
-   public:
-    explicit LoopClock(uv_loop_t* loop) : loop_(loop) {}
-    uint64_t NowMs() const override { return uv_now(loop_); }
-
-   private:
-    uv_loop_t* loop_;
-  };
-
   const std::string& name() const { return config_.name; }
-  uint64_t Now() const { return uv_now(loop_); }
-  static void OnHandleClosed(uv_handle_t* handle);
 
   // Handle() feeds an event and executes the actions of its transition. Events raised while
   // actions execute are queued and handled after, in order (the answer to Spawn is the exception:
@@ -159,8 +156,12 @@ class WorkerRunner {
   // Kills whatever is left of the worker generation (its cgroup, or its process group without
   // one) and runs `then` once nothing of it is left: never two generations side by side.
   void Teardown(std::function<void()> then);
-  void KillAll();
-  static void OnTeardownTimer(uv_timer_t* timer);
+  // SIGKILL to whatever is left of the generation: cgroup.kill, or without a cgroup the worker's
+  // process group (TeardownWatcher::Generation).
+  void KillAll() override;
+  // TeardownWatcher::Generation, for the cell's cgroup: its cgroup.procs is empty.
+  Result<bool> IsEmpty() override;
+  std::string Describe() const override;
   // Sends stop_signal to the worker: to every process of the cell's cgroup (kill_mode =
   // "control-group"), to the worker alone ("mixed"); without a cgroup, to its process group.
   void SignalStop(int signal);
@@ -173,22 +174,16 @@ class WorkerRunner {
   bool SpeaksForCell(pid_t sender) const;
   // Timeouts judge silence only once the loop has read what waits in the sockets: the watchdog
   // timer asks after_poll_ for a verdict rather than acting.
-  static void OnWatchdogTimer(uv_timer_t* timer);
+  void OnWatchdogTimer();
+  // The start timer: a worker not ready within start_timeout.
+  void OnStartTimer();
 
-  // The HTTP probe (ready = "http:/PATH", docs/config.md): GET PATH on a fresh connection to the
-  // worker socket every kReadyProbeIntervalMs while the worker starts, until a 2xx makes it ready
-  // (start_timeout bounds the wait, as for READY=1); with stall_timeout, every quarter of it
-  // (100 ms to 10 s) while it runs, and no 2xx for stall_timeout is a stall. An attempt gets
-  // kProbeAttemptTimeoutMs to answer. UpdateProbe starts, re-times or stops it after every event
-  // and reload.
-  enum class ProbeMode { kOff, kReadiness, kLiveness };
+  // The HTTP probe (ready = "http:/PATH", docs/config.md): readiness while the worker starts,
+  // liveness while it runs with stall_timeout, off otherwise. Called after every event and
+  // reload.
   void UpdateProbe();
-  static void OnProbeTimer(uv_timer_t* timer);
-  void OnProbeOutcome(const HttpProbe::Outcome& outcome);
-  // Logs an answer that differs from the last one (debug), and keeps it for messages.
-  void NoteProbeAnswer(const std::string& what);
 
-  uv_loop_t* loop_;
+  WorkerLauncher* launcher_;
   config::CellConfig config_;
   CellCompartment compartment_;
   uint32_t max_payload_;
@@ -196,7 +191,6 @@ class WorkerRunner {
   DataPathControl* data_path_;
   std::optional<cell::CellCgroup> cgroup_;
   cell::LimitsWritten limits_written_;  // the last WriteCellLimits
-  LoopClock clock_;
   Lifecycle lifecycle_;
   NotifySocket notify_;
   // The worker's stdout and stderr (docs/logging.md).
@@ -206,14 +200,14 @@ class WorkerRunner {
 
   ipc::SocketFile worker_file_;  // the worker socket file bound (removed on close if still ours)
   UniqueFd worker_listen_fd_;
-  uv_timer_t backoff_timer_{};
-  uv_timer_t stop_timer_{};
-  uv_timer_t watchdog_timer_{};
-  uv_timer_t teardown_timer_{};
-  uv_timer_t start_timer_{};
-  uv_timer_t probe_timer_{};
-  int open_handles_ = 0;
-  std::function<void()> on_closed_;
+  // output_, notify_ and oom_watch_ close as its parts.
+  loop::HandleGroup handles_;
+  // The lifecycle's timers (Lifecycle::Action kArmBackoff, kArmStopTimer, kArmWatchdog,
+  // kArmStartTimer; kCancelTimers stops them all).
+  std::unique_ptr<loop::Timer> backoff_timer_;
+  std::unique_ptr<loop::Timer> stop_timer_;
+  std::unique_ptr<loop::Timer> watchdog_timer_;
+  std::unique_ptr<loop::Timer> start_timer_;
   std::function<void()> state_observer_;
   Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
 
@@ -223,12 +217,8 @@ class WorkerRunner {
   bool executing_ = false;
   std::vector<Lifecycle::Event> pending_events_;
   std::vector<std::function<void()>> on_stopped_;
-  std::function<void()> after_teardown_;
-  uint64_t teardown_started_ms_ = 0;
-  // Teardown sends no SIGKILL before this (loop ms): the rest of the cell had stop_signal and
-  // may exit by itself until stop_timeout (kill_mode = "control-group").
-  uint64_t teardown_kill_from_ms_ = 0;
-  bool teardown_warned_ = false;
+  // Waits for a generation's cgroup to be empty before the lifecycle hears of its end.
+  TeardownWatcher teardown_;
   std::string status_text_;
   // The cell's cgroup held processes when this run found it: Start() empties it first.
   bool stale_generation_ = false;
@@ -241,14 +231,7 @@ class WorkerRunner {
   // the watchdog timer fired changes it, and the miss is void.
   uint64_t watchdog_arms_ = 0;
 
-  HttpProbe probe_;
-  ProbeMode probe_mode_ = ProbeMode::kOff;
-  uint64_t probe_interval_ms_ = 0;
-  uint64_t probe_started_ms_ = 0;  // when the attempt in flight began
-  // Liveness: the last 2xx, or when liveness probing began (loop ms).
-  uint64_t probe_healthy_ms_ = 0;
-  std::string probe_answer_;    // the last attempt's answer ("503", "connect: ...")
-  bool probe_verdict_ = false;  // a liveness verdict waits for the next poll (OnAfterPoll)
+  HealthProbe probe_;
 
   RestartCounts restarts_by_reason_{};
   uint64_t restarts_attributed_ = 0;  // lifecycle_.restarts() already in restarts_by_reason_

@@ -14,6 +14,8 @@
 
 #include <functional>
 
+#include "loop/handle_group.h"
+
 namespace bulkhead::loop {
 
 class AfterPoll {
@@ -33,14 +35,11 @@ class AfterPoll {
 
  private:
   static void OnCheck(uv_check_t* handle);
-  static void OnClosed(uv_handle_t* handle);
 
   std::function<void()> callback_;
-  uv_check_t check_{};
-  uv_idle_t idle_{};
-  int open_handles_ = 0;
-  bool closing_ = false;
-  std::function<void()> on_closed_;
+  HandleGroup handles_;
+  uv_check_t* check_;
+  uv_idle_t* idle_;
 };
 
 }  // namespace bulkhead::loop

@@ -64,15 +64,14 @@ WriteBatch::WriteBatch(uv_loop_t* loop) {
   } else {
     how_ += one_by_one + ": BULKHEAD_IO_URING=" + std::string(knob);
   }
-  uv_prepare_init(loop, &prepare_);
-  uv_check_init(loop, &check_);
-  prepare_.data = this;
-  check_.data = this;
-  open_handles_ = 2;
-  uv_prepare_start(&prepare_, &WriteBatch::OnPrepare);
-  uv_check_start(&check_, &WriteBatch::OnCheck);
-  uv_unref(reinterpret_cast<uv_handle_t*>(&prepare_));
-  uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
+  prepare_ = handles_.Open(uv_prepare_init, loop);
+  check_ = handles_.Open(uv_check_init, loop);
+  prepare_->data = this;
+  check_->data = this;
+  uv_prepare_start(prepare_, &WriteBatch::OnPrepare);
+  uv_check_start(check_, &WriteBatch::OnCheck);
+  uv_unref(reinterpret_cast<uv_handle_t*>(prepare_));
+  uv_unref(reinterpret_cast<uv_handle_t*>(check_));
 }
 
 WriteBatch::~WriteBatch() = default;
@@ -154,14 +153,7 @@ void WriteBatch::OnCheck(uv_check_t* handle) { static_cast<WriteBatch*>(handle->
 
 void WriteBatch::Close(std::function<void()> on_closed) {
   if (ring_ != nullptr) Submit();
-  on_closed_ = std::move(on_closed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&prepare_), &WriteBatch::OnClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&check_), &WriteBatch::OnClosed);
-}
-
-void WriteBatch::OnClosed(uv_handle_t* handle) {
-  auto* self = static_cast<WriteBatch*>(handle->data);
-  if (--self->open_handles_ == 0 && self->on_closed_) self->on_closed_();
+  handles_.Close(std::move(on_closed));
 }
 
 }  // namespace bulkhead::loop

@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "loop/handle_group.h"
+
 namespace bulkhead::loop {
 
 class StreamWriter;
@@ -71,7 +73,6 @@ class WriteBatch {
 
   static void OnPrepare(uv_prepare_t* handle);
   static void OnCheck(uv_check_t* handle);
-  static void OnClosed(uv_handle_t* handle);
 
   std::unique_ptr<Ring> ring_;
   std::string how_;
@@ -79,10 +80,9 @@ class WriteBatch {
   std::vector<StreamWriter*> members_;  // joined since the last Submit; nullptr: left
   std::vector<StreamWriter*> sending_;  // the members of the Submit under way; nullptr: left
   std::vector<int> results_;            // send results of sending_, by index
-  uv_prepare_t prepare_{};
-  uv_check_t check_{};
-  int open_handles_ = 0;
-  std::function<void()> on_closed_;
+  HandleGroup handles_;
+  uv_prepare_t* prepare_ = nullptr;
+  uv_check_t* check_ = nullptr;
 };
 
 }  // namespace bulkhead::loop

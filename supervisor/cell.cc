@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "lifecycle/worker_launcher.h"
 #include "lifecycle/worker_privileges.h"
 
 namespace bulkhead::supervisor {
@@ -12,16 +13,17 @@ namespace bulkhead::supervisor {
 Cell::Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config,
            lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::ExchangePool* pool,
            loop::WriteBatch* write_batch)
-    : loop_(loop),
+    : time_(time),
       after_poll_(loop,
                   [this] {
                     runner_.OnAfterPoll();
                     data_path_.OnAfterPoll();
                   }),
       data_path_(loop, time, config, max_payload, pool, write_batch, &after_poll_, this),
-      runner_(loop, config, std::move(compartment), max_payload, &after_poll_, this) {}
+      runner_(loop, time, config, std::move(compartment), max_payload, &after_poll_, this,
+              &lifecycle::SystemWorkerLauncher()) {}
 
-Cell::~Cell() { BH_CHECK(open_handles_ == 0); }
+Cell::~Cell() { BH_CHECK(handles_.closed()); }
 
 Status Cell::Bind() {
   Status cgroup = runner_.CreateCgroup();
@@ -46,21 +48,16 @@ Status Cell::Reconfigure(const config::CellConfig& next,
 
 void Cell::CloseHandles(std::function<void()> on_closed) {
   BH_CHECK(runner_.pid() == 0);
-  on_closed_ = std::move(on_closed);
-  auto closed = [this] {
-    BH_CHECK(open_handles_ > 0);
-    if (--open_handles_ == 0 && on_closed_) std::exchange(on_closed_, nullptr)();
-  };
-  open_handles_ = 3;
-  data_path_.Close(closed);
-  runner_.Close(closed);
-  after_poll_.Close(closed);
+  data_path_.Close(handles_.Part());
+  runner_.Close(handles_.Part());
+  after_poll_.Close(handles_.Part());
+  handles_.Close(std::move(on_closed));
 }
 
 control::CellSnapshot Cell::Snapshot() const {
   control::CellSnapshot s;
   const lifecycle::Lifecycle& lifecycle = runner_.lifecycle();
-  const uint64_t now = uv_now(loop_);
+  const uint64_t now = time_->NowMs();
   const config::CellConfig& config = runner_.config();
   s.name = config.name;
   s.state = lifecycle.state();
@@ -97,7 +94,7 @@ control::CellSnapshot Cell::Snapshot() const {
   s.counters = data_path_.counters();
   s.in_flight = data_path_.in_flight();
   s.unsent_bytes = data_path_.unsent_bytes();
-  const uint64_t now_ns = uv_hrtime();
+  const uint64_t now_ns = time_->NowNs();
   s.queue_wait = data_path_.queue_wait().total();
   s.request_duration = data_path_.request_duration().total();
   s.recent_queue_wait = data_path_.queue_wait().Recent(now_ns);

@@ -22,6 +22,8 @@
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/worker_runner.h"
 #include "loop/after_poll.h"
+#include "loop/handle_group.h"
+#include "loop/time_source.h"
 #include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
 #include "proxy/exchange.h"
@@ -30,7 +32,7 @@ namespace bulkhead::supervisor {
 
 class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
  public:
-  // `time` (the data path's clock and timers), `pool` and `write_batch` outlive the cell.
+  // `time` (the clock and timers of both halves), `pool` and `write_batch` outlive the cell.
   Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config,
        lifecycle::CellCompartment compartment, uint32_t max_payload, proxy::ExchangePool* pool,
        loop::WriteBatch* write_batch);
@@ -114,14 +116,14 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   }
   void WorkerStarting() override { data_path_.WorkerStarting(); }
 
-  uv_loop_t* loop_;
+  loop::TimeSource* time_;
   // Shared by the runner (watchdog) and the data path (stall, request_timeout): a timer whose
   // deadline passed asks it for a verdict after the next poll, the watchdog's taken first.
   loop::AfterPoll after_poll_;
   proxy::CellDataPath data_path_;
   lifecycle::WorkerRunner runner_;
-  int open_handles_ = 0;
-  std::function<void()> on_closed_;
+  // Closes data_path_, runner_ and after_poll_ as its parts.
+  loop::HandleGroup handles_;
 };
 
 }  // namespace bulkhead::supervisor

@@ -29,28 +29,17 @@ namespace {
 // How often the end of a shutdown looks again whether the clients have read their answers.
 constexpr uint64_t kClientDrainPollMs = 20;
 
-std::string ErrorResponse(const std::string& message) {
-  return nlohmann::json({{"ok", false}, {"error", message}}).dump();
-}
-
-// The "logs" control command (docs/control.md): `cells` are the names of the configured cells.
-std::string LogsResponse(const nlohmann::json& request, const std::vector<std::string>& cells,
+// The "logs" control command (docs/control.md) for the cell `name` (the command table checked
+// that it exists).
+std::string LogsResponse(const nlohmann::json& request, const std::string& name,
                          const lifecycle::CellLogs& cell_logs) {
-  auto cell_name = request.find("cell");
-  if (cell_name == request.end() || !cell_name->is_string()) {
-    return ErrorResponse("\"logs\" needs a \"cell\" string");
-  }
-  const std::string name = cell_name->get<std::string>();
-  if (std::find(cells.begin(), cells.end(), name) == cells.end()) {
-    return ErrorResponse("no cell named " + name);
-  }
   std::optional<uint64_t> from;
   std::optional<uint64_t> last;
   for (auto [key, value] : {std::pair{"from", &from}, std::pair{"lines", &last}}) {
     auto it = request.find(key);
     if (it == request.end()) continue;
     if (!it->is_number_unsigned()) {
-      return ErrorResponse(std::string("\"") + key + "\" must be an unsigned integer");
+      return control::CommandError(std::string("\"") + key + "\" must be an unsigned integer");
     }
     *value = it->get<uint64_t>();
   }
@@ -75,7 +64,8 @@ std::string LogsResponse(const nlohmann::json& request, const std::vector<std::s
 Supervisor::Supervisor(config::Config config)
     : config_(std::move(config)),
       cell_logs_(StderrLogStyle() == LogStyle::kJournal),
-      control_access_(::geteuid(), config_.supervisor.control_group) {
+      commands_(control::ControlAccess(::geteuid(), config_.supervisor.control_group),
+                ControlHandlers(), [this](const std::string& name) { return HasCell(name); }) {
   BH_CHECK(uv_loop_init(&loop_) == 0);
   SetLogSink(&cell_logs_);
 }
@@ -87,33 +77,20 @@ Supervisor::~Supervisor() {
 }
 
 int Supervisor::Run() {
-  started_at_ms_ = uv_now(&loop_);
-  uv_timer_init(&loop_, &client_drain_timer_);
-  client_drain_timer_.data = this;
+  started_at_ms_ = time_.NowMs();
+  client_drain_timer_ = time_.CreateTimer([this] { FinishShutdown(); });
   write_batch_.emplace(&loop_);
   Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
       write_batch_->how());
-  for (uv_signal_t* sig : SignalHandles()) {
-    uv_signal_init(&loop_, sig);
-    sig->data = this;
-  }
-  uv_signal_start(&sigchld_, &Supervisor::OnSignal, SIGCHLD);
-  uv_signal_start(&sigterm_, &Supervisor::OnSignal, SIGTERM);
-  uv_signal_start(&sigint_, &Supervisor::OnSignal, SIGINT);
-  uv_signal_start(&sighup_, &Supervisor::OnSignal, SIGHUP);
-  // Their default action would end the supervisor and every cell without a word.
-  uv_signal_start(&sigusr1_, &Supervisor::OnSignal, SIGUSR1);
-  uv_signal_start(&sigusr2_, &Supervisor::OnSignal, SIGUSR2);
-  uv_signal_start(&sighalt_, &Supervisor::OnSignal, SIGRTMIN + 3);
-  uv_signal_start(&sigpoweroff_, &Supervisor::OnSignal, SIGRTMIN + 4);
+  Status status = HandleSignals();
 
   control_ = std::make_unique<control::ControlServer>(
-      &loop_, [this](const std::string& line, const control::ControlPeer& peer) {
+      &loop_, &time_, [this](const std::string& line, const control::ControlPeer& peer) {
         return HandleControl(line, peer);
       });
   // The runtime_dir lock first: a second instance on the same runtime_dir must not touch the
   // running one's cgroups or sockets.
-  Status status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
+  if (status.ok()) status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
   if (status.ok()) {
     Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
     if (lock.ok()) {
@@ -134,7 +111,8 @@ int Supervisor::Run() {
     status = control_->Listen(config_.supervisor.control_socket, control_access);
   }
   if (config_.supervisor.metrics_listen) {
-    metrics_ = std::make_unique<control::MetricsServer>(&loop_, [this] { return RenderMetrics(); });
+    metrics_ = std::make_unique<control::MetricsServer>(&loop_, &time_,
+                                                        [this] { return RenderMetrics(); });
     if (status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
     if (status.ok()) LogInfo("metrics endpoint: http://" + metrics_->bound_address() + "/metrics");
   }
@@ -163,6 +141,21 @@ int Supervisor::Run() {
   // Every socket file is removed by now: the next instance may take the runtime_dir.
   runtime_dir_lock_.Release();
   return exit_code_;
+}
+
+Status Supervisor::HandleSignals() {
+  // SIGUSR1 and SIGUSR2: their default action would end the supervisor and every cell without a
+  // word. SIGRTMIN+3 and SIGRTMIN+4: systemd's halt and poweroff requests (systemd(1), "Signals"),
+  // which podman's systemd mode and other managers send to a container's PID 1: an orderly
+  // shutdown, as SIGTERM.
+  for (int signum :
+       {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGRTMIN + 3, SIGRTMIN + 4}) {
+    Result<uv_signal_t*> handle = handles_.TryOpen(uv_signal_init, &loop_);
+    if (!handle.ok()) return Status::Error("uv_signal_init: " + handle.status().message());
+    (*handle)->data = this;
+    uv_signal_start(*handle, &Supervisor::OnSignal, signum);
+  }
+  return Status::Ok();
 }
 
 Status Supervisor::SetUpCgroups() {
@@ -307,7 +300,7 @@ void Supervisor::BeginShutdown(int signum) {
   notifier_.Stopping();
   uint64_t longest_stop_ms = 0;
   for (auto& cell : cells_) longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
-  client_drain_deadline_ms_ = uv_now(&loop_) + longest_stop_ms;
+  client_drain_deadline_ms_ = time_.NowMs() + longest_stop_ms;
   cells_running_ = static_cast<int>(cells_.size());
   if (cells_running_ == 0) {
     MaybeFinishShutdown();
@@ -331,7 +324,7 @@ void Supervisor::FinishShutdown() {
   // open connections finish): a client still reading its answers gets until the deadline.
   uint64_t unsent = 0;
   for (auto& cell : cells_) unsent += cell->unsent_bytes();
-  const uint64_t now = uv_now(&loop_);
+  const uint64_t now = time_.NowMs();
   if (unsent > 0 && now < client_drain_deadline_ms_) {
     if (!draining_clients_) {
       draining_clients_ = true;
@@ -339,10 +332,7 @@ void Supervisor::FinishShutdown() {
               std::to_string(client_drain_deadline_ms_ - now) + " ms for clients to read " +
               std::to_string(unsent) + " bytes of answers");
     }
-    uv_timer_start(
-        &client_drain_timer_,
-        [](uv_timer_t* timer) { static_cast<Supervisor*>(timer->data)->FinishShutdown(); },
-        kClientDrainPollMs, 0);
+    client_drain_timer_->Start(kClientDrainPollMs);
     return;
   }
   if (unsent > 0) {
@@ -357,22 +347,17 @@ void Supervisor::FinishShutdown() {
 
 void Supervisor::CloseAll() {
   for (auto& cell : cells_) cell->DisconnectClients();
-  closing_ = static_cast<int>(cells_.size()) + 2 + (metrics_ ? 1 : 0);
-  auto closed = [this] {
-    if (--closing_ == 0) {
-      cells_.clear();
-      control_.reset();
-      metrics_.reset();
-    }
-  };
-  for (auto& cell : cells_) cell->CloseHandles(closed);
-  control_->Close(closed);
-  if (metrics_) metrics_->Close(closed);
-  write_batch_->Close(closed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&client_drain_timer_), nullptr);
-  for (uv_signal_t* sig : SignalHandles()) {
-    uv_close(reinterpret_cast<uv_handle_t*>(sig), nullptr);
-  }
+  for (auto& cell : cells_) cell->CloseHandles(handles_.Part());
+  control_->Close(handles_.Part());
+  if (metrics_) metrics_->Close(handles_.Part());
+  write_batch_->Close(handles_.Part());
+  client_drain_timer_.reset();
+  // The signal handles close with the rest.
+  handles_.Close([this] {
+    cells_.clear();
+    control_.reset();
+    metrics_.reset();
+  });
 }
 
 void Supervisor::OnCellStateChanged() {
@@ -422,81 +407,72 @@ std::string Supervisor::HandleControl(const std::string& request_line) {
 
 std::string Supervisor::HandleControl(const std::string& request_line,
                                       const control::ControlPeer& peer) {
-  nlohmann::json request = nlohmann::json::parse(request_line, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded() || !request.is_object()) {
-    return ErrorResponse("request is not a JSON object");
-  }
-  auto command = request.find("command");
-  if (command == request.end() || !command->is_string()) {
-    return ErrorResponse("request has no \"command\" string");
-  }
-  if (std::string denied = control_access_.Check(command->get<std::string>(), peer);
-      !denied.empty()) {
-    nlohmann::json response = {{"ok", false}, {"error", denied}, {"code", "permission_denied"}};
-    return response.dump();
-  }
-  if (*command == "status") {
-    std::string only;
-    if (auto cell = request.find("cell"); cell != request.end()) {
-      if (!cell->is_string()) return ErrorResponse("\"cell\" must be a string");
-      only = cell->get<std::string>();
-    }
-    nlohmann::json cells = nlohmann::json::array();
-    for (auto& cell : cells_) {
-      if (!only.empty() && cell->name() != only) continue;
-      cells.push_back(control::CellStatusJson(cell->Snapshot(), ConfigOf(cell->name())));
-    }
-    if (!only.empty() && cells.empty()) return ErrorResponse("no cell named " + only);
-    uint64_t client_connections = 0;
-    for (auto& cell : cells_) client_connections += cell->clients();
-    nlohmann::json response = {
-        {"ok", true},
-        {"supervisor",
-         {{"pid", ::getpid()},
-          {"version", BULKHEAD_VERSION},
-          {"uptime_ms", uv_now(&loop_) - started_at_ms_},
-          {"config", config_.source},
-          {"live_requests", pool_.live()},
-          {"max_payload_bytes", config_.supervisor.max_payload_bytes},
-          {"metrics_listen",
-           metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
-          {"client_connections", client_connections},
-          {"client_connection_budget", client_budget_}}},
-        {"cells", cells},
-    };
-    return response.dump();
-  }
-  if (*command == "reload") return ReloadControl();
-  if (*command == "logs") {
-    std::vector<std::string> names;
-    for (const auto& cell : cells_) names.push_back(cell->name());
-    return LogsResponse(request, names, cell_logs_);
-  }
-  if (*command == "metrics") {
+  return commands_.Handle(request_line, peer);
+}
+
+control::CommandHandlers Supervisor::ControlHandlers() {
+  control::CommandHandlers handlers;
+  handlers.status = [this](const control::CommandCall& call) { return StatusControl(call.cell); };
+  handlers.metrics = [this](const control::CommandCall&) {
     return nlohmann::json({{"ok", true},
                            {"content_type", control::kMetricsContentType},
                            {"text", RenderMetrics()}})
         .dump();
+  };
+  handlers.logs = [this](const control::CommandCall& call) {
+    return LogsResponse(call.request, call.cell, cell_logs_);
+  };
+  handlers.reload = [this](const control::CommandCall&) { return ReloadControl(); };
+  handlers.start = handlers.stop = handlers.restart = [this](const control::CommandCall& call) {
+    return CellCommandControl(call.row.name, call.cell);
+  };
+  return handlers;
+}
+
+bool Supervisor::HasCell(const std::string& name) const {
+  return std::any_of(cells_.begin(), cells_.end(),
+                     [&](const std::unique_ptr<Cell>& cell) { return cell->name() == name; });
+}
+
+std::string Supervisor::StatusControl(const std::string& only) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (auto& cell : cells_) {
+    if (!only.empty() && cell->name() != only) continue;
+    cells.push_back(control::CellStatusJson(cell->Snapshot(), ConfigOf(cell->name())));
   }
-  if (*command == "start" || *command == "stop" || *command == "restart") {
-    auto cell_name = request.find("cell");
-    if (cell_name == request.end() || !cell_name->is_string()) {
-      return ErrorResponse("\"" + command->get<std::string>() + "\" needs a \"cell\" string");
-    }
-    for (auto& cell : cells_) {
-      if (cell->name() != cell_name->get<std::string>()) continue;
-      if (shutting_down_) return ErrorResponse("bulkheadd is shutting down");
-      std::string answer = *command == "start"  ? cell->Start()
-                           : *command == "stop" ? cell->Stop(nullptr)
-                                                : cell->Restart();
-      bool accepted = answer == "ok";
-      nlohmann::json response = {{"ok", accepted}, {"cell", cell->name()}, {"result", answer}};
-      if (!accepted) response["error"] = answer;
-      return response.dump();
-    }
-    return ErrorResponse("no cell named " + cell_name->get<std::string>());
+  uint64_t client_connections = 0;
+  for (auto& cell : cells_) client_connections += cell->clients();
+  nlohmann::json response = {
+      {"ok", true},
+      {"supervisor",
+       {{"pid", ::getpid()},
+        {"version", BULKHEAD_VERSION},
+        {"uptime_ms", time_.NowMs() - started_at_ms_},
+        {"config", config_.source},
+        {"live_requests", pool_.live()},
+        {"max_payload_bytes", config_.supervisor.max_payload_bytes},
+        {"metrics_listen",
+         metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
+        {"client_connections", client_connections},
+        {"client_connection_budget", client_budget_}}},
+      {"cells", cells},
+  };
+  return response.dump();
+}
+
+std::string Supervisor::CellCommandControl(std::string_view command, const std::string& name) {
+  for (auto& cell : cells_) {
+    if (cell->name() != name) continue;
+    if (shutting_down_) return control::CommandError("bulkheadd is shutting down");
+    std::string answer = command == "start"  ? cell->Start()
+                         : command == "stop" ? cell->Stop(nullptr)
+                                             : cell->Restart();
+    bool accepted = answer == "ok";
+    nlohmann::json response = {{"ok", accepted}, {"cell", cell->name()}, {"result", answer}};
+    if (!accepted) response["error"] = answer;
+    return response.dump();
   }
-  return ErrorResponse("unknown command " + command->dump());
+  return control::CommandError("no cell named " + name);
 }
 
 }  // namespace bulkhead::supervisor

@@ -8,20 +8,22 @@
 
 #include <uv.h>
 
-#include <array>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "cell/cgroup.h"
 #include "config/config.h"
+#include "control/command_table.h"
 #include "control/control_server.h"
 #include "control/metrics_server.h"
 #include "control/metrics_text.h"
 #include "control/reload_plan.h"
 #include "lifecycle/cell_logs.h"
+#include "loop/handle_group.h"
 #include "loop/time_source.h"
 #include "loop/write_batch.h"
 #include "proxy/exchange.h"
@@ -68,8 +70,9 @@ class Supervisor {
   // cannot be claimed fails startup before any worker starts.
   int Run();
 
-  // The control socket's request handler: one JSON request line in, one JSON response line out.
-  // Commands that are not read-only are refused unless `peer` may run them (ControlAccess).
+  // The control socket's request handler: one JSON request line in, one JSON response line out,
+  // through the command table (control/command_table.h). Commands that are not read-only are
+  // refused unless `peer` may run them (ControlAccess).
   std::string HandleControl(const std::string& request_line, const control::ControlPeer& peer);
   // As above, from this process itself (every command allowed).
   std::string HandleControl(const std::string& request_line);
@@ -86,6 +89,9 @@ class Supervisor {
   ReloadResult Reload();
 
  private:
+  // Handles SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGRTMIN+3 and SIGRTMIN+4 with
+  // OnSignal.
+  Status HandleSignals();
   static void OnSignal(uv_signal_t* handle, int signum);
   ReloadResult ApplyReload();
   void ReapChildren();
@@ -108,6 +114,13 @@ class Supervisor {
   void Retire(std::unique_ptr<Cell> cell);
   // Ends the shutdown once every cell, retiring ones included, has stopped.
   void MaybeFinishShutdown();
+  // The handlers of the control commands (control/command_table.h), one per row.
+  control::CommandHandlers ControlHandlers();
+  bool HasCell(const std::string& name) const;
+  // "status" for the cell `only`, or every cell when it is "".
+  std::string StatusControl(const std::string& only);
+  // "start", "stop" or "restart" (`command`) of the cell `name`.
+  std::string CellCommandControl(std::string_view command, const std::string& name);
   std::string ReloadControl();
   // Every cell's figures, in config order; and them in the Prometheus text format.
   std::vector<control::CellSnapshot> Snapshots() const;
@@ -123,7 +136,7 @@ class Supervisor {
   std::optional<cell::CgroupTree> cgroup_tree_;
   std::string cgroup_note_;  // why limits are not enforced ("" when they are)
   uv_loop_t loop_{};
-  // The loop's clock and timers for the cells' data paths (loop/time_source.h).
+  // The loop's clock and timers, for everything bulkheadd runs (loop/time_source.h).
   loop::LoopTimeSource time_{&loop_};
   proxy::ExchangePool pool_;
   // The client answers of a loop iteration, sent together (loop/write_batch.h); from Run() until
@@ -138,16 +151,11 @@ class Supervisor {
   std::unique_ptr<control::ControlServer> control_;
   std::unique_ptr<control::MetricsServer> metrics_;  // null without metrics_listen
   control::ReloadCounts reloads_;  // every Reload(), for bulkhead_config_reloads_total
-  control::ControlAccess control_access_;
-  uv_signal_t sigchld_{}, sigterm_{}, sigint_{}, sighup_{}, sigusr1_{}, sigusr2_{};
-  // systemd's halt and poweroff requests (systemd(1), "Signals"), which podman's systemd mode and
-  // other managers send to a container's PID 1: an orderly shutdown, as SIGTERM.
-  uv_signal_t sighalt_{}, sigpoweroff_{};
-  // Every signal handle above, for init and close.
-  std::array<uv_signal_t*, 8> SignalHandles() {
-    return {&sigchld_, &sigterm_, &sigint_,  &sighup_,
-            &sigusr1_, &sigusr2_, &sighalt_, &sigpoweroff_};
-  }
+  // The control socket's commands: control/command_table.h's rows with this supervisor's handlers.
+  control::CommandTable commands_;
+  // The signal handles (HandleSignals); the cells, control_, metrics_ and write_batch_ close as
+  // its parts (CloseAll).
+  loop::HandleGroup handles_;
   uint64_t started_at_ms_ = 0;
   bool shutting_down_ = false;
   // After every cell stopped: the answers its clients have not read yet get until this loop time
@@ -155,13 +163,12 @@ class Supervisor {
   // client_drain_timer_.
   uint64_t client_drain_deadline_ms_ = 0;
   bool draining_clients_ = false;
-  uv_timer_t client_drain_timer_{};
+  std::unique_ptr<loop::Timer> client_drain_timer_;
   // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().
   ServiceNotifier notifier_;
   bool booted_ = false;      // every cell was given its first start
   bool ready_sent_ = false;  // READY=1 was sent after boot
   int cells_running_ = 0;
-  int closing_ = 0;
   int exit_code_ = 0;
 };
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-// ControlServer on a real libuv loop, driven from the test thread: one response line per request
-// line, the idle timeout (an idle control connection was held forever before issue 14), a
-// connection that keeps asking is not cut, and a request that waited in the socket while the loop
-// was stalled is answered rather than cut.
+// ControlServer on a real libuv loop with simulated time, driven from the test thread: one
+// response line per request line, the idle timeout (an idle control connection was held forever
+// before issue 14), a connection that keeps asking is not cut, and a request that waited in the
+// socket while the loop was stalled is answered rather than cut.
 #include "control/control_server.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -14,15 +15,16 @@
 
 #include "base/unique_fd.h"
 #include "tests/control/unix_client.h"
+#include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
 
 namespace bulkhead::control {
 namespace {
 
+using bulkhead::testing::SimulatedTimeSource;
 using bulkhead::testing::TempDir;
 using bulkhead::testing::WaitFor;
 using testing::ConnectUnix;
-using testing::PacedWriter;
 using testing::ReadNow;
 
 class ControlServerTest : public ::testing::Test {
@@ -66,13 +68,24 @@ class ControlServerTest : public ::testing::Test {
     EXPECT_TRUE(closed);
   }
 
+  // Runs the loop until `fd` has received `expected` (false if not within the default deadline),
+  // gathering what came into `received`; the server must not close the connection meanwhile.
+  bool RunUntilReceived(int fd, const std::string& expected, std::string* received) {
+    return WaitFor([&] {
+      uv_run(&loop_, UV_RUN_NOWAIT);
+      EXPECT_FALSE(ReadNow(fd, received)) << "closed after " << *received;
+      return received->size() >= expected.size();
+    });
+  }
+
   uv_loop_t loop_{};
+  SimulatedTimeSource time_;
   TempDir dir_;
   std::string socket_path_ = dir_.path() + "/control.sock";
 };
 
 TEST_F(ControlServerTest, AnswersEachRequestLineWithOneResponseLine) {
-  ControlServer server(&loop_, &Echo);
+  ControlServer server(&loop_, &time_, &Echo);
   Serve(server);
   UniqueFd client = Connect(server);
   const std::string requests = "1\n\n2\n3";
@@ -91,10 +104,15 @@ TEST_F(ControlServerTest, AnswersEachRequestLineWithOneResponseLine) {
 // An idle control connection (connected, nothing sent) is closed by the server once the idle
 // timeout has passed; before issue 14 it was held until bulkheadd exited.
 TEST_F(ControlServerTest, ClosesAnIdleConnection) {
-  ControlServer server(&loop_, &Echo, /*idle_timeout_ms=*/50);
+  ControlServer server(&loop_, &time_, &Echo);
   Serve(server);
   UniqueFd client = Connect(server);
   std::string received;
+  time_.Advance(ControlServer::kIdleTimeoutMs - 1);
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  EXPECT_FALSE(ReadNow(client.get(), &received)) << "closed before the idle timeout";
+  EXPECT_EQ(server.connections(), 1u);
+  time_.Advance(1);
   EXPECT_TRUE(RunUntilClosed(client.get(), &received)) << "the idle connection is still open";
   EXPECT_EQ(received, "");
   EXPECT_TRUE(WaitFor([&] {
@@ -105,29 +123,31 @@ TEST_F(ControlServerTest, ClosesAnIdleConnection) {
 }
 
 // A client that keeps using its connection (as a long exchange does: a request every half
-// timeout, on the loop's own clock, eight in a row, four timeouts in all) is not cut: the timeout
-// counts from the last byte moved, not from the accept.
+// timeout, eight in a row, four timeouts in all) is not cut: the timeout counts from the last
+// byte moved, not from the accept.
 TEST_F(ControlServerTest, DoesNotCutAConnectionThatKeepsAsking) {
   constexpr uint64_t kIdleMs = 100;
-  ControlServer server(&loop_, &Echo, kIdleMs);
+  ControlServer server(&loop_, &time_, &Echo, kIdleMs);
   Serve(server);
   UniqueFd client = Connect(server);
-  // Each request is sent by a timer of the loop that runs the server: the next request is due
-  // before the idle timer that the last one restarted.
-  PacedWriter pacer(&loop_, client.get(), kIdleMs / 2, 8);
   std::string received;
   std::string expected;
-  for (int i = 1; i <= 8; ++i) expected += "{\"echo\":" + std::to_string(i) + "}\n";
-  bool closed = false;
-  EXPECT_TRUE(WaitFor([&] {
-    uv_run(&loop_, UV_RUN_NOWAIT);
-    closed = ReadNow(client.get(), &received);
-    return closed || received.size() >= expected.size();
-  }));
-  EXPECT_FALSE(closed) << "cut after " << received;
+  for (int i = 1; i <= 8; ++i) {
+    time_.Advance(kIdleMs / 2);
+    const std::string request = std::to_string(i) + "\n";
+    // MSG_NOSIGNAL: a connection the server cut fails the test, not the test binary (SIGPIPE).
+    ASSERT_EQ(::send(client.get(), request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()))
+        << "cut after " << received;
+    expected += "{\"echo\":" + std::to_string(i) + "}\n";
+    ASSERT_TRUE(RunUntilReceived(client.get(), expected, &received)) << received;
+  }
   EXPECT_EQ(received, expected);
-  pacer.Close();
-  // Once it stops asking, it is idle: closed.
+  // Once it stops asking, it is idle: closed a whole timeout after the last byte it got.
+  time_.Advance(kIdleMs - 1);
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  EXPECT_FALSE(ReadNow(client.get(), &received));
+  time_.Advance(1);
   EXPECT_TRUE(RunUntilClosed(client.get(), &received));
   CloseServer(server);
 }
@@ -135,7 +155,7 @@ TEST_F(ControlServerTest, DoesNotCutAConnectionThatKeepsAsking) {
 // Above kMaxConnections a new control connection is closed at once (there was no cap: every
 // local client that may connect could take a descriptor of bulkheadd's); the others are served.
 TEST_F(ControlServerTest, ClosesAConnectionAboveTheCap) {
-  ControlServer server(&loop_, &Echo);
+  ControlServer server(&loop_, &time_, &Echo);
   Serve(server);
   std::vector<UniqueFd> clients;
   for (size_t i = 0; i < ControlServer::kMaxConnections; ++i) clients.push_back(Connect(server));
@@ -157,17 +177,18 @@ TEST_F(ControlServerTest, ClosesAConnectionAboveTheCap) {
 // starved) for longer than the idle timeout is read and answered before the idle verdict: libuv
 // runs expired timers before it polls, so the timer alone would have cut it.
 TEST_F(ControlServerTest, AnswersARequestThatWaitedWhileTheLoopWasStalled) {
-  ControlServer server(&loop_, &Echo, /*idle_timeout_ms=*/1);
+  ControlServer server(&loop_, &time_, &Echo, /*idle_timeout_ms=*/1);
   Serve(server);
   UniqueFd client = Connect(server);
   ASSERT_EQ(::write(client.get(), "7\n", 2), 2);
-  // The stall: the loop does not run while its clock passes the idle timeout.
-  const uint64_t stall_start = uv_hrtime();
-  while (uv_hrtime() - stall_start < 5'000'000) {
-  }
+  // The stall: the idle timer fires before the loop has read the request.
+  time_.Advance(5);
   std::string received;
-  EXPECT_TRUE(RunUntilClosed(client.get(), &received));
+  ASSERT_TRUE(RunUntilReceived(client.get(), "{\"echo\":7}\n", &received));
   EXPECT_EQ(received, "{\"echo\":7}\n");
+  // Idle from then on: closed.
+  time_.Advance(1);
+  EXPECT_TRUE(RunUntilClosed(client.get(), &received));
   CloseServer(server);
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// StreamServer on a real libuv loop, as the metrics endpoint uses it: a timeout counted from the
-// accept closes a connection that trickles bytes, the connection cap closes the connection above
-// it at once, CloseWhenSent delivers what was sent, and Close leaves no handle open.
+// StreamServer on a real libuv loop with simulated time, as the metrics endpoint uses it: a
+// timeout counted from the accept closes a connection that trickles bytes, the connection cap
+// closes the connection above it at once, CloseWhenSent delivers what was sent, and Close leaves
+// no handle open.
 #include "control/stream_server.h"
 
 #include <gtest/gtest.h>
@@ -15,15 +16,16 @@
 #include "base/unique_fd.h"
 #include "ipc/listen_socket.h"
 #include "tests/control/unix_client.h"
+#include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
 
 namespace bulkhead::control {
 namespace {
 
+using bulkhead::testing::SimulatedTimeSource;
 using bulkhead::testing::TempDir;
 using bulkhead::testing::WaitFor;
 using testing::ConnectUnix;
-using testing::PacedWriter;
 using testing::ReadNow;
 
 // Answers "bye\n" and closes once it has read a '!'; otherwise only reads.
@@ -43,7 +45,7 @@ class StreamServerTest : public ::testing::Test {
 
   std::unique_ptr<StreamServer> Serve(StreamServer::Limits limits) {
     auto server = std::make_unique<StreamServer>(
-        &loop_, "test server", limits,
+        &loop_, &time_, "test server", limits,
         [](StreamConnection&) -> std::unique_ptr<ConnectionProtocol> {
           return std::make_unique<ByeProtocol>();
         });
@@ -65,6 +67,7 @@ class StreamServerTest : public ::testing::Test {
   }
 
   uv_loop_t loop_{};
+  SimulatedTimeSource time_;
   TempDir dir_;
   std::string path_ = dir_.path() + "/s.sock";
 };
@@ -80,14 +83,19 @@ TEST_F(StreamServerTest, TimeoutFromTheAcceptClosesAConnectionThatTrickles) {
     uv_run(&loop_, UV_RUN_NOWAIT);
     return server->connections() == 1;
   }));
-  PacedWriter trickle(&loop_, client.get(), kTimeoutMs / 2, 1000);
   std::string received;
+  for (uint64_t elapsed = 0; elapsed < kTimeoutMs; elapsed += kTimeoutMs / 2) {
+    ASSERT_EQ(::write(client.get(), "x", 1), 1);
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    EXPECT_FALSE(ReadNow(client.get(), &received)) << "closed after " << elapsed << " ms";
+    time_.Advance(kTimeoutMs / 2);
+  }
+  ASSERT_EQ(::write(client.get(), "x", 1), 1);  // a byte sent as the timeout runs out
   EXPECT_TRUE(WaitFor([&] {
     uv_run(&loop_, UV_RUN_NOWAIT);
     return ReadNow(client.get(), &received);
   }));
   EXPECT_EQ(received, "");
-  trickle.Close();
   CloseServer(*server);
 }
 

@@ -1,17 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The client side of the control/ server tests: a non-blocking Unix stream connection, a read of
-// whatever it holds now, and writes paced by the server's loop. Used from the test thread, which
-// also runs the server's loop.
+// The client side of the control/ server tests: a non-blocking Unix stream connection and a read
+// of whatever it holds now. Used from the test thread, which also runs the server's loop.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <uv.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -44,40 +41,5 @@ inline bool ReadNow(int fd, std::string* received) {
     return n == 0 || (errno != EAGAIN && errno != EINTR);
   }
 }
-
-// Writes "1\n", "2\n", ... to `fd` from a timer of `loop`, one every `period_ms` of the loop's
-// clock, `count` of them, or until a write fails. Paced by the loop that runs the server, a write
-// is never late against that server's timers, however loaded the machine. Close() it, then run the
-// loop, before the loop is closed.
-class PacedWriter {
- public:
-  PacedWriter(uv_loop_t* loop, int fd, uint64_t period_ms, int count) : fd_(fd), count_(count) {
-    uv_timer_init(loop, &timer_);
-    timer_.data = this;
-    uv_timer_start(
-        &timer_,
-        [](uv_timer_t* t) {
-          auto* self = static_cast<PacedWriter*>(t->data);
-          std::string line = std::to_string(self->sent_ + 1) + "\n";
-          // MSG_NOSIGNAL: a connection the server closed ends the writes, not the test (SIGPIPE).
-          if (::send(self->fd_, line.data(), line.size(), MSG_NOSIGNAL) !=
-                  static_cast<ssize_t>(line.size()) ||
-              ++self->sent_ == self->count_) {
-            uv_timer_stop(t);
-          }
-        },
-        period_ms, period_ms);
-  }
-  PacedWriter(const PacedWriter&) = delete;
-  PacedWriter& operator=(const PacedWriter&) = delete;
-
-  void Close() { uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr); }
-
- private:
-  int fd_;
-  int count_;
-  int sent_ = 0;
-  uv_timer_t timer_{};
-};
 
 }  // namespace bulkhead::control::testing

@@ -55,9 +55,10 @@
 // is appended to PATH as a line, O_APPEND, so every generation of the worker adds to one file);
 // --ignore-sigterm; --ready-file PATH (the pid is written to PATH, atomically, once the
 // socket is taken and just before serving); --exit-after-ms N (_exit(0) N ms after start);
-// --notify-ready-after-ms N (READY=1 to $NOTIFY_SOCKET N ms after start); --watchdog (WATCHDOG=1
-// to $NOTIFY_SOCKET every WATCHDOG_USEC / 2 until `stop-watchdog`; nothing without WATCHDOG_USEC).
-// Exit codes: 1 without a listening socket (LISTEN_FDS), 2 for bad switches.
+// --notify-ready-after-ms N (READY=1 to $NOTIFY_SOCKET N ms after start); --notify-ready-when-file
+// PATH (READY=1 once PATH exists, looked at every 5 ms: readiness when the test says); --watchdog
+// (WATCHDOG=1 to $NOTIFY_SOCKET every WATCHDOG_USEC / 2 until `stop-watchdog`; nothing without
+// WATCHDOG_USEC). Exit codes: 1 without a listening socket (LISTEN_FDS), 2 for bad switches.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -486,7 +487,8 @@ int Usage(const char* message) {
       stderr,
       "bulkhead-test-worker: %s\n"
       "usage: bulkhead-test-worker [--peak-file PATH] [--ignore-sigterm] [--ready-file PATH] "
-      "[--exit-after-ms N] [--notify-ready-after-ms N] [--watchdog]\n",
+      "[--exit-after-ms N] [--notify-ready-after-ms N] [--notify-ready-when-file PATH] "
+      "[--watchdog]\n",
       message);
   return kExitUsage;
 }
@@ -497,6 +499,7 @@ int Main(int argc, char** argv) {
   std::string ready_file;
   long exit_after_ms = -1;
   long notify_ready_after_ms = -1;
+  std::string notify_ready_file;
   bool watchdog = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -515,6 +518,8 @@ int Main(int argc, char** argv) {
       if (!ParseInt(argv[++i], &notify_ready_after_ms) || notify_ready_after_ms < 0) {
         return Usage("--notify-ready-after-ms needs a number of milliseconds");
       }
+    } else if (arg == "--notify-ready-when-file" && i + 1 < argc) {
+      notify_ready_file = argv[++i];
     } else if (arg == "--watchdog") {
       watchdog = true;
     } else {
@@ -539,6 +544,16 @@ int Main(int argc, char** argv) {
   if (notify_ready_after_ms >= 0) {
     std::thread([notify_ready_after_ms] {
       std::this_thread::sleep_for(std::chrono::milliseconds(notify_ready_after_ms));
+      std::string error = SendNotify("READY=1");
+      if (!error.empty())
+        std::fprintf(stderr, "bulkhead-test-worker: READY=1: %s\n", error.c_str());
+    }).detach();
+  }
+  if (!notify_ready_file.empty()) {
+    std::thread([notify_ready_file] {
+      while (::access(notify_ready_file.c_str(), F_OK) != 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
       std::string error = SendNotify("READY=1");
       if (!error.empty())
         std::fprintf(stderr, "bulkhead-test-worker: READY=1: %s\n", error.c_str());

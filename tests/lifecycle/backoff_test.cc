@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Restarts at the right pace (issue 4): the backoff doubles up to restart_max_delay and goes back
-// to restart_delay after a long enough run; the start limit puts the cell in `failed`, where it
-// stays without spending a start until `restart`; exec failures count as failed starts and show
-// the errno text; a backoff longer than queue_timeout refuses requests at once with retry-after.
+// Restarts with real workers (issue 4): the backoff doubles up to restart_max_delay; the start
+// limit puts the cell in `failed`, where it stays until `restart`; exec failures count as failed
+// starts and show the errno text; a backoff longer than queue_timeout refuses requests with
+// retry-after. Outcomes and counts only: when each start comes, to the millisecond (and the reset
+// after restart_reset_after, and that `failed` arms nothing), is WorkerRunnerTest's, in simulated
+// time.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -39,14 +41,13 @@ void ExpectDelayOfStep(int64_t delay, int64_t step, size_t index) {
   EXPECT_LE(delay, step) << "delay #" << index << " for a step of " << step << " ms";
 }
 
-TEST(Backoff, GrowsToTheCapThenResetsAfterALongRun) {
+TEST(Backoff, GrowsToTheCapAndAWorkerThatStaysServes) {
   e2e::TempDir flags;
   const std::string flag = flags.Join("serve");
   Harness h(TestOptions({CellSpec{.name = "flappy",
                                   .command = WorkerWhenFlagExists(flag),
                                   .restart_delay = "100ms",
                                   .extra_toml = "restart_max_delay = \"800ms\"\n"
-                                                "restart_reset_after = \"1s\"\n"
                                                 "start_limit_interval = \"0s\"\n",
                                   .wait_running = false}}));
   ASSERT_STARTED(h);
@@ -63,40 +64,21 @@ TEST(Backoff, GrowsToTheCapThenResetsAfterALongRun) {
   for (size_t i = 0; i < 6; ++i) ExpectDelayOfStep(delays[i], steps[i], i);
   for (size_t i = 0; i + 1 < 4; ++i) EXPECT_LT(delays[i], delays[i + 1]) << "growth " << i;
 
-  // The observed gaps between starts: never shorter than the delay chosen, and not much longer
-  // (exec, exit and reap of /bin/sh take a few ms; bounds generous for loaded machines).
-  const std::vector<LogEvent> started = CellLogEvents(h.Log(), "flappy", "worker started");
-  ASSERT_GE(started.size(), 7u) << h.Log();
-  for (size_t i = 0; i < 6; ++i) {
-    const int64_t gap = started[i + 1].at_ms - started[i].at_ms;
-    EXPECT_GE(gap, delays[i] - 10) << "gap before start #" << i + 2;
-    EXPECT_LE(gap, delays[i] + 750) << "gap before start #" << i + 2;
-  }
-  EXPECT_LT(started[1].at_ms - started[0].at_ms, started[4].at_ms - started[3].at_ms);
-
-  // A worker that stays up longer than restart_reset_after (1 s) sends the delay back to 100 ms.
+  // A worker that stays serves; its crash is answered and restarted with a delay of the policy.
   CreateFlag(flag);
-  ASSERT_TRUE(h.WaitForCell(
-      "flappy",
-      [](const nlohmann::json& c) {
-        return c["state"] == "running" && c["pid"].is_number_integer() && c["uptime_ms"] >= 1200;
-      },
-      std::chrono::seconds(10)))
-      << h.Status().dump();
+  ASSERT_TRUE(h.WaitForCell("flappy", [](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number_integer();
+  })) << h.Status().dump();
+  EXPECT_TRUE(Served(h, "flappy", "echo up", "up", tally));
   const size_t delays_before = LoggedDelays(h, "flappy").size();
   RemoveFlag(flag);
   Result<ipc::Client::Reply> died = h.Call("flappy", "exit 3");
   tally.Count(died);
   EXPECT_TRUE(IsReply(died, ReplyStatus::kFailed, Reason::kWorkerDied)) << Describe(died);
   EXPECT_EQ(died.ok() ? died->payload : "", "exit 3");
-
-  // Then the crash loop doubles again from the first step: 100, 200 ms.
-  ASSERT_TRUE(e2e::WaitFor([&] { return LoggedDelays(h, "flappy").size() >= delays_before + 2; },
+  ASSERT_TRUE(e2e::WaitFor([&] { return LoggedDelays(h, "flappy").size() > delays_before; },
                            std::chrono::seconds(10)))
       << h.Log();
-  const std::vector<int64_t> after = LoggedDelays(h, "flappy");
-  ExpectDelayOfStep(after[delays_before], 100, delays_before);
-  ExpectDelayOfStep(after[delays_before + 1], 200, delays_before + 1);
   EXPECT_THAT(h.Log(), HasSubstr("worker exited: exit 3; restarting in"));
 
   ExpectCountersMatch(h, "flappy", tally);
@@ -123,13 +105,6 @@ TEST(StartLimit, GivesUpThenRestartRecovers) {
   EXPECT_TRUE(c["pid"].is_null()) << c.dump();
   EXPECT_EQ(c["next_start_in_ms"], 0) << c.dump();
   EXPECT_THAT(h.Log(), HasSubstr("gave up: 3 starts in 60s, last exit 1"));
-
-  // No more starts: failed spends nothing.
-  nlohmann::json moved =
-      FirstViolation(h, "doomed", std::chrono::milliseconds(600), [](const nlohmann::json& c) {
-        return c["state"] == "failed" && c["starts"] == 3 && c["pid"].is_null();
-      });
-  EXPECT_TRUE(moved.is_null()) << moved.dump();
 
   // Requests are refused at once as unavailable (not full), with no retry-after: nothing is due.
   for (int i = 0; i < 3; ++i) {
@@ -267,14 +242,12 @@ TEST(Backoff, LongerThanQueueTimeoutRefusesAtOnceWithRetryAfter) {
       << h.Status().dump() << "\n"
       << h.Log();
   for (int i = 0; i < 3; ++i) {
-    const auto sent = std::chrono::steady_clock::now();
     Result<ipc::Client::Reply> refused = h.Call("slow", "echo later");
-    const int64_t took_ms = MsSince(sent);
     tally.Count(refused);
+    // Refused as unavailable, not queued: a queued request would have waited out queue_timeout
+    // and been REJECTED queue_timeout (rejected_by_reason below).
     ASSERT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable))
         << Describe(refused);
-    // At once: not after waiting out queue_timeout in the queue.
-    EXPECT_LT(took_ms, 900);
     std::optional<ipc::RejectDetail> detail = ipc::DecodeRejectDetail(refused->payload);
     ASSERT_TRUE(detail.has_value());
     EXPECT_EQ(detail->cell, "slow");

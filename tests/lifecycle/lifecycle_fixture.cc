@@ -163,22 +163,6 @@ std::vector<LogEvent> CellLogEvents(const std::string& log, std::string_view cel
   return events;
 }
 
-nlohmann::json FirstViolation(Harness& h, const std::string& cell, std::chrono::milliseconds window,
-                              const std::function<bool(const nlohmann::json&)>& invariant) {
-  nlohmann::json violation;
-  e2e::WaitFor(
-      [&] {
-        nlohmann::json c = h.Cell(cell);
-        if (c.is_null() || !invariant(c)) {
-          violation = c.is_null() ? h.Status() : c;
-          return true;
-        }
-        return false;
-      },
-      window);
-  return violation;
-}
-
 std::vector<std::string> WorkerWhenFlagExists(const std::string& flag,
                                               const std::vector<std::string>& worker_args) {
   std::vector<std::string> command = {"/bin/sh", "-c",
@@ -196,12 +180,6 @@ void CreateFlag(const std::string& path) {
 
 void RemoveFlag(const std::string& path) {
   ASSERT_EQ(::unlink(path.c_str()), 0) << path << ": " << std::strerror(errno);
-}
-
-int64_t MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               start)
-      .count();
 }
 
 }  // namespace bulkhead::lifecycle_test

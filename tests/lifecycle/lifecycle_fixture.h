@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Shared pieces of the lifecycle integration tests (issue 4): a tally of the outcomes a test saw,
 // checked against the cell's counters; waits on a cell's figures and on a replaced worker; control
-// commands; bulkheadd log lines with their times; invariants held over a window of status reads;
-// and a worker command whose crash loop the test ends by creating a file. Tally is thread-safe; the
+// commands; bulkheadd log lines with their times; and a worker command whose crash loop the test
+// ends by creating a file. Tally is thread-safe; the
 // rest runs on the test's threads like Harness.
 #pragma once
 
@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -103,12 +102,6 @@ struct LogEvent {
 std::vector<LogEvent> CellLogEvents(const std::string& log, std::string_view cell,
                                     std::string_view needle);
 
-// Reads the cell's status repeatedly for `window` (polling, about every 2 ms plus the status
-// round trip). Returns the first status for which `invariant` is false (or an unreadable status),
-// or null when it held at every read.
-nlohmann::json FirstViolation(Harness& h, const std::string& cell, std::chrono::milliseconds window,
-                              const std::function<bool(const nlohmann::json&)>& invariant);
-
 // A worker command: /bin/sh runs bulkhead-test-worker `worker_args` (exec, so the pid and fd 3
 // are the worker's) when `flag` exists, and otherwise exits 1 at once. The test ends the crash
 // loop by creating `flag`.
@@ -117,8 +110,5 @@ std::vector<std::string> WorkerWhenFlagExists(const std::string& flag,
 // Creates (empty) or removes `path`; fails the test when it cannot.
 void CreateFlag(const std::string& path);
 void RemoveFlag(const std::string& path);
-
-// Milliseconds on the steady clock since `start`.
-int64_t MsSince(std::chrono::steady_clock::time_point start);
 
 }  // namespace bulkhead::lifecycle_test

@@ -57,35 +57,34 @@ CellSpec NotifyCell(const std::string& name, const std::string& ready_after_ms) 
 }
 
 TEST(Notify, RequestsWaitForReadyThenStatusTextShows) {
-  Harness h(TestOptions({NotifyCell("late", "2000")}));
+  e2e::TempDir flags;
+  const std::string ready = flags.Join("ready");
+  CellSpec cell = NotifyCell("late", "0");
+  cell.command = {e2e::TestWorkerPath(), "--notify-ready-when-file", ready};
+  Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
   Tally tally;
 
-  // Spawned, not ready: "starting", and a request waits in the queue.
+  // Spawned, not ready (the worker sends READY=1 once the test creates `ready`): "starting", and
+  // a request waits in the queue.
   ASSERT_TRUE(SpawnedNotReady(h, "late"));
   const int pid = WorkerPid(h, "late");
-  Result<ipc::Client> early = SendOn(h, "late", 1, "echo early");
+  Result<ipc::Client> early = SendThenWaitFor(h, "late", 1, "echo early", "queued", 1);
   ASSERT_TRUE(early.ok()) << early.status().message();
-  ASSERT_TRUE(h.WaitForCell("late", [](const nlohmann::json& c) {
-    return c["queued"] == 1 || c["state"] != "starting";
-  })) << h.Status().dump();
   nlohmann::json c = h.Cell("late");
-  ASSERT_EQ(c["state"], "starting") << "READY=1 came before the test could look: " << c.dump();
-  EXPECT_EQ(c["queued"], 1) << c.dump();
+  EXPECT_EQ(c["state"], "starting") << c.dump();
   EXPECT_EQ(c["running"], 0) << c.dump();
 
-  // READY=1 (2 s after the start): the queued request is served by the same worker.
+  // READY=1: the queued request is served by the same worker.
+  CreateFlag(ready);
   Result<ipc::Client::Reply> served = early->Receive();
   tally.Count(served);
   EXPECT_OK_REPLY(served, "early");
   c = h.Cell("late");
   EXPECT_EQ(c["state"], "running") << c.dump();
   EXPECT_EQ(c["pid"], pid) << c.dump();
-  const std::vector<LogEvent> started = CellLogEvents(h.Log(), "late", "worker started");
-  const std::vector<LogEvent> ready = CellLogEvents(h.Log(), "late", "worker ready (READY=1)");
-  ASSERT_EQ(started.size(), 1u) << h.Log();
-  ASSERT_EQ(ready.size(), 1u) << h.Log();
-  EXPECT_GE(ready[0].at_ms - started[0].at_ms, 1900) << h.Log();
+  EXPECT_EQ(CellLogEvents(h.Log(), "late", "worker started").size(), 1u) << h.Log();
+  EXPECT_EQ(CellLogEvents(h.Log(), "late", "worker ready (READY=1)").size(), 1u) << h.Log();
 
   // STATUS= shows in the status, and the latest one wins.
   for (const std::string text : {"warming up", "serving"}) {
@@ -105,6 +104,9 @@ TEST(Notify, RequestsWaitForReadyThenStatusTextShows) {
   ExpectCountersMatch(h, "late", tally);
 }
 
+// The watchdog's timing (pings every half period keep a worker, a missed period kills it, a ping
+// read after a pause voids the miss) is WorkerRunnerTest's, in simulated time; here, a real worker
+// pinging through the SDK's NOTIFY_SOCKET and what a silent one comes to.
 TEST(Watchdog, PingingWorkerStaysAndSilentOneIsRestartedAsStalled) {
   Harness h(TestOptions({CellSpec{.name = "dog",
                                   .command = {e2e::TestWorkerPath(), "--watchdog"},
@@ -116,36 +118,23 @@ TEST(Watchdog, PingingWorkerStaysAndSilentOneIsRestartedAsStalled) {
   const int pid = WorkerPid(h, "dog");
 
   EXPECT_TRUE(Served(h, "dog", "env WATCHDOG_USEC", "1000000", tally));
+  EXPECT_TRUE(Served(h, "dog", "pid", std::to_string(pid), tally));
 
-  // WATCHDOG=1 every 500 ms: three watchdog periods pass without a restart. (A 1 s watchdog leaves
-  // a ping 500 ms of scheduling delay on a loaded machine; 300 ms left 150 ms, and a shared 2-core
-  // machine running two builds beside the suite once delayed a ping past it.)
-  nlohmann::json moved =
-      FirstViolation(h, "dog", std::chrono::milliseconds(3000), [&](const nlohmann::json& c) {
-        return c["state"] == "running" && c["pid"] == pid && c["starts"] == 1;
-      });
-  EXPECT_TRUE(moved.is_null()) << moved.dump() << "\n" << h.Log();
-
-  // Silence: the worker is killed within about one period and started again.
+  // Silence: the worker is killed as stalled and started again.
   EXPECT_TRUE(Served(h, "dog", "stop-watchdog", "watchdog stopped", tally));
-  const auto silent_since = std::chrono::steady_clock::now();
   ASSERT_TRUE(NewWorkerRuns(h, "dog", pid));
-  EXPECT_LT(MsSince(silent_since), 3000);
   nlohmann::json c = h.Cell("dog");
   ASSERT_TRUE(c["last_exit"].is_string()) << c.dump();
   EXPECT_THAT(c["last_exit"].get<std::string>(),
               StartsWith("watchdog timeout: no WATCHDOG=1 within 1000 ms"));
   EXPECT_THAT(c["last_exit"].get<std::string>(), HasSubstr("(signal 9)"));
   EXPECT_EQ(c["restarts"], 1) << c.dump();
+  EXPECT_EQ(c["restarts_by_reason"]["watchdog"], 1) << c.dump();
   EXPECT_FALSE(bulkhead::testing::ProcessExists(pid));
 
-  // The new worker pings again and is left alone.
-  const int new_pid = c["pid"].get<int>();
-  moved = FirstViolation(h, "dog", std::chrono::milliseconds(2000), [&](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"] == new_pid;
-  });
-  EXPECT_TRUE(moved.is_null()) << moved.dump() << "\n" << h.Log();
+  // The new worker pings again and serves.
   EXPECT_TRUE(Served(h, "dog", "echo good dog", "good dog", tally));
+  EXPECT_EQ(h.Cell("dog")["pid"], c["pid"]);
   ExpectCountersMatch(h, "dog", tally);
 }
 

@@ -36,7 +36,6 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
   Result<ipc::Client> queued = SendThenWaitFor(h, "stubborn", 2, "echo never", "queued", 1);
   ASSERT_TRUE(queued.ok()) << queued.status().message();
 
-  const auto asked = std::chrono::steady_clock::now();
   nlohmann::json answer = Control(h, "stop", "stubborn");
   EXPECT_EQ(answer["ok"], true) << answer.dump();
   EXPECT_EQ(answer["result"], "ok") << answer.dump();
@@ -55,11 +54,9 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
     EXPECT_EQ(again["ok"], false) << again.dump();
   }
 
+  // The worker ignores SIGTERM: SIGKILL at stop_timeout ends it (when, to the millisecond, with the
+  // drain sharing stop_timeout: WorkerRunnerTest.AStopDrainsWhatRunsWithinTheSameStopTimeout).
   ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
-  // stop_timeout (300 ms) bounds the whole stop: the drain (about 150 ms) and the ignored SIGTERM
-  // shared it, and SIGKILL came at its end (never before: the timer is armed at the stop).
-  EXPECT_GE(MsSince(asked), 300);
-  EXPECT_LT(MsSince(asked), 5000);
   nlohmann::json c = h.Cell("stubborn");
   EXPECT_TRUE(c["pid"].is_null()) << c.dump();
   EXPECT_EQ(c["last_exit"], "signal 9") << c.dump();
@@ -159,13 +156,14 @@ TEST(Stop, StopDuringARestartCancelsTheNewStart) {
   if (h.Cell("stubborn")["pid"] == pid) {
     EXPECT_EQ(stop["result"], "ok") << stop.dump();
   }
+  // Stopped, never started again (that no timer starts it later is
+  // WorkerRunnerTest.AStopDuringARestartCancelsTheNewStart's, in simulated time).
   ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
-  nlohmann::json held =
-      FirstViolation(h, "stubborn", std::chrono::milliseconds(500), [](const nlohmann::json& c) {
-        return c["state"] == "stopped" && c["pid"].is_null() && c["starts"] == 1;
-      });
-  EXPECT_TRUE(held.is_null()) << held.dump() << "\n" << h.Log();
-  EXPECT_EQ(h.Cell("stubborn")["last_exit"], "signal 9");
+  nlohmann::json c = h.Cell("stubborn");
+  EXPECT_TRUE(c["pid"].is_null()) << c.dump();
+  EXPECT_EQ(c["starts"], 1) << c.dump();
+  EXPECT_EQ(c["last_exit"], "signal 9") << c.dump();
+  EXPECT_EQ(Control(h, "stop", "stubborn")["result"], "already stopped");
   ExpectCountersMatch(h, "stubborn", tally);
 }
 
@@ -194,8 +192,8 @@ TEST(Stop, StartDuringAStopTurnsItIntoARestart) {
 }
 
 TEST(Stop, UsesTheConfiguredStopSignal) {
-  // The worker ignores SIGTERM but not SIGINT: with stop_signal = "SIGINT" it ends at once, long
-  // before stop_timeout would escalate to SIGKILL.
+  // The worker ignores SIGTERM but not SIGINT: with stop_signal = "SIGINT" it ends on it, before
+  // stop_timeout would escalate to SIGKILL.
   CellSpec spec = Stubborn();
   spec.extra_toml = "stop_signal = \"SIGINT\"\nstop_timeout = \"5s\"\n";
   Harness h(TestOptions({spec}));
@@ -204,10 +202,9 @@ TEST(Stop, UsesTheConfiguredStopSignal) {
   const int pid = WorkerPid(h, "stubborn");
   EXPECT_TRUE(Served(h, "stubborn", "pid", std::to_string(pid), tally));
 
-  const auto asked = std::chrono::steady_clock::now();
   EXPECT_EQ(Control(h, "stop", "stubborn")["result"], "ok");
   ASSERT_TRUE(CellShows(h, "stubborn", "state", "stopped"));
-  EXPECT_LT(MsSince(asked), 2500);
+  // Ended by SIGINT, not by the SIGKILL of stop_timeout.
   EXPECT_EQ(h.Cell("stubborn")["last_exit"], "signal 2");
   EXPECT_FALSE(CellLogEvents(h.Log(), "stubborn", "stopping worker (SIGINT)").empty()) << h.Log();
   EXPECT_TRUE(CellLogEvents(h.Log(), "stubborn", "SIGKILL").empty()) << h.Log();

@@ -1,0 +1,521 @@
+// SPDX-License-Identifier: MIT
+// WorkerRunner's timers in simulated time, with a fake launcher: no process is started, the test
+// plays the worker (its sd_notify datagrams come from the test's own pid, which the fake gives as
+// the worker's; it answers the health probe on the worker socket; it is reaped when the test says)
+// and every signal is recorded instead of sent. The backoff, the start limit, stop_timeout and the
+// SIGKILL escalation, the watchdog, start_timeout, the probe's readiness and stalls as the runner
+// sees them, each to the millisecond, without a sleep.
+#include "lifecycle/worker_runner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "tests/helpers/captured_log.h"
+#include "tests/helpers/simulated_time_source.h"
+#include "tests/helpers/test_support.h"
+#include "tests/lifecycle/probe_peer.h"
+
+namespace bulkhead::lifecycle {
+namespace {
+
+using bulkhead::testing::CapturedLog;
+using bulkhead::testing::SimulatedTimeSource;
+using bulkhead::testing::TempDir;
+using ::testing::Each;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+using ::testing::StartsWith;
+using State = Lifecycle::State;
+
+// waitpid(2) statuses.
+int ExitedWith(int code) { return code << 8; }
+int KilledBy(int signal) { return signal; }
+
+// Records what the runner asks; the worker it "starts" is the test process itself.
+class FakeLauncher : public WorkerLauncher {
+ public:
+  explicit FakeLauncher(const loop::TimeSource* time) : time_(time) {}
+  Result<pid_t> Spawn(const cell::SpawnOptions& options) override {
+    spawn_times.push_back(time_->NowMs());
+    listen_fd = options.listen_fd;
+    if (!fail_with.empty()) return Status::Error(fail_with);
+    return ::getpid();
+  }
+  void Kill(pid_t pid, int signal) override { kills.emplace_back(pid, signal); }
+  // The signals sent so far, to the worker or its process group, and forgets them.
+  std::vector<std::pair<pid_t, int>> TakeKills() { return std::exchange(kills, {}); }
+
+  std::vector<uint64_t> spawn_times;
+  std::vector<std::pair<pid_t, int>> kills;
+  int listen_fd = -1;
+  std::string fail_with;  // non-empty: every spawn fails with it
+
+ private:
+  const loop::TimeSource* time_;
+};
+
+class FakeDataPath : public DataPathControl {
+ public:
+  void OpenAdmission() override { ++opened; }
+  void CloseAdmission() override { ++closed; }
+  void RejectQueued() override { ++rejected; }
+  void FailInFlight(ipc::Reason reason, const std::string& message) override {
+    failed.emplace_back(reason, message);
+  }
+  size_t worker_connections() const override { return 0; }
+  void WorkerStarting() override { ++starting; }
+
+  int opened = 0;
+  int closed = 0;
+  int rejected = 0;
+  int starting = 0;
+  std::vector<std::pair<ipc::Reason, std::string>> failed;
+};
+
+class WorkerRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    after_poll_.emplace(&loop_, [this] {
+      if (runner_) runner_->OnAfterPoll();
+    });
+  }
+  void TearDown() override {
+    if (runner_) {
+      if (runner_->pid() != 0) {
+        runner_->Stop(0, nullptr);
+        Reap(KilledBy(SIGKILL));
+      } else {
+        runner_->Stop(0, nullptr);
+      }
+      EXPECT_EQ(runner_->lifecycle().state(), State::kStopped);
+      bool closed = false;
+      runner_->Close([&] { closed = true; });
+      uv_run(&loop_, UV_RUN_DEFAULT);
+      EXPECT_TRUE(closed);
+      runner_.reset();
+    }
+    after_poll_->Close(nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
+  }
+
+  config::CellConfig Config() const {
+    config::CellConfig config;
+    config.name = "pay";
+    config.command = {"/nonexistent/never-started"};
+    config.worker_socket = dir_.path() + "/pay.worker.sock";
+    config.notify_socket = dir_.path() + "/pay.notify";
+    config.max_concurrent = 1;
+    config.output = config::OutputMode::kInherit;
+    return config;
+  }
+  // A runner for `config`, its sockets bound, started.
+  void Start(const config::CellConfig& config) {
+    runner_.emplace(&loop_, &time_, config, CellCompartment{}, ipc::kDefaultMaxPayload,
+                    &*after_poll_, &data_path_, &launcher_);
+    Status bound = runner_->BindSockets();
+    ASSERT_TRUE(bound.ok()) << bound.message();
+    EXPECT_EQ(runner_->Start(), "ok");
+  }
+  // The supervisor reaped the worker with `wait_status` (no cgroup: the lifecycle hears at once).
+  void Reap(int wait_status) { runner_->OnWorkerExit(wait_status); }
+  // The worker (this process) sends `text` to the cell's NOTIFY_SOCKET; the loop reads it only
+  // when it next runs.
+  void Notify(std::string_view text) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, runner_->config().notify_socket.c_str(),
+                 sizeof address.sun_path - 1);
+    UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::sendto(fd.get(), text.data(), text.size(), 0,
+                       reinterpret_cast<const sockaddr*>(&address), sizeof address),
+              static_cast<ssize_t>(text.size()))
+        << std::strerror(errno);
+  }
+  // One loop iteration: reads what waits in the sockets, then the check phase (AfterPoll).
+  void RunOnce() { uv_run(&loop_, UV_RUN_NOWAIT); }
+  State state() const { return runner_->lifecycle().state(); }
+  // ms until the backoff's next start.
+  uint64_t BackoffLeft() const { return runner_->lifecycle().next_start_at_ms() - time_.NowMs(); }
+
+  uv_loop_t loop_{};
+  SimulatedTimeSource time_;
+  TempDir dir_;
+  FakeLauncher launcher_{&time_};
+  FakeDataPath data_path_;
+  std::optional<loop::AfterPoll> after_poll_;
+  std::optional<WorkerRunner> runner_;
+};
+
+// A backoff step of `step` ms becomes a delay in (0.8 * step, step] (RestartPolicy's jitter).
+::testing::AssertionResult DelayOfStep(uint64_t delay, uint64_t step) {
+  if (delay > step - step / 5 && delay <= step) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "delay " << delay << " ms for a step of " << step;
+}
+
+TEST_F(WorkerRunnerTest, ACrashLoopBacksOffDoublingToTheCapAndStartsExactlyWhenDue) {
+  config::CellConfig config = Config();
+  config.restart_delay = std::chrono::milliseconds(100);
+  config.restart_max_delay = std::chrono::milliseconds(800);
+  config.start_limit_interval = std::chrono::milliseconds(0);
+  Start(config);
+  ASSERT_EQ(launcher_.spawn_times.size(), 1u);
+  for (uint64_t step : {100, 200, 400, 800, 800, 800}) {
+    Reap(ExitedWith(1));
+    ASSERT_EQ(state(), State::kBackoff);
+    const uint64_t delay = BackoffLeft();
+    EXPECT_TRUE(DelayOfStep(delay, step));
+    const size_t spawns = launcher_.spawn_times.size();
+    time_.Advance(delay - 1);
+    EXPECT_EQ(launcher_.spawn_times.size(), spawns) << "started before the backoff ended";
+    time_.Advance(1);
+    ASSERT_EQ(launcher_.spawn_times.size(), spawns + 1);
+    EXPECT_EQ(state(), State::kRunning);
+  }
+  EXPECT_EQ(runner_->lifecycle().restarts(), 6u);
+  EXPECT_EQ(runner_->restarts_by_reason()[static_cast<size_t>(RestartReason::kCrash)], 6u);
+}
+
+TEST_F(WorkerRunnerTest, AWorkerThatRanLongerThanRestartResetAfterStartsTheBackoffOver) {
+  config::CellConfig config = Config();
+  config.restart_delay = std::chrono::milliseconds(100);
+  config.restart_reset_after = std::chrono::milliseconds(1000);
+  config.start_limit_interval = std::chrono::milliseconds(0);
+  Start(config);
+  for (uint64_t step : {100, 200, 400}) {
+    Reap(ExitedWith(1));
+    EXPECT_TRUE(DelayOfStep(BackoffLeft(), step));
+    time_.Advance(BackoffLeft());
+  }
+  // Up for 999 ms: the next step is 800.
+  time_.Advance(999);
+  Reap(ExitedWith(1));
+  EXPECT_TRUE(DelayOfStep(BackoffLeft(), 800));
+  time_.Advance(BackoffLeft());
+  // Up for restart_reset_after: back to 100.
+  time_.Advance(1000);
+  Reap(ExitedWith(3));
+  EXPECT_TRUE(DelayOfStep(BackoffLeft(), 100));
+  EXPECT_EQ(runner_->lifecycle().last_exit(), "exit 3");
+}
+
+TEST_F(WorkerRunnerTest, TheStartLimitGivesUpAndSpendsNothingUntilARestart) {
+  CapturedLog log(LogLevel::kInfo);
+  config::CellConfig config = Config();
+  config.restart_delay = std::chrono::milliseconds(50);
+  config.start_limit_burst = 3;
+  config.start_limit_interval = std::chrono::milliseconds(60'000);
+  Start(config);
+  for (int start = 1; start < 3; ++start) {
+    Reap(ExitedWith(1));
+    time_.Advance(BackoffLeft());
+  }
+  Reap(ExitedWith(1));
+  EXPECT_EQ(state(), State::kFailed);
+  EXPECT_EQ(runner_->lifecycle().reason(), "gave up: 3 starts in 60s, last exit 1");
+  EXPECT_TRUE(runner_->RefusesRequests());
+  EXPECT_EQ(runner_->RetryAfterMs(), 0u);
+  EXPECT_EQ(time_.armed_timers(), 0u) << "failed arms nothing";
+  time_.Advance(120'000);
+  EXPECT_EQ(launcher_.spawn_times.size(), 3u);
+  EXPECT_EQ(log.Count("gave up: 3 starts in 60s, last exit 1"), 1u) << log.Text();
+
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  EXPECT_EQ(launcher_.spawn_times.size(), 4u) << "a restart from failed starts at once";
+  EXPECT_EQ(state(), State::kRunning);
+  EXPECT_EQ(runner_->lifecycle().starts(), 4u);
+  EXPECT_TRUE(runner_->lifecycle().reason().empty());
+}
+
+TEST_F(WorkerRunnerTest, AnExecFailureIsAFailedStartNamingItsError) {
+  CapturedLog log(LogLevel::kInfo);
+  launcher_.fail_with = "exec /nonexistent/never-started: No such file or directory";
+  config::CellConfig config = Config();
+  config.start_limit_burst = 2;
+  Start(config);
+  EXPECT_EQ(state(), State::kBackoff);
+  EXPECT_EQ(runner_->pid(), 0);
+  EXPECT_EQ(runner_->lifecycle().last_exit(),
+            "start failed: exec /nonexistent/never-started: No such file or directory");
+  time_.Advance(BackoffLeft());
+  EXPECT_EQ(state(), State::kFailed);
+  EXPECT_EQ(launcher_.spawn_times.size(), 2u);
+  ASSERT_EQ(log.Count("cannot start worker"), 2u) << log.Text();
+  EXPECT_EQ(log.Find("cannot start worker")->level, LogLevel::kError);
+  EXPECT_EQ(log.Find("cannot start worker")->pid, 0);
+}
+
+TEST_F(WorkerRunnerTest, ABackoffLongerThanQueueTimeoutRefusesWithRetryAfter) {
+  config::CellConfig config = Config();
+  config.restart_delay = std::chrono::milliseconds(5000);
+  config.queue_timeout = std::chrono::milliseconds(1000);
+  Start(config);
+  Reap(ExitedWith(1));
+  ASSERT_EQ(state(), State::kBackoff);
+  EXPECT_TRUE(runner_->RefusesRequests());
+  EXPECT_EQ(runner_->RetryAfterMs(), BackoffLeft());
+  EXPECT_GT(runner_->RetryAfterMs(), 4000u);
+  // Once the next start is within queue_timeout, requests queue for it.
+  time_.Advance(BackoffLeft() - 1000);
+  EXPECT_FALSE(runner_->RefusesRequests());
+  EXPECT_EQ(runner_->RetryAfterMs(), 1000u);
+}
+
+TEST_F(WorkerRunnerTest, StopSendsTheStopSignalThenSigkillExactlyAtStopTimeout) {
+  CapturedLog log(LogLevel::kInfo);
+  config::CellConfig config = Config();
+  config.stop_timeout = std::chrono::milliseconds(300);
+  Start(config);
+  const pid_t pid = runner_->pid();
+  bool stopped = false;
+  EXPECT_EQ(runner_->Stop(0, [&] { stopped = true; }), "ok");
+  // Without a cgroup: the worker's process group, and the worker in case it left it.
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGTERM), Pair(pid, SIGTERM)));
+  EXPECT_EQ(data_path_.rejected, 1) << "what waits is refused";
+  EXPECT_EQ(runner_->Stop(0, nullptr), "stop in progress");
+  time_.Advance(299);
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  time_.Advance(1);
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGKILL), Pair(pid, SIGKILL)));
+  EXPECT_EQ(
+      log.Count("worker still running at stop_timeout (300 ms, SIGTERM sent): sending SIGKILL"), 1u)
+      << log.Text();
+  EXPECT_FALSE(stopped);
+  Reap(KilledBy(SIGKILL));
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(state(), State::kStopped);
+  EXPECT_EQ(runner_->lifecycle().last_exit(), "signal 9");
+  EXPECT_EQ(runner_->Stop(0, nullptr), "already stopped");
+}
+
+TEST_F(WorkerRunnerTest, AStopDrainsWhatRunsWithinTheSameStopTimeout) {
+  config::CellConfig config = Config();
+  config.stop_timeout = std::chrono::milliseconds(300);
+  Start(config);
+  const pid_t pid = runner_->pid();
+  EXPECT_EQ(runner_->Stop(/*in_flight=*/1, nullptr), "ok");
+  time_.Advance(150);
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty()) << "requests in flight may finish";
+  runner_->Drained();
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGTERM), Pair(pid, SIGTERM)));
+  // stop_timeout counts from the stop, the drain included.
+  time_.Advance(149);
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  time_.Advance(1);
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGKILL), Pair(pid, SIGKILL)));
+}
+
+TEST_F(WorkerRunnerTest, AWorkerThatEndsOnItsStopSignalIsNeverKilled) {
+  config::CellConfig config = Config();
+  config.stop_signal = SIGINT;
+  config.stop_timeout = std::chrono::milliseconds(5000);
+  Start(config);
+  const pid_t pid = runner_->pid();
+  EXPECT_EQ(runner_->Stop(0, nullptr), "ok");
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGINT), Pair(pid, SIGINT)));
+  time_.Advance(10);
+  Reap(KilledBy(SIGINT));
+  EXPECT_EQ(state(), State::kStopped);
+  // Only the kill of what the worker may have left in its process group, once it is reaped;
+  // nothing at stop_timeout.
+  EXPECT_THAT(launcher_.TakeKills(), Each(Pair(-pid, SIGKILL)));
+  time_.Advance(10'000);
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  EXPECT_EQ(runner_->lifecycle().last_exit(), "signal 2");
+}
+
+TEST_F(WorkerRunnerTest, ARestartStartsTheNextWorkerOnlyOnceTheOldOneIsReaped) {
+  config::CellConfig config = Config();
+  config.stop_timeout = std::chrono::milliseconds(300);
+  Start(config);
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  EXPECT_EQ(runner_->Restart(0), "restart in progress");
+  EXPECT_EQ(runner_->Start(), "restart in progress");
+  time_.Advance(10'000);  // SIGKILL at 300 ms; the worker is not reaped yet
+  EXPECT_EQ(launcher_.spawn_times.size(), 1u) << "never two workers side by side";
+  Reap(KilledBy(SIGKILL));
+  EXPECT_EQ(launcher_.spawn_times.size(), 2u);
+  EXPECT_EQ(state(), State::kRunning);
+  EXPECT_EQ(runner_->restarts_by_reason()[static_cast<size_t>(RestartReason::kOperator)], 1u);
+}
+
+TEST_F(WorkerRunnerTest, AStopDuringARestartCancelsTheNewStart) {
+  config::CellConfig config = Config();
+  config.stop_timeout = std::chrono::milliseconds(300);
+  Start(config);
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  EXPECT_EQ(runner_->Stop(0, nullptr), "ok");
+  time_.Advance(300);
+  Reap(KilledBy(SIGKILL));
+  EXPECT_EQ(state(), State::kStopped);
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  time_.Advance(60'000);
+  EXPECT_EQ(launcher_.spawn_times.size(), 1u);
+  EXPECT_EQ(runner_->lifecycle().starts(), 1u);
+}
+
+TEST_F(WorkerRunnerTest, AWatchdogPingKeepsTheWorkerAndSilenceKillsItAsStalled) {
+  config::CellConfig config = Config();
+  config.watchdog = std::chrono::milliseconds(1000);
+  config.restart_delay = std::chrono::milliseconds(100);
+  Start(config);
+  const pid_t pid = runner_->pid();
+  // WATCHDOG=1 every half period, ten periods long.
+  for (int ping = 0; ping < 20; ++ping) {
+    time_.Advance(500);
+    Notify("WATCHDOG=1");
+    RunOnce();
+  }
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  // Silence: the miss is decided after the poll that follows the period's end.
+  time_.Advance(999);
+  RunOnce();
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  time_.Advance(1);
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty()) << "not from the timer itself";
+  RunOnce();
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGKILL), Pair(pid, SIGKILL)));
+  ASSERT_EQ(data_path_.failed.size(), 1u);
+  EXPECT_EQ(data_path_.failed[0].first, ipc::Reason::kStalled);
+  EXPECT_EQ(data_path_.failed[0].second, "watchdog timeout: no WATCHDOG=1 within 1000 ms");
+  Reap(KilledBy(SIGKILL));
+  EXPECT_EQ(runner_->lifecycle().last_exit(),
+            "watchdog timeout: no WATCHDOG=1 within 1000 ms (signal 9)");
+  EXPECT_EQ(state(), State::kBackoff);
+  time_.Advance(BackoffLeft());
+  EXPECT_EQ(launcher_.spawn_times.size(), 2u);
+  EXPECT_EQ(runner_->restarts_by_reason()[static_cast<size_t>(RestartReason::kWatchdog)], 1u);
+}
+
+// A pause of bulkheadd itself (SIGSTOP, a frozen host): the watchdog timer is overdue when the
+// loop runs again, with the worker's WATCHDOG=1 still waiting in the socket. The poll reads it
+// before the verdict, and the worker stays.
+TEST_F(WorkerRunnerTest, APingThatWaitedInTheSocketWhenTheWatchdogFiredVoidsTheMiss) {
+  config::CellConfig config = Config();
+  config.watchdog = std::chrono::milliseconds(1000);
+  Start(config);
+  time_.Advance(500);
+  Notify("WATCHDOG=1");  // sent at 500 ms; the loop sleeps through the rest of the period
+  time_.Advance(2500);
+  RunOnce();
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  EXPECT_EQ(state(), State::kRunning);
+  // The ping re-armed the watchdog from when it was read.
+  time_.Advance(999);
+  RunOnce();
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  time_.Advance(1);
+  RunOnce();
+  EXPECT_EQ(launcher_.TakeKills().size(), 2u);
+}
+
+TEST_F(WorkerRunnerTest, ReadyOpensAdmissionAndTheLatestStatusTextIsKept) {
+  config::CellConfig config = Config();
+  config.ready = config::ReadyMode::kNotify;
+  Start(config);
+  EXPECT_EQ(state(), State::kStarting);
+  EXPECT_EQ(data_path_.opened, 0);
+  Notify("STATUS=warming up");
+  RunOnce();
+  EXPECT_EQ(runner_->status_text(), "warming up");
+  EXPECT_EQ(state(), State::kStarting);
+  Notify("READY=1\nSTATUS=serving");
+  RunOnce();
+  EXPECT_EQ(state(), State::kRunning);
+  EXPECT_EQ(data_path_.opened, 1);
+  EXPECT_EQ(runner_->status_text(), "serving");
+}
+
+TEST_F(WorkerRunnerTest, AWorkerNotReadyWithinStartTimeoutIsStoppedAsAFailedStart) {
+  CapturedLog log(LogLevel::kInfo);
+  config::CellConfig config = Config();
+  config.ready = config::ReadyMode::kNotify;
+  config.start_timeout = std::chrono::milliseconds(500);
+  config.stop_timeout = std::chrono::milliseconds(300);
+  Start(config);
+  const pid_t pid = runner_->pid();
+  time_.Advance(499);
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  time_.Advance(1);
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGTERM), Pair(pid, SIGTERM)));
+  EXPECT_EQ(log.Count("start timeout: no READY=1 within 500 ms of the start; stopping worker"), 1u)
+      << log.Text();
+  time_.Advance(300);
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGKILL), Pair(pid, SIGKILL)));
+  Reap(KilledBy(SIGKILL));
+  EXPECT_EQ(state(), State::kBackoff) << "a failed start goes through the restart policy";
+  EXPECT_EQ(runner_->lifecycle().last_exit(),
+            "start timeout: no READY=1 within 500 ms of the start (signal 9)");
+}
+
+TEST_F(WorkerRunnerTest, AStallSaidByTheDataPathKillsTheWorkerAndThePolicyRestartsIt) {
+  config::CellConfig config = Config();
+  config.restart_delay = std::chrono::milliseconds(100);
+  Start(config);
+  const pid_t pid = runner_->pid();
+  runner_->Stalled("no reply for 500 ms");
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGKILL), Pair(pid, SIGKILL)));
+  ASSERT_EQ(data_path_.failed.size(), 1u);
+  EXPECT_EQ(data_path_.failed[0],
+            std::make_pair(ipc::Reason::kStalled, std::string("stalled: no reply for 500 ms")));
+  Reap(KilledBy(SIGKILL));
+  EXPECT_EQ(runner_->lifecycle().last_exit(), "stalled: no reply for 500 ms (signal 9)");
+  time_.Advance(BackoffLeft());
+  EXPECT_EQ(launcher_.spawn_times.size(), 2u);
+  EXPECT_EQ(state(), State::kRunning);
+}
+
+// ready = "http:/PATH" as the runner sees it: the probe's 2xx makes the worker ready, and with
+// stall_timeout no 2xx for that long is a stall (HealthProbeTest has the probe's own timing).
+TEST_F(WorkerRunnerTest, AnHttpWorkerIsReadyOnItsProbes2xxAndStalledWithoutOne) {
+  config::CellConfig config = Config();
+  config.ready = config::ReadyMode::kHttp;
+  config.ready_http_path = "/healthz";
+  config.stall_timeout = std::chrono::milliseconds(2000);
+  Start(config);
+  ASSERT_GE(launcher_.listen_fd, 0);
+  const pid_t pid = runner_->pid();
+  // The worker's side of fd 3: accept a probe, read its request, answer `answer`.
+  auto serve = [&](std::string_view answer) {
+    std::string head;
+    UniqueFd conn = testing::AcceptProbe(
+        launcher_.listen_fd, [this] { RunOnce(); }, &head);
+    EXPECT_THAT(head, StartsWith("GET /healthz HTTP/1.1\r\n"));
+    testing::AnswerProbe(conn, answer);
+    RunOnce();  // the answer is in the socket: one poll reads it
+  };
+  time_.RunDue();
+  serve("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(state(), State::kRunning);
+  EXPECT_EQ(data_path_.opened, 1);
+  // Liveness: every 500 ms; 503s for stall_timeout.
+  for (int tick = 0; tick < 4; ++tick) {
+    time_.Advance(500);
+    if (tick < 3) serve("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
+  }
+  RunOnce();
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-pid, SIGKILL), Pair(pid, SIGKILL)));
+  ASSERT_EQ(data_path_.failed.size(), 1u);
+  EXPECT_EQ(data_path_.failed[0].first, ipc::Reason::kStalled);
+  EXPECT_THAT(data_path_.failed[0].second,
+              StartsWith("stalled: health probe GET /healthz: no 2xx for 2000 ms ("));
+  EXPECT_THAT(data_path_.failed[0].second, HasSubstr("last answer: 503)"));
+}
+
+}  // namespace
+}  // namespace bulkhead::lifecycle
