@@ -485,7 +485,11 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   };
   WarnAboutTimeouts(reader, cell, path, written_at(CellKeyId::kRequestTimeout),
                     written_at(CellKeyId::kStallTimeout));
-  WarnAboutCommand(reader, cell, path, command_at);
+  std::optional<WrittenText> working_directory;
+  if (const toml::node* written = read.Valid(CellKeyId::kWorkingDirectory)) {
+    working_directory = WrittenText{At(written->source()), written->as_string()->get()};
+  }
+  WarnAboutCommand(reader, cell, path, command_at, working_directory);
   return cell;
 }
 

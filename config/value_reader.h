@@ -54,6 +54,8 @@ class ValueReader {
       : file_(std::move(file)), base_dir_(std::move(base_dir)), host_(host) {}
 
   const std::string& file() const { return file_; }
+  // The absolute directory relative paths are resolved against (the config file's), or "".
+  const std::string& base_dir() const { return base_dir_; }
   const HostFacts& host() const { return host_; }
 
   void AddError(SourcePosition at, std::string key, std::string message);
