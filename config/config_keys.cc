@@ -51,6 +51,7 @@ constexpr int64_t kMaxPayloadBytesLimit = int64_t{1} << 30;  // 1 GiB.
 // The choices, each in the order of the enum its field holds.
 constexpr std::array<std::string_view, 2> kProtocols = {"frames", "http"};
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
+constexpr std::array<std::string_view, 2> kStartLimitActions = {"backoff", "fail"};
 constexpr std::array<std::string_view, 2> kWorkerConnectionModes = {"one-per-request", "multiplex"};
 constexpr std::array<std::string_view, 2> kKillModes = {"control-group", "mixed"};
 constexpr std::array<std::string_view, 2> kOomPolicies = {"kill", "continue"};
@@ -166,6 +167,8 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
                                 Integer(1, kMaxStartLimitBurst)),
     Cell<&C::start_limit_interval>(K::kStartLimitInterval, "start_limit_interval", R::kPolicy,
                                    kDurationOrZero),
+    Cell<&C::start_limit_action>(K::kStartLimitAction, "start_limit_action", R::kPolicy,
+                                 Choice(kStartLimitActions)),
     Cell<&C::request_timeout>(K::kRequestTimeout, "request_timeout", R::kPolicy, kDurationOrZero),
     Cell<&C::stall_timeout>(K::kStallTimeout, "stall_timeout", R::kPolicy, kDurationOrZero),
     Cell<&C::ready, &C::ready_http_path>(K::kReady, "ready", R::kRestart, kOwn),

@@ -45,6 +45,7 @@ enum class CellKeyId {
   kRestartResetAfter,
   kStartLimitBurst,
   kStartLimitInterval,
+  kStartLimitAction,
   kRequestTimeout,
   kStallTimeout,
   kReady,

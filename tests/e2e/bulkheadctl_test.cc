@@ -494,7 +494,7 @@ CellSpec FailedCell(std::string name) {
   return CellSpec{.name = std::move(name),
                   .command = {"/bin/false"},
                   .restart_delay = "50ms",
-                  .extra_toml = "start_limit_burst = 1\n",
+                  .extra_toml = "start_limit_burst = 1\nstart_limit_action = \"fail\"\n",
                   .wait_running = false};
 }
 
