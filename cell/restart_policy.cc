@@ -36,6 +36,16 @@ const char* RestartModeName(RestartMode mode) {
   return "unknown";
 }
 
+const char* StartLimitActionName(StartLimitAction action) {
+  switch (action) {
+    case StartLimitAction::kBackoff:
+      return "backoff";
+    case StartLimitAction::kFail:
+      return "fail";
+  }
+  return "unknown";
+}
+
 RestartPolicy::Jitter RestartPolicy::SeededJitter(uint64_t seed) {
   return [engine = std::mt19937_64(seed)]() mutable {
     return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
@@ -90,14 +100,25 @@ uint64_t RestartPolicy::NextStepMs() const {
   for (uint32_t i = 0; i < steps_ && step < options_.max_delay_ms; ++i) {
     step = step > options_.max_delay_ms / 2 ? options_.max_delay_ms : step * 2;
   }
-  return std::min(step, options_.max_delay_ms);
+  step = std::min(step, options_.max_delay_ms);
+  return crash_looping_ ? std::max(step, CrashLoopStepMs()) : step;
+}
+
+uint64_t RestartPolicy::CrashLoopStepMs() const {
+  return std::min(options_.start_limit_interval_ms / options_.start_limit_burst,
+                  options_.max_delay_ms);
 }
 
 RestartPolicy::Decision RestartPolicy::OnExit(uint64_t now_ms, bool clean,
                                               std::string_view exit_description) {
   if (has_start_ && now_ms >= last_start_ms_ &&
       now_ms - last_start_ms_ >= options_.reset_after_ms) {
+    // It ran well: what follows is a new failure, not the same loop.
     steps_ = 0;
+    short_runs_ = 0;
+    crash_looping_ = false;
+  } else {
+    ++short_runs_;
   }
 
   Decision decision;
@@ -112,23 +133,40 @@ RestartPolicy::Decision RestartPolicy::OnExit(uint64_t now_ms, bool clean,
     return decision;
   }
 
-  const uint64_t step = NextStepMs();
   const double u = jitter_();
   BH_CHECK(u >= 0.0 && u < 1.0);
-  const auto cut =
-      static_cast<uint64_t>(std::floor(static_cast<double>(step) * kJitterFraction * u));
-  const uint64_t delay = step - std::min(cut, step);
+  // The step with jitter: it only ever shortens it, by up to kJitterFraction.
+  const auto jittered = [u](uint64_t step) {
+    const auto cut =
+        static_cast<uint64_t>(std::floor(static_cast<double>(step) * kJitterFraction * u));
+    return step - std::min(cut, step);
+  };
+  uint64_t step = NextStepMs();
+  uint64_t delay = jittered(step);
 
   if (options_.start_limit_interval_ms != 0) {
     const uint32_t starts = StartsWithin(now_ms + delay);
     if (starts >= options_.start_limit_burst) {
-      decision.verdict = Verdict::kGiveUp;
-      decision.reason = "gave up: " + std::to_string(starts) +
-                        (starts == 1 ? " start" : " starts") + " in " +
-                        FormatInterval(options_.start_limit_interval_ms) + ", last ";
-      decision.reason.append(exit_description);
-      return decision;
+      // The start limit is hit: the loop is what the operator's start_limit_action is for.
+      const std::string what = std::to_string(starts) + (starts == 1 ? " start" : " starts") +
+                               " in " + FormatInterval(options_.start_limit_interval_ms);
+      decision.crash_loop_began = !crash_looping_;
+      crash_looping_ = true;
+      decision.crash_looping = true;
+      if (options_.start_limit_action == StartLimitAction::kFail) {
+        decision.verdict = Verdict::kGiveUp;
+        decision.reason = "gave up: " + what + ", last " + std::string(exit_description);
+        return decision;
+      }
+      decision.reason = "crash-looping: " + what;
+      step = NextStepMs();
+      delay = jittered(step);
     }
+  }
+  if (crash_looping_ && decision.reason.empty()) {
+    decision.crash_looping = true;
+    decision.reason = "crash-looping: " + std::to_string(short_runs_) + " ends in a row within " +
+                      FormatInterval(options_.reset_after_ms) + " of the start";
   }
 
   if (options_.delay_ms > 0 && step < options_.max_delay_ms && steps_ < kMaxSteps) ++steps_;
@@ -139,6 +177,8 @@ RestartPolicy::Decision RestartPolicy::OnExit(uint64_t now_ms, bool clean,
 
 void RestartPolicy::Reset() {
   steps_ = 0;
+  short_runs_ = 0;
+  crash_looping_ = false;
   starts_.clear();
   has_start_ = false;
   last_start_ms_ = 0;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // RestartPolicy: what follows the end of a cell's worker: start again after an exponential backoff
-// with jitter, stay stopped (restart = "never" / "on-failure"), or give up after too many starts
-// (systemd.service(5) Restart=, RestartSec=, RestartMaxDelaySec=; systemd.unit(5)
+// with jitter, stay stopped (restart = "never" / "on-failure"), and, once the start limit is hit,
+// keep starting on a slower, capped backoff while crash-looping (Kubernetes' CrashLoopBackOff) or
+// give up (systemd.service(5) Restart=, RestartSec=, RestartMaxDelaySec=; systemd.unit(5)
 // StartLimitBurst=, StartLimitIntervalSec=). Pure: no clock of its own (callers pass `now_ms`,
 // monotonic milliseconds), no I/O. Not thread-safe: one owner, the loop thread.
 #pragma once
@@ -22,22 +23,36 @@ enum class RestartMode {
 };
 const char* RestartModeName(RestartMode mode);  // "always", "on-failure", "never"
 
+// What hitting the start limit leads to (the config's start_limit_action).
+enum class StartLimitAction {
+  // Crash-looping: keep starting, at most one start per start_limit_interval / start_limit_burst
+  // (12 s with the defaults), the backoff doubling on up to max_delay_ms (Kubernetes'
+  // CrashLoopBackOff: it never gives up).
+  kBackoff,
+  // Give up: no more starts until an operator's start or restart (systemd's start limit).
+  kFail,
+};
+const char* StartLimitActionName(StartLimitAction action);  // "backoff", "fail"
+
 class RestartPolicy {
  public:
   struct Options {
     RestartMode mode = RestartMode::kAlways;
     // The first backoff delay, in ms. Each further restart doubles it, up to max_delay_ms.
     uint64_t delay_ms = 100;
-    // The cap of the backoff delay, in ms. REQUIRES: >= delay_ms.
-    uint64_t max_delay_ms = 30'000;
+    // The cap of the backoff delay, in ms (Kubernetes' CrashLoopBackOff cap). REQUIRES: >=
+    // delay_ms.
+    uint64_t max_delay_ms = 300'000;
     // A worker that ran at least this long (from its start to its end, in ms) sends the delay back
     // to delay_ms.
     uint64_t reset_after_ms = 10'000;
     // At most this many starts within start_limit_interval_ms; the restart that would make one
     // more gives up instead. REQUIRES: >= 1.
     uint32_t start_limit_burst = 5;
-    // The sliding window of the start limit, in ms. 0: no start limit.
+    // The sliding window of the start limit, in ms. 0: no start limit (never crash-looping).
     uint64_t start_limit_interval_ms = 60'000;
+    // What the restart that would exceed the start limit does.
+    StartLimitAction start_limit_action = StartLimitAction::kBackoff;
   };
 
   // Returns a number in [0, 1), uniformly distributed. Called once per restart decision.
@@ -58,12 +73,20 @@ class RestartPolicy {
   enum class Verdict {
     kRestart,  // start again after delay_ms
     kStay,     // stay stopped: the restart mode says so
-    kGiveUp,   // the start limit is reached: the cell is failed
+    kGiveUp,   // the start limit is reached and start_limit_action is kFail: the cell is failed
   };
   struct Decision {
     Verdict verdict = Verdict::kRestart;
     uint64_t delay_ms = 0;  // kRestart: ms from the end to the next start, jitter applied
-    // kStay: why, e.g. `restart = "never"`; kGiveUp: "gave up: 5 starts in 60s, last exit 1".
+    // kRestart: crash-looping (see crash_looping()), so delay_ms is at least the crash loop's
+    // step; kGiveUp: always true.
+    bool crash_looping = false;
+    // This end hit the start limit while not crash-looping: the loop begins here.
+    bool crash_loop_began = false;
+    // kStay: why, e.g. `restart = "never"`; kGiveUp: "gave up: 5 starts in 60s, last exit 1";
+    // kRestart while crash-looping: "crash-looping: 5 starts in 60s" when this exit hit the
+    // start limit, "crash-looping: 7 ends in a row within 10s of the start" after (the caller
+    // has the exit); else empty.
     std::string reason;
   };
 
@@ -79,14 +102,17 @@ class RestartPolicy {
   // `exit_description` is shown in the give-up reason after "last ", as given: "exit 1",
   // "signal 9", "start failed: exec /bin/x: No such file or directory".
   //
-  // In order: an uptime of at least reset_after_ms resets the backoff to its first step; the
-  // restart mode may say to stay stopped; the next delay is the current step with jitter; if
-  // starting at now_ms + delay would make more than start_limit_burst starts within the
-  // start_limit_interval_ms that ends then, the policy gives up; otherwise the step doubles
-  // for next time (capped) and the decision is kRestart.
+  // In order: an uptime of at least reset_after_ms resets the backoff to its first step and ends
+  // a crash loop; the restart mode may say to stay stopped; the next delay is the current step
+  // with jitter; if starting at now_ms + delay would make more than start_limit_burst starts
+  // within the start_limit_interval_ms that ends then, the start limit is hit: with kFail the
+  // policy gives up, with kBackoff the cell is crash-looping from here on. While crash-looping
+  // the step is at least CrashLoopStepMs(), jitter applied after. Then the step doubles for next
+  // time (capped) and the decision is kRestart.
   Decision OnExit(uint64_t now_ms, bool clean, std::string_view exit_description);
 
-  // Forgets every start and goes back to the first backoff step (`bulkheadctl restart`).
+  // Forgets every start, goes back to the first backoff step and ends a crash loop (`bulkheadctl
+  // restart`).
   void Reset();
 
   // New options (a config reload) from the next call on. Recorded starts and the backoff step are
@@ -94,8 +120,19 @@ class RestartPolicy {
   // max_delay_ms caps the next step. REQUIRES: options valid (see Options).
   void SetOptions(const Options& options);
 
-  // The backoff step of the next restart, before jitter: min(delay_ms * 2^steps, max_delay_ms).
+  // The backoff step of the next restart, before jitter: min(delay_ms * 2^steps, max_delay_ms),
+  // and at least CrashLoopStepMs() while crash-looping.
   uint64_t NextStepMs() const;
+  // The least step while crash-looping, in ms: start_limit_interval_ms / start_limit_burst, the
+  // rate the start limit allows (12 s with the defaults), at most max_delay_ms.
+  uint64_t CrashLoopStepMs() const;
+  // The start limit was hit (with kBackoff: the cell keeps starting on the crash loop's backoff;
+  // with kFail: it gave up), and no worker has ended after running reset_after_ms since, nor was
+  // Reset() called. A worker that runs well ends the crash loop only when it ends; callers that
+  // show the state now also look at the uptime of the worker running (Lifecycle::CrashLooping).
+  bool crash_looping() const { return crash_looping_; }
+  // Ends of workers in a row that ran less than reset_after_ms (an exec failure counts).
+  uint32_t short_runs() const { return short_runs_; }
   // Backoff doublings since the last reset (stops growing at the cap).
   uint32_t steps() const { return steps_; }
   // Starts recorded within the start limit window that ends at `now_ms`.
@@ -106,6 +143,8 @@ class RestartPolicy {
   Options options_;
   Jitter jitter_;
   uint32_t steps_ = 0;
+  bool crash_looping_ = false;
+  uint32_t short_runs_ = 0;
   // Start times (ms), oldest first; only those that may still fall in a window are kept, at most
   // start_limit_burst + 1 of them.
   std::deque<uint64_t> starts_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// A [cells.NAME] table (config/cell_table.h): the admission, lifecycle, command, environment and
-// output keys here; the limit and OOM keys in config/limits.cc, the privilege keys in
-// config/privileges.cc.
+// A [cells.NAME] table (config/cell_table.h): one loop over the keys in file order, each read by
+// its ValueSpec (config/config_keys.cc) or, for the keys of kind kOwn, by a case here (the limit
+// keys in config/limits.cc, the privilege keys in config/privileges.cc); then the checks across
+// keys, the defaults that follow other keys, and the cell's sockets.
 #include "config/cell_table.h"
 
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "config/cell_warnings.h"
 #include "config/config_keys.h"
 #include "config/limits.h"
@@ -24,26 +26,37 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr size_t kMaxCellNameLength = 64;
-constexpr int64_t kMaxConcurrentLimit = 65535;
-constexpr int64_t kMaxQueueLimit = 1'000'000;
-// fs.nr_open's default: no process can hold more descriptors than this.
-constexpr int64_t kMaxConnectionsLimit = 1'048'576;
-constexpr int64_t kMaxStartLimitBurst = 1000;
 // A frame header, bytes (docs/protocol.md, "Frame layout"; ipc::kHeaderSize).
 constexpr uint64_t kFrameHeaderBytes = 16;
-// In the order of RestartMode and ReadyMode.
-constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
+// In the order of ReadyMode.
 constexpr std::array<std::string_view, 3> kReadyModes = {"exec", "notify", "http:/PATH"};
 // ready = "http:/PATH" (ReadyMode::kHttp).
 constexpr std::string_view kHttpReadyPrefix = "http:";
-constexpr std::array<std::string_view, 2> kProtocols = {"frames", "http"};
-// In the order of WorkerConnections.
-constexpr std::array<std::string_view, 2> kWorkerConnectionModes = {"one-per-request", "multiplex"};
-// In the order of OutputMode.
-constexpr std::array<std::string_view, 3> kOutputModes = {"log", "inherit", "null"};
-constexpr int64_t kMaxLogRateLimitBurst = 1'000'000;
-// In the order of KillMode.
-constexpr std::array<std::string_view, 2> kKillModes = {"control-group", "mixed"};
+// Keys a cell must have.
+constexpr std::array<CellKeyId, 2> kRequiredKeys = {CellKeyId::kCommand, CellKeyId::kMaxConcurrent};
+
+// The keys of one [cells.NAME] table as read: for the checks across keys once all are.
+class KeysRead {
+ public:
+  void Add(CellKeyId id, const toml::node& value, bool ok) {
+    (ok ? valid_[Index(id)] : refused_[Index(id)]) = &value;
+  }
+  // The key's value when it was written and accepted, else nullptr.
+  const toml::node* Valid(CellKeyId id) const { return valid_[Index(id)]; }
+  // The key was written and refused (its error is reported).
+  bool Refused(CellKeyId id) const { return refused_[Index(id)] != nullptr; }
+  bool Written(CellKeyId id) const { return Valid(id) != nullptr || Refused(id); }
+  // Where the key's accepted value was written. REQUIRES: Valid(id).
+  SourcePosition At(CellKeyId id) const { return config::At(Valid(id)->source()); }
+  // The accepted value of a duration key as written ("1m30s"). REQUIRES: Valid(id).
+  std::string Text(CellKeyId id) const { return Valid(id)->as_string()->get(); }
+
+ private:
+  static size_t Index(CellKeyId id) { return static_cast<size_t>(id); }
+  static constexpr size_t kKeys = static_cast<size_t>(CellKeyId::kCount);
+  std::array<const toml::node*, kKeys> valid_{};
+  std::array<const toml::node*, kKeys> refused_{};
+};
 
 struct SignalName {
   std::string_view name;  // without the SIG prefix
@@ -261,10 +274,6 @@ std::string ReadyText(const CellConfig& cell) {
   return "?";
 }
 
-std::string_view ProtocolName(Protocol protocol) {
-  return kProtocols[static_cast<size_t>(protocol)];
-}
-
 std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node& node,
                                          const SupervisorConfig& supervisor, ValueReader& reader,
                                          SocketChecks& sockets) {
@@ -284,44 +293,36 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   cell.name = std::string(name.str());
   cell.position = At(table->source());
   bool ok = name_ok;
-  bool has_command = false;
-  bool has_max_concurrent = false;
-  // For the warnings: where each element of `command` and the two timeouts were written.
+  KeysRead read;
+  // For the warnings: where each element of `command` was written.
   std::vector<SourcePosition> command_at;
-  SourcePosition request_timeout_at;
-  std::optional<SourcePosition> ready_http_at;      // where ready = "http:/PATH" was written
-  std::optional<SourcePosition> header_timeout_at;  // where header_timeout was written
-  bool protocol_written_ok = true;  // false: `protocol` was written wrong (refused already)
-  SourcePosition stall_timeout_at;
-  // Where worker_connections = "multiplex" was written, checked against protocol below.
-  std::optional<SourcePosition> multiplex_at;
-  bool max_unsent_given = false;
   std::optional<SocketUse> explicit_socket;
-  // For the restart_max_delay >= restart_delay check: the durations as written, and where.
-  std::string restart_delay_text = std::to_string(CellConfig{}.restart_delay.count()) + "ms";
-  bool restart_delay_given = false;
-  bool restart_delay_ok = true;
-  std::optional<std::pair<SourcePosition, std::string>> max_delay_written;
   LimitsParser limits(reader);
   PrivilegesParser privileges(reader);
 
   for (auto [key, value] : InFileOrder(*table)) {
     const std::string key_path = JoinKey(path, key->str());
     const std::string_view key_name = key->str();
-    bool key_ok = true;
     const CellKey* known = FindCellKey(key_name);
     if (key_name == "worker_socket") {
       reader.AddError(At(key->source()), key_path,
                       "unknown key; the worker socket is always <runtime_dir>/NAME.worker.sock");
-      key_ok = false;
-    } else if (known == nullptr) {
+      ok = false;
+      continue;
+    }
+    if (known == nullptr) {
       reader.UnknownKey(*key, key_path, CellKeyNames());
-      key_ok = false;
+      ok = false;
+      continue;
+    }
+    bool key_ok = false;
+    if (known->value.kind != ValueKind::kOwn) {
+      std::optional<KeyValue> parsed = reader.ExpectValue(known->value, *value, key_path);
+      if (parsed) known->store(cell, *parsed);
+      key_ok = parsed.has_value();
     } else {
-      const CellKeyId id = known->id;
-      switch (id) {
+      switch (known->id) {
         case CellKeyId::kCommand: {
-          has_command = true;
           key_ok = ParseCommand(reader, *value, key_path, cell.command);
           if (const toml::array* array = value->as_array()) {
             for (const toml::node& element : *array) command_at.push_back(At(element.source()));
@@ -338,29 +339,9 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           }
           break;
         }
-        case CellKeyId::kListen: {
+        case CellKeyId::kListen:
           key_ok = ParseListen(reader, *value, key_path, sockets, cell.listen);
           break;
-        }
-        case CellKeyId::kMaxConcurrent: {
-          has_max_concurrent = true;
-          auto slots = reader.ExpectInteger(*value, key_path, 1, kMaxConcurrentLimit);
-          key_ok = slots.has_value();
-          if (slots) cell.max_concurrent = static_cast<uint32_t>(*slots);
-          break;
-        }
-        case CellKeyId::kMaxQueue: {
-          auto queue = reader.ExpectInteger(*value, key_path, 0, kMaxQueueLimit);
-          key_ok = queue.has_value();
-          if (queue) cell.max_queue = static_cast<uint32_t>(*queue);
-          break;
-        }
-        case CellKeyId::kMaxConnections: {
-          auto connections = reader.ExpectInteger(*value, key_path, 1, kMaxConnectionsLimit);
-          key_ok = connections.has_value();
-          if (connections) cell.max_connections = static_cast<uint32_t>(*connections);
-          break;
-        }
         case CellKeyId::kMaxUnsentBytes: {
           std::optional<uint64_t> bytes = reader.ExpectSize(*value, key_path, "");
           const uint64_t least = uint64_t{supervisor.max_payload_bytes} + kFrameHeaderBytes;
@@ -371,112 +352,12 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
             bytes.reset();
           }
           key_ok = bytes.has_value();
-          if (bytes) {
-            cell.max_unsent_bytes = *bytes;
-            max_unsent_given = true;
-          }
+          if (bytes) cell.max_unsent_bytes = *bytes;
           break;
         }
-        case CellKeyId::kClientWriteTimeout: {
-          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = timeout.has_value();
-          if (timeout) cell.client_write_timeout = *timeout;
-          break;
-        }
-        case CellKeyId::kHeaderTimeout: {
-          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = timeout.has_value();
-          if (timeout) {
-            cell.header_timeout = *timeout;
-            header_timeout_at = At(value->source());
-          }
-          break;
-        }
-        case CellKeyId::kQueueTimeout: {
-          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/false);
-          key_ok = timeout.has_value();
-          if (timeout) cell.queue_timeout = *timeout;
-          break;
-        }
-        case CellKeyId::kRestart: {
-          auto mode = reader.ExpectChoice(*value, key_path, kRestartModes);
-          key_ok = mode.has_value();
-          if (mode) cell.restart = static_cast<RestartMode>(*mode);
-          break;
-        }
-        case CellKeyId::kRestartDelay: {
-          auto delay = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = delay.has_value();
-          restart_delay_given = true;
-          restart_delay_ok = key_ok;
-          if (delay) {
-            cell.restart_delay = *delay;
-            restart_delay_text = value->as_string()->get();
-          }
-          break;
-        }
-        case CellKeyId::kRestartMaxDelay: {
-          auto delay = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = delay.has_value();
-          if (delay) {
-            cell.restart_max_delay = *delay;
-            max_delay_written.emplace(At(value->source()), value->as_string()->get());
-          }
-          break;
-        }
-        case CellKeyId::kRestartResetAfter: {
-          auto after = reader.ExpectDuration(*value, key_path, /*allow_zero=*/false);
-          key_ok = after.has_value();
-          if (after) cell.restart_reset_after = *after;
-          break;
-        }
-        case CellKeyId::kStartLimitBurst: {
-          auto burst = reader.ExpectInteger(*value, key_path, 1, kMaxStartLimitBurst);
-          key_ok = burst.has_value();
-          if (burst) cell.start_limit_burst = static_cast<uint32_t>(*burst);
-          break;
-        }
-        case CellKeyId::kStartLimitInterval: {
-          auto interval = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = interval.has_value();
-          if (interval) cell.start_limit_interval = *interval;
-          break;
-        }
-        case CellKeyId::kRequestTimeout: {
-          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = timeout.has_value();
-          if (timeout) cell.request_timeout = *timeout;
-          request_timeout_at = At(value->source());
-          break;
-        }
-        case CellKeyId::kStallTimeout: {
-          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = timeout.has_value();
-          if (timeout) cell.stall_timeout = *timeout;
-          stall_timeout_at = At(value->source());
-          break;
-        }
-        case CellKeyId::kProtocol: {
-          auto protocol = reader.ExpectChoice(*value, key_path, kProtocols);
-          key_ok = protocol.has_value();
-          if (protocol) cell.protocol = static_cast<Protocol>(*protocol);
-          protocol_written_ok = key_ok;
-          break;
-        }
-        case CellKeyId::kReady: {
+        case CellKeyId::kReady:
           key_ok = ParseReady(reader, *value, key_path, cell);
-          if (key_ok && cell.ready == ReadyMode::kHttp) ready_http_at = At(value->source());
           break;
-        }
-        case CellKeyId::kWorkerConnections: {
-          auto mode = reader.ExpectChoice(*value, key_path, kWorkerConnectionModes);
-          key_ok = mode.has_value();
-          if (mode) cell.worker_connections = static_cast<WorkerConnections>(*mode);
-          if (cell.worker_connections == WorkerConnections::kMultiplex) {
-            multiplex_at = At(value->source());
-          }
-          break;
-        }
         case CellKeyId::kStartTimeout: {
           // "0s", or systemd's "infinity" (TimeoutStartSec=infinity): wait for READY=1 forever.
           auto timeout = value->value_exact<std::string>() == "infinity"
@@ -486,120 +367,67 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           if (timeout) cell.start_timeout = *timeout;
           break;
         }
-        case CellKeyId::kWatchdog: {
-          auto interval = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = interval.has_value();
-          if (interval) cell.watchdog = *interval;
-          break;
-        }
         case CellKeyId::kStopSignal: {
           auto signal = ExpectStopSignal(reader, *value, key_path);
           key_ok = signal.has_value();
           if (signal) cell.stop_signal = *signal;
           break;
         }
-        case CellKeyId::kKillMode: {
-          auto mode = reader.ExpectChoice(*value, key_path, kKillModes);
-          key_ok = mode.has_value();
-          if (mode) cell.kill_mode = static_cast<KillMode>(*mode);
-          break;
-        }
-        case CellKeyId::kStopTimeout: {
-          auto timeout = reader.ExpectDuration(*value, key_path, /*allow_zero=*/false);
-          key_ok = timeout.has_value();
-          if (timeout) cell.stop_timeout = *timeout;
-          break;
-        }
-        case CellKeyId::kEnvironment: {
+        case CellKeyId::kEnvironment:
           key_ok = ParseEnvironment(reader, *value, key_path, cell.environment);
           break;
-        }
-        case CellKeyId::kWorkingDirectory: {
-          std::optional<std::string> dir = reader.ExpectPath(*value, key_path);
-          key_ok = dir.has_value();
-          if (dir) cell.working_directory = std::move(*dir);
-          break;
-        }
-        case CellKeyId::kOutput: {
-          auto mode = reader.ExpectChoice(*value, key_path, kOutputModes);
-          key_ok = mode.has_value();
-          if (mode) cell.output = static_cast<OutputMode>(*mode);
-          break;
-        }
-        case CellKeyId::kLogLineMax: {
-          std::optional<uint64_t> bytes = reader.ExpectSizeBetween(*value, key_path, kMinLogLineMax,
-                                                                   kMaxLogLineMax, " bytes (1M)");
-          key_ok = bytes.has_value();
-          if (bytes) cell.log_line_max = static_cast<uint32_t>(*bytes);
-          break;
-        }
-        case CellKeyId::kLogRateLimitBurst: {
-          auto burst = reader.ExpectInteger(*value, key_path, 0, kMaxLogRateLimitBurst);
-          key_ok = burst.has_value();
-          if (burst) cell.log_rate_limit_burst = static_cast<uint32_t>(*burst);
-          break;
-        }
-        case CellKeyId::kLogRateLimitInterval: {
-          auto interval = reader.ExpectDuration(*value, key_path, /*allow_zero=*/true);
-          key_ok = interval.has_value();
-          if (interval) cell.log_rate_limit_interval = *interval;
-          break;
-        }
         case CellKeyId::kCpuMax:
         case CellKeyId::kCpuMaxPeriod:
-        case CellKeyId::kCpuWeight:
         case CellKeyId::kMemoryMax:
         case CellKeyId::kMemoryHigh:
-        case CellKeyId::kMemorySwapMax:
-        case CellKeyId::kPidsMax:
-        case CellKeyId::kOomPolicy:
-        case CellKeyId::kOomScoreAdjust:
-          key_ok = limits.ParseKey(id, *value, key_path, cell);
+          key_ok = limits.ParseKey(known->id, *value, key_path, cell);
           break;
         case CellKeyId::kUser:
-        case CellKeyId::kGroup:
         case CellKeyId::kSupplementaryGroups:
-        case CellKeyId::kUmask:
-        case CellKeyId::kNoNewPrivileges:
-        case CellKeyId::kSocketMode:
-        case CellKeyId::kSocketGroup:
-          key_ok = privileges.ParseKey(id, *value, key_path, cell);
+          key_ok = privileges.ParseKey(known->id, *value, key_path, cell);
           break;
-        case CellKeyId::kCount:
-          break;
+        default:
+          // A key of kind kOwn (config/config_keys.h) needs its case above.
+          BH_CHECK(false);
       }
     }
+    read.Add(known->id, *value, key_ok);
     ok = ok && key_ok;
   }
 
-  if (!has_command) {
-    reader.AddError(cell.position, JoinKey(path, "command"), "missing required key");
-    ok = false;
-  }
-  if (!has_max_concurrent) {
-    reader.AddError(cell.position, JoinKey(path, "max_concurrent"), "missing required key");
-    ok = false;
+  for (CellKeyId id : kRequiredKeys) {
+    if (!read.Written(id)) {
+      reader.AddError(cell.position, JoinKey(path, CellKeys()[static_cast<size_t>(id)].name),
+                      "missing required key");
+      ok = false;
+    }
   }
   // Left out, max_unsent_bytes holds at least two full-size replies (and 64 KiB).
-  if (!max_unsent_given) {
+  if (!read.Valid(CellKeyId::kMaxUnsentBytes)) {
     cell.max_unsent_bytes =
         std::max(kDefaultMaxUnsentBytes,
                  2 * (uint64_t{supervisor.max_payload_bytes} + kFrameHeaderBytes) + (64 << 10));
   }
   // The cap may not be below the first step. Left out, it follows a longer restart_delay.
-  if (!max_delay_written) {
+  if (!read.Valid(CellKeyId::kRestartMaxDelay)) {
     cell.restart_max_delay = std::max(cell.restart_max_delay, cell.restart_delay);
-  } else if (restart_delay_ok && cell.restart_max_delay < cell.restart_delay) {
-    reader.AddError(max_delay_written->first, JoinKey(path, "restart_max_delay"),
-                    "must be at least restart_delay (" + Quoted(restart_delay_text) +
-                        (restart_delay_given ? "" : ", the default") + "), got " +
-                        Quoted(max_delay_written->second));
+  } else if (!read.Refused(CellKeyId::kRestartDelay) &&
+             cell.restart_max_delay < cell.restart_delay) {
+    const bool delay_given = read.Valid(CellKeyId::kRestartDelay) != nullptr;
+    const std::string delay_text = delay_given
+                                       ? read.Text(CellKeyId::kRestartDelay)
+                                       : std::to_string(CellConfig{}.restart_delay.count()) + "ms";
+    reader.AddError(read.At(CellKeyId::kRestartMaxDelay), JoinKey(path, "restart_max_delay"),
+                    "must be at least restart_delay (" + Quoted(delay_text) +
+                        (delay_given ? "" : ", the default") + "), got " +
+                        Quoted(read.Text(CellKeyId::kRestartMaxDelay)));
     ok = false;
   }
 
   // The probe is an HTTP request on the worker socket, which speaks frames in a frames cell.
-  if (ready_http_at && cell.protocol != Protocol::kHttp) {
-    reader.AddError(*ready_http_at, JoinKey(path, "ready"),
+  if (read.Valid(CellKeyId::kReady) && cell.ready == ReadyMode::kHttp &&
+      cell.protocol != Protocol::kHttp) {
+    reader.AddError(read.At(CellKeyId::kReady), JoinKey(path, "ready"),
                     Quoted(ReadyText(cell)) +
                         " probes the worker over HTTP, which needs protocol = \"http\" (the "
                         "worker of a frames cell speaks frames, docs/protocol.md); use \"exec\" "
@@ -608,8 +436,9 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   }
   // header_timeout bounds the time to read an HTTP request head; a frames cell has none, and a
   // value that silently does nothing would mislead (as systemd warns of a setting it ignores).
-  if (header_timeout_at && protocol_written_ok && cell.protocol != Protocol::kHttp) {
-    reader.AddError(*header_timeout_at, JoinKey(path, "header_timeout"),
+  if (read.Valid(CellKeyId::kHeaderTimeout) && !read.Refused(CellKeyId::kProtocol) &&
+      cell.protocol != Protocol::kHttp) {
+    reader.AddError(read.At(CellKeyId::kHeaderTimeout), JoinKey(path, "header_timeout"),
                     "bounds the time to read an HTTP request head, which needs protocol = "
                     "\"http\" (a frames cell reads frames, docs/protocol.md); remove it");
     ok = false;
@@ -617,9 +446,10 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
 
   // A multiplexed link tags each request with its request_id; HTTP/1.1 has no such tag and
   // answers strictly in order on a connection, so an HTTP cell keeps one request per link.
-  if (multiplex_at && cell.protocol == Protocol::kHttp) {
+  if (cell.worker_connections == WorkerConnections::kMultiplex &&
+      cell.protocol == Protocol::kHttp) {
     reader.AddError(
-        *multiplex_at, JoinKey(path, "worker_connections"),
+        read.At(CellKeyId::kWorkerConnections), JoinKey(path, "worker_connections"),
         "\"multiplex\" needs protocol = \"frames\": HTTP/1.1 cannot multiplex "
         "requests on one connection; leave out worker_connections (\"one-per-request\") "
         "for an HTTP cell");
@@ -650,8 +480,16 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   }
 
   if (!ok) return std::nullopt;
-  WarnAboutTimeouts(reader, cell, path, request_timeout_at, stall_timeout_at);
-  WarnAboutCommand(reader, cell, path, command_at);
+  const auto written_at = [&read](CellKeyId id) {
+    return read.Valid(id) ? read.At(id) : SourcePosition{};
+  };
+  WarnAboutTimeouts(reader, cell, path, written_at(CellKeyId::kRequestTimeout),
+                    written_at(CellKeyId::kStallTimeout));
+  std::optional<WrittenText> working_directory;
+  if (const toml::node* written = read.Valid(CellKeyId::kWorkingDirectory)) {
+    working_directory = WrittenText{At(written->source()), written->as_string()->get()};
+  }
+  WarnAboutCommand(reader, cell, path, command_at, working_directory);
   return cell;
 }
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
-// One [cells.NAME] table of the config (docs/config.md, "[cells.NAME]"): every key checked (the
-// dispatch is a switch over config/config_keys.h's CellKeyId, so every key of the table is
-// parsed), the defaults filled, the checks across keys, the cell's sockets recorded for the
-// cross-file checks, and the warnings (config/cell_warnings.h). Internal to config/;
-// thread-compatible.
+// One [cells.NAME] table of the config (docs/config.md, "[cells.NAME]"): every key checked (by
+// its ValueSpec in config/config_keys.h, or for the few keys of kind kOwn by a case of its own),
+// the defaults filled, the checks across keys, the cell's sockets recorded for the cross-file
+// checks, and the warnings (config/cell_warnings.h). Internal to config/; thread-compatible.
 #pragma once
 
 #include <optional>

@@ -27,6 +27,18 @@ std::string NotExecutable(const std::string& file) {
   return "";
 }
 
+// Why chdir(2) to `dir` would fail here ("does not exist", "is not a directory", the errno
+// text): "" when it is a directory.
+std::string NotADirectory(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    return errno == ENOENT ? "does not exist"
+                           : "cannot be reached: " + std::string(std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return "is not a directory";
+  return "";
+}
+
 // An argument that reads as a relative path to a file: "app.py", "./run.sh", "lib/main.js";
 // not an option ("-m"), an assignment ("a=b"), a URL, an absolute path, a pattern (a regular
 // expression or a glob: "^api/v[0-9]+$", "logs/*.gz"), a CIDR network or a ratio ("10.0.0.0/8",
@@ -74,7 +86,22 @@ void WarnAboutTimeouts(ValueReader& reader, const CellConfig& cell, const std::s
 // not resolve here is a warning, not an error (docs/config.md, "Warnings", says why).
 // `command_at`: the position of each element of `command`.
 void WarnAboutCommand(ValueReader& reader, const CellConfig& cell, const std::string& path,
-                      const std::vector<SourcePosition>& command_at) {
+                      const std::vector<SourcePosition>& command_at,
+                      const std::optional<WrittenText>& working_directory) {
+  // chdir(2) comes before exec: a missing directory is what the worker's start fails on, and
+  // every relative script "missing" in it follows from it, so it is said once, at its key.
+  const std::string cwd_problem = NotADirectory(cell.working_directory);
+  if (!cwd_problem.empty() && working_directory) {
+    std::string message = Quoted(working_directory->text);
+    if (!working_directory->text.starts_with('/')) {
+      message += " is relative: resolved against the config file's directory " +
+                 Quoted(reader.base_dir()) + ", it is " + Quoted(cell.working_directory) + ",";
+    }
+    message +=
+        " " + cwd_problem + "; the worker's start will fail (chdir); create it or correct the path";
+    reader.AddWarning(working_directory->at, JoinKey(path, "working_directory"),
+                      std::move(message));
+  }
   if (command_at.size() != cell.command.size()) return;
   const std::string key = JoinKey(path, "command");
   const std::string& program = cell.command[0];
@@ -113,7 +140,7 @@ void WarnAboutCommand(ValueReader& reader, const CellConfig& cell, const std::st
     }
   }
   // python3 app.py: the script is opened by the worker, from its working directory.
-  for (size_t i = 1; i < cell.command.size(); ++i) {
+  for (size_t i = 1; i < cell.command.size() && cwd_problem.empty(); ++i) {
     const std::string& arg = cell.command[i];
     if (!LooksLikeRelativeScript(arg)) continue;
     struct stat st {};

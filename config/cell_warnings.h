@@ -3,6 +3,7 @@
 // They never refuse the file. Internal to config/; thread-compatible.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,19 @@ namespace bulkhead::config {
 void WarnAboutTimeouts(ValueReader& reader, const CellConfig& cell, const std::string& path,
                        SourcePosition request_timeout_at, SourcePosition stall_timeout_at);
 
-// A command[0] that does not resolve to an executable file on this host now (in the worker's PATH
-// when it has no '/'), and a relative script argument that names no file in working_directory.
-// `command_at`: the position of each element of `command`.
+// Where a key's value was written, and its text as written.
+struct WrittenText {
+  SourcePosition at;
+  std::string text;
+};
+
+// A working_directory that is not a directory on this host now, said at the key (how a relative
+// one was resolved, and against what); then a command[0] that does not resolve to an executable
+// file on this host now (in the worker's PATH when it has no '/'), and a relative script argument
+// that names no file in an existing working_directory. `command_at`: the position of each element
+// of `command`; `working_directory`: as written, when it was.
 void WarnAboutCommand(ValueReader& reader, const CellConfig& cell, const std::string& path,
-                      const std::vector<SourcePosition>& command_at);
+                      const std::vector<SourcePosition>& command_at,
+                      const std::optional<WrittenText>& working_directory);
 
 }  // namespace bulkhead::config

@@ -25,6 +25,7 @@
 #include "config/config_keys.h"
 #include "config/socket_checks.h"
 #include "config/supervisor_table.h"
+#include "config/syntax_hint.h"
 #include "config/value_reader.h"
 
 namespace bulkhead::config {
@@ -130,6 +131,10 @@ LoadResult Parse(std::string_view toml_text, const std::string& source_path,
     std::string message(e.description());
     // toml++ says "Error while parsing ..."; every other message here starts in lower case.
     if (!message.empty() && message.front() == 'E') message.front() = 'e';
+    // "expected digit, saw 's'" alone does not say that `stall_timeout = 3s` needs quotes.
+    if (std::string hint = SyntaxHint(toml_text, At(e.source())); !hint.empty()) {
+      message += "; " + hint;
+    }
     reader.AddError(At(e.source()), "", std::move(message));
     return reader.Finish(std::nullopt);
   }

@@ -37,6 +37,12 @@ enum class RestartMode {
   kNever,      // "never": only by `bulkheadctl start` / `restart`
 };
 
+// `start_limit_action`: what hitting the start limit leads to (docs/config.md, "Restarts").
+enum class StartLimitAction {
+  kBackoff,  // "backoff": crash-looping, keep starting on a slower capped backoff (Kubernetes)
+  kFail,     // "fail": give up, the cell is failed until bulkheadctl start or restart (systemd)
+};
+
 // `protocol`: what the cell speaks on both hops (docs/http.md).
 enum class Protocol {
   kFrames,  // "frames": bulkhead's frame protocol (docs/protocol.md)
@@ -160,16 +166,20 @@ struct CellConfig {
   // The first backoff delay before a worker that ended is started again; each further restart
   // doubles it. >= 0, at most 24h.
   std::chrono::milliseconds restart_delay{100};
-  // The cap of the backoff delay. >= restart_delay, at most 24h. Default 30s, or restart_delay when
-  // that is longer.
-  std::chrono::milliseconds restart_max_delay{30'000};
+  // The cap of the backoff delay. >= restart_delay, at most 24h. Default 5min (Kubernetes'
+  // CrashLoopBackOff cap), or restart_delay when that is longer.
+  std::chrono::milliseconds restart_max_delay{300'000};
   // A worker that stayed up this long sends the delay back to restart_delay. > 0, at most 24h.
   std::chrono::milliseconds restart_reset_after{10'000};
-  // More than start_limit_burst starts within start_limit_interval put the cell in the failed
-  // state (systemd.unit(5) StartLimitBurst=, StartLimitIntervalSec=). 1..1000.
+  // More than start_limit_burst starts within start_limit_interval hit the start limit
+  // (systemd.unit(5) StartLimitBurst=, StartLimitIntervalSec=): the cell is crash-looping, and
+  // start_limit_action says what follows. 1..1000.
   uint32_t start_limit_burst = 5;
   // >= 0, at most 24h; 0 = no start limit.
   std::chrono::milliseconds start_limit_interval{60'000};
+  // What the start limit leads to: keep starting, at most one start per start_limit_interval /
+  // start_limit_burst and the backoff doubling on up to restart_max_delay; or give up.
+  StartLimitAction start_limit_action = StartLimitAction::kBackoff;
   // A request running longer is answered FAILED timeout. >= 0, at most 24h; 0 = off.
   std::chrono::milliseconds request_timeout{0};
   // With requests in flight and no reply from the worker for this long, the worker is stalled:

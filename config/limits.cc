@@ -2,9 +2,7 @@
 // The limit and OOM keys of a cell (config/limits.h).
 #include "config/limits.h"
 
-#include <array>
 #include <chrono>
-#include <string_view>
 
 #include "base/check.h"
 #include "base/status.h"
@@ -15,16 +13,11 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// cgroup-v2.rst: cpu.weight is in [1, 10000]; cpu.max takes a period of 1ms to 1s and a quota of
-// at least 1ms (the kernel's min_cfs_quota_period and max_cfs_quota_period).
-constexpr int64_t kMaxCpuWeight = 10000;
+// cgroup-v2.rst: cpu.max takes a period of 1ms to 1s and a quota of at least 1ms (the kernel's
+// min_cfs_quota_period and max_cfs_quota_period).
 constexpr milliseconds kMinCpuMaxPeriod{1};
 constexpr milliseconds kMaxCpuMaxPeriod{1000};
 constexpr uint64_t kMinCpuMaxQuotaUs = 1000;
-// PID_MAX_LIMIT on 64-bit kernels (include/linux/threads.h): no cell can hold more tasks.
-constexpr int64_t kMaxPidsMax = 4'194'304;
-// In the order of OomPolicy.
-constexpr std::array<std::string_view, 2> kOomPolicies = {"kill", "continue"};
 
 }  // namespace
 
@@ -54,12 +47,6 @@ bool LimitsParser::ParseKey(CellKeyId id, const toml::node& value, const std::st
       }
       break;
     }
-    case CellKeyId::kCpuWeight: {
-      auto weight = reader_.ExpectInteger(value, key_path, 1, kMaxCpuWeight);
-      key_ok = weight.has_value();
-      if (weight) cell.cpu_weight = static_cast<uint32_t>(*weight);
-      break;
-    }
     case CellKeyId::kMemoryMax: {
       cell.memory_max = reader_.ExpectSize(
           value, key_path,
@@ -77,32 +64,8 @@ bool LimitsParser::ParseKey(CellKeyId id, const toml::node& value, const std::st
       if (key_ok) memory_high_written_.emplace(At(value.source()), SizeAsWritten(value));
       break;
     }
-    case CellKeyId::kMemorySwapMax: {
-      cell.memory_swap_max = reader_.ExpectSize(value, key_path, /*zero_refusal=*/"");
-      key_ok = cell.memory_swap_max.has_value();
-      break;
-    }
-    case CellKeyId::kPidsMax: {
-      auto pids = reader_.ExpectInteger(value, key_path, 1, kMaxPidsMax, " (PID_MAX_LIMIT)");
-      key_ok = pids.has_value();
-      if (pids) cell.pids_max = static_cast<uint64_t>(*pids);
-      break;
-    }
-    case CellKeyId::kOomPolicy: {
-      auto policy = reader_.ExpectChoice(value, key_path, kOomPolicies);
-      key_ok = policy.has_value();
-      if (policy) cell.oom_policy = static_cast<OomPolicy>(*policy);
-      break;
-    }
-    case CellKeyId::kOomScoreAdjust: {
-      auto adjust = reader_.ExpectInteger(value, key_path, kMinOomScoreAdjust, kMaxOomScoreAdjust,
-                                          " (oom_score_adj)");
-      key_ok = adjust.has_value();
-      if (adjust) cell.oom_score_adjust = static_cast<int>(*adjust);
-      break;
-    }
     default:
-      BH_CHECK(false);  // cell_table.cc hands over only the limit keys
+      BH_CHECK(false);  // cell_table.cc hands over only the keys above
   }
   return key_ok;
 }

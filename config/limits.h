@@ -3,7 +3,9 @@
 // v2 limits (cpu_max, cpu_max_period, cpu_weight, memory_max, memory_high, memory_swap_max,
 // pids_max; the kernel's Documentation/admin-guide/cgroup-v2.rst) and the OOM keys (oom_policy,
 // oom_score_adjust; systemd.service(5) OOMPolicy=, systemd.exec(5) OOMScoreAdjust=), with their
-// checks across keys. Internal to config/; one per cell table, thread-compatible.
+// checks across keys. LimitsParser reads cpu_max, cpu_max_period, memory_max and memory_high; the
+// others are read from their ValueSpec (config/config_keys.h). Internal to config/; one per cell
+// table, thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +23,8 @@ class LimitsParser {
  public:
   explicit LimitsParser(ValueReader& reader) : reader_(reader) {}
 
-  // Reads the key `id` (one of the keys above) at `value` into `cell`; false after adding its
-  // error.
+  // Reads the key `id` (cpu_max, cpu_max_period, memory_max or memory_high) at `value` into
+  // `cell`; false after adding its error.
   bool ParseKey(CellKeyId id, const toml::node& value, const std::string& key_path,
                 CellConfig& cell);
   // Once the cell's table is read: computes cpu_max_quota_us from cpu_max and cpu_max_period

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The privilege keys (docs/config.md, "Privileges"; systemd.exec(5) User=, Group=,
-// SupplementaryGroups=, UMask=, NoNewPrivileges=): PrivilegesParser reads those of [cells.NAME]
-// (user, group, supplementary_groups, umask, no_new_privileges, socket_mode, socket_group), and
-// ExpectGroup / ExpectMode serve [supervisor]'s control_socket_mode, control_socket_group and
-// control_group too. Users and groups are resolved in this host's database (config/identity.h).
-// Internal to config/; thread-compatible.
+// SupplementaryGroups=, UMask=, NoNewPrivileges=) of [cells.NAME]: PrivilegesParser reads user
+// and supplementary_groups, and completes group from user; group, umask, no_new_privileges,
+// socket_mode and socket_group are read from their ValueSpec (config/config_keys.h). Users and
+// groups are resolved in this host's database (config/identity.h). Internal to config/;
+// thread-compatible.
 #pragma once
 
 #include <sys/types.h>
@@ -21,19 +21,12 @@
 
 namespace bulkhead::config {
 
-// A group name or gid (an integer, or a string of digits), resolved.
-std::optional<gid_t> ExpectGroup(ValueReader& reader, const toml::node& node,
-                                 const std::string& path);
-// An octal permission string, "0660" (config/identity.h), 0..0777.
-std::optional<uint32_t> ExpectMode(ValueReader& reader, const toml::node& node,
-                                   const std::string& path);
-
 class PrivilegesParser {
  public:
   explicit PrivilegesParser(ValueReader& reader) : reader_(reader) {}
 
-  // Reads the key `id` (one of the keys above) at `value` into `cell`; false after adding its
-  // error.
+  // Reads the key `id` (user or supplementary_groups) at `value` into `cell`; false after adding
+  // its error.
   bool ParseKey(CellKeyId id, const toml::node& value, const std::string& key_path,
                 CellConfig& cell);
   // Once the cell's table is read: `group` left out with `user` set becomes the user's primary

@@ -2,23 +2,16 @@
 // The [supervisor] table (config/supervisor_table.h).
 #include "config/supervisor_table.h"
 
-#include <array>
-#include <string_view>
+#include <optional>
+#include <string>
 
+#include "base/check.h"
 #include "base/status.h"
 #include "config/config_keys.h"
 #include "config/listen_address.h"
-#include "config/privileges.h"
 
 namespace bulkhead::config {
 namespace {
-
-constexpr uint64_t kMaxPayloadBytesLimit = uint64_t{1} << 30;  // 1 GiB.
-constexpr std::array<std::string_view, 4> kLogLevels = {"debug", "info", "warning", "error"};
-// In the order of CgroupMode.
-constexpr std::array<std::string_view, 3> kCgroupModes = {"auto", "required", "off"};
-// In the order of ShutdownAction.
-constexpr std::array<std::string_view, 3> kShutdownActions = {"exit", "poweroff", "reboot"};
 
 // A cgroup as the kernel names it in /proc/PID/cgroup: "/" or "/a/b", relative to the cgroup2
 // mount. Components are never ".", ".." or empty, and hold no character a cgroup file name
@@ -90,6 +83,12 @@ void ParseSupervisorTable(const toml::table* table, const std::string& default_r
         reader.UnknownKey(*key, path, SupervisorKeyNames());
         continue;
       }
+      if (known->value.kind != ValueKind::kOwn) {
+        if (std::optional<KeyValue> value = reader.ExpectValue(known->value, *node, path)) {
+          known->store(out, *value);
+        }
+        continue;
+      }
       switch (known->id) {
         case SupervisorKeyId::kRuntimeDir: {
           runtime_dir_at = At(node->source());
@@ -108,67 +107,18 @@ void ParseSupervisorTable(const toml::table* table, const std::string& default_r
           }
           break;
         }
-        case SupervisorKeyId::kMaxPayloadBytes: {
-          // A size, as max_unsent_bytes and the memory limits take it: 4194304 or "4M".
-          std::optional<uint64_t> bytes =
-              reader.ExpectSizeBetween(*node, path, 1, kMaxPayloadBytesLimit, " (1 GiB)");
-          if (bytes) out.max_payload_bytes = static_cast<uint32_t>(*bytes);
-          break;
-        }
-        case SupervisorKeyId::kLogLevel: {
-          if (std::optional<std::string> level = reader.ExpectString(*node, path)) {
-            if (Contains(kLogLevels, *level)) {
-              out.log_level = std::move(*level);
-            } else {
-              std::string message =
-                  "must be one of debug, info, warning, error; got " + Quoted(*level);
-              const std::string_view suggestion = ClosestMatch(*level, kLogLevels);
-              if (!suggestion.empty()) {
-                message += "; did you mean \"";
-                message.append(suggestion);
-                message += "\"?";
-              }
-              reader.AddError(At(node->source()), path, std::move(message));
-            }
-          }
-          break;
-        }
-        case SupervisorKeyId::kCgroup: {
-          if (auto mode = reader.ExpectChoice(*node, path, kCgroupModes)) {
-            out.cgroup = static_cast<CgroupMode>(*mode);
-          }
-          break;
-        }
         case SupervisorKeyId::kCgroupParent: {
           if (std::optional<std::string> parent = ExpectCgroupPath(reader, *node, path)) {
             out.cgroup_parent = std::move(*parent);
           }
           break;
         }
-        case SupervisorKeyId::kMetricsListen: {
+        case SupervisorKeyId::kMetricsListen:
           ParseMetricsListen(reader, sockets, *node, path, out);
           break;
-        }
-        case SupervisorKeyId::kOnShutdown: {
-          if (auto action = reader.ExpectChoice(*node, path, kShutdownActions)) {
-            out.on_shutdown = static_cast<ShutdownAction>(*action);
-          }
-          break;
-        }
-        case SupervisorKeyId::kControlSocketMode: {
-          if (auto mode = ExpectMode(reader, *node, path)) out.control_socket_mode = *mode;
-          break;
-        }
-        case SupervisorKeyId::kControlSocketGroup: {
-          if (auto group = ExpectGroup(reader, *node, path)) out.control_socket_group = *group;
-          break;
-        }
-        case SupervisorKeyId::kControlGroup: {
-          if (auto group = ExpectGroup(reader, *node, path)) out.control_group = *group;
-          break;
-        }
-        case SupervisorKeyId::kCount:
-          break;
+        default:
+          // A key of kind kOwn (config/config_keys.h) needs its case above.
+          BH_CHECK(false);
       }
     }
   }

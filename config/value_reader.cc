@@ -5,10 +5,12 @@
 
 #include <algorithm>
 
+#include "base/check.h"
 #include "base/closest_match.h"
 #include "base/duration.h"
 #include "base/lexical_path.h"
 #include "base/status.h"
+#include "config/identity.h"
 #include "config/size.h"
 
 namespace bulkhead::config {
@@ -336,6 +338,104 @@ std::optional<std::string> ValueReader::Resolve(const std::string& text, const t
     return std::nullopt;
   }
   return ResolvePath(text, base_dir_);
+}
+
+std::optional<std::string> ValueReader::ExpectIdentity(const toml::node& node,
+                                                       const std::string& path) {
+  if (const toml::value<int64_t>* integer = node.as_integer()) {
+    if (integer->get() < 0) {
+      AddError(At(node.source()), path,
+               "must not be negative, got " + std::to_string(integer->get()));
+      return std::nullopt;
+    }
+    return std::to_string(integer->get());
+  }
+  return ExpectString(node, path, "write a name, \"nobody\", or a numeric id, 65534");
+}
+
+std::optional<gid_t> ValueReader::ExpectGroup(const toml::node& node, const std::string& path) {
+  std::optional<std::string> text = ExpectIdentity(node, path);
+  if (!text) return std::nullopt;
+  Result<gid_t> group = ResolveGroup(*text);
+  if (!group.ok()) {
+    AddError(At(node.source()), path, group.status().message());
+    return std::nullopt;
+  }
+  return group.value();
+}
+
+std::optional<uint32_t> ValueReader::ExpectMode(const toml::node& node, const std::string& path) {
+  std::optional<std::string> text =
+      ExpectString(node, path, "write the mode as an octal string, such as \"0660\"");
+  if (!text) return std::nullopt;
+  Result<uint32_t> mode = ParseOctalMode(*text, 0777);
+  if (!mode.ok()) {
+    AddError(At(node.source()), path, mode.status().message());
+    return std::nullopt;
+  }
+  return mode.value();
+}
+
+std::optional<KeyValue> ValueReader::ExpectValue(const ValueSpec& spec, const toml::node& node,
+                                                 const std::string& path) {
+  KeyValue value;
+  switch (spec.kind) {
+    case ValueKind::kInteger: {
+      std::optional<int64_t> number = ExpectInteger(node, path, spec.min, spec.max, spec.max_note);
+      if (!number) return std::nullopt;
+      value.number = *number;
+      return value;
+    }
+    case ValueKind::kDuration: {
+      std::optional<milliseconds> duration = ExpectDuration(node, path, spec.min == 0);
+      if (!duration) return std::nullopt;
+      value.duration = *duration;
+      return value;
+    }
+    case ValueKind::kSize: {
+      std::optional<uint64_t> bytes =
+          ExpectSizeBetween(node, path, static_cast<uint64_t>(spec.min),
+                            static_cast<uint64_t>(spec.max), spec.max_note);
+      if (!bytes) return std::nullopt;
+      value.number = static_cast<int64_t>(*bytes);
+      return value;
+    }
+    case ValueKind::kChoice: {
+      std::optional<size_t> index = ExpectChoice(node, path, spec.choices);
+      if (!index) return std::nullopt;
+      value.number = static_cast<int64_t>(*index);
+      value.text = spec.choices[*index];
+      return value;
+    }
+    case ValueKind::kBoolean: {
+      std::optional<bool> flag = ExpectBoolean(node, path);
+      if (!flag) return std::nullopt;
+      value.flag = *flag;
+      return value;
+    }
+    case ValueKind::kPath: {
+      std::optional<std::string> resolved = ExpectPath(node, path);
+      if (!resolved) return std::nullopt;
+      value.text = std::move(*resolved);
+      return value;
+    }
+    case ValueKind::kMode: {
+      std::optional<uint32_t> mode = ExpectMode(node, path);
+      if (!mode) return std::nullopt;
+      value.number = *mode;
+      return value;
+    }
+    case ValueKind::kGroup: {
+      std::optional<gid_t> group = ExpectGroup(node, path);
+      if (!group) return std::nullopt;
+      value.number = *group;
+      return value;
+    }
+    case ValueKind::kOwn:
+      break;
+  }
+  BH_CHECK(false);  // a kOwn key is read by its own code
+  return std::nullopt;
 }
 
 }  // namespace bulkhead::config

@@ -6,6 +6,7 @@
 // Thread-compatible: one ValueReader per parse.
 #pragma once
 
+#include <sys/types.h>
 #include <toml++/toml.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "base/closest_match.h"
 #include "config/config.h"
+#include "config/config_keys.h"
 
 namespace bulkhead::config {
 
@@ -52,6 +54,8 @@ class ValueReader {
       : file_(std::move(file)), base_dir_(std::move(base_dir)), host_(host) {}
 
   const std::string& file() const { return file_; }
+  // The absolute directory relative paths are resolved against (the config file's), or "".
+  const std::string& base_dir() const { return base_dir_; }
   const HostFacts& host() const { return host_; }
 
   void AddError(SourcePosition at, std::string key, std::string message);
@@ -92,6 +96,17 @@ class ValueReader {
                                      std::span<const std::string_view> choices);
   // A non-empty string holding a path; relative paths are resolved against base_dir.
   std::optional<std::string> ExpectPath(const toml::node& node, const std::string& path);
+  // An octal permission string, "0660" (config/identity.h), 0..0777.
+  std::optional<uint32_t> ExpectMode(const toml::node& node, const std::string& path);
+  // A group: a name (string) or a numeric id (integer, or a string of digits), resolved now
+  // (config/identity.h).
+  std::optional<gid_t> ExpectGroup(const toml::node& node, const std::string& path);
+  // A user or group as written: a name, or a numeric id as its digits.
+  std::optional<std::string> ExpectIdentity(const toml::node& node, const std::string& path);
+  // The value of a key whose ValueSpec has a kind (not kOwn), checked against its range, by the
+  // Expect* of that kind.
+  std::optional<KeyValue> ExpectValue(const ValueSpec& spec, const toml::node& node,
+                                      const std::string& path);
   // `text` resolved against base_dir (lexically); an error at `node` when it is relative and
   // base_dir is unknown.
   std::optional<std::string> Resolve(const std::string& text, const toml::node& node,

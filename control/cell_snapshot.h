@@ -52,6 +52,8 @@ struct CellSnapshot {
   // never true without a cgroup.
   bool limits_enforced = false;
   std::string limits_note;  // why limits are not enforced, when they are not
+  // Lifecycle::CrashLooping(): the start limit was hit and no worker has run well since.
+  bool crash_looping = false;
   std::array<lifecycle::LimitState, cell::kLimitCount> limit_states{};  // indexed by cell::Limit
   std::string cgroup_path;
   cell::CgroupLimits cgroup_limits;         // as configured

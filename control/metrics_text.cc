@@ -138,6 +138,22 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCoun
     }
   });
 
+  w.Family("bulkhead_cell_crash_looping", "gauge",
+           "1 while the cell is crash-looping: it hit its start limit (start_limit_burst starts "
+           "within start_limit_interval) and no worker has run restart_reset_after since; with "
+           "start_limit_action fail it gave up (state failed).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.crash_looping ? 1 : 0);
+  });
+  w.Family("bulkhead_cell_next_start_seconds", "gauge",
+           "Time until the next start of the cell's worker, while it waits in backoff; absent "
+           "when no start is due.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (s.state == lifecycle::Lifecycle::State::kBackoff) {
+      w.Sample("", l, Seconds(s.next_start_in_ms * 1'000'000));
+    }
+  });
+
   // The counters, in kCellCounterFields order: each family under one header, then per cell its
   // samples.
   for (auto field = kCellCounterFields.begin(); field != kCellCounterFields.end();) {

@@ -23,6 +23,8 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"restart_reset_after_ms", ms(c.restart_reset_after)},
       {"start_limit_burst", c.start_limit_burst},
       {"start_limit_interval_ms", ms(c.start_limit_interval)},
+      {"start_limit_action",
+       c.start_limit_action == config::StartLimitAction::kFail ? "fail" : "backoff"},
       {"request_timeout_ms", ms(c.request_timeout)},
       {"stall_timeout_ms", ms(c.stall_timeout)},
       {"ready", config::ReadyText(c)},
@@ -107,6 +109,7 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
        s.status_text.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.status_text)},
       {"uptime_ms", s.uptime_ms},
       {"next_start_in_ms", s.next_start_in_ms},
+      {"crash_looping", s.crash_looping},
       {"limits_enforced", s.limits_enforced},
       {"oom_kills", s.oom_kills},
   };

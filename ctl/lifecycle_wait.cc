@@ -39,8 +39,12 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
   if (!started_since) return {};
   if (state == "running") return {LifecycleVerdict::kReached, ""};
   if (state == "backoff") {
-    std::string detail =
-        "worker did not start: " + StringOr(cell, "last_exit", "-") + " (state backoff";
+    // "crash-looping" (status --json's crash_looping) says that the next start is slower.
+    auto looping = cell.find("crash_looping");
+    const bool crash_looping =
+        looping != cell.end() && looping->is_boolean() && looping->get<bool>();
+    std::string detail = "worker did not start: " + StringOr(cell, "last_exit", "-") +
+                         (crash_looping ? " (state backoff, crash-looping" : " (state backoff");
     if (auto next = cell.find("next_start_in_ms"); next != cell.end() && IsCount(*next)) {
       detail += ", next start in " + FormatAge(next->get<uint64_t>());
     }

@@ -13,6 +13,7 @@
 #include "base/closest_match.h"
 #include "base/duration.h"
 #include "base/exit_status.h"
+#include "base/version.h"
 #include "ctl/commands.h"
 #include "ctl/default_socket.h"
 #include "ctl/lifecycle_wait.h"
@@ -40,7 +41,7 @@ std::string UnknownCommand(CLI::App& app, const std::string& word) {
 int Main(int argc, char** argv) {
   CLI::App app{"bulkheadctl: inspect bulkheadd and send requests to its cells (docs/control.md)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "bulkheadctl " BULKHEAD_VERSION);
+  app.set_version_flag("--version", VersionLine("bulkheadctl"));
   app.fallthrough();  // --socket and --timeout may also follow the subcommand
   std::string socket_flag;
   std::string timeout_text;

@@ -301,20 +301,41 @@ std::string Lifecycle::StateDetail() const {
     }
     case State::kBackoff: {
       const uint64_t left = next_start_at_ms_ > now ? next_start_at_ms_ - now : 0;
-      return "backoff after " + last_exit_ + ", next start in " + Seconds(left) +
-             (RefusesRequests() ? "; requests are refused (longer than queue_timeout " +
-                                      Seconds(options_.queue_timeout_ms) + ")"
-                                : "; " + waiting);
+      const std::string next = "next start in " + Seconds(left) +
+                               (RefusesRequests() ? "; requests are refused (longer than "
+                                                    "queue_timeout " +
+                                                        Seconds(options_.queue_timeout_ms) + ")"
+                                                  : "; " + waiting);
+      if (!crash_loop_.empty()) return crash_loop_ + ", last " + last_exit_ + "; " + next;
+      return "backoff after " + last_exit_ + ", " + next;
     }
     case State::kFailed:
       if (!gave_up_) {
         return "failed after " + last_exit_ + " (" + reason_ +
                "); requests are refused until bulkheadctl start";
       }
-      return "failed: start limit hit (" + reason_ +
-             "); requests are refused until bulkheadctl restart";
+      return "failed: crash-looping and start_limit_action = \"fail\" (" + reason_ +
+             "); no start is due: requests are refused until bulkheadctl start or restart";
   }
   return "";
+}
+
+bool Lifecycle::CrashLooping() const {
+  switch (state_) {
+    case State::kStopped:
+      return false;
+    case State::kFailed:
+      return gave_up_;
+    case State::kStarting:
+    case State::kRunning:
+    case State::kStopping:
+    case State::kBackoff:
+      break;
+  }
+  if (!policy_.crash_looping()) return false;
+  const uint64_t now = clock_->NowMs();
+  return !(has_worker() && now >= worker_started_at_ms_ &&
+           now - worker_started_at_ms_ >= options_.restart.reset_after_ms);
 }
 
 uint32_t Lifecycle::RetryAfterMs() const {
@@ -327,6 +348,7 @@ uint32_t Lifecycle::RetryAfterMs() const {
 // --- helpers ---
 
 void Lifecycle::Enter(State state) {
+  if (state != State::kBackoff) crash_loop_.clear();
   if (state_ == state) return;
   state_ = state;
   since_ms_ = now_ms_;
@@ -422,6 +444,13 @@ void Lifecycle::ApplyPolicy(bool clean, const std::string& log_prefix, Transitio
       next_start_at_ms_ = now_ms_ + decision.delay_ms;
       Add(t, ActionType::kArmBackoff);
       t.actions.back().ms = decision.delay_ms;
+      if (decision.crash_looping) {
+        crash_loop_ = std::move(decision.reason);
+        // An error once, when the loop begins; a warning at each turn of it.
+        Log(t, decision.crash_loop_began ? LogLevel::kError : LogLevel::kWarning,
+            log_prefix + "; " + crash_loop_ + "; restarting in " + Ms(decision.delay_ms));
+        break;
+      }
       Log(t, LogLevel::kWarning, log_prefix + "; restarting in " + Ms(decision.delay_ms));
       break;
     case cell::RestartPolicy::Verdict::kStay:
@@ -734,6 +763,10 @@ Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_con
   options.restart.start_limit_burst = cell_config.start_limit_burst;
   options.restart.start_limit_interval_ms =
       static_cast<uint64_t>(cell_config.start_limit_interval.count());
+  options.restart.start_limit_action =
+      cell_config.start_limit_action == config::StartLimitAction::kFail
+          ? cell::StartLimitAction::kFail
+          : cell::StartLimitAction::kBackoff;
   options.ready = cell_config.ready;
   options.ready_http_path = cell_config.ready_http_path;
   options.watchdog_ms = static_cast<uint64_t>(cell_config.watchdog.count());

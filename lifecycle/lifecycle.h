@@ -41,8 +41,13 @@ namespace bulkhead::lifecycle {
 //           killed (SIGKILL sent). stop_timeout bounds draining and signalled together: SIGKILL
 //           follows stop_timeout after the stop began, whatever the phase.
 // backoff   The worker ended and the next start waits for the backoff timer. New requests queue,
-//           unless the wait is longer than queue_timeout: then they are refused with retry-after.
-// failed    The start limit was reached ("gave up: ..."); no worker, no timer, no CPU spent, new
+//           unless the wait is longer than queue_timeout: then they are refused with retry-after,
+//           the time to the next start. Crash-looping (the start limit was hit and
+//           start_limit_action is "backoff", cell::RestartPolicy) is a backoff too, with longer
+//           waits (at least start_limit_interval / start_limit_burst, doubling up to
+//           restart_max_delay): CrashLooping() and StateDetail() say so.
+// failed    The start limit was reached with start_limit_action = "fail" ("gave up: ..."), or a
+//           failure was not restarted (restart = "never"); no worker, no timer, no CPU spent, new
 //           requests refused. Only `start` or `restart` leaves it.
 //
 // Commands: `start` and `restart` reset the RestartPolicy (start counts and backoff step) and
@@ -271,6 +276,11 @@ class Lifecycle {
   // a failure) or stopped by its restart mode after a clean exit (`restart = "never"`, "exited
   // cleanly and restart = \"on-failure\""); empty otherwise. Cleared by the next start.
   const std::string& reason() const { return reason_; }
+  // The cell is crash-looping (Kubernetes' CrashLoopBackOff): the start limit was hit (in backoff
+  // it keeps starting, slower; in failed it gave up), and no worker has run restart_reset_after
+  // since, nor did an operator start or stop it. A worker running now for restart_reset_after
+  // or longer has ended the loop.
+  bool CrashLooping() const;
   // Spawn attempts, successful or not.
   uint64_t starts() const { return starts_; }
   // Spawn attempts that replaced an earlier worker: after a backoff, or to finish a restart.
@@ -287,12 +297,15 @@ class Lifecycle {
   // stopping for a stop, or in a backoff that ends more than queue_timeout_ms from now.
   bool RefusesRequests() const;
   // The retry-after hint for REJECTED unavailable, in ms: the time to the next start while in
-  // backoff (at least 1), else 0 (unknown).
+  // backoff (at least 1; crash-looping, up to restart_max_delay), else 0 (unknown: no start is
+  // due).
   uint32_t RetryAfterMs() const;
   // Why the cell does not serve now, one line for status (docs/control.md, `state_detail`):
   // "starting for 37 s, waiting for READY=1 (start_timeout 90 s); requests queue",
-  // "backoff after exit 1, next start in 2.1 s; requests queue", "failed: start limit hit (gave
-  // up: ...); requests are refused until bulkheadctl restart". Empty while running.
+  // "backoff after exit 1, next start in 2.1 s; requests queue", "crash-looping: 5 starts in
+  // 60s, last exit 1; next start in 12 s; requests are refused (...)", "failed: crash-looping,
+  // gave up (5 starts in 60s, last exit 1); no start is due; requests are refused until
+  // bulkheadctl start or restart". Empty while running.
   std::string StateDetail() const;
 
   const Options& options() const { return options_; }
@@ -379,6 +392,9 @@ class Lifecycle {
   uint64_t next_start_at_ms_ = 0;
   std::string last_exit_;
   std::string reason_;
+  // In backoff while crash-looping: the policy's words ("crash-looping: 5 starts in 60s");
+  // empty otherwise.
+  std::string crash_loop_;
   // In kFailed: the start limit was hit (true), or a failure was not restarted (false).
   bool gave_up_ = false;
   uint64_t starts_ = 0;
@@ -386,9 +402,9 @@ class Lifecycle {
 };
 
 // The lifecycle options of `cell_config` (restart, restart_delay, restart_max_delay,
-// restart_reset_after, start_limit_burst, start_limit_interval, ready, watchdog, stop_signal,
-// stop_timeout, queue_timeout, start_timeout). request_timeout and stall_timeout are the data
-// path's (proxy::CellDataPath): they watch requests.
+// restart_reset_after, start_limit_burst, start_limit_interval, start_limit_action, ready,
+// watchdog, stop_signal, stop_timeout, queue_timeout, start_timeout). request_timeout and
+// stall_timeout are the data path's (proxy::CellDataPath): they watch requests.
 Lifecycle::Options LifecycleOptionsFromConfig(const config::CellConfig& cell_config);
 
 }  // namespace bulkhead::lifecycle

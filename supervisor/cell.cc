@@ -74,6 +74,7 @@ control::CellSnapshot Cell::Snapshot() const {
   s.status_text = runner_.status_text();
   if (s.pid != 0) s.uptime_ms = now - std::min(now, lifecycle.worker_started_at_ms());
   if (lifecycle.next_start_at_ms() > now) s.next_start_in_ms = lifecycle.next_start_at_ms() - now;
+  s.crash_looping = lifecycle.CrashLooping();
   s.restarts_by_reason = runner_.restarts_by_reason();
   lifecycle::WorkerRunner::CompartmentStatus compartment = runner_.ReadCompartment();
   s.limits_enforced = compartment.limits_enforced;

@@ -10,6 +10,7 @@
 
 #include "base/exit_status.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "config/config.h"
 #include "supervisor/container.h"
 #include "supervisor/init_mode.h"
@@ -34,7 +35,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level,
                  "lines below this level are dropped; overrides [supervisor] log_level")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
-  app.set_version_flag("--version", BULKHEAD_VERSION);
+  app.set_version_flag("--version", VersionLine("bulkheadd"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -45,16 +45,21 @@ std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config
   return cell;
 }
 
-void Supervisor::Retire(std::unique_ptr<Cell> cell) {
+void Supervisor::Retire(std::unique_ptr<Cell> cell, Retirement retirement) {
   Cell* raw = cell.get();
   retiring_.push_back(std::move(cell));
   ++retiring_stopping_;
   // Runs at once when the cell is already stopped (or was never started).
-  raw->Stop([this, raw] {
+  raw->Stop([this, raw, retirement] {
     --retiring_stopping_;
     raw->DisconnectClients();
-    raw->CloseHandles([this, raw] {
-      Log(LogLevel::kInfo, raw->name(), 0, "cell closed: worker stopped, sockets removed");
+    raw->CloseHandles([this, raw, retirement] {
+      // A cell of a refused reload never existed for the operator: the refusal said so.
+      if (retirement == Retirement::kRemoved) {
+        Log(LogLevel::kInfo, raw->name(), 0, "cell closed: worker stopped, sockets removed");
+      } else {
+        Log(LogLevel::kDebug, raw->name(), 0, "not added (reload refused): sockets closed");
+      }
       // Copied first: erasing the cell from retiring_ destroys it.
       const std::string name = raw->name();
       std::erase_if(retiring_, [raw](const std::unique_ptr<Cell>& c) { return c.get() == raw; });
@@ -143,7 +148,7 @@ ReloadResult Supervisor::ApplyReload() {
     if (!bound.ok()) result.errors.push_back(at_cell(planned.name, bound.message()));
   }
   if (!result.errors.empty()) {
-    for (auto& cell : added) Retire(std::move(cell));
+    for (auto& cell : added) Retire(std::move(cell), Retirement::kNeverAdded);
     return refuse();
   }
 
@@ -197,7 +202,7 @@ ReloadResult Supervisor::ApplyReload() {
         cells.push_back(std::move(added[next_added++]));
         break;
       case control::CellPlan::Action::kRemove:
-        Retire(take(planned.name));
+        Retire(take(planned.name), Retirement::kRemoved);
         break;
     }
   }

@@ -12,6 +12,7 @@
 #include "base/check.h"
 #include "base/exit_status.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "cell/process.h"
 #include "control/metrics_text.h"
 #include "control/reload_plan.h"
@@ -446,7 +447,7 @@ std::string Supervisor::StatusControl(const std::string& only) {
       {"ok", true},
       {"supervisor",
        {{"pid", ::getpid()},
-        {"version", BULKHEAD_VERSION},
+        {"version", std::string(Version())},
         {"uptime_ms", time_.NowMs() - started_at_ms_},
         {"config", config_.source},
         {"live_requests", pool_.live()},

@@ -108,10 +108,15 @@ class Supervisor {
   // The cell named `name` of `config`. REQUIRES: there is one.
   static const config::CellConfig& CellNamed(const config::Config& config, const std::string& name);
   std::unique_ptr<Cell> MakeCell(const config::CellConfig& cell_config);
+  // Whether a cell handed to Retire was ever in service.
+  enum class Retirement {
+    kRemoved,     // removed by a reload: "cell closed" is logged once it is gone
+    kNeverAdded,  // made for a reload that was then refused: gone without a word at info
+  };
   // Takes a cell out of service (removed by a reload, or added by a refused one): stops it (new
   // requests REJECTED unavailable, in-flight ones drain within stop_timeout), closes its clients
   // and handles and removes its sockets and cgroup, then destroys it.
-  void Retire(std::unique_ptr<Cell> cell);
+  void Retire(std::unique_ptr<Cell> cell, Retirement retirement);
   // Ends the shutdown once every cell, retiring ones included, has stopped.
   void MaybeFinishShutdown();
   // The handlers of the control commands (control/command_table.h), one per row.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// RestartPolicy: backoff growth, cap and reset after uptime; jitter bounds; the sliding start limit
-// and its give-up reason; restart modes; Reset. Times are plain numbers: no clock, no sleeps.
+// RestartPolicy: backoff growth, cap and reset after uptime; jitter bounds; the sliding start
+// limit, the crash loop it starts (start_limit_action "backoff") or the give-up ("fail") and their
+// reasons; restart modes; Reset. Times are plain numbers: no clock, no sleeps.
 #include "cell/restart_policy.h"
 
 #include <gtest/gtest.h>
@@ -126,6 +127,7 @@ TEST(RestartPolicy, GivesUpOnTheStartThatWouldExceedTheBurst) {
   RestartPolicy::Options options = MakeOptions(100, 30'000);
   options.start_limit_burst = 5;
   options.start_limit_interval_ms = 60'000;
+  options.start_limit_action = StartLimitAction::kFail;
   RestartPolicy policy(options, RestartPolicy::NoJitter());
   uint64_t now = 0;
   for (int i = 0; i < 4; ++i) {
@@ -142,6 +144,7 @@ TEST(RestartPolicy, GiveUpReasonShowsTheExitAsGivenAndTheIntervalInMs) {
   RestartPolicy::Options options = MakeOptions(0, 0);
   options.start_limit_burst = 1;
   options.start_limit_interval_ms = 1500;
+  options.start_limit_action = StartLimitAction::kFail;
   RestartPolicy policy(options, RestartPolicy::NoJitter());
   uint64_t now = 0;
   RestartPolicy::Decision decision = RunOnce(policy, &now, 10, "signal 9");
@@ -166,6 +169,7 @@ TEST(RestartPolicy, WindowEndsAtTheNextStartNotAtTheExit) {
   RestartPolicy::Options options = MakeOptions(400, 400);
   options.start_limit_burst = 2;
   options.start_limit_interval_ms = 1000;
+  options.start_limit_action = StartLimitAction::kFail;
   {
     RestartPolicy policy(options, RestartPolicy::NoJitter());
     policy.RecordStart(0);
@@ -199,6 +203,7 @@ TEST(RestartPolicy, ExecFailuresCountAsFailedStarts) {
   options.mode = RestartMode::kOnFailure;
   options.start_limit_burst = 3;
   options.start_limit_interval_ms = 60'000;
+  options.start_limit_action = StartLimitAction::kFail;
   RestartPolicy policy(options, RestartPolicy::NoJitter());
   uint64_t now = 0;
   const std::string_view exec_failed = "start failed: exec /bin/nope: No such file or directory";
@@ -247,6 +252,7 @@ TEST(RestartPolicy, ResetClearsStartsAndDelay) {
   RestartPolicy::Options options = MakeOptions(100, 30'000);
   options.start_limit_burst = 3;
   options.start_limit_interval_ms = 60'000;
+  options.start_limit_action = StartLimitAction::kFail;
   RestartPolicy policy(options, RestartPolicy::NoJitter());
   uint64_t now = 0;
   RunOnce(policy, &now, 10);
@@ -259,6 +265,121 @@ TEST(RestartPolicy, ResetClearsStartsAndDelay) {
   RestartPolicy::Decision decision = RunOnce(policy, &now, 10);
   EXPECT_EQ(decision.verdict, Verdict::kRestart);
   EXPECT_EQ(decision.delay_ms, 100u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crash loops (issue 25 section 1): the default start_limit_action keeps starting.
+
+TEST(RestartPolicy, TheDefaultsKeepStartingACrashLoopTwelveSecondsApartThenDoublingToFiveMinutes) {
+  RestartPolicy::Options options;  // the defaults: 100ms, 5min, 10s; 5 starts in 60s; backoff
+  EXPECT_EQ(options.start_limit_action, StartLimitAction::kBackoff);
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  EXPECT_EQ(policy.CrashLoopStepMs(), 12'000u);
+  uint64_t now = 0;
+  std::vector<uint64_t> delays;
+  std::vector<bool> looping;
+  for (int i = 0; i < 14; ++i) {
+    RestartPolicy::Decision decision = RunOnce(policy, &now, 10);
+    ASSERT_EQ(decision.verdict, Verdict::kRestart) << "end " << i + 1;
+    delays.push_back(decision.delay_ms);
+    looping.push_back(decision.crash_looping);
+    // The fifth end would make a sixth start within 60s: the loop begins there, and only there.
+    EXPECT_EQ(decision.crash_loop_began, i == 4) << "end " << i + 1;
+    if (i == 4) {
+      EXPECT_EQ(decision.reason, "crash-looping: 5 starts in 60s");
+    }
+    if (i == 13) {
+      EXPECT_EQ(decision.reason, "crash-looping: 14 ends in a row within 10s of the start");
+    }
+  }
+  EXPECT_EQ(delays, (std::vector<uint64_t>{100, 200, 400, 800, 12'000, 12'000, 12'000, 12'800,
+                                           25'600, 51'200, 102'400, 204'800, 300'000, 300'000}));
+  EXPECT_EQ(looping, (std::vector<bool>{false, false, false, false, true, true, true, true, true,
+                                        true, true, true, true, true}));
+  EXPECT_TRUE(policy.crash_looping());
+  EXPECT_EQ(policy.short_runs(), 14u);
+}
+
+TEST(RestartPolicy, AWorkerThatRanResetAfterEndsTheCrashLoop) {
+  RestartPolicy::Options options = MakeOptions(100, 10'000);
+  options.start_limit_burst = 2;
+  options.start_limit_interval_ms = 1000;
+  options.reset_after_ms = 2000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  EXPECT_FALSE(RunOnce(policy, &now, 10).crash_looping);  // one start in the window
+  RestartPolicy::Decision looping = RunOnce(policy, &now, 10);
+  EXPECT_TRUE(looping.crash_looping);
+  EXPECT_EQ(looping.delay_ms, 500u);  // 1000ms / 2 starts, over the 200 of the backoff
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 500u);
+  EXPECT_EQ(RunOnce(policy, &now, 1999).delay_ms, 800u);  // just short of restart_reset_after
+  EXPECT_TRUE(policy.crash_looping());
+  // This one served 2 s: its end is a new failure, started over at restart_delay.
+  RestartPolicy::Decision after = RunOnce(policy, &now, 2000);
+  EXPECT_EQ(after.verdict, Verdict::kRestart);
+  EXPECT_FALSE(after.crash_looping);
+  EXPECT_TRUE(after.reason.empty());
+  EXPECT_EQ(after.delay_ms, 100u);
+  EXPECT_FALSE(policy.crash_looping());
+  EXPECT_EQ(policy.short_runs(), 0u);
+  // A new loop is a new beginning.
+  EXPECT_FALSE(RunOnce(policy, &now, 10).crash_looping);
+  RestartPolicy::Decision again = RunOnce(policy, &now, 10);
+  EXPECT_TRUE(again.crash_looping);
+  EXPECT_TRUE(again.crash_loop_began);
+}
+
+TEST(RestartPolicy, AZeroRestartDelayCrashLoopIsPacedByTheStartLimit) {
+  RestartPolicy::Options options = MakeOptions(0, 300'000);
+  options.start_limit_burst = 5;
+  options.start_limit_interval_ms = 60'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(RunOnce(policy, &now, 1).delay_ms, 0u);
+  // restart_delay 0 would restart at once forever; the loop waits 60s / 5 between starts.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(RunOnce(policy, &now, 1).delay_ms, 12'000u);
+}
+
+TEST(RestartPolicy, JitterShortensTheCrashLoopStepToo) {
+  RestartPolicy::Options options;
+  RestartPolicy policy(options, [] { return 0.5; });
+  uint64_t now = 0;
+  for (int i = 0; i < 4; ++i) RunOnce(policy, &now, 10);
+  // 12000 less half of its 20%: cells that loop together do not start in lockstep.
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 10'800u);
+}
+
+TEST(RestartPolicy, FailGivesUpAndSaysItWasCrashLooping) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.start_limit_burst = 2;
+  options.start_limit_interval_ms = 60'000;
+  options.start_limit_action = StartLimitAction::kFail;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  RunOnce(policy, &now, 10);
+  RestartPolicy::Decision decision = RunOnce(policy, &now, 10);
+  EXPECT_EQ(decision.verdict, Verdict::kGiveUp);
+  EXPECT_TRUE(decision.crash_looping);
+  EXPECT_EQ(decision.reason, "gave up: 2 starts in 60s, last exit 1");
+  EXPECT_TRUE(policy.crash_looping());
+}
+
+TEST(RestartPolicy, ResetEndsTheCrashLoop) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.start_limit_burst = 1;
+  options.start_limit_interval_ms = 60'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  ASSERT_TRUE(RunOnce(policy, &now, 10).crash_looping);
+  policy.Reset();
+  EXPECT_FALSE(policy.crash_looping());
+  EXPECT_EQ(policy.short_runs(), 0u);
+  EXPECT_EQ(policy.NextStepMs(), 100u);
+}
+
+TEST(RestartPolicy, StartLimitActionNames) {
+  EXPECT_STREQ(StartLimitActionName(StartLimitAction::kBackoff), "backoff");
+  EXPECT_STREQ(StartLimitActionName(StartLimitAction::kFail), "fail");
 }
 
 TEST(RestartPolicy, ModeNames) {
@@ -298,6 +419,7 @@ TEST(RestartPolicy, SetOptionsKeepsStepAndStarts) {
   // A start limit set by the reload counts the starts made before it.
   RestartPolicy::Options limited = lower;
   limited.start_limit_burst = 4;
+  limited.start_limit_action = StartLimitAction::kFail;
   policy.SetOptions(limited);
   EXPECT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kGiveUp);
 }

@@ -183,10 +183,11 @@ max_concurrent = 1
   const CellConfig& cell = config.cells[0];
   EXPECT_EQ(cell.restart, RestartMode::kAlways);
   EXPECT_EQ(cell.restart_delay, milliseconds(100));
-  EXPECT_EQ(cell.restart_max_delay, milliseconds(30'000));
+  EXPECT_EQ(cell.restart_max_delay, milliseconds(300'000));  // Kubernetes' CrashLoopBackOff cap
   EXPECT_EQ(cell.restart_reset_after, milliseconds(10'000));
   EXPECT_EQ(cell.start_limit_burst, 5u);
   EXPECT_EQ(cell.start_limit_interval, milliseconds(60'000));
+  EXPECT_EQ(cell.start_limit_action, StartLimitAction::kBackoff);  // keep starting: issue 25
   EXPECT_EQ(cell.request_timeout, milliseconds(0));
   EXPECT_EQ(cell.stall_timeout, milliseconds(0));
   EXPECT_EQ(cell.ready, ReadyMode::kExec);
@@ -531,6 +532,23 @@ header_timeout = "soon"
                              "such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)")));
 }
 
+TEST(ParseConfig, StartLimitActionIsBackoffOrFail) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+start_limit_action = "fail"
+)");
+  ASSERT_EQ(config.cells.size(), 1u);
+  EXPECT_EQ(config.cells[0].start_limit_action, StartLimitAction::kFail);
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+start_limit_action = "give-up"
+)"),
+              ElementsAre(At(4, 22, "cells.a.start_limit_action",
+                             "must be one of backoff, fail; got \"give-up\"")));
+}
+
 TEST(ParseConfig, RestartMaxDelayMayNotBeBelowRestartDelay) {
   EXPECT_THAT(Errors(R"([supervisor]
 runtime_dir = "/run/bh"
@@ -549,7 +567,7 @@ restart_max_delay = "50ms"
                           At(11, 21, "cells.b.restart_max_delay",
                              "must be at least restart_delay (\"100ms\", the default), got "
                              "\"50ms\"")));
-  // Equal is fine; left out, the cap follows a restart_delay above its 30s default.
+  // Equal is fine; left out, the cap follows a restart_delay above its 5m default.
   const Config config = MustParse(R"([cells.a]
 command = ["x"]
 max_concurrent = 1
@@ -558,11 +576,11 @@ restart_max_delay = "2s"
 [cells.b]
 command = ["x"]
 max_concurrent = 1
-restart_delay = "2m"
+restart_delay = "6m"
 )");
   ASSERT_EQ(config.cells.size(), 2u);
   EXPECT_EQ(config.cells[0].restart_max_delay, milliseconds(2000));
-  EXPECT_EQ(config.cells[1].restart_max_delay, milliseconds(120'000));
+  EXPECT_EQ(config.cells[1].restart_max_delay, milliseconds(360'000));
 }
 
 TEST(ParseConfig, EmptyPaths) {

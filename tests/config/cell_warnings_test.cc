@@ -149,6 +149,28 @@ TEST_F(ConfigWarnings, RelativeScriptArgumentsAreOpenedFromTheWorkingDirectory) 
   }
 }
 
+// A relative working_directory that does not exist was reported as a missing script (issue 25
+// section 7): the directory is named, with what it was resolved against, and the scripts in it
+// are not.
+TEST_F(ConfigWarnings, AMissingWorkingDirectoryIsNamedNotTheScriptsInIt) {
+  EXPECT_THAT(Warnings("command = [\"sh\", \"app.py\"]\nworking_directory = \"app\"\n"),
+              ElementsAre(At(6, 21, "working_directory",
+                             "\"app\" is relative: resolved against the config file's directory \"" +
+                                 dir_.path() + "\", it is \"" + dir_.Join("app") +
+                                 "\", does not exist; the worker's start will fail (chdir); "
+                                 "create it or correct the path")));
+  EXPECT_THAT(Warnings(Command() + "working_directory = \"/nonexistent/app\"\n"),
+              ElementsAre(At(6, 21, "working_directory",
+                             "\"/nonexistent/app\" does not exist; the worker's start will fail "
+                             "(chdir); create it or correct the path")));
+  EXPECT_THAT(Warnings(Command() + "working_directory = \"worker\"\n"),
+              ElementsAre(::testing::HasSubstr(", is not a directory; the worker's start")));
+  // Once it exists, the script in it is looked for there.
+  ASSERT_EQ(::mkdir(dir_.Join("app").c_str(), 0755), 0);
+  EXPECT_THAT(Warnings("command = [\"sh\", \"app.py\"]\nworking_directory = \"app\"\n"),
+              ElementsAre(::testing::HasSubstr("cells.a.command[1]: relative path \"app.py\"")));
+}
+
 TEST_F(ConfigWarnings, StartTimeoutForms) {
   auto start_timeout = [this](const std::string& value) {
     LoadResult result = ParseConfig("[cells.a]\nmax_concurrent = 1\n" + Command() + value, file_);

@@ -39,6 +39,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"restart_reset_after", R"("20s")"},
     {"start_limit_burst", "7"},
     {"start_limit_interval", R"("120s")"},
+    {"start_limit_action", R"("fail")"},
     {"request_timeout", R"("3s")"},
     {"stall_timeout", R"("4s")"},
     {"ready", R"("notify")"},  // "http:/PATH" needs protocol = "http" as well

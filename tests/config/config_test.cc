@@ -192,6 +192,19 @@ max_queue = "not checked"
                           ":3:18: error while parsing value: could not determine value type"));
 }
 
+// toml++ stops at the unit of a bare duration with "expected digit"; the message says to quote it
+// (issue 25 section 7), at the same place.
+TEST(ParseConfig, AnUnquotedDurationIsASyntaxErrorWithAHint) {
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+stall_timeout = 3s
+)"),
+              ElementsAre(std::string(kFile) +
+                          ":4:18: error while parsing decimal integer: expected digit, saw 's'; "
+                          "durations are strings: stall_timeout = \"3s\""));
+}
+
 TEST(ParseConfig, DuplicateKeyIsASyntaxError) {
   EXPECT_THAT(
       Errors(R"([cells.a]

@@ -84,6 +84,28 @@ TEST(MetricsText, RequestsByOutcomeAndReason) {
 
 // Connections refused over connection_limit (docs/http.md: "counted as connections_refused") are
 // a counter of their own, beside the limit they were refused by; they were in status --json only.
+// A crash loop says so, and when the next start is: the gauge for every cell, the time only while
+// a start is due (issue 25 section 1).
+TEST(MetricsText, CrashLoopingAndTheNextStart) {
+  CellSnapshot looping = Snapshot("a");
+  looping.state = lifecycle::Lifecycle::State::kBackoff;
+  looping.crash_looping = true;
+  looping.next_start_in_ms = 12'000;
+  CellSnapshot failed = Snapshot("b");
+  failed.state = lifecycle::Lifecycle::State::kFailed;
+  failed.crash_looping = true;
+  const std::string text = MetricsText({looping, failed, Snapshot("c")});
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_cell_crash_looping gauge\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_crash_looping{cell=\"a\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_crash_looping{cell=\"b\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_crash_looping{cell=\"c\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_cell_next_start_seconds gauge\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_cell_next_start_seconds{cell=\"a\"} 12\n"));
+  // Failed (given up) and running: no start is due.
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_cell_next_start_seconds{cell=\"b\"}")));
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_cell_next_start_seconds{cell=\"c\"}")));
+}
+
 TEST(MetricsText, RefusedConnectionsAndTheConnectionLimit) {
   CellSnapshot s = Snapshot("a");
   s.counters.refused_connections = 5;

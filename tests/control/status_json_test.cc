@@ -89,6 +89,19 @@ TEST(StatusJson, ShowsEveryCounterUnderItsName) {
 
 // The cell's protocol, and for an HTTP cell its header_timeout with the rest of the policy
 // (bulkheadctl status CELL prints both); they were missing.
+TEST(StatusJson, ShowsACrashLoopAndTheStartLimitAction) {
+  CellSnapshot s = SnapshotWithDistinctCounters();
+  config::CellConfig c = Config();
+  nlohmann::json j = CellStatusJson(s, c);
+  EXPECT_EQ(j["crash_looping"], false);
+  EXPECT_EQ(j["policy"]["start_limit_action"], "backoff");
+  s.crash_looping = true;
+  c.start_limit_action = config::StartLimitAction::kFail;
+  j = CellStatusJson(s, c);
+  EXPECT_EQ(j["crash_looping"], true);
+  EXPECT_EQ(j["policy"]["start_limit_action"], "fail");
+}
+
 TEST(StatusJson, ShowsTheProtocolAndAnHttpCellsHeaderTimeout) {
   config::CellConfig frames = Config();
   nlohmann::json j = CellStatusJson(SnapshotWithDistinctCounters(), frames);

@@ -41,6 +41,9 @@ TEST(JudgeLifecycle, ANewWorkerThatEndsFailsTheCommand) {
   EXPECT_EQ(progress.detail, "worker did not start: exit 3 (state backoff, next start in 1.5s)");
   // A backoff of the old generation (before the command took effect) is not the answer yet.
   EXPECT_EQ(JudgeLifecycle("restart", 2, crashed).verdict, LifecycleVerdict::kPending);
+  crashed["crash_looping"] = true;
+  EXPECT_EQ(JudgeLifecycle("restart", 1, crashed).detail,
+            "worker did not start: exit 3 (state backoff, crash-looping, next start in 1.5s)");
 
   nlohmann::json gave_up = CellIn("failed", 5);
   gave_up["reason"] = "gave up: 5 starts in 10s";

@@ -478,12 +478,23 @@ TEST(Bulkheadctl, VersionPrintsTheVersion) {
   EXPECT_THAT(run->out, ::testing::MatchesRegex("bulkheadctl [0-9]+\\.[0-9]+\\.[0-9]+\n"));
 }
 
+// Both programs say who they are, in the same words: "bulkheadd 0.1.0" as "bulkheadctl 0.1.0";
+// bulkheadd printed the bare version (issue 25 section 7).
+TEST(Bulkheadctl, BulkheaddAndBulkheadctlPrintTheirVersionAlike) {
+  Result<ProcessResult> daemon = RunProcess({BulkheaddPath(), "--version"});
+  Result<ProcessResult> ctl = RunProcess({BulkheadctlPath(), "--version"});
+  ASSERT_TRUE(daemon.ok() && ctl.ok());
+  EXPECT_EQ(daemon->exit_code(), kExitOk) << daemon->Describe();
+  ASSERT_THAT(ctl->out, StartsWith("bulkheadctl "));
+  EXPECT_EQ(daemon->out, "bulkheadd " + ctl->out.substr(std::string("bulkheadctl ").size()));
+}
+
 // A cell whose worker cannot run, given up on at its first exit: "failed".
 CellSpec FailedCell(std::string name) {
   return CellSpec{.name = std::move(name),
                   .command = {"/bin/false"},
                   .restart_delay = "50ms",
-                  .extra_toml = "start_limit_burst = 1\n",
+                  .extra_toml = "start_limit_burst = 1\nstart_limit_action = \"fail\"\n",
                   .wait_running = false};
 }
 

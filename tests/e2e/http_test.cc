@@ -348,6 +348,37 @@ TEST(HttpCell, WorkerThatExitsWithoutAnsweringGives502) {
   EXPECT_EQ(h.Cell("web")["failed_by_reason"]["worker_died"], 1) << h.Status().dump();
 }
 
+// docs/http.md: an idempotent request on a reused worker connection is sent again when the
+// worker closed the connection and lives on; when the worker died under it, the GET is answered
+// 502 worker_died and never carried over to the next worker, which it would kill too (issue 25
+// section 7: the doc said "whatever the way the connection ended").
+TEST(HttpCell, AGetOnAReusedConnectionWhoseWorkerDiesGets502AndIsNotResent) {
+  Harness h(TestOptions({HttpCell("", /*max_concurrent=*/1, /*max_queue=*/0)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> hello = conn->Read();
+  ASSERT_TRUE(hello && hello->status == 200) << Describe(hello);
+  // One slot: the GET goes on the worker connection /hello went on, reused.
+  ASSERT_TRUE(conn->Send("GET /exit HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> response = conn->Read();
+  ASSERT_TRUE(response && response->status == 502) << Describe(response);
+  EXPECT_EQ(response->Header("bulkhead-outcome").rfind("failed; reason=worker_died; cell=web", 0),
+            0u)
+      << Describe(response);
+  // The next worker serves: it never got the GET /exit, or it would have died of it too.
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["state"] == "running"; }))
+      << h.Status().dump();
+  std::optional<HttpConn> next = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(next);
+  ASSERT_TRUE(next->Send("GET /hello HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::optional<Response> again = next->Read();
+  ASSERT_TRUE(again && again->status == 200) << Describe(again);
+  EXPECT_EQ(h.Cell("web")["restarts"], 1) << h.Status().dump();
+  EXPECT_EQ(h.Cell("web")["failed_by_reason"]["worker_died"], 1) << h.Status().dump();
+}
+
 TEST(HttpCell, WorkerThatDiesMidResponseClosesTheClient) {
   Harness h(TestOptions({HttpCell()}));
   ASSERT_STARTED(h);

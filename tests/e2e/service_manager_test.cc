@@ -114,7 +114,8 @@ TEST(ServiceManager, AWorkerThatNeverSendsReadyIsStoppedAtStartTimeoutAndReadyIs
                .extra_toml = "ready = \"notify\"\n"
                              "start_timeout = \"400ms\"\n"
                              "start_limit_burst = 2\n"
-                             "start_limit_interval = \"60s\"\n",
+                             "start_limit_interval = \"60s\"\n"
+                             "start_limit_action = \"fail\"\n",
                .wait_running = false},
   });
   options.env = {"NOTIFY_SOCKET=" + manager->path()};
@@ -147,8 +148,9 @@ TEST(ServiceManager, AWorkerThatNeverSendsReadyIsStoppedAtStartTimeoutAndReadyIs
               ::testing::StartsWith("start timeout: no READY=1 within "))
       << c.dump();
   EXPECT_THAT(c["state_detail"].get<std::string>(),
-              ::testing::StartsWith("failed: start limit hit (gave up: 2 starts in 60s, last "
-                                    "start timeout: no READY=1 within "))
+              ::testing::StartsWith("failed: crash-looping and start_limit_action = \"fail\" "
+                                    "(gave up: 2 starts in 60s, last start timeout: no READY=1 "
+                                    "within "))
       << c.dump();
   EXPECT_THAT(h.Log(), ::testing::HasSubstr("start timeout: no READY=1 within "));
   EXPECT_EQ(h.Cell("good")["state_detail"], nullptr);
@@ -160,10 +162,12 @@ TEST(ServiceManager, AWorkerThatNeverSendsReadyIsStoppedAtStartTimeoutAndReadyIs
   // bulkheadctl shows the why under the table and in the long form.
   Result<ProcessResult> table = h.Ctl({"status"});
   ASSERT_TRUE(table.ok()) << table.status().message();
-  EXPECT_THAT(table->out, ::testing::HasSubstr("\nmute: failed: start limit hit (gave up: "));
+  EXPECT_THAT(table->out, ::testing::HasSubstr("\nmute: failed: crash-looping and "
+                                               "start_limit_action = \"fail\" (gave up: "));
   Result<ProcessResult> long_form = h.Ctl({"status", "mute"});
   ASSERT_TRUE(long_form.ok()) << long_form.status().message();
-  EXPECT_THAT(long_form->out, ::testing::HasSubstr("state detail:      failed: start limit hit"));
+  EXPECT_THAT(long_form->out,
+              ::testing::HasSubstr("state detail:      failed: crash-looping and start_limit"));
 }
 
 TEST(ServiceManager, ANotifySocketNobodyListensOnBreaksNothing) {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Restarts with real workers (issue 4): the backoff doubles up to restart_max_delay; the start
-// limit puts the cell in `failed`, where it stays until `restart`; exec failures count as failed
-// starts and show the errno text; a backoff longer than queue_timeout refuses requests with
-// retry-after. Outcomes and counts only: when each start comes, to the millisecond (and the reset
-// after restart_reset_after, and that `failed` arms nothing), is WorkerRunnerTest's, in simulated
-// time.
+// limit makes a crash loop that recovers by itself (issue 25), or with start_limit_action = "fail"
+// puts the cell in `failed`, where it stays until `restart`; exec failures count as failed starts
+// and show the errno text; a backoff longer than queue_timeout refuses requests with retry-after.
+// Outcomes and counts only: when each start comes, to the millisecond (and the reset after
+// restart_reset_after, and that `failed` arms nothing), is WorkerRunnerTest's, in simulated time.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -92,7 +92,8 @@ TEST(StartLimit, GivesUpThenRestartRecovers) {
                                   .command = WorkerWhenFlagExists(flag),
                                   .restart_delay = "50ms",
                                   .extra_toml = "start_limit_burst = 3\n"
-                                                "start_limit_interval = \"60s\"\n",
+                                                "start_limit_interval = \"60s\"\n"
+                                                "start_limit_action = \"fail\"\n",
                                   .wait_running = false}}));
   ASSERT_STARTED(h);
   Tally tally;
@@ -148,13 +149,73 @@ TEST(StartLimit, GivesUpThenRestartRecovers) {
   ExpectCountersMatch(h, "doomed", tally);
 }
 
+// Issue 25 section 1: with the default start_limit_action ("backoff"), a worker that crashes
+// several times and then recovers by itself (a dependency that was down at its first starts) is
+// serving again; the start limit used to leave the cell failed for good. The backoffs are
+// configured short, so the loop passes quickly; no duration is asserted.
+TEST(CrashLoop, AWorkerThatCrashesThenRecoversByItselfServesAgain) {
+  e2e::TempDir dir;
+  const std::string starts_file = dir.Join("starts");
+  constexpr int kCrashes = 6;
+  Harness h(TestOptions({CellSpec{.name = "loopy",
+                                  .command = WorkerAfterStarts(starts_file, kCrashes),
+                                  .restart_delay = "10ms",
+                                  .extra_toml = "restart_max_delay = \"200ms\"\n"
+                                                "restart_reset_after = \"300ms\"\n"
+                                                "start_limit_burst = 2\n"
+                                                "start_limit_interval = \"200ms\"\n",
+                                  .wait_running = false}}));
+  ASSERT_STARTED(h);
+  Tally tally;
+
+  // ready = "exec": each of the crashing workers is `running` for a moment too; the one that
+  // serves is the start after the last crash.
+  ASSERT_TRUE(h.WaitForCell(
+      "loopy",
+      [](const nlohmann::json& c) {
+        return c["starts"] == kCrashes + 1 && c["state"] == "running";
+      },
+      std::chrono::seconds(20)))
+      << h.Status().dump() << "\n"
+      << h.Log();
+  nlohmann::json c = h.Cell("loopy");
+  EXPECT_EQ(c["starts"], kCrashes + 1) << c.dump();
+  EXPECT_EQ(c["restarts"], kCrashes) << c.dump();
+  EXPECT_EQ(c["restarts_by_reason"]["crash"], kCrashes) << c.dump();
+  EXPECT_EQ(c["last_exit"], "exit 1") << c.dump();
+  EXPECT_EQ(c["policy"]["start_limit_action"], "backoff") << c.dump();
+  // It was crash-looping (logged once at error, when the loop began), and the worker that runs
+  // now ends the loop once it has run restart_reset_after.
+  ASSERT_FALSE(CellLogEvents(h.Log(), "loopy", "crash-looping: ").empty()) << h.Log();
+  size_t errors = 0;
+  std::string line;
+  for (std::istringstream lines(h.Log()); std::getline(lines, line);) {
+    if (line.find("crash-looping: ") != std::string::npos &&
+        line.find("level=error") != std::string::npos) {
+      ++errors;
+    }
+  }
+  EXPECT_GE(errors, 1u) << h.Log();
+  ASSERT_TRUE(h.WaitForCell("loopy", [](const nlohmann::json& c) {
+    return c["state"] == "running" && c["crash_looping"] == false;
+  })) << h.Cell("loopy").dump();
+
+  Result<ipc::Client::Reply> served = h.Call("loopy", "echo back");
+  tally.Count(served);
+  EXPECT_OK_REPLY(served, "back");
+  c = h.Cell("loopy");
+  EXPECT_EQ(c["starts"], kCrashes + 1) << c.dump();
+  ExpectCountersMatch(h, "loopy", tally);
+}
+
 TEST(ExecFailure, CountsAsAFailedStartWithTheErrnoText) {
   e2e::TempDir dir;
   const std::string missing = dir.Join("no-such-worker");
   const std::string not_executable = dir.Join("not-executable");
   std::ofstream(not_executable) << "#!/bin/sh\nexit 0\n";
   ASSERT_EQ(::chmod(not_executable.c_str(), 0644), 0);
-  const std::string limit = "start_limit_burst = 2\nstart_limit_interval = \"60s\"\n";
+  const std::string limit =
+      "start_limit_burst = 2\nstart_limit_interval = \"60s\"\nstart_limit_action = \"fail\"\n";
   Harness h(TestOptions({CellSpec{.name = "missing",
                                   .command = {missing},
                                   .restart_delay = "100ms",
@@ -204,7 +265,9 @@ TEST(ExecFailure, CountsAsAFailedStartWithTheErrnoText) {
 // A running cell whose command a reload breaks: the failed start is logged once, at error, and
 // names no pid (it named the previous worker, long gone).
 TEST(ExecFailure, AfterAWorkerRanTheFailedStartNamesNoPid) {
-  CellSpec cell{.name = "flip", .restart_delay = "100ms", .extra_toml = "start_limit_burst = 1\n"};
+  CellSpec cell{.name = "flip",
+                .restart_delay = "100ms",
+                .extra_toml = "start_limit_burst = 1\nstart_limit_action = \"fail\"\n"};
   Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
   cell.command = {"/nonexistent/bulkhead-worker"};

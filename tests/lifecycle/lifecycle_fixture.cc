@@ -172,6 +172,15 @@ std::vector<std::string> WorkerWhenFlagExists(const std::string& flag,
   return command;
 }
 
+std::vector<std::string> WorkerAfterStarts(const std::string& count_file, int failures) {
+  // The count of earlier starts is in `count_file`; the start after `failures` of them serves.
+  return {"/bin/sh", "-c",
+          "n=$(cat \"$0\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$0\"; "
+          "if [ \"$n\" -ge " +
+              std::to_string(failures) + " ]; then exec \"$@\"; fi; exit 1",
+          count_file, e2e::TestWorkerPath()};
+}
+
 void CreateFlag(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);

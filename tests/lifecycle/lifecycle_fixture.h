@@ -107,6 +107,9 @@ std::vector<LogEvent> CellLogEvents(const std::string& log, std::string_view cel
 // loop by creating `flag`.
 std::vector<std::string> WorkerWhenFlagExists(const std::string& flag,
                                               const std::vector<std::string>& worker_args = {});
+// A worker command that exits 1 at its first `failures` starts and then runs bulkhead-test-worker
+// (exec): a worker that crash-loops and recovers by itself. `count_file` holds the starts so far.
+std::vector<std::string> WorkerAfterStarts(const std::string& count_file, int failures);
 // Creates (empty) or removes `path`; fails the test when it cannot.
 void CreateFlag(const std::string& path);
 void RemoveFlag(const std::string& path);

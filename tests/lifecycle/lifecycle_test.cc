@@ -219,6 +219,7 @@ class LifecycleTableTest : public LifecycleTest {
         break;
       case From::kFailed:
         options_.restart.start_limit_burst = 1;
+        options_.restart.start_limit_action = cell::StartLimitAction::kFail;
         BootRunning();
         Do(Event::Exited(ExitStatus(1), "exit 1"));
         break;
@@ -376,8 +377,165 @@ TEST_F(LifecycleTableTest, ExecReadinessGoesStraightToRunning) {
   EXPECT_EQ(t.log, "worker started");
 }
 
+// The entries whose handler asks the restart policy, when the end hits the start limit
+// (start_limit_burst 1: the first end does): with start_limit_action "backoff" (the default) the
+// cell stays in backoff, crash-looping, its next start one crash loop step away (60s / 1, capped
+// by max_delay_ms: 1000); with "fail" it is failed (issue 25 section 1).
+enum class PolicyFrom {
+  kStartingSpawnPending,  // the spawn fails
+  kStarting,              // the worker ends before READY=1
+  kRunning,               // the worker ends
+  kStoppingStalled,       // the worker killed as stalled ends
+};
+
+struct PolicyEntry {
+  PolicyFrom setup;
+  Event event;
+  Actions before_policy;  // the actions before the policy's
+  std::string last_exit;
+};
+
+TEST_F(LifecycleTableTest, EntriesThatAskThePolicyCrashLoopOrGiveUpAtTheStartLimit) {
+  const std::vector<PolicyEntry> entries = {
+      {PolicyFrom::kStartingSpawnPending,
+       kSpawnFailed,
+       {},
+       "start failed: exec /bin/x: No such file or directory"},
+      {PolicyFrom::kStarting,
+       kExited,
+       {"CloseAdmission", "CancelTimers", "KillAll", "FailInFlight(worker_died, exit 3)"},
+       "exit 3"},
+      {PolicyFrom::kRunning,
+       kExited,
+       {"CloseAdmission", "CancelTimers", "KillAll", "FailInFlight(worker_died, exit 3)"},
+       "exit 3"},
+      {PolicyFrom::kStoppingStalled,
+       kExited,
+       {"CancelTimers", "KillAll",
+        "FailInFlight(worker_died, stalled: no reply for 2000 ms (exit 3))"},
+       "stalled: no reply for 2000 ms (exit 3)"},
+  };
+  for (cell::StartLimitAction action :
+       {cell::StartLimitAction::kBackoff, cell::StartLimitAction::kFail}) {
+    for (const PolicyEntry& entry : entries) {
+      SCOPED_TRACE(std::string(cell::StartLimitActionName(action)) + ", setup " +
+                   std::to_string(static_cast<int>(entry.setup)));
+      options_.restart.start_limit_burst = 1;
+      options_.restart.start_limit_action = action;
+      switch (entry.setup) {
+        case PolicyFrom::kStartingSpawnPending:
+          Arrange(From::kStartingSpawnPending);
+          break;
+        case PolicyFrom::kStarting:
+          Arrange(From::kStarting);
+          break;
+        case PolicyFrom::kRunning:
+          Arrange(From::kRunning);
+          break;
+        case PolicyFrom::kStoppingStalled:
+          Arrange(From::kRunning);
+          Do(kStalled);
+          break;
+      }
+      const Transition t = Do(entry.event);
+      Actions expected = entry.before_policy;
+      if (action == cell::StartLimitAction::kBackoff) {
+        expected.push_back("ArmBackoff(1000)");
+        EXPECT_EQ(t.to, State::kBackoff);
+        EXPECT_EQ(lc().next_start_at_ms(), clock_.NowMs() + 1000);
+        EXPECT_EQ(lc().StateDetail(), "crash-looping: 1 start in 60s, last " + entry.last_exit +
+                                          "; next start in 1.0 s; requests are refused (max_queue "
+                                          "0: none can wait)");
+        EXPECT_EQ(lc().RetryAfterMs(), 1000u);
+        EXPECT_EQ(t.log_level, LogLevel::kError);
+      } else {
+        expected.push_back("RejectQueued(unavailable)");
+        EXPECT_EQ(t.to, State::kFailed);
+        EXPECT_EQ(lc().reason(), "gave up: 1 start in 60s, last " + entry.last_exit);
+        EXPECT_EQ(lc().RetryAfterMs(), 0u);
+        EXPECT_TRUE(lc().RefusesRequests());
+      }
+      EXPECT_EQ(Describe(t), expected);
+      EXPECT_TRUE(lc().CrashLooping());
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stories.
+
+// Issue 25 section 1: with the defaults, ~2.5 s of crashing used to leave the cell failed for
+// good. It now keeps starting, slower and slower, says so, and recovers by itself.
+TEST_F(LifecycleTest, ACrashLoopKeepsStartingSaysWhenAndEndsOnceAWorkerRunsWell) {
+  options_.restart = cell::RestartPolicy::Options{};  // the defaults: 100ms .. 5min, 5 in 60s
+  BootRunning();
+  for (int i = 0; i < 4; ++i) {
+    clock_.AdvanceMs(10);
+    const Transition t = Do(Event::Exited(ExitStatus(1), "exit 1"));
+    ASSERT_EQ(t.to, State::kBackoff);
+    EXPECT_FALSE(lc().CrashLooping());
+    EXPECT_EQ(t.log_level, LogLevel::kWarning);
+    RestartFromBackoff();
+  }
+  clock_.AdvanceMs(10);
+  const Transition looping = Do(Event::Exited(ExitStatus(1), "exit 1"));
+  EXPECT_EQ(looping.to, State::kBackoff);
+  EXPECT_EQ(Describe(looping).back(), "ArmBackoff(12000)");
+  EXPECT_EQ(looping.log_level, LogLevel::kError);
+  EXPECT_EQ(looping.log,
+            "worker exited: exit 1; crash-looping: 5 starts in 60s; restarting in 12000 ms");
+  EXPECT_TRUE(lc().CrashLooping());
+  EXPECT_TRUE(lc().reason().empty());  // not failed, not stopped
+  // 12 s is longer than queue_timeout: requests are refused, told when to come back.
+  EXPECT_TRUE(lc().RefusesRequests());
+  EXPECT_EQ(lc().RetryAfterMs(), 12'000u);
+  clock_.AdvanceMs(2000);
+  EXPECT_EQ(lc().RetryAfterMs(), 10'000u);
+  EXPECT_EQ(lc().StateDetail(),
+            "crash-looping: 5 starts in 60s, last exit 1; next start in 10 s; requests are "
+            "refused (longer than queue_timeout 1.0 s)");
+
+  // The next end, at once: a warning now, the step 12 s again (the backoff's 3.2 s is shorter).
+  RestartFromBackoff();
+  EXPECT_TRUE(lc().CrashLooping());  // a worker that has not run restart_reset_after yet
+  clock_.AdvanceMs(10);
+  const Transition again = Do(Event::Exited(ExitStatus(1), "exit 1"));
+  EXPECT_EQ(again.log_level, LogLevel::kWarning);
+  EXPECT_EQ(Describe(again).back(), "ArmBackoff(12000)");
+
+  // The cause is gone: this worker runs, and after restart_reset_after it is not a loop any more.
+  RestartFromBackoff();
+  clock_.AdvanceMs(9'999);
+  EXPECT_TRUE(lc().CrashLooping());
+  clock_.AdvanceMs(1);
+  EXPECT_FALSE(lc().CrashLooping());
+  EXPECT_EQ(lc().StateDetail(), "");
+  // When it ends, much later, it is a new failure: restarted after restart_delay.
+  clock_.AdvanceMs(3'600'000);
+  const Transition later = Do(Event::Exited(ExitStatus(1), "exit 1"));
+  EXPECT_EQ(Describe(later).back(), "ArmBackoff(100)");
+  EXPECT_FALSE(lc().CrashLooping());
+  EXPECT_EQ(lc().StateDetail(),
+            "backoff after exit 1, next start in 0.1 s; requests are refused "
+            "(max_queue 0: none can wait)");
+}
+
+// An operator's stop ends what status calls a crash loop; a start begins afresh.
+TEST_F(LifecycleTest, AStopOrAStartEndsACrashLoop) {
+  options_.restart.start_limit_burst = 1;
+  ToBackoff();
+  ASSERT_TRUE(lc().CrashLooping());
+  Do(Event::StopRequested(0));
+  EXPECT_EQ(lc().state(), State::kStopped);
+  EXPECT_FALSE(lc().CrashLooping());
+  EXPECT_EQ(lc().StateDetail(), "stopped; requests are refused until bulkheadctl start");
+  Do(Event::StartRequested());
+  EXPECT_FALSE(lc().CrashLooping());
+  Do(Event::Spawned());
+  clock_.AdvanceMs(10);
+  EXPECT_EQ(Describe(Do(Event::Exited(ExitStatus(1), "exit 1"))).back(), "ArmBackoff(1000)");
+  EXPECT_TRUE(lc().CrashLooping());
+}
 
 TEST_F(LifecycleTest, StartsStoppedAndRefusesRequests) {
   Make();
@@ -424,6 +582,7 @@ TEST_F(LifecycleTest, UptimeOfResetAfterResetsTheBackoff) {
 }
 
 TEST_F(LifecycleTest, StartLimitFailsTheCellAndAManualRestartRecovers) {
+  options_.restart.start_limit_action = cell::StartLimitAction::kFail;
   BootRunning();
   for (int i = 0; i < 4; ++i) {
     clock_.AdvanceMs(10);
@@ -444,6 +603,7 @@ TEST_F(LifecycleTest, StartLimitFailsTheCellAndAManualRestartRecovers) {
   EXPECT_TRUE(lc().RefusesRequests());
   EXPECT_EQ(lc().RetryAfterMs(), 0u);
   EXPECT_EQ(lc().next_start_at_ms(), 0u);
+  EXPECT_TRUE(lc().CrashLooping());
 
   // Nothing happens by itself, however long it waits.
   clock_.AdvanceMs(3'600'000);
@@ -455,6 +615,7 @@ TEST_F(LifecycleTest, StartLimitFailsTheCellAndAManualRestartRecovers) {
   EXPECT_EQ(restart.reply, Reply::kAccepted);
   EXPECT_EQ(Describe(restart), Actions{"Spawn"});
   EXPECT_TRUE(lc().reason().empty());
+  EXPECT_FALSE(lc().CrashLooping());
   Do(Event::Spawned());
   EXPECT_EQ(lc().state(), State::kRunning);
   EXPECT_EQ(lc().policy().StartsWithin(clock_.NowMs()), 1u);
@@ -510,6 +671,7 @@ TEST_F(LifecycleTest, NeverStaysStoppedAfterACleanExit) {
 }
 
 TEST_F(LifecycleTest, ExecFailuresCountAsFailedStartsAndShowTheErrno) {
+  options_.restart.start_limit_action = cell::StartLimitAction::kFail;  // the limit shows as failed
   Make();
   const std::string error = "exec /usr/bin/nope: No such file or directory";
   Do(Event::StartRequested());
@@ -703,6 +865,7 @@ TEST_F(LifecycleTest, StalledWorkerIsKilledItsRequestsFailedAndItIsRestarted) {
 TEST_F(LifecycleTest, StallsCountTowardsTheStartLimitEvenInOnFailureMode) {
   options_.restart.mode = cell::RestartMode::kOnFailure;
   options_.restart.start_limit_burst = 1;
+  options_.restart.start_limit_action = cell::StartLimitAction::kFail;  // the limit shows as failed
   BootRunning();
   Do(Event::Stalled("no reply for 2000 ms"));
   // A worker killed as stalled never exits cleanly, whatever its status says.
@@ -819,6 +982,7 @@ TEST_F(LifecycleTest, HttpReadinessWaitsForA2xxProbeWithinStartTimeout) {
 TEST_F(LifecycleTest, StartTimeoutsCountTowardsTheStartLimit) {
   options_.ready = config::ReadyMode::kNotify;
   options_.restart.start_limit_burst = 2;
+  options_.restart.start_limit_action = cell::StartLimitAction::kFail;  // the limit shows as failed
   Boot();
   for (int start = 1; start <= 2; ++start) {
     clock_.AdvanceMs(4000);
@@ -871,6 +1035,7 @@ TEST_F(LifecycleTest, StateDetailSaysWhyTheCellDoesNotServe) {
   options_.restart.max_delay_ms = 4000;
   options_.restart.start_limit_burst = 2;
   options_.restart.start_limit_interval_ms = 600'000;
+  options_.restart.start_limit_action = cell::StartLimitAction::kFail;
   options_.queue_timeout_ms = 5000;
   options_.max_queue = 8;
   Make();
@@ -896,9 +1061,9 @@ TEST_F(LifecycleTest, StateDetailSaysWhyTheCellDoesNotServe) {
             "SIGTERM sent; requests queue for the next worker");
   Do(Event::Exited(SignalStatus(SIGTERM), "signal 15"));
   EXPECT_EQ(lc().StateDetail(),
-            "failed: start limit hit (gave up: 2 starts in 600s, last start timeout: no READY=1 "
-            "within 90000 ms of the start (signal 15)); requests are refused until bulkheadctl "
-            "restart");
+            "failed: crash-looping and start_limit_action = \"fail\" (gave up: 2 starts in 600s, "
+            "last start timeout: no READY=1 within 90000 ms of the start (signal 15)); no start "
+            "is due: requests are refused until bulkheadctl start or restart");
   Do(Event::StartRequested());
   Do(Event::Spawned());
   Do(Event::Ready());
@@ -1012,6 +1177,7 @@ TEST(LifecycleOptionsFromConfig, CopiesEveryLifecycleKey) {
   cell_config.restart_reset_after = std::chrono::milliseconds(20'000);
   cell_config.start_limit_burst = 7;
   cell_config.start_limit_interval = std::chrono::milliseconds(30'000);
+  cell_config.start_limit_action = config::StartLimitAction::kFail;
   cell_config.ready = config::ReadyMode::kNotify;
   cell_config.watchdog = std::chrono::milliseconds(4000);
   cell_config.stop_signal = SIGQUIT;
@@ -1025,6 +1191,7 @@ TEST(LifecycleOptionsFromConfig, CopiesEveryLifecycleKey) {
   EXPECT_EQ(options.restart.reset_after_ms, 20'000u);
   EXPECT_EQ(options.restart.start_limit_burst, 7u);
   EXPECT_EQ(options.restart.start_limit_interval_ms, 30'000u);
+  EXPECT_EQ(options.restart.start_limit_action, cell::StartLimitAction::kFail);
   EXPECT_EQ(options.ready, config::ReadyMode::kNotify);
   EXPECT_EQ(options.watchdog_ms, 4000u);
   EXPECT_EQ(options.stop_signal, SIGQUIT);
@@ -1036,6 +1203,9 @@ TEST(LifecycleOptionsFromConfig, CopiesEveryLifecycleKey) {
   EXPECT_EQ(LifecycleOptionsFromConfig(cell_config).restart.mode, cell::RestartMode::kNever);
   cell_config.restart = config::RestartMode::kAlways;
   EXPECT_EQ(LifecycleOptionsFromConfig(cell_config).restart.mode, cell::RestartMode::kAlways);
+  cell_config.start_limit_action = config::StartLimitAction::kBackoff;
+  EXPECT_EQ(LifecycleOptionsFromConfig(cell_config).restart.start_limit_action,
+            cell::StartLimitAction::kBackoff);
 }
 
 }  // namespace

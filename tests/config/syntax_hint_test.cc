@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// SyntaxHint: a bare value with a unit, where toml++ stopped, is named and shown quoted; anything
+// else gets no hint.
+#include "config/syntax_hint.h"
+
+#include <gtest/gtest.h>
+
+namespace bulkhead::config {
+namespace {
+
+TEST(SyntaxHint, ABareDurationIsShownQuotedWithItsKey) {
+  EXPECT_EQ(SyntaxHint("[cells.a]\nstall_timeout = 3s\n", {2, 18}),
+            "durations are strings: stall_timeout = \"3s\"");
+  // toml++ stops at the first letter, inside the value: the whole value is shown.
+  EXPECT_EQ(SyntaxHint("queue_timeout=1m30s # wait\n", {1, 16}),
+            "durations are strings: queue_timeout = \"1m30s\"");
+  EXPECT_EQ(SyntaxHint("[cells.a]\n  restart_delay =  500ms\r\n", {2, 22}),
+            "durations are strings: restart_delay = \"500ms\"");
+}
+
+TEST(SyntaxHint, SizesAndPercentagesToo) {
+  EXPECT_EQ(SyntaxHint("memory_max = 256M\n", {1, 17}),
+            "sizes with a unit are strings: memory_max = \"256M\"");
+  EXPECT_EQ(SyntaxHint("cpu_max = 50%\n", {1, 13}), "percentages are strings: cpu_max = \"50%\"");
+}
+
+TEST(SyntaxHint, InsideAnArrayOrInlineTableOnlyTheValueIsShown) {
+  EXPECT_EQ(SyntaxHint("x = [\"a\", 3s]\n", {1, 12}), "durations are strings: write \"3s\"");
+  EXPECT_EQ(SyntaxHint("x = { t = 3s }\n", {1, 12}), "durations are strings: t = \"3s\"");
+}
+
+TEST(SyntaxHint, OtherErrorsGetNone) {
+  EXPECT_EQ(SyntaxHint("max_concurrent = = 1\n", {1, 18}), "");
+  EXPECT_EQ(SyntaxHint("a = 3 s\n", {1, 7}), "");   // not one token
+  EXPECT_EQ(SyntaxHint("a = 5sec\n", {1, 6}), "");  // no unit the config takes
+  EXPECT_EQ(SyntaxHint("a = 3s\n", {2, 1}), "");    // past the text
+  EXPECT_EQ(SyntaxHint("a = 3s\n", {1, 40}), "");   // past the line
+  EXPECT_EQ(SyntaxHint("a = 3s\n", {0, 0}), "");    // no position
+  EXPECT_EQ(SyntaxHint("é = 3s\n", {1, 6}), "");    // columns in code points: left alone
+}
+
+}  // namespace
+}  // namespace bulkhead::config
