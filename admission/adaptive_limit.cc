@@ -294,6 +294,11 @@ uint32_t AdaptiveLimit::SetBounds(uint32_t floor, uint32_t ceiling) {
   return limit_;
 }
 
+void AdaptiveLimit::SetTolerance(double tolerance) {
+  BH_CHECK(tolerance > 0 && tolerance <= 4);
+  options_.tolerance = tolerance;
+}
+
 void AdaptiveLimit::SetSignalLive(Signal signal, bool live) {
   live_signals_ = live ? (live_signals_ | Bit(signal)) : (live_signals_ & ~Bit(signal));
 }

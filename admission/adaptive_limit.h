@@ -250,6 +250,8 @@ class AdaptiveLimit {
   // New bounds (a reload): the limit is clamped into them (cause kBounds when that moves it); the
   // base and the phase stay. REQUIRES: 1 <= floor <= ceiling.
   uint32_t SetBounds(uint32_t floor, uint32_t ceiling);
+  // A new tolerance (a reload), from the next window on; the base stays. REQUIRES: in (0, 4].
+  void SetTolerance(double tolerance);
 
   // Which signals the owner feeds (for status); all off but kServiceTime at construction.
   void SetSignalLive(Signal signal, bool live);

@@ -563,6 +563,15 @@ TEST_F(AdaptiveLimitTest, SamplesNeverAllocate) {
   EXPECT_GT(lim().windows_closed(), 100u);
 }
 
+TEST_F(AdaptiveLimitTest, ANewToleranceAppliesFromTheNextWindowAndKeepsTheBase) {
+  GrowTo(8);
+  lim().SetTolerance(1.0);    // cut above R 2, grow at R <= 1.5
+  EXPECT_EQ(Busy(1.9), 8u);   // would have been cut at 0.5
+  EXPECT_EQ(Busy(1.5), 16u);  // still slow start: doubles
+  EXPECT_EQ(lim().base_us(), kBaseUs);
+  EXPECT_EQ(lim().options().tolerance, 1.0);
+}
+
 TEST_F(AdaptiveLimitTest, LiveSignalsAreWhatTheOwnerSays) {
   Make();
   EXPECT_TRUE(lim().signal_live(Signal::kServiceTime));
