@@ -25,7 +25,7 @@ size_t Index(LimitCause cause) { return static_cast<size_t>(cause); }
 uint8_t Bit(Signal signal) { return static_cast<uint8_t>(1U << static_cast<unsigned>(signal)); }
 
 uint32_t Permille(double ratio) {
-  return ratio <= 0 ? 0 : static_cast<uint32_t>(std::min(ratio * 1000.0 + 0.5, 4.0e9));
+  return ratio <= 0 ? 0 : static_cast<uint32_t>(std::llround(std::min(ratio * 1000.0, 4.0e9)));
 }
 
 }  // namespace
@@ -319,7 +319,7 @@ bool AdaptiveLimit::base_measured() const { return base_samples_ >= kBaseSamples
 
 std::optional<uint64_t> AdaptiveLimit::base_us() const {
   if (!base_measured()) return std::nullopt;
-  return static_cast<uint64_t>(base_us_ + 0.5);
+  return static_cast<uint64_t>(std::llround(base_us_));
 }
 
 const LimitChange& AdaptiveLimit::change(size_t i) const {
