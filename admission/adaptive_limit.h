@@ -211,9 +211,9 @@ class AdaptiveLimit {
     uint64_t memory_cut_interval_ms = 1'000;
   };
 
-  // slow_start  No latency cut or kernel cut yet: growth doubles. Initial phase.
-  // avoidance   After the first cut of any cause: growth is + 1 per window. Slow start returns only
-  //             when the base rises past 1 + tolerance (the work got slower, the limit is stale).
+  // slow_start  No cut of any cause since the base was (re)measured: growth doubles. Initial.
+  // avoidance   After a cut of any cause: growth is + 1 per window. Slow start returns only when a
+  //             stale base is measured anew (the work got slower: the limit found is stale too).
   enum class Phase : uint8_t { kSlowStart, kAvoidance };
   // "slow_start", "avoidance".
   static std::string_view PhaseName(Phase phase);
