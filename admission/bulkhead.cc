@@ -69,6 +69,11 @@ void Bulkhead::SetLimits(Limits limits) {
   limits_ = limits;
 }
 
+void Bulkhead::SetMaxConcurrent(uint32_t max_concurrent) {
+  BH_CHECK(max_concurrent >= 1);
+  limits_.max_concurrent = max_concurrent;
+}
+
 void Bulkhead::Unlink(AdmissionEntry* entry) {
   BH_CHECK(queued_ > 0);
   queue_.Remove(entry);

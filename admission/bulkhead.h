@@ -83,6 +83,11 @@ class Bulkhead {
   // are kept even above a lowered max_queue (no new ones are admitted until below it).
   void SetLimits(Limits limits);
   const Limits& limits() const { return limits_; }
+  // Changes max_concurrent alone, as the adaptive mode does after each AdaptiveLimit change (O(1),
+  // no allocation); max_queue and queue_timeout_ms stay. A lowered value stops new starts and
+  // never touches running entries (they finish normally); a raised one does not start queued
+  // entries by itself: the caller then calls StartNext() until nullptr. REQUIRES: >= 1.
+  void SetMaxConcurrent(uint32_t max_concurrent);
 
   uint32_t running() const { return running_; }
   uint32_t queued() const { return queued_; }

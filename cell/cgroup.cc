@@ -113,6 +113,52 @@ Status WriteFile(const std::string& path, std::string_view value) {
   return WriteFileAt(AT_FDCWD, {}, path, value);
 }
 
+// Reads and parses the interface files of one cgroup directory; errors name the file. A
+// controller's files are absent while it is not enabled for the cell: then `*present` (when
+// given) turns false and the caller leaves that controller's fields alone.
+struct CellFiles {
+  int dir_fd;
+  const std::string& path;
+
+  Result<std::string> Text(const char* file, bool* present = nullptr) const {
+    Result<std::string> text = ReadFileAt(dir_fd, path, file);
+    if (!text.ok() && present != nullptr && text.status().error_number() == ENOENT) {
+      *present = false;
+    }
+    return text;
+  }
+  // A single-value file: "max" or a number (ParseMaxValue).
+  Result<std::optional<uint64_t>> MaxValue(const char* file, bool* present = nullptr) const {
+    return Parsed(file, ParseMaxValue, present);
+  }
+  template <typename T>
+  Result<T> Parsed(const char* file, Result<T> (*parse)(std::string_view),
+                   bool* present = nullptr) const {
+    Result<std::string> text = Text(file, present);
+    if (!text.ok()) return text.status();
+    Result<T> value = parse(text.value());
+    if (!value.ok()) return Prefixed(Join(path, file), value.status());
+    return value;
+  }
+};
+
+// A controller's usage and limit: "<controller>.current" (a number) and "<controller>.max" ("max"
+// or a number); *present false when the controller is not enabled for the cell.
+Status ReadCurrentAndMax(const CellFiles& files, const std::string& controller, bool* present,
+                         uint64_t* current, std::optional<uint64_t>* max) {
+  const std::string current_file = controller + ".current";
+  Result<std::optional<uint64_t>> value = files.MaxValue(current_file.c_str(), present);
+  if (!*present) return Status::Ok();
+  if (!value.ok()) return value.status();
+  if (!value.value()) return Status::Error(Join(files.path, current_file) + ": not a number");
+  *current = *value.value();
+  Result<std::optional<uint64_t>> limit = files.MaxValue((controller + ".max").c_str(), present);
+  if (!*present) return Status::Ok();
+  if (!limit.ok()) return limit.status();
+  *max = limit.value();
+  return Status::Ok();
+}
+
 Status MakeDirectory(const std::string& path) {
   if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return Status::Ok();
   if (errno == EACCES || errno == EPERM) {
@@ -367,68 +413,60 @@ LimitsWritten CellCgroup::WriteLimits(const CgroupLimits& limits) {
 }
 
 Result<CgroupStats> CellCgroup::ReadStats() const {
-  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
+  if (!dir_fd_) return Removed();
+  const CellFiles files{dir_fd_.get(), path_};
   CgroupStats stats;
-  auto where = [&](const char* file) { return Join(path_, file); };
-  // A controller's files are absent while it is not enabled for the cell: `*present` turns false
-  // and the caller leaves that controller's fields alone.
-  auto read = [&](const char* file, bool* present) -> Result<std::string> {
-    Result<std::string> text = ReadFileAt(dir_fd_.get(), path_, file);
-    if (!text.ok() && present != nullptr && text.status().error_number() == ENOENT) {
-      *present = false;
-    }
-    return text;
-  };
-  auto number = [&](const char* file, bool* present) -> Result<std::optional<uint64_t>> {
-    Result<std::string> text = read(file, present);
-    if (!text.ok()) return text.status();
-    Result<std::optional<uint64_t>> value = ParseMaxValue(text.value());
-    if (!value.ok()) return Prefixed(where(file), value.status());
-    return value;
-  };
-
-  Result<std::optional<uint64_t>> current = number("memory.current", &stats.has_memory);
+  Status memory = ReadCurrentAndMax(files, "memory", &stats.has_memory, &stats.memory_current,
+                                    &stats.memory_max);
+  if (!memory.ok()) return memory;
   if (stats.has_memory) {
-    if (!current.ok()) return current.status();
-    if (!current.value()) return Status::Error(where("memory.current") + ": not a number");
-    stats.memory_current = *current.value();
-    Result<std::optional<uint64_t>> max = number("memory.max", &stats.has_memory);
-    if (!max.ok()) return max.status();
-    stats.memory_max = max.value();
-    Result<std::string> text = read("memory.events", nullptr);
-    if (!text.ok()) return text.status();
-    Result<MemoryEvents> events = ParseMemoryEvents(text.value());
-    if (!events.ok()) return Prefixed(where("memory.events"), events.status());
+    Result<MemoryEvents> events = files.Parsed("memory.events", ParseMemoryEvents);
+    if (!events.ok()) return events.status();
     stats.memory_events = events.value();
   }
-
   // cpu.stat is a core file: present with or without the cpu controller.
-  Result<std::string> text = read("cpu.stat", nullptr);
-  if (!text.ok()) return text.status();
-  Result<CpuStat> cpu = ParseCpuStat(text.value());
-  if (!cpu.ok()) return Prefixed(where("cpu.stat"), cpu.status());
+  Result<CpuStat> cpu = files.Parsed("cpu.stat", ParseCpuStat);
+  if (!cpu.ok()) return cpu.status();
   stats.cpu = cpu.value();
   stats.has_cpu = faccessat(dir_fd_.get(), "cpu.max", F_OK, 0) == 0;
 
-  current = number("pids.current", &stats.has_pids);
-  if (stats.has_pids) {
-    if (!current.ok()) return current.status();
-    if (!current.value()) return Status::Error(where("pids.current") + ": not a number");
-    stats.pids_current = *current.value();
-    Result<std::optional<uint64_t>> max = number("pids.max", &stats.has_pids);
-    if (!max.ok()) return max.status();
-    stats.pids_max = max.value();
-  }
+  Status pids =
+      ReadCurrentAndMax(files, "pids", &stats.has_pids, &stats.pids_current, &stats.pids_max);
+  if (!pids.ok()) return pids;
   return stats;
 }
 
+Result<CgroupUsage> CellCgroup::ReadUsage() const {
+  if (!dir_fd_) return Removed();
+  const CellFiles files{dir_fd_.get(), path_};
+  CgroupUsage usage;
+  Status memory = ReadCurrentAndMax(files, "memory", &usage.has_memory, &usage.memory_current,
+                                    &usage.memory_max);
+  if (!memory.ok()) return memory;
+  if (usage.has_memory) {
+    Result<MemoryStat> stat = files.Parsed("memory.stat", ParseMemoryStat);
+    if (!stat.ok()) return stat.status();
+    usage.memory_stat = stat.value();
+  }
+  Result<CpuStat> cpu = files.Parsed("cpu.stat", ParseCpuStat);
+  if (!cpu.ok()) return cpu.status();
+  usage.cpu = cpu.value();
+  return usage;
+}
+
+Result<Pressure> CellCgroup::ReadPressure(PressureResource resource) const {
+  if (!dir_fd_) return Removed();
+  const CellFiles files{dir_fd_.get(), path_};
+  return files.Parsed(std::string(PressureFile(resource)).c_str(), ParsePressure);
+}
+
 Result<MemoryEvents> CellCgroup::ReadMemoryEvents() const {
-  if (!dir_fd_) return Status::Error("cell " + name_ + ": cgroup already removed");
-  Result<std::string> text = ReadFileAt(dir_fd_.get(), path_, "memory.events");
-  if (!text.ok()) return text.status();
-  Result<MemoryEvents> events = ParseMemoryEvents(text.value());
-  if (!events.ok()) return Prefixed(Join(path_, "memory.events"), events.status());
-  return events;
+  if (!dir_fd_) return Removed();
+  return CellFiles{dir_fd_.get(), path_}.Parsed("memory.events", ParseMemoryEvents);
+}
+
+Status CellCgroup::Removed() const {
+  return Status::Error("cell " + name_ + ": cgroup already removed");
 }
 
 Result<std::vector<pid_t>> CellCgroup::Procs() const {

@@ -136,6 +136,12 @@ class CellCgroup {
   Result<CgroupStats> ReadStats() const;
   // Reads memory.events alone (one small read), for watching OOM kills.
   Result<MemoryEvents> ReadMemoryEvents() const;
+  // Reads what the adaptive mode polls: cpu.stat, memory.current, memory.max and memory.stat
+  // (four small reads; the memory files only with the memory controller).
+  Result<CgroupUsage> ReadUsage() const;
+  // Reads <resource>.pressure: the stall averages and totals, for status. Triggers on the same
+  // files: cell/pressure_trigger.h.
+  Result<Pressure> ReadPressure(PressureResource resource) const;
 
   // Pids listed in this cgroup's cgroup.procs (not its sub-cgroups'), unordered.
   Result<std::vector<pid_t>> Procs() const;
@@ -168,6 +174,8 @@ class CellCgroup {
       : name_(std::move(name)), path_(std::move(path)), dir_fd_(std::move(dir_fd)) {}
 
   Status KillWithCgroupKill();
+  // "cell NAME: cgroup already removed".
+  Status Removed() const;
   Status SignalEachProcess(int signal);
 
   std::string name_;

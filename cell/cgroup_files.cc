@@ -3,6 +3,7 @@
 // Documentation/admin-guide/cgroup-v2.rst.
 #include "cell/cgroup_files.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace bulkhead::cell {
@@ -16,6 +17,9 @@ constexpr uint64_t kMaxCpuPeriodUs = 1000000;
 constexpr uint32_t kMinCpuWeight = 1;
 constexpr uint32_t kMaxCpuWeight = 10000;
 constexpr size_t kMaxCellNameLength = 64;
+// PSI trigger windows the kernel accepts (psi.rst, "Monitoring for pressure thresholds").
+constexpr uint64_t kMinPressureWindowUs = 500'000;
+constexpr uint64_t kMaxPressureWindowUs = 10'000'000;
 
 std::string_view Trim(std::string_view text) {
   constexpr std::string_view kSpace = " \t\n";
@@ -29,6 +33,40 @@ bool ParseU64(std::string_view text, uint64_t* value) {
   if (text.empty()) return false;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
   return ec == std::errc() && end == text.data() + text.size();
+}
+
+// A percentage as the kernel prints it ("12.34"): digits and one '.'; no sign, no exponent.
+bool ParsePercent(std::string_view text, double* value) {
+  if (text.empty() || text.find_first_not_of("0123456789.") != std::string_view::npos) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return ec == std::errc() && end == text.data() + text.size() && *value <= 100;
+}
+
+// One line of a pressure file after its "some"/"full": space-separated key=value pairs.
+Status ParsePressureLine(std::string_view line, PressureLine* out) {
+  bool has_total = false;
+  while (!(line = Trim(line)).empty()) {
+    const size_t end = line.find(' ');
+    const std::string_view pair = line.substr(0, end);
+    line.remove_prefix(end == std::string_view::npos ? line.size() : end);
+    const size_t equals = pair.find('=');
+    if (equals == std::string_view::npos) {
+      return Status::Error("malformed pressure field \"" + std::string(pair) + "\"");
+    }
+    const std::string_view key = pair.substr(0, equals);
+    const std::string_view value = pair.substr(equals + 1);
+    bool ok = true;
+    if (key == "avg10") ok = ParsePercent(value, &out->avg10);
+    if (key == "avg60") ok = ParsePercent(value, &out->avg60);
+    if (key == "avg300") ok = ParsePercent(value, &out->avg300);
+    if (key == "total") {
+      ok = ParseU64(value, &out->total_us);
+      has_total = true;
+    }
+    if (!ok) return Status::Error("malformed pressure field \"" + std::string(pair) + "\"");
+  }
+  if (!has_total) return Status::Error("pressure line without total");
+  return Status::Ok();
 }
 
 // Calls `on_line` for each non-empty line of `text`, without its '\n'.
@@ -157,6 +195,91 @@ Result<CgroupEvents> ParseCgroupEvents(std::string_view text) {
   if (!status.ok()) return status;
   if (!has_populated) return Status::Error("cgroup.events without populated");
   return events;
+}
+
+Result<MemoryStat> ParseMemoryStat(std::string_view text) {
+  MemoryStat stat;
+  int required = 0;
+  Status status = ParseFlatKeyed(text, [&](std::string_view key, uint64_t value) {
+    if (key == "anon") {
+      stat.anon = value;
+      ++required;
+    }
+    if (key == "file") {
+      stat.file = value;
+      ++required;
+    }
+    if (key == "inactive_file") {
+      stat.inactive_file = value;
+      ++required;
+    }
+    if (key == "active_file") stat.active_file = value;
+  });
+  if (!status.ok()) return status;
+  if (required != 3) return Status::Error("memory.stat without anon, file or inactive_file");
+  return stat;
+}
+
+uint64_t CgroupUsage::working_set() const {
+  return memory_current - std::min(memory_current, memory_stat.inactive_file);
+}
+
+std::string_view PressureFile(PressureResource resource) {
+  switch (resource) {
+    case PressureResource::kCpu:
+      return "cpu.pressure";
+    case PressureResource::kMemory:
+      return "memory.pressure";
+    case PressureResource::kIo:
+      return "io.pressure";
+  }
+  return "?";
+}
+
+std::string_view PressureName(PressureResource resource) {
+  std::string_view file = PressureFile(resource);
+  return file.substr(0, file.find('.'));
+}
+
+Result<Pressure> ParsePressure(std::string_view text) {
+  Pressure pressure;
+  bool has_some = false;
+  Status status = Status::Ok();
+  ForEachLine(text, [&](std::string_view line) {
+    if (!status.ok()) return;
+    const size_t space = line.find(' ');
+    const std::string_view kind = line.substr(0, space);
+    if (kind != "some" && kind != "full") return;
+    PressureLine parsed;
+    status = ParsePressureLine(space == std::string_view::npos ? "" : line.substr(space), &parsed);
+    if (!status.ok()) return;
+    if (kind == "some") {
+      pressure.some = parsed;
+      has_some = true;
+    } else {
+      pressure.full = parsed;
+    }
+  });
+  if (!status.ok()) return status;
+  if (!has_some) return Status::Error("pressure file without a \"some\" line");
+  return pressure;
+}
+
+std::string FormatPressureThreshold(const PressureThreshold& threshold) {
+  return std::string(threshold.kind == PressureKind::kSome ? "some " : "full ") +
+         std::to_string(threshold.stall_us) + ' ' + std::to_string(threshold.window_us);
+}
+
+Status ValidatePressureThreshold(const PressureThreshold& threshold) {
+  if (threshold.window_us < kMinPressureWindowUs || threshold.window_us > kMaxPressureWindowUs) {
+    return Status::Error("pressure trigger window " + std::to_string(threshold.window_us) +
+                         " us outside [500000, 10000000]");
+  }
+  if (threshold.stall_us == 0 || threshold.stall_us > threshold.window_us) {
+    return Status::Error("pressure trigger stall " + std::to_string(threshold.stall_us) +
+                         " us outside [1, window " + std::to_string(threshold.window_us) + "]");
+  }
+  return Status::Ok();
 }
 
 std::vector<std::string> ParseControllers(std::string_view text) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The cgroup v2 interface files a cell uses, as data: the limits (cpu.max, cpu.weight, memory.max,
-// memory.high, memory.swap.max, pids.max), the counters read back (memory.events, cpu.stat,
-// cgroup.events) and pure parsers, formatters and checks for them. No I/O: cell/cgroup.h does the
-// reading and writing. Source: the kernel's Documentation/admin-guide/cgroup-v2.rst.
+// memory.high, memory.swap.max, pids.max), the counters read back (memory.events, memory.stat,
+// cpu.stat, cgroup.events), pressure stall information (cpu.pressure, memory.pressure,
+// io.pressure and their triggers) and pure parsers, formatters and checks for them. No I/O:
+// cell/cgroup.h and cell/pressure_trigger.h do the reading and writing. Sources: the kernel's
+// Documentation/admin-guide/cgroup-v2.rst and Documentation/accounting/psi.rst.
 #pragma once
 
 #include <sys/types.h>
@@ -119,6 +121,30 @@ struct CgroupEvents {
   bool frozen = false;
 };
 
+// memory.stat, the keys the adaptive mode reads (bytes). The file has many more keys, and kernels
+// add keys; only these are kept.
+struct MemoryStat {
+  uint64_t anon = 0;  // anonymous memory (brk, mmap(MAP_ANONYMOUS)): no swap, no reclaim
+  uint64_t file = 0;  // page cache, tmpfs and shared memory included
+  uint64_t active_file = 0;
+  uint64_t inactive_file = 0;  // page cache the kernel reclaims first
+};
+
+// What CellCgroup::ReadUsage() returns: the numbers the adaptive mode polls (docs/
+// adaptive-concurrency.md). The memory files are absent while the memory controller is not
+// enabled for the cell (has_memory false, the memory fields 0 / nullopt).
+struct CgroupUsage {
+  CpuStat cpu;                         // cpu.stat; its nr_/throttled_ keys need the cpu controller
+  bool has_memory = true;              // memory.current, memory.max, memory.stat were there
+  uint64_t memory_current = 0;         // memory.current, bytes
+  std::optional<uint64_t> memory_max;  // memory.max, bytes; nullopt = "max"
+  MemoryStat memory_stat;              // memory.stat
+
+  // memory.current less inactive_file: what the cell holds that reclaim would not readily give
+  // back, as the kubelet's working set counts it. Compared with memory.max by the adaptive mode.
+  uint64_t working_set() const;
+};
+
 // What ReadStats() returns: the kernel's own numbers for one cell. The files of a controller that
 // is not enabled for the cell are absent: its fields stay 0 / nullopt and its flag says so.
 struct CgroupStats {
@@ -147,6 +173,8 @@ Result<MemoryEvents> ParseMemoryEvents(std::string_view text);
 Result<CpuStat> ParseCpuStat(std::string_view text);
 // cgroup.events. "populated" is required.
 Result<CgroupEvents> ParseCgroupEvents(std::string_view text);
+// memory.stat. "anon", "file" and "inactive_file" are required; "active_file" is 0 when absent.
+Result<MemoryStat> ParseMemoryStat(std::string_view text);
 // cgroup.controllers or cgroup.subtree_control: space-separated controller names, unordered.
 std::vector<std::string> ParseControllers(std::string_view text);
 // A single-value limit file (memory.max, pids.max, ...): "max" -> nullopt, else a decimal.
@@ -155,6 +183,55 @@ Result<std::optional<uint64_t>> ParseMaxValue(std::string_view text);
 std::string FormatMaxValue(std::optional<uint64_t> value);
 // cpu.max content: "max 100000" for no quota, "20000 100000" for 20% of one CPU.
 std::string FormatCpuMax(std::optional<uint64_t> quota_us, uint64_t period_us);
+
+// --- Pressure stall information (Documentation/accounting/psi.rst). ---
+
+// The resources with a pressure file in every non-root cgroup (and in /proc/pressure/).
+enum class PressureResource : uint8_t { kCpu, kMemory, kIo };
+// "cpu.pressure", "memory.pressure", "io.pressure".
+std::string_view PressureFile(PressureResource resource);
+// "cpu", "memory", "io": the names under /proc/pressure/, and for messages.
+std::string_view PressureName(PressureResource resource);
+
+// One line of a pressure file: the share of time (percent, 0 to 100) in which tasks were stalled
+// on the resource, averaged over the last 10, 60 and 300 s, and the total stall time in μs.
+struct PressureLine {
+  double avg10 = 0;
+  double avg60 = 0;
+  double avg300 = 0;
+  uint64_t total_us = 0;
+};
+
+// A pressure file. "some": at least one non-idle task stalled; "full": all of them at once (for
+// cpu.pressure only since Linux 5.13; absent before, so optional).
+struct Pressure {
+  PressureLine some;
+  std::optional<PressureLine> full;
+};
+
+// "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=... total=...\n". The "some" line and
+// every line's total are required; unknown lines and keys are ignored (kernels add them).
+Result<Pressure> ParsePressure(std::string_view text);
+
+// Which line a trigger watches.
+enum class PressureKind : uint8_t { kSome, kFull };
+
+// A trigger's threshold: wake up when the stall time of `kind` reaches stall_us within any
+// window_us. The kernel notifies at most once per window.
+struct PressureThreshold {
+  PressureKind kind = PressureKind::kSome;
+  uint64_t stall_us = 0;
+  uint64_t window_us = 0;
+};
+// What is written to a pressure file to register the trigger: "some 100000 1000000" (psi.rst:
+// "<some|full> <stall amount in us> <time window in us>"). The writer adds the terminating NUL.
+std::string FormatPressureThreshold(const PressureThreshold& threshold);
+// The kernel's bounds, checked up front so the error names the value and not just EINVAL:
+// 500 ms <= window_us <= 10 s, 0 < stall_us <= window_us (psi.rst; Linux >= 6.5 takes shorter
+// windows from privileged writers, which bulkhead never asks for). Not checked here: an
+// unprivileged writer (no CAP_SYS_RESOURCE) on Linux >= 6.5 needs a window that is a multiple
+// of 2 s, else the write fails with EPERM (before 6.5 it needs the capability outright).
+Status ValidatePressureThreshold(const PressureThreshold& threshold);
 
 // Cell names become directory names next to interface files, so they are 1-64 characters of
 // [A-Za-z0-9_-]. Having no '.', they never collide with "cgroup.*" or "<controller>.*" files

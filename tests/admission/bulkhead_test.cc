@@ -157,6 +157,57 @@ TEST(Bulkhead, LoweredLimitsKeepQueuedAndDrainRunning) {
   Drain(&b, e);
 }
 
+TEST(Bulkhead, SetMaxConcurrentChangesOnlyTheSlots) {
+  Bulkhead b(MakeLimits(2, 3, 700));
+  b.SetMaxConcurrent(5);
+  EXPECT_EQ(b.limits().max_concurrent, 5u);
+  EXPECT_EQ(b.limits().max_queue, 3u);
+  EXPECT_EQ(b.limits().queue_timeout_ms, 700u);
+}
+
+// The adaptive mode's promise: a lowered limit stops new starts and never fails or preempts a
+// running request; the queue keeps its order and its deadlines.
+TEST(Bulkhead, LoweredMaxConcurrentStopsNewStartsAndLetsRunningOnesFinish) {
+  Bulkhead b(MakeLimits(4, 2, 500));
+  b.SetOpen(true);
+  std::vector<AdmissionEntry> e(6);
+  for (auto& x : e) b.Admit(&x, 0);
+  ASSERT_EQ(b.running(), 4u);
+  ASSERT_EQ(b.queued(), 2u);
+  b.SetMaxConcurrent(1);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(e[i].admission_state(), State::kRunning);
+  EXPECT_EQ(b.NextDeadline(), 500u);
+  b.Finish(&e[0]);
+  b.Finish(&e[1]);
+  b.Finish(&e[2]);
+  EXPECT_EQ(b.StartNext(), nullptr);  // one still runs: the new limit is full
+  b.Finish(&e[3]);
+  EXPECT_EQ(b.StartNext(), &e[4]);
+  EXPECT_EQ(b.StartNext(), nullptr);
+  AdmissionEntry late;
+  EXPECT_EQ(b.Admit(&late, 0), Decision::kQueued);  // behind e[5], not past the limit
+  Drain(&b, e);
+  b.Cancel(&late);
+}
+
+TEST(Bulkhead, RaisedMaxConcurrentStartsTheQueueThroughStartNext) {
+  Bulkhead b(MakeLimits(1, 3));
+  b.SetOpen(true);
+  std::vector<AdmissionEntry> e(4);
+  for (auto& x : e) b.Admit(&x, 0);
+  ASSERT_EQ(b.queued(), 3u);
+  b.SetMaxConcurrent(3);
+  EXPECT_EQ(b.queued(), 3u);  // nothing starts by itself
+  EXPECT_EQ(b.StartNext(), &e[1]);
+  EXPECT_EQ(b.StartNext(), &e[2]);
+  EXPECT_EQ(b.StartNext(), nullptr);
+  EXPECT_EQ(b.running(), 3u);
+  AdmissionEntry late;
+  EXPECT_EQ(b.Admit(&late, 0), Decision::kQueued);  // e[3] waits ahead of it
+  Drain(&b, e);
+  b.Cancel(&late);
+}
+
 using BulkheadDeathTest = ::testing::Test;
 
 TEST(BulkheadDeathTest, DoubleFinishCrashes) {
@@ -207,23 +258,26 @@ TEST(BulkheadDeathTest, DestroyedWithRunningEntryCrashes) {
 }
 
 // A random walk over every operation, checked against a simple model: counts never exceed limits,
-// FIFO order holds, and every entry is in exactly one place.
-TEST(Bulkhead, RandomOperationsMatchModel) {
+// FIFO order holds, and every entry is in exactly one place. With `moving_limit`, max_concurrent
+// also jumps between 1 and 6 as the adaptive mode moves it (SetMaxConcurrent).
+void RandomWalk(bool moving_limit) {
   std::mt19937 rng(12345);
   constexpr int kEntries = 64;
+  constexpr uint32_t kHighestLimit = 6;
   Bulkhead b(MakeLimits(4, 8, 50));
   std::vector<AdmissionEntry> e(kEntries);
   std::deque<AdmissionEntry*> model_queue;
   int model_running = 0;
+  int model_limit = 4;
   uint64_t now = 0;
   bool open = false;
   for (int step = 0; step < 20000; ++step) {
     now += rng() % 5;
     AdmissionEntry* x = &e[rng() % kEntries];
-    switch (rng() % 6) {
+    switch (rng() % (moving_limit ? 7 : 6)) {
       case 0:
         if (x->admission_state() == State::kIdle) {
-          bool slot = open && model_running < 4 && model_queue.empty();
+          bool slot = open && model_running < model_limit && model_queue.empty();
           Decision d = b.Admit(x, now);
           if (slot) {
             ASSERT_EQ(d, Decision::kRun);
@@ -251,10 +305,13 @@ TEST(Bulkhead, RandomOperationsMatchModel) {
       case 3:
         while (AdmissionEntry* started = b.StartNext()) {
           ASSERT_FALSE(model_queue.empty());
+          ASSERT_LT(model_running, model_limit);
           ASSERT_EQ(started, model_queue.front());
           model_queue.pop_front();
           ++model_running;
         }
+        // Nothing left that could start: closed, every slot of the limit taken, or no queue.
+        ASSERT_TRUE(!open || model_running >= model_limit || model_queue.empty());
         break;
       case 4:
         while (AdmissionEntry* expired = b.PopExpired(now)) {
@@ -267,14 +324,22 @@ TEST(Bulkhead, RandomOperationsMatchModel) {
         open = !open;
         b.SetOpen(open);
         break;
+      case 6:
+        model_limit = static_cast<int>(rng() % kHighestLimit) + 1;
+        b.SetMaxConcurrent(static_cast<uint32_t>(model_limit));
+        break;
     }
     ASSERT_EQ(b.running(), static_cast<uint32_t>(model_running));
     ASSERT_EQ(b.queued(), model_queue.size());
-    ASSERT_LE(b.running(), 4u);
+    ASSERT_LE(b.running(), moving_limit ? kHighestLimit : 4u);
     ASSERT_LE(b.queued(), 8u);
   }
   Drain(&b, e);
 }
+
+TEST(Bulkhead, RandomOperationsMatchModel) { RandomWalk(/*moving_limit=*/false); }
+
+TEST(Bulkhead, RandomOperationsWithAMovingLimitMatchModel) { RandomWalk(/*moving_limit=*/true); }
 
 }  // namespace
 }  // namespace bulkhead::admission

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Tests of cell/cgroup_files.h: the parsers on kernel-format strings (texts as a 6.1 kernel prints
-// them, formats per Documentation/admin-guide/cgroup-v2.rst), the formatters and range checks.
+// them, formats per Documentation/admin-guide/cgroup-v2.rst and Documentation/accounting/psi.rst),
+// the formatters and range checks.
 #include "cell/cgroup_files.h"
 
 #include <gmock/gmock.h>
@@ -168,6 +169,98 @@ TEST(ParseCgroupProcs, OnePidPerLine) {
   EXPECT_THAT(bad.status().message(), HasSubstr("malformed pid \"bad\""));
   EXPECT_FALSE(ParseCgroupProcs("0\n").ok());
   EXPECT_FALSE(ParseCgroupProcs("4294967296\n").ok());
+}
+
+// memory.stat as a 6.1 kernel prints it (abridged: the file has some 40 keys).
+constexpr const char* kMemoryStat =
+    "anon 4194304\nfile 12582912\nkernel 233472\nkernel_stack 16384\npagetables 57344\n"
+    "sec_pagetables 0\npercpu 0\nsock 0\nvmalloc 0\nshmem 0\nfile_mapped 2097152\n"
+    "file_dirty 0\nfile_writeback 0\nswapcached 0\nanon_thp 0\ninactive_anon 4190208\n"
+    "active_anon 4096\ninactive_file 10485760\nactive_file 2097152\nunevictable 0\n"
+    "slab_reclaimable 77824\nslab_unreclaimable 66816\npgfault 3080\npgmajfault 0\n";
+
+TEST(ParseMemoryStat, KeepsTheKeysTheAdaptiveModeReads) {
+  Result<MemoryStat> stat = ParseMemoryStat(kMemoryStat);
+  ASSERT_TRUE(stat.ok()) << stat.status().message();
+  EXPECT_EQ(stat->anon, 4194304u);
+  EXPECT_EQ(stat->file, 12582912u);
+  EXPECT_EQ(stat->inactive_file, 10485760u);
+  EXPECT_EQ(stat->active_file, 2097152u);
+  EXPECT_FALSE(ParseMemoryStat("anon 1\nfile 2\n").ok());
+  EXPECT_FALSE(ParseMemoryStat("anon 1\nfile x\ninactive_file 3\n").ok());
+}
+
+TEST(CgroupUsage, TheWorkingSetLeavesOutInactivePageCache) {
+  CgroupUsage usage;
+  usage.memory_current = 16 << 20;
+  usage.memory_stat.inactive_file = 10 << 20;
+  EXPECT_EQ(usage.working_set(), 6u << 20);
+  // Counted at slightly different moments, inactive_file can exceed memory.current.
+  usage.memory_stat.inactive_file = 17 << 20;
+  EXPECT_EQ(usage.working_set(), 0u);
+}
+
+TEST(ParsePressure, CpuOfAKernelBefore513HasNoFullLine) {
+  Result<Pressure> pressure =
+      ParsePressure("some avg10=1.50 avg60=0.25 avg300=0.00 total=123456\n");
+  ASSERT_TRUE(pressure.ok()) << pressure.status().message();
+  EXPECT_DOUBLE_EQ(pressure->some.avg10, 1.50);
+  EXPECT_DOUBLE_EQ(pressure->some.avg60, 0.25);
+  EXPECT_DOUBLE_EQ(pressure->some.avg300, 0.0);
+  EXPECT_EQ(pressure->some.total_us, 123456u);
+  EXPECT_FALSE(pressure->full.has_value());
+}
+
+TEST(ParsePressure, MemoryHasSomeAndFull) {
+  Result<Pressure> pressure = ParsePressure(
+      "some avg10=80.12 avg60=40.00 avg300=9.87 total=2301000\n"
+      "full avg10=12.00 avg60=6.50 avg300=1.30 total=400100\n");
+  ASSERT_TRUE(pressure.ok()) << pressure.status().message();
+  EXPECT_DOUBLE_EQ(pressure->some.avg10, 80.12);
+  EXPECT_EQ(pressure->some.total_us, 2301000u);
+  ASSERT_TRUE(pressure->full.has_value());
+  EXPECT_DOUBLE_EQ(pressure->full->avg60, 6.50);
+  EXPECT_EQ(pressure->full->total_us, 400100u);
+}
+
+TEST(ParsePressure, IgnoresKeysAndLinesItDoesNotKnow) {
+  Result<Pressure> pressure =
+      ParsePressure("some avg10=0.00 avg5=3.00 avg60=0.00 avg300=0.00 total=7\nboth x=1\n");
+  ASSERT_TRUE(pressure.ok()) << pressure.status().message();
+  EXPECT_EQ(pressure->some.total_us, 7u);
+}
+
+TEST(ParsePressure, RefusesWhatIsNotAPressureFile) {
+  EXPECT_THAT(ParsePressure("").status().message(), HasSubstr("without a \"some\" line"));
+  EXPECT_THAT(ParsePressure("full avg10=0.00 total=1\n").status().message(),
+              HasSubstr("without a \"some\" line"));
+  EXPECT_THAT(ParsePressure("some avg10=0.00 avg60=0.00 avg300=0.00\n").status().message(),
+              HasSubstr("without total"));
+  EXPECT_THAT(ParsePressure("some avg10=abc total=1\n").status().message(),
+              HasSubstr("malformed pressure field \"avg10=abc\""));
+  EXPECT_FALSE(ParsePressure("some avg10=-1.00 total=1\n").ok());
+  EXPECT_FALSE(ParsePressure("some avg10=100.01 total=1\n").ok());
+  EXPECT_FALSE(ParsePressure("some avg10 total=1\n").ok());
+  EXPECT_FALSE(ParsePressure("some total=-5\n").ok());
+}
+
+TEST(PressureThreshold, FormatsAsPsiTakesIt) {
+  EXPECT_EQ(FormatPressureThreshold({PressureKind::kSome, 150000, 1000000}), "some 150000 1000000");
+  EXPECT_EQ(FormatPressureThreshold({PressureKind::kFull, 50000, 1000000}), "full 50000 1000000");
+  EXPECT_EQ(PressureFile(PressureResource::kMemory), "memory.pressure");
+  EXPECT_EQ(PressureName(PressureResource::kIo), "io");
+}
+
+TEST(PressureThreshold, TheKernelsBoundsAreCheckedUpFront) {
+  EXPECT_TRUE(ValidatePressureThreshold({PressureKind::kSome, 100000, 1000000}).ok());
+  EXPECT_TRUE(ValidatePressureThreshold({PressureKind::kSome, 500000, 500000}).ok());
+  EXPECT_TRUE(ValidatePressureThreshold({PressureKind::kFull, 1, 10000000}).ok());
+  EXPECT_THAT(ValidatePressureThreshold({PressureKind::kSome, 100000, 499999}).message(),
+              HasSubstr("window 499999 us outside [500000, 10000000]"));
+  EXPECT_FALSE(ValidatePressureThreshold({PressureKind::kSome, 100000, 10000001}).ok());
+  EXPECT_THAT(ValidatePressureThreshold({PressureKind::kSome, 0, 1000000}).message(),
+              HasSubstr("stall 0 us outside [1, window 1000000]"));
+  EXPECT_FALSE(ValidatePressureThreshold({PressureKind::kSome, 1000001, 1000000}).ok());
 }
 
 }  // namespace

@@ -438,6 +438,65 @@ TEST_F(FakeCgroupTree, ReadStatsWithoutTheMemoryController) {
   EXPECT_EQ(stats->cpu.usage_usec, 600u);
 }
 
+TEST_F(FakeCgroupTree, ReadUsageReadsWhatTheAdaptiveModePolls) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  fs::path dir = cell->path();
+  WriteText(dir / "memory.current", "16777216\n");
+  WriteText(dir / "memory.max", "268435456\n");
+  WriteText(dir / "memory.stat", "anon 6291456\nfile 10485760\ninactive_file 8388608\n");
+  WriteText(dir / "cpu.stat",
+            "usage_usec 600\nuser_usec 500\nsystem_usec 100\nnr_periods 30\nnr_throttled 28\n"
+            "throttled_usec 2400000\n");
+  Result<CgroupUsage> usage = cell->ReadUsage();
+  ASSERT_TRUE(usage.ok()) << usage.status().message();
+  EXPECT_TRUE(usage->has_memory);
+  EXPECT_EQ(usage->memory_current, 16777216u);
+  EXPECT_EQ(usage->memory_max, std::optional<uint64_t>(268435456));
+  EXPECT_EQ(usage->working_set(), 8388608u);
+  EXPECT_EQ(usage->cpu.nr_periods, 30u);
+  EXPECT_EQ(usage->cpu.nr_throttled, 28u);
+
+  WriteText(dir / "memory.stat", "anon 1\n");
+  usage = cell->ReadUsage();
+  ASSERT_FALSE(usage.ok());
+  EXPECT_THAT(usage.status().message(), HasSubstr(cell->path() + "/memory.stat"));
+}
+
+TEST_F(FakeCgroupTree, ReadUsageWithoutTheMemoryController) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  WriteText(fs::path(cell->path()) / "cpu.stat",
+            "usage_usec 600\nuser_usec 500\nsystem_usec 100\n");
+  Result<CgroupUsage> usage = cell->ReadUsage();
+  ASSERT_TRUE(usage.ok()) << usage.status().message();
+  EXPECT_FALSE(usage->has_memory);
+  EXPECT_FALSE(usage->memory_max.has_value());
+  EXPECT_EQ(usage->cpu.usage_usec, 600u);
+}
+
+TEST_F(FakeCgroupTree, ReadPressureParsesTheCellsPressureFile) {
+  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+  ASSERT_TRUE(tree.ok());
+  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+  ASSERT_TRUE(cell.ok());
+  WriteText(fs::path(cell->path()) / "memory.pressure",
+            "some avg10=3.00 avg60=1.00 avg300=0.10 total=99\n"
+            "full avg10=1.00 avg60=0.50 avg300=0.05 total=40\n");
+  Result<Pressure> pressure = cell->ReadPressure(PressureResource::kMemory);
+  ASSERT_TRUE(pressure.ok()) << pressure.status().message();
+  EXPECT_DOUBLE_EQ(pressure->some.avg10, 3.0);
+  EXPECT_EQ(pressure->full->total_us, 40u);
+  Result<Pressure> cpu = cell->ReadPressure(PressureResource::kCpu);
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_EQ(cpu.status().error_number(), ENOENT);
+  EXPECT_THAT(cpu.status().message(), HasSubstr(cell->path() + "/cpu.pressure"));
+}
+
 TEST_F(FakeCgroupTree, IsEmptyReadsCgroupEventsElseProcs) {
   Result<CgroupTree> tree = CgroupTree::Delegate(options_);
   ASSERT_TRUE(tree.ok());

@@ -9,6 +9,7 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -28,7 +29,9 @@
 #include <thread>
 #include <vector>
 
+#include "admission/adaptive_limit.h"
 #include "cell/cgroup.h"
+#include "cell/pressure_trigger.h"
 #include "cell/process.h"
 #include "tests/vm/vm_probe.h"
 
@@ -65,6 +68,17 @@ constexpr uint64_t kHogBytes = 2 * kAlphaMemoryMax;
 constexpr int kBusyMs = 3000;
 constexpr double kCpuShareExpected = 0.20;
 constexpr double kCpuShareTolerance = 0.05;
+// PSI checks. alpha's memory.high for the memory trigger check; its child fills alpha to 1 MiB
+// below it, then allocates 2 MiB more and frees them again and again for kChurnMs: over
+// memory.high by at most 1 MiB (the kernel delays an allocating task by the square of how far
+// over it is, up to 2 s a time) and far under memory.max.
+constexpr uint64_t kAlphaMemoryHigh = 16 * kMiB;
+constexpr uint64_t kChurnBytes = 2 * kMiB;
+constexpr int kChurnMs = 1000;
+// A trigger of 100 ms stall per 1 s window, the most sensitive the checks use.
+constexpr PressureThreshold kSensitive{PressureKind::kSome, 100000, 1000000};
+// How long idle triggers are watched for an event that must not come: one window and a bit.
+constexpr int kQuietMs = 1100;
 
 int g_failures = 0;
 
@@ -120,6 +134,16 @@ struct Cells {
   CellCgroup beta;
 };
 
+CgroupLimits AlphaLimits() {
+  CgroupLimits limits;
+  limits.cpu_quota_us = kAlphaCpuQuotaUs;
+  limits.cpu_weight = 50;
+  limits.memory_max = kAlphaMemoryMax;
+  limits.memory_swap_max = 0;
+  limits.pids_max = kAlphaPidsMax;
+  return limits;
+}
+
 std::optional<Cells> SetUp() {
   Clock::time_point start = Clock::now();
   Result<CgroupTree> tree = CgroupTree::Delegate();
@@ -143,12 +167,7 @@ std::optional<Cells> SetUp() {
                      : alpha->path() + " " + beta->path());
   if (!alpha.ok() || !beta.ok()) return std::nullopt;
 
-  CgroupLimits alpha_limits;
-  alpha_limits.cpu_quota_us = kAlphaCpuQuotaUs;
-  alpha_limits.cpu_weight = 50;
-  alpha_limits.memory_max = kAlphaMemoryMax;
-  alpha_limits.memory_swap_max = 0;
-  alpha_limits.pids_max = kAlphaPidsMax;
+  CgroupLimits alpha_limits = AlphaLimits();
   CgroupLimits beta_limits;
   beta_limits.cpu_weight = 200;
   beta_limits.memory_max = kBetaMemoryMax;
@@ -294,23 +313,167 @@ void CheckOomKill(const Cells& cells, const BetaResidents& beta_residents) {
             beta.ok() ? (long long)beta->memory_events.oom_kill : -1LL));
 }
 
-// (5) cpu.max 20000 100000: a busy loop gets 20% of one CPU and is throttled.
-void CheckCpuMax(const Cells& cells) {
-  Result<CgroupStats> before = cells.alpha.ReadStats();
-  Clock::time_point start = Clock::now();
-  pid_t busy = SpawnInCgroup(cells.alpha.dir_fd(), [] {
-    Clock::time_point begin = Clock::now();
-    volatile uint64_t spins = 0;
-    while (Clock::now() - begin < milliseconds(kBusyMs)) spins = spins + 1;
-    return 0;
-  });
-  std::optional<int> status = WaitForExit(busy, milliseconds(kBusyMs + 15000));
-  double wall_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-  Result<CgroupStats> after = cells.alpha.ReadStats();
-  if (!status) {
-    kill(busy, SIGKILL);
-    WaitForExit(busy, milliseconds(5000));
+// --- PSI (Documentation/accounting/psi.rst) on a real cgroup: counts of trigger events. ---
+
+// A trigger on one of alpha's pressure files and the events it reported.
+struct Watched {
+  const char* name;
+  std::optional<PressureTrigger> trigger;
+  int fired = 0;
+  bool gone = false;
+};
+
+Watched Watch(const char* name, const CellCgroup& cell, PressureResource resource,
+              const PressureThreshold& threshold) {
+  Result<PressureTrigger> trigger =
+      PressureTrigger::Register(cell.dir_fd(), cell.path(), resource, threshold);
+  Check(trigger.ok(), "psi.register",
+        Str("%s: ", name) + (trigger.ok()
+                                 ? FormatPressureThreshold(threshold) + " on " + trigger->path()
+                                 : trigger.status().message()));
+  Watched watched{name, std::nullopt};
+  if (trigger.ok()) watched.trigger.emplace(std::move(trigger).value());
+  return watched;
+}
+
+// Polls every trigger (10 ms each) and counts its events until `until` says stop or `deadline`
+// passes. Each poll that sees POLLPRI consumes the kernel's event, so each is counted once.
+void CountEvents(std::vector<Watched*> watched, const std::function<bool()>& until,
+                 milliseconds deadline) {
+  const Clock::time_point end = Clock::now() + deadline;
+  while (Clock::now() < end && !until()) {
+    for (Watched* w : watched) {
+      if (!w->trigger) continue;
+      Result<PressureTrigger::Event> event = w->trigger->Wait(10);
+      if (event.ok() && event.value() == PressureTrigger::Event::kFired) ++w->fired;
+      if (event.ok() && event.value() == PressureTrigger::Event::kGone) w->gone = true;
+    }
   }
+}
+
+// Runs `child` in alpha and counts the events of `watched` until it exits; its wait status.
+std::optional<int> RunAndCount(const Cells& cells, const std::function<int()>& child,
+                               std::vector<Watched*> watched, milliseconds deadline) {
+  pid_t pid = SpawnInCgroup(cells.alpha.dir_fd(), child);
+  if (pid <= 0) return std::nullopt;
+  CountEvents(
+      std::move(watched),
+      [&] {
+        ReapAvailable();
+        return ReapedStatus(pid).has_value();
+      },
+      deadline);
+  std::optional<int> status = ReapedStatus(pid);
+  if (!status) {
+    kill(pid, SIGKILL);
+    status = WaitForExit(pid, milliseconds(5000));
+  }
+  return status;
+}
+
+// (5a) Idle, alpha's triggers stay quiet: no task, no stall, no event.
+void CheckTriggersQuietWhenIdle(std::vector<Watched*> watched) {
+  CountEvents(
+      watched, [] { return false; }, milliseconds(kQuietMs));
+  std::string detail;
+  int fired = 0;
+  for (Watched* w : watched) {
+    fired += w->fired;
+    detail += Str("%s fired %d; ", w->name, w->fired);
+  }
+  Check(fired == 0, "psi.idle_quiet", detail + Str("alpha idle for %d ms", kQuietMs));
+  for (Watched* w : watched) w->fired = 0;
+}
+
+// (5b) memory.high below memory.max, no swap (alpha's memory.swap.max is 0): a child that fills
+// alpha to 1 MiB below memory.high (16 MiB) and then allocates 2 MiB more again and again goes
+// over it. The kernel throttles it there (reclaim that cannot free anonymous memory, then the
+// over-high delay, both counted as memory stall) instead of OOM-killing it at memory.max: the
+// memory trigger fires and the child lives. This is what the adaptive mode's memory.high
+// (admission/adaptive_limit.h) buys.
+void CheckMemoryHighFiresTheMemoryTrigger(Cells& cells, Watched& memory) {
+  CgroupLimits limits = AlphaLimits();
+  limits.memory_high = kAlphaMemoryHigh;
+  Status written = cells.alpha.WriteLimits(limits).status();
+  Result<CgroupStats> before = cells.alpha.ReadStats();
+  // What alpha already holds: page cache and kernel memory left by the checks before.
+  const uint64_t charged = before.ok() ? before->memory_current : 0;
+  const uint64_t below_high = kAlphaMemoryHigh - kMiB;
+  const uint64_t held_bytes = below_high - std::min(charged, below_high);
+  Clock::time_point start = Clock::now();
+  std::optional<int> status = RunAndCount(
+      cells,
+      [held_bytes] {
+        void* held = mmap(nullptr, held_bytes + 1, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (held == MAP_FAILED) return 3;
+        memset(held, 0x5a, held_bytes);
+        Clock::time_point begin = Clock::now();
+        while (Clock::now() - begin < milliseconds(kChurnMs)) {
+          void* more = mmap(nullptr, kChurnBytes, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+          if (more == MAP_FAILED) return 4;
+          memset(more, 0xa5, kChurnBytes);
+          munmap(more, kChurnBytes);
+        }
+        return 0;
+      },
+      {&memory}, milliseconds(kChurnMs + 20000));
+  long took = ElapsedMs(start);
+  Result<CgroupStats> after = cells.alpha.ReadStats();
+  const long long high_events =
+      before.ok() && after.ok()
+          ? (long long)(after->memory_events.high - before->memory_events.high)
+          : -1;
+  Check(written.ok() && status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0 &&
+            memory.fired >= 1 && high_events > 0,
+        "psi.memory_high_fires",
+        Str("memory.high %llu MiB, memory.max %llu MiB; %llu KiB charged before, the child held "
+            "%llu KiB and churned %llu MiB: %s after %ld ms; memory trigger fired %d time(s); "
+            "memory.events high +%lld",
+            (unsigned long long)(kAlphaMemoryHigh / kMiB),
+            (unsigned long long)(kAlphaMemoryMax / kMiB), (unsigned long long)(charged / 1024),
+            (unsigned long long)(held_bytes / 1024), (unsigned long long)(kChurnBytes / kMiB),
+            DescribeStatus(status).c_str(), took, memory.fired, high_events) +
+            (written.ok() ? "" : "; " + written.message()));
+}
+
+// (5) cpu.max 20000 100000: a busy loop gets 20% of one CPU and is throttled; and (5c) PSI counts
+// the throttling as cpu stall: one busy task alone fires both cpu triggers, the sensitive one and
+// the adaptive mode's own (50% of a window), and cpu.pressure's some total grows by most of the
+// wall time. So under a quota below one CPU cpu.pressure measures the quota, not the concurrency
+// (why admission::RegistersCpuTrigger says no there).
+void CheckCpuMax(const Cells& cells, Watched& cpu, Watched& cpu_adaptive) {
+  Result<CgroupStats> before = cells.alpha.ReadStats();
+  Result<Pressure> pressure_before = cells.alpha.ReadPressure(PressureResource::kCpu);
+  Clock::time_point start = Clock::now();
+  std::optional<int> status = RunAndCount(
+      cells,
+      [] {
+        Clock::time_point begin = Clock::now();
+        volatile uint64_t spins = 0;
+        while (Clock::now() - begin < milliseconds(kBusyMs)) spins = spins + 1;
+        return 0;
+      },
+      {&cpu, &cpu_adaptive}, milliseconds(kBusyMs + 15000));
+  double wall_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  Result<Pressure> pressure_after = cells.alpha.ReadPressure(PressureResource::kCpu);
+  const double stall_share =
+      pressure_before.ok() && pressure_after.ok()
+          ? static_cast<double>(pressure_after->some.total_us - pressure_before->some.total_us) /
+                wall_us
+          : -1;
+  Check(cpu.fired >= 1 && cpu_adaptive.fired >= 1, "psi.cpu_trigger_fires",
+        Str("one busy task under cpu.max 20%%: %s fired %d, %s fired %d time(s) in %.0f ms",
+            FormatPressureThreshold(kSensitive).c_str(), cpu.fired,
+            FormatPressureThreshold({PressureKind::kSome, admission::kCpuTrigger.stall_us,
+                                     admission::kCpuTrigger.window_us})
+                .c_str(),
+            cpu_adaptive.fired, wall_us / 1000));
+  Check(stall_share >= 0.5, "psi.cpu_quota_is_stall",
+        Str("cpu.pressure some total grew by %.0f%% of the wall time (quota 20%%: ~80%% expected)",
+            stall_share * 100));
+  Result<CgroupStats> after = cells.alpha.ReadStats();
   if (!before.ok() || !after.ok()) {
     Check(false, "cpu.stat", before.status().message() + after.status().message());
     return;
@@ -499,7 +662,8 @@ void CheckDoubleForkKill(CellCgroup& alpha) {
             none_left ? "ESRCH for both" : "SOMETHING SURVIVED"));
 }
 
-void TearDown(Cells& cells) {
+// (8) and (5d): the cells go, and a trigger on a removed cgroup reports POLLERR.
+void TearDown(Cells& cells, Watched& alpha_memory) {
   for (CellCgroup* cell : {&cells.alpha, &cells.beta}) {
     Result<bool> empty = cell->IsEmpty();
     if (!empty.ok() || !empty.value()) {
@@ -518,6 +682,13 @@ void TearDown(Cells& cells) {
           removed.ok() ? path + " removed" : removed.message());
   }
   ReapAvailable();
+  Result<PressureTrigger::Event> event =
+      alpha_memory.trigger ? alpha_memory.trigger->Check()
+                           : Result<PressureTrigger::Event>(Status::Error("no trigger"));
+  Check(event.ok() && event.value() == PressureTrigger::Event::kGone, "psi.gone_after_remove",
+        event.ok() ? Str("alpha's memory trigger after rmdir: %s",
+                         std::string(PressureEventName(event.value())).c_str())
+                   : event.status().message());
 }
 
 int Main() {
@@ -537,10 +708,19 @@ int Main() {
     CheckLimitFiles(*cells);
     BetaResidents residents = StartBetaResidents(*cells);
     CheckOomKill(*cells, residents);
-    CheckCpuMax(*cells);
+    Watched cpu = Watch("cpu", cells->alpha, PressureResource::kCpu, kSensitive);
+    Watched cpu_adaptive = Watch(
+        "cpu (adaptive)", cells->alpha, PressureResource::kCpu,
+        {PressureKind::kSome, admission::kCpuTrigger.stall_us, admission::kCpuTrigger.window_us});
+    Watched memory = Watch("memory (adaptive)", cells->alpha, PressureResource::kMemory,
+                           {PressureKind::kSome, admission::kMemoryTrigger.stall_us,
+                            admission::kMemoryTrigger.window_us});
+    CheckTriggersQuietWhenIdle({&cpu, &cpu_adaptive, &memory});
+    CheckMemoryHighFiresTheMemoryTrigger(*cells, memory);
+    CheckCpuMax(*cells, cpu, cpu_adaptive);
     CheckForkBomb(*cells, residents);
     CheckDoubleForkKill(cells->alpha);
-    TearDown(*cells);
+    TearDown(*cells, memory);
   }
   Print("PROBE summary: %d failure(s) in %ld ms", g_failures, ElapsedMs(start));
   return g_failures == 0 && cells ? 0 : 1;

@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: MIT
+// AdaptiveLimit: every (starting point, input) entry of the table, as the lifecycle table is
+// tested, then the stories told as signal sequences on a FakeClock: probe backoff, the base rising
+// only from windows no busier than its own, a stale base measured anew, holds that expire, the
+// memory cut interval, cpu.stat evaluation, the change ring. The settling of the limit on a model
+// workload is in adaptive_limit_simulation_test.cc.
+#include "admission/adaptive_limit.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/admission/allocation_counter.h"
+
+namespace bulkhead::admission {
+namespace {
+
+using Phase = AdaptiveLimit::Phase;
+
+constexpr uint64_t kBaseUs = 10'000;
+constexpr uint64_t kStartMs = 1'000'000;
+
+class AdaptiveLimitTest : public ::testing::Test {
+ protected:
+  void Make() { limit_ = std::make_unique<AdaptiveLimit>(&clock_, options_); }
+  // Starts at `limit` without a base: made with that floor, which is then lowered to `floor`.
+  void StartAt(uint32_t limit, uint32_t floor) {
+    const uint32_t ceiling = options_.ceiling;
+    options_.floor = limit;
+    options_.ceiling = std::max(ceiling, limit);
+    Make();
+    lim().SetBounds(floor, options_.ceiling);
+    options_.floor = floor;
+  }
+  // The base: clean windows of 50 requests at 10 ms with `running` at the worker; the last one is
+  // judged.
+  void MeasureBase(uint32_t running = 1) {
+    for (int i = 0; i < 5; ++i) Window(1.0, running);
+  }
+  // The base (floor 1), then slow start up to `limit` (a power of two), held for a window.
+  void GrowTo(uint32_t limit) {
+    Make();
+    MeasureBase();
+    while (lim().limit() < limit) Busy(1.0);
+    Busy(1.4);  // the last doubling holds: no probe is pending
+  }
+  AdaptiveLimit& lim() { return *limit_; }
+
+  // One whole window: window_samples samples of `ratio` x kBaseUs with `running` at the worker;
+  // the clock moves window_ms before the last one, which closes it.
+  uint32_t Window(double ratio, uint32_t running) {
+    const auto service_us = static_cast<uint64_t>(static_cast<double>(kBaseUs) * ratio);
+    for (uint32_t i = 0; i + 1 < options_.window_samples; ++i) lim().OnSample(service_us, running);
+    clock_.AdvanceMs(options_.window_ms);
+    return lim().OnSample(service_us, running);
+  }
+  // A window that reached the limit: every sample saw the whole limit running.
+  uint32_t Busy(double ratio) { return Window(ratio, lim().limit()); }
+  // cpu.stat: `throttled` of 10 periods throttled since the last call.
+  void Throttled(uint64_t throttled) {
+    periods_ += 10;
+    throttled_ += throttled;
+    lim().OnCpuStat(periods_, throttled_);
+  }
+  std::optional<LimitCause> LastCause(size_t count_before) const {
+    if (limit_->change_count() == count_before && count_before < AdaptiveLimit::kRecentChanges)
+      return std::nullopt;
+    return limit_->change(0).cause;
+  }
+
+  FakeClock clock_{kStartMs};
+  AdaptiveLimit::Options options_;
+  std::unique_ptr<AdaptiveLimit> limit_;
+  uint64_t periods_ = 0;
+  uint64_t throttled_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The table. Defaults: tolerance 0.5 (cut above R = 1.5, grow at R <= 1.25), pressure and memory
+// cuts x0.75, memory hold at 750 per mille and cut at 850, throttle hold at half the periods.
+
+enum class From {
+  kSlowStart,  // limit 8 by slow start from the floor, 1; base 10 ms
+  kAvoidance,  // limit 8 after a latency cut from 16; base 10 ms
+  kFloor,      // floor 2, limit 2, slow start; base 10 ms. Windows at 2 running are clean here.
+  kCeiling,    // ceiling 8, limit 8 by slow start; base 10 ms
+};
+
+enum class Input {
+  kAtMinimumReached,     // window: R = 1.0, the limit reached
+  kAtMinimumNotReached,  // window: R = 1.0, half the limit running
+  kGrowEdge,             // window: R = 1.25, reached: still grows
+  kInBand,               // window: R = 1.4, reached: unchanged
+  kCutEdge,              // window: R = 1.5, reached: not yet a cut
+  kTwiceTheMinimum,      // window: R = 2.0, reached: to C x 1.25 / 2
+  kFiveTimes,            // window: R = 5.0, reached: halved at most
+  kSlowAtTwoRunning,     // window: R = 2.0 with only 2 running: to 2 x 1.25 / 2, halved at most
+  kCpuPressure,          // cpu.pressure trigger
+  kMemoryPressure,       // memory.pressure trigger
+  kMemoryAtCut,          // working set 900 per mille of memory.max
+  kMemoryAtHold,         // 800 per mille
+  kMemoryLow,            // 500 per mille
+  kThrottled,            // 6 of 10 periods throttled
+  kBarelyThrottled,      // 1 of 10
+  kFloorRaised,          // SetBounds(10, 64)
+  kCeilingLowered,       // SetBounds(1, 4)
+};
+
+struct Entry {
+  From from;
+  Input input;
+  uint32_t limit;
+  std::optional<LimitCause> cause;
+  Phase phase;
+  GrowthHold hold = GrowthHold::kNone;
+};
+
+class AdaptiveLimitTableTest : public AdaptiveLimitTest {
+ protected:
+  void Arrange(From from) {
+    options_ = AdaptiveLimit::Options{};
+    switch (from) {
+      case From::kSlowStart:
+        GrowTo(8);
+        break;
+      case From::kAvoidance:
+        GrowTo(16);
+        Busy(2.5);  // 16 x 1.25 / 2.5 = 8
+        break;
+      case From::kFloor:
+        options_.floor = 2;
+        Make();
+        MeasureBase();
+        break;
+      case From::kCeiling:
+        options_.ceiling = 8;
+        GrowTo(8);
+        break;
+    }
+  }
+
+  void Apply(Input input) {
+    switch (input) {
+      case Input::kAtMinimumReached:
+        Busy(1.0);
+        break;
+      case Input::kAtMinimumNotReached:
+        Window(1.0, lim().limit() / 2);
+        break;
+      case Input::kGrowEdge:
+        Busy(1.25);
+        break;
+      case Input::kInBand:
+        Busy(1.4);
+        break;
+      case Input::kCutEdge:
+        Busy(1.5);
+        break;
+      case Input::kTwiceTheMinimum:
+        Busy(2.0);
+        break;
+      case Input::kFiveTimes:
+        Busy(5.0);
+        break;
+      case Input::kSlowAtTwoRunning:
+        Window(2.0, 2);
+        break;
+      case Input::kCpuPressure:
+        lim().OnPressure(Signal::kCpuPressure);
+        break;
+      case Input::kMemoryPressure:
+        lim().OnPressure(Signal::kMemoryPressure);
+        break;
+      case Input::kMemoryAtCut:
+        lim().OnMemoryUsage(900, 1000);
+        break;
+      case Input::kMemoryAtHold:
+        lim().OnMemoryUsage(800, 1000);
+        break;
+      case Input::kMemoryLow:
+        lim().OnMemoryUsage(500, 1000);
+        break;
+      case Input::kThrottled:
+        Throttled(0);  // the first cpu.stat is the baseline
+        Throttled(6);
+        break;
+      case Input::kBarelyThrottled:
+        Throttled(0);
+        Throttled(1);
+        break;
+      case Input::kFloorRaised:
+        lim().SetBounds(10, 64);
+        break;
+      case Input::kCeilingLowered:
+        lim().SetBounds(1, 4);
+        break;
+    }
+  }
+};
+
+constexpr auto kSlow = Phase::kSlowStart;
+constexpr auto kAvoid = Phase::kAvoidance;
+constexpr auto kNoCause = std::nullopt;
+
+// clang-format off
+const std::vector<Entry> kTable = {
+    // slow start at 8
+    {From::kSlowStart, Input::kAtMinimumReached, 16, LimitCause::kSlowStart, kSlow},
+    {From::kSlowStart, Input::kAtMinimumNotReached, 8, kNoCause, kSlow},
+    {From::kSlowStart, Input::kGrowEdge, 16, LimitCause::kSlowStart, kSlow},
+    {From::kSlowStart, Input::kInBand, 8, kNoCause, kSlow},
+    {From::kSlowStart, Input::kCutEdge, 8, kNoCause, kSlow},
+    {From::kSlowStart, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
+    {From::kSlowStart, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
+    {From::kSlowStart, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
+    {From::kSlowStart, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kSlowStart, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
+    {From::kSlowStart, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
+    {From::kSlowStart, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
+    {From::kSlowStart, Input::kMemoryLow, 8, kNoCause, kSlow},
+    {From::kSlowStart, Input::kThrottled, 8, kNoCause, kSlow, GrowthHold::kCpuThrottled},
+    {From::kSlowStart, Input::kBarelyThrottled, 8, kNoCause, kSlow},
+    {From::kSlowStart, Input::kFloorRaised, 10, LimitCause::kBounds, kSlow},
+    {From::kSlowStart, Input::kCeilingLowered, 4, LimitCause::kBounds, kSlow},
+    // avoidance at 8
+    {From::kAvoidance, Input::kAtMinimumReached, 9, LimitCause::kHeadroom, kAvoid},
+    {From::kAvoidance, Input::kAtMinimumNotReached, 8, kNoCause, kAvoid},
+    {From::kAvoidance, Input::kGrowEdge, 9, LimitCause::kHeadroom, kAvoid},
+    {From::kAvoidance, Input::kInBand, 8, kNoCause, kAvoid},
+    {From::kAvoidance, Input::kCutEdge, 8, kNoCause, kAvoid},
+    {From::kAvoidance, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
+    {From::kAvoidance, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
+    {From::kAvoidance, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
+    {From::kAvoidance, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kAvoidance, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
+    {From::kAvoidance, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
+    {From::kAvoidance, Input::kMemoryAtHold, 8, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
+    {From::kAvoidance, Input::kMemoryLow, 8, kNoCause, kAvoid},
+    {From::kAvoidance, Input::kThrottled, 8, kNoCause, kAvoid, GrowthHold::kCpuThrottled},
+    {From::kAvoidance, Input::kBarelyThrottled, 8, kNoCause, kAvoid},
+    {From::kAvoidance, Input::kFloorRaised, 10, LimitCause::kBounds, kAvoid},
+    {From::kAvoidance, Input::kCeilingLowered, 4, LimitCause::kBounds, kAvoid},
+    // at the floor (2): nothing goes below it, a cut still leaves slow start and holds growth;
+    // a window within the tolerance is clean and joins the base (5 x 10 ms and 12.5: R 1.2)
+    {From::kFloor, Input::kAtMinimumReached, 4, LimitCause::kSlowStart, kSlow},
+    {From::kFloor, Input::kAtMinimumNotReached, 2, kNoCause, kSlow},
+    {From::kFloor, Input::kGrowEdge, 4, LimitCause::kSlowStart, kSlow},
+    {From::kFloor, Input::kInBand, 2, kNoCause, kSlow},
+    {From::kFloor, Input::kCutEdge, 2, kNoCause, kSlow},
+    {From::kFloor, Input::kTwiceTheMinimum, 2, kNoCause, kAvoid},
+    {From::kFloor, Input::kFiveTimes, 2, kNoCause, kAvoid},
+    {From::kFloor, Input::kSlowAtTwoRunning, 2, kNoCause, kAvoid},
+    {From::kFloor, Input::kCpuPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
+    {From::kFloor, Input::kMemoryPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
+    {From::kFloor, Input::kMemoryAtCut, 2, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
+    {From::kFloor, Input::kMemoryAtHold, 2, kNoCause, kSlow, GrowthHold::kMemoryUsage},
+    {From::kFloor, Input::kMemoryLow, 2, kNoCause, kSlow},
+    {From::kFloor, Input::kThrottled, 2, kNoCause, kSlow, GrowthHold::kCpuThrottled},
+    {From::kFloor, Input::kBarelyThrottled, 2, kNoCause, kSlow},
+    {From::kFloor, Input::kFloorRaised, 10, LimitCause::kBounds, kSlow},
+    {From::kFloor, Input::kCeilingLowered, 2, kNoCause, kSlow},
+    // at the ceiling (8): nothing goes above it
+    {From::kCeiling, Input::kAtMinimumReached, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kAtMinimumNotReached, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kGrowEdge, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kInBand, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kCutEdge, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
+    {From::kCeiling, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
+    {From::kCeiling, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
+    {From::kCeiling, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kCeiling, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
+    {From::kCeiling, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
+    {From::kCeiling, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
+    {From::kCeiling, Input::kMemoryLow, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kThrottled, 8, kNoCause, kSlow, GrowthHold::kCpuThrottled},
+    {From::kCeiling, Input::kBarelyThrottled, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kFloorRaised, 10, LimitCause::kBounds, kSlow},
+    {From::kCeiling, Input::kCeilingLowered, 4, LimitCause::kBounds, kSlow},
+};
+// clang-format on
+
+constexpr size_t kFromCount = 4;
+constexpr size_t kInputCount = 17;
+
+TEST_F(AdaptiveLimitTableTest, EveryEntry) {
+  ASSERT_EQ(kTable.size(), kFromCount * kInputCount);
+  std::set<std::pair<From, Input>> seen;
+  for (const Entry& entry : kTable) {
+    SCOPED_TRACE("from " + std::to_string(static_cast<int>(entry.from)) + ", input " +
+                 std::to_string(static_cast<int>(entry.input)));
+    EXPECT_TRUE(seen.insert({entry.from, entry.input}).second) << "listed twice";
+    Arrange(entry.from);
+    const uint32_t before = lim().limit();
+    const size_t changes_before = lim().change_count();
+    Apply(entry.input);
+    EXPECT_EQ(lim().limit(), entry.limit);
+    EXPECT_EQ(LastCause(changes_before), entry.cause);
+    if (entry.cause) {
+      EXPECT_EQ(lim().change(0).from, before);
+      EXPECT_EQ(lim().change(0).to, entry.limit);
+      EXPECT_EQ(lim().change(0).at_ms, clock_.NowMs());
+    }
+    EXPECT_EQ(lim().phase(), entry.phase) << AdaptiveLimit::PhaseName(lim().phase());
+    EXPECT_EQ(lim().growth_hold(), entry.hold) << GrowthHoldName(lim().growth_hold());
+  }
+}
+
+TEST_F(AdaptiveLimitTableTest, ChangesRecordTheRatioOrTheMemoryShare) {
+  Arrange(From::kAvoidance);
+  Busy(2.0);
+  EXPECT_EQ(lim().change(0).permille, 2000u);
+  EXPECT_EQ(lim().last_ratio_permille(), 2000u);
+  lim().OnMemoryUsage(930, 1000);
+  EXPECT_EQ(lim().change(0).cause, LimitCause::kMemoryUsage);
+  EXPECT_EQ(lim().change(0).permille, 930u);
+  lim().OnPressure(Signal::kCpuPressure);
+  EXPECT_EQ(lim().change(0).permille, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stories.
+
+TEST_F(AdaptiveLimitTest, StartsAtTheFloorWithoutABase) {
+  options_.floor = 3;
+  options_.ceiling = 10;
+  Make();
+  EXPECT_EQ(lim().limit(), 3u);
+  EXPECT_EQ(lim().base_us(), std::nullopt);
+  EXPECT_EQ(lim().change_count(), 0u);
+  EXPECT_EQ(lim().phase(), Phase::kSlowStart);
+}
+
+// Until clean windows of 50 requests have measured the base, nothing is judged. A reload from a
+// fixed limit leaves more requests running than the floor: their windows are not clean.
+TEST_F(AdaptiveLimitTest, NothingIsJudgedBeforeCleanWindowsOfFiftyRequests) {
+  Make();
+  Window(5.0, 12);
+  Window(0.5, 8);
+  for (int i = 0; i < 4; ++i) Window(3.0, 1);
+  EXPECT_EQ(lim().base_us(), std::nullopt);
+  EXPECT_EQ(lim().limit(), 1u);
+  EXPECT_EQ(lim().last_ratio_permille(), 0u);
+  Window(3.0, 1);
+  EXPECT_EQ(lim().base_us(), 3 * kBaseUs);
+  EXPECT_EQ(lim().base_measured_at_ms(), clock_.NowMs());
+  EXPECT_EQ(lim().last_ratio_permille(), 1000u);
+  EXPECT_EQ(lim().limit(), 2u);  // R = 1 at the limit: slow start doubles
+}
+
+TEST_F(AdaptiveLimitTest, AWindowClosesOnlyWhenOldAndFullEnough) {
+  Make();
+  for (int i = 0; i < 30; ++i) lim().OnSample(kBaseUs, 4);  // many samples, no time
+  EXPECT_EQ(lim().windows_closed(), 0u);
+  clock_.AdvanceMs(options_.window_ms);
+  lim().OnSample(kBaseUs, 4);
+  EXPECT_EQ(lim().windows_closed(), 1u);
+  clock_.AdvanceMs(10 * options_.window_ms);  // much time, too few samples
+  for (uint32_t i = 0; i + 1 < options_.window_samples; ++i) lim().OnSample(kBaseUs, 4);
+  EXPECT_EQ(lim().windows_closed(), 1u);
+  lim().OnSample(kBaseUs, 4);
+  EXPECT_EQ(lim().windows_closed(), 2u);
+}
+
+// At a knee of one request, each probe to 2 is undone by the window after it; the next probe
+// waits 2 windows, then 4, 8, ... up to 64; a probe that holds ends the waiting.
+TEST_F(AdaptiveLimitTest, FailedProbesWaitLongerEachTimeAndASuccessfulOneResetsTheWait) {
+  Make();
+  MeasureBase();  // slow start to 2
+  Busy(1.4);      // holds
+  Busy(2.0);      // to 2 x 1.25 / 2 = 1.25
+  ASSERT_EQ(lim().limit(), 1u);
+  std::vector<int> held;
+  for (int attempt = 0; attempt < 7; ++attempt) {
+    int windows = 0;
+    while (Busy(1.0) == 1) {
+      ASSERT_EQ(lim().growth_hold(), GrowthHold::kProbeBackoff);
+      ++windows;
+    }
+    ASSERT_EQ(lim().change(0).cause, LimitCause::kHeadroom);
+    held.push_back(windows);
+    Busy(2.0);  // the probe fails
+    ASSERT_EQ(lim().limit(), 1u);
+  }
+  EXPECT_EQ(held, (std::vector<int>{0, 1, 3, 7, 15, 31, 63}));
+  // 64 is the longest wait.
+  int windows = 0;
+  while (Busy(1.0) == 1) ++windows;
+  EXPECT_EQ(windows, 63);
+  // This probe holds (R = 1.4, in the band): the wait is over.
+  Busy(1.4);
+  EXPECT_EQ(lim().limit(), 2u);
+  EXPECT_EQ(Busy(1.0), 3u);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+}
+
+TEST_F(AdaptiveLimitTest, OnlyCleanWindowsAtTheFloorMoveTheBase) {
+  options_.tolerance = 4;  // no cuts: only the base is watched
+  options_.floor = 2;
+  options_.ceiling = 8;
+  Make();
+  MeasureBase(2);  // clean at the floor: base 10 ms
+  const uint64_t measured_at = clock_.NowMs();
+  // Busy windows twice as slow for longer than the horizon: not one of them may raise it, and no
+  // faster busy window may lower it.
+  const uint64_t until = clock_.NowMs() + 2 * options_.base_horizon_ms;
+  while (clock_.NowMs() < until) Window(2.0, 8);
+  Window(0.5, 3);
+  EXPECT_EQ(lim().base_us(), kBaseUs);
+  EXPECT_EQ(lim().base_measured_at_ms(), measured_at);
+  // A clean window, 1.3x: with the old one out of the horizon, it is the base.
+  Window(1.3, 2);
+  EXPECT_EQ(lim().base_us(), 13'000u);
+  // Clean windows of one eighth of the horizon are averaged.
+  Window(1.1, 1);
+  EXPECT_EQ(lim().base_us(), 12'000u);
+  EXPECT_EQ(lim().base_measured_at_ms(), clock_.NowMs());
+}
+
+TEST_F(AdaptiveLimitTest, TheBaseIsTheLowestAverageWithinTheHorizon) {
+  options_.tolerance = 4;
+  Make();
+  MeasureBase();
+  clock_.AdvanceMs(options_.base_horizon_ms / 2);
+  Window(1.4, 1);
+  EXPECT_EQ(lim().base_us(), kBaseUs);
+  // Once the first has aged out of the horizon, the second is the lowest.
+  clock_.AdvanceMs(options_.base_horizon_ms / 2);
+  Window(1.5, 1);
+  EXPECT_EQ(lim().base_us(), 14'000u);
+}
+
+// The work gets twice as slow (a new worker, say). The base measured before is too low: the limit
+// falls to the base's concurrency, where two windows in a row prove it stale; it is measured anew
+// and slow start finds the knee again. A worker of 4 parallel units (service time x c/4 past 4).
+TEST_F(AdaptiveLimitTest, AStaleBaseIsMeasuredAnewAtItsConcurrencyAndSlowStartResumes) {
+  auto slower = [](uint32_t c) { return 2.0 * std::max(1.0, c / 4.0); };
+  GrowTo(8);  // base 10 ms
+  std::vector<uint32_t> limits;
+  for (int i = 0; i < 16; ++i) limits.push_back(Busy(slower(lim().limit())));
+  // 8: R 4 -> halved to 4; R 2 -> 2.5; R 2 -> 1.25 (the floor, 1); at 1 the first four stale
+  // windows cut (nothing left to cut), the fifth (50 requests) is the new base: 20 ms; slow
+  // start 2, 4, 8; R 2 -> 5, a failed probe, so one window waits; +1 to 6 at R 1.25; R 1.5 holds.
+  EXPECT_EQ(limits, (std::vector<uint32_t>{4, 2, 1, 1, 1, 1, 1, 2, 4, 8, 5, 5, 6, 6, 6, 6}));
+  EXPECT_EQ(lim().base_us(), 2 * kBaseUs);
+  EXPECT_EQ(lim().phase(), Phase::kAvoidance);
+}
+
+TEST_F(AdaptiveLimitTest, APauseOfTheWorkerDoesNotReplaceTheBase) {
+  Make();
+  MeasureBase();
+  for (int i = 0; i < 4; ++i) Window(3.0, 1);  // four slow clean windows: a pause
+  Window(1.0, 1);
+  for (int i = 0; i < 4; ++i) Window(3.0, 1);
+  EXPECT_EQ(lim().base_us(), kBaseUs);
+  Window(3.0, 1);  // the fifth in a row, 50 requests: the base was stale
+  EXPECT_EQ(lim().base_us(), 3 * kBaseUs);
+  EXPECT_EQ(lim().phase(), Phase::kSlowStart);
+}
+
+TEST_F(AdaptiveLimitTest, APressureHoldEndsAfterItsTime) {
+  GrowTo(8);
+  lim().OnPressure(Signal::kMemoryPressure);
+  ASSERT_EQ(lim().limit(), 6u);
+  clock_.AdvanceMs(options_.pressure_hold_ms - options_.window_ms - 1);
+  EXPECT_EQ(Busy(1.0), 6u);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
+  EXPECT_EQ(Busy(1.0), 7u);  // now past the hold; + 1: a cut ended slow start
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+}
+
+TEST_F(AdaptiveLimitTest, SustainedPressureCutsOnEveryEventDownToTheFloor) {
+  StartAt(40, /*floor=*/2);
+  std::vector<uint32_t> limits;
+  for (int i = 0; i < 11; ++i) {
+    limits.push_back(lim().OnPressure(Signal::kCpuPressure));
+    clock_.AdvanceMs(1000);  // the kernel's one event per trigger window
+  }
+  EXPECT_EQ(limits, (std::vector<uint32_t>{30, 22, 16, 12, 9, 7, 5, 4, 3, 2, 2}));
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 10u);
+}
+
+TEST_F(AdaptiveLimitTest, MemoryNearTheMaxCutsAtMostOncePerInterval) {
+  StartAt(40, /*floor=*/1);
+  EXPECT_EQ(lim().OnMemoryUsage(870, 1000), 30u);
+  clock_.AdvanceMs(options_.memory_cut_interval_ms - 1);
+  EXPECT_EQ(lim().OnMemoryUsage(990, 1000), 30u);  // the first cut has not shown yet
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryUsage);
+  clock_.AdvanceMs(1);
+  EXPECT_EQ(lim().OnMemoryUsage(870, 1000), 22u);
+  EXPECT_EQ(lim().memory_permille(), 870u);
+  lim().OnMemoryUsage(600, 1000);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+}
+
+TEST_F(AdaptiveLimitTest, CpuStatIsJudgedOverEnoughPeriodsAndRestartsWhenItsCountersGoBack) {
+  GrowTo(8);
+  lim().OnCpuStat(100, 0);  // baseline
+  lim().OnCpuStat(103, 3);  // 3 periods: too few to judge
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+  lim().OnCpuStat(106, 6);  // 6 periods, all throttled
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kCpuThrottled);
+  EXPECT_EQ(lim().throttled_permille(), 1000u);
+  lim().OnCpuStat(106, 6);  // not runnable since: idle, not throttled
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+  lim().OnCpuStat(116, 16);  // throttled again
+  ASSERT_EQ(lim().growth_hold(), GrowthHold::kCpuThrottled);
+  lim().OnCpuStat(5, 5);  // a new cgroup: only a new baseline
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kCpuThrottled);
+  lim().OnCpuStat(15, 6);  // 1 of 10
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+  EXPECT_EQ(lim().throttled_permille(), 100u);
+  EXPECT_EQ(lim().limit(), 8u);  // throttling never cuts
+}
+
+TEST_F(AdaptiveLimitTest, HoldsAreReportedInOneOrder) {
+  GrowTo(8);
+  Busy(1.0);  // 16
+  Busy(2.0);  // a failed probe: backoff
+  ASSERT_EQ(lim().growth_hold(), GrowthHold::kProbeBackoff);
+  lim().OnCpuStat(0, 0);
+  lim().OnCpuStat(10, 10);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kCpuThrottled);
+  lim().OnMemoryUsage(800, 1000);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryUsage);
+  lim().OnPressure(Signal::kCpuPressure);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
+}
+
+TEST_F(AdaptiveLimitTest, TheRingKeepsTheLastChangesNewestFirstAndTheCountsKeepThemAll) {
+  options_.ceiling = 1000;
+  StartAt(1000, /*floor=*/1);
+  for (int i = 0; i < 20; ++i) {
+    clock_.AdvanceMs(1000);
+    lim().OnPressure(i % 2 == 0 ? Signal::kCpuPressure : Signal::kMemoryPressure);
+  }
+  ASSERT_EQ(lim().change_count(), AdaptiveLimit::kRecentChanges);
+  for (size_t i = 0; i < AdaptiveLimit::kRecentChanges; ++i) {
+    EXPECT_EQ(lim().change(i).at_ms, clock_.NowMs() - 1000 * i);
+    if (i > 0) {
+      EXPECT_EQ(lim().change(i).to, lim().change(i - 1).from);
+    }
+  }
+  EXPECT_EQ(lim().change(0).to, lim().limit());
+  EXPECT_EQ(lim().change(0).cause, LimitCause::kMemoryPressure);
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 10u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kMemoryPressure), 10u);
+}
+
+TEST_F(AdaptiveLimitTest, SamplesNeverAllocate) {
+  Make();
+  testing::AllocationCounter counter;
+  for (int i = 0; i < 5000; ++i) {
+    if (i % 10 == 0) clock_.AdvanceMs(50);
+    lim().OnSample(kBaseUs * (1 + static_cast<uint64_t>(i % 3)), 1 + static_cast<uint32_t>(i % 8));
+  }
+  EXPECT_EQ(counter.allocations(), 0u);
+  EXPECT_GT(lim().windows_closed(), 100u);
+}
+
+TEST_F(AdaptiveLimitTest, ANewToleranceAppliesFromTheNextWindowAndKeepsTheBase) {
+  GrowTo(8);
+  lim().SetTolerance(1.0);    // cut above R 2, grow at R <= 1.5
+  EXPECT_EQ(Busy(1.9), 8u);   // would have been cut at 0.5
+  EXPECT_EQ(Busy(1.5), 16u);  // still slow start: doubles
+  EXPECT_EQ(lim().base_us(), kBaseUs);
+  EXPECT_EQ(lim().options().tolerance, 1.0);
+}
+
+TEST_F(AdaptiveLimitTest, LiveSignalsAreWhatTheOwnerSays) {
+  Make();
+  EXPECT_TRUE(lim().signal_live(Signal::kServiceTime));
+  EXPECT_FALSE(lim().signal_live(Signal::kMemoryPressure));
+  lim().SetSignalLive(Signal::kMemoryPressure, true);
+  lim().SetSignalLive(Signal::kServiceTime, false);
+  EXPECT_TRUE(lim().signal_live(Signal::kMemoryPressure));
+  EXPECT_FALSE(lim().signal_live(Signal::kServiceTime));
+  EXPECT_FALSE(lim().signal_live(Signal::kCpuThrottling));
+}
+
+TEST(AdaptiveLimitNames, EveryCauseHoldAndSignalHasItsOwnName) {
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < kLimitCauseCount; ++i) {
+    const auto cause = static_cast<LimitCause>(i);
+    EXPECT_TRUE(names.insert(LimitCauseName(cause)).second) << LimitCauseName(cause);
+    EXPECT_NE(LimitCauseText(cause), "unknown");
+  }
+  EXPECT_EQ(LimitCauseText(LimitCause::kMemoryPressure), "memory pressure trigger");
+  names.clear();
+  for (size_t i = 0; i < kSignalCount; ++i) {
+    EXPECT_TRUE(names.insert(SignalName(static_cast<Signal>(i))).second);
+  }
+  EXPECT_EQ(SignalName(static_cast<Signal>(kSignalCount - 1)), "memory_usage");
+  EXPECT_EQ(GrowthHoldName(GrowthHold::kProbeBackoff), "probe_backoff");
+  EXPECT_EQ(AdaptiveLimit::PhaseName(Phase::kAvoidance), "avoidance");
+}
+
+TEST(AdaptiveLimitDecisions, TheCpuTriggerOnlyWhereTheQuotaIsAtLeastOneCpu) {
+  EXPECT_TRUE(RegistersCpuTrigger(std::nullopt, 100'000));
+  EXPECT_TRUE(RegistersCpuTrigger(100'000, 100'000));
+  EXPECT_TRUE(RegistersCpuTrigger(250'000, 100'000));
+  EXPECT_FALSE(RegistersCpuTrigger(20'000, 100'000));
+  EXPECT_FALSE(RegistersCpuTrigger(99'999, 100'000));
+}
+
+TEST(AdaptiveLimitDecisions, MemoryHighIsNinetyPercentOfMemoryMaxInWholePages) {
+  EXPECT_EQ(AdaptiveMemoryHigh(256 << 20), 241'590'272u);  // 230.4 MiB, rounded down to pages
+  EXPECT_EQ(AdaptiveMemoryHigh(241'590'272u) % 4096, 0u);
+  EXPECT_EQ(AdaptiveMemoryHigh(1'000'000), 897'024u);
+}
+
+}  // namespace
+}  // namespace bulkhead::admission
