@@ -41,8 +41,8 @@ class ClientOwner {
   virtual const std::string& name() const = 0;
   // The clock and timers of the loop (header_timeout, client_write_timeout).
   virtual loop::TimeSource* time() = 0;
-  // Where the client's answers are sent together with the loop iteration's others
-  // (loop/write_batch.h); nullptr: each is written at once.
+  // Where the client's answers are sent together with the loop iteration's other writes
+  // (loop/write_batch.h; an HTTP cell's worker links use it too); nullptr: each is written at once.
   virtual loop::WriteBatch* write_batch() { return nullptr; }
   virtual void OnClientConnected(Client* conn) = 0;
   virtual void OnClientDisconnected(Client* conn) = 0;
