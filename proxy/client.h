@@ -11,9 +11,9 @@
 #include <uv.h>
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "loop/stream_writer.h"
 #include "loop/time_source.h"
@@ -139,12 +139,14 @@ class Client {
  private:
   size_t max_backlog_;
   // Answers not yet written whole, in order: where each ends in the writer's appended bytes, and
-  // the counter of its outcome.
+  // the counter of its outcome; those before unwritten_head_ are counted already. A vector emptied
+  // (its capacity kept) whenever every answer is written, so a warm connection does not allocate.
   struct UnwrittenReply {
     uint64_t end = 0;
     uint64_t* outcome = nullptr;
   };
-  std::deque<UnwrittenReply> unwritten_;
+  std::vector<UnwrittenReply> unwritten_;
+  size_t unwritten_head_ = 0;
   // Progress of a client with answers waiting (CheckProgress): when it last accepted a byte, and
   // what the last look saw.
   uint64_t stalled_since_ms_ = 0;

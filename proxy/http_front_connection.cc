@@ -23,13 +23,14 @@ constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // An X-Request-Id for a request that came without one: this process's random prefix and a count,
-// unique among the requests of one bulkheadd run ("5f3a9c1e-000000000001").
-std::string NewRequestId() {
+// unique among the requests of one bulkheadd run ("5f3a9c1e-000000000001"), written into `id`
+// (21 characters). Allocates nothing.
+std::string_view NewRequestId(char (&id)[32]) {
   static const uint32_t prefix = std::random_device{}();
   static uint64_t count = 0;
-  char id[32];
-  std::snprintf(id, sizeof id, "%08x-%012llx", prefix, static_cast<unsigned long long>(++count));
-  return id;
+  const int n = std::snprintf(id, sizeof id, "%08x-%012llx", prefix,
+                              static_cast<unsigned long long>(++count));
+  return std::string_view(id, static_cast<size_t>(n));
 }
 
 // The numeric address of a TCP client ("203.0.113.7", "2001:db8::1"), empty when unknown.
@@ -315,9 +316,10 @@ void HttpFrontConnection::StartExchange(bool streaming) {
   info.close_link_after = BodyOnBodilessMethod(head);
   close_after_answer_ = !head.keep_alive;
   response_started_ = false;
+  char request_id[32];
   http::ForwardOptions options;
   options.client_address = client_address_;
-  options.request_id = NewRequestId();
+  options.request_id = NewRequestId(request_id);
   options.host = owner_->name();  // for an HTTP/1.0 request without Host (docs/http.md)
   scratch_.clear();
   if (streaming) {
@@ -434,7 +436,7 @@ void HttpFrontConnection::OnOutcome(Exchange* exchange, const Outcome& outcome, 
   const RequestInfo info = exchange->info;
   // A worker end still taking the body (request_timeout answered it) ends the worker's request:
   // its connection is closed, and the exchange, answered now, is recycled.
-  exchange->AbortBody("answered before the request body was whole");
+  if (exchange->body_open()) exchange->AbortBody("answered before the request body was whole");
   if (phase_ == Phase::kClosed) {
     owner_->CountUndelivered(1);
     return;
