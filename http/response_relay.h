@@ -85,6 +85,7 @@ class ResponseRelay {
   int status_code_ = 0;
   std::string reason_phrase_;
   std::vector<Header> headers_;
+  std::vector<Header> spare_headers_;  // fields of earlier responses, for reuse (RecycleHeaders)
   bool last_was_value_ = false;
   Framing client_framing_ = Framing::kNone;
   bool head_sent_ = false;
