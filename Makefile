@@ -65,8 +65,9 @@ lint: deps
 	cmake --preset asan-ubsan $(LAUNCHER) >/dev/null
 	bash scripts/lint.sh $(ASAN_BUILD) $(JOBS)
 
-# HAProxy and wrk (scripts/install-bench-deps.sh), then the bench with HAProxy as a peer: the frame
-# cells' run, then the HTTP run (docs/benchmarks.md).
+# HAProxy, nginx and wrk (scripts/install-bench-deps.sh), then the bench with HAProxy as a peer: the
+# frame cells' run, then the HTTP run, whose second half wrk drives, nginx beside HAProxy
+# (docs/benchmarks.md).
 bench-deps:
 	bash scripts/install-bench-deps.sh
 

@@ -2,7 +2,7 @@
 // bulkhead-bench-worker --protocol frames|http [--peak-file PATH]: the bench's echo worker, one
 // thread on epoll(7), the same binary behind every target of a run (direct, HAProxy, bulkheadd).
 // Serves the listening socket passed as fd 3 (LISTEN_FDS, sd_listen_fds(3)), as bulkheadd's workers
-// do.
+// do: a Unix socket, or a TCP one (the wrk run's direct target; its clients get TCP_NODELAY).
 //   frames: each REQUEST frame (docs/protocol.md) is answered with REPLY OK carrying its payload
 //           and request_id; pipelined requests are answered in order.
 //   http:   HTTP/1.1 with keep-alive; each request (Content-Length body, no chunked bodies) is
@@ -22,6 +22,8 @@
 // its CPU per reply beside the epoll worker's (docs/benchmarks.md, "client hop").
 #include <fcntl.h>
 #include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -217,6 +219,10 @@ class Worker {
 
   int Run(int listen_fd) {
     listen_fd_ = listen_fd;
+    int domain = 0;
+    socklen_t length = sizeof domain;
+    tcp_ = ::getsockopt(listen_fd_, SOL_SOCKET, SO_DOMAIN, &domain, &length) == 0 &&
+           (domain == AF_INET || domain == AF_INET6);
     epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_) return Fail("epoll_create1");
     int flags = ::fcntl(listen_fd_, F_GETFL);
@@ -268,6 +274,12 @@ class Worker {
       if (fd < 0) return;  // EAGAIN, or a transient error: epoll reports the socket again
       auto c = std::make_unique<Connection>();
       c->fd.Reset(fd);
+      if (tcp_) {
+        // Answers are written whole: Nagle would only delay them (bulkheadd, HAProxy and nginx
+        // set it on their clients too).
+        const int on = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      }
       epoll_event ev{.events = EPOLLIN, .data = {.fd = fd}};
       if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) continue;  // c closes fd
       connections_.emplace(fd, std::move(c));
@@ -334,6 +346,7 @@ class Worker {
   Protocol protocol_;
   std::string peak_file_;
   int listen_fd_ = -1;
+  bool tcp_ = false;  // the listening socket is TCP (the bench's wrk run): clients get TCP_NODELAY
   UniqueFd epoll_;
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;
   uint64_t in_progress_ = 0;

@@ -4,17 +4,26 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "base/unique_fd.h"
+#include "bench/sockets.h"
+#include "bench/stage_support.h"
 #include "ipc/client.h"
 
 namespace bulkhead::bench {
 
 namespace {
 
-bool Accepts(const std::string& path) { return ipc::ConnectUnix(path).ok(); }
+bool Accepts(const HaproxyOptions& options) {
+  if (options.front_port != 0) return AcceptsOnLoopback(options.front_port);
+  return ipc::ConnectUnix(options.front_socket).ok();
+}
+
+std::string FrontName(const HaproxyOptions& options) {
+  if (options.front_port != 0) return "127.0.0.1:" + std::to_string(options.front_port);
+  return options.front_socket;
+}
 
 }  // namespace
 
@@ -34,7 +43,8 @@ std::string HaproxyProcess::Config(const HaproxyOptions& options) {
       << "    option http-keep-alive\n";
   }
   c << "frontend bench\n"
-    << "    bind unix@" << options.front_socket << "\n"
+    << "    bind "
+    << (options.front_port != 0 ? FrontName(options) : "unix@" + options.front_socket) << "\n"
     << "    default_backend worker\n"
     << "backend worker\n";
   // Idle connections to the worker serve any client's next request, as bulkheadd's worker links.
@@ -47,12 +57,8 @@ std::string HaproxyProcess::Config(const HaproxyOptions& options) {
 
 Status HaproxyProcess::Start(const HaproxyOptions& options, std::chrono::milliseconds timeout) {
   const std::string config_path = options.dir + "/haproxy.cfg";
-  {
-    std::ofstream file(config_path, std::ios::trunc);
-    file << Config(options);
-    file.close();
-    if (!file) return Status::Error("cannot write " + config_path);
-  }
+  Status written = WriteText(config_path, Config(options));
+  if (!written.ok()) return written;
   log_path_ = options.dir + "/haproxy.log";
   UniqueFd log(::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (!log) return Status::FromErrno("open " + log_path_);
@@ -62,13 +68,12 @@ Status HaproxyProcess::Start(const HaproxyOptions& options, std::chrono::millise
   Result<proc::ChildProcess> started = proc::ChildProcess::Start("haproxy", child);
   if (!started.ok()) return started.status();
   process_ = std::move(started).value();
-  proc::WaitOutcome outcome =
-      process_.WaitUntil([&] { return Accepts(options.front_socket); }, timeout);
+  proc::WaitOutcome outcome = process_.WaitUntil([&] { return Accepts(options); }, timeout);
   if (outcome == proc::WaitOutcome::kReady) return Status::Ok();
   if (outcome == proc::WaitOutcome::kExited) {
     return Status::Error("haproxy exited with " + process_.exit_description() + ":\n" + Log());
   }
-  return Status::Error("haproxy did not accept on " + options.front_socket + " within " +
+  return Status::Error("haproxy did not accept on " + FrontName(options) + " within " +
                        std::to_string(timeout.count()) + " ms");
 }
 
@@ -77,11 +82,6 @@ Status HaproxyProcess::Stop(std::chrono::milliseconds grace) {
   return process_.StopExpecting(grace, {"signal 15", "exit 0"});
 }
 
-std::string HaproxyProcess::Log() const {
-  std::ifstream file(log_path_);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+std::string HaproxyProcess::Log() const { return ReadText(log_path_); }
 
 }  // namespace bulkhead::bench

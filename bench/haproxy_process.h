@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // HaproxyProcess: HAProxy run as the bench's peer (docs/benchmarks.md): one process, one thread
-// (`nbthread 1`), in the foreground (`-db`), between a Unix front socket and one worker's Unix
-// socket, with the same limits as the bulkheadd cell it is compared with: `server ... maxconn N`
-// (bulkheadd's max_concurrent) and, in mode http, `maxqueue M` and `timeout queue` (max_queue and
-// queue_timeout). Configuration keywords as in the HAProxy 2.6 configuration manual.
-// Threading: Start and Stop on the thread that constructed the object (ChildProcess).
+// (`nbthread 1`), in the foreground (`-db`), between a front socket (a Unix socket, or for the wrk
+// run a TCP port of 127.0.0.1) and one worker's Unix socket, with the same limits as the bulkheadd
+// cell it is compared with: `server ... maxconn N` (bulkheadd's max_concurrent) and, in mode http,
+// `maxqueue M` and `timeout queue` (max_queue and queue_timeout). Configuration keywords as in the
+// HAProxy 2.6 configuration manual. Threading: Start and Stop on the thread that constructed the
+// object (ChildProcess).
 #pragma once
 
 #include <sys/types.h>
@@ -19,13 +20,14 @@
 namespace bulkhead::bench {
 
 struct HaproxyOptions {
-  std::string binary;         // path of haproxy
-  std::string dir;            // where its config and log go
-  std::string front_socket;   // bound by HAProxy (`bind unix@...`)
-  std::string worker_socket;  // the server (`server worker unix@...`)
-  bool http = false;          // mode http (keep-alive both sides); else mode tcp
-  uint32_t maxconn = 1;       // server maxconn: requests (http) or connections (tcp) at the worker
-  uint32_t maxqueue = 0;      // server maxqueue, mode http; 0 leaves it out (unlimited)
+  std::string binary = {};         // path of haproxy
+  std::string dir = {};            // where its config and log go
+  std::string front_socket = {};   // bound by HAProxy (`bind unix@...`), unless front_port is set
+  uint16_t front_port = 0;         // when set, HAProxy binds 127.0.0.1:front_port instead
+  std::string worker_socket = {};  // the server (`server worker unix@...`)
+  bool http = false;               // mode http (keep-alive both sides); else mode tcp
+  uint32_t maxconn = 1;   // server maxconn: requests (http) or connections (tcp) at the worker
+  uint32_t maxqueue = 0;  // server maxqueue, mode http; 0 leaves it out (unlimited)
   std::chrono::milliseconds queue_timeout{10000};
 };
 

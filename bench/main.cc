@@ -23,12 +23,13 @@
 // the ratios, a summary over the connection counts, and what the client hop alone costs a
 // one-thread server on epoll and on io_uring. With `--http` the same is done over HTTP/1.1 (the
 // cell has protocol = "http", HAProxy runs in mode http, the worker and the load generator speak
-// HTTP). Exits 0 only if every reply had the expected status, bulkheadd's counters account for
-// every reply and bulkheadd's workers never had more requests in progress than max_concurrent.
+// HTTP), and then the same connection counts are driven by wrk, an independent load generator, over
+// TCP on 127.0.0.1, with nginx beside HAProxy (bench/wrk_stage.h). Exits 0 only if every reply had
+// the expected status, bulkheadd's counters account for every reply, bulkheadd's workers never had
+// more requests in progress than max_concurrent, and wrk saw no error.
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +55,10 @@
 #include "bench/closed_loop.h"
 #include "bench/haproxy_process.h"
 #include "bench/latency_summary.h"
+#include "bench/process_cpu.h"
+#include "bench/sockets.h"
+#include "bench/stage_support.h"
+#include "bench/wrk_stage.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
 #include "proc/bulkheadd_process.h"
@@ -76,8 +81,11 @@ constexpr milliseconds kStepTimeout{10000};
 constexpr milliseconds kStopTimeout{10000};
 // Shortest measuring window per target and round.
 constexpr milliseconds kMinWindow{20};
-// Where Debian's haproxy package puts the binary; the default of --haproxy when it exists.
+// Where Debian's packages put the binaries: the defaults of --haproxy, --nginx and --wrk when they
+// exist.
 constexpr char kDebianHaproxy[] = "/usr/sbin/haproxy";
+constexpr char kDebianNginx[] = "/usr/sbin/nginx";
+constexpr char kDebianWrk[] = "/usr/bin/wrk";
 
 std::atomic<bool> g_interrupted{false};
 
@@ -94,19 +102,12 @@ struct Options {
   int warmup_ms = 50;
   std::string haproxy;  // path of haproxy; empty: no HAProxy target
   bool http = false;
+  // The HTTP run's wrk stages (--http only): wrk's path (empty: none), its seconds per run, and
+  // nginx's path (empty: no nginx target).
+  std::string wrk;
+  int wrk_seconds = 3;
+  std::string nginx;
 };
-
-// The CPU time (user + system, every thread) `pid` has used so far, in nanoseconds: its CPU-time
-// clock (clock_getcpuclockid(3)), the figure /proc/PID/stat gives as utime + stime in clock ticks,
-// here with nanosecond resolution. nullopt if the process is gone.
-std::optional<uint64_t> ProcessCpuNs(pid_t pid) {
-  clockid_t clock;
-  timespec ts{};
-  if (pid <= 0 || ::clock_getcpuclockid(pid, &clock) != 0 || ::clock_gettime(clock, &ts) != 0) {
-    return std::nullopt;
-  }
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // One thing measured at one connection count; its rounds accumulate here.
 struct Target {
@@ -151,14 +152,6 @@ struct StageResult {
 
 double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
-Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << content;
-  file.close();
-  if (!file) return Status::Error("cannot write " + path);
-  return Status::Ok();
-}
-
 // The number bulkhead-bench-worker wrote to its --peak-file.
 Result<uint64_t> ReadPeak(const std::string& path) {
   std::ifstream file(path);
@@ -170,21 +163,6 @@ Result<uint64_t> ReadPeak(const std::string& path) {
     return Status::Error("no peak in " + path + " (\"" + text + "\")");
   }
   return peak;
-}
-
-// A SOCK_STREAM | SOCK_CLOEXEC Unix socket bound to `path` and listening.
-Result<UniqueFd> ListenUnix(const std::string& path, int backlog) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return Status::Error("socket path too long: " + path);
-  path.copy(addr.sun_path, path.size());
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return Status::FromErrno("socket");
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status::FromErrno("bind " + path);
-  }
-  if (::listen(fd.get(), backlog) != 0) return Status::FromErrno("listen " + path);
-  return fd;
 }
 
 std::string MachineDescription() {
@@ -270,19 +248,8 @@ class Stage {
                 "\nmax_queue = " + std::to_string(max_queue_) +
                 "\nqueue_timeout = \"10s\"\nworker_connections = \"multiplex\"\n";
     }
-    const std::string config_path = root + "/bench.toml";
-    status = WriteFile(config_path, config);
+    status = StartBenchBulkheadd(options_.bin_dir, root, config, &g_interrupted, &bulkheadd_);
     if (!status.ok()) return status;
-
-    bulkheadd_.emplace(proc::BulkheaddOptions{.binary = options_.bin_dir + "/supervisor/bulkheadd",
-                                              .config_path = config_path,
-                                              .control_socket = root + "/run/control.sock",
-                                              .log_path = root + "/bulkheadd.log",
-                                              .stop_timeout = kStopTimeout,
-                                              .control_timeout = kStepTimeout,
-                                              .interrupted = &g_interrupted});
-    status = bulkheadd_->Start();
-    if (!status.ok()) return Status::Error(status.message() + " (build it, or pass --bin-dir)");
     status = AddBulkheaddTargets();
     if (!status.ok()) return status;
 
@@ -488,7 +455,7 @@ class Stage {
     if (holder_) {
       // Release the hang cell's worker, so bulkheadd stops a worker that is not mid-request.
       std::string gate = gates_dir_ + "/hold";
-      Status opened = WriteFile(gate + ".tmp", "ok released\n");
+      Status opened = WriteText(gate + ".tmp", "ok released\n");
       if (opened.ok() && ::rename((gate + ".tmp").c_str(), gate.c_str()) != 0) {
         opened = Status::FromErrno("rename " + gate);
       }
@@ -506,16 +473,8 @@ class Stage {
     }
     Status stopped = haproxy_.Stop(kStopTimeout);
     if (status.ok()) status = stopped;
-    for (ChildProcess* worker : {&direct_worker_, &uring_worker_}) {
-      if (worker->pid() > 0) {
-        stopped = worker->StopExpecting(kStopTimeout, {"signal 15", "exit 0"});
-        if (status.ok()) status = stopped;
-      }
-    }
-    if (bulkheadd_ && bulkheadd_->running()) {
-      stopped = bulkheadd_->StopCleanly();
-      if (status.ok()) status = stopped;
-    }
+    stopped = StopBenchProcesses({&direct_worker_, &uring_worker_}, &bulkheadd_);
+    if (status.ok()) status = stopped;
     return status;
   }
 
@@ -675,11 +634,50 @@ void ReportSummary(const Options& options, const std::vector<StageResult>& stage
   std::fflush(stdout);
 }
 
+// The HTTP run's second half: every connection count again, driven by wrk over TCP, with nginx
+// beside HAProxy (bench/wrk_stage.h). False if a stage failed or wrk saw errors.
+bool RunWrkStages(const Options& options) {
+  if (options.wrk.empty()) {
+    std::printf("\nwrk: not run (no %s; scripts/install-bench-deps.sh installs it)\n", kDebianWrk);
+    return true;
+  }
+  if (options.nginx.empty()) {
+    std::printf("\nnginx: not measured (no %s; scripts/install-bench-deps.sh installs it)\n",
+                kDebianNginx);
+  }
+  WrkStageOptions wrk{.bin_dir = options.bin_dir,
+                      .wrk = options.wrk,
+                      .haproxy = options.haproxy,
+                      .nginx = options.nginx,
+                      .seconds = options.wrk_seconds,
+                      .rounds = options.rounds,
+                      .machine = MachineDescription(),
+                      .interrupted = &g_interrupted};
+  std::vector<WrkStageResult> stages;
+  bool clean = true;
+  for (int connections : options.connections) {
+    wrk.connections = connections;
+    Result<WrkStageResult> stage = WrkStage(wrk).Run();
+    if (!stage.ok()) {
+      std::fprintf(stderr, "bulkhead-bench: wrk, %d connections: %s\n", connections,
+                   stage.status().message().c_str());
+      return false;
+    }
+    if (!ReportWrkStage(*stage)) clean = false;
+    stages.push_back(std::move(stage).value());
+  }
+  ReportWrkSummary(wrk, stages);
+  if (!clean) std::fprintf(stderr, "bulkhead-bench: wrk saw errors or a target served nothing\n");
+  return clean;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"bulkhead-bench: bulkheadd vs a direct worker and HAProxy, and the rejection path"};
   Options options;
   options.bin_dir = proc::BuildDirOfThisProgram();
   if (::access(kDebianHaproxy, X_OK) == 0) options.haproxy = kDebianHaproxy;
+  if (::access(kDebianNginx, X_OK) == 0) options.nginx = kDebianNginx;
+  if (::access(kDebianWrk, X_OK) == 0) options.wrk = kDebianWrk;
   app.add_option("--bin-dir", options.bin_dir,
                  "build directory holding supervisor/, examples/ and bench/")
       ->capture_default_str();
@@ -711,7 +709,16 @@ int Main(int argc, char** argv) {
                  "haproxy binary measured as a peer; empty: no HAProxy target")
       ->capture_default_str();
   app.add_flag("--http", options.http,
-               "HTTP/1.1 instead of frames: a protocol = \"http\" cell, HAProxy in mode http");
+               "HTTP/1.1 instead of frames: a protocol = \"http\" cell, HAProxy in mode http, "
+               "then the same driven by wrk over TCP 127.0.0.1, nginx beside HAProxy");
+  app.add_option("--wrk", options.wrk, "wrk binary for the HTTP run's wrk stages; empty: none")
+      ->capture_default_str();
+  app.add_option("--wrk-seconds", options.wrk_seconds, "length of one wrk run (whole seconds)")
+      ->check(CLI::Range(1, 600))
+      ->capture_default_str();
+  app.add_option("--nginx", options.nginx,
+                 "nginx binary measured as a peer in the wrk stages; empty: no nginx target")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -748,6 +755,9 @@ int Main(int argc, char** argv) {
     stages.push_back(std::move(stage).value());
   }
   ReportSummary(options, stages);
+  if (options.http) {
+    if (!RunWrkStages(options)) clean = false;
+  }
   if (!clean) std::fprintf(stderr, "bulkhead-bench: some replies had an unexpected status\n");
   return clean ? kExitOk : kExitFailure;
 }

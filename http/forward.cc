@@ -14,20 +14,8 @@ constexpr std::array<std::string_view, 9> kRemoved = {
     "Connection",        "Keep-Alive", "Proxy-Connection", "TE",    "Trailer",
     "Transfer-Encoding", "Upgrade",    "Content-Length",   "Expect"};
 
-std::string Lowercase(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool StartsWithIgnoreCase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && EqualsIgnoreCase(text.substr(0, prefix.size()), prefix);
-}
-
-// RFC 7239 section 6: an IPv6 address is quoted and bracketed.
-std::string ForwardedFor(std::string_view address) {
-  if (address.find(':') != std::string_view::npos) return "for=\"[" + std::string(address) + "]\"";
-  return "for=" + std::string(address);
 }
 
 void AppendField(std::string* out, std::string_view name, std::string_view value) {
@@ -37,10 +25,32 @@ void AppendField(std::string* out, std::string_view name, std::string_view value
   out->append("\r\n");
 }
 
+// Appends "NAME: " and the values of every field of `headers` named NAME from `first` on (none
+// when `first` is null) joined with ", ", and a last ", " when anything was: the caller appends
+// the last value and the CRLF. Empty values count only after a non-empty one, as a join of the
+// values one by one onto an empty string does.
+void AppendJoined(std::string* out, std::string_view name, const std::vector<Header>& headers,
+                  const Header* first) {
+  out->append(name);
+  out->append(": ");
+  if (first == nullptr) return;
+  bool any = false;
+  for (const Header* header = first; header != headers.data() + headers.size(); ++header) {
+    if (!EqualsIgnoreCase(header->name, name) || (!any && header->value.empty())) continue;
+    if (any) out->append(", ");
+    out->append(header->value);
+    any = true;
+  }
+  if (any) out->append(", ");
+}
+
 }  // namespace
 
-std::vector<std::string> ConnectionOptions(const std::vector<Header>& headers) {
-  std::vector<std::string> options;
+bool IsHopByHop(std::string_view name, const std::vector<Header>& headers) {
+  for (std::string_view removed : kRemoved) {
+    if (EqualsIgnoreCase(name, removed)) return true;
+  }
+  if (StartsWithIgnoreCase(name, "Proxy-")) return true;
   for (const Header& header : headers) {
     if (!EqualsIgnoreCase(header.name, "Connection")) continue;
     std::string_view rest = header.value;
@@ -50,23 +60,14 @@ std::vector<std::string> ConnectionOptions(const std::vector<Header>& headers) {
       while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
         token.remove_prefix(1);
       }
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\t'))
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
         token.remove_suffix(1);
-      if (!token.empty()) options.push_back(Lowercase(token));
+      }
+      if (!token.empty() && EqualsIgnoreCase(token, name)) return true;
       rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
     }
   }
-  return options;
-}
-
-bool IsHopByHop(std::string_view name, const std::vector<std::string>& connection_options) {
-  for (std::string_view removed : kRemoved) {
-    if (EqualsIgnoreCase(name, removed)) return true;
-  }
-  if (StartsWithIgnoreCase(name, "Proxy-")) return true;
-  const std::string lower = Lowercase(name);
-  return std::find(connection_options.begin(), connection_options.end(), lower) !=
-         connection_options.end();
+  return false;
 }
 
 namespace {
@@ -80,20 +81,20 @@ void AppendLineAndFields(std::string* out, const RequestHead& head, const Forwar
   out->append(" HTTP/1.1\r\n");
   // First, where a user agent puts it (RFC 9110 section 7.2).
   if (!options.host.empty() && !head.Find("Host")) AppendField(out, "Host", options.host);
-  const std::vector<std::string> connection_options = ConnectionOptions(head.headers);
-  std::string forwarded_for;
-  std::string forwarded;
+  // The client's X-Forwarded-For and Forwarded values, joined with ", " below and followed by the
+  // client's address: their first field, if any, is appended to in place, later ones after it.
   bool has_request_id = false;
+  const Header* forwarded_for = nullptr;
+  const Header* forwarded = nullptr;
   for (const Header& header : head.headers) {
-    if (IsHopByHop(header.name, connection_options)) continue;
+    if (IsHopByHop(header.name, head.headers)) continue;
     if (!options.client_address.empty()) {
-      // Appended to below, with the client's address last.
       if (EqualsIgnoreCase(header.name, "X-Forwarded-For")) {
-        forwarded_for += (forwarded_for.empty() ? "" : ", ") + header.value;
+        if (forwarded_for == nullptr) forwarded_for = &header;
         continue;
       }
       if (EqualsIgnoreCase(header.name, "Forwarded")) {
-        forwarded += (forwarded.empty() ? "" : ", ") + header.value;
+        if (forwarded == nullptr) forwarded = &header;
         continue;
       }
     }
@@ -101,10 +102,15 @@ void AppendLineAndFields(std::string* out, const RequestHead& head, const Forwar
     AppendField(out, header.name, header.value);
   }
   if (!options.client_address.empty()) {
-    AppendField(out, "X-Forwarded-For",
-                (forwarded_for.empty() ? "" : forwarded_for + ", ") + options.client_address);
-    AppendField(out, "Forwarded",
-                (forwarded.empty() ? "" : forwarded + ", ") + ForwardedFor(options.client_address));
+    AppendJoined(out, "X-Forwarded-For", head.headers, forwarded_for);
+    out->append(options.client_address);
+    out->append("\r\n");
+    AppendJoined(out, "Forwarded", head.headers, forwarded);
+    // RFC 7239 section 6: an IPv6 address is quoted and bracketed.
+    const bool v6 = options.client_address.find(':') != std::string_view::npos;
+    out->append(v6 ? "for=\"[" : "for=");
+    out->append(options.client_address);
+    out->append(v6 ? "]\"\r\n" : "\r\n");
   }
   if (!has_request_id && !options.request_id.empty()) {
     AppendField(out, "X-Request-Id", options.request_id);
@@ -121,7 +127,7 @@ void AppendForwardRequest(std::string* out, const RequestHead& head, std::string
                           const ForwardOptions& options) {
   AppendLineAndFields(out, head, options);
   if (!body.empty() || head.chunked || head.Find("Content-Length")) {
-    AppendField(out, "Content-Length", std::to_string(body.size()));
+    AppendField(out, "Content-Length", std::to_string(body.size()));  // short: no allocation
   }
   out->append("\r\n");
   out->append(body);

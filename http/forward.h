@@ -24,23 +24,24 @@
 namespace bulkhead::http {
 
 // Whether a field named `name` is hop-by-hop: one of the fixed set above, or named by one of the
-// message's Connection fields (`connection_options`: their comma-separated tokens).
-bool IsHopByHop(std::string_view name, const std::vector<std::string>& connection_options);
+// message's Connection fields (a token of the comma-separated value of any field of `headers`
+// named Connection; compared case-insensitively). Allocates nothing.
+bool IsHopByHop(std::string_view name, const std::vector<Header>& headers);
 
-// The tokens of every Connection field of `headers`, lowercased ("close", "x-private").
-std::vector<std::string> ConnectionOptions(const std::vector<Header>& headers);
-
+// Views, valid during the call that takes them.
 struct ForwardOptions {
   // The client's IP address ("203.0.113.7", "2001:db8::1") for a TCP client; empty for a client
   // on the Unix socket, which gets no X-Forwarded-For or Forwarded.
-  std::string client_address = {};
+  std::string_view client_address = {};
   // The X-Request-Id to add when the client sent none.
-  std::string request_id = {};
+  std::string_view request_id = {};
   // The Host to add, as the first field, when the request has none (bulkheadd gives the cell's
   // name). Empty: none is added.
-  std::string host = {};
+  std::string_view host = {};
 };
 
+// The Append functions allocate nothing beyond what `out` needs to grow.
+//
 // Appends to `out` the request as the worker gets it: "<method> <target> HTTP/1.1", Host when the
 // request had none, the end-to-end fields in their order, the other added fields, "Content-Length:
 // <body size>" (for a body, or a method that carries one), the blank line and the body.

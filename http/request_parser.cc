@@ -34,6 +34,14 @@ bool IsBodilessMethod(unsigned method) {
   }
 }
 
+// TrimWhitespace without a copy: the string keeps its memory.
+void TrimWhitespaceInPlace(std::string* text) {
+  const std::string_view kept = TrimWhitespace(*text);
+  const size_t start = static_cast<size_t>(kept.data() - text->data());
+  text->erase(start + kept.size());
+  text->erase(0, start);
+}
+
 // http-parser's own refusals, with the status a front proxy answers.
 Error ErrorOf(http_errno error) {
   switch (error) {
@@ -90,7 +98,7 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
   if (failed_) return Event::kError;
   if (message_done_) {
     // The previous request was handed out whole: the next one starts here.
-    head_ = RequestHead();
+    ResetHead();
     body_.clear();
     message_done_ = false;
     in_head_ = true;
@@ -128,6 +136,19 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
     return Event::kError;
   }
   return Event::kNeedMore;
+}
+
+void RequestParser::ResetHead() {
+  RecycleHeaders(&head_.headers, &spare_headers_);
+  std::vector<Header> headers = std::move(head_.headers);
+  std::string method = std::move(head_.method);
+  std::string target = std::move(head_.target);
+  head_ = RequestHead();
+  method.clear();
+  target.clear();
+  head_.headers = std::move(headers);
+  head_.method = std::move(method);
+  head_.target = std::move(target);
 }
 
 RequestParser::Event RequestParser::Finish() {
@@ -196,8 +217,15 @@ bool RequestParser::RefuseVersionless() {
 }
 
 void AppendFieldNamePiece(std::vector<Header>* headers, bool* last_was_value,
-                          std::string_view piece) {
-  if (headers->empty() || *last_was_value) headers->emplace_back();
+                          std::string_view piece, std::vector<Header>* spare) {
+  if (headers->empty() || *last_was_value) {
+    if (spare != nullptr && !spare->empty()) {
+      headers->push_back(std::move(spare->back()));
+      spare->pop_back();
+    } else {
+      headers->emplace_back();
+    }
+  }
   headers->back().name.append(piece);
   *last_was_value = false;
 }
@@ -206,6 +234,15 @@ void AppendFieldValuePiece(std::vector<Header>* headers, bool* last_was_value,
                            std::string_view piece) {
   headers->back().value.append(piece);
   *last_was_value = true;
+}
+
+void RecycleHeaders(std::vector<Header>* headers, std::vector<Header>* spare) {
+  for (Header& header : *headers) {
+    header.name.clear();
+    header.value.clear();
+    spare->push_back(std::move(header));
+  }
+  headers->clear();
 }
 
 int RequestParser::OnHeaderField(http_parser* parser, const char* at, size_t length) {
@@ -218,7 +255,8 @@ int RequestParser::OnHeaderField(http_parser* parser, const char* at, size_t len
     return self->Fail(431,
                       "more than " + std::to_string(self->limits_.max_headers) + " header fields");
   }
-  AppendFieldNamePiece(&self->head_.headers, &self->last_was_value_, {at, length});
+  AppendFieldNamePiece(&self->head_.headers, &self->last_was_value_, {at, length},
+                       &self->spare_headers_);
   return 0;
 }
 
@@ -234,7 +272,7 @@ int RequestParser::OnHeadersComplete(http_parser* parser) {
   RequestHead& head = self->head_;
   head.method = http_method_str(static_cast<http_method>(parser->method));
   if (!self->AcceptVersion(parser)) return -1;
-  for (Header& header : head.headers) header.value = std::string(TrimWhitespace(header.value));
+  for (Header& header : head.headers) TrimWhitespaceInPlace(&header.value);
   head.keep_alive = http_should_keep_alive(parser) != 0;
   head.chunked = (parser->flags & F_CHUNKED) != 0;
   head.content_length = (parser->flags & F_CONTENTLENGTH) != 0 ? parser->content_length : 0;

@@ -90,12 +90,15 @@ struct Error {
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
 // http-parser hands over a field name or value in pieces (one per read it spans): these append one
-// piece to `headers`. A name piece after a value starts a new field; `last_was_value` carries that
-// between calls.
+// piece to `headers`. A name piece after a value starts a new field, taken from `spare` when it has
+// one (RecycleHeaders); `last_was_value` carries that between calls.
 void AppendFieldNamePiece(std::vector<Header>* headers, bool* last_was_value,
-                          std::string_view piece);
+                          std::string_view piece, std::vector<Header>* spare = nullptr);
 void AppendFieldValuePiece(std::vector<Header>* headers, bool* last_was_value,
                            std::string_view piece);
+// Empties `headers` for the next message of a connection, its fields (emptied, their memory kept)
+// moved to `spare`, so that a warm connection parses a head like the last one without allocating.
+void RecycleHeaders(std::vector<Header>* headers, std::vector<Header>* spare);
 
 class RequestParser {
  public:
@@ -155,10 +158,14 @@ class RequestParser {
   // with framing_ and against max_head_bytes, and moves the mark to `end`.
   bool ScanFraming(const char* end);
 
+  // Empties head_ for the next request, keeping the memory of its method, target and fields.
+  void ResetHead();
+
   Limits limits_;
   http_parser parser_{};
   http_parser_settings settings_{};
   RequestHead head_;
+  std::vector<Header> spare_headers_;  // fields of earlier heads, for reuse (RecycleHeaders)
   std::string body_;
   Error error_;
   bool failed_ = false;

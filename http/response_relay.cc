@@ -4,6 +4,7 @@
 // response stay with the caller.
 #include "http/response_relay.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include "http/forward.h"
@@ -13,6 +14,15 @@ namespace bulkhead::http {
 namespace {
 
 ResponseRelay* Self(http_parser* parser) { return static_cast<ResponseRelay*>(parser->data); }
+
+// "Content-Length: N\r\n", appended in pieces: nothing allocated beyond `out`'s growth.
+void AppendContentLength(std::string* out, uint64_t length) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, length).ptr;
+  out->append("Content-Length: ");
+  out->append(digits, static_cast<size_t>(end - digits));
+  out->append("\r\n");
+}
 
 }  // namespace
 
@@ -35,7 +45,7 @@ void ResponseRelay::Begin(bool head_request, bool client_keep_alive, bool client
   client_http11_ = client_http11;
   status_code_ = 0;
   reason_phrase_.clear();
-  headers_.clear();
+  RecycleHeaders(&headers_, &spare_headers_);
   last_was_value_ = false;
   in_head_ = true;
   client_framing_ = Framing::kNone;
@@ -148,7 +158,8 @@ int ResponseRelay::OnStatus(http_parser* parser, const char* at, size_t length) 
 int ResponseRelay::OnHeaderField(http_parser* parser, const char* at, size_t length) {
   ResponseRelay* self = Self(parser);
   if (!self->in_head_) return 0;  // a trailer field: dropped
-  AppendFieldNamePiece(&self->headers_, &self->last_was_value_, {at, length});
+  AppendFieldNamePiece(&self->headers_, &self->last_was_value_, {at, length},
+                       &self->spare_headers_);
   return 0;
 }
 
@@ -215,9 +226,8 @@ void ResponseRelay::AppendHead() {
   out.push_back(' ');
   out.append(reason_phrase_);
   out.append("\r\n");
-  const std::vector<std::string> connection_options = ConnectionOptions(headers_);
-  for (Header& header : headers_) {
-    if (IsHopByHop(header.name, connection_options)) continue;
+  for (const Header& header : headers_) {
+    if (IsHopByHop(header.name, headers_)) continue;
     out.append(header.name);
     out.append(": ");
     out.append(header.value);
@@ -226,7 +236,7 @@ void ResponseRelay::AppendHead() {
   const bool declared_length = (parser_.flags & F_CONTENTLENGTH) != 0;
   switch (client_framing_) {
     case Framing::kLength:
-      out.append("Content-Length: " + std::to_string(parser_.content_length) + "\r\n");
+      AppendContentLength(&out, parser_.content_length);
       break;
     case Framing::kChunked:
       out.append("Transfer-Encoding: chunked\r\n");
@@ -234,7 +244,7 @@ void ResponseRelay::AppendHead() {
     case Framing::kNone:
       // HEAD and 304 tell the length the body would have (RFC 9110 sections 8.6, 15.4.5).
       if (declared_length && status_code_ != 204) {
-        out.append("Content-Length: " + std::to_string(parser_.content_length) + "\r\n");
+        AppendContentLength(&out, parser_.content_length);
       }
       break;
     case Framing::kUntilClose:
@@ -274,7 +284,7 @@ int ResponseRelay::OnMessageComplete(http_parser* parser) {
     // An interim response: dropped; Feed goes on with the final one.
     self->status_code_ = 0;
     self->reason_phrase_.clear();
-    self->headers_.clear();
+    RecycleHeaders(&self->headers_, &self->spare_headers_);
     self->last_was_value_ = false;
     self->in_head_ = true;
     self->interim_done_ = true;

@@ -100,6 +100,7 @@ class ResponseRelay {
   int status_code_ = 0;
   std::string reason_phrase_;
   std::vector<Header> headers_;
+  std::vector<Header> spare_headers_;  // fields of earlier responses, for reuse (RecycleHeaders)
   bool last_was_value_ = false;
   bool in_head_ = true;  // the field callbacks belong to a head (else to trailers: dropped)
   Framing client_framing_ = Framing::kNone;

@@ -42,7 +42,8 @@ std::optional<bool> IoUringWanted(const char* value) {
 WriteBatch::WriteBatch(uv_loop_t* loop) {
   const char* knob = std::getenv("BULKHEAD_IO_URING");
   const std::optional<bool> wanted = IoUringWanted(knob);
-  const std::string one_by_one = "client answers are written one by one";
+  const std::string one_by_one =
+      "socket writes (client answers, HTTP requests to workers) go one by one";
   if (!wanted.has_value()) {
     setting_unknown_ = true;
     how_ = "BULKHEAD_IO_URING=" + std::string(knob) +
@@ -57,7 +58,9 @@ WriteBatch::WriteBatch(uv_loop_t* loop) {
     if (rc == -EINVAL) rc = io_uring_queue_init(kRingEntries, &ring->ring, 0);  // before 6.1
     if (rc == 0) {
       ring_ = std::move(ring);
-      how_ += "the client answers of a loop iteration are sent together (io_uring)";
+      how_ +=
+          "the socket writes of a loop iteration (client answers, HTTP requests to workers) are "
+          "sent together (io_uring)";
     } else {
       how_ += one_by_one + ": io_uring unavailable (io_uring_setup: " + std::strerror(-rc) + ")";
     }

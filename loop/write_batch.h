@@ -7,13 +7,13 @@
 // produced their answers, and in its prepare phase, before the loop can block, so no byte waits
 // across a poll. What a send leaves (EAGAIN, a short write) goes on as before, by uv_write.
 //
-// Why: on the client hop of a cell every answer is one write(2) to its own socket; a loop
-// iteration that answers k clients pays k system calls for it, one io_uring_enter with a batch
-// (docs/benchmarks.md, "client hop"). Without io_uring (a kernel before 5.6, io_uring disabled by
-// kernel.io_uring_disabled or a seccomp profile, as Docker's default is), or with
-// BULKHEAD_IO_URING=off (or 0, false, no) in the environment, enabled() is false and writers
-// write at once; how() says which.
-// REQUIRES: the loop thread only.
+// Why: on the client hop of a cell every answer is one write(2) to its own socket, and on an HTTP
+// cell's worker hop every request one write(2) to its worker connection; a loop iteration that
+// answers k clients and forwards m requests pays k + m system calls for them, one io_uring_enter
+// with a batch (docs/benchmarks.md, "client hop", "HTTP with wrk"). Without io_uring (a kernel
+// before 5.6, io_uring disabled by kernel.io_uring_disabled or a seccomp profile, as Docker's
+// default is), or with BULKHEAD_IO_URING=off (or 0, false, no) in the environment, enabled() is
+// false and writers write at once; how() says which. REQUIRES: the loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -48,9 +48,10 @@ class WriteBatch {
 
   // Whether writers given this batch wait for it (io_uring is there), or write at once.
   bool enabled() const { return ring_ != nullptr; }
-  // For the startup log: "client answers of a loop iteration are sent together (io_uring)", or
-  // why they are not ("... one by one: BULKHEAD_IO_URING=off", "...: io_uring_setup: Operation not
-  // permitted"), with a warning first for a BULKHEAD_IO_URING value it does not know.
+  // For the startup log: "the socket writes of a loop iteration (...) are sent together
+  // (io_uring)", or why they are not ("... one by one: BULKHEAD_IO_URING=off", "...:
+  // io_uring_setup: Operation not permitted"), with a warning first for a BULKHEAD_IO_URING value
+  // it does not know.
   const std::string& how() const { return how_; }
   // BULKHEAD_IO_URING held a value IoUringWanted does not know: how() is worth a warning.
   bool setting_unknown() const { return setting_unknown_; }

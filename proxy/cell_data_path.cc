@@ -252,8 +252,8 @@ Link* CellDataPath::TakeLink(Exchange* exchange, bool fresh) {
     idle_links_.erase(idle_links_.begin());
     oldest->Close();
   }
-  Result<Link*> made =
-      wire_->connect(this, loop_, config_.worker_socket, LinkSettings{max_payload_, multiplex_});
+  Result<Link*> made = wire_->connect(this, loop_, config_.worker_socket,
+                                      LinkSettings{max_payload_, multiplex_, write_batch_});
   if (!made.ok()) {
     Log(LogLevel::kError, name(), upstream_->worker_pid(),
         "cannot connect to worker: " + made.status().message());

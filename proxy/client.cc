@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/client.h"
 
+#include <cstddef>
+
 #include "base/check.h"
 #include "base/log.h"
 
@@ -58,9 +60,18 @@ void Client::WatchBacklog() {
 
 void Client::CountWritten() {
   const uint64_t written = writer_.written_bytes();
-  while (!unwritten_.empty() && unwritten_.front().end <= written) {
-    owner_->CountDelivered(unwritten_.front().outcome);
-    unwritten_.pop_front();
+  while (unwritten_head_ < unwritten_.size() && unwritten_[unwritten_head_].end <= written) {
+    owner_->CountDelivered(unwritten_[unwritten_head_].outcome);
+    ++unwritten_head_;
+  }
+  if (unwritten_head_ == unwritten_.size()) {
+    unwritten_.clear();
+    unwritten_head_ = 0;
+  } else if (unwritten_head_ > 64 && 2 * unwritten_head_ > unwritten_.size()) {
+    // A client that always has answers waiting (pipelining): the counted ones go now and then.
+    unwritten_.erase(unwritten_.begin(),
+                     unwritten_.begin() + static_cast<std::ptrdiff_t>(unwritten_head_));
+    unwritten_head_ = 0;
   }
 }
 
@@ -111,10 +122,11 @@ void Client::CloseAnswers() {
   // without it; those not written whole by now are never delivered.
   writer_.WriteNow();
   CountWritten();
-  if (!unwritten_.empty()) {
-    owner_->CountUndelivered(unwritten_.size());
-    unwritten_.clear();
+  if (unwritten_head_ < unwritten_.size()) {
+    owner_->CountUndelivered(unwritten_.size() - unwritten_head_);
   }
+  unwritten_.clear();
+  unwritten_head_ = 0;
   writer_.Abandon();
   while (exchanges_ != nullptr) {
     Exchange* exchange = exchanges_;

@@ -11,9 +11,9 @@
 #include <uv.h>
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "loop/stream_writer.h"
 #include "loop/time_source.h"
@@ -41,8 +41,8 @@ class ClientOwner {
   virtual const std::string& name() const = 0;
   // The clock and timers of the loop (header_timeout, client_write_timeout).
   virtual loop::TimeSource* time() = 0;
-  // Where the client's answers are sent together with the loop iteration's others
-  // (loop/write_batch.h); nullptr: each is written at once.
+  // Where the client's answers are sent together with the loop iteration's other writes
+  // (loop/write_batch.h; an HTTP cell's worker links use it too); nullptr: each is written at once.
   virtual loop::WriteBatch* write_batch() { return nullptr; }
   virtual void OnClientConnected(Client* conn) = 0;
   virtual void OnClientDisconnected(Client* conn) = 0;
@@ -139,12 +139,14 @@ class Client {
  private:
   size_t max_backlog_;
   // Answers not yet written whole, in order: where each ends in the writer's appended bytes, and
-  // the counter of its outcome.
+  // the counter of its outcome; those before unwritten_head_ are counted already. A vector emptied
+  // (its capacity kept) whenever every answer is written, so a warm connection does not allocate.
   struct UnwrittenReply {
     uint64_t end = 0;
     uint64_t* outcome = nullptr;
   };
-  std::deque<UnwrittenReply> unwritten_;
+  std::vector<UnwrittenReply> unwritten_;
+  size_t unwritten_head_ = 0;
   // Progress of a client with answers waiting (CheckProgress): when it last accepted a byte, and
   // what the last look saw.
   uint64_t stalled_since_ms_ = 0;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <utility>
 
@@ -22,13 +23,14 @@ constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // An X-Request-Id for a request that came without one: this process's random prefix and a count,
-// unique among the requests of one bulkheadd run ("5f3a9c1e-000000000001").
-std::string NewRequestId() {
+// unique among the requests of one bulkheadd run ("5f3a9c1e-000000000001"), written into `id`
+// (21 characters). Allocates nothing.
+std::string_view NewRequestId(char (&id)[32]) {
   static const uint32_t prefix = std::random_device{}();
   static uint64_t count = 0;
-  char id[32];
-  std::snprintf(id, sizeof id, "%08x-%012llx", prefix, static_cast<unsigned long long>(++count));
-  return id;
+  const int n = std::snprintf(id, sizeof id, "%08x-%012llx", prefix,
+                              static_cast<unsigned long long>(++count));
+  return std::string_view(id, static_cast<size_t>(n));
 }
 
 // The numeric address of a TCP client ("203.0.113.7", "2001:db8::1"), empty when unknown.
@@ -143,7 +145,7 @@ void HttpFrontConnection::Update() {
   if (phase_ == Phase::kClosed) return;
   // Pipelined requests wait in in_ while one is answered: no more than one more head's worth is
   // read. A body is parsed as it is read, so it never fills in_.
-  const bool room = in_.size() - in_pos_ <= parser_.limits().max_head_bytes;
+  const bool room = in_end_ - in_pos_ <= parser_.limits().max_head_bytes;
   const bool want = room && !read_closed_ && (phase_ == Phase::kAwaitingAnswer || Parsing());
   if (reading_ && !want) {
     uv_read_stop(&handle_.stream);
@@ -173,7 +175,7 @@ void HttpFrontConnection::OnTimer() {
       " within header_timeout (" + std::to_string(settings_.header_timeout_ms) + " ms)";
   switch (phase_) {
     case Phase::kHead:
-      if (!parser_.in_message() && in_pos_ == in_.size()) {
+      if (!parser_.in_message() && in_pos_ == in_end_) {
         // An idle keep-alive connection: closed without a word, as HAProxy and nginx do.
         Close();
       } else {
@@ -203,20 +205,22 @@ void HttpFrontConnection::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
   // What was parsed already goes: the buffer holds only unparsed bytes (at most a head's worth
   // and a read) however long the connection lives.
   if (self->in_pos_ > 0) {
-    self->in_.erase(0, self->in_pos_);
+    std::memmove(self->in_.data(), self->in_.data() + self->in_pos_, self->in_end_ - self->in_pos_);
+    self->in_end_ -= self->in_pos_;
     self->in_pos_ = 0;
   }
-  const size_t filled = self->in_.size();
-  self->in_.resize(filled + kReadChunk);
-  *buf = uv_buf_init(self->in_.data() + filled, static_cast<unsigned>(kReadChunk));
+  // Grown only when a read's room is missing (zero-filled then, once): a warm connection reads
+  // into the same bytes every time, without touching more memory than the read brings.
+  if (self->in_.size() < self->in_end_ + kReadChunk) self->in_.resize(self->in_end_ + kReadChunk);
+  *buf = uv_buf_init(self->in_.data() + self->in_end_, static_cast<unsigned>(kReadChunk));
 }
 
 void HttpFrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
   auto* self = static_cast<HttpFrontConnection*>(stream->data);
   // What OnAlloc added beyond the bytes read is not input.
   if (buf != nullptr && buf->base != nullptr) {
-    self->in_.resize(static_cast<size_t>(buf->base - self->in_.data()) +
-                     (nread > 0 ? static_cast<size_t>(nread) : 0));
+    self->in_end_ = static_cast<size_t>(buf->base - self->in_.data()) +
+                    (nread > 0 ? static_cast<size_t>(nread) : 0);
   }
   if (self->phase_ == Phase::kClosed) return;
   if (nread == UV_EOF) {
@@ -253,10 +257,10 @@ void HttpFrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_bu
 void HttpFrontConnection::ProcessInput() {
   if (processing_) return;
   processing_ = true;
-  while (in_pos_ < in_.size() && Parsing()) {
+  while (in_pos_ < in_end_ && Parsing()) {
     size_t consumed = 0;
     const http::RequestParser::Event event =
-        parser_.Parse(std::string_view(in_).substr(in_pos_), &consumed);
+        parser_.Parse(std::string_view(in_.data() + in_pos_, in_end_ - in_pos_), &consumed);
     in_pos_ += consumed;
     if (event == http::RequestParser::Event::kError) {
       if (phase_ == Phase::kHead) {
@@ -301,9 +305,10 @@ void HttpFrontConnection::StartExchange(bool streaming) {
   info.close_link_after = head.body_on_bodiless_method;
   close_after_answer_ = !head.keep_alive;
   response_started_ = false;
+  char request_id[32];
   http::ForwardOptions options;
   options.client_address = client_address_;
-  options.request_id = NewRequestId();
+  options.request_id = NewRequestId(request_id);
   options.host = owner_->name();  // for an HTTP/1.0 request without Host (docs/http.md)
   scratch_.clear();
   if (streaming) {
@@ -420,7 +425,7 @@ void HttpFrontConnection::OnOutcome(Exchange* exchange, const Outcome& outcome, 
   const RequestInfo info = exchange->info;
   // A worker end still taking the body (request_timeout answered it) ends the worker's request:
   // its connection is closed, and the exchange, answered now, is recycled.
-  exchange->AbortBody("answered before the request body was whole");
+  if (exchange->body_open()) exchange->AbortBody("answered before the request body was whole");
   if (phase_ == Phase::kClosed) {
     owner_->CountUndelivered(1);
     return;

@@ -146,8 +146,10 @@ class HttpFrontConnection final : public Client {
   std::unique_ptr<loop::Timer> timer_;
   // The client's IP address for a TCP client (X-Forwarded-For, Forwarded), empty on a Unix socket.
   std::string client_address_;
-  std::string in_;     // bytes read, from in_pos_ on not parsed yet
+  // Bytes read: [in_pos_, in_end_) not parsed yet; the rest of in_ is room for the next read.
+  std::string in_;
   size_t in_pos_ = 0;  // parsed up to here
+  size_t in_end_ = 0;  // read up to here
   std::string scratch_;
 
   Phase phase_ = Phase::kHead;

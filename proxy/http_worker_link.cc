@@ -39,8 +39,10 @@ HttpWorkerLink::HttpWorkerLink(Owner* owner)
 }
 
 Result<HttpWorkerLink*> HttpWorkerLink::Connect(Owner* owner, uv_loop_t* loop,
-                                                const std::string& path) {
+                                                const std::string& path,
+                                                loop::WriteBatch* write_batch) {
   auto* link = new HttpWorkerLink(owner);
+  link->writer_.SetBatch(write_batch);
   // Read while idle too: a worker that closes an idle connection is seen at once.
   Status opened = link->Open(loop, path, &HttpWorkerLink::OnAlloc, &HttpWorkerLink::OnRead,
                              &HttpWorkerLink::OnClosed);
@@ -58,6 +60,8 @@ void HttpWorkerLink::Send(Exchange* exchange, std::string_view payload) {
   carried_request_ = true;
   const RequestInfo& info = exchange->info;
   relay_.Begin(info.head, info.keep_alive, info.http11);
+  // Written now, or with the loop iteration's batch: a worker that closes the connection before
+  // it went out finds it unwritten (InflightUnread), and it is resent.
   writer_.AppendBytes(payload);
   writer_.Flush();
   // Last: the client may send the rest of the body from here on (the write may have broken the
@@ -198,9 +202,12 @@ void HttpWorkerLink::Finish(bool reusable) {
   // next request on this connection.
   const bool body_cut = inflight_->body_open();
   const bool close_after = inflight_->info.close_link_after;
+  // The response came before the request was all written: the worker answered without reading
+  // it whole, and would read the rest as the next request.
+  const bool request_unwritten = !writer_.idle();
   Exchange* exchange = TakeInflight();
   owner_->OnWorkerAnswer(this, exchange, Outcome::Ok({}),
-                         reusable && !ended_ && !body_cut && !close_after);
+                         reusable && !ended_ && !body_cut && !close_after && !request_unwritten);
 }
 
 void HttpWorkerLink::Broken(const std::string& why, bool worker_at_fault) {

@@ -43,12 +43,18 @@ class HttpWorkerLink final : public Link {
   using Owner = LinkOwner;
 
   // Connects (non-blocking) to the worker socket at `path`. Fails when the socket is missing or its
-  // backlog is full (EAGAIN).
-  static Result<HttpWorkerLink*> Connect(Owner* owner, uv_loop_t* loop, const std::string& path);
+  // backlog is full (EAGAIN). With `write_batch` (enabled), what Send and OnBodyBytes write waits
+  // for the loop iteration's batch (loop/write_batch.h), so the requests of one iteration and its
+  // client answers reach the kernel in one io_uring_enter; nullptr: each is written at once.
+  static Result<HttpWorkerLink*> Connect(Owner* owner, uv_loop_t* loop, const std::string& path,
+                                         loop::WriteBatch* write_batch = nullptr);
 
   // Link. `payload` is the request as the worker gets it (http/forward.h): whole, or its head and
   // the first bytes of a streamed body. When the response is whole: LinkOwner::OnWorkerAnswer with
-  // Outcome::Ok, the response streamed already.
+  // Outcome::Ok, the response streamed already; the connection is reusable only if the worker
+  // also took the whole request before (a response that completes while bytes of the request are
+  // unwritten answered something the worker did not read: what is left of the request would be
+  // read as the next one).
   void Send(Exchange* exchange, std::string_view payload) override;
   bool busy() const override { return inflight_ != nullptr; }
   // Link. Unread: no byte of a response came, the request went out on a connection that had

@@ -16,6 +16,10 @@
 #include "base/status.h"
 #include "ipc/frame.h"
 
+namespace bulkhead::loop {
+class WriteBatch;
+}  // namespace bulkhead::loop
+
 namespace bulkhead::proxy {
 
 struct Exchange;
@@ -27,6 +31,9 @@ struct LinkSettings {
   uint32_t max_payload = ipc::kDefaultMaxPayload;  // a frame reply's payload (bytes)
   // worker_connections = "multiplex": the link carries many exchanges at once (frames only).
   bool multiplexed = false;
+  // Where an HTTP link's writes wait to go out with the loop iteration's other writes
+  // (loop/write_batch.h); nullptr: each is written at once. Outlives the link.
+  loop::WriteBatch* write_batch = nullptr;
 };
 
 // What every kind of link tells its cell's data path, on the loop thread.

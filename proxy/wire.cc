@@ -19,8 +19,8 @@ Result<Link*> ConnectFrames(LinkOwner* owner, uv_loop_t* loop, const std::string
 }
 
 Result<Link*> ConnectHttp(LinkOwner* owner, uv_loop_t* loop, const std::string& path,
-                          const LinkSettings&) {
-  Result<HttpWorkerLink*> link = HttpWorkerLink::Connect(owner, loop, path);
+                          const LinkSettings& settings) {
+  Result<HttpWorkerLink*> link = HttpWorkerLink::Connect(owner, loop, path, settings.write_batch);
   if (!link.ok()) return link.status();
   return static_cast<Link*>(*link);
 }

@@ -144,8 +144,8 @@ class Supervisor {
   // The loop's clock and timers, for everything bulkheadd runs (loop/time_source.h).
   loop::LoopTimeSource time_{&loop_};
   proxy::ExchangePool pool_;
-  // The client answers of a loop iteration, sent together (loop/write_batch.h); from Run() until
-  // CloseAll() closes it.
+  // The socket writes of a loop iteration (client answers, HTTP requests to workers), sent together
+  // (loop/write_batch.h); from Run() until CloseAll() closes it.
   std::optional<loop::WriteBatch> write_batch_;
   uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;

@@ -143,6 +143,18 @@ TEST(Forward, TcpClientsAreNamedAfterWhatEarlierProxiesSaid) {
   EXPECT_THAT(v6, HasSubstr("\r\nForwarded: for=198.51.100.1, for=\"[2001:db8::1]\"\r\n"));
 }
 
+TEST(Forward, SeveralForwardingFieldsAreJoinedInTheirOrder) {
+  auto [head, body] = ParseOne(
+      "GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.1\r\nForwarded: for=a\r\n"
+      "X-Forwarded-For: 198.51.100.2, 198.51.100.3\r\nForwarded: for=b\r\n\r\n");
+  std::string out;
+  AppendForwardRequest(&out, head, body, ForwardOptions{.client_address = "203.0.113.7"});
+  EXPECT_EQ(out,
+            "GET / HTTP/1.1\r\nHost: x\r\n"
+            "X-Forwarded-For: 198.51.100.1, 198.51.100.2, 198.51.100.3, 203.0.113.7\r\n"
+            "Forwarded: for=a, for=b, for=203.0.113.7\r\n\r\n");
+}
+
 TEST(Forward, UnixSocketClientsAddNoAddress) {
   auto [head, body] = ParseOne("GET / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n");
   std::string out;
@@ -150,13 +162,17 @@ TEST(Forward, UnixSocketClientsAddNoAddress) {
   EXPECT_EQ(out, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
 }
 
-TEST(Forward, ConnectionOptionsAreCaseInsensitiveTokens) {
-  const std::vector<std::string> options =
-      ConnectionOptions({{"connection", "Close , X-A"}, {"Connection", "x-b"}});
-  EXPECT_EQ(options, (std::vector<std::string>{"close", "x-a", "x-b"}));
-  EXPECT_TRUE(IsHopByHop("X-A", options));
+TEST(Forward, FieldsNamedByConnectionAreCaseInsensitiveTokens) {
+  const std::vector<Header> headers = {{"connection", "Close , X-A"}, {"Connection", "x-b"}};
+  EXPECT_TRUE(IsHopByHop("X-A", headers));
+  EXPECT_TRUE(IsHopByHop("x-a", headers));
+  EXPECT_TRUE(IsHopByHop("X-B", headers));
+  EXPECT_TRUE(IsHopByHop("close", headers));
   EXPECT_TRUE(IsHopByHop("proxy-anything", {}));
-  EXPECT_FALSE(IsHopByHop("X-C", options));
+  EXPECT_TRUE(IsHopByHop("Keep-Alive", {}));
+  EXPECT_FALSE(IsHopByHop("X-C", headers));
+  EXPECT_FALSE(IsHopByHop("X-", headers));
+  EXPECT_FALSE(IsHopByHop("", headers));
 }
 
 }  // namespace

@@ -245,7 +245,9 @@ TEST_F(WriteBatchTest, TheStartupLineSaysWhetherAndWhyNot) {
   MakeBatch();
   EXPECT_FALSE(batch_->enabled());
   EXPECT_FALSE(batch_->setting_unknown());
-  EXPECT_EQ(batch_->how(), "client answers are written one by one: BULKHEAD_IO_URING=No");
+  EXPECT_EQ(batch_->how(),
+            "socket writes (client answers, HTTP requests to workers) go one by one: "
+            "BULKHEAD_IO_URING=No");
   batch_->Close([] {});
   uv_run(&loop_, UV_RUN_DEFAULT);
 

@@ -6,7 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -23,13 +22,10 @@
 #include "proxy/exchange.h"
 #include "tests/helpers/test_support.h"
 #include "tests/proxy/fake_worker_end.h"
+#include "tests/proxy/link_test_base.h"
 
 namespace bulkhead::proxy {
 namespace {
-
-using bulkhead::testing::ListenUnix;
-using bulkhead::testing::TempDir;
-using bulkhead::testing::WaitFor;
 
 struct Replied {
   Exchange* exchange;
@@ -55,39 +51,16 @@ struct FakeOwner : LinkOwner {
   void OnExchangeAborted(Link*, const std::string&) override {}
 };
 
-class WorkerLinkTest : public ::testing::Test {
+class WorkerLinkTest : public LinkTestBase {
  protected:
-  void SetUp() override {
-    // As bulkheadd's main() does: a write to a worker that closed its end is EPIPE, not a signal.
-    ::signal(SIGPIPE, SIG_IGN);
-    ASSERT_EQ(uv_loop_init(&loop_), 0);
-    path_ = dir_.path() + "/w.sock";
-    Result<UniqueFd> listening = ListenUnix(path_);
-    ASSERT_TRUE(listening.ok()) << listening.status().message();
-    listen_ = std::move(listening).value();
-  }
-
-  void TearDown() override {
-    uv_run(&loop_, UV_RUN_DEFAULT);  // close callbacks of the links the test closed
-    EXPECT_EQ(uv_loop_close(&loop_), 0) << "a link was left open";
-  }
-
   // Connects a link and accepts its worker end.
   WorkerLink* Connect(bool multiplexed) {
     Result<WorkerLink*> link =
         WorkerLink::Connect(&owner_, &loop_, path_, ipc::kDefaultMaxPayload, multiplexed);
     EXPECT_TRUE(link.ok()) << link.status().message();
     worker_ = FakeWorkerEnd{};
-    worker_.fd = UniqueFd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    EXPECT_TRUE(worker_.fd.valid());
+    worker_.fd = AcceptWorkerEnd();
     return link.ok() ? *link : nullptr;
-  }
-
-  bool RunUntil(const std::function<bool()>& done) {
-    return WaitFor([&] {
-      uv_run(&loop_, UV_RUN_NOWAIT);
-      return done();
-    });
   }
 
   std::vector<std::pair<ipc::FrameHeader, std::string>> ReadRequests(size_t count) {
@@ -99,10 +72,6 @@ class WorkerLinkTest : public ::testing::Test {
     ASSERT_TRUE(worker_.Reply(request_id, payload));
   }
 
-  TempDir dir_;
-  uv_loop_t loop_{};
-  std::string path_;
-  UniqueFd listen_;
   FakeWorkerEnd worker_;  // the worker end accepted last
   FakeOwner owner_;
 };

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+// HttpWorkerLink on a real libuv loop with a fake owner; the test plays the HTTP worker on the
+// worker socket (docs/http.md, "The worker"). What is written when: with the loop's WriteBatch the
+// request waits for the batch; a worker that closes before it went out gets it never, and it is
+// one to send again; a response that completes before its request was all written leaves the
+// connection unused for the next request.
+#include "proxy/http_worker_link.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "loop/write_batch.h"
+#include "proxy/exchange.h"
+#include "tests/helpers/test_support.h"
+#include "tests/proxy/link_test_base.h"
+
+namespace bulkhead::proxy {
+namespace {
+
+constexpr std::string_view kGet = "GET / HTTP/1.1\r\nHost: w\r\n\r\n";
+constexpr std::string_view kOk = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+struct Answered {
+  Exchange* exchange;
+  bool reusable;
+};
+
+// Takes a broken link's exchange off at once, as CellDataPath::OnLinkBroken does, and closes it.
+struct FakeOwner : LinkOwner {
+  std::vector<Answered> answers;
+  std::vector<std::string> broken;
+  std::vector<bool> unread;  // TakeInflight's verdict for each exchange taken off a broken link
+  void OnWorkerAnswer(Link*, Exchange* exchange, const Outcome&, bool reusable) override {
+    answers.push_back(Answered{exchange, reusable});
+  }
+  void OnWorkerProgress() override {}
+  void OnLinkBroken(Link* link, const std::string& why, bool) override {
+    broken.push_back(why);
+    bool was_unread = false;
+    std::string_view payload;
+    while (link->TakeInflight(&was_unread, &payload) != nullptr) unread.push_back(was_unread);
+    link->Close();
+  }
+  void OnExchangeAborted(Link*, const std::string&) override {}
+};
+
+class HttpWorkerLinkTest : public LinkTestBase {
+ protected:
+  void TearDown() override {
+    if (batch_) batch_->Close([] {});
+    LinkTestBase::TearDown();
+    batch_.reset();
+  }
+
+  // The loop's write batch; false (the test skips) where io_uring is not available.
+  bool MakeBatch() {
+    batch_ = std::make_unique<loop::WriteBatch>(&loop_);
+    return batch_->enabled();
+  }
+
+  // Connects a link (with the batch, if made) and accepts its worker end.
+  HttpWorkerLink* Connect() {
+    Result<HttpWorkerLink*> link = HttpWorkerLink::Connect(&owner_, &loop_, path_, batch_.get());
+    EXPECT_TRUE(link.ok()) << link.status().message();
+    worker_ = AcceptWorkerEnd();
+    return link.ok() ? *link : nullptr;
+  }
+
+  // What the worker end can read now, without waiting.
+  std::string ReadNow() const {
+    std::string got;
+    char buffer[65536];
+    for (;;) {
+      const ssize_t n = ::recv(worker_.get(), buffer, sizeof buffer, MSG_DONTWAIT);
+      if (n <= 0) return got;
+      got.append(buffer, static_cast<size_t>(n));
+    }
+  }
+
+  void Answer(std::string_view bytes) {
+    ASSERT_EQ(::send(worker_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+  }
+
+  UniqueFd worker_;  // the worker end accepted last
+  std::unique_ptr<loop::WriteBatch> batch_;
+  FakeOwner owner_;
+};
+
+TEST_F(HttpWorkerLinkTest, WithTheBatchARequestGoesOutWithTheLoopIterationsWrites) {
+  if (!MakeBatch()) GTEST_SKIP() << "io_uring unavailable: " << batch_->how();
+  HttpWorkerLink* link = Connect();
+  ASSERT_NE(link, nullptr);
+  Exchange exchange;
+  exchange.info.idempotent = true;
+  link->Send(&exchange, kGet);
+  EXPECT_EQ(ReadNow(), "") << "written before the batch";
+  batch_->Submit();
+  EXPECT_EQ(ReadNow(), kGet);
+  Answer(kOk);
+  ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 1; }));
+  EXPECT_EQ(owner_.answers[0].exchange, &exchange);
+  EXPECT_TRUE(owner_.answers[0].reusable);
+  link->Close();
+}
+
+TEST_F(HttpWorkerLinkTest, AWorkerThatClosesBeforeTheBatchWentOutNeverGetsTheRequestAndItIsUnread) {
+  if (!MakeBatch()) GTEST_SKIP() << "io_uring unavailable: " << batch_->how();
+  HttpWorkerLink* link = Connect();
+  ASSERT_NE(link, nullptr);
+  Exchange first;
+  first.info.idempotent = true;
+  link->Send(&first, kGet);
+  batch_->Submit();
+  ASSERT_EQ(ReadNow(), kGet);
+  Answer(kOk);
+  ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 1; }));
+  ASSERT_TRUE(owner_.answers[0].reusable);
+  // A POST on the idle connection, while the worker closes it (its keep-alive timeout): the
+  // request waits for the batch when the link reads the end of the connection.
+  Exchange post;
+  post.info.idempotent = false;
+  link->Send(&post, "POST / HTTP/1.1\r\nHost: w\r\nContent-Length: 1\r\n\r\nx");
+  worker_.Reset();
+  ASSERT_TRUE(RunUntil([&] { return owner_.broken.size() == 1; }));
+  ASSERT_EQ(owner_.unread.size(), 1u);
+  EXPECT_TRUE(owner_.unread[0]) << "a POST never written is safe to send again";
+}
+
+TEST_F(HttpWorkerLinkTest, AResponseBeforeTheRequestWentOutLeavesTheConnectionUnused) {
+  // The request is sent from a prepare handle that runs after the batch's (libuv runs the prepare
+  // handles started last first), so it waits in the batch through the next poll, as a request
+  // forwarded by a client read waits while the poll's other callbacks run.
+  struct Sender {
+    uv_prepare_t prepare{};
+    HttpWorkerLink* link = nullptr;
+    Exchange exchange;
+  } sender;
+  sender.exchange.info.idempotent = true;
+  ASSERT_EQ(uv_prepare_init(&loop_, &sender.prepare), 0);
+  sender.prepare.data = &sender;
+  ASSERT_EQ(uv_prepare_start(&sender.prepare,
+                             [](uv_prepare_t* handle) {
+                               auto* s = static_cast<Sender*>(handle->data);
+                               s->link->Send(&s->exchange, kGet);
+                               uv_prepare_stop(handle);
+                             }),
+            0);
+  if (!MakeBatch()) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&sender.prepare), nullptr);
+    GTEST_SKIP() << "io_uring unavailable: " << batch_->how();
+  }
+  sender.link = Connect();
+  ASSERT_NE(sender.link, nullptr);
+  // A worker that answers what it never read: its answer is in the socket before the request
+  // went out.
+  Answer(kOk);
+  ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 1; }));
+  EXPECT_EQ(owner_.answers[0].exchange, &sender.exchange);
+  EXPECT_FALSE(owner_.answers[0].reusable) << "its request would be read as the next one";
+  sender.link->Close();
+  uv_close(reinterpret_cast<uv_handle_t*>(&sender.prepare), nullptr);
+}
+
+TEST_F(HttpWorkerLinkTest, AResponseBeforeTheWholeBodyWasWrittenLeavesTheConnectionUnused) {
+  // No batch: the request is written at once, as far as the socket takes it.
+  HttpWorkerLink* link = Connect();
+  ASSERT_NE(link, nullptr);
+  // A body larger than the socket's buffers, which the worker never reads: it answers early (a
+  // 401 or 413 to an upload) and keeps the connection.
+  std::string request = "POST / HTTP/1.1\r\nHost: w\r\nContent-Length: 4194304\r\n\r\n";
+  request.append(size_t{4} << 20, 'x');
+  Exchange exchange;
+  link->Send(&exchange, request);
+  Answer(kOk);
+  ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 1; }));
+  EXPECT_FALSE(owner_.answers[0].reusable)
+      << "the rest of the body would be read as the next request";
+  link->Close();
+}
+
+}  // namespace
+}  // namespace bulkhead::proxy
