@@ -43,6 +43,8 @@ struct CellCounters {
   // Connections refused at accept (REJECTED/too_many_connections): over max_connections, or over
   // the supervisor's descriptor budget. Not requests: they are in no other counter.
   uint64_t refused_connections = 0;
+  // Client connections closed for idle_timeout (connections, not requests).
+  uint64_t idle_closed = 0;
   uint64_t rejected() const {
     return rejected_full + rejected_queue_timeout + rejected_unavailable;
   }

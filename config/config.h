@@ -159,6 +159,12 @@ struct CellConfig {
   // its start or the end of the previous answer (slowloris; an idle keep-alive connection is closed
   // after it too), as HAProxy's `timeout http-request`. >= 0, at most 24h; 0 = off.
   std::chrono::milliseconds header_timeout{10'000};
+  // How long a client connection may stay open with no request of it in flight (none queued,
+  // running or with its answer unwritten): it is closed then, without a word (Envoy's idle_timeout,
+  // nginx's keepalive_timeout). Counted from the connection's start or its last answer written.
+  // On an HTTP cell header_timeout bounds that time too (the lower one applies). >= 0, at most 24h;
+  // 0 = off.
+  std::chrono::milliseconds idle_timeout{60'000};
   // Longest time a request waits in the queue before it is refused. > 0, at most 24h.
   std::chrono::milliseconds queue_timeout{1000};
   // When a worker that ended is started again.

@@ -36,6 +36,10 @@ inline constexpr CounterMetric kConnectionsRefusedTotal{
     "bulkhead_connections_refused_total",
     "Client connections refused at accept (REJECTED too_many_connections, or 503 on an HTTP "
     "cell) for being over connection_limit; connections, not requests."};
+inline constexpr CounterMetric kConnectionsIdleClosedTotal{
+    "bulkhead_connections_idle_closed_total",
+    "Client connections closed after idle_timeout (or, on an HTTP cell, header_timeout) with no "
+    "request in flight; connections, not requests."};
 
 struct CellCounterField {
   uint64_t admission::CellCounters::*member;
@@ -85,6 +89,8 @@ inline constexpr std::array kCellCounterFields = {
     // Connections, not requests: in no request family.
     CellCounterField{&admission::CellCounters::refused_connections, "", "connections_refused",
                      &kConnectionsRefusedTotal, "", ""},
+    CellCounterField{&admission::CellCounters::idle_closed, "", "connections_idle_closed",
+                     &kConnectionsIdleClosedTotal, "", ""},
 };
 
 namespace internal {

@@ -141,6 +141,7 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   void OnRepliesWaiting(Client* conn) override { slow_clients_.Waiting(conn); }
   void CountDelivered(uint64_t* outcome) override;
   void CountUndelivered(uint64_t replies) override;
+  void CountIdleClosed() override { ++counters_.idle_closed; }
   // LinkOwner.
   void OnWorkerAnswer(Link* link, Exchange* exchange, const Outcome& outcome,
                       bool reusable) override;

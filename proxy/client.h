@@ -31,6 +31,8 @@ struct ClientSettings {
   uint32_t max_payload = ipc::kDefaultMaxPayload;
   // header_timeout (HTTP, ms; 0: none): docs/http.md.
   uint64_t header_timeout_ms = 0;
+  // idle_timeout (ms; 0: none): docs/config.md.
+  uint64_t idle_timeout_ms = 0;
 };
 
 // What a client connection tells its cell's data path (proxy::CellDataPath), on the loop thread.
@@ -65,6 +67,8 @@ class ClientOwner {
   virtual void CountDelivered(uint64_t* outcome) = 0;
   // `replies` answered requests whose client closed before their answer was written whole.
   virtual void CountUndelivered(uint64_t replies) = 0;
+  // A connection is closed for idle_timeout.
+  virtual void CountIdleClosed() = 0;
 };
 
 class Client {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/front_connection.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <string>
@@ -47,13 +48,18 @@ std::string_view ReplyOf(uint64_t request_id, std::string_view cell, const Outco
 
 }  // namespace
 
-FrontConnection::FrontConnection(Owner* owner, uint32_t max_payload)
+FrontConnection::FrontConnection(Owner* owner, const ClientSettings& settings)
     : Client(owner, reinterpret_cast<uv_stream_t*>(&handle_),
-             2 * static_cast<size_t>(max_payload) + kReadChunk),
-      decoder_(ipc::FrameType::kRequest, max_payload) {}
+             2 * static_cast<size_t>(settings.max_payload) + kReadChunk),
+      decoder_(ipc::FrameType::kRequest, settings.max_payload),
+      idle_timeout_ms_(settings.idle_timeout_ms) {
+  if (idle_timeout_ms_ > 0) {
+    idle_timer_ = owner->time()->CreateTimer([this] { OnIdleTimer(); });
+  }
+}
 
 void FrontConnection::Accept(Owner* owner, uv_stream_t* server, const ClientSettings& settings) {
-  auto* conn = new FrontConnection(owner, settings.max_payload);
+  auto* conn = new FrontConnection(owner, settings);
   conn->tcp_ = InitLike(server, &conn->handle_);
   conn->handle()->data = conn;
   int rc = uv_accept(server, conn->stream());
@@ -72,6 +78,7 @@ void FrontConnection::Accept(Owner* owner, uv_stream_t* server, const ClientSett
     return;
   }
   owner->OnClientConnected(conn);
+  conn->ArmIdleTimer();
   uv_read_start(conn->stream(), &FrontConnection::OnAlloc, &FrontConnection::OnRead);
 }
 
@@ -159,6 +166,29 @@ void FrontConnection::OnOutcome(Exchange* exchange, const Outcome& outcome, uint
 void FrontConnection::OnDrained() {
   if (close_when_drained_ && !in_read_) Close();
   CloseIfDone();
+  ArmIdleTimer();
+}
+
+void FrontConnection::ArmIdleTimer() {
+  if (idle_timer_ == nullptr || closing_ || !Idle()) return;
+  idle_timer_->Start(idle_timeout_ms_);
+}
+
+void FrontConnection::OnIdleTimer() {
+  // A request taken since is not idle time: the timer is armed again once it is answered.
+  if (closing_ || !Idle()) return;
+  uv_os_fd_t fd;
+  if (uv_fileno(handle(), &fd) == 0) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0) {
+      // Bytes wait unread (the loop was paused or starved): the client spoke in time. The poll of
+      // this loop iteration reads them; the idle time counts again from the answer.
+      idle_timer_->Start(idle_timeout_ms_);
+      return;
+    }
+  }
+  owner_->CountIdleClosed();
+  Close();
 }
 
 void FrontConnection::CloseIfDone() {
@@ -168,6 +198,7 @@ void FrontConnection::CloseIfDone() {
 void FrontConnection::Close() {
   if (closing_) return;
   closing_ = true;
+  if (idle_timer_ != nullptr) idle_timer_->Stop();
   CloseAnswers();
   owner_->OnClientDisconnected(this);
   uv_close(handle(), &FrontConnection::OnClosed);

@@ -3,7 +3,9 @@
 // a Unix stream socket (uv_pipe_t) or a TCP connection (uv_tcp_t, TCP_NODELAY). Decodes REQUEST
 // frames, hands each to its Owner (the cell's data path) for admission, and writes each exchange's
 // Outcome as a REPLY frame (several per writev when pipelined; docs/protocol.md). A malformed or
-// oversized frame gets a BAD_REQUEST reply and the connection is closed after it is written. Owns
+// oversized frame gets a BAD_REQUEST reply and the connection is closed after it is written. A
+// connection with no request in flight for idle_timeout (ClientSettings) is closed without a word
+// (Envoy's idle_timeout): a leaky client pool cannot hold the cell's connections forever. Owns
 // itself: created by Accept(), deleted in its handle's close callback. REQUIRES: loop thread only.
 #pragma once
 
@@ -11,6 +13,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -44,7 +47,7 @@ class FrontConnection final : public Client {
   void Close() override;
 
  private:
-  FrontConnection(Owner* owner, uint32_t max_payload);
+  FrontConnection(Owner* owner, const ClientSettings& settings);
   ~FrontConnection() override = default;
 
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&handle_); }
@@ -56,6 +59,11 @@ class FrontConnection final : public Client {
   void OnDrained() override;
   // After the client's EOF: closes once every request it sent is answered and written.
   void CloseIfDone();
+  // No request of the connection is in flight and every answer is written: idle_timeout counts
+  // from then.
+  bool Idle() const { return exchanges_ == nullptr && writer_.idle() && !close_when_drained_; }
+  void ArmIdleTimer();
+  void OnIdleTimer();
 
   // A uv_pipe_t for a client of the Unix socket, a uv_tcp_t for a TCP one (`tcp_`).
   union {
@@ -68,7 +76,9 @@ class FrontConnection final : public Client {
   bool in_read_ = false;
   bool close_when_drained_ = false;
   bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR))
-  std::string scratch_;       // a rejection's detail payload, reused
+  uint64_t idle_timeout_ms_;
+  std::unique_ptr<loop::Timer> idle_timer_;  // null without an idle_timeout
+  std::string scratch_;                      // a rejection's detail payload, reused
 };
 
 }  // namespace bulkhead::proxy

@@ -95,6 +95,7 @@ void FrontListener::OnConnection(uv_stream_t* server, int status) {
     ClientSettings settings;
     settings.max_payload = self->max_payload_;
     settings.header_timeout_ms = static_cast<uint64_t>(self->config_->header_timeout.count());
+    settings.idle_timeout_ms = static_cast<uint64_t>(self->config_->idle_timeout.count());
     wire.accept(self->owner_, server, settings);
     return;
   }

@@ -121,7 +121,17 @@ bool HttpFrontConnection::Parsing() const {
   return false;
 }
 
+bool HttpFrontConnection::IdleInHead() const {
+  return phase_ == Phase::kHead && in_pos_ == in_end_ && !parser_.in_message();
+}
+
 std::optional<uint64_t> HttpFrontConnection::TimerDeadline() const {
+  // Idle (nothing of a request yet): the lower of header_timeout and idle_timeout.
+  if (IdleInHead() && settings_.idle_timeout_ms > 0 &&
+      (settings_.header_timeout_ms == 0 ||
+       settings_.idle_timeout_ms < settings_.header_timeout_ms)) {
+    return phase_since_ms_ + settings_.idle_timeout_ms;
+  }
   const uint64_t timeout = settings_.header_timeout_ms;
   if (timeout == 0) return std::nullopt;
   switch (phase_) {
@@ -175,8 +185,9 @@ void HttpFrontConnection::OnTimer() {
       " within header_timeout (" + std::to_string(settings_.header_timeout_ms) + " ms)";
   switch (phase_) {
     case Phase::kHead:
-      if (!parser_.in_message() && in_pos_ == in_end_) {
+      if (IdleInHead()) {
         // An idle keep-alive connection: closed without a word, as HAProxy and nginx do.
+        owner_->CountIdleClosed();
         Close();
       } else {
         RefuseRequest(http::Error{408, "no complete request head" + within});

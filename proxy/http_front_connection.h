@@ -53,8 +53,9 @@ class HttpFrontConnection final : public Client {
   enum class Phase : uint8_t {
     // No request is with the data path: input is parsed up to the next complete head. Reads while
     // at most max_head_bytes wait unparsed. Timer: header_timeout from phase_since_ms_ (the
-    // connection's start, or the end of the previous answer): then an idle connection is closed
-    // without a word, and one with a head begun gets 408.
+    // connection's start, or the end of the previous answer), or idle_timeout when it is lower and
+    // nothing of a request came yet: then an idle connection is closed without a word (counted
+    // idle_closed), and one with a head begun gets 408.
     kHead,
     // A request was handed on at its head and its body follows through the exchange's body pipe:
     // read only while the pipe is kFlowing (its worker end takes it). Timer, while kFlowing:
@@ -112,6 +113,8 @@ class HttpFrontConnection final : public Client {
   void OnTimer();
   // Input is parsed now: in kHead and kDrainBody, and in kBody while the body flows.
   bool Parsing() const;
+  // kHead with nothing of the next request read: idle_timeout applies (with header_timeout).
+  bool IdleInHead() const;
 
   // Parses what was read, up to the next complete request, or passes body bytes on.
   void ProcessInput();

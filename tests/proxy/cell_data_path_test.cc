@@ -472,6 +472,53 @@ TEST_F(CellDataPathTest, AnIdleWorkerIsNeverStalled) {
   EXPECT_TRUE(upstream_.stalls.empty());
 }
 
+// idle_timeout: a frame client with no request in flight is closed without a word (counted), one
+// whose request runs is not, and its idle time counts from its last answer.
+TEST_F(CellDataPathTest, IdleTimeoutClosesAClientWithNoRequestInFlight) {
+  config_.idle_timeout = std::chrono::milliseconds(500);
+  StartWorker(/*slots=*/1, config::WorkerConnections::kOnePerRequest);
+  Result<ipc::Client> idle = ipc::Client::Connect(config_.socket);
+  ASSERT_TRUE(idle.ok()) << idle.status().message();
+  std::vector<ipc::Client> busy = SendFromClients(1);
+  FakeWorkerEnd end = AcceptWorkerEnd();
+  auto request = ReadRequests(end, 1);
+  ASSERT_EQ(request.size(), 1u);
+  ASSERT_EQ(data_path_->clients(), 2u);
+  Advance(499);
+  EXPECT_EQ(data_path_->clients(), 2u) << "closed before idle_timeout";
+  Advance(1);
+  ASSERT_TRUE(RunUntil([&] { return data_path_->clients() == 1; }));
+  EXPECT_TRUE(RunUntil([&] { return PeerClosed(idle->fd()); }));
+  EXPECT_EQ(data_path_->counters().idle_closed, 1u);
+  // The busy one, whose request runs for ten times the timeout, stays; once answered it is idle.
+  Advance(5000);
+  EXPECT_EQ(data_path_->clients(), 1u);
+  ASSERT_TRUE(end.Reply(request[0].first.request_id, "done"));
+  Result<ipc::Client::Reply> reply = Receive(busy[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  Advance(499);
+  EXPECT_EQ(data_path_->clients(), 1u) << "idle time counted from before the answer";
+  Advance(1);
+  EXPECT_TRUE(RunUntil([&] { return data_path_->clients() == 0; }));
+  EXPECT_EQ(data_path_->counters().idle_closed, 2u);
+}
+
+// A request that waits unread in the socket when idle_timeout passes (the loop was paused) is
+// read and answered, not lost with a closed connection.
+TEST_F(CellDataPathTest, IdleTimeoutSparesAClientWhoseRequestWaitsUnread) {
+  config_.idle_timeout = std::chrono::milliseconds(500);
+  data_path_->Reconfigure(config_);  // no worker: the request is refused at once, answered
+  Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  ASSERT_TRUE(RunUntil([&] { return data_path_->clients() == 1; }));
+  ASSERT_TRUE(client->Send(5, "late").ok());
+  time_.Advance(500);  // the timer fires before the loop has read the request
+  Result<ipc::Client::Reply> reply = Receive(*client);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.request_id, 5u);
+  EXPECT_EQ(data_path_->counters().idle_closed, 0u);
+}
+
 class MultiplexDataPathTest : public CellDataPathTest {
  protected:
   void StartMultiplexed(uint32_t slots) {

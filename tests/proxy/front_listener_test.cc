@@ -67,6 +67,7 @@ struct EchoOwner : ClientOwner {
   void OnRepliesWaiting(Client*) override {}
   void CountDelivered(uint64_t* outcome) override { ++*outcome; }
   void CountUndelivered(uint64_t) override {}
+  void CountIdleClosed() override {}
 
   std::function<void(Client*)> on_disconnected;
   loop::TimeSource* time_source = nullptr;

@@ -74,6 +74,8 @@ struct FakeDataPath : ClientOwner {
     ++delivered;
   }
   void CountUndelivered(uint64_t replies) override { undelivered += replies; }
+  void CountIdleClosed() override { ++idle_closed; }
+  uint64_t idle_closed = 0;
 
   // As CellDataPath::Answer does.
   void Answer(Exchange* exchange, const Outcome& outcome) {
@@ -224,6 +226,44 @@ TEST_F(HttpFrontConnectionTest, AnIdleConnectionIsClosedAtHeaderTimeoutWithoutAW
   EXPECT_EQ(Received(), "");
   EXPECT_TRUE(closed_);
   EXPECT_TRUE(owner_.bad_requests.empty());
+  EXPECT_EQ(owner_.idle_closed, 1u);
+}
+
+// idle_timeout below header_timeout: an idle connection goes at idle_timeout, a head begun still
+// has the whole header_timeout.
+TEST_F(HttpFrontConnectionTest, IdleTimeoutBelowHeaderTimeoutClosesOnlyAnIdleConnectionSooner) {
+  settings_.idle_timeout_ms = 2000;
+  Connect();
+  Advance(1999);
+  EXPECT_FALSE(ClientSeesClose());
+  Advance(1);
+  EXPECT_TRUE(ClientSeesClose());
+  EXPECT_EQ(owner_.idle_closed, 1u);
+
+  closed_ = false;
+  Connect();
+  Send("GET /a HTTP/1.1\r\n");
+  Advance(kHeaderTimeoutMs - 1);
+  EXPECT_FALSE(ClientSeesClose()) << "a head begun was closed at idle_timeout";
+  Advance(1);
+  EXPECT_THAT(Received(), StartsWith("HTTP/1.1 408 "));
+  EXPECT_EQ(owner_.idle_closed, 1u);
+}
+
+TEST_F(HttpFrontConnectionTest, IdleTimeoutAloneBoundsIdleConnectionsWithoutHeaderTimeout) {
+  settings_.header_timeout_ms = 0;
+  settings_.idle_timeout_ms = 5000;
+  Connect();
+  Send(kGet);
+  Advance(60'000);
+  EXPECT_FALSE(ClientSeesClose()) << "closed while its answer was awaited";
+  owner_.Answer(Last(), Outcome::Rejected(ipc::Reason::kFull, 1, 0, 0));
+  EXPECT_THAT(Received(), StartsWith("HTTP/1.1 503 "));
+  Advance(4999);
+  EXPECT_FALSE(ClientSeesClose());
+  Advance(1);
+  EXPECT_TRUE(ClientSeesClose());
+  EXPECT_EQ(owner_.idle_closed, 1u);
 }
 
 TEST_F(HttpFrontConnectionTest, AHeadBegunButNotEndedGets408AtHeaderTimeout) {
