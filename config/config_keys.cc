@@ -157,6 +157,8 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
                                    kDurationOrZero),
     // Read at each accept: connections opened after a reload get the new one.
     Cell<&C::header_timeout>(K::kHeaderTimeout, "header_timeout", R::kAdmission, kDurationOrZero),
+    // Read at each accept: connections opened after a reload get the new one.
+    Cell<&C::idle_timeout>(K::kIdleTimeout, "idle_timeout", R::kAdmission, kDurationOrZero),
     Cell<&C::restart>(K::kRestart, "restart", R::kPolicy, Choice(kRestartModes)),
     Cell<&C::restart_delay>(K::kRestartDelay, "restart_delay", R::kPolicy, kDurationOrZero),
     Cell<&C::restart_max_delay>(K::kRestartMaxDelay, "restart_max_delay", R::kPolicy,

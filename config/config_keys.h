@@ -39,6 +39,7 @@ enum class CellKeyId {
   kMaxUnsentBytes,
   kClientWriteTimeout,
   kHeaderTimeout,
+  kIdleTimeout,
   kRestart,
   kRestartDelay,
   kRestartMaxDelay,

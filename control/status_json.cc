@@ -42,6 +42,7 @@ nlohmann::json PolicyJson(const config::CellConfig& c) {
       {"client_write_timeout_ms", ms(c.client_write_timeout)},
   };
   // HTTP cells only: a frames cell refuses the key (config/cell_table.cc).
+  policy["idle_timeout_ms"] = ms(c.idle_timeout);
   if (c.protocol == config::Protocol::kHttp) policy["header_timeout_ms"] = ms(c.header_timeout);
   return policy;
 }

@@ -490,6 +490,37 @@ protocol = "frames"
   EXPECT_EQ(config.cells[3].protocol, Protocol::kFrames);
 }
 
+// idle_timeout (issue 25 section 2): 60 s unless written, 0 turns it off, on either protocol; it
+// is a duration like the other timeouts, refused at its place when it is not one.
+TEST(ParseConfig, IdleTimeoutDefaultsToAMinuteAndZeroTurnsItOff) {
+  const Config config = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+[cells.b]
+command = ["x"]
+max_concurrent = 1
+idle_timeout = "5s"
+[cells.c]
+command = ["x"]
+max_concurrent = 1
+protocol = "http"
+idle_timeout = "0s"
+)");
+  ASSERT_EQ(config.cells.size(), 3u);
+  EXPECT_EQ(config.cells[0].idle_timeout, milliseconds(60'000));
+  EXPECT_EQ(config.cells[1].idle_timeout, milliseconds(5'000));
+  EXPECT_EQ(config.cells[2].idle_timeout, milliseconds(0));
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+idle_timeout = "soon"
+)"),
+              ElementsAre(At(4, 16, "cells.a.idle_timeout",
+                             "invalid duration \"soon\": missing number before unit \"soon\"; "
+                             "expected one or more <integer><unit> groups, largest unit first, "
+                             "such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)")));
+}
+
 // header_timeout bounds reading an HTTP request head: on a frames cell (the default protocol or
 // written) it would do nothing, and is refused where it was written, as ready = "http:/PATH" is.
 TEST(ParseConfig, HeaderTimeoutOnAFramesCellIsRefusedWithItsPlace) {
