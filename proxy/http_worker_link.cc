@@ -206,6 +206,10 @@ void HttpWorkerLink::Finish(bool reusable) {
   // it whole, and would read the rest as the next request.
   const bool request_unwritten = !writer_.idle();
   Exchange* exchange = TakeInflight();
+  // The response's last bytes may have put its client over the high watermark (Deliver paused
+  // reading), and no client will call for the rest now: an idle connection reads, so the next
+  // response on it, or the worker closing it, is seen.
+  ResumeReading();
   owner_->OnWorkerAnswer(this, exchange, Outcome::Ok({}),
                          reusable && !ended_ && !body_cut && !close_after && !request_unwritten);
 }

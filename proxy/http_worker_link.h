@@ -111,7 +111,8 @@ class HttpWorkerLink final : public Link {
   bool ended_ = false;               // the worker closed the connection (EOF or reset)
   bool left_unread_ = false;         // ... with bytes of the in-flight request unread
   std::string write_error_;          // why the write failed (write_failed_)
-  bool paused_ = false;              // reading stopped: the client is behind
+  // Reading stopped: the in-flight exchange's client is behind. Never while idle (Finish).
+  bool paused_ = false;
 };
 
 }  // namespace bulkhead::proxy

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -274,6 +275,51 @@ TEST_P(HostileClient, ConnectionsOverMaxConnectionsAreRefusedWithAReason) {
   kept.pop_back();
   ASSERT_TRUE(h.WaitForCell("c", [](const nlohmann::json& c) { return c["clients"] == 2; }));
   EXPECT_OK_REPLY(h.Call("c", "echo welcome back"), "welcome back");
+}
+
+// Issue 25 section 2: a leaky client pool cannot hold a frames cell's connections for ever. With
+// max_connections = 32, 32 connections that went silent (half after one answer, half before any
+// request) are closed by idle_timeout, without a word, each counted; a connection whose request
+// is running stays, gets its answer, and the cell takes new clients. Outcomes and counts only:
+// when each one closes is CellDataPathTest's, in simulated time.
+TEST_P(HostileClient, IdleConnectionsAreClosedAfterIdleTimeoutAndTheirPlacesFreed) {
+  constexpr int kLeaked = 31;
+  TempDir dir;
+  const std::string release = dir.Join("release");
+  Harness h(Options({CellSpec{.name = "c",
+                              .max_concurrent = 2,
+                              .extra_toml = "max_connections = 32\nidle_timeout = \"300ms\"\n"}}));
+  ASSERT_STARTED(h);
+  // Connected first, so any idle timer it wrongly had would fall due before the others'.
+  Result<ipc::Client> busy = ConnectWithTimeout(h, "c");
+  ASSERT_TRUE(busy.ok()) << busy.status().message();
+  ASSERT_TRUE(busy->Send(1, "wait-file " + release).ok());
+  ASSERT_TRUE(h.WaitForCell("c", [](const nlohmann::json& c) { return c["running"] == 1; }));
+  std::vector<ipc::Client> leaked;
+  for (int i = 0; i < kLeaked; ++i) {
+    Result<ipc::Client> client = ConnectWithTimeout(h, "c");
+    ASSERT_TRUE(client.ok()) << client.status().message();
+    if (i % 2 == 0) EXPECT_OK_REPLY(client->Call("echo once"), "once");
+    leaked.push_back(std::move(client).value());
+  }
+  for (ipc::Client& client : leaked) ExpectClosed(client);
+  ASSERT_TRUE(h.WaitForCell("c", [&](const nlohmann::json& c) {
+    return Counter(c, "connections_idle_closed") == kLeaked && c["clients"] == 1;
+  })) << h.Cell("c").dump();
+
+  // The running request's connection is not idle: it stays and gets its answer.
+  std::ofstream(release).put('x');
+  Result<ipc::Client::Reply> answer = busy->Receive();
+  EXPECT_OK_REPLY(answer, "found " + release);
+  EXPECT_OK_REPLY(h.Call("c", "echo room again"), "room again");
+  nlohmann::json cell = h.Cell("c");
+  EXPECT_EQ(Counter(cell, "connections_idle_closed"), static_cast<uint64_t>(kLeaked));
+  EXPECT_EQ(Counter(cell, "connections_refused"), 0u);
+  EXPECT_EQ(cell["policy"]["idle_timeout_ms"], 300);
+  Result<ProcessResult> metrics = h.Ctl({"metrics"});
+  ASSERT_TRUE(metrics.ok()) << metrics.status().message();
+  EXPECT_THAT(metrics->out,
+              HasSubstr("\nbulkhead_connections_idle_closed_total{cell=\"c\"} 31\n"));
 }
 
 // The bug this guards against: enough client connections used to exhaust bulkheadd's descriptors,

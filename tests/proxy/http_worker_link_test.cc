@@ -6,6 +6,7 @@
 // connection unused for the next request.
 #include "proxy/http_worker_link.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "base/unique_fd.h"
 #include "loop/write_batch.h"
+#include "proxy/client.h"
 #include "proxy/exchange.h"
 #include "tests/helpers/test_support.h"
 #include "tests/proxy/link_test_base.h"
@@ -184,6 +186,78 @@ TEST_F(HttpWorkerLinkTest, AResponseBeforeTheWholeBodyWasWrittenLeavesTheConnect
   ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 1; }));
   EXPECT_FALSE(owner_.answers[0].reusable)
       << "the rest of the body would be read as the next request";
+  link->Close();
+}
+
+// A client end that holds whatever backlog the test sets: above Exchange::kHighWatermark, the
+// link stops reading for it (SendResponse returns false).
+struct NullClientOwner : ClientOwner {
+  const std::string& name() const override { return name_; }
+  loop::TimeSource* time() override { return nullptr; }
+  void OnClientConnected(Client*) override {}
+  void OnClientDisconnected(Client*) override {}
+  void OnRequest(Client*, const RequestInfo&, std::string_view) override {}
+  void OnClientGone(Exchange*) override {}
+  void OnBadRequest(const std::string&) override {}
+  void OnRepliesWaiting(Client*) override {}
+  void CountDelivered(uint64_t*) override {}
+  void CountUndelivered(uint64_t) override {}
+  void CountIdleClosed() override {}
+  std::string name_ = "c";
+};
+
+class BackloggedClient : public Client {
+ public:
+  explicit BackloggedClient(ClientOwner* owner)
+      : Client(owner, reinterpret_cast<uv_stream_t*>(&unused_), SIZE_MAX) {}
+  size_t OnResponseBytes(Exchange*, std::string_view bytes, bool) override {
+    received.append(bytes);
+    return backlog;
+  }
+  void OnOutcome(Exchange*, const Outcome&, uint64_t*) override {}
+  void Close() override {}
+
+  size_t backlog = 0;
+  std::string received;
+
+ private:
+  void OnDrained() override {}
+  uv_pipe_t unused_{};  // never initialised: nothing is written through the base's writer
+};
+
+// A response whose last bytes put its client over the high watermark is whole all the same: the
+// link, idle and reused, must read the next response (it stopped reading for the slow client and
+// never read again: the next request on the connection waited forever, as a GET after a 2 MiB
+// upload answered with a 2 MiB body did through a real bulkheadd).
+TEST_F(HttpWorkerLinkTest, AResponseThatEndsWithItsClientBehindLeavesTheConnectionReading) {
+  HttpWorkerLink* link = Connect();
+  ASSERT_NE(link, nullptr);
+  NullClientOwner client_owner;
+  BackloggedClient slow(&client_owner);
+  slow.backlog = Exchange::kHighWatermark + 1;
+  Exchange first;
+  first.info.idempotent = true;
+  slow.Attach(&first);
+  link->Send(&first, kGet);
+  ASSERT_EQ(ReadNow(), kGet);
+  Answer(kOk);
+  ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 1; }));
+  EXPECT_THAT(slow.received, ::testing::EndsWith("\r\n\r\nok"));
+  ASSERT_TRUE(owner_.answers[0].reusable);
+  slow.Detach(&first);
+
+  BackloggedClient quick(&client_owner);
+  Exchange second;
+  second.info.idempotent = true;
+  quick.Attach(&second);
+  link->Send(&second, kGet);
+  ASSERT_EQ(ReadNow(), kGet);
+  Answer(kOk);
+  ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 2; }))
+      << "the link never read the second response";
+  EXPECT_EQ(owner_.answers[1].exchange, &second);
+  EXPECT_THAT(quick.received, ::testing::EndsWith("\r\n\r\nok"));
+  quick.Detach(&second);
   link->Close();
 }
 
