@@ -67,13 +67,14 @@ lint: deps
 
 # HAProxy, nginx and wrk (scripts/install-bench-deps.sh), then the bench with HAProxy as a peer: the
 # frame cells' run, then the HTTP run, whose second half wrk drives, nginx beside HAProxy
-# (docs/benchmarks.md).
+# (docs/benchmarks.md), and bulkheadd's memory per idle cell and per idle connection.
 bench-deps:
 	bash scripts/install-bench-deps.sh
 
 bench: build bench-deps
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD)
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD) --http
+	$(BUILD)/bench/bulkhead-bench-idle --bin-dir $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
