@@ -40,8 +40,11 @@ Status NotifySocket::Bind(const std::string& path, const std::optional<ipc::Sock
 void NotifySocket::OnReadable(uv_poll_t* handle, int status, int) {
   auto* self = static_cast<NotifySocket*>(handle->data);
   if (status < 0) return;
+  // On the stack, not in the socket: a cell's worker sends a few datagrams in its life, and an
+  // idle cell should not hold 4 KiB for them (issue 25 section 8).
+  char buffer[cell::kMaxNotifyMessageBytes + 1];
   for (;;) {
-    iovec iov{self->buffer_, sizeof self->buffer_};
+    iovec iov{buffer, sizeof buffer};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -63,7 +66,7 @@ void NotifySocket::OnReadable(uv_poll_t* handle, int status, int) {
     }
     if (sender <= 0 || static_cast<size_t>(n) > cell::kMaxNotifyMessageBytes) continue;
     Result<cell::NotifyMessage> parsed =
-        cell::ParseNotifyMessage(std::string_view(self->buffer_, static_cast<size_t>(n)));
+        cell::ParseNotifyMessage(std::string_view(buffer, static_cast<size_t>(n)));
     if (!parsed.ok()) {
       Log(LogLevel::kDebug, {}, sender, "notify message ignored: " + parsed.status().message());
       continue;

@@ -51,7 +51,6 @@ class NotifySocket {
   UniqueFd fd_;
   loop::HandleGroup handles_;
   uv_poll_t* poll_ = nullptr;  // once bound
-  char buffer_[cell::kMaxNotifyMessageBytes + 1];
 };
 
 }  // namespace bulkhead::lifecycle

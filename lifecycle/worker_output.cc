@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <utility>
+#include <vector>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -15,6 +16,17 @@ namespace {
 
 // The read buffer: one default pipe's capacity (pipe(7)).
 constexpr size_t kReadBufferBytes = size_t{64} * 1024;
+
+// The read buffer of every WorkerOutput of this thread, allocated at the first read (an idle cell
+// whose worker never writes costs none of it; issue 25 section 8). One is enough: a read fills it
+// and the same call (OnRead after OnAlloc, or Drain's loop) hands every byte read to the stream's
+// LineSplitter, which copies what it keeps, before any other read can start, and nothing a line
+// reaches (the log sinks) reads a worker's pipe.
+char* SharedReadBuffer() {
+  thread_local std::vector<char> buffer;
+  if (buffer.empty()) buffer.resize(kReadBufferBytes);
+  return buffer.data();
+}
 
 }  // namespace
 
@@ -81,7 +93,6 @@ Status WorkerOutput::Prepare(cell::SpawnOptions* options) {
   }
   stderr_read_.Reset(err[0]);
   stderr_write_.Reset(err[1]);
-  if (buffer_ == nullptr) buffer_ = std::make_unique<char[]>(kReadBufferBytes);
   options->stdout_fd = stdout_write_.get();
   options->stderr_fd = stderr_write_.get();
   return Status::Ok();
@@ -129,9 +140,8 @@ void WorkerOutput::CloseStream(Stream* stream) {
   delete stream;
 }
 
-void WorkerOutput::OnAlloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
-  WorkerOutput* self = static_cast<Stream*>(handle->data)->owner;
-  *buf = uv_buf_init(self->buffer_.get(), kReadBufferBytes);
+void WorkerOutput::OnAlloc(uv_handle_t*, size_t, uv_buf_t* buf) {
+  *buf = uv_buf_init(SharedReadBuffer(), kReadBufferBytes);
 }
 
 void WorkerOutput::OnRead(uv_stream_t* handle, ssize_t nread, const uv_buf_t* buf) {
@@ -157,12 +167,13 @@ void WorkerOutput::Drain(Stream* stream) {
   if (uv_fileno(reinterpret_cast<uv_handle_t*>(stream->pipe), &fd) == 0) {
     // Non-blocking: stops at an empty pipe even while a process it left behind holds a write end.
     size_t drained = 0;
+    char* buffer = SharedReadBuffer();
     while (drained < kDrainMaxBytes) {
-      ssize_t n = ::read(fd, buffer_.get(), kReadBufferBytes);
+      ssize_t n = ::read(fd, buffer, kReadBufferBytes);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       drained += static_cast<size_t>(n);
-      stream->splitter.Feed(std::string_view(buffer_.get(), static_cast<size_t>(n)));
+      stream->splitter.Feed(std::string_view(buffer, static_cast<size_t>(n)));
     }
   }
   stream->splitter.Finish();

@@ -4,8 +4,10 @@
 // the write ends as descriptors 1 and 2, the supervisor reads the other ends non-blocking on the
 // loop (uv_pipe_t), cuts lines (LineSplitter, bounded by log_line_max) and logs them through the
 // cell's rate limit (LogRateLimiter). The supervisor never blocks on a worker's output and holds
-// at most one read buffer and one pending line per stream: a worker writing faster than the loop
-// reads blocks on its own full pipe. REQUIRES: loop thread only.
+// one pending line per stream and one 64 KiB read buffer per thread, shared by every cell's
+// streams and allocated at the first read: a worker writing faster than the loop reads blocks on
+// its own full pipe, and a cell whose worker writes nothing costs no buffer. REQUIRES: loop thread
+// only.
 #pragma once
 
 #include <sys/types.h>
@@ -95,8 +97,6 @@ class WorkerOutput {
   Stream* stdout_ = nullptr;
   Stream* stderr_ = nullptr;
   pid_t last_pid_ = 0;  // of the last line dropped: named in the suppression summary
-  // One read buffer for every stream of the cell: libuv reads one stream at a time.
-  std::unique_ptr<char[]> buffer_;
   // The streams' pipes.
   loop::HandleGroup handles_;
   // Ends a window in which lines were dropped, to log how many.

@@ -98,5 +98,50 @@ TEST_F(WorkerOutputTest, ClosingSaysWhatTheOpenWindowDropped) {
   ASSERT_EQ(log_.Count("suppressed 1 lines"), 1u) << log_.Text();
 }
 
+// Every WorkerOutput of the thread reads into one buffer, allocated at the first read (an idle
+// cell holds none): two cells whose workers interleave unterminated lines still get each line
+// whole, with their own cell and pid, and what a worker left unterminated at its exit is drained
+// through the same buffer.
+TEST_F(WorkerOutputTest, TwoCellsSharingTheReadBufferKeepTheirPartialLines) {
+  config::CellConfig other_config = config_;
+  other_config.name = "orders";
+  WorkerOutput other(&loop_, &time_, other_config);
+  cell::SpawnOptions options;
+  ASSERT_TRUE(other.Prepare(&options).ok());
+  UniqueFd other_stdout(::dup(options.stdout_fd));
+  ASSERT_TRUE(other_stdout.valid());
+  other.Spawned(kWorkerPid + 1);
+  auto write_other = [&](std::string_view text) {
+    ASSERT_EQ(::write(other_stdout.get(), text.data(), text.size()),
+              static_cast<ssize_t>(text.size()));
+    uv_run(&loop_, UV_RUN_NOWAIT);
+  };
+
+  Write("pay starts ");
+  write_other("orders starts ");
+  Write("and ends\n");
+  write_other("and ends\nand leaves this unterminated");
+  ASSERT_EQ(log_.lines().size(), 2u) << log_.Text();
+  EXPECT_EQ(log_.lines()[0].message, "pay starts and ends");
+  EXPECT_EQ(log_.lines()[0].cell, "pay");
+  EXPECT_EQ(log_.lines()[0].pid, kWorkerPid);
+  EXPECT_EQ(log_.lines()[1].message, "orders starts and ends");
+  EXPECT_EQ(log_.lines()[1].cell, "orders");
+  EXPECT_EQ(log_.lines()[1].pid, kWorkerPid + 1);
+
+  // The pipe still holds bytes when the worker is reaped: the drain reads them.
+  ASSERT_EQ(::write(other_stdout.get(), ", then this\n", 12), 12);
+  other_stdout.Reset();
+  other.WorkerExited();
+  ASSERT_EQ(log_.lines().size(), 3u) << log_.Text();
+  EXPECT_EQ(log_.lines()[2].message, "and leaves this unterminated, then this");
+  EXPECT_EQ(log_.lines()[2].cell, "orders");
+  bool closed = false;
+  other.Close([&] { closed = true; });
+  // The fixture's output stays open: run the loop only until this one's handles are closed.
+  for (int i = 0; i < 10 && !closed; ++i) uv_run(&loop_, UV_RUN_NOWAIT);
+  EXPECT_TRUE(closed);
+}
+
 }  // namespace
 }  // namespace bulkhead::lifecycle
