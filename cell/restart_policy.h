@@ -8,10 +8,10 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bulkhead::cell {
 
@@ -60,7 +60,9 @@ class RestartPolicy {
   // A jitter source of its own, a std::mt19937_64 seeded with `seed` (tests: a fixed seed gives a
   // fixed sequence).
   static Jitter SeededJitter(uint64_t seed);
-  // Seeded from std::random_device, so that cells that fail together do not restart in lockstep.
+  // Seeded from std::random_device, so that cells that fail together do not restart in lockstep:
+  // one std::mt19937_64 per thread, seeded at its first use, that every RandomJitter of the thread
+  // draws from (the function holds no state, so a cell pays nothing for its jitter source).
   static Jitter RandomJitter();
   // Always 0: every delay is the full backoff step. For tests.
   static Jitter NoJitter();
@@ -146,8 +148,9 @@ class RestartPolicy {
   bool crash_looping_ = false;
   uint32_t short_runs_ = 0;
   // Start times (ms), oldest first; only those that may still fall in a window are kept, at most
-  // start_limit_burst + 1 of them.
-  std::deque<uint64_t> starts_;
+  // start_limit_burst + 1 of them. A vector, not a deque: empty, it allocates nothing, and it holds
+  // a handful of entries (the oldest leave from the front, at most once per start).
+  std::vector<uint64_t> starts_;
   bool has_start_ = false;
   uint64_t last_start_ms_ = 0;
 };
