@@ -43,9 +43,10 @@ std::optional<double> LatencyHistogram::QuantileSeconds(const Counts& counts, do
 }
 
 void WindowedLatency::Record(uint64_t now_ns, uint64_t value_ns) {
-  total_.Record(value_ns);
+  if (histograms_ == nullptr) histograms_ = std::make_unique<Histograms>();
+  histograms_->total.Record(value_ns);
   const uint64_t epoch = now_ns / kSliceNs;
-  Slice& slice = slices_[epoch % kSlices];
+  Slice& slice = histograms_->slices[epoch % kSlices];
   if (slice.epoch != epoch) {
     slice.epoch = epoch;
     slice.histogram = LatencyHistogram();
@@ -53,10 +54,16 @@ void WindowedLatency::Record(uint64_t now_ns, uint64_t value_ns) {
   slice.histogram.Record(value_ns);
 }
 
+const LatencyHistogram::Counts& WindowedLatency::total() const {
+  static const LatencyHistogram::Counts kNothing{};
+  return histograms_ == nullptr ? kNothing : histograms_->total.counts();
+}
+
 LatencyHistogram::Counts WindowedLatency::Recent(uint64_t now_ns) const {
-  const uint64_t epoch = now_ns / kSliceNs;
   LatencyHistogram::Counts sum;
-  for (const Slice& slice : slices_) {
+  if (histograms_ == nullptr) return sum;
+  const uint64_t epoch = now_ns / kSliceNs;
+  for (const Slice& slice : histograms_->slices) {
     if (slice.epoch == UINT64_MAX || slice.epoch > epoch || epoch - slice.epoch >= kSlices) {
       continue;
     }

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // LatencyHistogram: fixed-bucket latency histograms for the request path. Recording is O(1) (at
-// most kBounds comparisons) and never allocates. WindowedLatency keeps a cumulative histogram (for
-// Prometheus, docs/metrics.md) and a ring of six 10-second histograms (the recent window that
-// `bulkheadctl status` takes p50/p99 from). Values and clocks are nanoseconds; buckets follow the
-// Prometheus histogram model (cumulative `le` upper bounds, +Inf last). REQUIRES: one thread.
+// most kBounds comparisons) and never allocates (WindowedLatency's first Record does, once).
+// WindowedLatency keeps a cumulative histogram (for Prometheus, docs/metrics.md) and a ring of six
+// 10-second histograms (the recent window that `bulkheadctl status` takes p50/p99 from). Values
+// and clocks are nanoseconds; buckets follow the Prometheus histogram model (cumulative `le` upper
+// bounds, +Inf last). REQUIRES: one thread.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 namespace bulkhead::admission {
@@ -50,7 +52,10 @@ class LatencyHistogram {
 };
 
 // A cumulative histogram plus a recent window: a ring of kSlices histograms of kSliceNs each, so
-// Recent() covers the last (kSlices - 1) * kSliceNs to kSlices * kSliceNs (50 to 60 s).
+// Recent() covers the last (kSlices - 1) * kSliceNs to kSlices * kSliceNs (50 to 60 s). Its
+// histograms (1.2 KiB) are allocated at the first Record: before it, total() and Recent() report
+// empty counts as they did, and an idle cell pays a pointer (issue 25 section 8). Every Record
+// after the first allocates nothing.
 class WindowedLatency {
  public:
   static constexpr uint64_t kSliceNs = 10'000'000'000;
@@ -59,17 +64,22 @@ class WindowedLatency {
   // `now_ns` is a monotonic clock (uv_hrtime); it never goes back between calls.
   void Record(uint64_t now_ns, uint64_t value_ns);
   // Everything since construction.
-  const LatencyHistogram::Counts& total() const { return total_.counts(); }
+  const LatencyHistogram::Counts& total() const;
   // What was recorded in the current slice and the kSlices - 1 before it.
   LatencyHistogram::Counts Recent(uint64_t now_ns) const;
+  // Whether the histograms were allocated, that is whether anything was recorded.
+  bool allocated() const { return histograms_ != nullptr; }
 
  private:
   struct Slice {
     uint64_t epoch = UINT64_MAX;  // now_ns / kSliceNs when it was filled; UINT64_MAX: never
     LatencyHistogram histogram;
   };
-  LatencyHistogram total_;
-  std::array<Slice, kSlices> slices_;
+  struct Histograms {
+    LatencyHistogram total;
+    std::array<Slice, kSlices> slices;
+  };
+  std::unique_ptr<Histograms> histograms_;  // null until the first Record
 };
 
 }  // namespace bulkhead::admission

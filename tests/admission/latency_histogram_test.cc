@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // LatencyHistogram and WindowedLatency: bucket edges, quantiles as histogram_quantile computes
-// them, and the recent window forgetting what is older than its six 10-second slices.
+// them, the recent window forgetting what is older than its six 10-second slices, and an idle
+// window holding no histograms until its first sample.
 #include "admission/latency_histogram.h"
 
 #include <gtest/gtest.h>
+
+#include "tests/admission/allocation_counter.h"
 
 namespace bulkhead::admission {
 namespace {
@@ -67,6 +70,32 @@ TEST(WindowedLatency, RecentForgetsSlicesOlderThanTheWindow) {
   EXPECT_EQ(recent.count, 2u);
   EXPECT_EQ(recent.sum_ns, 20 * kMs + 5 * kS);
   EXPECT_EQ(w.total().count, 3u);
+}
+
+TEST(WindowedLatency, AnIdleOneHoldsNoHistogramsAndReportsNothingRecorded) {
+  // What an idle cell pays for each of its two latency windows: a pointer, not 1.2 KiB (issue 25
+  // section 8).
+  EXPECT_LE(sizeof(WindowedLatency), sizeof(void*));
+  bulkhead::testing::AllocationCounter counter;
+  WindowedLatency w;
+  EXPECT_FALSE(w.allocated());
+  // Reports what an empty histogram did: no count, no sum, every bucket 0, no quantile.
+  const LatencyHistogram::Counts& total = w.total();
+  EXPECT_EQ(total.count, 0u);
+  EXPECT_EQ(total.sum_ns, 0u);
+  for (uint64_t bucket : total.buckets) EXPECT_EQ(bucket, 0u);
+  EXPECT_FALSE(LatencyHistogram::QuantileSeconds(total, 0.5).has_value());
+  EXPECT_EQ(w.Recent(1000 * kS).count, 0u);
+  EXPECT_EQ(counter.allocations(), 0u);
+
+  // The first sample allocates the histograms, once; the ones after it nothing.
+  w.Record(1000 * kS, 3 * kMs);
+  EXPECT_TRUE(w.allocated());
+  EXPECT_EQ(counter.allocations(), 1u);
+  for (int i = 1; i <= 100; ++i) w.Record(1000 * kS + static_cast<uint64_t>(i) * kS, 3 * kMs);
+  EXPECT_EQ(counter.allocations(), 1u);
+  EXPECT_EQ(w.total().count, 101u);
+  EXPECT_EQ(w.total().buckets[LatencyHistogram::BucketOf(3 * kMs)], 101u);
 }
 
 }  // namespace
