@@ -7,9 +7,9 @@
 //     sent a request; once every cell is running and one status exchange has gone over the control
 //     socket, it reads bulkheadd's VmRSS (/proc/PID/status) and Private_Dirty
 //     (/proc/PID/smaps_rollup) and prints the difference divided by the extra cells;
-//   - bulkheadd with 1 cell (idle_timeout = "0s"), VmRSS and Private_Dirty read with no client and
-//     again once `--connections` (1000 by default) client connections to its socket are accepted
-//     (the status's `clients`) and sent nothing: the difference per connection.
+//   - bulkheadd with 1 cell (idle_timeout the default 60 s), VmRSS and Private_Dirty read with no
+//     client and again once `--connections` (1000 by default) client connections to its socket
+//     are accepted (the status's `clients`) and sent nothing: the difference per connection.
 // `--runs` runs (3 by default) back to back; the medians are printed last. Sizes are KiB as
 // /proc gives them (so a per-cell figure is within 4 KiB / cells of the truth). Exits 0 when every
 // run measured.
@@ -73,13 +73,14 @@ std::string CellsConfig(const std::string& root, int cells) {
                        "\nlog_level = \"warning\"\ncgroup = \"off\"\n";
   for (int i = 0; i < cells; ++i) {
     config += "\n[cells.c" + std::to_string(i) +
-              "]\ncommand = [\"sleep\", \"infinity\"]\nmax_concurrent = 4\nidle_timeout = \"0s\"\n";
+              "]\ncommand = [\"sleep\", \"infinity\"]\nmax_concurrent = 4\n";
   }
   return config;
 }
 
 std::vector<std::string> CellNames(int cells) {
   std::vector<std::string> names;
+  names.reserve(static_cast<size_t>(cells));
   for (int i = 0; i < cells; ++i) names.push_back("c" + std::to_string(i));
   return names;
 }
@@ -219,6 +220,7 @@ int Main(int argc, char** argv) {
   }
   auto median = [&](auto member) {
     std::vector<double> v;
+    v.reserve(all.size());
     for (const Figures& f : all) v.push_back(static_cast<double>(f.*member));
     return Median(v);
   };
