@@ -36,7 +36,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"max_unsent_bytes", R"("128M")"},
     {"client_write_timeout", R"("5s")"},
     {"header_timeout", R"("3s")"},
-    {"idle_timeout", R"("30s")"},
+    {"idle_timeout", R"("45s")"},
     {"restart", R"("never")"},
     {"restart_delay", R"("1s")"},
     {"restart_max_delay", R"("60s")"},

@@ -81,10 +81,10 @@ TEST(WorkerProtocol, WorkerThatNeverAcceptsASecondConnectionIsWarnedAbout) {
   Result<ipc::Client> first = h.Connect("serial");
   ASSERT_TRUE(first.ok()) << first.status().message();
   ASSERT_TRUE(first->Send(1, "one").ok());
-  // However long the second request takes to arrive (a loaded or sanitized build can take this
-  // long), the worker holds its first reply until the second connection is pending, so "two" is
-  // dispatched on a connection of its own and never on the first one, free again.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // "one" runs first; the worker holds its reply until the second connection is pending, so
+  // "two" is dispatched on a connection of its own and never on the first one, free again.
+  ASSERT_TRUE(h.WaitForCell("serial", [](const nlohmann::json& c) { return c["running"] == 1; }))
+      << h.Log();
   Result<ipc::Client> second = h.Connect("serial");
   ASSERT_TRUE(second.ok()) << second.status().message();
   ASSERT_TRUE(second->Send(1, "two").ok());

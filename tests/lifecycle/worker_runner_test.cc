@@ -220,6 +220,7 @@ TEST_F(WorkerRunnerTest, TheStartLimitGivesUpAndSpendsNothingUntilARestart) {
   config.restart_delay = std::chrono::milliseconds(50);
   config.start_limit_burst = 3;
   config.start_limit_interval = std::chrono::milliseconds(60'000);
+  config.start_limit_action = config::StartLimitAction::kFail;  // the default keeps starting
   Start(config);
   for (int start = 1; start < 3; ++start) {
     Reap(ExitedWith(1));
@@ -247,6 +248,7 @@ TEST_F(WorkerRunnerTest, AnExecFailureIsAFailedStartNamingItsError) {
   launcher_.fail_with = "exec /nonexistent/never-started: No such file or directory";
   config::CellConfig config = Config();
   config.start_limit_burst = 2;
+  config.start_limit_action = config::StartLimitAction::kFail;
   Start(config);
   EXPECT_EQ(state(), State::kBackoff);
   EXPECT_EQ(runner_->pid(), 0);

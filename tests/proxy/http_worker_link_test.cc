@@ -160,6 +160,7 @@ TEST_F(HttpWorkerLinkTest, AResponseBeforeTheRequestWentOutLeavesTheConnectionUn
             0);
   if (!MakeBatch()) {
     uv_close(reinterpret_cast<uv_handle_t*>(&sender.prepare), nullptr);
+    uv_run(&loop_, UV_RUN_NOWAIT);
     GTEST_SKIP() << "io_uring unavailable: " << batch_->how();
   }
   sender.link = Connect();
@@ -172,6 +173,9 @@ TEST_F(HttpWorkerLinkTest, AResponseBeforeTheRequestWentOutLeavesTheConnectionUn
   EXPECT_FALSE(owner_.answers[0].reusable) << "its request would be read as the next one";
   sender.link->Close();
   uv_close(reinterpret_cast<uv_handle_t*>(&sender.prepare), nullptr);
+  // The prepare handle lives on this stack: its close must finish before the test returns (the
+  // loop's pending-close list would point into a dead frame by TearDown).
+  uv_run(&loop_, UV_RUN_NOWAIT);
 }
 
 TEST_F(HttpWorkerLinkTest, AResponseBeforeTheWholeBodyWasWrittenLeavesTheConnectionUnused) {
