@@ -43,8 +43,8 @@ enum class StartLimitAction {
   kFail,     // "fail": give up, the cell is failed until bulkheadctl start or restart (systemd)
 };
 
-// `concurrency`: how the cell's limit of requests at the worker is set (docs/config.md,
-// "Adaptive concurrency"; docs/adaptive-concurrency.md).
+// `concurrency`: how the cell's limit of requests at the worker is set (docs/config.md, the
+// concurrency row; docs/adaptive-concurrency.md).
 enum class ConcurrencyMode {
   kFixed,     // "fixed": max_concurrent requests at once
   kAdaptive,  // "adaptive": a limit between min_concurrent and max_concurrent follows the cell's
