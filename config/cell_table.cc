@@ -114,6 +114,34 @@ std::optional<int> ExpectStopSignal(ValueReader& reader, const toml::node& node,
   return std::nullopt;
 }
 
+// `latency_tolerance`: a whole percentage string, "1%" to "400%" (AdaptiveLimit::Options'
+// tolerance is in (0, 4]).
+constexpr uint32_t kMaxLatencyTolerance = 400;
+std::optional<uint32_t> ExpectLatencyTolerance(ValueReader& reader, const toml::node& node,
+                                               const std::string& path) {
+  std::optional<std::string> text = reader.ExpectString(
+      node, path,
+      "write how far the service time may rise as a percentage string, such as \"50%\"");
+  if (!text) return std::nullopt;
+  std::string_view digits = *text;
+  const bool has_percent = digits.ends_with('%');
+  if (has_percent) digits.remove_suffix(1);
+  uint32_t percent = 0;
+  bool number = !digits.empty() && digits.size() <= 4;
+  for (char c : digits) {
+    if (c < '0' || c > '9') number = false;
+    if (number) percent = percent * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (!number || !has_percent || percent < 1 || percent > kMaxLatencyTolerance) {
+    reader.AddError(At(node.source()), path,
+                    "must be a whole percentage from \"1%\" to \"400%\" (how far the mean "
+                    "service time may rise above its base), got " +
+                        Quoted(*text));
+    return std::nullopt;
+  }
+  return percent;
+}
+
 bool ParseCommand(ValueReader& reader, const toml::node& node, const std::string& path,
                   std::vector<std::string>& argv) {
   const toml::array* array = node.as_array();
@@ -373,6 +401,12 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           if (signal) cell.stop_signal = *signal;
           break;
         }
+        case CellKeyId::kLatencyTolerance: {
+          auto tolerance = ExpectLatencyTolerance(reader, *value, key_path);
+          key_ok = tolerance.has_value();
+          if (tolerance) cell.latency_tolerance = *tolerance;
+          break;
+        }
         case CellKeyId::kEnvironment:
           key_ok = ParseEnvironment(reader, *value, key_path, cell.environment);
           break;
@@ -421,6 +455,28 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
                     "must be at least restart_delay (" + Quoted(delay_text) +
                         (delay_given ? "" : ", the default") + "), got " +
                         Quoted(read.Text(CellKeyId::kRestartMaxDelay)));
+    ok = false;
+  }
+
+  // The adaptive keys mean nothing to a fixed limit; a floor above the ceiling bounds nothing.
+  if (cell.concurrency == ConcurrencyMode::kFixed && !read.Refused(CellKeyId::kConcurrency)) {
+    for (CellKeyId id : {CellKeyId::kMinConcurrent, CellKeyId::kLatencyTolerance}) {
+      if (!read.Valid(id)) continue;
+      const std::string_view key = CellKeys()[static_cast<size_t>(id)].name;
+      reader.AddError(read.At(id), JoinKey(path, key),
+                      std::string(key) +
+                          " bounds the adaptive limit, which needs concurrency = \"adaptive\" "
+                          "(a fixed cell runs max_concurrent at once); remove it or set "
+                          "concurrency");
+      ok = false;
+    }
+  }
+  if (read.Valid(CellKeyId::kMinConcurrent) && read.Valid(CellKeyId::kMaxConcurrent) &&
+      cell.min_concurrent > cell.max_concurrent) {
+    reader.AddError(read.At(CellKeyId::kMinConcurrent), JoinKey(path, "min_concurrent"),
+                    "must be at most max_concurrent (" + std::to_string(cell.max_concurrent) +
+                        ", the adaptive limit's ceiling), got " +
+                        std::to_string(cell.min_concurrent));
     ok = false;
   }
 

@@ -43,6 +43,14 @@ enum class StartLimitAction {
   kFail,     // "fail": give up, the cell is failed until bulkheadctl start or restart (systemd)
 };
 
+// `concurrency`: how the cell's limit of requests at the worker is set (docs/config.md, the
+// concurrency row; docs/adaptive-concurrency.md).
+enum class ConcurrencyMode {
+  kFixed,     // "fixed": max_concurrent requests at once
+  kAdaptive,  // "adaptive": a limit between min_concurrent and max_concurrent follows the cell's
+              // service time and its own kernel pressure (admission::AdaptiveLimit)
+};
+
 // `protocol`: what the cell speaks on both hops (docs/http.md).
 enum class Protocol {
   kFrames,  // "frames": bulkhead's frame protocol (docs/protocol.md)
@@ -138,8 +146,17 @@ struct CellConfig {
   std::string worker_socket;
   // Not a key: always <runtime_dir>/NAME.notify, the cell's NOTIFY_SOCKET (sd_notify(3) datagrams).
   std::string notify_socket;
-  // Requests forwarded to the worker at once (its slots). 1..65535.
+  // Requests forwarded to the worker at once (its slots). 1..65535. In the adaptive mode the
+  // ceiling of the limit, and the worker connections kept.
   uint32_t max_concurrent = 0;
+  // Fixed or adaptive; "fixed" by default.
+  ConcurrencyMode concurrency = ConcurrencyMode::kFixed;
+  // The adaptive limit's floor, 1..max_concurrent; only with concurrency = "adaptive".
+  uint32_t min_concurrent = 1;
+  // The adaptive limit's latency tolerance: how far the mean service time may rise above its base
+  // before the limit falls, in percent ("50%" is 50); 1 to 400; only with concurrency =
+  // "adaptive".
+  uint32_t latency_tolerance = 50;
   // Requests waiting, in FIFO order, for a free slot; more are refused. 0..1000000; 0 = no queue.
   uint32_t max_queue = 0;
   // Client connections open at once on the cell's front socket; a connection beyond it is accepted,
@@ -335,6 +352,8 @@ struct SupervisorConfig {
 std::string ReadyText(const CellConfig& cell);
 // `protocol` as written: "frames" or "http".
 std::string_view ProtocolName(Protocol protocol);
+// `concurrency` as written: "fixed" or "adaptive".
+std::string_view ConcurrencyModeName(ConcurrencyMode mode);
 
 struct Config {
   // The path the config was read from, as given.

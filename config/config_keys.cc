@@ -50,6 +50,7 @@ constexpr int64_t kMaxPayloadBytesLimit = int64_t{1} << 30;  // 1 GiB.
 
 // The choices, each in the order of the enum its field holds.
 constexpr std::array<std::string_view, 2> kProtocols = {"frames", "http"};
+constexpr std::array<std::string_view, 2> kConcurrencyModes = {"fixed", "adaptive"};
 constexpr std::array<std::string_view, 3> kRestartModes = {"always", "on-failure", "never"};
 constexpr std::array<std::string_view, 2> kStartLimitActions = {"backoff", "fail"};
 constexpr std::array<std::string_view, 2> kWorkerConnectionModes = {"one-per-request", "multiplex"};
@@ -136,16 +137,22 @@ using C = CellConfig;
 using K = CellKeyId;
 using R = CellReload;
 
-// kOwn keys, and where their code is: command, socket, listen, max_unsent_bytes (at least one
-// reply of max_payload_bytes), ready ("http:/PATH"), start_timeout ("infinity"), stop_signal,
-// environment (cell_table.cc); cpu_max, cpu_max_period, memory_max, memory_high (limits.cc);
-// user, supplementary_groups (privileges.cc).
+// kOwn keys, and where their code is: command, latency_tolerance (a percentage), socket, listen,
+// max_unsent_bytes (at least one reply of max_payload_bytes), ready ("http:/PATH"), start_timeout
+// ("infinity"), stop_signal, environment (cell_table.cc); cpu_max, cpu_max_period, memory_max,
+// memory_high (limits.cc); user, supplementary_groups (privileges.cc).
 constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::command>(K::kCommand, "command", R::kRestart, kOwn),
     // The front connections and worker links are made for it when the cell is added.
     Cell<&C::protocol>(K::kProtocol, "protocol", R::kRefused, Choice(kProtocols)),
     Cell<&C::max_concurrent>(K::kMaxConcurrent, "max_concurrent", R::kAdmission,
                              Integer(1, kMaxConcurrentLimit)),
+    // The adaptive mode's keys: CellDataPath::Reconfigure makes, drops or rebounds its
+    // AdaptiveLimit (docs/adaptive-concurrency.md, "Reload").
+    Cell<&C::concurrency>(K::kConcurrency, "concurrency", R::kAdmission, Choice(kConcurrencyModes)),
+    Cell<&C::min_concurrent>(K::kMinConcurrent, "min_concurrent", R::kAdmission,
+                             Integer(1, kMaxConcurrentLimit)),
+    Cell<&C::latency_tolerance>(K::kLatencyTolerance, "latency_tolerance", R::kAdmission, kOwn),
     Cell<&C::max_queue>(K::kMaxQueue, "max_queue", R::kAdmission, Integer(0, kMaxQueueLimit)),
     Cell<&C::queue_timeout>(K::kQueueTimeout, "queue_timeout", R::kAdmission, kPositiveDuration),
     // Read at each accept; the supervisor splits its descriptor budget anew after a reload.
@@ -311,6 +318,10 @@ const SupervisorKey* FindSupervisorKey(std::string_view name) {
 
 std::string_view ProtocolName(Protocol protocol) {
   return kProtocols[static_cast<size_t>(protocol)];
+}
+
+std::string_view ConcurrencyModeName(ConcurrencyMode mode) {
+  return kConcurrencyModes[static_cast<size_t>(mode)];
 }
 
 }  // namespace bulkhead::config

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "admission/adaptive_limit.h"
 #include "admission/bulkhead.h"
 #include "admission/cell_counters.h"
 #include "admission/latency_histogram.h"
@@ -20,6 +21,35 @@
 #include "lifecycle/restart_reason.h"
 
 namespace bulkhead::control {
+
+// The cell's concurrency limit (docs/adaptive-concurrency.md, "What operators see"). For a fixed
+// cell only `adaptive` (false) and `limit` (max_concurrent) mean anything.
+struct ConcurrencySnapshot {
+  bool adaptive = false;
+  uint32_t limit = 0;  // what the Bulkhead admits up to now
+  uint32_t floor = 0;
+  uint32_t ceiling = 0;
+  admission::AdaptiveLimit::Phase phase = admission::AdaptiveLimit::Phase::kSlowStart;
+  admission::GrowthHold hold = admission::GrowthHold::kNone;
+  std::array<bool, admission::kSignalCount> signals{};  // live, indexed by admission::Signal
+  std::optional<uint64_t> base_us;                      // nullopt while being measured
+  uint64_t base_age_ms = 0;
+  uint32_t ratio_permille = 0;  // of the last closed window; 0 before the first
+  uint32_t throttled_permille = 0;
+  uint32_t memory_permille = 0;
+  // The wall-clock time (ms since the Unix epoch) the snapshot was taken: each change's wall time
+  // is wall_now_ms - its ago_ms, so bulkheadctl prints what the JSON says.
+  uint64_t wall_now_ms = 0;
+  struct Change {
+    uint64_t ago_ms = 0;  // how long before the snapshot
+    uint32_t from = 0;
+    uint32_t to = 0;
+    admission::LimitCause cause = admission::LimitCause::kBounds;
+    uint32_t permille = 0;  // admission::LimitChange::permille
+  };
+  std::vector<Change> changes;  // newest first, at most AdaptiveLimit::kRecentChanges
+  std::array<uint64_t, admission::kLimitCauseCount> changes_by_cause{};
+};
 
 // A consistent copy of a cell's figures, for the control socket.
 struct CellSnapshot {
@@ -33,7 +63,10 @@ struct CellSnapshot {
   // the port the kernel picked).
   std::vector<std::string> listen;
   std::string worker_socket;
+  // As configured: max_concurrent is the key's value (an adaptive cell's ceiling); the limit in
+  // force is concurrency.limit.
   admission::Bulkhead::Limits limits;
+  ConcurrencySnapshot concurrency;
   uint32_t running = 0;
   uint32_t queued = 0;
   uint32_t clients = 0;

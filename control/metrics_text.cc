@@ -189,6 +189,33 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCoun
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
     w.Sample(l, s.limits.max_concurrent);
   });
+  w.Family("bulkhead_concurrency_limit", "gauge",
+           "Requests the cell admits to its worker at once now: max_concurrent for a fixed cell, "
+           "the adaptive limit for an adaptive one.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.concurrency.limit);
+  });
+  w.Family("bulkhead_concurrency_limit_bound", "gauge",
+           "An adaptive cell's bounds: min_concurrent (floor) and max_concurrent (ceiling).");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (!s.concurrency.adaptive) return;
+    w.Sample(l + ",bound=\"floor\"", s.concurrency.floor);
+    w.Sample(l + ",bound=\"ceiling\"", s.concurrency.ceiling);
+  });
+  w.Family("bulkhead_concurrency_limit_changes_total", "counter",
+           "Changes of an adaptive cell's limit, by cause.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (!s.concurrency.adaptive) return;
+    for (size_t i = 0; i < admission::kLimitCauseCount; ++i) {
+      std::string cause(admission::LimitCauseName(static_cast<admission::LimitCause>(i)));
+      w.Sample(l + ",cause=\"" + cause + "\"", s.concurrency.changes_by_cause[i]);
+    }
+  });
+  w.Family("bulkhead_service_time_base_seconds", "gauge",
+           "An adaptive cell's base service time (without queueing), once measured.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (s.concurrency.base_us) w.Sample("", l, Seconds(*s.concurrency.base_us * 1000));
+  });
   w.Family("bulkhead_max_queue", "gauge", "The cell's queue places (max_queue).");
   ForEachCell(
       cells, [&](const CellSnapshot& s, const std::string& l) { w.Sample(l, s.limits.max_queue); });

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "control/status_json.h"
 
+#include <time.h>
+
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -77,6 +80,58 @@ void AddMetricsFields(const CellSnapshot& s, nlohmann::json& j) {
   j["queue_wait_count"] = s.queue_wait.count;
 }
 
+// "2025-01-01T14:02:11Z" for ms since the Unix epoch.
+std::string Iso8601(uint64_t wall_ms) {
+  const time_t seconds = static_cast<time_t>(wall_ms / 1000);
+  tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  const size_t n = strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return std::string(text, n);
+}
+
+// "concurrency" (docs/control.md): {"mode": "fixed", "limit": N} for a fixed cell; an adaptive
+// one adds its bounds, the controller's state and its last changes, newest first.
+nlohmann::json ConcurrencyJson(const ConcurrencySnapshot& c) {
+  if (!c.adaptive) return {{"mode", "fixed"}, {"limit", c.limit}};
+  nlohmann::json signals = nlohmann::json::array();
+  for (size_t i = 0; i < admission::kSignalCount; ++i) {
+    if (c.signals[i]) signals.push_back(admission::SignalName(static_cast<admission::Signal>(i)));
+  }
+  nlohmann::json changes = nlohmann::json::array();
+  for (const ConcurrencySnapshot::Change& change : c.changes) {
+    changes.push_back({
+        {"at", Iso8601(c.wall_now_ms - std::min(c.wall_now_ms, change.ago_ms))},
+        {"ago_ms", change.ago_ms},
+        {"from", change.from},
+        {"to", change.to},
+        {"cause", admission::LimitCauseName(change.cause)},
+        {"text", admission::LimitCauseText(change.cause)},
+    });
+  }
+  nlohmann::json by_cause = nlohmann::json::object();
+  for (size_t i = 0; i < admission::kLimitCauseCount; ++i) {
+    by_cause[std::string(admission::LimitCauseName(static_cast<admission::LimitCause>(i)))] =
+        c.changes_by_cause[i];
+  }
+  return {
+      {"mode", "adaptive"},
+      {"limit", c.limit},
+      {"floor", c.floor},
+      {"ceiling", c.ceiling},
+      {"phase", admission::AdaptiveLimit::PhaseName(c.phase)},
+      {"hold", admission::GrowthHoldName(c.hold)},
+      {"signals", std::move(signals)},
+      {"base_us", c.base_us ? nlohmann::json(*c.base_us) : nlohmann::json(nullptr)},
+      {"base_age_ms", c.base_age_ms},
+      {"ratio", c.ratio_permille / 1000.0},
+      {"throttled_share", c.throttled_permille / 1000.0},
+      {"memory_share", c.memory_permille / 1000.0},
+      {"changes", std::move(changes)},
+      {"changes_by_cause", std::move(by_cause)},
+  };
+}
+
 nlohmann::json SnapshotJson(const CellSnapshot& s) {
   const admission::CellCounters& c = s.counters;
   nlohmann::json j = {
@@ -90,6 +145,7 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"listen", s.listen},
       {"worker_socket", s.worker_socket},
       {"max_concurrent", s.limits.max_concurrent},
+      {"concurrency", ConcurrencyJson(s.concurrency)},
       {"running", s.running},
       {"max_queue", s.limits.max_queue},
       {"queued", s.queued},

@@ -94,6 +94,40 @@ std::string FormatLatency(const nlohmann::json& ms) {
   return out;
 }
 
+std::string FormatConcurrency(const nlohmann::json& concurrency) {
+  const std::string limit = std::to_string(Number(concurrency, "limit"));
+  if (Text(concurrency, "mode") != "adaptive") return limit + " (fixed)";
+  std::string out = limit + " of " + std::to_string(Number(concurrency, "floor")) + ".." +
+                    std::to_string(Number(concurrency, "ceiling")) + " (adaptive; ";
+  const nlohmann::json& changes = Field(concurrency, "changes");
+  if (!changes.is_array() || changes.empty()) return out + "no change yet)";
+  const nlohmann::json& last = changes[0];
+  const int64_t delta =
+      static_cast<int64_t>(Number(last, "to")) - static_cast<int64_t>(Number(last, "from"));
+  const std::string at = Text(last, "at");  // "2025-01-01T14:02:11Z"
+  out += (delta > 0 ? "+" : "") + std::to_string(delta) + " at " +
+         (at.size() >= 19 ? at.substr(11, 8) : at) + ": " + Text(last, "text") + ")";
+  return out;
+}
+
+std::string FormatAdaptiveState(const nlohmann::json& concurrency) {
+  const nlohmann::json& base_us = Field(concurrency, "base_us");
+  std::string base = "base measuring";
+  if (base_us.is_number()) {
+    base = "base " + FormatLatency(base_us.get<double>() / 1000.0) + " (" +
+           FormatAge(Number(concurrency, "base_age_ms")) + " ago)";
+  }
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2f", Field(concurrency, "ratio").get<double>());
+  std::string signals;
+  for (const nlohmann::json& signal : Field(concurrency, "signals")) {
+    if (!signals.empty()) signals += ",";
+    signals += Scalar(signal);
+  }
+  return Text(concurrency, "phase") + ", " + base + ", ratio " + ratio + ", holding " +
+         Text(concurrency, "hold") + ", signals " + signals;
+}
+
 Result<std::string> FormatActivityTable(const nlohmann::json& response) {
   if (!response.is_object() || !response.contains("cells") || !response["cells"].is_array()) {
     return Status::Error("status response: no \"cells\" array");
@@ -180,6 +214,14 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
       line("listen", listen);
     }
     line("worker socket", Text(cell, "worker_socket"));
+    // Older bulkheadd have no "concurrency": their cells are all fixed.
+    if (cell.contains("concurrency") && Field(cell, "concurrency").is_object()) {
+      const nlohmann::json& concurrency = Field(cell, "concurrency");
+      line("concurrency", FormatConcurrency(concurrency));
+      if (Text(concurrency, "mode") == "adaptive") {
+        line("adaptive", FormatAdaptiveState(concurrency));
+      }
+    }
     line("running", std::to_string(Number(cell, "running")) + "/" +
                         std::to_string(Number(cell, "max_concurrent")));
     line("queued", std::to_string(Number(cell, "queued")) + "/" +

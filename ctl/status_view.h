@@ -17,6 +17,13 @@ namespace bulkhead::ctl {
 std::string FormatAge(uint64_t ms);
 // A latency in ms (null: "-"): "0.25ms", "12ms", "1.5s".
 std::string FormatLatency(const nlohmann::json& ms);
+// The status JSON's "concurrency" object as `bulkheadctl status CELL` prints it (docs/control.md):
+// "8 (fixed)", or "6 of 1..64 (adaptive; -8 at 14:02:11: memory pressure trigger)" with the
+// latest change (its time in UTC, as the JSON's "at"), "(adaptive; no change yet)" before one.
+std::string FormatConcurrency(const nlohmann::json& concurrency);
+// An adaptive cell's controller: "slow_start, base 10.2ms (12.0s ago), ratio 1.31, holding
+// none, signals service_time".
+std::string FormatAdaptiveState(const nlohmann::json& concurrency);
 
 // One row per cell of response["cells"], under a header, for supervisors whose cells carry
 // "recent" (empty string otherwise):

@@ -25,6 +25,14 @@ admission::Bulkhead::Limits LimitsOf(const config::CellConfig& config) {
                                      static_cast<uint64_t>(config.queue_timeout.count())};
 }
 
+admission::AdaptiveLimit::Options AdaptiveOptionsOf(const config::CellConfig& config) {
+  admission::AdaptiveLimit::Options options;
+  options.floor = config.min_concurrent;
+  options.ceiling = config.max_concurrent;
+  options.tolerance = config.latency_tolerance / 100.0;
+  return options;
+}
+
 }  // namespace
 
 CellDataPath::CellDataPath(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
@@ -54,6 +62,7 @@ CellDataPath::CellDataPath(uv_loop_t* loop, loop::TimeSource* time, config::Cell
   ++open_handles_;
   slow_clients_.SetLimits(config_.max_unsent_bytes,
                           static_cast<uint64_t>(config_.client_write_timeout.count()));
+  ApplyConcurrency();
 }
 
 CellDataPath::~CellDataPath() { BH_CHECK(open_handles_ == 0); }
@@ -148,6 +157,7 @@ void CellDataPath::Reconfigure(const config::CellConfig& next) {
   if (next.stall_timeout != config_.stall_timeout) stall_counted_from_ms_ = Now();
   config_ = next;
   bulkhead_.SetLimits(LimitsOf(config_));
+  ApplyConcurrency();
   slow_clients_.SetLimits(config_.max_unsent_bytes,
                           static_cast<uint64_t>(config_.client_write_timeout.count()));
   // A changed request_timeout counts from now for the requests running now.
@@ -162,6 +172,35 @@ void CellDataPath::Reconfigure(const config::CellConfig& next) {
   // A raised max_concurrent starts queued requests now; a changed queue_timeout re-arms the queue
   // timer for the head's new deadline.
   StartQueued();
+}
+
+void CellDataPath::ApplyConcurrency() {
+  if (config_.concurrency == config::ConcurrencyMode::kFixed) {
+    // SetLimits gave the Bulkhead max_concurrent.
+    adaptive_.reset();
+    return;
+  }
+  if (adaptive_ == nullptr) {
+    // It starts at the floor: the base can only be measured there. Requests running above it
+    // finish; queued ones wait in order.
+    adaptive_ = std::make_unique<admission::AdaptiveLimit>(time_, AdaptiveOptionsOf(config_));
+  } else {
+    adaptive_->SetBounds(config_.min_concurrent, config_.max_concurrent);
+    adaptive_->SetTolerance(AdaptiveOptionsOf(config_).tolerance);
+  }
+  bulkhead_.SetMaxConcurrent(adaptive_->limit());
+}
+
+void CellDataPath::SampleServiceTime(const Exchange& exchange) {
+  if (adaptive_ == nullptr || exchange.dispatched_at_ns == 0) return;
+  const uint64_t now_ns = time_->NowNs();
+  const uint64_t elapsed_ns = now_ns - exchange.dispatched_at_ns;
+  const uint64_t service_ns =
+      elapsed_ns > exchange.client_paused_ns ? elapsed_ns - exchange.client_paused_ns : 0;
+  const uint32_t limit = adaptive_->OnSample(service_ns / 1000, bulkhead_.running());
+  // A lowered limit only stops new starts; a raised one is taken by the StartQueued that follows
+  // the answer.
+  if (limit != bulkhead_.limits().max_concurrent) bulkhead_.SetMaxConcurrent(limit);
 }
 
 // --- Client connections. ---
@@ -207,6 +246,7 @@ void CellDataPath::OnRequest(Client* conn, const RequestInfo& info, std::string_
   exchange->admitted_at_ms = Now();
   exchange->admitted_at_ns = time_->NowNs();
   exchange->dispatched_at_ns = 0;
+  exchange->client_paused_ns = 0;
   conn->Attach(exchange);
   if (upstream_->RefusesRequests()) {
     ++counters_.rejected_at_admission;
@@ -363,6 +403,9 @@ void CellDataPath::OnWorkerAnswer(Link* link, Exchange* exchange, const Outcome&
     }
   }
   last_progress_ms_ = Now();
+  // The worker answered, with a reply or an error of its own: its service time is a sample
+  // either way.
+  SampleServiceTime(*exchange);
   if (outcome.kind != Outcome::Kind::kOk) {
     Fail(exchange, outcome.reason, outcome.text);
     return;

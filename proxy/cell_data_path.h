@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admission/adaptive_limit.h"
 #include "admission/bulkhead.h"
 #include "admission/cell_counters.h"
 #include "admission/latency_histogram.h"
@@ -83,8 +84,10 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Reload: admission limits apply at once (Bulkhead::SetLimits: queued requests are kept above a
   // lowered max_queue, running ones above a lowered max_concurrent finish; a raised
   // max_concurrent starts queued requests now); a changed request_timeout or stall_timeout counts
-  // from now for the requests running now (systemd#9467). REQUIRES: same socket, listen and
-  // worker_socket.
+  // from now for the requests running now (systemd#9467). concurrency: fixed -> adaptive makes the
+  // AdaptiveLimit (at the floor), adaptive -> fixed drops it (the limit is max_concurrent again),
+  // adaptive -> adaptive rebounds it (SetBounds, SetTolerance; its base and phase stay)
+  // (docs/adaptive-concurrency.md, "Reload"). REQUIRES: same socket, listen and worker_socket.
   void Reconfigure(const config::CellConfig& next);
   // Closes every client connection (queued requests cancelled).
   void DisconnectClients() { front_.DisconnectAll(); }
@@ -111,6 +114,9 @@ class CellDataPath : private ClientOwner, private LinkOwner {
 
   // Figures for status and metrics.
   const admission::Bulkhead& bulkhead() const { return bulkhead_; }
+  // The cell's adaptive limit (concurrency = "adaptive"), nullptr for a fixed cell. Its limit() is
+  // bulkhead().limits().max_concurrent.
+  const admission::AdaptiveLimit* adaptive() const { return adaptive_.get(); }
   size_t clients() const { return front_.clients(); }
   // min(max_connections, the connection share).
   uint32_t connection_limit() const { return front_.connection_limit(); }
@@ -148,6 +154,7 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   void OnWorkerProgress() override { last_progress_ms_ = Now(); }
   void OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) override;
   void OnExchangeAborted(Link* link, const std::string& why) override;
+  uint64_t NowNs() const override { return time_->NowNs(); }
 
   void Dispatch(Exchange* exchange, std::string_view payload);
   // Puts `link` on the busy list unless it already is (a multiplexed link carrying others), then
@@ -170,6 +177,12 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Nothing of `exchange` is touched after the client end has it (it may be recycled under it).
   void Answer(Exchange* exchange, uint64_t* counter, const Outcome& outcome);
   void FinishRunning(Exchange* exchange);
+  // An adaptive cell: `exchange`, answered by the worker now, is one sample of its service time
+  // (dispatch to answer, less the time its worker end waited for a slow client); the Bulkhead
+  // takes the limit that follows. Before FinishRunning (the running count includes it).
+  void SampleServiceTime(const Exchange& exchange);
+  // Makes, rebounds or drops adaptive_ for config_, and gives the Bulkhead its limit.
+  void ApplyConcurrency();
   // Tells the upstream when no request runs any more.
   void MaybeDrained();
   void ArmQueueTimer();
@@ -206,6 +219,9 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   loop::AfterPoll* after_poll_;
   Upstream* upstream_;
   admission::Bulkhead bulkhead_;
+  // concurrency = "adaptive": the limit the Bulkhead holds, fed by SampleServiceTime; its clock is
+  // time_. Null in the fixed mode.
+  std::unique_ptr<admission::AdaptiveLimit> adaptive_;
 
   std::unique_ptr<loop::Timer> queue_timer_;
   std::unique_ptr<loop::Timer> orphan_timer_;

@@ -151,6 +151,10 @@ struct Exchange : admission::AdmissionEntry, admission::DeadlineEntry {
   // latency histograms (admission/latency_histogram.h).
   uint64_t admitted_at_ns = 0;
   uint64_t dispatched_at_ns = 0;
+  // Of the time since dispatch, ns the worker end stopped reading the response because its client
+  // held kHighWatermark unwritten: the client's time, not the worker's (the adaptive limit's
+  // service time leaves it out).
+  uint64_t client_paused_ns = 0;
   std::string payload;  // filled only while the exchange waits in the queue
   // The client's list of its live exchanges (intrusive, so a disconnect finds them in O(own)).
   Exchange* client_prev = nullptr;

@@ -170,6 +170,7 @@ void HttpWorkerLink::Deliver() {
   if (inflight_ == nullptr || (out_.empty() && !relay_.client_must_close())) return;
   if (!inflight_->SendResponse(out_, relay_.client_must_close()) && !paused_ && !closing_) {
     paused_ = true;
+    paused_at_ns_ = owner_->NowNs();
     uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
   }
 }
@@ -177,6 +178,7 @@ void HttpWorkerLink::Deliver() {
 void HttpWorkerLink::ResumeReading() {
   if (!paused_ || closing_) return;
   paused_ = false;
+  if (inflight_ != nullptr) inflight_->client_paused_ns += owner_->NowNs() - paused_at_ns_;
   uv_read_start(reinterpret_cast<uv_stream_t*>(&pipe_), &HttpWorkerLink::OnAlloc,
                 &HttpWorkerLink::OnRead);
 }

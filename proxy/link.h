@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,9 @@ class LinkOwner {
   // the owner takes it off and closes the link, so the worker sees the connection end rather than
   // a request it could take as whole.
   virtual void OnExchangeAborted(Link* link, const std::string& why) = 0;
+  // The data path's TimeSource::NowNs(): a link times what it spends waiting for a slow client
+  // (Exchange::client_paused_ns) on the data path's clock.
+  virtual uint64_t NowNs() const = 0;
 };
 
 class Link {

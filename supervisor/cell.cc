@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "supervisor/cell.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -54,6 +56,45 @@ void Cell::CloseHandles(std::function<void()> on_closed) {
   handles_.Close(std::move(on_closed));
 }
 
+namespace {
+
+// The limit in force and, for an adaptive cell, its controller's state; `now` on the controller's
+// clock (the data path's TimeSource).
+control::ConcurrencySnapshot ConcurrencyOf(const proxy::CellDataPath& data_path, uint64_t now) {
+  control::ConcurrencySnapshot c;
+  c.limit = data_path.bulkhead().limits().max_concurrent;
+  const admission::AdaptiveLimit* adaptive = data_path.adaptive();
+  if (adaptive == nullptr) return c;
+  c.adaptive = true;
+  c.floor = adaptive->floor();
+  c.ceiling = adaptive->ceiling();
+  c.phase = adaptive->phase();
+  c.hold = adaptive->growth_hold();
+  for (size_t i = 0; i < admission::kSignalCount; ++i) {
+    c.signals[i] = adaptive->signal_live(static_cast<admission::Signal>(i));
+  }
+  c.base_us = adaptive->base_us();
+  c.base_age_ms = now - std::min(now, adaptive->base_measured_at_ms());
+  c.ratio_permille = adaptive->last_ratio_permille();
+  c.throttled_permille = adaptive->throttled_permille();
+  c.memory_permille = adaptive->memory_permille();
+  timespec wall{};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  c.wall_now_ms =
+      static_cast<uint64_t>(wall.tv_sec) * 1000 + static_cast<uint64_t>(wall.tv_nsec) / 1'000'000;
+  for (size_t i = 0; i < adaptive->change_count(); ++i) {
+    const admission::LimitChange& change = adaptive->change(i);
+    c.changes.push_back(
+        {now - std::min(now, change.at_ms), change.from, change.to, change.cause, change.permille});
+  }
+  for (size_t i = 0; i < admission::kLimitCauseCount; ++i) {
+    c.changes_by_cause[i] = adaptive->changes_by(static_cast<admission::LimitCause>(i));
+  }
+  return c;
+}
+
+}  // namespace
+
 control::CellSnapshot Cell::Snapshot() const {
   control::CellSnapshot s;
   const lifecycle::Lifecycle& lifecycle = runner_.lifecycle();
@@ -86,6 +127,8 @@ control::CellSnapshot Cell::Snapshot() const {
   s.oom_kills = compartment.oom_kills;
 
   s.limits = data_path_.bulkhead().limits();
+  s.limits.max_concurrent = config.max_concurrent;
+  s.concurrency = ConcurrencyOf(data_path_, now);
   s.running = data_path_.bulkhead().running();
   s.queued = data_path_.bulkhead().queued();
   s.clients = static_cast<uint32_t>(data_path_.clients());

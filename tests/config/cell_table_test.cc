@@ -580,6 +580,86 @@ start_limit_action = "give-up"
                              "must be one of backoff, fail; got \"give-up\"")));
 }
 
+TEST(ParseConfig, ConcurrencyIsFixedUnlessAdaptiveWithAFloorAndATolerance) {
+  const Config fixed = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 8
+)");
+  ASSERT_EQ(fixed.cells.size(), 1u);
+  EXPECT_EQ(fixed.cells[0].concurrency, ConcurrencyMode::kFixed);
+  EXPECT_EQ(fixed.cells[0].min_concurrent, 1u);
+  EXPECT_EQ(fixed.cells[0].latency_tolerance, 50u);
+  const Config adaptive = MustParse(R"([cells.a]
+command = ["x"]
+max_concurrent = 64
+concurrency = "adaptive"
+min_concurrent = 4
+latency_tolerance = "25%"
+)");
+  ASSERT_EQ(adaptive.cells.size(), 1u);
+  EXPECT_EQ(adaptive.cells[0].concurrency, ConcurrencyMode::kAdaptive);
+  EXPECT_EQ(adaptive.cells[0].max_concurrent, 64u);
+  EXPECT_EQ(adaptive.cells[0].min_concurrent, 4u);
+  EXPECT_EQ(adaptive.cells[0].latency_tolerance, 25u);
+  EXPECT_EQ(ConcurrencyModeName(ConcurrencyMode::kAdaptive), "adaptive");
+}
+
+TEST(ParseConfig, AdaptiveKeysAreRefusedWhereTheyMeanNothingOrBoundNothing) {
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 4
+concurrency = "elastic"
+)"),
+              ElementsAre(At(4, 15, "cells.a.concurrency",
+                             "must be one of fixed, adaptive; got \"elastic\"")));
+  EXPECT_THAT(
+      Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 4
+min_concurrent = 2
+latency_tolerance = "20%"
+)"),
+      ElementsAre(At(4, 18, "cells.a.min_concurrent",
+                     "min_concurrent bounds the adaptive limit, which needs concurrency = "
+                     "\"adaptive\" (a fixed cell runs max_concurrent at once); remove it or "
+                     "set concurrency"),
+                  At(5, 21, "cells.a.latency_tolerance",
+                     "latency_tolerance bounds the adaptive limit, which needs concurrency = "
+                     "\"adaptive\" (a fixed cell runs max_concurrent at once); remove it or "
+                     "set concurrency")));
+  EXPECT_THAT(Errors(R"([cells.a]
+command = ["x"]
+concurrency = "adaptive"
+min_concurrent = 9
+max_concurrent = 8
+)"),
+              ElementsAre(At(4, 18, "cells.a.min_concurrent",
+                             "must be at most max_concurrent (8, the adaptive limit's ceiling), "
+                             "got 9")));
+  EXPECT_THAT(
+      Errors(R"([cells.a]
+command = ["x"]
+concurrency = "adaptive"
+max_concurrent = 8
+min_concurrent = 0
+)"),
+      ElementsAre(At(5, 18, "cells.a.min_concurrent", "must be between 1 and 65535, got 0")));
+  for (const char* bad : {"0%", "401%", "50", "12.5%", "-5%", "%"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THAT(Errors(std::string(R"([cells.a]
+command = ["x"]
+concurrency = "adaptive"
+max_concurrent = 8
+latency_tolerance = ")") +
+                       bad + "\"\n"),
+                ElementsAre(At(5, 21, "cells.a.latency_tolerance",
+                               std::string("must be a whole percentage from \"1%\" to \"400%\" "
+                                           "(how far the mean service time may rise above its "
+                                           "base), got \"") +
+                                   bad + "\"")));
+  }
+}
+
 TEST(ParseConfig, RestartMaxDelayMayNotBeBelowRestartDelay) {
   EXPECT_THAT(Errors(R"([supervisor]
 runtime_dir = "/run/bh"

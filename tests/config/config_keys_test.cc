@@ -27,6 +27,9 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"command", R"(["/bin/false"])"},
     {"protocol", R"("http")"},
     {"max_concurrent", "2"},
+    {"concurrency", R"("adaptive")"},
+    {"min_concurrent", "2"},
+    {"latency_tolerance", R"("20%")"},
     {"max_queue", "3"},
     {"queue_timeout", R"("2s")"},
     {"max_connections", "10"},
@@ -93,6 +96,10 @@ const std::map<std::string, std::string, std::less<>> kSupervisorExamples = {
 // Keys a frames cell (the base) refuses: their examples are written in a cell with protocol =
 // "http" (the protocol entry of the table restores what that line wrote).
 const std::set<std::string, std::less<>> kHttpOnlyCellKeys = {"header_timeout"};
+// Keys a fixed cell (the base) refuses: their examples are written in an adaptive cell with a
+// ceiling of 4.
+const std::set<std::string, std::less<>> kAdaptiveOnlyCellKeys = {"min_concurrent",
+                                                                  "latency_tolerance"};
 
 // One cell "a" with its required keys; `supervisor` and `cell` are key = value lines that replace
 // the base's line of the same key or are added.
@@ -153,6 +160,10 @@ TEST(ConfigKeys, EveryCellKeyFillsTheFieldsItsEntryNames) {
       CellKeys(), kCellExamples,
       [](const std::string& key, const std::string& value) {
         if (key.empty()) return ConfigText({}, {});
+        if (kAdaptiveOnlyCellKeys.contains(key)) {
+          return ConfigText(
+              {}, {{key, value}, {"concurrency", R"("adaptive")"}, {"max_concurrent", "4"}});
+        }
         if (!kHttpOnlyCellKeys.contains(key)) return ConfigText({}, {{key, value}});
         return ConfigText({}, {{key, value}, {"protocol", R"("http")"}});
       },

@@ -106,6 +106,37 @@ TEST(MetricsText, CrashLoopingAndTheNextStart) {
   EXPECT_THAT(text, Not(HasSubstr("bulkhead_cell_next_start_seconds{cell=\"c\"}")));
 }
 
+TEST(MetricsText, TheConcurrencyLimitItsBoundsAndItsChangesByCause) {
+  CellSnapshot fixed = Snapshot("a");
+  fixed.concurrency.limit = 8;
+  CellSnapshot adaptive = Snapshot("b");
+  adaptive.concurrency.adaptive = true;
+  adaptive.concurrency.limit = 5;
+  adaptive.concurrency.floor = 2;
+  adaptive.concurrency.ceiling = 64;
+  adaptive.concurrency.base_us = 12'500;
+  adaptive.concurrency.changes_by_cause[static_cast<size_t>(admission::LimitCause::kLatency)] = 4;
+  const std::string text = MetricsText({fixed, adaptive});
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_concurrency_limit gauge\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_concurrency_limit{cell=\"a\"} 8\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_concurrency_limit{cell=\"b\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_concurrency_limit_bound{cell=\"b\",bound=\"floor\"} 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("bulkhead_concurrency_limit_bound{cell=\"b\",bound=\"ceiling\"} 64\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_concurrency_limit_changes_total counter\n"));
+  EXPECT_THAT(text,
+              HasSubstr("bulkhead_concurrency_limit_changes_total{cell=\"b\",cause=\"latency\"} "
+                        "4\n"));
+  EXPECT_THAT(text,
+              HasSubstr("bulkhead_concurrency_limit_changes_total{cell=\"b\",cause=\"bounds\"} "
+                        "0\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_service_time_base_seconds{cell=\"b\"} 0.0125\n"));
+  // A fixed cell has no bounds, changes or base.
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_concurrency_limit_bound{cell=\"a\"")));
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_concurrency_limit_changes_total{cell=\"a\"")));
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_service_time_base_seconds{cell=\"a\"")));
+}
+
 TEST(MetricsText, RefusedConnectionsAndTheConnectionLimit) {
   CellSnapshot s = Snapshot("a");
   s.counters.refused_connections = 5;

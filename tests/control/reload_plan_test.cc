@@ -104,6 +104,27 @@ max_concurrent = 1
             "unchanged");
 }
 
+// Issue 26: a cell switches between a fixed and an adaptive limit live, and the adaptive keys
+// move its bounds live (CellDataPath::Reconfigure makes, drops or rebounds its AdaptiveLimit).
+TEST(ReloadPlan, ConcurrencyModeAndItsBoundsApplyLive) {
+  ReloadPlan plan = PlanCatalogChange(
+      "concurrency = \"adaptive\"\nmin_concurrent = 1\nlatency_tolerance = \"25%\"\n");
+  ASSERT_TRUE(plan.ok());
+  const CellPlan& to_adaptive = plan.cells[1];
+  EXPECT_EQ(to_adaptive.action, Action::kUpdate);
+  EXPECT_THAT(to_adaptive.changed, ElementsAre("concurrency", "latency_tolerance"));
+  EXPECT_TRUE(to_adaptive.admission_changed);
+  EXPECT_FALSE(to_adaptive.cgroup_changed);
+  EXPECT_FALSE(to_adaptive.policy_changed);
+
+  const std::string adaptive = std::string(kBase) + "concurrency = \"adaptive\"\n";
+  plan = PlanReload(Parse(adaptive), Parse(kBase));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan.cells[1].action, Action::kUpdate);
+  EXPECT_THAT(plan.cells[1].changed, ElementsAre("concurrency"));
+  EXPECT_EQ(plan.Summary(), "payments unchanged, catalog updated (concurrency changed)");
+}
+
 TEST(ReloadPlan, CgroupLimitsApplyLive) {
   ReloadPlan plan = PlanCatalogChange(
       "cpu_max = \"50%\"\ncpu_weight = 200\nmemory_max = \"64M\"\nmemory_high = \"32M\"\n"

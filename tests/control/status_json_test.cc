@@ -102,6 +102,52 @@ TEST(StatusJson, ShowsACrashLoopAndTheStartLimitAction) {
   EXPECT_EQ(j["policy"]["start_limit_action"], "fail");
 }
 
+// Issue 26: the limit in force, the mode, the bounds and the controller's last changes with their
+// cause and wall time (docs/control.md).
+TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause) {
+  CellSnapshot s = SnapshotWithDistinctCounters();
+  s.concurrency.limit = 7;
+  nlohmann::json j = CellStatusJson(s, Config());
+  EXPECT_EQ(j.at("concurrency"), nlohmann::json({{"mode", "fixed"}, {"limit", 7}}));
+
+  s.concurrency.adaptive = true;
+  s.concurrency.limit = 6;
+  s.concurrency.floor = 1;
+  s.concurrency.ceiling = 64;
+  s.concurrency.phase = admission::AdaptiveLimit::Phase::kAvoidance;
+  s.concurrency.hold = admission::GrowthHold::kCpuThrottled;
+  s.concurrency.signals[static_cast<size_t>(admission::Signal::kServiceTime)] = true;
+  s.concurrency.base_us = 10'234;
+  s.concurrency.base_age_ms = 12'000;
+  s.concurrency.ratio_permille = 1'310;
+  s.concurrency.wall_now_ms = 1'735'740'135'000;  // 2025-01-01T14:02:15Z
+  s.concurrency.changes = {{4'000, 14, 6, admission::LimitCause::kMemoryPressure, 0},
+                           {9'000, 7, 14, admission::LimitCause::kSlowStart, 0}};
+  s.concurrency.changes_by_cause[static_cast<size_t>(admission::LimitCause::kLatency)] = 3;
+  j = CellStatusJson(s, Config());
+  const nlohmann::json& c = j.at("concurrency");
+  EXPECT_EQ(c.at("mode"), "adaptive");
+  EXPECT_EQ(c.at("limit"), 6);
+  EXPECT_EQ(c.at("floor"), 1);
+  EXPECT_EQ(c.at("ceiling"), 64);
+  EXPECT_EQ(c.at("phase"), "avoidance");
+  EXPECT_EQ(c.at("hold"), "cpu_throttled");
+  EXPECT_EQ(c.at("signals"), nlohmann::json::array({"service_time"}));
+  EXPECT_EQ(c.at("base_us"), 10'234);
+  EXPECT_EQ(c.at("base_age_ms"), 12'000);
+  EXPECT_DOUBLE_EQ(c.at("ratio").get<double>(), 1.31);
+  ASSERT_EQ(c.at("changes").size(), 2u);
+  EXPECT_EQ(c.at("changes")[0], nlohmann::json({{"at", "2025-01-01T14:02:11Z"},
+                                                {"ago_ms", 4'000},
+                                                {"from", 14},
+                                                {"to", 6},
+                                                {"cause", "memory_pressure"},
+                                                {"text", "memory pressure trigger"}}));
+  EXPECT_EQ(c.at("changes")[1].at("cause"), "slow_start");
+  EXPECT_EQ(c.at("changes_by_cause").at("latency"), 3);
+  EXPECT_EQ(c.at("changes_by_cause").size(), admission::kLimitCauseCount);
+}
+
 TEST(StatusJson, ShowsTheProtocolAndAnHttpCellsHeaderTimeout) {
   config::CellConfig frames = Config();
   nlohmann::json j = CellStatusJson(SnapshotWithDistinctCounters(), frames);

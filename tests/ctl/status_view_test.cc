@@ -74,5 +74,41 @@ TEST(StatusView, AgesAndLatencies) {
   EXPECT_EQ(FormatLatency(nullptr), "-");
 }
 
+// Issue 26: the limit in force, its bounds and the last change with its cause, at the JSON's time.
+TEST(StatusView, ConcurrencyShowsTheLimitItsBoundsAndTheLastChange) {
+  EXPECT_EQ(FormatConcurrency({{"mode", "fixed"}, {"limit", 8}}), "8 (fixed)");
+  nlohmann::json adaptive = {
+      {"mode", "adaptive"},
+      {"limit", 6},
+      {"floor", 1},
+      {"ceiling", 64},
+      {"phase", "avoidance"},
+      {"hold", "none"},
+      {"signals", {"service_time", "memory_pressure"}},
+      {"base_us", 10200},
+      {"base_age_ms", 12000},
+      {"ratio", 1.31},
+      {"changes", nlohmann::json::array()},
+  };
+  EXPECT_EQ(FormatConcurrency(adaptive), "6 of 1..64 (adaptive; no change yet)");
+  adaptive["changes"] = {{{"at", "2025-01-01T14:02:11Z"},
+                          {"from", 14},
+                          {"to", 6},
+                          {"cause", "memory_pressure"},
+                          {"text", "memory pressure trigger"}},
+                         {{"at", "2025-01-01T14:01:00Z"},
+                          {"from", 7},
+                          {"to", 14},
+                          {"cause", "slow_start"},
+                          {"text", "service time at its minimum"}}};
+  EXPECT_EQ(FormatConcurrency(adaptive),
+            "6 of 1..64 (adaptive; -8 at 14:02:11: memory pressure trigger)");
+  EXPECT_EQ(FormatAdaptiveState(adaptive),
+            "avoidance, base 10.2ms (12.0s ago), ratio 1.31, holding none, signals "
+            "service_time,memory_pressure");
+  adaptive["base_us"] = nullptr;
+  EXPECT_THAT(FormatAdaptiveState(adaptive), HasSubstr("base measuring"));
+}
+
 }  // namespace
 }  // namespace bulkhead::ctl

@@ -203,6 +203,51 @@ TEST(Reload, CapsChangeWithoutLosingQueuedRequests) {
   EXPECT_EQ(c["rejected"], 1);
 }
 
+// Issue 26: a reload switches a cell between a fixed and an adaptive limit live, same worker.
+// Adaptive starts at the floor: the request running above it finishes, a new one queues; back to
+// fixed, the queued one starts at once.
+TEST(Reload, ConcurrencySwitchesBetweenFixedAndAdaptiveLive) {
+  CellSpec a{.name = "a",
+             .max_concurrent = 4,
+             .max_queue = 2,
+             .queue_timeout = "60s",
+             .extra_toml = kQuickStop};
+  Harness h(TestOptions({a}));
+  ASSERT_STARTED(h);
+  const pid_t pid = PidOf(h, "a");
+  EXPECT_EQ(h.Cell("a")["concurrency"], nlohmann::json({{"mode", "fixed"}, {"limit", 4}}));
+  std::optional<ipc::Client> hang = SendOnNewConnection(h, "a", "hang");
+  ASSERT_TRUE(hang);
+  ASSERT_TRUE(h.WaitForCell("a", [](const nlohmann::json& c) { return c["running"] == 1; }));
+
+  a.extra_toml = std::string(kQuickStop) + "concurrency = \"adaptive\"\n";
+  h.RewriteConfig({a});
+  EXPECT_EQ(ReloadOk(h), "reloaded: a updated (concurrency changed)\n");
+  nlohmann::json c = h.Cell("a");
+  EXPECT_EQ(c["pid"], pid);
+  EXPECT_EQ(c["running"], 1) << "the running request was touched";
+  EXPECT_EQ(c["concurrency"]["mode"], "adaptive");
+  EXPECT_EQ(c["concurrency"]["limit"], 1);
+  EXPECT_EQ(c["concurrency"]["floor"], 1);
+  EXPECT_EQ(c["concurrency"]["ceiling"], 4);
+  EXPECT_EQ(c["concurrency"]["signals"], nlohmann::json::array({"service_time"}));
+  EXPECT_EQ(c["max_concurrent"], 4);
+  std::optional<ipc::Client> waiting = SendOnNewConnection(h, "a", "echo waited");
+  ASSERT_TRUE(waiting);
+  ASSERT_TRUE(h.WaitForCell("a", [](const nlohmann::json& c) { return c["queued"] == 1; }))
+      << "a request started above the adaptive limit";
+
+  a.extra_toml = kQuickStop;
+  h.RewriteConfig({a});
+  EXPECT_EQ(ReloadOk(h), "reloaded: a updated (concurrency changed)\n");
+  EXPECT_OK_REPLY(waiting->Receive(), "waited");
+  c = h.Cell("a");
+  EXPECT_EQ(c["pid"], pid);
+  EXPECT_EQ(c["concurrency"], nlohmann::json({{"mode", "fixed"}, {"limit", 4}}));
+  EXPECT_EQ(c["running"], 1);  // the hanging one
+  EXPECT_EQ(c["failed"], 0);
+}
+
 TEST(Reload, ChangedEnvironmentRestartsTheCellAndServesItsQueue) {
   CellSpec a{.name = "a",
              .max_concurrent = 1,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <functional>
@@ -644,5 +645,208 @@ TEST_F(MultiplexDataPathTest, ABrokenLinkFailsTheRequestsTheWorkerMayHaveRead) {
   EXPECT_FALSE(Readable(worker_listen_.get())) << "a request the worker may have read went again";
 }
 
+// concurrency = "adaptive" (issue 26, docs/adaptive-concurrency.md): the data path feeds its
+// AdaptiveLimit one service time per answered request and the Bulkhead holds the limit. The test
+// plays a worker on one multiplexed connection in rounds of simulated time: every request at the
+// worker is read, time moves on by the service time the worker has at that concurrency, and all
+// are answered; each client sends its next request as soon as it has its answer (closed loop).
+class AdaptiveDataPathTest : public MultiplexDataPathTest {
+ protected:
+  static constexpr int kClients = 16;
+
+  // The queue is full of the clients' next requests: a worker gone would start them.
+  void TearDown() override {
+    data_path_->CloseAdmission();
+    data_path_->RejectQueued();
+    MultiplexDataPathTest::TearDown();
+  }
+
+  struct Run {
+    uint32_t lowest_limit = UINT32_MAX;
+    uint32_t highest_limit = 0;
+    uint32_t highest_running = 0;
+    uint64_t answered_ok = 0;
+    uint64_t answered_other = 0;
+  };
+
+  // Starts a worker for a cell of `concurrency`, ceiling `ceiling`, with room in the queue for
+  // every client and no timer that could end a request.
+  void StartCell(config::ConcurrencyMode concurrency, uint32_t ceiling) {
+    config_.concurrency = concurrency;
+    config_.min_concurrent = 1;
+    config_.queue_timeout = std::chrono::milliseconds(60'000);
+    Result<UniqueFd> listening = ListenUnix(config_.worker_socket);
+    ASSERT_TRUE(listening.ok()) << listening.status().message();
+    worker_listen_ = std::move(listening).value();
+    config::CellConfig next = config_;
+    next.max_concurrent = ceiling;
+    next.max_queue = kClients;
+    next.worker_connections = config::WorkerConnections::kMultiplex;
+    data_path_->Reconfigure(next);
+    data_path_->WorkerStarting();
+    upstream_.pid = 4242;
+    upstream_.refuses = false;
+    data_path_->OpenAdmission();
+  }
+
+  // The clients' first requests, each payload naming its client ("c<i>").
+  void Connect() {
+    for (int i = 0; i < kClients; ++i) {
+      Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+      ASSERT_TRUE(client.ok()) << client.status().message();
+      ASSERT_TRUE(client->Send(1, "c" + std::to_string(i)).ok());
+      clients_.push_back(std::move(client).value());
+    }
+    AcceptWorker();
+    ASSERT_TRUE(RunUntil([&] {
+      return data_path_->bulkhead().running() + data_path_->bulkhead().queued() == kClients;
+    }));
+  }
+
+  // Rounds for `duration_ms` of simulated time; `service_ms(running)` is the worker's service
+  // time with that many requests at it.
+  Run RunRounds(uint64_t duration_ms, const std::function<uint64_t(uint32_t)>& service_ms) {
+    Run run;
+    const uint64_t end_ms = time_.NowMs() + duration_ms;
+    while (time_.NowMs() < end_ms) {
+      const uint32_t running = data_path_->bulkhead().running();
+      const uint32_t limit = data_path_->bulkhead().limits().max_concurrent;
+      run.lowest_limit = std::min(run.lowest_limit, limit);
+      run.highest_limit = std::max(run.highest_limit, limit);
+      run.highest_running = std::max(run.highest_running, running);
+      auto requests = ReadRequests(running);
+      if (requests.size() != running) {
+        ADD_FAILURE() << "the worker got " << requests.size() << " of " << running;
+        return run;
+      }
+      Advance(service_ms(running));
+      for (const auto& [header, payload] : requests) {
+        EXPECT_TRUE(worker_.Reply(header.request_id, payload));
+      }
+      for (const auto& [header, payload] : requests) {
+        ipc::Client& client = clients_[std::stoul(payload.substr(1))];
+        Result<ipc::Client::Reply> reply = Receive(client);
+        if (!reply.ok()) {
+          ADD_FAILURE() << reply.status().message();
+          return run;
+        }
+        ++(reply->header.status == ipc::ReplyStatus::kOk ? run.answered_ok : run.answered_other);
+        EXPECT_TRUE(client.Send(1, payload).ok());
+      }
+      if (!RunUntil([&] {
+            return data_path_->bulkhead().running() + data_path_->bulkhead().queued() == kClients;
+          })) {
+        ADD_FAILURE() << "the clients' next requests never came";
+        return run;
+      }
+    }
+    return run;
+  }
+
+  std::vector<ipc::Client> clients_;
+};
+
+// A worker of two parallel units: 10 ms per request up to two at once, then proportionally
+// longer (processor sharing).
+uint64_t KneeOfTwo(uint32_t running) { return running <= 2 ? 10 : 5 * uint64_t{running}; }
+
+TEST_F(AdaptiveDataPathTest, AWorkerThatSlowsPastItsKneeSeesTheLimitFallBackToIt) {
+  StartCell(config::ConcurrencyMode::kAdaptive, /*ceiling=*/16);
+  ASSERT_NE(data_path_->adaptive(), nullptr);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 1u) << "it starts at the floor";
+  Connect();
+  const Run warm = RunRounds(3'000, KneeOfTwo);
+  const admission::AdaptiveLimit& adaptive = *data_path_->adaptive();
+  EXPECT_GE(warm.highest_limit, 4u) << "slow start never probed past the knee";
+  EXPECT_GE(adaptive.changes_by(admission::LimitCause::kSlowStart), 1u);
+  EXPECT_GE(adaptive.changes_by(admission::LimitCause::kLatency), 1u)
+      << "the service time doubled past the knee and the limit never fell for it";
+  ASSERT_TRUE(adaptive.base_us().has_value());
+  EXPECT_EQ(*adaptive.base_us(), 10'000u) << "the base is the service time at the floor";
+  // Settled: the limit stays near the knee (the band's edge puts the next step at 3).
+  const Run settled = RunRounds(3'000, KneeOfTwo);
+  EXPECT_GE(settled.lowest_limit, 2u);
+  EXPECT_LE(settled.highest_limit, 3u);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, adaptive.limit());
+  EXPECT_EQ(warm.answered_other + settled.answered_other, 0u) << "a request failed";
+  EXPECT_GT(warm.answered_ok + settled.answered_ok, 500u);
+}
+
+TEST_F(AdaptiveDataPathTest, AFixedCellKeepsItsLimitWhateverTheServiceTime) {
+  StartCell(config::ConcurrencyMode::kFixed, /*ceiling=*/8);
+  EXPECT_EQ(data_path_->adaptive(), nullptr);
+  Connect();
+  const Run run = RunRounds(2'000, KneeOfTwo);
+  EXPECT_EQ(run.lowest_limit, 8u);
+  EXPECT_EQ(run.highest_limit, 8u);
+  EXPECT_EQ(run.highest_running, 8u);
+  EXPECT_EQ(run.answered_other, 0u);
+}
+
+// A reload to "adaptive" puts the limit at the floor with eight requests running at a fixed 8:
+// all eight finish OK, the queued ones wait in order, and no new one starts until running is
+// below the limit. Then back to "fixed": the queued requests start at once.
+TEST_F(AdaptiveDataPathTest, ALoweredLimitFailsNoRunningRequestAndFixedAgainStartsTheQueue) {
+  StartCell(config::ConcurrencyMode::kFixed, /*ceiling=*/8);
+  Connect();
+  auto running = ReadRequests(8);
+  ASSERT_EQ(running.size(), 8u);
+
+  config::CellConfig adaptive = config_;
+  adaptive.max_concurrent = 8;
+  adaptive.max_queue = kClients;
+  adaptive.worker_connections = config::WorkerConnections::kMultiplex;
+  adaptive.concurrency = config::ConcurrencyMode::kAdaptive;
+  adaptive.min_concurrent = 1;
+  data_path_->Reconfigure(adaptive);
+  ASSERT_NE(data_path_->adaptive(), nullptr);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 1u);
+  EXPECT_EQ(data_path_->bulkhead().running(), 8u) << "the lowered limit stopped a running request";
+
+  Advance(10);
+  for (size_t i = 0; i < running.size(); ++i) {
+    ASSERT_TRUE(worker_.Reply(running[i].first.request_id, running[i].second));
+    ipc::Client& client = clients_[std::stoul(running[i].second.substr(1))];
+    Result<ipc::Client::Reply> reply = Receive(client);
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kOk);
+    // None starts while running is at or above the floor of 1; the last answer starts one.
+    EXPECT_EQ(data_path_->bulkhead().running(), i + 1 < running.size() ? 7u - i : 1u);
+  }
+  EXPECT_EQ(data_path_->bulkhead().queued(), 7u);
+  EXPECT_EQ(data_path_->counters().rejected_queue_timeout + data_path_->counters().rejected_full,
+            0u);
+
+  config::CellConfig fixed = adaptive;
+  fixed.concurrency = config::ConcurrencyMode::kFixed;
+  data_path_->Reconfigure(fixed);
+  EXPECT_EQ(data_path_->adaptive(), nullptr);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 8u);
+  EXPECT_EQ(data_path_->bulkhead().running(), 8u) << "the queued requests did not start";
+  EXPECT_EQ(ReadRequests(8).size(), 8u);
+}
+
+// adaptive -> adaptive: the bounds move the limit (cause "bounds"); the base and the phase stay.
+TEST_F(AdaptiveDataPathTest, AReloadOfTheBoundsClampsTheLimitAndKeepsTheBase) {
+  StartCell(config::ConcurrencyMode::kAdaptive, /*ceiling=*/16);
+  Connect();
+  RunRounds(3'000, KneeOfTwo);
+  const admission::AdaptiveLimit* before = data_path_->adaptive();
+  ASSERT_NE(before, nullptr);
+  ASSERT_TRUE(before->base_us().has_value());
+  config::CellConfig next = config_;
+  next.max_concurrent = 16;
+  next.max_queue = kClients;
+  next.worker_connections = config::WorkerConnections::kMultiplex;
+  next.min_concurrent = 5;
+  next.latency_tolerance = 100;
+  data_path_->Reconfigure(next);
+  ASSERT_EQ(data_path_->adaptive(), before) << "a new controller: the base was lost";
+  EXPECT_EQ(before->limit(), 5u);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 5u);
+  EXPECT_EQ(before->change(0).cause, admission::LimitCause::kBounds);
+  EXPECT_DOUBLE_EQ(before->options().tolerance, 1.0);
+  EXPECT_TRUE(before->base_us().has_value());
+}
 }  // namespace
 }  // namespace bulkhead::proxy

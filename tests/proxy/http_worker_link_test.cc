@@ -52,6 +52,8 @@ struct FakeOwner : LinkOwner {
     link->Close();
   }
   void OnExchangeAborted(Link*, const std::string&) override {}
+  uint64_t NowNs() const override { return now_ns; }
+  uint64_t now_ns = 0;
 };
 
 class HttpWorkerLinkTest : public LinkTestBase {
@@ -262,6 +264,33 @@ TEST_F(HttpWorkerLinkTest, AResponseThatEndsWithItsClientBehindLeavesTheConnecti
   EXPECT_EQ(owner_.answers[1].exchange, &second);
   EXPECT_THAT(quick.received, ::testing::EndsWith("\r\n\r\nok"));
   quick.Detach(&second);
+  link->Close();
+}
+
+// The link stops reading while its client is behind; that time is the client's, not the worker's,
+// and the exchange carries it to the adaptive limit's service time (Exchange::client_paused_ns).
+TEST_F(HttpWorkerLinkTest, TheTimeReadingStoppedForASlowClientIsCountedOnTheExchange) {
+  HttpWorkerLink* link = Connect();
+  ASSERT_NE(link, nullptr);
+  NullClientOwner client_owner;
+  BackloggedClient slow(&client_owner);
+  slow.backlog = Exchange::kHighWatermark + 1;
+  Exchange exchange;
+  exchange.info.idempotent = true;
+  slow.Attach(&exchange);
+  link->Send(&exchange, kGet);
+  ASSERT_EQ(ReadNow(), kGet);
+  owner_.now_ns = 1'000;
+  Answer("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nok");
+  ASSERT_TRUE(RunUntil([&] { return slow.received.ends_with("ok"); }));
+  owner_.now_ns = 5'000;
+  slow.backlog = 0;
+  exchange.ResponseDrained();  // the client wrote what it held: the link reads on
+  EXPECT_EQ(exchange.client_paused_ns, 4'000u);
+  Answer("ok");
+  ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 1; }));
+  EXPECT_EQ(exchange.client_paused_ns, 4'000u);
+  slow.Detach(&exchange);
   link->Close();
 }
 

@@ -49,6 +49,8 @@ struct FakeOwner : LinkOwner {
     broken.push_back(Broke{why, worker_at_fault});
   }
   void OnExchangeAborted(Link*, const std::string&) override {}
+  uint64_t NowNs() const override { return now_ns; }
+  uint64_t now_ns = 0;
 };
 
 class WorkerLinkTest : public LinkTestBase {
