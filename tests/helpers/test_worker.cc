@@ -317,6 +317,14 @@ std::atomic<bool> g_watchdog_pings{true};
 // $NOTIFY_SOCKET, read in Main before any thread starts; empty when unset.
 std::string g_notify_socket;
 
+// Returns once `path` exists, looking every 5 ms: how the test tells the worker to go on (the
+// `wait-file` command, --notify-ready-when-file).
+void WaitForFile(const std::string& path) {
+  while (::access(path.c_str(), F_OK) != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 // Sends `text` as one datagram to g_notify_socket, as sd_notify(3) does (a leading '@' names an
 // abstract socket). The kernel attaches this process's credentials. Returns "" or the error.
 std::string SendNotify(std::string_view text) {
@@ -417,9 +425,7 @@ HandlerResult Handle(std::string_view payload) {
   }
   if (command == "wait-file" && !argument.empty()) {
     const std::string path(argument);
-    while (::access(path.c_str(), F_OK) != 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    WaitForFile(path);
     return HandlerResult::Ok("found " + path);
   }
   if (command == "peak") return HandlerResult::Ok(std::to_string(g_peak.load()));
@@ -551,9 +557,7 @@ int Main(int argc, char** argv) {
   }
   if (!notify_ready_file.empty()) {
     std::thread([notify_ready_file] {
-      while (::access(notify_ready_file.c_str(), F_OK) != 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
+      WaitForFile(notify_ready_file);
       std::string error = SendNotify("READY=1");
       if (!error.empty())
         std::fprintf(stderr, "bulkhead-test-worker: READY=1: %s\n", error.c_str());
