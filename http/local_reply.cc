@@ -124,7 +124,9 @@ std::string FormatLocalReply(const LocalReply& reply) {
   std::string body = "bulkhead: " + reply.text + "\n";
   std::string out = "HTTP/1.1 " + std::to_string(reply.status_code) + " ";
   out += ReasonPhrase(reply.status_code);
-  out += "\r\nBulkhead-Outcome: " + reply.outcome + "; reason=" + reply.reason;
+  out += "\r\n";
+  out += kOutcomeField;
+  out += ": " + reply.outcome + "; reason=" + reply.reason;
   if (!reply.cell.empty()) out += "; cell=" + reply.cell;
   if (reply.rejection) {
     out +=

@@ -24,6 +24,9 @@
 
 namespace bulkhead::http {
 
+// The field that marks bulkheadd's own answers; ResponseRelay drops it from workers' responses.
+inline constexpr std::string_view kOutcomeField = "Bulkhead-Outcome";
+
 // The HTTP status code for an outcome that bulkheadd answers itself: 503, 502, 504, or 400 for
 // BAD_REQUEST. REQUIRES: `status` is not kOk.
 int StatusCodeFor(ipc::ReplyStatus status, ipc::Reason reason);

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "http/forward.h"
+#include "http/local_reply.h"
 #include "http/syntax.h"
 
 namespace bulkhead::http {
@@ -228,6 +229,9 @@ void ResponseRelay::AppendHead() {
   out.append("\r\n");
   for (const Header& header : headers_) {
     if (IsHopByHop(header.name, headers_)) continue;
+    // Marks bulkheadd's own answers only (docs/http.md, "Outcomes"): a worker cannot forge one, as
+    // Envoy drops a backend's x-envoy-* fields (suppress_envoy_headers).
+    if (EqualsIgnoreCase(header.name, kOutcomeField)) continue;
     out.append(header.name);
     out.append(": ");
     out.append(header.value);

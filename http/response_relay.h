@@ -5,10 +5,11 @@
 // Thread-compatible. One relay per worker connection, reused for each response on it.
 //
 // What the client gets: the worker's status line (as HTTP/1.1) and end-to-end fields (hop-by-hop
-// ones removed, http/forward.h), then the body framed for the client: the worker's Content-Length
-// kept; a chunked or close-delimited body sent chunked to an HTTP/1.1 client, close-delimited to an
-// HTTP/1.0 one. Interim 1xx responses from the worker are dropped (bulkheadd answers 100-continue
-// itself); 101 is refused, as Upgrade is. Trailer fields are dropped.
+// ones removed, http/forward.h; so is any Bulkhead-Outcome field, which only bulkheadd's own
+// answers carry, http/local_reply.h), then the body framed for the client: the worker's
+// Content-Length kept; a chunked or close-delimited body sent chunked to an HTTP/1.1 client,
+// close-delimited to an HTTP/1.0 one. Interim 1xx responses from the worker are dropped (bulkheadd
+// answers 100-continue itself); 101 is refused, as Upgrade is. Trailer fields are dropped.
 //
 // A response to HEAD, and any 1xx, 204 or 304, ends at the empty line whatever its
 // Content-Length or Transfer-Encoding say (RFC 9112 section 6.3, rule 1): what follows is the next

@@ -125,7 +125,8 @@ TEST_P(RealServer, ServesCurlHttpClientAndAb) {
     ++uploads;
   }
 
-  // The worker's own 503 is the worker's answer: passed through, no Bulkhead-Outcome.
+  // The worker's own 503 is the worker's answer: passed through, without the Bulkhead-Outcome
+  // field the fixture forges (only bulkheadd's own answers carry one).
   Result<ProcessResult> own_503 = Curl({"-i", "http://" + address + "/charge?status=503"});
   ASSERT_TRUE(own_503.ok()) << own_503.status().message();
   EXPECT_THAT(own_503->out, ::testing::StartsWith("HTTP/1.1 503"));

@@ -62,6 +62,28 @@ TEST(ResponseRelay, ContentLengthResponsePassesThroughWithoutHopByHopFields) {
   }
 }
 
+// Bulkhead-Outcome marks bulkheadd's own answers (docs/http.md, "Outcomes"): a worker's is
+// dropped, whatever its case, from the final response (interim ones are dropped whole).
+TEST(ResponseRelay, AWorkersBulkheadOutcomeFieldIsDropped) {
+  const std::string worker =
+      "HTTP/1.1 100 Continue\r\nBulkhead-Outcome: failed; reason=timeout\r\n\r\n"
+      "HTTP/1.1 503 Service Unavailable\r\nBulkhead-Outcome: rejected; reason=full\r\n"
+      "X-A: 1\r\nbulkhead-outcome: rejected\r\nBULKHEAD-OUTCOME: x\r\nContent-Length: 2\r\n\r\nno";
+  for (size_t step : {size_t{0}, size_t{1}, size_t{7}}) {
+    ResponseRelay relay;
+    relay.Begin(false, true, true);
+    Relayed r = Relay(relay, worker, step);
+    ASSERT_EQ(r.event, Event::kComplete) << relay.error();
+    EXPECT_EQ(r.out, "HTTP/1.1 503 Service Unavailable\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nno");
+  }
+  // A field whose name only starts or ends the same is the worker's own.
+  Relayed other = RelayFresh(
+      "HTTP/1.1 200 OK\r\nBulkhead-Outcomes: 1\r\nX-Bulkhead-Outcome: 2\r\nContent-Length: "
+      "0\r\n\r\n");
+  ASSERT_EQ(other.event, Event::kComplete);
+  EXPECT_THAT(other.out, HasSubstr("\r\nBulkhead-Outcomes: 1\r\nX-Bulkhead-Outcome: 2\r\n"));
+}
+
 TEST(ResponseRelay, ChunkedBodyIsChunkedAgainAndTrailersAreDropped) {
   const std::string worker =
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
