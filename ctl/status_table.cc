@@ -54,12 +54,26 @@ std::string UnsignedOrDash(const nlohmann::json& cell, const char* key) {
   return Unsigned(cell, key);
 }
 
+// The concurrency limit in force: an adaptive cell's current limit ("concurrency"."limit"), not
+// its ceiling ("max_concurrent"); older bulkheadd have no "concurrency" (every cell fixed).
+std::string LimitInForce(const nlohmann::json& cell) {
+  auto concurrency = cell.find("concurrency");
+  if (concurrency == cell.end() || !concurrency->is_object()) {
+    return Unsigned(cell, "max_concurrent");
+  }
+  try {
+    return Unsigned(*concurrency, "limit");
+  } catch (const FieldError& error) {
+    throw FieldError{"concurrency." + error.key, error.problem};
+  }
+}
+
 Row CellRow(const nlohmann::json& cell, bool with_last_exit) {
   Row row = {
       Text(cell, "name"),
       Text(cell, "state"),
       UnsignedOrDash(cell, "pid"),
-      Unsigned(cell, "running") + "/" + Unsigned(cell, "max_concurrent"),
+      Unsigned(cell, "running") + "/" + LimitInForce(cell),
       Unsigned(cell, "queued") + "/" + Unsigned(cell, "max_queue"),
       Unsigned(cell, "ok"),
       Unsigned(cell, "rejected"),

@@ -94,6 +94,37 @@ std::string FormatLatency(const nlohmann::json& ms) {
   return out;
 }
 
+std::string FormatRunning(const nlohmann::json& cell) {
+  const std::string running = std::to_string(Number(cell, "running")) + "/";
+  // Older bulkheadd have no "concurrency": their cells are all fixed at max_concurrent.
+  if (!cell.contains("concurrency") || !Field(cell, "concurrency").is_object()) {
+    return running + std::to_string(Number(cell, "max_concurrent"));
+  }
+  const nlohmann::json& concurrency = Field(cell, "concurrency");
+  std::string out = running + std::to_string(Number(concurrency, "limit"));
+  if (Text(concurrency, "mode") == "adaptive") {
+    out += " (adaptive limit; ceiling " + std::to_string(Number(concurrency, "ceiling")) + ")";
+  }
+  return out;
+}
+
+std::string FormatClients(const nlohmann::json& cell) {
+  std::string out = std::to_string(Number(cell, "clients"));
+  if (cell.contains("connection_limit")) {
+    out += "/" + std::to_string(Number(cell, "connection_limit"));
+  }
+  // Older bulkheadd have neither counter.
+  std::string counts;
+  if (cell.contains("connections_refused")) {
+    counts = std::to_string(Number(cell, "connections_refused")) + " refused";
+  }
+  if (cell.contains("connections_idle_closed")) {
+    if (!counts.empty()) counts += ", ";
+    counts += std::to_string(Number(cell, "connections_idle_closed")) + " closed idle";
+  }
+  return counts.empty() ? out : out + " (" + counts + ")";
+}
+
 std::string FormatConcurrency(const nlohmann::json& concurrency) {
   const std::string limit = std::to_string(Number(concurrency, "limit"));
   if (Text(concurrency, "mode") != "adaptive") return limit + " (fixed)";
@@ -222,21 +253,11 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
         line("adaptive", FormatAdaptiveState(concurrency));
       }
     }
-    line("running", std::to_string(Number(cell, "running")) + "/" +
-                        std::to_string(Number(cell, "max_concurrent")));
+    line("running", FormatRunning(cell));
     line("queued", std::to_string(Number(cell, "queued")) + "/" +
                        std::to_string(Number(cell, "max_queue")) + " (queue_timeout " +
                        std::to_string(Number(cell, "queue_timeout_ms")) + " ms)");
-    // "3/1024 (12 refused)": open client connections over connection_limit, and how many were
-    // refused for being over it. Older bulkheadd have neither field.
-    std::string clients = std::to_string(Number(cell, "clients"));
-    if (cell.contains("connection_limit")) {
-      clients += "/" + std::to_string(Number(cell, "connection_limit"));
-    }
-    if (cell.contains("connections_refused")) {
-      clients += " (" + std::to_string(Number(cell, "connections_refused")) + " refused)";
-    }
-    line("clients", clients);
+    line("clients", FormatClients(cell));
     line("admitted", std::to_string(Number(cell, "admitted")));
     line("in flight", std::to_string(Number(cell, "in_flight")));
     line("ok", std::to_string(Number(cell, "ok")));

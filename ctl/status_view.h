@@ -17,6 +17,15 @@ namespace bulkhead::ctl {
 std::string FormatAge(uint64_t ms);
 // A latency in ms (null: "-"): "0.25ms", "12ms", "1.5s".
 std::string FormatLatency(const nlohmann::json& ms);
+// The long form's "running" figure: requests running over the limit in force, "2/6 (adaptive
+// limit; ceiling 16)" for an adaptive cell (its "concurrency"."limit", not "max_concurrent"),
+// "2/8" for a fixed one. A missing field throws, as in FormatConcurrency (FormatCellLong
+// reports it).
+std::string FormatRunning(const nlohmann::json& cell);
+// The long form's "clients" figure: "3/1024 (12 refused, 5 closed idle)": open client connections
+// over connection_limit, how many were refused for being over it, and how many idle_timeout
+// (or header_timeout) closed ("connections_idle_closed").
+std::string FormatClients(const nlohmann::json& cell);
 // The status JSON's "concurrency" object as `bulkheadctl status CELL` prints it (docs/control.md):
 // "8 (fixed)", or "6 of 1..64 (adaptive; -8 at 14:02:11: memory pressure trigger)" with the
 // latest change (its time in UTC, as the JSON's "at"), "(adaptive; no change yet)" before one.

@@ -54,6 +54,24 @@ TEST(StatusTable, WidensColumnsToTheirLongestEntry) {
             "a     running  7    12/1000  0/100000  1234567  0         0       42\n");
 }
 
+// An adaptive cell's RUNNING is over the limit in force, not over its ceiling (max_concurrent).
+TEST(StatusTable, RunningIsOverTheLimitInForce) {
+  nlohmann::json adaptive = Cell("a", 7, 3, 16, 0, 0, 0, 0, 0, 0);
+  adaptive["concurrency"] = {{"mode", "adaptive"}, {"limit", 4}, {"floor", 1}, {"ceiling", 16}};
+  nlohmann::json fixed = Cell("f", 8, 1, 2, 0, 0, 0, 0, 0, 0);
+  fixed["concurrency"] = {{"mode", "fixed"}, {"limit", 2}};
+  Result<std::string> table = FormatStatusTable(Response({adaptive, fixed}));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(*table,
+            "CELL  STATE    PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n"
+            "a     running  7    3/4      0/0     0   0         0       0\n"
+            "f     running  8    1/2      0/0     0   0         0       0\n");
+  adaptive["concurrency"].erase("limit");
+  Result<std::string> broken = FormatStatusTable(Response({adaptive}));
+  ASSERT_FALSE(broken.ok());
+  EXPECT_THAT(broken.status().message(), ::testing::HasSubstr("concurrency.limit: missing"));
+}
+
 TEST(StatusTable, NullPidIsADash) {
   Result<std::string> table =
       FormatStatusTable(Response({Cell("x", nullptr, 0, 1, 0, 0, 0, 0, 0, 0)}));

@@ -75,6 +75,27 @@ TEST(StatusView, AgesAndLatencies) {
 }
 
 // Issue 26: the limit in force, its bounds and the last change with its cause, at the JSON's time.
+// `running` is over the limit in force: an adaptive cell's current limit, with its ceiling beside.
+TEST(StatusView, RunningIsOverTheLimitInForce) {
+  nlohmann::json cell = {{"running", 3}, {"max_concurrent", 16}};
+  EXPECT_EQ(FormatRunning(cell), "3/16");  // an older bulkheadd: no "concurrency"
+  cell["concurrency"] = {{"mode", "fixed"}, {"limit", 16}};
+  EXPECT_EQ(FormatRunning(cell), "3/16");
+  cell["concurrency"] = {{"mode", "adaptive"}, {"limit", 4}, {"floor", 1}, {"ceiling", 16}};
+  EXPECT_EQ(FormatRunning(cell), "3/4 (adaptive limit; ceiling 16)");
+}
+
+// `clients` counts the connections refused over connection_limit and those closed idle.
+TEST(StatusView, ClientsShowsRefusedAndIdleClosedConnections) {
+  nlohmann::json cell = {{"clients", 3}};
+  EXPECT_EQ(FormatClients(cell), "3");  // an older bulkheadd
+  cell["connection_limit"] = 1024;
+  cell["connections_refused"] = 12;
+  EXPECT_EQ(FormatClients(cell), "3/1024 (12 refused)");
+  cell["connections_idle_closed"] = 5;
+  EXPECT_EQ(FormatClients(cell), "3/1024 (12 refused, 5 closed idle)");
+}
+
 TEST(StatusView, ConcurrencyShowsTheLimitItsBoundsAndTheLastChange) {
   EXPECT_EQ(FormatConcurrency({{"mode", "fixed"}, {"limit", 8}}), "8 (fixed)");
   nlohmann::json adaptive = {
