@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <random>
 #include <utility>
 
@@ -15,6 +16,11 @@ namespace {
 
 // Doubling stops here: 2^63 ms is beyond any cap ParseDuration can give.
 constexpr uint32_t kMaxSteps = 63;
+
+// Start times kept at least, so that a crash loop paced by restart_max_delay (faster than the
+// start limit's pace) is told with the starts it really made in the window, not start_limit_burst
+// + 1 of them; 8 KiB at most, and only while starts come that fast.
+constexpr size_t kMinStartsKept = 1024;
 
 // "60s" for whole seconds, else "1500ms", as the config file spells durations.
 std::string FormatInterval(uint64_t ms) {
@@ -89,10 +95,14 @@ void RestartPolicy::RecordStart(uint64_t now_ms) {
     starts_.erase(starts_.begin());
   }
   starts_.push_back(now_ms);
-  if (starts_.size() > size_t{options_.start_limit_burst} + 1) {
-    starts_.erase(starts_.begin(),
-                  starts_.end() - (static_cast<std::ptrdiff_t>(options_.start_limit_burst) + 1));
+  const size_t kept = StartsKept();
+  if (starts_.size() > kept) {
+    starts_.erase(starts_.begin(), starts_.end() - static_cast<std::ptrdiff_t>(kept));
   }
+}
+
+size_t RestartPolicy::StartsKept() const {
+  return std::max(size_t{options_.start_limit_burst} + 1, kMinStartsKept);
 }
 
 uint32_t RestartPolicy::StartsWithin(uint64_t now_ms) const {
@@ -157,8 +167,11 @@ RestartPolicy::Decision RestartPolicy::OnExit(uint64_t now_ms, bool clean,
     const uint32_t starts = StartsWithin(now_ms + delay);
     if (starts >= options_.start_limit_burst) {
       // The start limit is hit: the loop is what the operator's start_limit_action is for.
-      const std::string what = std::to_string(starts) + (starts == 1 ? " start" : " starts") +
-                               " in " + FormatInterval(options_.start_limit_interval_ms);
+      // Every start of the window is kept up to StartsKept(): past that, the count is a floor.
+      const bool floor = starts >= StartsKept();
+      const std::string what = std::to_string(starts) + (floor ? " or more" : "") +
+                               (starts == 1 ? " start" : " starts") + " in " +
+                               FormatInterval(options_.start_limit_interval_ms);
       decision.crash_loop_began = !crash_looping_;
       crash_looping_ = true;
       decision.crash_looping = true;

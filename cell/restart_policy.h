@@ -26,8 +26,8 @@ const char* RestartModeName(RestartMode mode);  // "always", "on-failure", "neve
 // What hitting the start limit leads to (the config's start_limit_action).
 enum class StartLimitAction {
   // Crash-looping: keep starting, at most one start per start_limit_interval / start_limit_burst
-  // (12 s with the defaults), the backoff doubling on up to max_delay_ms (Kubernetes'
-  // CrashLoopBackOff: it never gives up).
+  // (12 s with the defaults) or per max_delay_ms if that is shorter (it caps every wait), the
+  // backoff doubling on up to max_delay_ms (Kubernetes' CrashLoopBackOff: it never gives up).
   kBackoff,
   // Give up: no more starts until an operator's start or restart (systemd's start limit).
   kFail,
@@ -137,7 +137,8 @@ class RestartPolicy {
   uint32_t short_runs() const { return short_runs_; }
   // Backoff doublings since the last reset (stops growing at the cap).
   uint32_t steps() const { return steps_; }
-  // Starts recorded within the start limit window that ends at `now_ms`.
+  // Starts recorded within the start limit window that ends at `now_ms` (every one, up to 1024 or
+  // start_limit_burst + 1 if that is more).
   uint32_t StartsWithin(uint64_t now_ms) const;
   const Options& options() const { return options_; }
 
@@ -147,9 +148,14 @@ class RestartPolicy {
   uint32_t steps_ = 0;
   bool crash_looping_ = false;
   uint32_t short_runs_ = 0;
+  // How many start times are kept at most: start_limit_burst + 1, and at least 1024, so that
+  // StartsWithin counts the real starts when a low max_delay_ms paces a crash loop faster than
+  // the start limit does (a count that reached it is a floor).
+  size_t StartsKept() const;
+
   // Start times (ms), oldest first; only those that may still fall in a window are kept, at most
-  // start_limit_burst + 1 of them. A vector, not a deque: empty, it allocates nothing, and it holds
-  // a handful of entries (the oldest leave from the front, at most once per start).
+  // StartsKept() of them. A vector, not a deque: empty, it allocates nothing, and it holds a
+  // handful of entries at the start limit's pace (the oldest leave from the front).
   std::vector<uint64_t> starts_;
   bool has_start_ = false;
   uint64_t last_start_ms_ = 0;

@@ -541,6 +541,10 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
   };
   WarnAboutTimeouts(reader, cell, path, written_at(CellKeyId::kRequestTimeout),
                     written_at(CellKeyId::kStallTimeout));
+  WarnAboutCrashLoopPace(reader, cell, path,
+                         read.Valid(CellKeyId::kRestartMaxDelay)
+                             ? read.At(CellKeyId::kRestartMaxDelay)
+                             : cell.position);
   std::optional<WrittenText> working_directory;
   if (const toml::node* written = read.Valid(CellKeyId::kWorkingDirectory)) {
     working_directory = WrittenText{At(written->source()), written->as_string()->get()};

@@ -82,6 +82,28 @@ void WarnAboutTimeouts(ValueReader& reader, const CellConfig& cell, const std::s
   }
 }
 
+// restart_max_delay caps every wait, a crash loop's too (cell/restart_policy.h): below
+// start_limit_interval / start_limit_burst it sets the loop's pace, and the start limit, hit at
+// every end, never slows it.
+void WarnAboutCrashLoopPace(ValueReader& reader, const CellConfig& cell, const std::string& path,
+                            SourcePosition restart_max_delay_at) {
+  if (cell.start_limit_interval.count() == 0 ||
+      cell.start_limit_action != StartLimitAction::kBackoff) {
+    return;
+  }
+  const milliseconds pace = cell.start_limit_interval / cell.start_limit_burst;
+  if (cell.restart_max_delay >= pace) return;
+  const auto text = [](milliseconds d) { return Quoted(std::to_string(d.count()) + "ms"); };
+  reader.AddWarning(restart_max_delay_at, JoinKey(path, "restart_max_delay"),
+                    text(cell.restart_max_delay) +
+                        " is below start_limit_interval / start_limit_burst (" + text(pace) +
+                        "): a crash loop starts the worker every " + text(cell.restart_max_delay) +
+                        ", more than start_limit_burst (" + std::to_string(cell.start_limit_burst) +
+                        ") times per start_limit_interval, as restart_max_delay caps every wait; "
+                        "raise restart_max_delay to " +
+                        text(pace) + " for the start limit's pace (docs/config.md, Restarts)");
+}
+
 // exec(2) happens later, as another user maybe, on a host that may not be this one: what does
 // not resolve here is a warning, not an error (docs/config.md, "Warnings", says why).
 // `command_at`: the position of each element of `command`.

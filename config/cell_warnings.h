@@ -18,6 +18,12 @@ namespace bulkhead::config {
 void WarnAboutTimeouts(ValueReader& reader, const CellConfig& cell, const std::string& path,
                        SourcePosition request_timeout_at, SourcePosition stall_timeout_at);
 
+// restart_max_delay below start_limit_interval / start_limit_burst with start_limit_action
+// "backoff": the crash loop goes at restart_max_delay's pace, faster than the start limit's.
+// `restart_max_delay_at`: where it was written (or where the cell's table starts).
+void WarnAboutCrashLoopPace(ValueReader& reader, const CellConfig& cell, const std::string& path,
+                            SourcePosition restart_max_delay_at);
+
 // Where a key's value was written, and its text as written.
 struct WrittenText {
   SourcePosition at;

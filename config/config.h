@@ -201,7 +201,8 @@ struct CellConfig {
   // >= 0, at most 24h; 0 = no start limit.
   std::chrono::milliseconds start_limit_interval{60'000};
   // What the start limit leads to: keep starting, at most one start per start_limit_interval /
-  // start_limit_burst and the backoff doubling on up to restart_max_delay; or give up.
+  // start_limit_burst (or per restart_max_delay, if shorter: it caps every wait) and the backoff
+  // doubling on up to restart_max_delay; or give up.
   StartLimitAction start_limit_action = StartLimitAction::kBackoff;
   // A request running longer is answered FAILED timeout. >= 0, at most 24h; 0 = off.
   std::chrono::milliseconds request_timeout{0};

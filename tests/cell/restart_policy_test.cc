@@ -340,6 +340,66 @@ TEST(RestartPolicy, AZeroRestartDelayCrashLoopIsPacedByTheStartLimit) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(RunOnce(policy, &now, 1).delay_ms, 12'000u);
 }
 
+// restart_max_delay below start_limit_interval / start_limit_burst paces the loop (it caps every
+// wait): the reason counts the starts really made in the window, not start_limit_burst + 1.
+TEST(RestartPolicy, ACrashLoopPacedByRestartMaxDelayCountsEveryStartInTheWindow) {
+  struct Case {
+    uint64_t max_delay_ms;
+    uint32_t burst;
+    uint64_t interval_ms;
+    const char*
+        steady_reason;  // once the window is full, each start max_delay + 10 ms after the last
+  };
+  const std::vector<Case> cases = {
+      {1000, 3, 10'000, "crash-looping: 9 starts in 10s"},  // 9 starts 1010 ms apart in 10 s
+      {1000, 5, 60'000, "crash-looping: 59 starts in 60s"},
+      {1000, 1, 2000, "crash-looping: 1 start in 2s"},
+      {2000, 3, 10'000, "crash-looping: 4 starts in 10s"},  // 2010 ms apart
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("max_delay " + std::to_string(c.max_delay_ms) + ", burst " +
+                 std::to_string(c.burst) + " in " + std::to_string(c.interval_ms));
+    RestartPolicy::Options options = MakeOptions(100, c.max_delay_ms);
+    options.start_limit_burst = c.burst;
+    options.start_limit_interval_ms = c.interval_ms;
+    RestartPolicy policy(options, RestartPolicy::NoJitter());
+    uint64_t now = 0;
+    std::vector<uint64_t> starts;
+    RestartPolicy::Decision decision;
+    for (int i = 0; i < 200; ++i) {
+      starts.push_back(now);
+      decision = RunOnce(policy, &now, 10);
+      ASSERT_EQ(decision.verdict, Verdict::kRestart);
+      // The start limit was not hit at this end (the loop's other reason), or not yet looping.
+      if (!decision.crash_looping || decision.reason.find("ends in a row") != std::string::npos) {
+        continue;
+      }
+      // The count is of the window that ends at the next start (`now`): the starts made in it.
+      size_t in_window = 0;
+      for (uint64_t start : starts) in_window += now - start < c.interval_ms ? 1 : 0;
+      EXPECT_EQ(decision.reason, "crash-looping: " + std::to_string(in_window) +
+                                     (in_window == 1 ? " start in " : " starts in ") +
+                                     std::to_string(c.interval_ms / 1000) + "s")
+          << "end " << i + 1;
+    }
+    EXPECT_EQ(decision.reason, c.steady_reason);
+  }
+}
+
+// Past 1024 starts in the window the count is a floor, and says so.
+TEST(RestartPolicy, ACrashLoopCountsAtMost1024StartsAndSaysSo) {
+  RestartPolicy::Options options = MakeOptions(0, 0);
+  options.start_limit_burst = 1;
+  options.start_limit_interval_ms = 86'400'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  RestartPolicy::Decision decision;
+  for (int i = 0; i < 1023; ++i) decision = RunOnce(policy, &now, 1);
+  EXPECT_EQ(decision.reason, "crash-looping: 1023 starts in 86400s");
+  for (int i = 0; i < 10; ++i) decision = RunOnce(policy, &now, 1);
+  EXPECT_EQ(decision.reason, "crash-looping: 1024 or more starts in 86400s");
+}
+
 TEST(RestartPolicy, JitterShortensTheCrashLoopStepToo) {
   RestartPolicy::Options options;
   RestartPolicy policy(options, [] { return 0.5; });

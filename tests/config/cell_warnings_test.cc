@@ -74,6 +74,29 @@ TEST_F(ConfigWarnings, StallTimeoutShorterThanRequestTimeout) {
                      "make stall_timeout at least request_timeout")));
 }
 
+// restart_max_delay below start_limit_interval / start_limit_burst paces a crash loop faster than
+// the start limit (it caps every wait): said at restart_max_delay, for "backoff" only.
+TEST_F(ConfigWarnings, RestartMaxDelayBelowTheStartLimitsPace) {
+  EXPECT_THAT(
+      Warnings(
+          Command() +
+          "restart_max_delay = \"1s\"\nstart_limit_burst = 3\nstart_limit_interval = \"10s\"\n"),
+      ElementsAre(At(6, 21, "restart_max_delay",
+                     "\"1000ms\" is below start_limit_interval / start_limit_burst (\"3333ms\"): "
+                     "a crash loop starts the worker every \"1000ms\", more than "
+                     "start_limit_burst (3) times per start_limit_interval, as restart_max_delay "
+                     "caps every wait; raise restart_max_delay to \"3333ms\" for the start "
+                     "limit's pace (docs/config.md, Restarts)")));
+  // At the pace, with "fail" (the loop gives up), or without a start limit: nothing to say.
+  EXPECT_THAT(Warnings(Command() + "restart_max_delay = \"2s\"\nstart_limit_burst = 5\n"
+                                   "start_limit_interval = \"10s\"\n"),
+              IsEmpty());
+  EXPECT_THAT(Warnings(Command() + "restart_max_delay = \"1s\"\nstart_limit_action = \"fail\"\n"),
+              IsEmpty());
+  EXPECT_THAT(Warnings(Command() + "restart_max_delay = \"1s\"\nstart_limit_interval = \"0s\"\n"),
+              IsEmpty());
+}
+
 TEST_F(ConfigWarnings, NoneForSaneTimeoutsOrAResolvableCommand) {
   EXPECT_THAT(Warnings(Command()), IsEmpty());
   EXPECT_THAT(Warnings(Command() + "request_timeout = \"2s\"\nstall_timeout = \"2s\"\n"),
@@ -153,12 +176,13 @@ TEST_F(ConfigWarnings, RelativeScriptArgumentsAreOpenedFromTheWorkingDirectory) 
 // section 7): the directory is named, with what it was resolved against, and the scripts in it
 // are not.
 TEST_F(ConfigWarnings, AMissingWorkingDirectoryIsNamedNotTheScriptsInIt) {
-  EXPECT_THAT(Warnings("command = [\"sh\", \"app.py\"]\nworking_directory = \"app\"\n"),
-              ElementsAre(At(6, 21, "working_directory",
-                             "\"app\" is relative: resolved against the config file's directory \"" +
-                                 dir_.path() + "\", it is \"" + dir_.Join("app") +
-                                 "\", does not exist; the worker's start will fail (chdir); "
-                                 "create it or correct the path")));
+  EXPECT_THAT(
+      Warnings("command = [\"sh\", \"app.py\"]\nworking_directory = \"app\"\n"),
+      ElementsAre(At(6, 21, "working_directory",
+                     "\"app\" is relative: resolved against the config file's directory \"" +
+                         dir_.path() + "\", it is \"" + dir_.Join("app") +
+                         "\", does not exist; the worker's start will fail (chdir); "
+                         "create it or correct the path")));
   EXPECT_THAT(Warnings(Command() + "working_directory = \"/nonexistent/app\"\n"),
               ElementsAre(At(6, 21, "working_directory",
                              "\"/nonexistent/app\" does not exist; the worker's start will fail "
