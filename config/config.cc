@@ -38,8 +38,9 @@ constexpr std::array<std::string_view, 2> kTopLevelKeys = {"supervisor", "cells"
 
 // Walks the whole file: [supervisor] first (the cells' defaults depend on it), then each
 // [cells.NAME] in file order.
+// `end`: where the text ends (where "no cells" is said when there is no cells table at all).
 void ParseRoot(const toml::table& root, const std::string& default_runtime_dir, ValueReader& reader,
-               SocketChecks& sockets, Config& config) {
+               SocketChecks& sockets, Config& config, SourcePosition end) {
   config.source = reader.file();
   const toml::table* supervisor = nullptr;
   const toml::table* cells = nullptr;
@@ -67,7 +68,7 @@ void ParseRoot(const toml::table& root, const std::string& default_runtime_dir, 
   ParseSupervisorTable(supervisor, default_runtime_dir, reader, sockets, config.supervisor);
 
   if (cells_node == nullptr) {
-    reader.AddError({}, "cells", "no cells defined; add at least one [cells.NAME] table");
+    reader.AddError(end, "cells", "no cells defined; add at least one [cells.NAME] table");
   } else if (cells != nullptr && cells->empty()) {
     reader.AddError(At(cells->source()), "cells",
                     "no cells defined; add at least one [cells.NAME] table");
@@ -135,13 +136,14 @@ LoadResult Parse(std::string_view toml_text, const std::string& source_path,
     if (std::string hint = SyntaxHint(toml_text, At(e.source())); !hint.empty()) {
       message += "; " + hint;
     }
-    reader.AddError(At(e.source()), "", std::move(message));
+    // toml++ names no key: the table header above the line, and the line's key, say where.
+    reader.AddError(At(e.source()), SyntaxErrorKey(toml_text, At(e.source())), std::move(message));
     return reader.Finish(std::nullopt);
   }
 
   Config config;
   SocketChecks sockets;
-  ParseRoot(root, default_runtime_dir, reader, sockets, config);
+  ParseRoot(root, default_runtime_dir, reader, sockets, config, EndOf(toml_text));
   RecordPositions(root, config);
   sockets.Check(reader);
   return reader.Finish(std::move(config));

@@ -25,7 +25,92 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
+// `text` without its blanks; a quoted key ("a b") is kept as written.
+std::string WithoutBlanks(std::string_view text) {
+  text = Trim(text);
+  if (text.find_first_of("\"'") != std::string_view::npos) return std::string(text);
+  std::string out;
+  for (char c : text) {
+    if (c != ' ' && c != '\t') out.push_back(c);
+  }
+  return out;
+}
+
+// The path of a table header line (`[a.b]`, `[[a]]`, a comment after it), "" when the line is
+// not one.
+std::string HeaderPath(std::string_view line) {
+  line = Trim(line);
+  if (!line.starts_with('[')) return "";
+  const bool array = line.starts_with("[[");
+  line.remove_prefix(array ? 2 : 1);
+  const size_t close = line.find(array ? "]]" : "]");
+  if (close == std::string_view::npos) return "";
+  return WithoutBlanks(line.substr(0, close));
+}
+
+// The key a `key = value` line starts with (bare or dotted), "" otherwise.
+std::string_view LineKey(std::string_view line) {
+  const size_t equals = line.find('=');
+  if (equals == std::string_view::npos) return "";
+  const std::string_view key = Trim(line.substr(0, equals));
+  if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) {
+        return IsBareKeyChar(c) || c == '.' || c == ' ' || c == '\t';
+      })) {
+    return "";
+  }
+  return key;
+}
+
+// The count of `"""` and `'''` on a line is odd: it opens or closes a multi-line string.
+bool TogglesMultilineString(std::string_view line) {
+  size_t count = 0;
+  for (std::string_view quotes : {std::string_view("\"\"\""), std::string_view("'''")}) {
+    for (size_t at = line.find(quotes); at != std::string_view::npos;
+         at = line.find(quotes, at + 3)) {
+      ++count;
+    }
+  }
+  return count % 2 == 1;
+}
+
 }  // namespace
+
+std::string SyntaxErrorKey(std::string_view toml_text, SourcePosition at) {
+  if (at.line < 1) return "";
+  std::string header;
+  bool in_string = false;
+  size_t begin = 0;
+  for (int number = 1; begin <= toml_text.size(); ++number) {
+    const size_t newline = toml_text.find('\n', begin);
+    std::string_view line = toml_text.substr(
+        begin, newline == std::string_view::npos ? std::string_view::npos : newline - begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!in_string) {
+      std::string path = HeaderPath(line);
+      if (number == at.line) {
+        if (!path.empty()) return path;
+        const std::string key = WithoutBlanks(LineKey(line));
+        if (key.empty()) return header;
+        return header.empty() ? key : header + "." + key;
+      }
+      if (!path.empty()) header = std::move(path);
+    } else if (number == at.line) {
+      return header;
+    }
+    if (TogglesMultilineString(line)) in_string = !in_string;
+    if (newline == std::string_view::npos) break;
+    begin = newline + 1;
+  }
+  return "";
+}
+
+SourcePosition EndOf(std::string_view toml_text) {
+  const size_t last_newline = toml_text.rfind('\n');
+  const size_t tail = last_newline == std::string_view::npos ? toml_text.size()
+                                                             : toml_text.size() - last_newline - 1;
+  return SourcePosition{static_cast<int>(1 + std::count(toml_text.begin(), toml_text.end(), '\n')),
+                        static_cast<int>(1 + tail)};
+}
 
 std::string SyntaxHint(std::string_view toml_text, SourcePosition at) {
   if (at.line < 1 || at.column < 1) return "";

@@ -18,4 +18,14 @@ namespace bulkhead::config {
 // table, where the key is not the value's own).
 std::string SyntaxHint(std::string_view toml_text, SourcePosition at);
 
+// The key path of the line `at` names, read from the text alone (toml++ gives none with a syntax
+// error): the table header that encloses the line ("cells.payments" for `[cells.payments]`,
+// "cells" for `[[cells]]`), then the line's own bare or dotted key when it starts with one
+// (`stall_timeout = 3s`: "cells.payments.stall_timeout"); a header line is its own path. Lines
+// inside multi-line strings are skipped. "" when neither is found.
+std::string SyntaxErrorKey(std::string_view toml_text, SourcePosition at);
+
+// Where the text ends, as a position: the line after a last newline, column 1 ("" is 1:1).
+SourcePosition EndOf(std::string_view toml_text);
+
 }  // namespace bulkhead::config

@@ -189,7 +189,8 @@ max_concurrent = = 1
 max_queue = "not checked"
 )"),
               ElementsAre(std::string(kFile) +
-                          ":3:18: error while parsing value: could not determine value type"));
+                          ":3:18: cells.a.max_concurrent: error while parsing value: could not "
+                          "determine value type"));
 }
 
 // toml++ stops at the unit of a bare duration with "expected digit"; the message says to quote it
@@ -201,7 +202,8 @@ max_concurrent = 1
 stall_timeout = 3s
 )"),
               ElementsAre(std::string(kFile) +
-                          ":4:18: error while parsing decimal integer: expected digit, saw 's'; "
+                          ":4:18: cells.a.stall_timeout: error while parsing decimal integer: "
+                          "expected digit, saw 's'; "
                           "durations are strings: stall_timeout = \"3s\""));
 }
 
@@ -213,8 +215,30 @@ max_concurrent = 1
 max_concurrent = 2
 )"),
       ElementsAre(std::string(kFile) +
-                  ":4:18: error while parsing key-value pair: cannot redefine existing integer "
-                  "'max_concurrent'"));
+                  ":4:18: cells.a.max_concurrent: error while parsing key-value pair: cannot "
+                  "redefine existing integer 'max_concurrent'"));
+}
+
+// toml++ names no key with a syntax error: the enclosing table header and the line's key do, as
+// every other config error does (file:line:col: cells.NAME.key: message).
+TEST(ParseConfig, SyntaxErrorsNameTheEnclosingTableAndKey) {
+  EXPECT_THAT(Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.payments]
+command = ["x"]
+note = """
+[cells.inside_a_string]
+"""
+limits.memory_max = 256M
+)"),
+              ElementsAre(::testing::StartsWith(std::string(kFile) +
+                                                ":8:24: cells.payments.limits.memory_max: ")));
+  // A redefined table is its own path; a line that is no key is its table's.
+  EXPECT_THAT(Errors("[cells.a]\ncommand = [\"x\"]\n[cells.b]\n[ cells . a ]\n"),
+              ElementsAre(::testing::HasSubstr(":4:1: cells.a: ")));
+  EXPECT_THAT(Errors("[cells.a]\ncommand = [\"x\",\n  3s]\n"),
+              ElementsAre(::testing::HasSubstr(": cells.a: ")));
+  EXPECT_THAT(Errors("x = = 1\n"), ElementsAre(::testing::HasSubstr(":1:5: x: ")));
 }
 
 TEST(ParseConfig, InvalidUtf8IsASyntaxError) {
@@ -313,11 +337,16 @@ command = ["x"]
                              "table)")));
 }
 
+// Without a cells table the error points at the end of the file, where one would go.
 TEST(ParseConfig, NoCells) {
-  const std::string unpositioned =
-      std::string(kFile) + ": cells: no cells defined; add at least one [cells.NAME] table";
-  EXPECT_THAT(Errors(""), ElementsAre(unpositioned));
-  EXPECT_THAT(Errors("[supervisor]\nlog_level = \"info\"\n"), ElementsAre(unpositioned));
+  EXPECT_THAT(Errors(""), ElementsAre(At(1, 1, "cells",
+                                         "no cells defined; add at least one [cells.NAME] table")));
+  EXPECT_THAT(
+      Errors("[supervisor]\nlog_level = \"info\"\n"),
+      ElementsAre(At(3, 1, "cells", "no cells defined; add at least one [cells.NAME] table")));
+  EXPECT_THAT(
+      Errors("[supervisor]\nlog_level = \"info\""),
+      ElementsAre(At(2, 19, "cells", "no cells defined; add at least one [cells.NAME] table")));
   EXPECT_THAT(
       Errors("cells = {}\n"),
       ElementsAre(At(1, 9, "cells", "no cells defined; add at least one [cells.NAME] table")));

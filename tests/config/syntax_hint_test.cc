@@ -29,6 +29,36 @@ TEST(SyntaxHint, InsideAnArrayOrInlineTableOnlyTheValueIsShown) {
   EXPECT_EQ(SyntaxHint("x = { t = 3s }\n", {1, 12}), "durations are strings: t = \"3s\"");
 }
 
+TEST(SyntaxErrorKey, TheEnclosingHeaderAndTheLinesKey) {
+  const std::string text =
+      "top = 1\n"                 // 1
+      "[cells.a]  # the first\n"  // 2
+      "stall_timeout = 3s\n"      // 3
+      "\"quoted key\" = 3s\n"     // 4
+      "s = '''\n"                 // 5
+      "[cells.not_a_header]\n"    // 6
+      "'''\n"                     // 7
+      "a . b=1\n"                 // 8
+      "[[cells]]\r\n"             // 9
+      "x = = 1\n";                // 10
+  EXPECT_EQ(SyntaxErrorKey(text, {1, 7}), "top");
+  EXPECT_EQ(SyntaxErrorKey(text, {2, 3}), "cells.a");
+  EXPECT_EQ(SyntaxErrorKey(text, {3, 18}), "cells.a.stall_timeout");
+  EXPECT_EQ(SyntaxErrorKey(text, {4, 18}), "cells.a");  // not a bare key: the table alone
+  EXPECT_EQ(SyntaxErrorKey(text, {6, 1}), "cells.a");   // inside a multi-line string
+  EXPECT_EQ(SyntaxErrorKey(text, {8, 7}), "cells.a.a.b");
+  EXPECT_EQ(SyntaxErrorKey(text, {10, 5}), "cells.x");
+  EXPECT_EQ(SyntaxErrorKey(text, {11, 1}), "cells");
+  EXPECT_EQ(SyntaxErrorKey(text, {0, 0}), "");
+  EXPECT_EQ(SyntaxErrorKey("\n\n", {2, 1}), "");
+}
+
+TEST(SyntaxErrorKey, EndOfTheText) {
+  EXPECT_EQ(EndOf(""), (SourcePosition{1, 1}));
+  EXPECT_EQ(EndOf("a = 1\n"), (SourcePosition{2, 1}));
+  EXPECT_EQ(EndOf("a = 1\nb"), (SourcePosition{2, 2}));
+}
+
 TEST(SyntaxHint, OtherErrorsGetNone) {
   EXPECT_EQ(SyntaxHint("max_concurrent = = 1\n", {1, 18}), "");
   EXPECT_EQ(SyntaxHint("a = 3 s\n", {1, 7}), "");   // not one token
