@@ -335,10 +335,22 @@ bool RequestParser::ValidateHead() {
     }
   }
   const bool http11 = head.version_major == 1 && head.version_minor >= 1;
-  if (http11 && hosts != 1) {
+  // RFC 9112 section 3.2: 400 for an HTTP/1.1 request without Host, and for any request with
+  // more than one or an invalid one.
+  if ((http11 && hosts == 0) || hosts > 1) {
     Fail(400, hosts == 0 ? "no Host header" : "more than one Host header");
     return false;
   }
+  Header* host = nullptr;
+  for (Header& header : head.headers) {
+    if (EqualsIgnoreCase(header.name, "Host")) host = &header;
+  }
+  if (host != nullptr && !IsHostAuthority(host->value)) {
+    Fail(400, host->value.empty() ? "empty Host header"
+                                  : "bad Host header (not host[:port], RFC 9110 section 7.2)");
+    return false;
+  }
+  if (!TakeTargetAuthority(host)) return false;
   if (content_lengths > 1) {
     Fail(400, "more than one Content-Length");
     return false;
@@ -368,6 +380,33 @@ bool RequestParser::ValidateHead() {
     Fail(413, "body of " + std::to_string(head.content_length) + " bytes over " +
                   std::to_string(limits_.max_body_bytes));
     return false;
+  }
+  return true;
+}
+
+bool RequestParser::TakeTargetAuthority(Header* host) {
+  RequestHead& head = head_;
+  if (head.target.empty() || head.target.front() == '/' || head.target == "*") return true;
+  // absolute-form: scheme "://" authority path-abempty [ "?" query ] (RFC 9112 section 3.2.2).
+  const std::string_view target = head.target;
+  const size_t scheme_end = target.find("://");
+  const std::string_view scheme = target.substr(0, scheme_end);
+  if (scheme_end == std::string_view::npos ||
+      !(EqualsIgnoreCase(scheme, "http") || EqualsIgnoreCase(scheme, "https"))) {
+    Fail(400, "request-target in absolute-form that is not an http or https URI");
+    return false;
+  }
+  const std::string_view rest = target.substr(scheme_end + 3);
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
+  if (!IsHostAuthority(authority)) {
+    Fail(400, "bad authority in the request-target (not host[:port], RFC 9110 section 4.2.3)");
+    return false;
+  }
+  // RFC 9112 section 3.2.2: the target's authority wins over Host; the worker gets the one.
+  if (host != nullptr) {
+    host->value.assign(authority);
+  } else {
+    head.headers.push_back(Header{"Host", std::string(authority)});
   }
   return true;
 }

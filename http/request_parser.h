@@ -12,8 +12,12 @@
 //        together with Transfer-Encoding, more than one Content-Length, a bad chunk size, a bare CR
 //        anywhere in the head or chunked framing, obs-fold (a header line starting with whitespace,
 //        RFC 9112 section 5.2), a chunk or trailer line not ended by CRLF, chunk data not followed
-//        by CRLF (http/framing_check.h), Transfer-Encoding in an HTTP/1.0 request, a missing or
-//        repeated Host in HTTP/1.1 (RFC 9112 section 3.2)
+//        by CRLF (http/framing_check.h), Transfer-Encoding in an HTTP/1.0 request, a missing Host
+//        in HTTP/1.1, a repeated Host, a Host that is not host[:port] (empty, "a b", "a@b": http/
+//        syntax.h's IsHostAuthority; RFC 9112 section 3.2, RFC 9110 section 7.2), an absolute-form
+//        target that is not an http(s) URI with such an authority
+// An absolute-form target's authority replaces the Host field's value (or is added as Host to an
+// HTTP/1.0 request without one): RFC 9112 section 3.2.2 has the server ignore Host then.
 //   413  a body over Limits::max_body_bytes (known from Content-Length before the body is read)
 //   417  an Expect other than 100-continue (RFC 9110 section 10.1.1)
 //   431  a head, or a chunked body's trailer section, over Limits::max_head_bytes, or a head with
@@ -154,6 +158,9 @@ class RequestParser {
   bool AcceptVersion(http_parser* parser);
   // Checks the head once complete: framing, Host, Expect, Upgrade; fills the framing fields.
   bool ValidateHead();
+  // An absolute-form target (not "/..." nor "*"): 400 unless an http(s) URI with a valid
+  // authority, which then replaces `host`'s value (null: added as a Host field). True otherwise.
+  bool TakeTargetAuthority(Header* host);
   // Checks the bytes from framing_mark_ to `end` (not body data: head, chunk lines, trailers)
   // with framing_ and against max_head_bytes, and moves the mark to `end`.
   bool ScanFraming(const char* end);

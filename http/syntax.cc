@@ -11,6 +11,7 @@ enum : uint8_t {
   kTchar = 1,     // tchar (RFC 9110 section 5.6.2)
   kValue = 2,     // field-vchar, SP or HTAB (RFC 9110 section 5.5; obs-text included)
   kTargetOk = 4,  // may appear in a request-target (IsTargetText)
+  kRegName = 8,   // unreserved or sub-delims (RFC 3986 section 2): a reg-name's bytes but '%'
 };
 
 constexpr std::array<uint8_t, 256> MakeClasses() {
@@ -24,6 +25,10 @@ constexpr std::array<uint8_t, 256> MakeClasses() {
     }
     if (c == '\t' || (c >= 0x20 && c != 0x7f)) bits |= kValue;
     if (c >= 0x21 && c <= 0x7e && c != '#') bits |= kTargetOk;
+    if (alnum) bits |= kRegName;
+    for (char t : std::string_view("-._~!$&'()*+,;=")) {
+      if (c == t) bits |= kRegName;
+    }
     classes[static_cast<size_t>(c)] = bits;
   }
   return classes;
@@ -38,7 +43,52 @@ bool All(std::string_view text, uint8_t bit) {
   return true;
 }
 
+bool IsHexDigit(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// *( unreserved / pct-encoded / sub-delims ), not empty.
+bool IsRegName(std::string_view text) {
+  if (text.empty()) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%') {
+      if (i + 2 >= text.size() || !IsHexDigit(text[i + 1]) || !IsHexDigit(text[i + 2])) {
+        return false;
+      }
+      i += 2;
+    } else if ((kClasses[static_cast<unsigned char>(text[i])] & kRegName) == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+bool IsHostAuthority(std::string_view text) {
+  std::string_view port;
+  if (text.starts_with('[')) {
+    // IP-literal: IPv6address or IPvFuture, whose bytes are hex digits, ':', '.' and (IPvFuture)
+    // unreserved and sub-delims.
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos || close == 1) return false;
+    for (char c : text.substr(1, close - 1)) {
+      if (c != ':' && (kClasses[static_cast<unsigned char>(c)] & kRegName) == 0) return false;
+    }
+    const std::string_view rest = text.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    port = rest.empty() ? rest : rest.substr(1);
+  } else {
+    const size_t colon = text.rfind(':');
+    const std::string_view host = text.substr(0, colon);
+    if (!IsRegName(host)) return false;
+    if (colon != std::string_view::npos) port = text.substr(colon + 1);
+  }
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
 
 bool IsToken(std::string_view text) { return !text.empty() && All(text, kTchar); }
 

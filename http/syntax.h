@@ -22,4 +22,12 @@ bool IsFieldValue(std::string_view text);
 // RFC 9112 section 3.2). Refused: control characters (a TAB among them), DEL, bytes above 0x7f.
 bool IsTargetText(std::string_view piece);
 
+// An authority as a Host field value carries it, and as an http or https URI must: uri-host [ ":"
+// port ] (RFC 9110 sections 4.2.3 and 7.2, RFC 3986 section 3.2.2). uri-host is an IP-literal in
+// brackets ("[::1]", "[v1.x]"), or a reg-name (an IPv4 address is one): unreserved characters,
+// sub-delims and %HH; the port is digits. Refused: an empty host (an http URI's host is never
+// empty, RFC 9110 section 4.2.1), userinfo ("a@b", RFC 9110 section 4.2.4), a space, any other
+// byte.
+bool IsHostAuthority(std::string_view text);
+
 }  // namespace bulkhead::http

@@ -286,6 +286,32 @@ TEST(HttpFraming, BareCrAndForbiddenTargetBytesGet400) {
   EXPECT_EQ(cell["admitted"], 0) << cell.dump();
 }
 
+// RFC 9112 section 3.2, RFC 9110 sections 4.2.4 and 7.2: a Host that is not host[:port] (a space,
+// userinfo, empty) gets 400 and never reaches the worker; section 3.2.2: an absolute-form target's
+// authority is the one Host the worker gets, whatever the client's Host said.
+TEST(HttpFraming, BadHostGets400AndAnAbsoluteTargetsAuthorityIsTheHost) {
+  Harness h(TestOptions({WebCell(kRawWorker)}));
+  ASSERT_STARTED(h);
+  const std::vector<std::string> attempts = {
+      "GET /hello HTTP/1.1\r\nHost: a b\r\n\r\n",
+      "GET /hello HTTP/1.1\r\nHost: a@b\r\n\r\n",
+      "GET /hello HTTP/1.1\r\nHost:\r\n\r\n",
+      "GET http://u@web/hello HTTP/1.1\r\nHost: web\r\n\r\n",
+  };
+  for (const std::string& attempt : attempts) EXPECT_TRUE(RefusedAndClosed(h, attempt, 400));
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send("GET http://b.example:81/echo-head HTTP/1.1\r\nHost: a.example\r\n\r\n"));
+  std::optional<Response> echoed = conn->Read();
+  ASSERT_TRUE(echoed && echoed->status == 200) << Describe(echoed);
+  const std::string seen = ToLower(echoed->body);
+  EXPECT_NE(seen.find("\r\nhost: b.example:81\r\n"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("a.example"), std::string::npos) << seen;
+  nlohmann::json cell = h.Cell("web");
+  EXPECT_EQ(cell["bad_request"], attempts.size()) << cell.dump();
+  EXPECT_EQ(cell["admitted"], 1) << cell.dump();
+}
+
 struct NaiveWorker {
   const char* name;
   std::string script;

@@ -176,6 +176,33 @@ void ExpectEachRefused(const std::vector<Refusal>& refusals, const std::vector<s
   }
 }
 
+// Valid Host values (RFC 9110 section 4.2.3: uri-host [":" port]) pass as sent.
+TEST(RequestParser, TakesEveryFormOfHost) {
+  for (const char* host : {"x", "127.0.0.1", "a-b.example:8080", "[::1]", "[::1]:8081", "[v1.fe]",
+                           "a%41b", "a:", "_svc.example~!$&'()*+,;="}) {
+    Outcome out = Feed(std::string("GET / HTTP/1.1\r\nHost: ") + host + "\r\n\r\n");
+    ASSERT_EQ(out.requests.size(), 1u) << host << ": " << out.error.reason;
+    EXPECT_EQ(out.requests[0].head.Find("Host"), std::optional<std::string_view>(host));
+  }
+}
+
+// RFC 9112 section 3.2.2: with an absolute-form target the server ignores Host and uses the
+// target's authority; the worker gets that one as Host, and the target as sent.
+TEST(RequestParser, AnAbsoluteFormTargetsAuthorityReplacesHost) {
+  for (size_t step : {size_t{0}, size_t{1}}) {
+    Outcome out = Feed(
+        "GET HTTP://b.example:81/p?q=1 HTTP/1.1\r\nHost: a.example\r\nX: 1\r\n\r\n"
+        "GET http://c.example?x HTTP/1.0\r\n\r\n",
+        step);
+    ASSERT_EQ(out.requests.size(), 2u) << out.error.reason;
+    EXPECT_EQ(out.requests[0].head.target, "HTTP://b.example:81/p?q=1");
+    EXPECT_EQ(out.requests[0].head.Find("Host"), std::optional<std::string_view>("b.example:81"));
+    EXPECT_EQ(out.requests[0].head.headers.size(), 2u);
+    // HTTP/1.0 without Host: the authority is added as Host.
+    EXPECT_EQ(out.requests[1].head.Find("Host"), std::optional<std::string_view>("c.example"));
+  }
+}
+
 // Request smuggling and malformed requests (RFC 9112 sections 3.2, 5.2, 6.1, 6.3, 11.2): each is
 // refused with its status, whole or split into single bytes.
 TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
@@ -202,6 +229,21 @@ TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
       {"obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n", 400, "obs-fold"},
       {"no Host", "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", 400, "Host"},
       {"two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "Host"},
+      // RFC 9112 section 3.2, RFC 9110 sections 4.2.3, 4.2.4 and 7.2: Host is host[:port].
+      {"two Hosts in 1.0", "GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", 400, "Host"},
+      {"space in Host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, "bad Host"},
+      {"userinfo in Host", "GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", 400, "bad Host"},
+      {"empty Host", "GET / HTTP/1.1\r\nHost: \r\n\r\n", 400, "empty Host"},
+      {"empty Host in 1.0", "GET / HTTP/1.0\r\nHost:\r\n\r\n", 400, "empty Host"},
+      {"port only", "GET / HTTP/1.1\r\nHost: :80\r\n\r\n", 400, "bad Host"},
+      {"bad port", "GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n", 400, "bad Host"},
+      {"two colons", "GET / HTTP/1.1\r\nHost: a:1:2\r\n\r\n", 400, "bad Host"},
+      {"open bracket", "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400, "bad Host"},
+      {"bad escape", "GET / HTTP/1.1\r\nHost: a%4\r\n\r\n", 400, "bad Host"},
+      {"slash in Host", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, "bad Host"},
+      {"userinfo in target", "GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, "authority"},
+      {"no host in target", "GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", 400, "authority"},
+      {"ftp target", "GET ftp://a/x HTTP/1.1\r\nHost: a\r\n\r\n", 400, "http or https"},
       {"TE in 1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400,
        "HTTP/1.0"},
       {"gzip TE", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501,
