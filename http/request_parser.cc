@@ -131,7 +131,9 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
     return Event::kHead;
   }
   if (error != HPE_OK) {
-    error_ = ErrorOf(error);
+    // http-parser reports a chunk size past 2^64 - 1 as HPE_INVALID_CONTENT_LENGTH.
+    error_ = error == HPE_INVALID_CONTENT_LENGTH && !in_head_ ? Error{400, "chunk size too large"}
+                                                              : ErrorOf(error);
     failed_ = true;
     return Event::kError;
   }

@@ -226,6 +226,11 @@ TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
       {"bad chunk size",
        "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n", 400,
        "chunk size"},
+      // http-parser calls an overflowing chunk size a bad Content-Length: its own reason here.
+      {"chunk size over 2^64",
+       "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "fffffffffffffffff\r\n",
+       400, "chunk size too large"},
       {"obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n", 400, "obs-fold"},
       {"no Host", "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", 400, "Host"},
       {"two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "Host"},
