@@ -48,6 +48,11 @@ std::string Seconds(uint64_t ms) {
   return text;
 }
 
+// What is left of a wait, as Seconds but rounded up: a wait not over never reads "0.0 s".
+std::string SecondsLeft(uint64_t ms) {
+  return Seconds(ms < 10'000 ? (ms + 99) / 100 * 100 : (ms + 999) / 1000 * 1000);
+}
+
 // "SIGTERM" for the signals a config may name, else "signal N".
 std::string SignalText(int signal) {
   switch (signal) {
@@ -301,7 +306,7 @@ std::string Lifecycle::StateDetail() const {
     }
     case State::kBackoff: {
       const uint64_t left = next_start_at_ms_ > now ? next_start_at_ms_ - now : 0;
-      const std::string next = "next start in " + Seconds(left) +
+      const std::string next = "next start in " + SecondsLeft(left) +
                                (RefusesRequests() ? "; requests are refused (longer than "
                                                     "queue_timeout " +
                                                         Seconds(options_.queue_timeout_ms) + ")"

@@ -518,6 +518,11 @@ TEST_F(LifecycleTest, ACrashLoopKeepsStartingSaysWhenAndEndsOnceAWorkerRunsWell)
   EXPECT_EQ(lc().StateDetail(),
             "backoff after exit 1, next start in 0.1 s; requests are refused "
             "(max_queue 0: none can wait)");
+  // What is left is rounded up: 1 ms is "0.1 s", never "0.0 s".
+  clock_.AdvanceMs(99);
+  EXPECT_EQ(lc().StateDetail(),
+            "backoff after exit 1, next start in 0.1 s; requests are refused "
+            "(max_queue 0: none can wait)");
 }
 
 // An operator's stop ends what status calls a crash loop; a start begins afresh.
