@@ -62,8 +62,12 @@ int main(int argc, char** argv) {
     for (const config::ConfigError& warning : loaded.warnings) {
       std::fprintf(stderr, "warning: %s\n", warning.ToString().c_str());
     }
-    std::printf("%s: ok (%zu cells", config_path.c_str(), loaded.config->cells.size());
-    if (!loaded.warnings.empty()) std::printf(", %zu warning(s)", loaded.warnings.size());
+    const size_t cells = loaded.config->cells.size();
+    std::printf("%s: ok (%zu %s", config_path.c_str(), cells, cells == 1 ? "cell" : "cells");
+    if (!loaded.warnings.empty()) {
+      std::printf(", %zu %s", loaded.warnings.size(),
+                  loaded.warnings.size() == 1 ? "warning" : "warnings");
+    }
     std::printf(")\n");
     return kExitOk;
   }

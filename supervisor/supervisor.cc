@@ -133,7 +133,8 @@ int Supervisor::Run() {
   }
 
   SetUpConnectionBudget();
-  LogInfo("bulkheadd started: " + std::to_string(cells_.size()) + " cells, control socket " +
+  LogInfo("bulkheadd started: " + std::to_string(cells_.size()) +
+          (cells_.size() == 1 ? " cell" : " cells") + ", control socket " +
           config_.supervisor.control_socket);
   for (auto& cell : cells_) cell->Start();
   booted_ = true;

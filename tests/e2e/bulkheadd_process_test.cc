@@ -420,7 +420,7 @@ TEST(BulkheaddProcess, WarningsNameTheKeyAndNeverRefuseTheFile) {
                                            "", std::chrono::seconds(10));
   ASSERT_TRUE(check.ok()) << check.status().message();
   EXPECT_EQ(check->exit_code(), kExitOk) << check->Describe();
-  EXPECT_EQ(check->out, file + ": ok (1 cells, 3 warning(s))\n") << check->Describe();
+  EXPECT_EQ(check->out, file + ": ok (1 cell, 3 warnings)\n") << check->Describe();
   EXPECT_THAT(check->err,
               StartsWith("warning: " + file +
                          ":4:12: cells.x.command[0]: \"bulkhead-no-such-program\" is not an "
