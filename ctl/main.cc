@@ -21,6 +21,15 @@
 namespace bulkhead::ctl {
 namespace {
 
+// `--timeout: invalid duration "5": a unit is required...; expected ... such as "500ms"...`:
+// ParseDuration's message names the text and gives the accepted form, once; a zero duration
+// `--watch: "0s" must be more than 0`.
+std::string DurationFlagError(const char* flag, const std::string& text,
+                              const Result<std::chrono::milliseconds>& parsed) {
+  if (!parsed.ok()) return std::string(flag) + ": " + parsed.status().message();
+  return std::string(flag) + ": \"" + text + "\" must be more than 0";
+}
+
 // `unknown command "stats"; did you mean "status"? ...` for a word that names no subcommand.
 std::string UnknownCommand(CLI::App& app, const std::string& word) {
   std::vector<std::string> names;
@@ -148,9 +157,7 @@ int Main(int argc, char** argv) {
     Result<std::chrono::milliseconds> timeout = ParseDuration(timeout_text);
     if (!timeout.ok() || timeout->count() <= 0) {
       // A zero bound would end every command before it could reach bulkheadd.
-      PrintError("--timeout: bad duration \"" + timeout_text + "\": " +
-                 (timeout.ok() ? std::string("must be more than 0") : timeout.status().message()) +
-                 " (e.g. 500ms, 2s)");
+      PrintError(DurationFlagError("--timeout", timeout_text, timeout));
       return kExitUsage;
     }
     deadline = std::chrono::steady_clock::now() + *timeout;
@@ -162,9 +169,7 @@ int Main(int argc, char** argv) {
     if (!watch_text.empty()) {
       Result<std::chrono::milliseconds> parsed = ParseDuration(watch_text);
       if (!parsed.ok() || parsed->count() <= 0) {
-        PrintError("--watch: bad interval \"" + watch_text + "\": " +
-                   (parsed.ok() ? std::string("must be more than 0") : parsed.status().message()) +
-                   " (e.g. 500ms, 2s)");
+        PrintError(DurationFlagError("--watch", watch_text, parsed));
         return kExitUsage;
       }
       interval = *parsed;

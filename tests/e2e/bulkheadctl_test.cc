@@ -829,6 +829,13 @@ TEST(Bulkheadctl, UsageErrors) {
            std::pair{std::vector<std::string>{"start"}, "start: name one or more cells, or --all"},
            std::pair{std::vector<std::string>{"logs", "a", "-n", "-1"},
                      "must be a whole number, 0 or more"},
+           // ParseDuration's examples once, not followed by "(e.g. 500ms, 2s)" again.
+           std::pair{std::vector<std::string>{"status", "--timeout", "5"},
+                     "bulkheadctl: --timeout: invalid duration \"5\": a unit is required, a bare "
+                     "number is ambiguous; expected one or more <integer><unit> groups, largest "
+                     "unit first, such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)\n"},
+           std::pair{std::vector<std::string>{"status", "--timeout", "0s"},
+                     "bulkheadctl: --timeout: \"0s\" must be more than 0\n"},
            // CLI11 said only "A subcommand is required".
            std::pair{std::vector<std::string>{"stats"},
                      "bulkheadctl: unknown command \"stats\"; did you mean \"status\"?"},

@@ -367,7 +367,7 @@ TEST(Metrics, StatusLongFormAndWatch) {
   Result<ProcessResult> bad = h.Ctl({"status", "--watch", "soon"});
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(bad->exit_code(), kExitUsage) << bad->Describe();
-  EXPECT_THAT(bad->err, HasSubstr("--watch: bad interval \"soon\""));
+  EXPECT_THAT(bad->err, HasSubstr("--watch: invalid duration \"soon\""));
 }
 
 }  // namespace
