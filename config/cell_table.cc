@@ -240,6 +240,43 @@ bool ParseReady(ValueReader& reader, const toml::node& node, const std::string& 
   return true;
 }
 
+// `needs`: an array of cell names, none twice. Whether each names a cell of the file, and cycles,
+// are checked across the file (config/cell_needs.h).
+bool ParseNeeds(ValueReader& reader, const toml::node& node, const std::string& path,
+                std::vector<std::string>& needs) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    reader.TypeError(node, path, "array of strings",
+                     "write the cells this one needs as needs = [\"catalog\", \"auth\"]");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    const std::string element_path = path + "[" + std::to_string(i) + "]";
+    std::optional<std::string> name = reader.ExpectString(element, element_path);
+    if (!name) {
+      ok = false;
+      continue;
+    }
+    if (!IsValidCellName(*name)) {
+      reader.AddError(At(element.source()), element_path,
+                      "must name a cell (1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'), got " +
+                          Quoted(*name));
+      ok = false;
+      continue;
+    }
+    if (std::find(needs.begin(), needs.end(), *name) != needs.end()) {
+      reader.AddError(At(element.source()), element_path,
+                      Quoted(*name) + " is already in needs; name each cell once");
+      ok = false;
+      continue;
+    }
+    needs.push_back(std::move(*name));
+  }
+  return ok;
+}
+
 // `listen`: an array of TCP addresses "HOST:PORT" (config/listen_address.h). Each is recorded in
 // `sockets` for the overlap check across the file.
 bool ParseListen(ValueReader& reader, const toml::node& node, const std::string& path,
@@ -407,6 +444,9 @@ std::optional<CellConfig> ParseCellTable(const toml::key& name, const toml::node
           if (tolerance) cell.latency_tolerance = *tolerance;
           break;
         }
+        case CellKeyId::kNeeds:
+          key_ok = ParseNeeds(reader, *value, key_path, cell.needs);
+          break;
         case CellKeyId::kEnvironment:
           key_ok = ParseEnvironment(reader, *value, key_path, cell.environment);
           break;

@@ -2,7 +2,8 @@
 // Loading the config: the file is read, toml++ parses it, and the tables are walked once, each by
 // the file of its section (config/supervisor_table.h, config/cell_table.h, with config/limits.h
 // and config/privileges.h), checking every key, filling defaults and collecting every error they
-// find; then the sockets are checked across the whole file (config/socket_checks.h). toml++ may
+// find; then the sockets and the cells' needs are checked across the whole file
+// (config/socket_checks.h, config/cell_needs.h). toml++ may
 // throw in config/; nothing is allowed out of here. Thread-compatible (reads environment and cwd).
 #include "config/config.h"
 
@@ -21,6 +22,7 @@
 #include "base/runtime_dir.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "config/cell_needs.h"
 #include "config/cell_table.h"
 #include "config/config_keys.h"
 #include "config/socket_checks.h"
@@ -91,7 +93,14 @@ void RecordPositions(const toml::table& root, Config& config) {
   auto record_table = [&config](const std::string& path, const toml::table& table) {
     config.positions[path] = At(table.source());
     for (auto [key, node] : InFileOrder(table)) {
-      config.positions[JoinKey(path, key->str())] = At(node->source());
+      const std::string key_path = JoinKey(path, key->str());
+      config.positions[key_path] = At(node->source());
+      // And each element of an array ("cells.a.needs[1]"), for the checks across cells.
+      if (const toml::array* array = node->as_array()) {
+        for (size_t i = 0; i < array->size(); ++i) {
+          config.positions[key_path + "[" + std::to_string(i) + "]"] = At(array->get(i)->source());
+        }
+      }
     }
   };
   if (const toml::table* supervisor = root["supervisor"].as_table()) {
@@ -146,6 +155,11 @@ LoadResult Parse(std::string_view toml_text, const std::string& source_path,
   ParseRoot(root, default_runtime_dir, reader, sockets, config, EndOf(toml_text));
   RecordPositions(root, config);
   sockets.Check(reader);
+  std::vector<std::string> cell_names;
+  if (const toml::table* cells = root["cells"].as_table()) {
+    for (auto [name, node] : InFileOrder(*cells)) cell_names.emplace_back(name->str());
+  }
+  CheckNeeds(config, cell_names, reader);
   return reader.Finish(std::move(config));
 }
 

@@ -211,6 +211,12 @@ struct CellConfig {
   std::chrono::milliseconds stall_timeout{0};
   // When a started worker may take requests.
   ReadyMode ready = ReadyMode::kExec;
+  // `needs`: the names of the cells this one needs, in file order: each another cell of the file,
+  // none twice, no cycle across the file (config/cell_needs.h). A start of this cell (boot,
+  // `bulkheadctl start`, a reload that adds it) waits until each of them is running (ready, as
+  // its `ready` says); at shutdown this cell stops before them. Once started it keeps running
+  // whatever they do (docs/config.md, "Dependencies").
+  std::vector<std::string> needs;
   // How requests reach the worker; the worker learns it from $BULKHEAD_WORKER_CONNECTIONS.
   // kMultiplex only with Protocol::kFrames (HTTP/1.1 cannot multiplex; refused by the parser).
   WorkerConnections worker_connections = WorkerConnections::kOnePerRequest;

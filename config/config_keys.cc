@@ -139,8 +139,9 @@ using R = CellReload;
 
 // kOwn keys, and where their code is: command, latency_tolerance (a percentage), socket, listen,
 // max_unsent_bytes (at least one reply of max_payload_bytes), ready ("http:/PATH"), start_timeout
-// ("infinity"), stop_signal, environment (cell_table.cc); cpu_max, cpu_max_period, memory_max,
-// memory_high (limits.cc); user, supplementary_groups (privileges.cc).
+// ("infinity"), stop_signal, environment, needs (cell_table.cc; across cells config/cell_needs.cc);
+// cpu_max, cpu_max_period, memory_max, memory_high (limits.cc); user, supplementary_groups
+// (privileges.cc).
 constexpr auto kCellKeys = std::to_array<CellKey>({
     Cell<&C::command>(K::kCommand, "command", R::kRestart, kOwn),
     // The front connections and worker links are made for it when the cell is added.
@@ -186,6 +187,8 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
                                  Choice(kWorkerConnectionModes)),
     // Read when the next worker is spawned; a start under way keeps the timeout it began with.
     Cell<&C::start_timeout>(K::kStartTimeout, "start_timeout", R::kPolicy, kOwn),
+    // Read by the supervisor at each start it holds, and at shutdown (supervisor/start_order.h).
+    Cell<&C::needs>(K::kNeeds, "needs", R::kPolicy, kOwn),
     Cell<&C::watchdog>(K::kWatchdog, "watchdog", R::kRestart, kDurationOrZero),
     Cell<&C::stop_signal>(K::kStopSignal, "stop_signal", R::kPolicy, kOwn),
     // Read by the WorkerRunner when it sends stop_signal: the next stop follows it.

@@ -55,6 +55,7 @@ enum class CellKeyId {
   kReady,
   kWorkerConnections,
   kStartTimeout,
+  kNeeds,
   kWatchdog,
   kStopSignal,
   kKillMode,

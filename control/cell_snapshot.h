@@ -57,6 +57,13 @@ struct CellSnapshot {
   lifecycle::Lifecycle::State state = lifecycle::Lifecycle::State::kStopped;
   uint64_t state_since_ms = 0;  // how long the cell has been in `state`
   std::string state_detail;     // Lifecycle::StateDetail(): why it does not serve; empty if running
+  // While the cell's start is held for the cells it needs (supervisor/start_order.h): those not
+  // running yet, in `needs` order, each with its state name ("starting"); else empty.
+  struct Need {
+    std::string cell;
+    std::string state;
+  };
+  std::vector<Need> waiting_for;
   pid_t pid = 0;
   std::string socket;
   // The TCP addresses of `listen` as bound ("127.0.0.1:43817": a port 0 of the config replaced by

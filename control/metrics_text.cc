@@ -138,6 +138,12 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCoun
     }
   });
 
+  w.Family("bulkhead_cell_waiting", "gauge",
+           "1 while the cell's start waits for a cell it needs (`needs`) to be running, else 0.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    w.Sample(l, s.waiting_for.empty() ? 0 : 1);
+  });
+
   w.Family("bulkhead_cell_crash_looping", "gauge",
            "1 while the cell is crash-looping: it hit its start limit (start_limit_burst starts "
            "within start_limit_interval) and no worker has run restart_reset_after since; with "

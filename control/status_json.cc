@@ -174,6 +174,19 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
     nlohmann::json& object = field.json_object.empty() ? j : j[std::string(field.json_object)];
     object[std::string(field.json_name)] = c.*field.member;
   }
+  // A start held for the cells it needs: the state the operator reads is "waiting", and the detail
+  // says for what ("waiting for catalog (starting)"); `needs` is the configured list.
+  nlohmann::json waiting_for = nlohmann::json::array();
+  std::string waiting_text;
+  for (const CellSnapshot::Need& need : s.waiting_for) {
+    waiting_for.push_back({{"cell", need.cell}, {"state", need.state}});
+    waiting_text += (waiting_text.empty() ? "" : ", ") + need.cell + " (" + need.state + ")";
+  }
+  j["waiting_for"] = std::move(waiting_for);
+  if (!s.waiting_for.empty()) {
+    j["state"] = "waiting";
+    j["state_detail"] = "waiting for " + waiting_text;
+  }
   if (!s.limits_enforced) j["limits_note"] = s.limits_note;
   nlohmann::json enforcement = nlohmann::json::object();
   for (size_t i = 0; i < cell::kLimitCount; ++i) {
@@ -221,6 +234,7 @@ nlohmann::json CellStatusJson(const CellSnapshot& s, const config::CellConfig& c
   nlohmann::json j = SnapshotJson(s);
   AddMetricsFields(s, j);
   j["protocol"] = config::ProtocolName(config.protocol);
+  j["needs"] = config.needs;
   j["policy"] = PolicyJson(config);
   return j;
 }

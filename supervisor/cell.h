@@ -27,6 +27,7 @@
 #include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
 #include "proxy/exchange.h"
+#include "supervisor/start_order.h"
 
 namespace bulkhead::supervisor {
 
@@ -49,6 +50,10 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void SetStateObserver(std::function<void()> observer) {
     runner_.SetStateObserver(std::move(observer));
   }
+  // Where the cell stands in the start and stop order (supervisor/start_order.h); set by the
+  // Supervisor only.
+  OrderStep order_step() const { return order_step_; }
+  void set_order_step(OrderStep step) { order_step_ = step; }
   // Client connections open on the front socket now.
   size_t clients() const { return data_path_.clients(); }
   // Answer bytes its clients have not read yet (the data path's unsent_bytes).
@@ -124,6 +129,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   lifecycle::WorkerRunner runner_;
   // Closes data_path_, runner_ and after_poll_ as its parts.
   loop::HandleGroup handles_;
+  OrderStep order_step_ = OrderStep::kFree;
 };
 
 }  // namespace bulkhead::supervisor

@@ -211,7 +211,9 @@ ReloadResult Supervisor::ApplyReload() {
   config_ = std::move(next);
   // Cells added or removed, or max_connections changed: the descriptor budget is split anew.
   SetUpConnectionBudget();
-  for (Cell* cell : to_start) cell->Start();
+  for (Cell* cell : to_start) RequestStart(*cell, /*restart=*/false);
+  // A reload may have changed what a held start waits for.
+  ScheduleOrder();
 
   result.ok = true;
   result.summary = "reloaded: " + result.plan.Summary();

@@ -80,6 +80,7 @@ Supervisor::~Supervisor() {
 int Supervisor::Run() {
   started_at_ms_ = time_.NowMs();
   client_drain_timer_ = time_.CreateTimer([this] { FinishShutdown(); });
+  order_timer_ = time_.CreateTimer([this] { AdvanceOrder(); });
   write_batch_.emplace(&loop_);
   Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
       write_batch_->how());
@@ -136,7 +137,7 @@ int Supervisor::Run() {
   LogInfo("bulkheadd started: " + std::to_string(cells_.size()) +
           (cells_.size() == 1 ? " cell" : " cells") + ", control socket " +
           config_.supervisor.control_socket);
-  for (auto& cell : cells_) cell->Start();
+  for (auto& cell : cells_) RequestStart(*cell, /*restart=*/false);
   booted_ = true;
   OnCellStateChanged();
   uv_run(&loop_, UV_RUN_DEFAULT);
@@ -308,8 +309,66 @@ void Supervisor::BeginShutdown(int signum) {
     MaybeFinishShutdown();
     return;
   }
-  for (auto& cell : cells_) {
-    cell->Stop([this] {
+  // A held start is dropped (the cell has no worker); every cell stops once no cell that needs
+  // it is left running (AdvanceOrder), unrelated cells together.
+  for (auto& cell : cells_) cell->set_order_step(OrderStep::kStopHeld);
+  AdvanceOrder();
+}
+
+std::vector<OrderNode> Supervisor::OrderNodes() const {
+  std::vector<OrderNode> nodes;
+  nodes.reserve(cells_.size());
+  for (const auto& cell : cells_) {
+    nodes.push_back(
+        {cell->name(), ConfigOf(cell->name()).needs, cell->state(), cell->order_step()});
+  }
+  return nodes;
+}
+
+std::string Supervisor::RequestStart(Cell& cell, bool restart) {
+  using State = lifecycle::Lifecycle::State;
+  if (cell.order_step() == OrderStep::kWaitingToStart) return "ok";
+  if (cell.state() == State::kStopped || cell.state() == State::kFailed) {
+    const std::vector<OrderNode> nodes = OrderNodes();
+    size_t index = 0;
+    while (cells_[index].get() != &cell) ++index;
+    const std::vector<UnreadyNeed> unready = UnreadyNeeds(nodes, index);
+    if (!unready.empty()) {
+      cell.set_order_step(OrderStep::kWaitingToStart);
+      Log(LogLevel::kInfo, cell.name(), 0, "start waits for " + DescribeUnready(unready));
+      return "ok";
+    }
+  }
+  return restart ? cell.Restart() : cell.Start();
+}
+
+void Supervisor::ScheduleOrder() {
+  if (!order_timer_ || order_timer_->armed()) return;
+  const bool held = std::any_of(cells_.begin(), cells_.end(), [](const std::unique_ptr<Cell>& c) {
+    return c->order_step() == OrderStep::kWaitingToStart || c->order_step() == OrderStep::kStopHeld;
+  });
+  if (held) order_timer_->Start(0);
+}
+
+void Supervisor::AdvanceOrder() {
+  // The nodes view the cells: pick first, then feed the cells their events.
+  const std::vector<OrderNode> nodes = OrderNodes();
+  std::vector<Cell*> to_start;
+  std::vector<Cell*> to_stop;
+  for (size_t i : CellsToStart(nodes)) to_start.push_back(cells_[i].get());
+  if (shutting_down_) {
+    for (size_t i : CellsToStop(nodes)) to_stop.push_back(cells_[i].get());
+  }
+  for (Cell* cell : to_start) {
+    cell->set_order_step(OrderStep::kFree);
+    Log(LogLevel::kInfo, cell->name(), 0, "every cell it needs is running: starting");
+    cell->Start();
+  }
+  for (Cell* cell : to_stop) {
+    cell->set_order_step(OrderStep::kStopAsked);
+    cell->Stop([this, cell] {
+      cell->set_order_step(OrderStep::kStopped);
+      ScheduleOrder();
       if (--cells_running_ == 0) MaybeFinishShutdown();
     });
   }
@@ -354,6 +413,7 @@ void Supervisor::CloseAll() {
   if (metrics_) metrics_->Close(handles_.Part());
   write_batch_->Close(handles_.Part());
   client_drain_timer_.reset();
+  order_timer_.reset();
   // The signal handles close with the rest.
   handles_.Close([this] {
     cells_.clear();
@@ -364,12 +424,16 @@ void Supervisor::CloseAll() {
 
 void Supervisor::OnCellStateChanged() {
   if (!booted_) return;
+  ScheduleOrder();
   std::vector<lifecycle::Lifecycle::State> states;
   states.reserve(cells_.size());
   for (const auto& cell : cells_) states.push_back(cell->state());
+  // A cell whose first start waits for the cells it needs has not left starting either.
   bool starting = false;
-  for (lifecycle::Lifecycle::State state : states)
-    starting |= state == lifecycle::Lifecycle::State::kStarting;
+  for (const auto& cell : cells_) {
+    starting |= cell->state() == lifecycle::Lifecycle::State::kStarting ||
+                cell->order_step() == OrderStep::kWaitingToStart;
+  }
   std::string summary = DescribeCellStates(states);
   notifier_.Status(summary);
   if (!ready_sent_ && !starting && !shutting_down_) {
@@ -395,7 +459,15 @@ const config::CellConfig& Supervisor::ConfigOf(const std::string& name) const {
 std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
   std::vector<control::CellSnapshot> snapshots;
   snapshots.reserve(cells_.size());
-  for (const auto& cell : cells_) snapshots.push_back(cell->Snapshot());
+  const std::vector<OrderNode> nodes = OrderNodes();
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    snapshots.push_back(cells_[i]->Snapshot());
+    if (cells_[i]->order_step() != OrderStep::kWaitingToStart) continue;
+    for (const UnreadyNeed& need : UnreadyNeeds(nodes, i)) {
+      snapshots.back().waiting_for.push_back(
+          {need.cell, lifecycle::Lifecycle::StateName(need.state)});
+    }
+  }
   return snapshots;
 }
 
@@ -438,9 +510,9 @@ bool Supervisor::HasCell(const std::string& name) const {
 
 std::string Supervisor::StatusControl(const std::string& only) {
   nlohmann::json cells = nlohmann::json::array();
-  for (auto& cell : cells_) {
-    if (!only.empty() && cell->name() != only) continue;
-    cells.push_back(control::CellStatusJson(cell->Snapshot(), ConfigOf(cell->name())));
+  for (const control::CellSnapshot& snapshot : Snapshots()) {
+    if (!only.empty() && snapshot.name != only) continue;
+    cells.push_back(control::CellStatusJson(snapshot, ConfigOf(snapshot.name)));
   }
   uint64_t client_connections = 0;
   for (auto& cell : cells_) client_connections += cell->clients();
@@ -466,9 +538,16 @@ std::string Supervisor::CellCommandControl(std::string_view command, const std::
   for (auto& cell : cells_) {
     if (cell->name() != name) continue;
     if (shutting_down_) return control::CommandError("bulkheadd is shutting down");
-    std::string answer = command == "start"  ? cell->Start()
-                         : command == "stop" ? cell->Stop(nullptr)
-                                             : cell->Restart();
+    std::string answer;
+    if (command == "stop") {
+      // A held start is withdrawn: the cell has no worker, and stays stopped.
+      const bool held = cell->order_step() == OrderStep::kWaitingToStart;
+      cell->set_order_step(OrderStep::kFree);
+      answer = held ? "ok" : cell->Stop(nullptr);
+      if (held) OnCellStateChanged();
+    } else {
+      answer = RequestStart(*cell, /*restart=*/command == "restart");
+    }
     bool accepted = answer == "ok";
     nlohmann::json response = {{"ok", accepted}, {"cell", cell->name()}, {"result", answer}};
     if (!accepted) response["error"] = answer;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Supervisor: bulkheadd's core. One libuv loop on one thread runs every cell, the control socket
 // and the signal handling: SIGCHLD reaps every exited child (a worker's status goes to its cell,
-// orphans adopted as PID 1 or subreaper are discarded), SIGTERM/SIGINT stop every cell in parallel
-// and end Run() with 0. REQUIRES: constructed, run and destroyed on one thread; SIGPIPE ignored
-// by the caller.
+// orphans adopted as PID 1 or subreaper are discarded), SIGTERM/SIGINT stop every cell, a cell
+// before the cells it needs and unrelated cells in parallel, and end Run() with 0. A start of a
+// cell waits until the cells it needs run (supervisor/start_order.h). REQUIRES: constructed, run
+// and destroyed on one thread; SIGPIPE ignored by the caller.
 #pragma once
 
 #include <uv.h>
@@ -102,6 +103,18 @@ class Supervisor {
   // STATUS= summary (supervisor/service_notifier.h).
   void OnCellStateChanged();
 
+  // The cells as the ordering reads them (supervisor/start_order.h), in cells_ order.
+  std::vector<OrderNode> OrderNodes() const;
+  // Starts `cell` at once, or, when it has no worker and a cell it needs is not running, holds
+  // its start (kWaitingToStart) until they all are; AdvanceOrder lets it go. Returns the
+  // lifecycle's answer, or "ok" for a held start. `restart` restarts a cell that has a worker.
+  std::string RequestStart(Cell& cell, bool restart);
+  // Starts the held cells whose needs now run and, in a shutdown, stops the cells no running
+  // dependent needs any more. Never from inside a cell's state observer or on_stopped (it feeds
+  // the cells events): OnCellStateChanged arms order_timer_ for it.
+  void AdvanceOrder();
+  // Arms order_timer_ when some cell's start or stop is held.
+  void ScheduleOrder();
   // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
   Status SetUpCgroups();
   const config::CellConfig& ConfigOf(const std::string& name) const;
@@ -169,6 +182,8 @@ class Supervisor {
   uint64_t client_drain_deadline_ms_ = 0;
   bool draining_clients_ = false;
   std::unique_ptr<loop::Timer> client_drain_timer_;
+  // Runs AdvanceOrder at the loop's next turn after a cell changed state (ScheduleOrder).
+  std::unique_ptr<loop::Timer> order_timer_;
   // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().
   ServiceNotifier notifier_;
   bool booted_ = false;      // every cell was given its first start

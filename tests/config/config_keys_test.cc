@@ -49,6 +49,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"ready", R"("notify")"},  // "http:/PATH" needs protocol = "http" as well
     {"worker_connections", R"("multiplex")"},
     {"start_timeout", R"("10s")"},
+    {"needs", R"(["b"])"},
     {"watchdog", R"("5s")"},
     {"stop_signal", R"("SIGINT")"},
     {"kill_mode", R"("mixed")"},
@@ -160,6 +161,11 @@ TEST(ConfigKeys, EveryCellKeyFillsTheFieldsItsEntryNames) {
       CellKeys(), kCellExamples,
       [](const std::string& key, const std::string& value) {
         if (key.empty()) return ConfigText({}, {});
+        // The cell a needs is a second cell, after a.
+        if (key == "needs") {
+          return ConfigText({}, {{key, value}}) +
+                 "[cells.b]\ncommand = [\"/bin/true\"]\nmax_concurrent = 1\n";
+        }
         if (kAdaptiveOnlyCellKeys.contains(key)) {
           return ConfigText(
               {}, {{key, value}, {"concurrency", R"("adaptive")"}, {"max_concurrent", "4"}});
@@ -169,7 +175,7 @@ TEST(ConfigKeys, EveryCellKeyFillsTheFieldsItsEntryNames) {
       },
       [](const Config& config) -> const CellConfig& {
         static const CellConfig kNone;
-        return config.cells.size() == 1 ? config.cells[0] : kNone;
+        return !config.cells.empty() && config.cells[0].name == "a" ? config.cells[0] : kNone;
       },
       &FindCellKey);
   EXPECT_EQ(CellKeyNames().size(), CellKeys().size());

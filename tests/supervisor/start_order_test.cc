@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// Start and stop order (supervisor/start_order.h) as tables: a graph of cells with their needs,
+// lifecycle states and ordering steps in, the cells that may start or stop now (or what one waits
+// for) out.
+#include "supervisor/start_order.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace bulkhead::supervisor {
+namespace {
+
+using State = lifecycle::Lifecycle::State;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+struct Cell {
+  std::string name;
+  std::vector<std::string> needs;
+  State state = State::kStopped;
+  OrderStep step = OrderStep::kFree;
+};
+
+std::vector<OrderNode> Nodes(const std::vector<Cell>& cells) {
+  std::vector<OrderNode> nodes;
+  for (const Cell& c : cells) nodes.push_back({c.name, c.needs, c.state, c.step});
+  return nodes;
+}
+
+// The names at `indices`.
+std::vector<std::string> Names(const std::vector<Cell>& cells, const std::vector<size_t>& indices) {
+  std::vector<std::string> names;
+  for (size_t i : indices) names.push_back(cells[i].name);
+  return names;
+}
+
+struct Case {
+  const char* label;
+  std::vector<Cell> cells;
+  std::vector<std::string> expected;
+};
+
+constexpr OrderStep kWait = OrderStep::kWaitingToStart;
+constexpr OrderStep kHeld = OrderStep::kStopHeld;
+constexpr OrderStep kAsked = OrderStep::kStopAsked;
+constexpr OrderStep kDone = OrderStep::kStopped;
+constexpr OrderStep kFree = OrderStep::kFree;
+
+TEST(StartOrder, CellsToStart) {
+  const std::vector<Case> cases = {
+      {"nothing waits", {{"a", {}, State::kRunning, kFree}}, {}},
+      {"no needs starts at once", {{"a", {}, State::kStopped, kWait}}, {"a"}},
+      {"need starting holds it",
+       {{"db", {}, State::kStarting, kFree}, {"app", {"db"}, State::kStopped, kWait}},
+       {}},
+      {"need running lets it go",
+       {{"db", {}, State::kRunning, kFree}, {"app", {"db"}, State::kStopped, kWait}},
+       {"app"}},
+      {"every need must run",
+       {{"db", {}, State::kRunning, kFree},
+        {"auth", {}, State::kBackoff, kFree},
+        {"app", {"db", "auth"}, State::kStopped, kWait}},
+       {}},
+      {"a failed need holds it",
+       {{"db", {}, State::kFailed, kFree}, {"app", {"db"}, State::kStopped, kWait}},
+       {}},
+      {"a need that is itself waiting holds it",
+       {{"db", {}, State::kStarting, kFree},
+        {"cache", {"db"}, State::kStopped, kWait},
+        {"app", {"cache"}, State::kStopped, kWait}},
+       {}},
+      {"chain moves one step",
+       {{"db", {}, State::kRunning, kFree},
+        {"cache", {"db"}, State::kStopped, kWait},
+        {"app", {"cache"}, State::kStopped, kWait}},
+       {"cache"}},
+      {"unrelated cells go together",
+       {{"a", {}, State::kStopped, kWait}, {"b", {}, State::kStopped, kWait}},
+       {"a", "b"}},
+      {"a stopping need holds it",
+       {{"db", {}, State::kStopping, kFree}, {"app", {"db"}, State::kStopped, kWait}},
+       {}},
+  };
+  for (const Case& c : cases) {
+    const std::vector<OrderNode> nodes = Nodes(c.cells);
+    EXPECT_EQ(Names(c.cells, CellsToStart(nodes)), c.expected) << c.label;
+  }
+}
+
+TEST(StartOrder, CellsToStop) {
+  const std::vector<Case> cases = {
+      {"unrelated cells stop together",
+       {{"a", {}, State::kRunning, kHeld}, {"b", {}, State::kRunning, kHeld}},
+       {"a", "b"}},
+      {"the dependent first",
+       {{"db", {}, State::kRunning, kHeld}, {"app", {"db"}, State::kRunning, kHeld}},
+       {"app"}},
+      {"the need waits while the dependent stops",
+       {{"db", {}, State::kRunning, kHeld}, {"app", {"db"}, State::kStopping, kAsked}},
+       {}},
+      {"the need goes once the dependent stopped",
+       {{"db", {}, State::kRunning, kHeld}, {"app", {"db"}, State::kStopped, kDone}},
+       {"db"}},
+      {"a diamond: the top, then the middle, then the bottom",
+       {{"d", {}, State::kRunning, kHeld},
+        {"b", {"d"}, State::kRunning, kHeld},
+        {"c", {"d"}, State::kRunning, kHeld},
+        {"a", {"b", "c"}, State::kRunning, kHeld}},
+       {"a"}},
+      {"a diamond's middle together",
+       {{"d", {}, State::kRunning, kHeld},
+        {"b", {"d"}, State::kRunning, kHeld},
+        {"c", {"d"}, State::kRunning, kHeld},
+        {"a", {"b", "c"}, State::kStopped, kDone}},
+       {"b", "c"}},
+      {"asked ones are not asked again",
+       {{"a", {}, State::kStopping, kAsked}, {"b", {}, State::kRunning, kHeld}},
+       {"b"}},
+      {"a free dependent holds nothing",
+       {{"db", {}, State::kRunning, kHeld}, {"app", {"db"}, State::kStopped, kFree}},
+       {"db"}},
+  };
+  for (const Case& c : cases) {
+    const std::vector<OrderNode> nodes = Nodes(c.cells);
+    EXPECT_EQ(Names(c.cells, CellsToStop(nodes)), c.expected) << c.label;
+  }
+}
+
+TEST(StartOrder, UnreadyNeedsInNeedsOrder) {
+  const std::vector<Cell> cells = {{"db", {}, State::kStarting, kFree},
+                                   {"auth", {}, State::kRunning, kFree},
+                                   {"cache", {}, State::kBackoff, kFree},
+                                   {"app", {"cache", "auth", "db"}, State::kStopped, kWait}};
+  const std::vector<OrderNode> nodes = Nodes(cells);
+  const std::vector<UnreadyNeed> unready = UnreadyNeeds(nodes, 3);
+  EXPECT_THAT(unready, ElementsAre(UnreadyNeed{"cache", State::kBackoff},
+                                   UnreadyNeed{"db", State::kStarting}));
+  EXPECT_EQ(DescribeUnready(unready), "cache (backoff), db (starting)");
+  EXPECT_THAT(UnreadyNeeds(nodes, 1), IsEmpty());
+}
+
+}  // namespace
+}  // namespace bulkhead::supervisor
