@@ -59,6 +59,7 @@ enum class CellKeyId {
   kStopSignal,
   kKillMode,
   kStopTimeout,
+  kRestartOverlap,
   kSocket,
   kListen,
   kEnvironment,
