@@ -241,6 +241,10 @@ struct CellConfig {
   // worker gets stop_signal and may exit, all within this time from the stop; SIGKILL at its end.
   // > 0, at most 24h.
   std::chrono::milliseconds stop_timeout{5000};
+  // `bulkheadctl restart` of a running worker starts the next one beside it and hands it new
+  // requests once it is ready, the previous one finishing what it has (docs/config.md,
+  // "Restarts"); false: the worker is stopped first, then the next one started. Default true.
+  bool restart_overlap = true;
   // Variables added to the worker's environment, in file order. Names are non-empty and contain
   // no '=' or NUL; values contain no NUL.
   std::vector<std::pair<std::string, std::string>> environment;

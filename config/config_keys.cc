@@ -194,6 +194,8 @@ constexpr auto kCellKeys = std::to_array<CellKey>({
     // Read by the WorkerRunner when it sends stop_signal: the next stop follows it.
     Cell<&C::kill_mode>(K::kKillMode, "kill_mode", R::kPolicy, Choice(kKillModes)),
     Cell<&C::stop_timeout>(K::kStopTimeout, "stop_timeout", R::kPolicy, kPositiveDuration),
+    // Read by the WorkerRunner when a restart begins: the next restart follows it.
+    Cell<&C::restart_overlap>(K::kRestartOverlap, "restart_overlap", R::kPolicy, kBoolean),
     // Bound once, when the cell is added.
     Cell<&C::socket>(K::kSocket, "socket", R::kRefused, kOwn),
     Cell<&C::listen>(K::kListen, "listen", R::kRefused, kOwn),

@@ -60,6 +60,7 @@ enum class CellKeyId {
   kStopSignal,
   kKillMode,
   kStopTimeout,
+  kRestartOverlap,
   kSocket,
   kListen,
   kEnvironment,

@@ -65,6 +65,13 @@ struct CellSnapshot {
   };
   std::vector<Need> waiting_for;
   pid_t pid = 0;
+  // The worker swap of an overlapping restart (lifecycle/worker_swap.h): its phase ("idle" when
+  // none runs), the other worker's pid (the next one before the handover, the previous one
+  // after; 0 when none), one line on it, and why the last one failed (empty if it did not).
+  std::string swap_phase = "idle";
+  pid_t swap_pid = 0;
+  std::string swap_detail;
+  std::string restart_failed;
   std::string socket;
   // The TCP addresses of `listen` as bound ("127.0.0.1:43817": a port 0 of the config replaced by
   // the port the kernel picked).

@@ -141,6 +141,14 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
       {"state_detail",
        s.state_detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.state_detail)},
       {"pid", s.pid == 0 ? nlohmann::json(nullptr) : nlohmann::json(s.pid)},
+      {"swap", s.swap_phase == "idle"
+                   ? nlohmann::json(nullptr)
+                   : nlohmann::json{{"phase", s.swap_phase},
+                                    {"pid", s.swap_pid == 0 ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(s.swap_pid)},
+                                    {"detail", s.swap_detail}}},
+      {"restart_failed",
+       s.restart_failed.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.restart_failed)},
       {"socket", s.socket},
       {"listen", s.listen},
       {"worker_socket", s.worker_socket},

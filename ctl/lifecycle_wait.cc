@@ -36,7 +36,17 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
   const bool started_since = cell["starts"].get<uint64_t>() > starts_before;
   if (state == "failed") return Failed("cell failed: " + StringOr(cell, "reason", "-"));
   if (state == "stopped") return Failed("cell is stopped");
-  if (!started_since) return {};
+  if (!started_since) {
+    // An overlapping restart (restart_overlap) that failed: the next worker never took over, the
+    // previous one serves on (status says why until the next restart).
+    auto swap = cell.find("swap");
+    auto failed = cell.find("restart_failed");
+    if (command == "restart" && state == "running" && swap != cell.end() && swap->is_null() &&
+        failed != cell.end() && failed->is_string()) {
+      return Failed("restart failed: " + failed->get<std::string>());
+    }
+    return {};
+  }
   if (state == "running") return {LifecycleVerdict::kReached, ""};
   if (state == "backoff") {
     // "crash-looping" (status --json's crash_looping) says that the next start is slower.

@@ -370,6 +370,25 @@ void Lifecycle::Log(Transition& t, LogLevel level, std::string line) {
   t.log = std::move(line);
 }
 
+std::vector<Lifecycle::Action> Lifecycle::WorkerReplaced() {
+  BH_CHECK(state_ == State::kRunning);
+  now_ms_ = clock_->NowMs();
+  policy_.Reset();
+  policy_.RecordStart(now_ms_);
+  reason_.clear();
+  ++starts_;
+  ++restarts_;
+  worker_started_at_ms_ = now_ms_;
+  std::vector<Action> actions;
+  if (options_.watchdog_ms > 0) {
+    Action arm;
+    arm.type = ActionType::kArmWatchdog;
+    arm.ms = options_.watchdog_ms;
+    actions.push_back(arm);
+  }
+  return actions;
+}
+
 void Lifecycle::BeginStart(Transition& t) {
   Enter(State::kStarting);
   reason_.clear();

@@ -311,6 +311,13 @@ class Lifecycle {
   const Options& options() const { return options_; }
   const cell::RestartPolicy& policy() const { return policy_; }
 
+  // A worker swap handed over (lifecycle/worker_swap.h): the running worker is now one the
+  // WorkerRunner spawned beside the previous, outside the table (the state stays running). As an
+  // operator's restart: the RestartPolicy is reset, a start and a restart are counted, and the
+  // worker's run time counts from now. Returns the watchdog's arming (kArmWatchdog with the
+  // watchdog's ms) when there is a watchdog, else nothing. REQUIRES: running.
+  std::vector<Action> WorkerReplaced();
+
   // Reload: new options apply from the next event on (a stop already under way keeps the
   // deadline it set; the next stop uses the new stop_timeout). The RestartPolicy keeps its recorded
   // starts and backoff step (cell::RestartPolicy::SetOptions). REQUIRES: options valid, as for the

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,19 @@ int WorkerBacklog(const config::CellConfig& config) {
   return static_cast<int>(std::max<uint32_t>(config.max_concurrent, 128));
 }
 
+WorkerSwap::Options SwapOptionsFromConfig(const config::CellConfig& config) {
+  return WorkerSwap::Options{
+      .start_timeout_ms = static_cast<uint64_t>(config.start_timeout.count()),
+      .stop_timeout_ms = static_cast<uint64_t>(config.stop_timeout.count()),
+      .stop_signal = config.stop_signal};
+}
+
+// Where the next worker's socket is bound until the handover renames it onto the worker socket.
+std::string NextSocketPath(const std::string& worker_socket) { return worker_socket + ".next"; }
+
+// How often a next worker with ready = "exec" is looked at for its first accept, ms.
+constexpr uint64_t kAcceptPollMs = 5;
+
 }  // namespace
 
 WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
@@ -46,7 +60,8 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
       lifecycle_(LifecycleOptionsFromConfig(config_), time, cell::RestartPolicy::RandomJitter()),
       notify_(loop, [this](pid_t sender,
                            const cell::NotifyMessage& message) { OnNotify(sender, message); }),
-      output_(loop, time, config_),
+      output_a_(loop, time, config_),
+      output_b_(loop, time, config_),
       oom_watch_(loop, time, &config_.name, [this] { return pid_; }),
       backoff_timer_(time->CreateTimer([this] { Handle(Event::BackoffElapsed()); })),
       stop_timer_(time->CreateTimer([this] { Handle(Event::StopTimeout()); })),
@@ -57,7 +72,16 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
           loop, time, after_poll, &config_.name,
           HealthProbe::Callbacks{
               .on_ready = [this](std::string what) { Handle(Event::ProbeReady(std::move(what))); },
-              .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}) {}
+              .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}),
+      swap_(SwapOptionsFromConfig(config_)),
+      swap_timer_(time->CreateTimer([this] { ExecuteSwap(swap_.OnTimer(time_->NowMs())); })),
+      accept_poll_timer_(time->CreateTimer([this] { OnAcceptPoll(); })),
+      next_probe_(
+          loop, time, after_poll, &config_.name,
+          HealthProbe::Callbacks{.on_ready = [this](std::string what) { OnNextReady(what); },
+                                 // Readiness only: a stall is judged once it serves.
+                                 .on_stalled = [](const std::string&) {}}),
+      time_(time) {}
 
 WorkerRunner::~WorkerRunner() = default;
 
@@ -100,7 +124,15 @@ std::string WorkerRunner::Start() {
   return Lifecycle::ReplyText(Handle(Event::StartRequested()).reply);
 }
 
-std::string WorkerRunner::Restart(uint32_t in_flight) {
+std::string WorkerRunner::Restart(uint32_t in_flight, bool overlap) {
+  if (!overlap) {
+    // A next worker started before has the config of then: it goes, this restart proceeds.
+    ExecuteSwap(swap_.Cancel("the cell restarts without overlap"));
+  } else if (swap_.phase() != WorkerSwap::Phase::kIdle) {
+    return Lifecycle::ReplyText(Lifecycle::Reply::kRestartInProgress);
+  } else if (CanOverlap()) {
+    return BeginSwap(in_flight);
+  }
   // Set before Handle (the spawn may come at once); a refused restart ("restart in progress")
   // leaves the flag of the one under way as it was.
   const bool earlier = operator_restart_;
@@ -197,6 +229,13 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
 }
 
 void WorkerRunner::NoteState() {
+  // The serving worker is going (stop, stall, crash) before the next one took over: the swap is
+  // over, the lifecycle's own restart or stop goes on.
+  if (swap_.phase() == WorkerSwap::Phase::kStarting &&
+      (lifecycle_.state() != Lifecycle::State::kRunning || pid_ == 0)) {
+    ExecuteSwap(swap_.Cancel(std::string("the serving worker is ") +
+                             Lifecycle::StateName(lifecycle_.state())));
+  }
   UpdateProbe();
   if (lifecycle_.state() == observed_state_) return;
   observed_state_ = lifecycle_.state();
@@ -281,11 +320,11 @@ void WorkerRunner::SpawnWorker() {
     oom_watch_.WorkerStarted();
   }
   status_text_.clear();
-  Status output = output_.Prepare(&options);
+  Status output = output_->Prepare(&options);
   if (!output.ok())
     Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
   Result<pid_t> pid = launcher_->Spawn(options);
-  output_.Spawned(pid.ok() ? *pid : 0);
+  output_->Spawned(pid.ok() ? *pid : 0);
   if (!pid.ok()) {
     // The lifecycle logs it once, with what follows (restart, or give up).
     Execute(lifecycle_.Handle(Event::SpawnFailed(pid.status().message())));
@@ -304,7 +343,7 @@ void WorkerRunner::OnWorkerExit(int wait_status) {
   pid_ = 0;
   UpdateProbe();
   // Its last words first: they often tell why it ended.
-  output_.WorkerExited();
+  output_->WorkerExited();
   std::string description = cell::DescribeWaitStatus(wait_status);
   Log(LogLevel::kDebug, name(), pid,
       "worker reaped: " + description + (oom_killed ? " (OOM kill)" : ""));
@@ -395,6 +434,16 @@ bool WorkerRunner::SpeaksForCell(pid_t sender) const {
 }
 
 void WorkerRunner::OnNotify(pid_t sender, const cell::NotifyMessage& message) {
+  if (swap_.has_next() && next_pid_ != 0 &&
+      (sender == next_pid_ || (!cgroup_ && ::getsid(sender) == next_pid_))) {
+    // The next worker of a swap: only its READY=1 counts (the rest once it serves).
+    if (message.ready) OnNextReady("READY=1");
+    return;
+  }
+  if (swap_.has_previous() && prev_pid_ != 0 &&
+      (sender == prev_pid_ || (!cgroup_ && ::getsid(sender) == prev_pid_))) {
+    return;  // the previous worker of a swap, finishing: it no longer speaks for the cell
+  }
   if (!SpeaksForCell(sender)) {
     Log(LogLevel::kWarning, name(), sender,
         "notify message from a process outside the cell ignored");
@@ -426,6 +475,203 @@ void WorkerRunner::OnAfterPoll() {
     Handle(Event::WatchdogMissed());
   }
   probe_.OnAfterPoll();
+  next_probe_.OnAfterPoll();
+}
+
+// --- Worker swap (restart_overlap, worker_swap.h). ---
+
+bool WorkerRunner::CanOverlap() const {
+  return config_.restart_overlap && !cgroup_ && lifecycle_.state() == Lifecycle::State::kRunning &&
+         pid_ != 0 && swap_.phase() == WorkerSwap::Phase::kIdle && worker_listen_fd_.valid() &&
+         NextSocketPath(config_.worker_socket).size() < sizeof(sockaddr_un::sun_path);
+}
+
+std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
+  const std::string path = NextSocketPath(config_.worker_socket);
+  Result<ipc::ListeningSocket> next = ipc::ClaimListeningSocket(
+      path, WorkerBacklog(config_), ipc::Blocking::kBlocking, WorkerSocketAccess());
+  if (!next.ok()) {
+    // Nothing started: the restart is done as without overlap.
+    Log(LogLevel::kWarning, name(), pid_,
+        "restart without overlap: cannot bind the next worker's socket: " +
+            next.status().message());
+    operator_restart_ = true;
+    return Lifecycle::ReplyText(Handle(Event::RestartRequested(in_flight)).reply);
+  }
+  next_file_ = std::move(next->file);
+  next_listen_fd_ = std::move(next->fd);
+  cell::SpawnOptions options =
+      BuildWorkerEnvironment(config_, notify_.path(), max_payload_, next_listen_fd_.get());
+  Status output = swap_output_->Prepare(&options);
+  if (!output.ok())
+    Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
+  Result<pid_t> pid = launcher_->Spawn(options);
+  swap_output_->Spawned(pid.ok() ? *pid : 0);
+  ExecuteSwap(swap_.Begin(time_->NowMs()));
+  if (!pid.ok()) {
+    ExecuteSwap(swap_.NextExited("start failed: " + pid.status().message()));
+    return Lifecycle::ReplyText(Lifecycle::Reply::kAccepted);
+  }
+  next_pid_ = *pid;
+  Log(LogLevel::kInfo, name(), next_pid_,
+      "restart: next worker started beside pid " + std::to_string(pid_) +
+          ", which takes every request until the next one is ready");
+  switch (config_.ready) {
+    case config::ReadyMode::kExec: {
+      // Ready at its first accept: a connection of our own waits in its socket's backlog.
+      UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::copy(path.begin(), path.end(), addr.sun_path);
+      if (fd.valid() &&
+          ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+        accept_probe_fd_ = std::move(fd);
+        accept_poll_timer_->Start(kAcceptPollMs);
+      } else {
+        OnNextReady("exec");  // cannot watch its accept: the exec is its readiness
+      }
+      break;
+    }
+    case config::ReadyMode::kNotify:
+      break;  // its READY=1 (OnNotify)
+    case config::ReadyMode::kHttp: {
+      config::CellConfig probe_config = config_;
+      probe_config.worker_socket = path;
+      next_probe_.Follow(HealthProbe::State::kReadiness, next_pid_, probe_config);
+      break;
+    }
+  }
+  return Lifecycle::ReplyText(Lifecycle::Reply::kAccepted);
+}
+
+void WorkerRunner::OnAcceptPoll() {
+  if (swap_.phase() != WorkerSwap::Phase::kStarting || !next_listen_fd_.valid()) return;
+  pollfd p{.fd = next_listen_fd_.get(), .events = POLLIN, .revents = 0};
+  if (::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0) {
+    accept_poll_timer_->Start(kAcceptPollMs);  // our connection still waits
+    return;
+  }
+  OnNextReady("first accept");
+}
+
+void WorkerRunner::OnNextReady(const std::string& what) {
+  if (swap_.phase() != WorkerSwap::Phase::kStarting) return;
+  // Every connect(2) to the worker socket's path reaches the next worker from here on; the
+  // previous one keeps its own descriptor of the old socket, and the links it accepted.
+  if (::rename(next_file_.path().c_str(), config_.worker_socket.c_str()) != 0) {
+    ExecuteSwap(swap_.Cancel("cannot hand the worker socket over: " +
+                             Status::FromErrno("rename " + next_file_.path(), errno).message()));
+    return;
+  }
+  Result<ipc::SocketFile> moved = ipc::SocketFile::Record(config_.worker_socket);
+  worker_file_ = moved.ok() ? std::move(moved).value() : ipc::SocketFile();
+  next_file_ = ipc::SocketFile();  // renamed: nothing left at its path
+  worker_listen_fd_ = std::move(next_listen_fd_);
+  Log(LogLevel::kInfo, name(), next_pid_, "restart: next worker ready (" + what + ")");
+  ExecuteSwap(swap_.NextReady(time_->NowMs()));
+}
+
+void WorkerRunner::Handover() {
+  prev_pid_ = pid_;
+  prev_pgid_ = pgid_;
+  pid_ = pgid_ = next_pid_;
+  next_pid_ = 0;
+  std::swap(output_, swap_output_);
+  status_text_.clear();
+  ReleaseNext();
+  for (const Action& a : lifecycle_.WorkerReplaced()) {
+    BH_CHECK(a.type == Action::Type::kArmWatchdog);
+    ++watchdog_arms_;
+    watchdog_timer_->Start(a.ms);
+  }
+  restarts_by_reason_[static_cast<size_t>(RestartReason::kOperator)] +=
+      lifecycle_.restarts() - restarts_attributed_;
+  restarts_attributed_ = lifecycle_.restarts();
+  UpdateProbe();  // liveness, for the worker that serves now
+  const bool busy = data_path_->RetireWorkerLinks();
+  Log(LogLevel::kInfo, name(), pid_,
+      "restart: serving; previous worker pid " + std::to_string(prev_pid_) +
+          (busy ? " finishes what it has in flight" : " has nothing in flight"));
+  if (!busy) ExecuteSwap(swap_.PreviousDrained());
+}
+
+void WorkerRunner::RetiredLinksDrained() { ExecuteSwap(swap_.PreviousDrained()); }
+
+void WorkerRunner::ExecuteSwap(const std::vector<WorkerSwap::Action>& actions) {
+  for (const WorkerSwap::Action& a : actions) {
+    switch (a.type) {
+      case WorkerSwap::Action::Type::kHandover:
+        Handover();
+        break;
+      case WorkerSwap::Action::Type::kSignalPrevious:
+        if (prev_pgid_ > 0) launcher_->Kill(-prev_pgid_, a.signal);
+        if (prev_pid_ > 0) launcher_->Kill(prev_pid_, a.signal);
+        break;
+      case WorkerSwap::Action::Type::kKillPrevious:
+        Log(LogLevel::kWarning, name(), prev_pid_,
+            "restart: previous worker still runs at stop_timeout: SIGKILL");
+        KillGeneration(prev_pid_, prev_pgid_);
+        break;
+      case WorkerSwap::Action::Type::kKillNext:
+        Log(LogLevel::kWarning, name(), next_pid_, "restart failed: " + swap_.failure());
+        KillGeneration(next_pid_, next_pid_);
+        ReleaseNext();
+        break;
+    }
+  }
+  ArmSwapTimer();
+  NoteState();
+}
+
+void WorkerRunner::KillGeneration(pid_t pid, pid_t pgid) {
+  if (pgid > 0) launcher_->Kill(-pgid, SIGKILL);
+  if (pid > 0) launcher_->Kill(pid, SIGKILL);
+}
+
+void WorkerRunner::ReleaseNext() {
+  accept_poll_timer_->Stop();
+  accept_probe_fd_.Reset();
+  next_probe_.Follow(HealthProbe::State::kOff, 0, config_);
+  next_file_.Remove();
+  next_listen_fd_.Reset();
+}
+
+void WorkerRunner::ArmSwapTimer() {
+  const uint64_t deadline = swap_.Deadline();
+  if (deadline == 0) {
+    swap_timer_->Stop();
+    return;
+  }
+  const uint64_t now = time_->NowMs();
+  swap_timer_->Start(deadline > now ? deadline - now : 0);
+}
+
+bool WorkerRunner::IsWorker(pid_t pid) const {
+  return pid > 0 && (pid == pid_ || pid == next_pid_ || pid == prev_pid_);
+}
+
+void WorkerRunner::OnProcessExit(pid_t pid, int wait_status) {
+  if (pid == pid_) {
+    OnWorkerExit(wait_status);
+    return;
+  }
+  const std::string description = cell::DescribeWaitStatus(wait_status);
+  if (pid == next_pid_) {
+    swap_output_->WorkerExited();
+    KillGeneration(0, next_pid_);  // what it forked in its process group
+    next_pid_ = 0;
+    Log(LogLevel::kDebug, name(), pid, "next worker reaped: " + description);
+    ExecuteSwap(swap_.NextExited(description));
+    return;
+  }
+  BH_CHECK(pid == prev_pid_);
+  swap_output_->WorkerExited();
+  KillGeneration(0, prev_pgid_);
+  prev_pid_ = prev_pgid_ = 0;
+  Log(LogLevel::kInfo, name(), pid, "restart done: previous worker exited: " + description);
+  swap_.PreviousExited();
+  ArmSwapTimer();
+  NoteState();
 }
 
 // --- HTTP probe (ready = "http:/PATH"). ---
@@ -453,7 +699,9 @@ Status WorkerRunner::Reconfigure(const config::CellConfig& next,
     ::listen(worker_listen_fd_.get(), WorkerBacklog(config_));
   }
   lifecycle_.SetOptions(LifecycleOptionsFromConfig(config_));
-  output_.SetOptions(config_);
+  swap_.SetOptions(SwapOptionsFromConfig(config_));
+  output_a_.SetOptions(config_);
+  output_b_.SetOptions(config_);
   UpdateProbe();  // stall_timeout may have turned liveness probing on, off, or re-timed it
   Status written = Status::Ok();
   if (cgroup_limits) {
@@ -465,6 +713,16 @@ Status WorkerRunner::Reconfigure(const config::CellConfig& next,
 
 void WorkerRunner::Close(std::function<void()> on_closed) {
   BH_CHECK(pid_ == 0);
+  // The cell stopped while a swap's other worker still ran (a next one being abandoned, a
+  // previous one finishing): nothing of this cell outlives it.
+  if (next_pid_ != 0 || prev_pid_ != 0) {
+    KillGeneration(next_pid_, next_pid_);
+    KillGeneration(prev_pid_, prev_pgid_);
+    swap_output_->WorkerExited();
+    next_pid_ = prev_pid_ = prev_pgid_ = 0;
+  }
+  ReleaseNext();
+  swap_timer_->Stop();
   if (cgroup_) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
@@ -478,7 +736,8 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
   // Only a socket file this cell bound is removed, while it is still the one it bound.
   worker_file_.Remove();
   worker_listen_fd_.Reset();
-  output_.Close(handles_.Part());
+  output_a_.Close(handles_.Part());
+  output_b_.Close(handles_.Part());
   notify_.Close(handles_.Part());
   oom_watch_.Close(handles_.Part());
   handles_.Close(std::move(on_closed));

@@ -33,6 +33,7 @@
 #include "lifecycle/teardown_watcher.h"
 #include "lifecycle/worker_launcher.h"
 #include "lifecycle/worker_output.h"
+#include "lifecycle/worker_swap.h"
 #include "loop/after_poll.h"
 #include "loop/handle_group.h"
 #include "loop/time_source.h"
@@ -58,6 +59,10 @@ class DataPathControl {
   virtual size_t worker_connections() const = 0;
   // A new worker generation is about to be spawned.
   virtual void WorkerStarting() = 0;
+  // A worker swap handed over: the worker socket's path reaches the next worker now; links to
+  // the previous one take nothing new and close once done (proxy::CellDataPath::RetireWorkerLinks).
+  // Returns false when none carries a request; else the runner hears RetiredLinksDrained later.
+  virtual bool RetireWorkerLinks() = 0;
 };
 
 class WorkerRunner : private TeardownWatcher::Generation {
@@ -84,11 +89,19 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // Operator commands and boot: feed the lifecycle and return its answer ("ok", "already
   // started", ...). `in_flight`: the requests running now (the data path's count).
   std::string Start();
-  std::string Restart(uint32_t in_flight);
+  // `overlap`: with restart_overlap, a running worker is replaced by a worker swap (CanOverlap);
+  // false stops it first, then starts the next (a reload's restart, for now).
+  std::string Restart(uint32_t in_flight, bool overlap = true);
   // `on_stopped` (may be null) runs once there is no worker and the cell is stopped.
   std::string Stop(uint32_t in_flight, std::function<void()> on_stopped);
   // The data path has no running request left: ends a stop's drain.
   void Drained();
+  // The retired links of a worker swap carry nothing any more: the previous worker is stopped.
+  void RetiredLinksDrained();
+  // `pid` is one of this cell's workers: the live one, or the next or previous one of a swap.
+  bool IsWorker(pid_t pid) const;
+  // The supervisor reaped `pid` (IsWorker): the live worker (OnWorkerExit), or a swap's other one.
+  void OnProcessExit(pid_t pid, int wait_status);
   // The data path saw no progress for stall_timeout: `why` names the silence.
   void Stalled(std::string why);
   // The supervisor reaped the worker: `wait_status` as from waitpid.
@@ -122,6 +135,10 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // The worker's last STATUS= (sd_notify), cleared at each spawn.
   const std::string& status_text() const { return status_text_; }
   const RestartCounts& restarts_by_reason() const { return restarts_by_reason_; }
+  // The worker swap of an overlapping restart (restart_overlap): its phase and what status says
+  // of it, and the pid of the swap's other worker (next or previous), 0 when none.
+  const WorkerSwap& swap() const { return swap_; }
+  pid_t swap_pid() const { return next_pid_ != 0 ? next_pid_ : prev_pid_; }
 
   // The compartment as the kernel holds it now, for status and metrics (control/cell_snapshot.h).
   struct CompartmentStatus {
@@ -178,6 +195,26 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // The start timer: a worker not ready within start_timeout.
   void OnStartTimer();
 
+  // Worker swap (restart_overlap). A restart overlaps when the cell runs a ready worker, has no
+  // cgroup (generation sub-cgroups are not done yet: docs/config.md) and no swap runs.
+  bool CanOverlap() const;
+  // Binds the next worker's socket beside the worker socket, spawns the next worker on it and
+  // starts watching its readiness. The answer to the restart command (`in_flight` for a restart
+  // without overlap when the socket cannot be bound).
+  std::string BeginSwap(uint32_t in_flight);
+  void ExecuteSwap(const std::vector<WorkerSwap::Action>& actions);
+  // The next worker is ready: its socket takes the worker socket's path, then the handover.
+  void OnNextReady(const std::string& what);
+  void Handover();
+  // SIGKILL to a generation without a cgroup: its process group and its leader.
+  void KillGeneration(pid_t pid, pid_t pgid);
+  // The next worker's socket and readiness watch are released (after a handover, or a failure).
+  void ReleaseNext();
+  // The swap timer follows swap_.Deadline(); the accept poll runs while an exec-ready next
+  // worker has not accepted its first connection.
+  void ArmSwapTimer();
+  void OnAcceptPoll();
+
   // The HTTP probe (ready = "http:/PATH", docs/config.md): readiness while the worker starts,
   // liveness while it runs with stall_timeout, off otherwise. Called after every event and
   // reload.
@@ -193,8 +230,12 @@ class WorkerRunner : private TeardownWatcher::Generation {
   cell::LimitsWritten limits_written_;  // the last WriteCellLimits
   Lifecycle lifecycle_;
   NotifySocket notify_;
-  // The worker's stdout and stderr (docs/logging.md).
-  WorkerOutput output_;
+  // The workers' stdout and stderr (docs/logging.md): the live worker's, and the swap's other
+  // worker's (next, then previous after the handover swaps them).
+  WorkerOutput output_a_;
+  WorkerOutput output_b_;
+  WorkerOutput* output_ = &output_a_;
+  WorkerOutput* swap_output_ = &output_b_;
   // OOM kills in cgroup_ (started with it).
   OomWatch oom_watch_;
 
@@ -232,6 +273,22 @@ class WorkerRunner : private TeardownWatcher::Generation {
   uint64_t watchdog_arms_ = 0;
 
   HealthProbe probe_;
+
+  // The overlapping restart (worker_swap.h) and what it runs: the next worker (until the
+  // handover) on its own socket bound beside the worker socket, the previous one (after it).
+  WorkerSwap swap_;
+  std::unique_ptr<loop::Timer> swap_timer_;
+  pid_t next_pid_ = 0;
+  pid_t prev_pid_ = 0;  // the previous worker, 0 once reaped
+  pid_t prev_pgid_ = 0;
+  ipc::SocketFile next_file_;
+  UniqueFd next_listen_fd_;
+  // ready = "exec": a connection to the next worker's socket, accepted is its readiness.
+  UniqueFd accept_probe_fd_;
+  std::unique_ptr<loop::Timer> accept_poll_timer_;
+  // ready = "http:/PATH": the next worker's readiness probe, on its own socket.
+  HealthProbe next_probe_;
+  loop::TimeSource* time_;
 
   RestartCounts restarts_by_reason_{};
   uint64_t restarts_attributed_ = 0;  // lifecycle_.restarts() already in restarts_by_reason_

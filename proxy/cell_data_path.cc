@@ -89,10 +89,38 @@ void CellDataPath::WorkerStarting() {
   multiplex_ = multiplex;
 }
 
+bool CellDataPath::RetireWorkerLinks() {
+  accept_warned_ = false;
+  mux_link_ = nullptr;
+  for (Link* link : idle_links_) link->Close();
+  idle_links_.clear();
+  for (Link* link : busy_links_) {
+    if (!link->retiring) {
+      link->retiring = true;
+      ++retiring_links_;
+    }
+  }
+  return retiring_links_ > 0;
+}
+
+void CellDataPath::RetiredLinkDone() {
+  BH_CHECK(retiring_links_ > 0);
+  if (--retiring_links_ == 0) upstream_->RetiredLinksDrained();
+}
+
 void CellDataPath::FailInFlight(ipc::Reason reason, const std::string& message) {
   mux_link_ = nullptr;
   std::vector<Link*> links;
   links.swap(busy_links_);
+  // Retired links go to the previous generation of a worker swap, which still runs: they finish
+  // on their own.
+  for (Link* link : links) {
+    if (link->retiring) {
+      link->busy_index = busy_links_.size();
+      busy_links_.push_back(link);
+    }
+  }
+  std::erase_if(links, [](const Link* link) { return link->retiring; });
   std::vector<Exchange*> exchanges;
   for (Link* link : links) {
     exchanges.clear();
@@ -391,9 +419,14 @@ void CellDataPath::StartQueued() {
 
 void CellDataPath::OnWorkerAnswer(Link* link, Exchange* exchange, const Outcome& outcome,
                                   bool reusable) {
+  bool retired = false;
   if (!link->busy()) {
     RemoveBusy(link);
-    if (reusable) {
+    if (link->retiring) {
+      // The previous generation of a swap: nothing new goes to it.
+      retired = true;
+      link->Close();
+    } else if (reusable) {
       idle_links_.push_back(link);
     } else {
       // The worker ends this connection (Connection: close), or the exchange said it must not
@@ -408,13 +441,15 @@ void CellDataPath::OnWorkerAnswer(Link* link, Exchange* exchange, const Outcome&
   SampleServiceTime(*exchange);
   if (outcome.kind != Outcome::Kind::kOk) {
     Fail(exchange, outcome.reason, outcome.text);
-    return;
+  } else {
+    // The worker answered: on an HTTP cell its own status, 5xx included, counts ok
+    // (docs/http.md).
+    FinishRunning(exchange);
+    Complete(exchange, exchange->client == nullptr ? &counters_.dropped : &counters_.ok, outcome);
+    StartQueued();
+    MaybeDrained();
   }
-  // The worker answered: on an HTTP cell its own status, 5xx included, counts ok (docs/http.md).
-  FinishRunning(exchange);
-  Complete(exchange, exchange->client == nullptr ? &counters_.dropped : &counters_.ok, outcome);
-  StartQueued();
-  MaybeDrained();
+  if (retired) RetiredLinkDone();
 }
 
 void CellDataPath::OnExchangeAborted(Link* link, const std::string& why) {
@@ -491,12 +526,15 @@ void CellDataPath::RemoveBusy(Link* link) {
 
 void CellDataPath::DropLink(Link* link) {
   if (link == mux_link_) mux_link_ = nullptr;
+  bool retired = false;
   if (link->busy_index < busy_links_.size() && busy_links_[link->busy_index] == link) {
     RemoveBusy(link);
+    retired = link->retiring;
   } else {
     std::erase(idle_links_, link);
   }
   link->Close();
+  if (retired) RetiredLinkDone();
 }
 
 void CellDataPath::FinishRunning(Exchange* exchange) {

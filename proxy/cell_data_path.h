@@ -62,6 +62,8 @@ class Upstream {
   virtual void Stalled(std::string why) = 0;
   // No request runs any more (running fell to 0).
   virtual void Drained() = 0;
+  // The last retired link (RetireWorkerLinks) has nothing in flight any more and was closed.
+  virtual void RetiredLinksDrained() = 0;
 };
 
 // With protocol = "http" the clients are HttpFrontConnections and the links HttpWorkerLinks
@@ -111,6 +113,13 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // A new worker starts with the cell's worker_connections as of now (a reload restarts the cell
   // to change it).
   void WorkerStarting();
+  // A worker swap's handover (lifecycle/worker_swap.h): the worker socket's path now reaches the
+  // next worker. Idle links to the previous one are closed; busy ones are retired: they carry what
+  // they have to its end and close, the Upstream hears RetiredLinksDrained after the last. New
+  // requests take new links. Returns false when no link was busy (nothing to wait for).
+  bool RetireWorkerLinks();
+  // Retired links still carrying a request.
+  size_t retiring_links() const { return retiring_links_; }
 
   // Figures for status and metrics.
   const admission::Bulkhead& bulkhead() const { return bulkhead_; }
@@ -188,6 +197,8 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   void ArmQueueTimer();
   void RemoveBusy(Link* link);
   void DropLink(Link* link);
+  // A retired link left the busy list: tells the Upstream after the last one.
+  void RetiredLinkDone();
 
   // Writes what the requests dispatched in this loop iteration appended to the multiplexed link:
   // runs before the loop polls, so they leave in one write and never wait for a poll.
@@ -240,6 +251,8 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // mux_link_ (also on idle_links_ or busy_links_), while it is open.
   bool multiplex_ = false;
   Link* mux_link_ = nullptr;
+  // Links on busy_links_ with `retiring` set.
+  size_t retiring_links_ = 0;
   // When the newest worker connection was opened (OnAcceptTimer).
   uint64_t last_link_opened_ms_ = 0;
   bool accept_warned_ = false;  // this worker was warned about a connection it never accepted

@@ -99,6 +99,9 @@ class Link {
   // The link's position in its owner's list of busy links, kept by the owner so that an answer
   // finds its link in O(1).
   size_t busy_index = 0;
+  // The link goes to a worker generation that was replaced (CellDataPath::RetireWorkerLinks): it
+  // carries what it has to its end, takes nothing new, and closes once it has nothing in flight.
+  bool retiring = false;
 
  protected:
   // Connects pipe_ (its data set by the constructor) non-blocking to the worker socket at `path` (a

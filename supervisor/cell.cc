@@ -105,6 +105,10 @@ control::CellSnapshot Cell::Snapshot() const {
   s.state_since_ms = now - std::min(now, lifecycle.since_ms());
   s.state_detail = lifecycle.StateDetail();
   s.pid = runner_.pid();
+  s.swap_phase = lifecycle::WorkerSwap::PhaseName(runner_.swap().phase());
+  s.swap_pid = runner_.swap_pid();
+  s.swap_detail = runner_.swap().Detail();
+  s.restart_failed = runner_.swap().failure();
   s.socket = config.socket;
   s.listen = data_path_.tcp_addresses();
   s.worker_socket = config.worker_socket;

@@ -73,7 +73,11 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   // Operator commands and boot: feed the lifecycle (lifecycle/lifecycle.h) and return its answer
   // ("ok", "already started", "restart in progress", ...).
   std::string Start() { return runner_.Start(); }
-  std::string Restart() { return runner_.Restart(data_path_.bulkhead().running()); }
+  // `overlap`: a running worker is replaced by a worker swap when the cell's restart_overlap
+  // allows it (a reload's restart passes false: it stops first).
+  std::string Restart(bool overlap = true) {
+    return runner_.Restart(data_path_.bulkhead().running(), overlap);
+  }
   // `on_stopped` (may be null) runs once the cell has no worker and is stopped; at once if it is.
   std::string Stop(std::function<void()> on_stopped) {
     return runner_.Stop(data_path_.bulkhead().running(), std::move(on_stopped));
@@ -97,6 +101,10 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
 
   // The supervisor reaped the worker: `wait_status` as from waitpid.
   void OnWorkerExit(int wait_status) { runner_.OnWorkerExit(wait_status); }
+  // `pid` is one of the cell's workers: the live one, or the other of a worker swap.
+  bool IsWorker(pid_t pid) const { return runner_.IsWorker(pid); }
+  // The supervisor reaped `pid` (IsWorker).
+  void OnProcessExit(pid_t pid, int wait_status) { runner_.OnProcessExit(pid, wait_status); }
 
   control::CellSnapshot Snapshot() const;
 
@@ -112,6 +120,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   bool HasUnacceptedConnection() const override { return runner_.HasUnacceptedConnection(); }
   void Stalled(std::string why) override { runner_.Stalled(std::move(why)); }
   void Drained() override { runner_.Drained(); }
+  void RetiredLinksDrained() override { runner_.RetiredLinksDrained(); }
   // lifecycle::DataPathControl: what the lifecycle's actions ask of the data path.
   void OpenAdmission() override { data_path_.OpenAdmission(); }
   void CloseAdmission() override { data_path_.CloseAdmission(); }
@@ -120,6 +129,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
     data_path_.FailInFlight(reason, message);
   }
   void WorkerStarting() override { data_path_.WorkerStarting(); }
+  bool RetireWorkerLinks() override { return data_path_.RetireWorkerLinks(); }
 
   loop::TimeSource* time_;
   // Shared by the runner (watchdog) and the data path (stall, request_timeout): a timer whose

@@ -191,7 +191,7 @@ ReloadResult Supervisor::ApplyReload() {
             notes.push_back(planned.name + " is " + lifecycle::Lifecycle::StateName(state) +
                             ": its new config applies at its next start");
           } else {
-            cell->Restart();
+            cell->Restart(/*overlap=*/false);
           }
         }
         cells.push_back(std::move(cell));

@@ -281,8 +281,8 @@ void Supervisor::ReapChildren() {
     // Cells a reload retired are still draining: their workers are ours until they exit.
     for (auto* cells : {&cells_, &retiring_}) {
       for (auto& cell : *cells) {
-        if (cell->pid() == pid) {
-          cell->OnWorkerExit(wait_status);
+        if (cell->IsWorker(pid)) {
+          cell->OnProcessExit(pid, wait_status);
           return;
         }
       }

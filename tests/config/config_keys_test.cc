@@ -54,6 +54,7 @@ const std::map<std::string, std::string, std::less<>> kCellExamples = {
     {"stop_signal", R"("SIGINT")"},
     {"kill_mode", R"("mixed")"},
     {"stop_timeout", R"("9s")"},
+    {"restart_overlap", "false"},
     {"socket", R"("/run/bh/elsewhere.sock")"},
     {"listen", R"(["127.0.0.1:8081"])"},
     {"environment", R"({ MODE = "x" })"},

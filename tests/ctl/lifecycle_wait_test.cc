@@ -72,5 +72,28 @@ TEST(IsActiveState, OnlyRunningIsActiveAndOnlyFailedIsFailed) {
   EXPECT_TRUE(IsFailedState("failed"));
 }
 
+TEST(JudgeLifecycle, AnOverlappingRestartIsReachedAtTheHandoverAndFailsWithItsReason) {
+  nlohmann::json swapping = CellIn("running", 1);
+  swapping["swap"] = {{"phase", "starting"}, {"pid", 7}, {"detail", "..."}};
+  swapping["restart_failed"] = nullptr;
+  EXPECT_EQ(JudgeLifecycle("restart", 1, swapping).verdict, LifecycleVerdict::kPending);
+  nlohmann::json handed_over = swapping;
+  handed_over["starts"] = 2;
+  handed_over["swap"]["phase"] = "draining";
+  EXPECT_EQ(JudgeLifecycle("restart", 1, handed_over).verdict, LifecycleVerdict::kReached);
+  nlohmann::json failed = CellIn("running", 1);
+  failed["swap"] = nullptr;
+  failed["restart_failed"] =
+      "the next worker exited before it was ready (exit 7); the previous worker serves on";
+  LifecycleProgress progress = JudgeLifecycle("restart", 1, failed);
+  EXPECT_EQ(progress.verdict, LifecycleVerdict::kFailed);
+  EXPECT_EQ(progress.detail,
+            "restart failed: the next worker exited before it was ready (exit 7); the previous "
+            "worker serves on");
+  // Still abandoning (the next one not reaped yet): not over.
+  failed["swap"] = {{"phase", "abandoning"}, {"pid", 7}, {"detail", "..."}};
+  EXPECT_EQ(JudgeLifecycle("restart", 1, failed).verdict, LifecycleVerdict::kPending);
+}
+
 }  // namespace
 }  // namespace bulkhead::ctl

@@ -549,9 +549,11 @@ TEST(Bulkheadctl, IsActiveAndIsFailedPrintTheStateAndExitAsSystemctl) {
 // A worker that ignores SIGTERM makes a stop take its stop_timeout: long enough that a stop which
 // did not wait would still find the cell "stopping".
 CellSpec SlowToStop(std::string name, std::string stop_timeout) {
-  return CellSpec{.name = std::move(name),
-                  .command = {TestWorkerPath(), "--ignore-sigterm"},
-                  .extra_toml = "stop_timeout = \"" + stop_timeout + "\"\n"};
+  return CellSpec{
+      .name = std::move(name),
+      .command = {TestWorkerPath(), "--ignore-sigterm"},
+      // The restart that stops first (the overlapping one: restart_overlap_test).
+      .extra_toml = "stop_timeout = \"" + stop_timeout + "\"\nrestart_overlap = false\n"};
 }
 
 TEST(Bulkheadctl, StopAndRestartWaitForTheOutcome) {

@@ -21,7 +21,8 @@ CellSpec Stubborn() {
                   .max_concurrent = 1,
                   .max_queue = 1,
                   .queue_timeout = "10s",
-                  .extra_toml = "stop_timeout = \"300ms\"\n"};
+                  // The restart that stops first (the overlapping one: restart_overlap_test).
+                  .extra_toml = "stop_timeout = \"300ms\"\nrestart_overlap = false\n"};
 }
 
 TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {

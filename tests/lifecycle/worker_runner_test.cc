@@ -53,6 +53,11 @@ class FakeLauncher : public WorkerLauncher {
     spawn_times.push_back(time_->NowMs());
     listen_fd = options.listen_fd;
     if (!fail_with.empty()) return Status::Error(fail_with);
+    if (!pids.empty()) {
+      pid_t pid = pids.front();
+      pids.erase(pids.begin());
+      return pid;
+    }
     return ::getpid();
   }
   void Kill(pid_t pid, int signal) override { kills.emplace_back(pid, signal); }
@@ -62,7 +67,8 @@ class FakeLauncher : public WorkerLauncher {
   std::vector<uint64_t> spawn_times;
   std::vector<std::pair<pid_t, int>> kills;
   int listen_fd = -1;
-  std::string fail_with;  // non-empty: every spawn fails with it
+  std::string fail_with;    // non-empty: every spawn fails with it
+  std::vector<pid_t> pids;  // the pids the next spawns return, in order; then the test's own
 
  private:
   const loop::TimeSource* time_;
@@ -78,6 +84,12 @@ class FakeDataPath : public DataPathControl {
   }
   size_t worker_connections() const override { return 0; }
   void WorkerStarting() override { ++starting; }
+  bool RetireWorkerLinks() override {
+    ++retired;
+    return retire_busy;
+  }
+  int retired = 0;
+  bool retire_busy = false;  // what RetireWorkerLinks answers: links to the previous one are busy
 
   int opened = 0;
   int closed = 0;
@@ -122,6 +134,9 @@ class WorkerRunnerTest : public ::testing::Test {
     config.notify_socket = dir_.path() + "/pay.notify";
     config.max_concurrent = 1;
     config.output = config::OutputMode::kInherit;
+    // The restart tests below are of a restart that stops first; the overlapping one (the
+    // default) has its own, WorkerSwap*.
+    config.restart_overlap = false;
     return config;
   }
   // A runner for `config`, its sockets bound, started.
@@ -517,6 +532,161 @@ TEST_F(WorkerRunnerTest, AnHttpWorkerIsReadyOnItsProbes2xxAndStalledWithoutOne) 
   EXPECT_THAT(data_path_.failed[0].second,
               StartsWith("stalled: health probe GET /healthz: no 2xx for 2000 ms ("));
   EXPECT_THAT(data_path_.failed[0].second, HasSubstr("last answer: 503)"));
+}
+
+// --- The worker swap: `restart` with restart_overlap (lifecycle/worker_swap.h). ---
+
+// Fake pids for the serving and the next worker: the launcher only records what it would send.
+constexpr pid_t kServing = 999001;
+constexpr pid_t kNext = 999002;
+
+class WorkerSwapTest : public WorkerRunnerTest {
+ protected:
+  config::CellConfig SwapConfig() const {
+    config::CellConfig config = Config();
+    config.restart_overlap = true;
+    config.stop_timeout = std::chrono::milliseconds(5000);
+    config.start_timeout = std::chrono::milliseconds(1000);
+    return config;
+  }
+  // Started and serving (ready = "exec") as kServing; the next spawn is kNext.
+  void StartServing(const config::CellConfig& config) {
+    launcher_.pids = {kServing, kNext};
+    Start(config);
+    ASSERT_EQ(state(), State::kRunning);
+    ASSERT_EQ(runner_->pid(), kServing);
+  }
+  // The next worker accepts its first connection (the runner's own, its readiness with
+  // ready = "exec"), and the runner looks at the next poll.
+  void NextAccepts() {
+    ASSERT_GE(launcher_.listen_fd, 0);
+    UniqueFd conn(::accept4(launcher_.listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_TRUE(conn.valid()) << std::strerror(errno);
+    time_.Advance(5);
+  }
+  WorkerSwap::Phase phase() const { return runner_->swap().phase(); }
+};
+
+TEST_F(WorkerSwapTest, TheNextWorkerTakesOverAtItsFirstAcceptAndThePreviousStopsAfterItsDrain) {
+  StartServing(SwapConfig());
+  data_path_.retire_busy = true;
+  EXPECT_EQ(runner_->Restart(3), "ok");
+  ASSERT_EQ(launcher_.spawn_times.size(), 2u) << "the next worker starts at once, beside";
+  EXPECT_EQ(runner_->pid(), kServing) << "the serving worker takes requests until the handover";
+  EXPECT_EQ(runner_->swap_pid(), kNext);
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kStarting);
+  EXPECT_TRUE(runner_->IsWorker(kServing));
+  EXPECT_TRUE(runner_->IsWorker(kNext));
+  time_.Advance(500);
+  EXPECT_EQ(runner_->pid(), kServing) << "not ready before its first accept";
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  EXPECT_EQ(data_path_.retired, 0);
+
+  NextAccepts();
+  EXPECT_EQ(runner_->pid(), kNext);
+  EXPECT_EQ(runner_->swap_pid(), kServing);
+  EXPECT_EQ(data_path_.retired, 1);
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kDraining);
+  EXPECT_EQ(state(), State::kRunning);
+  EXPECT_EQ(data_path_.closed, 0) << "admission never closed";
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty()) << "the previous one finishes what it has first";
+
+  runner_->RetiredLinksDrained();
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kSignalled);
+  EXPECT_THAT(launcher_.TakeKills(),
+              ElementsAre(Pair(-kServing, SIGTERM), Pair(kServing, SIGTERM)));
+  runner_->OnProcessExit(kServing, KilledBy(SIGTERM));
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
+  EXPECT_FALSE(runner_->IsWorker(kServing));
+  EXPECT_TRUE(runner_->swap().failure().empty());
+  EXPECT_EQ(runner_->lifecycle().restarts(), 1u);
+  EXPECT_EQ(runner_->restarts_by_reason()[static_cast<size_t>(RestartReason::kOperator)], 1u);
+  EXPECT_EQ(time_.armed_timers(), 0u) << "no swap timer left";
+}
+
+TEST_F(WorkerSwapTest, APreviousWorkerWithNothingInFlightIsSignalledAtTheHandover) {
+  StartServing(SwapConfig());
+  data_path_.retire_busy = false;
+  runner_->Restart(0);
+  NextAccepts();
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kSignalled);
+  EXPECT_THAT(launcher_.TakeKills(),
+              ElementsAre(Pair(-kServing, SIGTERM), Pair(kServing, SIGTERM)));
+}
+
+TEST_F(WorkerSwapTest, ThePreviousWorkerIsKilledStopTimeoutAfterTheHandover) {
+  StartServing(SwapConfig());
+  data_path_.retire_busy = true;
+  runner_->Restart(1);
+  time_.Advance(100);
+  NextAccepts();
+  ASSERT_EQ(phase(), WorkerSwap::Phase::kDraining);
+  time_.Advance(4999);
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  time_.Advance(1);
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kKilled);
+  EXPECT_THAT(launcher_.TakeKills(),
+              ElementsAre(Pair(-kServing, SIGKILL), Pair(kServing, SIGKILL)));
+  runner_->OnProcessExit(kServing, KilledBy(SIGKILL));
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
+  EXPECT_EQ(runner_->pid(), kNext);
+}
+
+TEST_F(WorkerSwapTest, ANextWorkerThatExitsBeforeItIsReadyLeavesThePreviousServing) {
+  StartServing(SwapConfig());
+  runner_->Restart(0);
+  runner_->OnProcessExit(kNext, ExitedWith(1));
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
+  EXPECT_EQ(runner_->pid(), kServing);
+  EXPECT_EQ(state(), State::kRunning);
+  EXPECT_THAT(runner_->swap().failure(),
+              HasSubstr("the next worker exited before it was ready (exit 1)"));
+  for (const auto& [pid, signal] : launcher_.TakeKills()) EXPECT_NE(pid, kServing);
+  EXPECT_EQ(data_path_.retired, 0);
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  // A later restart tries again.
+  launcher_.pids = {kNext + 1};
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  EXPECT_EQ(runner_->swap_pid(), kNext + 1);
+  EXPECT_TRUE(runner_->swap().failure().empty());
+}
+
+TEST_F(WorkerSwapTest, ANextWorkerNotReadyWithinStartTimeoutIsKilledAndThePreviousServesOn) {
+  StartServing(SwapConfig());
+  runner_->Restart(0);
+  time_.Advance(999);
+  EXPECT_THAT(launcher_.TakeKills(), IsEmpty());
+  time_.Advance(1);
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kAbandoning);
+  EXPECT_THAT(launcher_.TakeKills(), ElementsAre(Pair(-kNext, SIGKILL), Pair(kNext, SIGKILL)));
+  EXPECT_THAT(runner_->swap().failure(), HasSubstr("not ready within start_timeout (1000 ms)"));
+  EXPECT_EQ(runner_->Restart(0), "restart in progress") << "until the next one is reaped";
+  runner_->OnProcessExit(kNext, KilledBy(SIGKILL));
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
+  EXPECT_EQ(runner_->pid(), kServing);
+  EXPECT_EQ(state(), State::kRunning);
+  EXPECT_THAT(runner_->swap().failure(), HasSubstr("start_timeout"));
+}
+
+TEST_F(WorkerSwapTest, ACrashOfTheServingWorkerBeforeTheHandoverEndsTheSwap) {
+  StartServing(SwapConfig());
+  runner_->Restart(0);
+  Reap(ExitedWith(2));  // the serving worker
+  EXPECT_EQ(state(), State::kBackoff);
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kAbandoning);
+  EXPECT_THAT(launcher_.TakeKills(), ::testing::Contains(Pair(kNext, SIGKILL)));
+  runner_->OnProcessExit(kNext, KilledBy(SIGKILL));
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
+}
+
+TEST_F(WorkerSwapTest, WithRestartOverlapFalseARestartStopsTheWorkerFirst) {
+  config::CellConfig config = SwapConfig();
+  config.restart_overlap = false;
+  StartServing(config);
+  runner_->Restart(0);
+  EXPECT_EQ(launcher_.spawn_times.size(), 1u);
+  EXPECT_EQ(state(), State::kStopping);
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
 }
 
 }  // namespace

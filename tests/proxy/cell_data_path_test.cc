@@ -52,6 +52,8 @@ struct FakeUpstream : Upstream {
   bool HasUnacceptedConnection() const override { return false; }
   void Stalled(std::string why) override { stalls.push_back(std::move(why)); }
   void Drained() override { ++drained; }
+  void RetiredLinksDrained() override { ++retired_drained; }
+  int retired_drained = 0;
 };
 
 class CellDataPathTest : public ::testing::Test {
@@ -324,6 +326,48 @@ bool PeerClosed(int fd) {
 // data path closes the connection that has been idle longest (TakeLink with `fresh`): the worker
 // is likeliest to be closing that one too. The request is answered once; the connection idle for
 // a shorter time stays open and is not written to.
+// A worker swap's handover (lifecycle/worker_swap.h): the link to the previous worker carries
+// its request to the end and closes, the Upstream hears when the last one is done, and a new
+// request takes a new connection to whatever the worker socket's path names now.
+TEST_F(CellDataPathTest, RetiredLinksFinishWhatTheyCarryAndNewRequestsTakeNewLinks) {
+  StartWorker(2, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> first = SendFromClients(1);
+  FakeWorkerEnd previous = AcceptWorkerEnd();
+  ASSERT_TRUE(previous.fd.valid());
+  auto request = ReadRequests(previous, 1);
+  ASSERT_EQ(request.size(), 1u);
+
+  // The next worker's socket takes the path (the runner renames it there).
+  ASSERT_EQ(::unlink(config_.worker_socket.c_str()), 0);
+  Result<UniqueFd> next_listen = ListenUnix(config_.worker_socket);
+  ASSERT_TRUE(next_listen.ok()) << next_listen.status().message();
+  worker_listen_ = std::move(next_listen).value();
+  EXPECT_TRUE(data_path_->RetireWorkerLinks());
+  EXPECT_EQ(data_path_->retiring_links(), 1u);
+
+  std::vector<ipc::Client> second = SendFromClients(1, 1);
+  FakeWorkerEnd next = AcceptWorkerEnd();
+  ASSERT_TRUE(next.fd.valid()) << "a new request went to the previous worker";
+  auto next_request = ReadRequests(next, 1);
+  ASSERT_EQ(next_request.size(), 1u);
+  EXPECT_EQ(next_request[0].second, "p1");
+
+  ASSERT_TRUE(previous.Reply(request[0].first.request_id, "from previous"));
+  Result<ipc::Client::Reply> reply = Receive(first[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->payload, "from previous");
+  EXPECT_EQ(upstream_.retired_drained, 1);
+  EXPECT_EQ(data_path_->retiring_links(), 0u);
+  EXPECT_EQ(data_path_->worker_connections(), 1u) << "the retired link was closed";
+
+  ASSERT_TRUE(next.Reply(next_request[0].first.request_id, "from next"));
+  reply = Receive(second[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->payload, "from next");
+  EXPECT_EQ(data_path_->counters().ok, 2u);
+  EXPECT_EQ(upstream_.retired_drained, 1);
+}
+
 TEST_F(CellDataPathTest, AResendClosesTheLongestIdleConnectionFirst) {
   StartWorker(/*slots=*/3, config::WorkerConnections::kOnePerRequest);
   std::vector<ipc::Client> clients = SendFromClients(3);
