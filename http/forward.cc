@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cstdio>
 
 namespace bulkhead::http {
 namespace {
@@ -146,9 +145,8 @@ void AppendForwardHeadStreamed(std::string* out, const RequestHead& head,
 
 void AppendChunk(std::string* out, std::string_view piece) {
   if (piece.empty()) return;  // a zero-size chunk would end the body
-  char size[20];
-  const int n = std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
-  out->append(size, static_cast<size_t>(n));
+  AppendHex(out, piece.size());
+  out->append("\r\n");
   out->append(piece);
   out->append("\r\n");
 }

@@ -66,13 +66,6 @@ Error ErrorOf(http_errno error) {
 
 }  // namespace
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 std::optional<std::string_view> RequestHead::Find(std::string_view name) const {
   for (const Header& header : headers) {
     if (EqualsIgnoreCase(header.name, name)) return header.value;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "http/framing_check.h"
+#include "http/syntax.h"  // EqualsIgnoreCase: field names compare case-insensitively
 
 namespace bulkhead::http {
 
@@ -89,9 +90,6 @@ struct Error {
   int status = 400;
   std::string reason;
 };
-
-// Field names compare case-insensitively (RFC 9110 section 5.1).
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
 // http-parser hands over a field name or value in pieces (one per read it spans): these append one
 // piece to `headers`. A name piece after a value starts a new field, taken from `spare` when it has

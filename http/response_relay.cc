@@ -5,7 +5,6 @@
 #include "http/response_relay.h"
 
 #include <charconv>
-#include <cstdio>
 
 #include "http/forward.h"
 #include "http/local_reply.h"
@@ -270,9 +269,8 @@ int ResponseRelay::OnBody(http_parser* parser, const char* at, size_t length) {
   self->framing_mark_ = at + length;
   std::string& out = *self->out_;
   if (self->client_framing_ == Framing::kChunked) {
-    char size[32];
-    std::snprintf(size, sizeof size, "%zx\r\n", length);
-    out.append(size);
+    AppendHex(&out, length);
+    out.append("\r\n");
     out.append(at, length);
     out.append("\r\n");
   } else {

@@ -2,6 +2,7 @@
 #include "http/syntax.h"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace bulkhead::http {
@@ -95,5 +96,32 @@ bool IsToken(std::string_view text) { return !text.empty() && All(text, kTchar);
 bool IsFieldValue(std::string_view text) { return All(text, kValue); }
 
 bool IsTargetText(std::string_view piece) { return All(piece, kTargetOk); }
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto x = static_cast<unsigned char>(a[i]);
+    const auto y = static_cast<unsigned char>(b[i]);
+    if (x == y) continue;
+    // Equal but for case only if they differ in the 0x20 bit and are letters.
+    if ((x ^ y) != 0x20) return false;
+    const unsigned char lower = x | 0x20;
+    if (lower < 'a' || lower > 'z') return false;
+  }
+  return true;
+}
+
+void AppendHex(std::string* out, unsigned long long value, int min_digits) {
+  constexpr std::string_view kDigits = "0123456789abcdef";
+  char text[16];
+  int n = 0;
+  do {
+    text[sizeof text - 1 - n] = kDigits[value & 0xf];
+    value >>= 4;
+    ++n;
+  } while (value != 0);
+  for (; n < min_digits && n < static_cast<int>(sizeof text); ++n) text[sizeof text - 1 - n] = '0';
+  out->append(text + sizeof text - n, static_cast<size_t>(n));
+}
 
 }  // namespace bulkhead::http

@@ -5,6 +5,7 @@
 // byte, no allocation. Pure; thread-safe.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace bulkhead::http {
@@ -29,5 +30,14 @@ bool IsTargetText(std::string_view piece);
 // empty, RFC 9110 section 4.2.1), userinfo ("a@b", RFC 9110 section 4.2.4), a space, any other
 // byte.
 bool IsHostAuthority(std::string_view text);
+
+// `a` and `b` are equal but for the case of ASCII letters (field names, tokens: RFC 9110 section
+// 5.1). Bytes above 0x7f compare as they are, as no locale is consulted.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+// Appends `value` in lower-case hexadecimal without leading zeros ("0" for 0), as a chunk size is
+// written (RFC 9112 section 7.1), padded with zeros to at least `min_digits`. No allocation beyond
+// `out`'s own growth.
+void AppendHex(std::string* out, unsigned long long value, int min_digits = 1);
 
 }  // namespace bulkhead::http

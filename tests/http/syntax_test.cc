@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 
 namespace bulkhead::http {
@@ -38,6 +39,47 @@ TEST(Syntax, TargetsAreVisibleAsciiWithoutFragment) {
   EXPECT_TRUE(IsTargetText("*"));
   for (char c : std::string("\t\f\r\n \x01\x7f\x80\xff#")) {
     EXPECT_FALSE(IsTargetText(std::string("/a") + c)) << static_cast<int>(c);
+  }
+}
+
+// Table-driven against the definition: equal but for the case of ASCII letters. Pairs that differ
+// only in the 0x20 bit but are not letters ('@' and '`', '[' and '{', bytes above 0x7f) are not.
+TEST(Syntax, EqualsIgnoreCaseFoldsAsciiLettersOnly) {
+  EXPECT_TRUE(EqualsIgnoreCase("Content-Length", "content-LENGTH"));
+  EXPECT_TRUE(EqualsIgnoreCase("", ""));
+  EXPECT_FALSE(EqualsIgnoreCase("Host", "Hos"));
+  EXPECT_FALSE(EqualsIgnoreCase("Host", "Hosu"));
+  for (int x = 0; x < 256; ++x) {
+    for (int y = 0; y < 256; ++y) {
+      const bool letters = std::isalpha(x) != 0 && std::tolower(x) == std::tolower(y);
+      const bool expected = x == y || letters;
+      const std::string a(1, static_cast<char>(x));
+      const std::string b(1, static_cast<char>(y));
+      ASSERT_EQ(EqualsIgnoreCase(a, b), expected) << x << " " << y;
+    }
+  }
+}
+
+TEST(Syntax, AppendHexWritesChunkSizesAndPadding) {
+  const struct {
+    unsigned long long value;
+    int min_digits;
+    std::string_view text;
+  } cases[] = {
+      {0, 1, "0"},
+      {9, 1, "9"},
+      {10, 1, "a"},
+      {255, 1, "ff"},
+      {4096, 1, "1000"},
+      {0xdeadbeef, 1, "deadbeef"},
+      {1, 12, "000000000001"},
+      {~0ULL, 1, "ffffffffffffffff"},
+      {~0ULL, 12, "ffffffffffffffff"},
+  };
+  for (const auto& c : cases) {
+    std::string out = "x";
+    AppendHex(&out, c.value, c.min_digits);
+    EXPECT_EQ(out, "x" + std::string(c.text)) << c.value;
   }
 }
 

@@ -18,6 +18,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -310,6 +311,26 @@ TEST_F(HttpFrontConnectionTest, AWholeRequestIsHandedOnWithWhatItIs) {
   Advance(10 * kHeaderTimeoutMs);
   EXPECT_FALSE(ClientSeesClose());
   EXPECT_EQ(owner_.conn->phase(), Phase::kAwaitingAnswer);
+}
+
+// A request without X-Request-Id gets one: this run's 8-hex-digit prefix, then a 12-digit count,
+// different for each request.
+TEST_F(HttpFrontConnectionTest, ARequestWithoutAnIdGetsAFreshOne) {
+  Connect();
+  Send("GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_EQ(owner_.exchanges.size(), 1u);
+  Exchange* exchange = Last();
+  EXPECT_TRUE(exchange->SendResponse("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false));
+  owner_.Answer(exchange, Outcome::Ok({}));
+  Settle();
+  ASSERT_EQ(owner_.payloads.size(), 2u);
+  const std::regex id("\r\nX-Request-Id: ([0-9a-f]{8})-([0-9a-f]{12})\r\n");
+  std::smatch first;
+  std::smatch second;
+  ASSERT_TRUE(std::regex_search(owner_.payloads[0], first, id)) << owner_.payloads[0];
+  ASSERT_TRUE(std::regex_search(owner_.payloads[1], second, id)) << owner_.payloads[1];
+  EXPECT_EQ(first[1], second[1]);
+  EXPECT_EQ(std::stoull(second[2], nullptr, 16), std::stoull(first[2], nullptr, 16) + 1);
 }
 
 TEST_F(HttpFrontConnectionTest, AGetWithABodyMustNotShareItsWorkerConnection) {
