@@ -270,7 +270,7 @@ TEST_P(HostileClient, ConnectionsOverMaxConnectionsAreRefusedWithAReason) {
   EXPECT_THAT(metrics->out, HasSubstr("\nbulkhead_connection_limit{cell=\"c\"} 3\n"));
   Result<ProcessResult> long_form = h.Ctl({"status", "c"});
   ASSERT_TRUE(long_form.ok()) << long_form.status().message();
-  EXPECT_THAT(long_form->out, HasSubstr("    clients:           3/3 (3 refused)\n"));
+  EXPECT_THAT(long_form->out, HasSubstr("    clients:           3/3 (3 refused, 0 closed idle)\n"));
   // A place freed is a place for the next client.
   kept.pop_back();
   ASSERT_TRUE(h.WaitForCell("c", [](const nlohmann::json& c) { return c["clients"] == 2; }));
