@@ -7,18 +7,18 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 
 namespace bulkhead::cell {
 namespace {
@@ -88,15 +88,19 @@ class FakeCgroupTree : public ::testing::Test {
     return pid;
   }
 
-  // Reaps `pid` within 5 s; returns its wait status, or -1.
+  // Reaps `pid` once it exits, waiting at most 5 s (woken by its pidfd, not by polling); returns
+  // its wait status, or -1.
   int ReapWithin5s(pid_t pid) {
-    for (int i = 0; i < 500; ++i) {
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        std::erase(children_, pid);
-        return status;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd >= 0) {
+      pollfd exited{.fd = pidfd, .events = POLLIN, .revents = 0};
+      ::poll(&exited, 1, 5000);
+      ::close(pidfd);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      std::erase(children_, pid);
+      return status;
     }
     return -1;
   }
