@@ -488,6 +488,34 @@ TEST_F(CellDataPathTest, RequestTimeoutReadsAReplyThatWaitedInTheSocketFirst) {
   EXPECT_EQ(data_path_->counters().failed_timeout, 0u);
 }
 
+// A request_timeout or stall_timeout set by reload counts from the reload for the requests already
+// running (systemd#9467 is that bug in systemd's watchdog): a request that has run 1200 ms when a
+// reload brings 1000 ms timeouts has 1000 ms more, then times out, and its worker is reported
+// stalled, each once. (It replaces an e2e test that slept 1200 ms to age its requests.)
+TEST_F(CellDataPathTest, ATimeoutAddedByReloadCountsFromTheReload) {
+  StartWorker(/*slots=*/1, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> clients = SendFromClients(1);
+  FakeWorkerEnd end = AcceptWorkerEnd();
+  auto request = ReadRequests(end, 1);
+  ASSERT_EQ(request.size(), 1u);
+  Advance(1200);
+  config::CellConfig next = config_;
+  next.request_timeout = std::chrono::milliseconds(1000);
+  next.stall_timeout = std::chrono::milliseconds(1000);
+  data_path_->Reconfigure(next);
+  Advance(999);
+  EXPECT_FALSE(Readable(clients[0].fd())) << "timed out from the request's start";
+  EXPECT_TRUE(upstream_.stalls.empty()) << upstream_.stalls.front();
+  Advance(1);
+  Result<ipc::Client::Reply> reply = Receive(clients[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kFailed);
+  EXPECT_EQ(reply->header.reason, ipc::Reason::kTimeout);
+  ASSERT_EQ(upstream_.stalls.size(), 1u);
+  // The verdict waited for the reload's 1000 ms; the silence it reports is all of it.
+  EXPECT_EQ(upstream_.stalls[0], "no reply for 2200 ms");
+}
+
 // stall_timeout: silence of a worker with requests in hand is reported once it lasts the whole
 // timeout; a reply in between starts the count again.
 TEST_F(CellDataPathTest, StallIsReportedAfterAWholeStallTimeoutOfSilence) {
