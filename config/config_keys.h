@@ -160,6 +160,7 @@ enum class SupervisorKeyId {
   kCgroup,
   kCgroupParent,
   kMetricsListen,
+  kAccessLog,
   kOnShutdown,
   kControlSocketMode,
   kControlSocketGroup,
