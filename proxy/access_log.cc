@@ -26,7 +26,7 @@ constexpr int kPipeBytes = 1024 * 1024;
 // The writer's reads from the pipe, and its writes to a stderr shared with bulkheadd's own lines:
 // at most PIPE_BUF and cut after a newline, so that a line is not interleaved with another
 // writer's when stderr is a pipe.
-constexpr size_t kWriterChunk = 64 * 1024;
+constexpr size_t kWriterChunk = size_t{64} * 1024;
 constexpr size_t kAtomicWrite = PIPE_BUF;
 
 void AppendNumber(std::string* out, uint64_t value) {
