@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -23,10 +25,11 @@ namespace {
 // The pipe between the loop and the writer thread: asked for this size (F_SETPIPE_SZ; the
 // default 64 KiB when refused, e.g. over /proc/sys/fs/pipe-max-size for an unprivileged user).
 constexpr int kPipeBytes = 1024 * 1024;
-// The writer's reads from the pipe, and its writes to a stderr shared with bulkheadd's own lines:
-// at most PIPE_BUF and cut after a newline, so that a line is not interleaved with another
-// writer's when stderr is a pipe.
+// The writer's reads from the pipe: up to this much at once (the loop writes up to its buffer's
+// whole content at once, ~32 KiB when busy), each written to a file with one write.
 constexpr size_t kWriterChunk = size_t{64} * 1024;
+// Its writes to a stderr shared with bulkheadd's own lines: at most PIPE_BUF and cut after a
+// newline, so that a line is not interleaved with another writer's when stderr is a pipe.
 constexpr size_t kAtomicWrite = PIPE_BUF;
 
 void AppendNumber(std::string* out, uint64_t value) {
@@ -130,22 +133,26 @@ class AccessLog::Writer {
   }
 
  private:
+  // Reads up to kWriterChunk bytes at a time into one buffer and writes the whole lines it holds
+  // with one write (a line cut by the read waits at the front for the rest); a chunk with no
+  // newline at all is written as it is.
   void Run() {
-    std::string pending;
-    char chunk[4096];
+    std::string chunk(kWriterChunk, '\0');
+    size_t held = 0;  // chunk[0, held): read and not written yet
     for (;;) {
-      const ssize_t n = ::read(pipe_read_, chunk, sizeof chunk);
+      const ssize_t n = ::read(pipe_read_, chunk.data() + held, chunk.size() - held);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;  // EOF: the loop closed the pipe
-      pending.append(chunk, static_cast<size_t>(n));
-      // Whole lines only, so that a line shared with stderr is written in one piece.
-      const size_t last_newline = pending.rfind('\n');
-      if (last_newline == std::string::npos && pending.size() < kWriterChunk) continue;
-      const size_t whole = last_newline == std::string::npos ? pending.size() : last_newline + 1;
-      WriteAll(std::string_view(pending).substr(0, whole));
-      pending.erase(0, whole);
+      held += static_cast<size_t>(n);
+      const size_t last_newline = std::string_view(chunk.data(), held).rfind('\n');
+      size_t whole = last_newline == std::string_view::npos ? 0 : last_newline + 1;
+      if (whole == 0 && held == chunk.size()) whole = held;
+      if (whole == 0) continue;
+      WriteAll(std::string_view(chunk.data(), whole));
+      std::memmove(chunk.data(), chunk.data() + whole, held - whole);
+      held -= whole;
     }
-    WriteAll(pending);
+    WriteAll(std::string_view(chunk.data(), held));
   }
 
   void WriteAll(std::string_view bytes) {
@@ -171,7 +178,8 @@ class AccessLog::Writer {
   std::thread thread_;
 };
 
-Result<std::unique_ptr<AccessLog>> AccessLog::Open(uv_loop_t* loop, const std::string& destination,
+Result<std::unique_ptr<AccessLog>> AccessLog::Open(uv_loop_t* loop, loop::TimeSource* time,
+                                                   const std::string& destination,
                                                    size_t buffer_bytes) {
   Result<int> out = OpenDestination(destination);
   if (!out.ok()) return out.status();
@@ -181,20 +189,21 @@ Result<std::unique_ptr<AccessLog>> AccessLog::Open(uv_loop_t* loop, const std::s
     return Status::FromErrno("pipe");
   }
   ::fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes);  // a smaller pipe serves too
-  auto log = std::make_unique<AccessLog>(loop, fds[1], buffer_bytes);
+  auto log = std::make_unique<AccessLog>(loop, time, fds[1], buffer_bytes);
   log->destination_ = destination;
   log->writer_ = std::make_unique<Writer>(fds[0], *out, destination == "stderr");
   return log;
 }
 
-AccessLog::AccessLog(uv_loop_t* loop, int out_fd, size_t buffer_bytes)
-    : loop_(loop), out_fd_(out_fd) {
+AccessLog::AccessLog(uv_loop_t* loop, loop::TimeSource* time, int out_fd, size_t buffer_bytes)
+    : loop_(loop),
+      out_fd_(out_fd),
+      flush_bytes_(std::max(size_t{1}, std::min(kFlushBytes, buffer_bytes / 2))) {
   const int flags = ::fcntl(out_fd_, F_GETFL);
   ::fcntl(out_fd_, F_SETFL, flags | O_NONBLOCK);
   buffer_.resize(buffer_bytes);
   line_.reserve(1024);
-  prepare_ = handles_.Open(uv_prepare_init, loop_);
-  prepare_->data = this;
+  flush_timer_ = time->CreateTimer([this] { Flush(); });
   Result<uv_poll_t*> poll = handles_.TryOpen(uv_poll_init, loop_, out_fd_);
   BH_CHECK(poll.ok());  // a pipe or a socket: libuv polls it
   poll_ = *poll;
@@ -202,12 +211,12 @@ AccessLog::AccessLog(uv_loop_t* loop, int out_fd, size_t buffer_bytes)
 }
 
 AccessLog::~AccessLog() {
-  BH_CHECK(closed_);
+  BH_CHECK(state_ == State::kClosed);
   writer_.reset();
 }
 
 void AccessLog::Append(const AccessRecord& record) {
-  if (closed_) {
+  if (state_ == State::kClosed) {
     // A cell shutting down after the log closed.
     ++dropped_;
     return;
@@ -227,26 +236,31 @@ void AccessLog::Append(const AccessRecord& record) {
   std::memcpy(buffer_.data() + end_, line_.data(), line_.size());
   end_ += line_.size();
   ++lines_;
-  if (!flush_armed_ && !polling_) {
-    flush_armed_ = true;
-    uv_prepare_start(prepare_, &AccessLog::OnPrepare);
+  if (state_ == State::kBlocked) return;  // the poll writes it when the pipe has room
+  if (buffered() >= flush_bytes_) {
+    Flush();
+  } else if (state_ == State::kEmpty) {
+    Enter(State::kWaiting);
   }
 }
 
-void AccessLog::OnPrepare(uv_prepare_t* prepare) {
-  auto* self = static_cast<AccessLog*>(prepare->data);
-  uv_prepare_stop(prepare);
-  self->flush_armed_ = false;
-  self->Flush();
+void AccessLog::Enter(State next) {
+  if (next == state_) return;
+  // The flush timer runs exactly while lines wait below the threshold, its deadline set on entry;
+  // the poll exactly while the pipe is full.
+  if (state_ == State::kWaiting) flush_timer_->Stop();
+  if (state_ == State::kBlocked) uv_poll_stop(poll_);
+  if (next == State::kWaiting) flush_timer_->Start(kFlushDelayMs);
+  if (next == State::kBlocked) uv_poll_start(poll_, UV_WRITABLE, &AccessLog::OnWritable);
+  state_ = next;
 }
 
 void AccessLog::OnWritable(uv_poll_t* poll, int status, int) {
   auto* self = static_cast<AccessLog*>(poll->data);
   if (status < 0) {
     // The pipe broke (the writer is gone): nothing more can be written; what waits is dropped.
-    uv_poll_stop(poll);
-    self->polling_ = false;
     self->head_ = self->end_ = 0;
+    self->Enter(State::kEmpty);
     return;
   }
   self->Flush();
@@ -261,10 +275,7 @@ void AccessLog::Flush() {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!polling_) {
-        polling_ = true;
-        uv_poll_start(poll_, UV_WRITABLE, &AccessLog::OnWritable);
-      }
+      Enter(State::kBlocked);
       return;
     }
     // Any other error (EPIPE): the bytes cannot go anywhere; counted lost as dropped would not be
@@ -272,13 +283,14 @@ void AccessLog::Flush() {
     break;
   }
   head_ = end_ = 0;
-  if (polling_) {
-    polling_ = false;
-    uv_poll_stop(poll_);
-  }
+  Enter(State::kEmpty);
 }
 
 Status AccessLog::Reopen() {
+  if (state_ == State::kClosed) return Status::Ok();
+  // What was logged before the reload goes into the pipe first (it may still land in either
+  // file: the writer thread may not have read it yet).
+  Flush();
   if (writer_ == nullptr || destination_ == "stderr") return Status::Ok();
   Result<int> out = OpenDestination(destination_);
   if (!out.ok()) return out.status();
@@ -287,9 +299,17 @@ Status AccessLog::Reopen() {
 }
 
 void AccessLog::Close(std::function<void()> on_closed) {
-  if (closed_) return;
-  closed_ = true;
+  if (state_ == State::kClosed) return;
   Flush();
+  if (state_ == State::kBlocked && writer_ != nullptr) {
+    // The pipe is full and shutdown waits for the writer thread anyway (below): the rest goes
+    // into the pipe as the thread drains it, rather than being lost after it was counted.
+    const int flags = ::fcntl(out_fd_, F_GETFL);
+    ::fcntl(out_fd_, F_SETFL, flags & ~O_NONBLOCK);
+    Flush();
+  }
+  Enter(State::kClosed);
+  flush_timer_.reset();
   handles_.Close([this, on_closed = std::move(on_closed)] {
     // The poll handle is closed: the pipe may close now; the writer writes what it holds and ends.
     ::close(out_fd_);

@@ -2,7 +2,10 @@
 // AccessLog: one logfmt line per answered request of every cell (docs/access-log.md), formatted on
 // the loop thread into a bounded buffer and written by a thread of its own, so that a slow disk
 // never blocks the loop: the loop writes the buffer, non-blocking, into a pipe that the writer
-// thread copies to the destination (a file opened O_APPEND, or stderr). When the pipe and the
+// thread copies to the destination (a file opened O_APPEND, or stderr). The loop writes in batches,
+// not once per turn: when the buffer holds kFlushBytes, or kFlushDelayMs after its oldest line came
+// (a timer armed only while lines wait), so that a busy loop pays a write and a thread wakeup per
+// ~100 lines rather than per turn (nginx's `access_log ... buffer= flush=`). When the pipe and the
 // buffer are both full a line is dropped and counted (bulkhead_access_log_dropped_total), as
 // HAProxy's log ring drops. A warm request allocates nothing here: the line is built in a string
 // whose capacity is kept, and the buffer is reserved whole when the log opens.
@@ -21,6 +24,7 @@
 
 #include "base/status.h"
 #include "loop/handle_group.h"
+#include "loop/time_source.h"
 
 namespace bulkhead::proxy {
 
@@ -63,26 +67,38 @@ class AccessLog {
   // Bytes held for the writer when the pipe is full (beyond the pipe's own 1 MiB, or less when the
   // kernel refuses that size).
   static constexpr size_t kDefaultBufferBytes = size_t{256} * 1024;
+  // The buffer is written into the pipe as soon as it holds this much (or half the buffer, when
+  // the buffer is smaller than twice this): ~100 lines of ~300 bytes per write.
+  static constexpr size_t kFlushBytes = size_t{32} * 1024;
+  // ... and at the latest this long after the oldest line it holds came, so that a quiet log's
+  // lines reach the file within about this delay (plus the writer thread's write).
+  static constexpr uint64_t kFlushDelayMs = 100;
 
   // Opens `destination` ("stderr", or a file path, created 0640 if missing, appended to) and
-  // starts the writer thread. Errors: the file cannot be opened, or no pipe or thread.
-  static Result<std::unique_ptr<AccessLog>> Open(uv_loop_t* loop, const std::string& destination,
+  // starts the writer thread; `time` arms the flush timer and must outlive the log. Errors: the
+  // file cannot be opened, or no pipe or thread.
+  static Result<std::unique_ptr<AccessLog>> Open(uv_loop_t* loop, loop::TimeSource* time,
+                                                 const std::string& destination,
                                                  size_t buffer_bytes = kDefaultBufferBytes);
   // For tests: lines go to `out_fd` (made non-blocking; the log owns it) with no writer thread.
-  AccessLog(uv_loop_t* loop, int out_fd, size_t buffer_bytes);
+  AccessLog(uv_loop_t* loop, loop::TimeSource* time, int out_fd, size_t buffer_bytes);
   ~AccessLog();
   AccessLog(const AccessLog&) = delete;
   AccessLog& operator=(const AccessLog&) = delete;
 
-  // Formats `record` and queues it; written before the loop next polls. Dropped (counted) when the
-  // buffer has no room for the whole line. Never blocks.
+  // Formats `record` and queues it: written into the pipe at once when the buffer then holds
+  // flush_bytes(), else when the flush timer fires (see State). Dropped (counted) when the buffer
+  // has no room for the whole line. Never blocks.
   void Append(const AccessRecord& record);
-  // The file is opened again (logrotate's `postrotate`: reload bulkheadd); the writer thread
-  // writes what follows to the new file. Stderr: nothing to do. Errors: the file cannot be opened
-  // (the old one stays in use).
+  // Writes what the buffer holds into the pipe (as far as the pipe takes it), then has the file
+  // opened again (logrotate's `postrotate`: reload bulkheadd); the writer thread writes what
+  // follows to the new file. Stderr: only the write. Errors: the file cannot be opened (the old
+  // one stays in use).
   Status Reopen();
-  // Writes what the pipe takes now, closes the pipe and waits for the writer thread to write what
-  // it holds and end; `on_closed` runs once the log's handles are closed (HandleGroup::Part).
+  // Writes what the buffer holds into the pipe (with the writer thread: waiting for it to drain a
+  // full pipe, as shutdown waits for it anyway; in tests: what the pipe takes now), closes the pipe
+  // and waits for the writer thread to write what it holds and end; `on_closed` runs once the log's
+  // handles are closed (HandleGroup::Part).
   void Close(std::function<void()> on_closed);
 
   const std::string& destination() const { return destination_; }
@@ -90,27 +106,38 @@ class AccessLog {
   uint64_t dropped() const { return dropped_; }
   // Bytes queued and not yet in the pipe.
   size_t buffered() const { return end_ - head_; }
+  size_t flush_bytes() const { return flush_bytes_; }
 
  private:
   class Writer;
 
-  static void OnPrepare(uv_prepare_t* prepare);
+  // Where the buffer stands with the pipe; what is armed follows from it alone (Arm).
+  enum class State {
+    kEmpty,    // nothing buffered; no timer, no poll: an idle log wakes nothing
+    kWaiting,  // lines buffered, fewer than flush_bytes_; the flush timer armed, deadline set
+               // when the first of them came; no poll
+    kBlocked,  // the pipe took less than the buffer held (full); polling for writable, no timer:
+               // the poll writes the rest, lines still queue (or drop) meanwhile
+    kClosed,   // Close ran; nothing armed, Append drops
+  };
+
   static void OnWritable(uv_poll_t* poll, int status, int events);
-  // Writes the buffer into out_fd_ until done or EAGAIN; then waits for it to be writable again.
+  // Writes the buffer into out_fd_ until done or EAGAIN, then moves to kEmpty or kBlocked.
   void Flush();
+  // Enters `next`, starting and stopping the timer and the poll as it requires.
+  void Enter(State next);
 
   uv_loop_t* loop_;
   std::string destination_;
   int out_fd_ = -1;
   std::unique_ptr<Writer> writer_;  // null in tests
   loop::HandleGroup handles_;
-  uv_prepare_t* prepare_ = nullptr;
   uv_poll_t* poll_ = nullptr;
-  bool flush_armed_ = false;
-  bool polling_ = false;
-  bool closed_ = false;
+  std::unique_ptr<loop::Timer> flush_timer_;
+  State state_ = State::kEmpty;
   // The buffer: [head_, end_) waits for the pipe; capacity fixed at construction.
   std::string buffer_;
+  size_t flush_bytes_;
   size_t head_ = 0;
   size_t end_ = 0;
   std::string line_;  // reused: the line being formatted

@@ -86,7 +86,7 @@ int Supervisor::Run() {
   Status status = HandleSignals();
   if (status.ok() && !config_.supervisor.access_log.empty()) {
     Result<std::unique_ptr<proxy::AccessLog>> log =
-        proxy::AccessLog::Open(&loop_, config_.supervisor.access_log);
+        proxy::AccessLog::Open(&loop_, &time_, config_.supervisor.access_log);
     if (log.ok()) {
       access_log_ = std::move(log).value();
       LogInfo("access log: " + config_.supervisor.access_log);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// AccessLog (proxy/access_log.h): the line's format, its escaping of what the client sent, and the
-// bounded buffer that drops and counts lines when its destination does not keep up.
+// AccessLog (proxy/access_log.h): the line's format, its escaping of what the client sent, the
+// batching of its writes (a threshold, or a flush timer on the simulated clock armed only while
+// lines wait), and the bounded buffer that drops and counts lines when its destination does not
+// keep up.
 #include "proxy/access_log.h"
 
 #include <fcntl.h>
@@ -8,9 +10,11 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <memory>
 #include <string>
 
 #include "base/temp_dir.h"
+#include "tests/helpers/simulated_time_source.h"
 
 namespace bulkhead::proxy {
 namespace {
@@ -79,135 +83,264 @@ TEST(AccessLogLine, ClientControlledTargetCannotForgeALineOrAField) {
   EXPECT_NE(line.find(" client=\"\" "), std::string::npos) << line;
 }
 
-// Runs the loop until nothing is pending (the log's prepare and poll handles).
+// Runs the loop's handles once without blocking (the log's poll); timers are the simulated
+// clock's, run by Advance.
 void RunOnce(uv_loop_t* loop) { uv_run(loop, UV_RUN_NOWAIT); }
 
-TEST(AccessLog, LinesReachThePipeBeforeTheNextPoll) {
-  uv_loop_t loop;
-  ASSERT_EQ(uv_loop_init(&loop), 0);
-  int fds[2];
-  ASSERT_EQ(::pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
-  {
-    AccessLog log(&loop, fds[1], 4096);
-    log.Append(Sample(" client=a id=1"));
-    log.Append(Sample(" client=a id=2"));
-    EXPECT_EQ(log.lines(), 2u);
-    EXPECT_GT(log.buffered(), 0u);
-    RunOnce(&loop);
-    EXPECT_EQ(log.buffered(), 0u);
-    char text[1024];
-    const ssize_t n = ::read(fds[0], text, sizeof text);
-    ASSERT_GT(n, 0);
-    const std::string got(text, static_cast<size_t>(n));
-    EXPECT_NE(got.find("id=1 outcome=ok"), std::string::npos) << got;
-    EXPECT_NE(got.find("id=2 outcome=ok"), std::string::npos) << got;
-    EXPECT_EQ(log.dropped(), 0u);
+// What the pipe holds now (its read end is non-blocking).
+std::string ReadAvailable(int fd) {
+  std::string all;
+  char text[65536];
+  for (ssize_t n; (n = ::read(fd, text, sizeof text)) > 0;)
+    all.append(text, static_cast<size_t>(n));
+  return all;
+}
+
+size_t CountLines(const std::string& text) {
+  size_t newlines = 0;
+  for (char c : text) newlines += c == '\n';
+  return newlines;
+}
+
+std::string ReadFile(const std::string& file) {
+  std::string text;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[65536];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+// A loop, a simulated clock and a pipe whose write end a log takes; the test reads the other.
+class AccessLogPipe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    ASSERT_EQ(::pipe2(fds_, O_CLOEXEC | O_NONBLOCK), 0);
+  }
+  void TearDown() override {
+    ::close(fds_[0]);
+    EXPECT_EQ(uv_loop_close(&loop_), 0);
+  }
+  void CloseLog(AccessLog* log) {
     bool closed = false;
-    log.Close([&] { closed = true; });
-    uv_run(&loop, UV_RUN_DEFAULT);
+    log->Close([&] { closed = true; });
+    uv_run(&loop_, UV_RUN_DEFAULT);
     EXPECT_TRUE(closed);
   }
-  ::close(fds[0]);
-  EXPECT_EQ(uv_loop_close(&loop), 0);
+
+  uv_loop_t loop_{};
+  bulkhead::testing::SimulatedTimeSource time_;
+  int fds_[2] = {-1, -1};
+};
+
+TEST_F(AccessLogPipe, ALineWaitsForTheFlushTimerNotForTheNextTurn) {
+  AccessLog log(&loop_, &time_, fds_[1], 64 * 1024);
+  const uint64_t start = time_.NowMs();
+  log.Append(Sample(" client=a id=1"));
+  EXPECT_EQ(log.lines(), 1u);
+  RunOnce(&loop_);
+  // Not written by the loop's turn: it waits in the buffer, the flush timer armed.
+  EXPECT_EQ(ReadAvailable(fds_[0]), "");
+  EXPECT_GT(log.buffered(), 0u);
+  EXPECT_EQ(time_.NextDeadline(), start + AccessLog::kFlushDelayMs);
+  // A later line does not move the deadline: the oldest line waits at most kFlushDelayMs.
+  time_.Advance(AccessLog::kFlushDelayMs / 2);
+  log.Append(Sample(" client=a id=2"));
+  EXPECT_EQ(time_.NextDeadline(), start + AccessLog::kFlushDelayMs);
+  time_.Advance(AccessLog::kFlushDelayMs - AccessLog::kFlushDelayMs / 2 - 1);
+  RunOnce(&loop_);
+  EXPECT_EQ(ReadAvailable(fds_[0]), "");
+  time_.Advance(1);
+  const std::string got = ReadAvailable(fds_[0]);
+  EXPECT_NE(got.find("id=1 outcome=ok"), std::string::npos) << got;
+  EXPECT_NE(got.find("id=2 outcome=ok"), std::string::npos) << got;
+  EXPECT_EQ(CountLines(got), 2u);
+  EXPECT_EQ(log.buffered(), 0u);
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  EXPECT_EQ(log.dropped(), 0u);
+  CloseLog(&log);
 }
 
-TEST(AccessLog, FullBufferDropsWholeLinesAndCountsThemThenRecovers) {
-  uv_loop_t loop;
-  ASSERT_EQ(uv_loop_init(&loop), 0);
-  int fds[2];
-  ASSERT_EQ(::pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
-  {
-    // A buffer of 4 KiB behind a pipe nobody reads: the pipe fills, then the buffer, then lines
-    // are dropped, never the loop blocked.
-    AccessLog log(&loop, fds[1], 4096);
-    uint64_t appended = 0;
-    while (log.dropped() == 0) {
-      log.Append(Sample(" client=a id=1"));
-      ++appended;
-      RunOnce(&loop);
-      ASSERT_LT(appended, 100000u) << "nothing was ever dropped";
-    }
-    for (int i = 0; i < 9; ++i) log.Append(Sample(" client=a id=1"));
-    EXPECT_EQ(log.dropped(), 10u);
-    EXPECT_EQ(log.lines() + log.dropped(), appended + 9);
-    EXPECT_LE(log.buffered(), 4096u);
-
-    // The reader catches up: what was queued is written, and lines are taken again.
-    std::string all;
-    char text[65536];
-    for (int i = 0; i < 1000 && log.buffered() > 0; ++i) {
-      const ssize_t n = ::read(fds[0], text, sizeof text);
-      if (n > 0) all.append(text, static_cast<size_t>(n));
-      RunOnce(&loop);
-    }
-    EXPECT_EQ(log.buffered(), 0u);
-    for (ssize_t n; (n = ::read(fds[0], text, sizeof text)) > 0;) {
-      all.append(text, static_cast<size_t>(n));
-    }
-    // Whole lines only: every line written is complete.
-    size_t newlines = 0;
-    for (char c : all) newlines += c == '\n';
-    EXPECT_EQ(newlines, log.lines());
-    EXPECT_EQ(all.back(), '\n');
-    const uint64_t lines = log.lines();
+TEST_F(AccessLogPipe, ReachingTheFlushThresholdWritesAtOnceWithoutTheTimer) {
+  AccessLog log(&loop_, &time_, fds_[1], AccessLog::kDefaultBufferBytes);
+  ASSERT_EQ(log.flush_bytes(), AccessLog::kFlushBytes);
+  std::string one;
+  FormatAccessLine(Sample(" client=a id=1"), &one);
+  uint64_t appended = 0;
+  while (log.buffered() + one.size() < AccessLog::kFlushBytes) {
     log.Append(Sample(" client=a id=1"));
-    EXPECT_EQ(log.lines(), lines + 1);
-    EXPECT_EQ(log.dropped(), 10u);
-    log.Close(nullptr);
-    uv_run(&loop, UV_RUN_DEFAULT);
+    ++appended;
   }
-  ::close(fds[0]);
-  EXPECT_EQ(uv_loop_close(&loop), 0);
+  RunOnce(&loop_);
+  EXPECT_EQ(ReadAvailable(fds_[0]), "") << "written below the threshold";
+  EXPECT_EQ(time_.armed_timers(), 1u);
+  // The line that reaches the threshold writes the whole buffer; time has not moved.
+  log.Append(Sample(" client=a id=1"));
+  ++appended;
+  EXPECT_EQ(log.buffered(), 0u);
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  const std::string got = ReadAvailable(fds_[0]);
+  EXPECT_GE(got.size(), AccessLog::kFlushBytes);
+  EXPECT_EQ(CountLines(got), appended);
+  EXPECT_EQ(log.lines(), appended);
+  CloseLog(&log);
 }
 
-TEST(AccessLog, WriterThreadAppendsToTheFileAndReopensItAfterRotation) {
-  TempDir dir;
-  ASSERT_TRUE(dir.Create("bulkhead-access-log").ok());
-  const std::string path = dir.path() + "/access.log";
-  auto read = [](const std::string& file) {
-    std::string text;
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) {
-      text.append(buffer, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return text;
-  };
-  uv_loop_t loop;
-  ASSERT_EQ(uv_loop_init(&loop), 0);
-  {
-    Result<std::unique_ptr<AccessLog>> opened = AccessLog::Open(&loop, path);
-    ASSERT_TRUE(opened.ok()) << opened.status().message();
-    AccessLog& log = **opened;
-    log.Append(Sample(" client=a id=before"));
-    RunOnce(&loop);
-    // The writer thread writes it soon: polled with a deadline.
-    for (int i = 0; i < 2000 && read(path).find("id=before") == std::string::npos; ++i) {
-      ::usleep(1000);
-    }
-    // logrotate: the file is renamed, then bulkheadd told to reopen.
-    ASSERT_EQ(::rename(path.c_str(), (path + ".1").c_str()), 0);
-    ASSERT_TRUE(log.Reopen().ok());
-    log.Append(Sample(" client=a id=after"));
-    RunOnce(&loop);
-    log.Close(nullptr);
-    uv_run(&loop, UV_RUN_DEFAULT);  // Close joins the writer: both files are complete
+TEST_F(AccessLogPipe, AnIdleLogArmsNoTimer) {
+  AccessLog log(&loop_, &time_, fds_[1], 64 * 1024);
+  EXPECT_EQ(time_.armed_timers(), 0u) << "armed before any line";
+  log.Append(Sample(" client=a id=1"));
+  EXPECT_EQ(time_.armed_timers(), 1u);
+  time_.Advance(AccessLog::kFlushDelayMs);
+  EXPECT_EQ(CountLines(ReadAvailable(fds_[0])), 1u);
+  // Written: nothing waits, so nothing may wake the loop, however long it stays quiet.
+  EXPECT_EQ(time_.armed_timers(), 0u) << "a timer still ticks with nothing to write";
+  time_.Advance(100 * AccessLog::kFlushDelayMs);
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  EXPECT_EQ(ReadAvailable(fds_[0]), "");
+  // The next line arms it again, from its own time.
+  log.Append(Sample(" client=a id=2"));
+  EXPECT_EQ(time_.NextDeadline(), time_.NowMs() + AccessLog::kFlushDelayMs);
+  CloseLog(&log);
+}
+
+TEST_F(AccessLogPipe, ReopenAndCloseWriteWhatIsBuffered) {
+  AccessLog log(&loop_, &time_, fds_[1], 64 * 1024);
+  log.Append(Sample(" client=a id=1"));
+  ASSERT_TRUE(log.Reopen().ok());
+  EXPECT_EQ(log.buffered(), 0u);
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  EXPECT_NE(ReadAvailable(fds_[0]).find("id=1 outcome=ok"), std::string::npos);
+  log.Append(Sample(" client=a id=2"));
+  CloseLog(&log);
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  EXPECT_NE(ReadAvailable(fds_[0]).find("id=2 outcome=ok"), std::string::npos);
+}
+
+TEST_F(AccessLogPipe, FullPipeThenFullBufferDropsWholeLinesAndCountsThemThenRecovers) {
+  // A buffer of 64 KiB behind a pipe nobody reads: the threshold's writes fill the pipe, then the
+  // buffer fills, then lines are dropped, never the loop blocked.
+  constexpr size_t kBuffer = size_t{64} * 1024;
+  AccessLog log(&loop_, &time_, fds_[1], kBuffer);
+  uint64_t appended = 0;
+  while (log.dropped() == 0) {
+    log.Append(Sample(" client=a id=1"));
+    ++appended;
+    if (appended % 10 == 0) time_.Advance(AccessLog::kFlushDelayMs);
+    RunOnce(&loop_);
+    ASSERT_LT(appended, 100000u) << "nothing was ever dropped";
   }
-  EXPECT_EQ(uv_loop_close(&loop), 0);
-  const std::string rotated = read(path + ".1");
-  const std::string current = read(path);
+  // The pipe is full: the poll waits for it, no timer.
+  EXPECT_EQ(time_.armed_timers(), 0u);
+  for (int i = 0; i < 9; ++i) log.Append(Sample(" client=a id=1"));
+  time_.Advance(AccessLog::kFlushDelayMs);
+  EXPECT_EQ(log.dropped(), 10u);
+  EXPECT_EQ(log.lines() + log.dropped(), appended + 9);
+  EXPECT_LE(log.buffered(), kBuffer);
+
+  // The reader catches up: what was queued is written, and lines are taken again.
+  std::string all;
+  for (int i = 0; i < 1000 && log.buffered() > 0; ++i) {
+    all += ReadAvailable(fds_[0]);
+    RunOnce(&loop_);
+  }
+  EXPECT_EQ(log.buffered(), 0u);
+  all += ReadAvailable(fds_[0]);
+  // Whole lines only: every line taken is written, complete.
+  EXPECT_EQ(CountLines(all), log.lines());
+  EXPECT_EQ(all.back(), '\n');
+  const uint64_t lines = log.lines();
+  log.Append(Sample(" client=a id=1"));
+  EXPECT_EQ(log.lines(), lines + 1);
+  EXPECT_EQ(log.dropped(), 10u);
+  time_.Advance(AccessLog::kFlushDelayMs);
+  EXPECT_EQ(CountLines(ReadAvailable(fds_[0])), 1u);
+  CloseLog(&log);
+}
+
+// A loop, a simulated clock and a file in a fresh directory for a log with its writer thread.
+class AccessLogFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(dir_.Create("bulkhead-access-log").ok());
+    path_ = dir_.path() + "/access.log";
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+  }
+  void TearDown() override { EXPECT_EQ(uv_loop_close(&loop_), 0); }
+  // Close joins the writer thread: the file is complete afterwards.
+  void CloseLog(AccessLog* log) {
+    log->Close(nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  }
+
+  TempDir dir_;
+  std::string path_;
+  uv_loop_t loop_{};
+  bulkhead::testing::SimulatedTimeSource time_;
+};
+
+TEST_F(AccessLogFile, WriterThreadAppendsToTheFileAndReopensItAfterRotation) {
+  Result<std::unique_ptr<AccessLog>> opened = AccessLog::Open(&loop_, &time_, path_);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  AccessLog& log = **opened;
+  log.Append(Sample(" client=a id=before"));
+  time_.Advance(AccessLog::kFlushDelayMs);
+  // The writer thread writes it soon: polled with a deadline.
+  for (int i = 0; i < 2000 && ReadFile(path_).find("id=before") == std::string::npos; ++i) {
+    ::usleep(1000);
+  }
+  // logrotate: the file is renamed, then bulkheadd told to reopen.
+  ASSERT_EQ(::rename(path_.c_str(), (path_ + ".1").c_str()), 0);
+  ASSERT_TRUE(log.Reopen().ok());
+  log.Append(Sample(" client=a id=after"));
+  CloseLog(&log);
+  const std::string rotated = ReadFile(path_ + ".1");
+  const std::string current = ReadFile(path_);
   EXPECT_EQ(current.find("id=before"), std::string::npos) << current;
   EXPECT_NE(current.find("id=after"), std::string::npos) << current;
   EXPECT_NE(rotated.find("id=before"), std::string::npos) << rotated;
 }
 
+TEST_F(AccessLogFile, WriterThreadCopiesEveryLineWholeAndInOrder) {
+  // More than the writer's 64 KiB reads, so lines cut by a read are carried to the next write.
+  Result<std::unique_ptr<AccessLog>> opened = AccessLog::Open(&loop_, &time_, path_);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  AccessLog& log = **opened;
+  for (int i = 0; i < 3000; ++i) {
+    log.Append(Sample(" client=a id=" + std::to_string(i)));
+    RunOnce(&loop_);
+  }
+  const uint64_t lines = log.lines();
+  CloseLog(&log);
+  const std::string all = ReadFile(path_);
+  ASSERT_EQ(CountLines(all), lines);
+  // Each line whole (ends as Sample's do) and the ids rising (a dropped line leaves a gap only).
+  std::string expected;
+  FormatAccessLine(Sample(" client=a id=0"), &expected);
+  const std::string head = expected.substr(0, expected.find(" id="));
+  const std::string tail = expected.substr(expected.find(" outcome="));
+  long previous = -1;
+  size_t begin = 0;
+  for (size_t end; (end = all.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    const std::string line = all.substr(begin, end + 1 - begin);
+    ASSERT_EQ(line.rfind(head, 0), 0u) << line;
+    ASSERT_EQ(line.substr(line.find(" outcome=")), tail) << line;
+    const long id = std::stol(line.substr(line.find(" id=") + 4));
+    ASSERT_GT(id, previous) << line;
+    previous = id;
+  }
+}
+
 TEST(AccessLog, OpenNamesTheFileItCannotOpen) {
   uv_loop_t loop;
   ASSERT_EQ(uv_loop_init(&loop), 0);
+  bulkhead::testing::SimulatedTimeSource time;
   Result<std::unique_ptr<AccessLog>> opened =
-      AccessLog::Open(&loop, "/nonexistent-dir-of-bulkhead/access.log");
+      AccessLog::Open(&loop, &time, "/nonexistent-dir-of-bulkhead/access.log");
   ASSERT_FALSE(opened.ok());
   EXPECT_NE(opened.status().message().find("/nonexistent-dir-of-bulkhead/access.log"),
             std::string::npos)
