@@ -2,8 +2,7 @@
 #include "proxy/cell_data_path.h"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
+#include <charconv>
 #include <ctime>
 #include <utility>
 
@@ -263,9 +262,9 @@ void CellDataPath::OnRequest(Client* conn, const RequestInfo& info, std::string_
     char frame_id[24];
     std::string_view id = info.request_id;
     if (info.method.empty()) {
-      id = std::string_view(frame_id,
-                            static_cast<size_t>(std::snprintf(frame_id, sizeof frame_id, "%" PRIu64,
-                                                              info.client_request_id)));
+      const std::to_chars_result end =
+          std::to_chars(frame_id, frame_id + sizeof frame_id, info.client_request_id);
+      id = std::string_view(frame_id, static_cast<size_t>(end.ptr - frame_id));
     }
     AppendRequestFields(&exchange->access_fields, conn->peer_label(), id, info.method, info.target);
   }

@@ -64,6 +64,26 @@ TEST(AccessLogLine, FrameRequestHasNoMethodTargetOrStatusAndAdaptiveCellItsLimit
             "limit=6\n");
 }
 
+TEST(AccessLogLine, TimeIsUtcWithMillisecondsOnAnyDay) {
+  // Formatted without gmtime_r: the calendar's edges (the epoch, a leap day, a year's last
+  // millisecond) checked against what gmtime gives.
+  const struct {
+    timespec time;
+    const char* stamp;
+  } cases[] = {
+      {{0, 0}, "1970-01-01T00:00:00.000Z "},
+      {{1835481599, 999999999}, "2028-02-29T23:59:59.999Z "},
+      {{1798761599, 5000000}, "2026-12-31T23:59:59.005Z "},
+  };
+  for (const auto& c : cases) {
+    AccessRecord record = Sample(" client=a id=1");
+    record.time = c.time;
+    std::string line;
+    FormatAccessLine(record, &line);
+    EXPECT_EQ(line.rfind(c.stamp, 0), 0u) << line;
+  }
+}
+
 TEST(AccessLogLine, ClientControlledTargetCannotForgeALineOrAField) {
   std::string fields;
   AppendRequestFields(&fields, "", "x\" outcome=ok", "GET",
