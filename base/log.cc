@@ -202,6 +202,14 @@ std::optional<LogLevel> StripPriorityPrefix(std::string_view* text) {
   return LogLevel::kDebug;
 }
 
+void AppendLogfmtValue(std::string* out, std::string_view value) {
+  if (IsBareValue(value)) {
+    out->append(value);
+  } else {
+    AppendQuoted(out, value);
+  }
+}
+
 void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::string_view cell,
                    int pid, std::span<const LogField> fields, std::string_view message,
                    std::string* out) {
@@ -219,11 +227,7 @@ void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::str
   out->append(LogLevelName(level));
   if (!cell.empty()) {
     out->append(" cell=");
-    if (IsBareValue(cell)) {
-      out->append(cell);
-    } else {
-      AppendQuoted(out, cell);
-    }
+    AppendLogfmtValue(out, cell);
   }
   if (pid > 0) {
     out->append(" pid=");
@@ -233,11 +237,7 @@ void FormatLogLine(LogStyle style, const timespec& now, LogLevel level, std::str
     out->push_back(' ');
     out->append(field.key);
     out->push_back('=');
-    if (IsBareValue(field.value)) {
-      out->append(field.value);
-    } else {
-      AppendQuoted(out, field.value);
-    }
+    AppendLogfmtValue(out, field.value);
   }
   out->append(" msg=");
   AppendQuoted(out, message);

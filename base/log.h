@@ -44,6 +44,11 @@ struct LogField {
   std::string_view value;
 };
 
+// Appends `value` as a logfmt value: bare when it is a non-empty run of printable ASCII without
+// ' ', '"', '=' or '\', else quoted and escaped as FormatLogLine quotes messages, so that no byte
+// of `value` can end the line or start another field. Pure.
+void AppendLogfmtValue(std::string* out, std::string_view value);
+
 // How a line starts: a timestamp, or the journal's priority prefix, or neither.
 enum class LogStyle {
   kTimestamp,  // "2026-11-29T22:41:07.123Z " (RFC 3339, UTC, milliseconds)

@@ -107,6 +107,8 @@ struct Options {
   std::string wrk;
   int wrk_seconds = 3;
   std::string nginx;
+  // bulkheadd's `access_log` (docs/access-log.md); empty: none.
+  std::string access_log;
 };
 
 // One thing measured at one connection count; its rounds accumulate here.
@@ -228,13 +230,14 @@ class Stage {
     mux_peak_file_ = root + "/peak-mux";
 
     // Every client request fits in a slot or in the queue: the echo target is never rejected.
-    std::string config = "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
-                         "\nlog_level = \"warning\"\n\n[cells.echo]\n" +
-                         (options_.http ? "protocol = \"http\"\n" : "") + "command = [" +
-                         WorkerCommand(bulkheadd_peak_file_) +
-                         "]\nmax_concurrent = " + std::to_string(connections_) +
-                         "\nmax_queue = " + std::to_string(max_queue_) +
-                         "\nqueue_timeout = \"10s\"\n";
+    std::string config =
+        "[supervisor]\nruntime_dir = " + TomlString(root + "/run") + "\nlog_level = \"warning\"\n" +
+        (options_.access_log.empty() ? std::string()
+                                     : "access_log = " + TomlString(options_.access_log) + "\n") +
+        "\n[cells.echo]\n" + (options_.http ? "protocol = \"http\"\n" : "") + "command = [" +
+        WorkerCommand(bulkheadd_peak_file_) +
+        "]\nmax_concurrent = " + std::to_string(connections_) +
+        "\nmax_queue = " + std::to_string(max_queue_) + "\nqueue_timeout = \"10s\"\n";
     if (!options_.http) {
       const std::string gates = root + "/gates";
       if (::mkdir(gates.c_str(), 0755) != 0) return Status::FromErrno("mkdir " + gates);
@@ -711,6 +714,9 @@ int Main(int argc, char** argv) {
   app.add_flag("--http", options.http,
                "HTTP/1.1 instead of frames: a protocol = \"http\" cell, HAProxy in mode http, "
                "then the same driven by wrk over TCP 127.0.0.1, nginx beside HAProxy");
+  app.add_option("--access-log", options.access_log,
+                 "bulkheadd's access_log (a file path, or stderr); empty: no access log")
+      ->capture_default_str();
   app.add_option("--wrk", options.wrk, "wrk binary for the HTTP run's wrk stages; empty: none")
       ->capture_default_str();
   app.add_option("--wrk-seconds", options.wrk_seconds, "length of one wrk run (whole seconds)")

@@ -343,6 +343,10 @@ struct SupervisorConfig {
   // Where the Prometheus endpoint (GET /metrics, docs/metrics.md) listens; nullopt: no endpoint.
   std::optional<ListenAddress> metrics_listen;
 
+  // `access_log`: where each answered request's line goes (docs/access-log.md): "" = no access
+  // log (the default), "stderr", or a file path (relative: to the config file's directory).
+  std::string access_log;
+
   // What happens after the orderly shutdown.
   ShutdownAction on_shutdown = ShutdownAction::kExit;
   // `control_socket_mode`: permission bits of the control socket file, 0..0777. Whoever may

@@ -243,7 +243,7 @@ using SK = SupervisorKeyId;
 using SR = SupervisorReload;
 
 // kOwn keys (supervisor_table.cc): runtime_dir, control_socket (the sockets' checks),
-// cgroup_parent (a cgroup path), metrics_listen (an address).
+// cgroup_parent (a cgroup path), metrics_listen (an address), access_log ("stderr" or a path).
 constexpr auto kSupervisorKeys = std::to_array<SupervisorKey>({
     Supervisor<&S::runtime_dir>(SK::kRuntimeDir, "runtime_dir", SR::kRefused, kOwn),
     Supervisor<&S::control_socket>(SK::kControlSocket, "control_socket", SR::kRefused, kOwn),
@@ -254,6 +254,7 @@ constexpr auto kSupervisorKeys = std::to_array<SupervisorKey>({
     Supervisor<&S::cgroup>(SK::kCgroup, "cgroup", SR::kRefused, Choice(kCgroupModes)),
     Supervisor<&S::cgroup_parent>(SK::kCgroupParent, "cgroup_parent", SR::kRefused, kOwn),
     Supervisor<&S::metrics_listen>(SK::kMetricsListen, "metrics_listen", SR::kRefused, kOwn),
+    Supervisor<&S::access_log>(SK::kAccessLog, "access_log", SR::kRefused, kOwn),
     Supervisor<&S::on_shutdown>(SK::kOnShutdown, "on_shutdown", SR::kRefused,
                                 Choice(kShutdownActions)),
     Supervisor<&S::control_socket_mode>(SK::kControlSocketMode, "control_socket_mode", SR::kRefused,

@@ -162,6 +162,7 @@ enum class SupervisorKeyId {
   kCgroup,
   kCgroupParent,
   kMetricsListen,
+  kAccessLog,
   kOnShutdown,
   kControlSocketMode,
   kControlSocketGroup,

@@ -116,6 +116,14 @@ void ParseSupervisorTable(const toml::table* table, const std::string& default_r
         case SupervisorKeyId::kMetricsListen:
           ParseMetricsListen(reader, sockets, *node, path, out);
           break;
+        case SupervisorKeyId::kAccessLog: {
+          if (node->is_string() && node->value<std::string>() == "stderr") {
+            out.access_log = "stderr";
+          } else if (std::optional<std::string> file = reader.ExpectPath(*node, path)) {
+            out.access_log = std::move(*file);
+          }
+          break;
+        }
         default:
           // A key of kind kOwn (config/config_keys.h) needs its case above.
           BH_CHECK(false);

@@ -107,7 +107,8 @@ std::string EscapeLabelValue(std::string_view value) {
   return out;
 }
 
-std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCounts& reloads) {
+std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCounts& reloads,
+                        const AccessLogCounts& access_log) {
   std::string out;
   Writer w(&out);
 
@@ -121,6 +122,15 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCoun
            "0 when the latest config reload was refused (bulkheadd runs the config it had before), "
            "else 1.");
   w.Sample("", uint64_t{reloads.last_refused ? 0U : 1U});
+  if (access_log.open) {
+    w.Family("bulkhead_access_log_lines_total", "counter",
+             "Access log lines queued for writing since bulkheadd started.");
+    w.Sample("", access_log.lines);
+    w.Family("bulkhead_access_log_dropped_total", "counter",
+             "Access log lines dropped because the log's buffer was full (its destination did not "
+             "keep up).");
+    w.Sample("", access_log.dropped);
+  }
 
   w.Family("bulkhead_up", "gauge",
            "1 when the cell's worker is running and its admission open, else 0.");

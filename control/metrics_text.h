@@ -26,11 +26,21 @@ struct ReloadCounts {
   bool last_refused = false;  // the latest reload was refused; false before any reload
 };
 
+// The access log's lines since bulkheadd started (proxy/access_log.h): queued for writing, or
+// dropped because its buffer was full. Rendered as bulkhead_access_log_lines_total and
+// bulkhead_access_log_dropped_total, only when the log is open (docs/metrics.md).
+struct AccessLogCounts {
+  bool open = false;
+  uint64_t lines = 0;
+  uint64_t dropped = 0;
+};
+
 // One family after another, each under its "# HELP" and "# TYPE" lines: the supervisor's own
-// (`reloads`, without a `cell` label), then one sample per cell (label `cell`, in `cells` order) or
-// per cell and reason. Families that have no sample (the cgroup figures when no cell has a cgroup)
-// are left out. Ends with '\n'.
-std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCounts& reloads = {});
+// (`reloads` and `access_log`, without a `cell` label), then one sample per cell (label `cell`, in
+// `cells` order) or per cell and reason. Families that have no sample (the cgroup figures when no
+// cell has a cgroup) are left out. Ends with '\n'.
+std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCounts& reloads = {},
+                        const AccessLogCounts& access_log = {});
 
 // A label value escaped as the format asks: '\\' -> "\\\\", '"' -> "\\\"", newline -> "\\n".
 std::string EscapeLabelValue(std::string_view value);

@@ -2,6 +2,8 @@
 #include "proxy/cell_data_path.h"
 
 #include <algorithm>
+#include <charconv>
+#include <ctime>
 #include <utility>
 
 #include "base/check.h"
@@ -233,6 +235,11 @@ void CellDataPath::SampleServiceTime(const Exchange& exchange) {
 
 // --- Client connections. ---
 
+void CellDataPath::OnClientConnected(Client* conn) {
+  if (access_log_ != nullptr) conn->LabelPeer();
+  front_.Opened(conn);
+}
+
 void CellDataPath::OnClientDisconnected(Client* conn) {
   front_.Closed(conn);
   slow_clients_.Forget(conn);
@@ -275,6 +282,22 @@ void CellDataPath::OnRequest(Client* conn, const RequestInfo& info, std::string_
   exchange->admitted_at_ns = time_->NowNs();
   exchange->dispatched_at_ns = 0;
   exchange->client_paused_ns = 0;
+  exchange->bytes_in = payload.size();
+  exchange->bytes_out = 0;
+  exchange->http_status = 0;
+  exchange->worker_pid = 0;
+  if (access_log_ != nullptr) {
+    char frame_id[24];
+    std::string_view id = info.request_id;
+    if (info.method.empty()) {
+      const std::to_chars_result end =
+          std::to_chars(frame_id, frame_id + sizeof frame_id, info.client_request_id);
+      id = std::string_view(frame_id, static_cast<size_t>(end.ptr - frame_id));
+    }
+    AppendRequestFields(&exchange->access_fields, conn->peer_label(), id, info.method, info.target);
+  }
+  // The views are the front end's, valid during this call only.
+  exchange->info.method = exchange->info.target = exchange->info.request_id = {};
   conn->Attach(exchange);
   if (upstream_->RefusesRequests()) {
     ++counters_.rejected_at_admission;
@@ -366,6 +389,7 @@ void CellDataPath::Dispatch(Exchange* exchange, std::string_view payload) {
   if (busy_links_.empty()) last_progress_ms_ = now;
 
   exchange->dispatched_at_ns = time_->NowNs();
+  exchange->worker_pid = upstream_->worker_pid();
   queue_wait_.Record(exchange->dispatched_at_ns,
                      exchange->dispatched_at_ns - exchange->admitted_at_ns);
   deadlines_.Start(exchange, now);
@@ -552,6 +576,9 @@ void CellDataPath::Answer(Exchange* exchange, uint64_t* counter, const Outcome& 
     request_duration_.Record(now_ns, now_ns - exchange->admitted_at_ns);
   }
   Client* client = exchange->client;
+  if (access_log_ != nullptr) {
+    LogAccess(*exchange, outcome, client == nullptr ? "dropped" : std::string_view());
+  }
   if (client == nullptr) {
     ++*counter;
     return;
@@ -559,6 +586,37 @@ void CellDataPath::Answer(Exchange* exchange, uint64_t* counter, const Outcome& 
   client->Detach(exchange);
   ++replies_unwritten_;
   client->OnOutcome(exchange, outcome, counter);
+}
+
+void CellDataPath::LogAccess(const Exchange& exchange, const Outcome& outcome,
+                             std::string_view outcome_name) {
+  static constexpr std::string_view kKindNames[] = {"ok", "rejected", "failed"};
+  AccessRecord record;
+  ::clock_gettime(CLOCK_REALTIME, &record.time);
+  record.cell = config_.name;
+  record.request_fields = exchange.access_fields;
+  record.outcome =
+      outcome_name.empty() ? kKindNames[static_cast<size_t>(outcome.kind)] : outcome_name;
+  record.reason = outcome.reason == ipc::Reason::kNone ? "" : ipc::ReasonName(outcome.reason);
+  // The worker's status when its response began; else bulkheadd's own answer's, if it gave one.
+  record.http_status = exchange.http_status;
+  if (record.http_status == 0 && outcome.kind != Outcome::Kind::kOk && outcome_name.empty()) {
+    record.http_status = wire_->local_status(outcome);
+  }
+  const uint64_t now_ns = time_->NowNs();
+  if (exchange.dispatched_at_ns != 0) {
+    record.queue_wait_us = (exchange.dispatched_at_ns - exchange.admitted_at_ns) / 1000;
+    record.worker_us = (now_ns - exchange.dispatched_at_ns) / 1000;
+  } else {
+    record.queue_wait_us = (now_ns - exchange.admitted_at_ns) / 1000;
+  }
+  record.bytes_in = exchange.bytes_in;
+  // A frame's reply payload comes in the outcome; an HTTP response was counted as it was relayed.
+  record.bytes_out = exchange.bytes_out;
+  if (outcome.kind == Outcome::Kind::kOk) record.bytes_out += outcome.text.size();
+  record.worker_pid = exchange.worker_pid;
+  if (adaptive_ != nullptr) record.limit = bulkhead_.limits().max_concurrent;
+  access_log_->Append(record);
 }
 
 void CellDataPath::Complete(Exchange* exchange, uint64_t* counter, const Outcome& outcome) {
@@ -609,6 +667,7 @@ void CellDataPath::OnClientGone(Exchange* exchange) {
   if (exchange->admission_state() == admission::AdmissionEntry::State::kQueued) {
     bulkhead_.Cancel(exchange);
     ++counters_.cancelled;
+    if (access_log_ != nullptr) LogAccess(*exchange, Outcome::Ok({}), "cancelled");
     pool_->Release(exchange);
     ArmQueueTimer();
   }

@@ -35,6 +35,7 @@
 #include "loop/after_poll.h"
 #include "loop/time_source.h"
 #include "loop/write_batch.h"
+#include "proxy/access_log.h"
 #include "proxy/client.h"
 #include "proxy/exchange.h"
 #include "proxy/front_listener.h"
@@ -96,6 +97,10 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Closes every handle and removes the front socket file if still ours; `on_closed` runs when
   // the last close callback has run. REQUIRES: no request running on a worker link.
   void Close(std::function<void()> on_closed);
+  // Every request answered from now on gets a line in `log` (docs/access-log.md); nullptr: none.
+  // `log` outlives the data path, or is unset first. Set before clients connect (their peers are
+  // read as they connect).
+  void SetAccessLog(AccessLog* log) { access_log_ = log; }
   // Lowers the limit on client connections below max_connections (the cell's share of the
   // supervisor's descriptor budget). Set before clients connect.
   void SetConnectionShare(uint32_t share) { front_.SetConnectionShare(share); }
@@ -148,7 +153,7 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   static void OnHandleClosed(uv_handle_t* handle);
 
   // ClientOwner.
-  void OnClientConnected(Client* conn) override { front_.Opened(conn); }
+  void OnClientConnected(Client* conn) override;
   void OnClientDisconnected(Client* conn) override;
   void OnRequest(Client* conn, const RequestInfo& info, std::string_view payload) override;
   void OnClientGone(Exchange* exchange) override;
@@ -186,6 +191,9 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Nothing of `exchange` is touched after the client end has it (it may be recycled under it).
   void Answer(Exchange* exchange, uint64_t* counter, const Outcome& outcome);
   void FinishRunning(Exchange* exchange);
+  // The access log's line for `exchange`, answered now with `outcome` (`outcome_name` overrides
+  // its kind: "dropped" when its client left, "cancelled" when it left the queue).
+  void LogAccess(const Exchange& exchange, const Outcome& outcome, std::string_view outcome_name);
   // An adaptive cell: `exchange`, answered by the worker now, is one sample of its service time
   // (dispatch to answer, less the time its worker end waited for a slow client); the Bulkhead
   // takes the limit that follows. Before FinishRunning (the running count includes it).
@@ -276,6 +284,7 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Replies handed to a client and not yet written whole: in flight until then.
   uint32_t replies_unwritten_ = 0;
 
+  AccessLog* access_log_ = nullptr;  // the supervisor's, or null: no access log
   admission::CellCounters counters_;
   admission::WindowedLatency queue_wait_;
   admission::WindowedLatency request_duration_;

@@ -26,6 +26,10 @@ size_t Client::OnResponseBytes(Exchange*, std::string_view, bool) {
 
 void Client::OnBodyFlow(Exchange*) { BH_CHECK(false && "this front end streams no request body"); }
 
+void Client::LabelPeer() {
+  peer_label_size_ = static_cast<uint8_t>(PeerLabel(stream_, peer_label_, sizeof peer_label_));
+}
+
 void Client::QueueAnswer(uint64_t* outcome, bool defer_flush) {
   unwritten_.push_back(UnwrittenReply{writer_.appended_bytes(), outcome});
   // Deferred, the caller writes the answers of its read in one write and looks at the backlog

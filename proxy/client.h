@@ -108,6 +108,11 @@ class Client {
   // Closes a client that does not read its answers, with a warning naming `why`.
   void CloseUnread(const std::string& why);
 
+  // Who the client is, for the access log: the peer's address or credentials (PeerLabel in
+  // proxy/stream_peer.h), read once by LabelPeer; empty before.
+  void LabelPeer();
+  std::string_view peer_label() const { return {peer_label_, peer_label_size_}; }
+
   // The client's live exchanges: attached on admission, detached when answered or gone.
   void Attach(Exchange* exchange);
   void Detach(Exchange* exchange);
@@ -157,6 +162,8 @@ class Client {
   uint64_t seen_written_ = 0;
   uint64_t seen_unconsumed_ = 0;
   bool waiting_ = false;  // answers wait for it: its owner watches it
+  uint8_t peer_label_size_ = 0;
+  char peer_label_[56] = {};
 };
 
 // Initialises `client` (a union with `pipe` and `tcp` members) as the handle type that accepts

@@ -10,6 +10,7 @@ namespace bulkhead::proxy {
 bool Exchange::SendBody(std::string_view bytes, bool last) {
   if (body_pipe != BodyPipe::kFlowing) return false;  // its worker end left: dropped
   BH_CHECK(link != nullptr);
+  bytes_in += bytes.size();
   // Closed first: a link that breaks under the write finds nothing more to drop.
   if (last) body_pipe = BodyPipe::kClosed;
   const size_t held = link->OnBodyBytes(this, bytes, last);
@@ -40,6 +41,7 @@ void Exchange::DropBody() {
 }
 
 bool Exchange::SendResponse(std::string_view bytes, bool must_close) {
+  bytes_out += bytes.size();
   if (client == nullptr) return true;
   return client->OnResponseBytes(this, bytes, must_close) <= kHighWatermark;
 }
@@ -63,6 +65,7 @@ void ExchangePool::Release(Exchange* exchange) {
   exchange->client_prev = exchange->client_next = nullptr;
   exchange->answered = false;
   exchange->resent = false;
+  exchange->access_fields.clear();
   if (exchange->payload.capacity() > kMaxRetainedPayload) {
     std::string().swap(exchange->payload);
   } else {

@@ -11,6 +11,8 @@
 // path does not allocate once warm. REQUIRES: loop thread only.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -58,6 +60,12 @@ struct RequestInfo {
   // request whose method has no body by usage carried one (docs/http.md), which a worker that never
   // reads such bodies would take as the next request.
   bool close_link_after = false;
+  // HTTP, for the access log (proxy/access_log.h): the request's method, request-target as sent,
+  // and X-Request-Id (the client's, else the one bulkheadd added). Valid during
+  // ClientOwner::OnRequest only: the data path copies what it logs and clears them.
+  std::string_view method;
+  std::string_view target;
+  std::string_view request_id;
 };
 
 // How an exchange ends (docs/protocol.md, "Outcomes"): the worker's answer, or bulkheadd's own
@@ -159,6 +167,15 @@ struct Exchange : admission::AdmissionEntry, admission::DeadlineEntry {
   // The client's list of its live exchanges (intrusive, so a disconnect finds them in O(own)).
   Exchange* client_prev = nullptr;
   Exchange* client_next = nullptr;
+  // For the access log: request bytes passed towards the worker (the payload, then the streamed
+  // body), response bytes passed towards the client (SendResponse); the worker's HTTP status once
+  // its response head was relayed (0: none); the worker it was dispatched to (0: none); the
+  // request's logfmt fields (AppendRequestFields), kept only while an access log is open.
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+  int http_status = 0;
+  pid_t worker_pid = 0;
+  std::string access_fields;
   // The client has its answer (request_timeout passed) though the worker still holds the slot.
   bool answered = false;
   // Sent again on a fresh worker connection once already (docs/protocol.md: a request the worker

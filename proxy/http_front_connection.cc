@@ -329,6 +329,9 @@ void HttpFrontConnection::StartExchange(bool streaming) {
   http::ForwardOptions options;
   options.client_address = client_address_;
   options.request_id = NewRequestId(request_id);
+  info.method = head.method;
+  info.target = head.target;
+  info.request_id = head.Find("X-Request-Id").value_or(options.request_id);
   options.host = owner_->name();  // for an HTTP/1.0 request without Host (docs/http.md)
   scratch_.clear();
   if (streaming) {

@@ -168,6 +168,7 @@ void HttpWorkerLink::Relay(std::string_view data) {
 
 void HttpWorkerLink::Deliver() {
   if (inflight_ == nullptr || (out_.empty() && !relay_.client_must_close())) return;
+  inflight_->http_status = relay_.status_code();
   if (!inflight_->SendResponse(out_, relay_.client_must_close()) && !paused_ && !closing_) {
     paused_ = true;
     paused_at_ns_ = owner_->NowNs();

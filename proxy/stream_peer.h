@@ -6,6 +6,7 @@
 
 #include <uv.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace bulkhead::proxy {
@@ -22,5 +23,10 @@ bool PeerClosedBothWays(uv_stream_t* stream);
 // Bytes this end sent on `stream` (a Unix or TCP stream socket) that its peer has not read yet
 // (SIOCOUTQ), 0 when unknown.
 uint64_t BytesUnreadByPeer(uv_stream_t* stream);
+
+// Writes who the peer of `stream` is into `out` and returns its length (0 when unknown): a TCP
+// peer's address and port ("203.0.113.7:41234", "[2001:db8::1]:41234"), a Unix socket peer's
+// credentials as SO_PEERCRED gave them at connect(2) ("pid:4123,uid:1000"; unix(7)).
+size_t PeerLabel(uv_stream_t* stream, char* out, size_t size);
 
 }  // namespace bulkhead::proxy

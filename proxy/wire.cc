@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/wire.h"
 
+#include "http/local_reply.h"
 #include "proxy/front_connection.h"
 #include "proxy/http_front_connection.h"
 #include "proxy/http_worker_link.h"
@@ -25,9 +26,18 @@ Result<Link*> ConnectHttp(LinkOwner* owner, uv_loop_t* loop, const std::string& 
   return static_cast<Link*>(*link);
 }
 
-constexpr Wire kFrames{&FrontConnection::Accept, &FrontConnection::AppendRefusal, &ConnectFrames};
+int NoStatus(const Outcome&) { return 0; }
+
+int HttpLocalStatus(const Outcome& outcome) {
+  return http::StatusCodeFor(outcome.kind == Outcome::Kind::kRejected ? ipc::ReplyStatus::kRejected
+                                                                      : ipc::ReplyStatus::kFailed,
+                             outcome.reason);
+}
+
+constexpr Wire kFrames{&FrontConnection::Accept, &FrontConnection::AppendRefusal, &ConnectFrames,
+                       &NoStatus};
 constexpr Wire kHttp{&HttpFrontConnection::Accept, &HttpFrontConnection::AppendRefusal,
-                     &ConnectHttp};
+                     &ConnectHttp, &HttpLocalStatus};
 
 }  // namespace
 

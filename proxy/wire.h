@@ -31,6 +31,9 @@ struct Wire {
   // its backlog is full (EAGAIN).
   Result<Link*> (*connect)(LinkOwner* owner, uv_loop_t* loop, const std::string& path,
                            const LinkSettings& settings);
+  // The status code of bulkheadd's own answer to a Rejected or Failed `outcome` (HTTP: 503, 502,
+  // 504, http/local_reply.h), 0 for a wire without status codes (frames). For the access log.
+  int (*local_status)(const Outcome& outcome);
 };
 
 const Wire& WireFor(config::Protocol protocol);

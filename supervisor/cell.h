@@ -98,6 +98,8 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void CloseHandles(std::function<void()> on_closed);
   // Closes every client connection (queued requests cancelled).
   void DisconnectClients() { data_path_.DisconnectClients(); }
+  // Every request answered gets a line in `log` (CellDataPath::SetAccessLog); nullptr: none.
+  void SetAccessLog(proxy::AccessLog* log) { data_path_.SetAccessLog(log); }
 
   // The supervisor reaped the worker: `wait_status` as from waitpid.
   void OnWorkerExit(int wait_status) { runner_.OnWorkerExit(wait_status); }

@@ -40,6 +40,7 @@ std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config
   compartment.required = config_.supervisor.cgroup == config::CgroupMode::kRequired;
   auto cell = std::make_unique<Cell>(&loop_, &time_, cell_config, std::move(compartment),
                                      config_.supervisor.max_payload_bytes, &pool_, &*write_batch_);
+  cell->SetAccessLog(access_log_.get());
   // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
   cell->SetStateObserver([this] { OnCellStateChanged(); });
   return cell;
@@ -75,6 +76,14 @@ ReloadResult Supervisor::Reload() {
   // Before READY=1 the service manager still waits for the start; it is told only of the outcome.
   const bool tell = ready_sent_;
   if (tell) notifier_.Reloading();
+  // Every reload, applied or refused, opens the access log's file again: logrotate's postrotate
+  // sends SIGHUP (nginx's USR1 and HAProxy's reload do the same job).
+  if (access_log_) {
+    Status reopened = access_log_->Reopen();
+    if (!reopened.ok()) {
+      LogWarning("access log not reopened, still writing the old file: " + reopened.message());
+    }
+  }
   ReloadResult result = ApplyReload();
   ++(result.ok ? reloads_.applied : reloads_.refused);
   reloads_.last_refused = !result.ok;

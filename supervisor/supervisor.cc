@@ -85,6 +85,16 @@ int Supervisor::Run() {
   Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
       write_batch_->how());
   Status status = HandleSignals();
+  if (status.ok() && !config_.supervisor.access_log.empty()) {
+    Result<std::unique_ptr<proxy::AccessLog>> log =
+        proxy::AccessLog::Open(&loop_, &time_, config_.supervisor.access_log);
+    if (log.ok()) {
+      access_log_ = std::move(log).value();
+      LogInfo("access log: " + config_.supervisor.access_log);
+    } else {
+      status = Status::Error("supervisor.access_log: " + log.status().message());
+    }
+  }
 
   control_ = std::make_unique<control::ControlServer>(
       &loop_, &time_, [this](const std::string& line, const control::ControlPeer& peer) {
@@ -412,6 +422,7 @@ void Supervisor::CloseAll() {
   control_->Close(handles_.Part());
   if (metrics_) metrics_->Close(handles_.Part());
   write_batch_->Close(handles_.Part());
+  if (access_log_) access_log_->Close(handles_.Part());
   client_drain_timer_.reset();
   order_timer_.reset();
   // The signal handles close with the rest.
@@ -419,6 +430,7 @@ void Supervisor::CloseAll() {
     cells_.clear();
     control_.reset();
     metrics_.reset();
+    access_log_.reset();
   });
 }
 
@@ -472,7 +484,13 @@ std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
 }
 
 std::string Supervisor::RenderMetrics() const {
-  return control::MetricsText(Snapshots(), reloads_);
+  control::AccessLogCounts access_log;
+  if (access_log_) {
+    access_log.open = true;
+    access_log.lines = access_log_->lines();
+    access_log.dropped = access_log_->dropped();
+  }
+  return control::MetricsText(Snapshots(), reloads_, access_log);
 }
 
 std::string Supervisor::HandleControl(const std::string& request_line) {

@@ -27,6 +27,7 @@
 #include "loop/handle_group.h"
 #include "loop/time_source.h"
 #include "loop/write_batch.h"
+#include "proxy/access_log.h"
 #include "proxy/exchange.h"
 #include "supervisor/cell.h"
 #include "supervisor/connection_budget.h"
@@ -160,6 +161,8 @@ class Supervisor {
   // The socket writes of a loop iteration (client answers, HTTP requests to workers), sent together
   // (loop/write_batch.h); from Run() until CloseAll() closes it.
   std::optional<loop::WriteBatch> write_batch_;
+  // `access_log` (docs/access-log.md): from Run() until CloseAll() closes it; null without one.
+  std::unique_ptr<proxy::AccessLog> access_log_;
   uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;
   // Cells retired by a reload, until their handles are closed. Their workers are still reaped.

@@ -89,6 +89,7 @@ const std::map<std::string, std::string, std::less<>> kSupervisorExamples = {
     {"cgroup", R"("off")"},
     {"cgroup_parent", R"("/pod.slice/bulkhead")"},
     {"metrics_listen", R"("127.0.0.1:0")"},
+    {"access_log", R"("/var/log/bulkhead/access.log")"},
     {"on_shutdown", R"("poweroff")"},
     {"control_socket_mode", R"("0600")"},
     {"control_socket_group", "0"},

@@ -165,3 +165,38 @@ max_concurrent = 1
 
 }  // namespace
 }  // namespace bulkhead::config
+
+namespace bulkhead::config {
+namespace {
+
+constexpr char kAccessLogCell[] = "[cells.a]\ncommand = [\"/bin/true\"]\nmax_concurrent = 1\n";
+
+TEST(AccessLogKey, UnsetMeansNoLogStderrAndPathsResolvedFromTheConfigFile) {
+  LoadResult unset = ParseConfig(std::string(kAccessLogCell), "/etc/bh/b.toml");
+  ASSERT_TRUE(unset.config.has_value());
+  EXPECT_EQ(unset.config->supervisor.access_log, "");
+
+  LoadResult to_stderr = ParseConfig(
+      std::string("[supervisor]\naccess_log = \"stderr\"\n") + kAccessLogCell, "/etc/bh/b.toml");
+  ASSERT_TRUE(to_stderr.config.has_value());
+  EXPECT_EQ(to_stderr.config->supervisor.access_log, "stderr");
+
+  LoadResult relative =
+      ParseConfig(std::string("[supervisor]\naccess_log = \"logs/access.log\"\n") + kAccessLogCell,
+                  "/etc/bh/b.toml");
+  ASSERT_TRUE(relative.config.has_value());
+  EXPECT_EQ(relative.config->supervisor.access_log, "/etc/bh/logs/access.log");
+}
+
+TEST(AccessLogKey, NonStringIsAnErrorAtItsPlace) {
+  LoadResult result =
+      ParseConfig(std::string("[supervisor]\naccess_log = 3\n") + kAccessLogCell, "/etc/bh/b.toml");
+  EXPECT_FALSE(result.config.has_value());
+  ASSERT_FALSE(result.errors.empty());
+  EXPECT_NE(result.errors[0].ToString().find("b.toml:2:14: supervisor.access_log"),
+            std::string::npos)
+      << result.errors[0].ToString();
+}
+
+}  // namespace
+}  // namespace bulkhead::config
