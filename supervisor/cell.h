@@ -78,6 +78,14 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   std::string Restart(bool overlap = true) {
     return runner_.Restart(data_path_.bulkhead().running(), overlap);
   }
+  // A reload's restart (a key that needs a new worker changed; Reconfigure ran first): it overlaps
+  // as `restart` does when it can (restart_overlap, no cgroup, running); a swap already under way
+  // started its next worker with the config of before, so it is cancelled and this restart goes
+  // without overlap. Never answered "restart in progress".
+  std::string RestartForReload() {
+    const bool swapping = runner_.swap().phase() != lifecycle::WorkerSwap::Phase::kIdle;
+    return runner_.Restart(data_path_.bulkhead().running(), /*overlap=*/!swapping);
+  }
   // `on_stopped` (may be null) runs once the cell has no worker and is stopped; at once if it is.
   std::string Stop(std::function<void()> on_stopped) {
     return runner_.Stop(data_path_.bulkhead().running(), std::move(on_stopped));

@@ -200,7 +200,7 @@ ReloadResult Supervisor::ApplyReload() {
             notes.push_back(planned.name + " is " + lifecycle::Lifecycle::StateName(state) +
                             ": its new config applies at its next start");
           } else {
-            cell->Restart(/*overlap=*/false);
+            cell->RestartForReload();
           }
         }
         cells.push_back(std::move(cell));

@@ -35,6 +35,7 @@ struct Tally {
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> ok{0};
   std::atomic<uint64_t> wrong{0};  // a reply not OK, not its own, twice, or missing
+  std::mutex mu;                   // guards first_wrong
   std::vector<std::string> first_wrong;
 };
 
@@ -89,19 +90,12 @@ void RestartUnderLoad(Harness& h, const std::string& cell, Tally& tally,
   EXPECT_THAT(h.Log(), HasSubstr("restart: next worker ready (first accept)"));
 }
 
-TEST(RestartOverlap, FramesCellUnderLoadLosesNothingAcrossBackToBackRestarts) {
-  const CellSpec cell{.name = "f",
-                      .max_concurrent = 4,
-                      // No queue: a request that found admission closed for the restart
-                      // would be rejected, so the count shows that it never closed.
-                      .max_queue = 0,
-                      .extra_toml = "stop_timeout = \"10s\"\n"};
-  Harness h(TestOptions({cell}));
-  ASSERT_STARTED(h);
-  Tally tally;
-  std::mutex mu;
-  RestartUnderLoad(h, "f", tally, [&](std::atomic<bool>& stop, int client) {
-    Result<ipc::Client> conn = h.Connect("f");
+// One client of a frames cell: request ids in order on one connection, each reply checked to be
+// its own, until `stop`.
+std::function<void(std::atomic<bool>&, int)> FramesLoad(Harness& h, const std::string& cell,
+                                                        Tally& tally) {
+  return [&h, cell, &tally](std::atomic<bool>& stop, int client) {
+    Result<ipc::Client> conn = h.Connect(cell);
     if (!conn.ok()) {
       ++tally.wrong;
       return;
@@ -121,11 +115,24 @@ TEST(RestartOverlap, FramesCellUnderLoadLosesNothingAcrossBackToBackRestarts) {
         continue;
       }
       ++tally.wrong;
-      std::lock_guard lock(mu);
+      std::lock_guard lock(tally.mu);
       tally.first_wrong.push_back(payload + ": " + Describe(reply));
       return;
     }
-  });
+  };
+}
+
+TEST(RestartOverlap, FramesCellUnderLoadLosesNothingAcrossBackToBackRestarts) {
+  const CellSpec cell{.name = "f",
+                      .max_concurrent = 4,
+                      // No queue: a request that found admission closed for the restart
+                      // would be rejected, so the count shows that it never closed.
+                      .max_queue = 0,
+                      .extra_toml = "stop_timeout = \"10s\"\n"};
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  Tally tally;
+  RestartUnderLoad(h, "f", tally, FramesLoad(h, "f", tally));
 }
 
 TEST(RestartOverlap, HttpCellUnderLoadLosesNothingAcrossBackToBackRestarts) {
@@ -139,7 +146,6 @@ TEST(RestartOverlap, HttpCellUnderLoadLosesNothingAcrossBackToBackRestarts) {
   Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
   Tally tally;
-  std::mutex mu;
   RestartUnderLoad(h, "web", tally, [&](std::atomic<bool>& stop, int client) {
     std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
     if (!conn) {
@@ -158,7 +164,7 @@ TEST(RestartOverlap, HttpCellUnderLoadLosesNothingAcrossBackToBackRestarts) {
         continue;
       }
       ++tally.wrong;
-      std::lock_guard lock(mu);
+      std::lock_guard lock(tally.mu);
       tally.first_wrong.push_back("client " + std::to_string(client) + " request " +
                                   std::to_string(n) + ": " + Describe(response));
       return;
@@ -190,6 +196,56 @@ TEST(RestartOverlap, ANextWorkerThatCannotStartLeavesThePreviousOneServing) {
   EXPECT_THAT(c["restart_failed"].get<std::string>(),
               HasSubstr("the next worker exited before it was ready (exit 7)"));
   EXPECT_OK_REPLY(h.Call("f", "echo still"), "still");
+}
+
+// A reload that changes what needs a new worker (here its environment) overlaps as `restart`
+// does: under load, with no queue, every request is answered OK while the worker is replaced,
+// and the new worker has the new environment.
+TEST(RestartOverlap, AReloadThatNeedsANewWorkerOverlapsToo) {
+  constexpr int kReloads = 5;
+  auto cell_with = [](int generation) {
+    return CellSpec{.name = "f",
+                    .max_concurrent = 4,
+                    .max_queue = 0,
+                    .extra_toml = "stop_timeout = \"10s\"\nenvironment = { GEN = \"" +
+                                  std::to_string(generation) + "\" }\n"};
+  };
+  Harness h(TestOptions({cell_with(0)}));
+  ASSERT_STARTED(h);
+  Tally tally;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i, load = FramesLoad(h, "f", tally)] { load(stop, i); });
+  }
+  ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= 20; }, std::chrono::seconds(10)));
+  pid_t pid = h.Cell("f")["pid"].get<pid_t>();
+  for (int generation = 1; generation <= kReloads; ++generation) {
+    h.RewriteConfig({cell_with(generation)});
+    Result<ProcessResult> reload = h.Ctl({"reload"});
+    ASSERT_TRUE(reload.ok()) << reload.status().message();
+    ASSERT_EQ(reload->exit_code(), 0) << reload->Describe() << "\n" << h.Log();
+    pid_t now = 0;
+    ASSERT_TRUE(h.WaitForCell("f", [&](const nlohmann::json& c) {
+      if (!c["pid"].is_number() || !c["swap"].is_null()) return false;
+      now = c["pid"].get<pid_t>();
+      return now != pid;
+    })) << h.Cell("f").dump();
+    pid = now;
+  }
+  const uint64_t after = tally.ok.load();
+  EXPECT_TRUE(WaitFor([&] { return tally.ok.load() >= after + 20; }, std::chrono::seconds(10)));
+  stop = true;
+  for (std::thread& t : clients) t.join();
+
+  EXPECT_EQ(tally.wrong.load(), 0u) << (tally.first_wrong.empty() ? "" : tally.first_wrong[0]);
+  EXPECT_EQ(tally.ok.load(), tally.sent.load()) << "every request got exactly one reply";
+  nlohmann::json c = h.Cell("f");
+  EXPECT_EQ(c["rejected"], 0) << c.dump();
+  EXPECT_EQ(c["failed"], 0) << c.dump();
+  EXPECT_EQ(c["restarts"], kReloads);
+  EXPECT_OK_REPLY(h.Call("f", "env GEN"), std::to_string(kReloads));
+  EXPECT_THAT(h.Log(), HasSubstr("restart: next worker started beside pid"));
 }
 
 }  // namespace
