@@ -670,6 +670,8 @@ void WorkerRunner::OnProcessExit(pid_t pid, int wait_status) {
   prev_pid_ = prev_pgid_ = 0;
   Log(LogLevel::kInfo, name(), pid, "restart done: previous worker exited: " + description);
   swap_.PreviousExited();
+  // After the swap is over: a retired link's close then reports a drain nobody waits for.
+  data_path_->PreviousWorkerExited(description);
   ArmSwapTimer();
   NoteState();
 }

@@ -63,6 +63,10 @@ class DataPathControl {
   // the previous one take nothing new and close once done (proxy::CellDataPath::RetireWorkerLinks).
   // Returns false when none carries a request; else the runner hears RetiredLinksDrained later.
   virtual bool RetireWorkerLinks() = 0;
+  // A worker swap's previous worker was reaped (`message`: its wait status, "signal 9"): the
+  // requests still on its retired connections, or orphaned when one of them broke, get FAILED
+  // worker_died with it, as a crash's in-flight requests do; those connections close.
+  virtual void PreviousWorkerExited(const std::string& message) = 0;
 };
 
 class WorkerRunner : private TeardownWatcher::Generation {

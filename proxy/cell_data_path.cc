@@ -135,8 +135,25 @@ void CellDataPath::FailInFlight(ipc::Reason reason, const std::string& message) 
   idle_links_.clear();
   std::vector<Exchange*> orphans;
   orphans.swap(orphans_);
-  orphan_timer_->Stop();
+  // Orphans of a retired link wait for the previous worker's exit, which runs on.
+  if (retired_orphans_.empty()) orphan_timer_->Stop();
   for (Exchange* exchange : orphans) Fail(exchange, reason, message);
+}
+
+void CellDataPath::PreviousWorkerExited(const std::string& message) {
+  std::vector<Link*> retired;
+  for (Link* link : busy_links_) {
+    if (link->retiring) retired.push_back(link);
+  }
+  std::vector<Exchange*> exchanges;
+  for (Link* link : retired) {
+    while (Exchange* exchange = link->TakeInflight()) exchanges.push_back(exchange);
+    DropLink(link);
+  }
+  exchanges.insert(exchanges.end(), retired_orphans_.begin(), retired_orphans_.end());
+  retired_orphans_.clear();
+  if (orphans_.empty()) orphan_timer_->Stop();
+  for (Exchange* exchange : exchanges) Fail(exchange, ipc::Reason::kWorkerDied, message);
 }
 
 void CellDataPath::RejectQueued() {
@@ -500,6 +517,7 @@ void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_
   while (Exchange* exchange = link->TakeInflight(&unread, &payload)) {
     taken.push_back(Taken{exchange, unread && !worker_at_fault, payload});
   }
+  const bool retired = link->retiring;
   DropLink(link);
   if (worker_at_fault) {
     // The supervisor closed the connection: say why, at once, rather than wait for an exit.
@@ -521,8 +539,8 @@ void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_
     } else {
       // Most often the worker is dying and its exit is about to be reaped: wait for it, so the
       // client learns the exit reason rather than a bare "connection closed".
-      orphans_.push_back(t.exchange);
-      if (orphans_.size() == 1) orphan_timer_->Start(kOrphanGraceMs);
+      (retired ? retired_orphans_ : orphans_).push_back(t.exchange);
+      if (orphans_.size() + retired_orphans_.size() == 1) orphan_timer_->Start(kOrphanGraceMs);
       orphaned = true;
     }
   }
@@ -535,6 +553,8 @@ void CellDataPath::OnLinkBroken(Link* link, const std::string& why, bool worker_
 void CellDataPath::OnOrphanTimer() {
   std::vector<Exchange*> orphans;
   orphans.swap(orphans_);
+  orphans.insert(orphans.end(), retired_orphans_.begin(), retired_orphans_.end());
+  retired_orphans_.clear();
   for (Exchange* exchange : orphans) {
     Fail(exchange, ipc::Reason::kWorkerError, "worker closed the connection without replying");
   }

@@ -123,6 +123,10 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // they have to its end and close, the Upstream hears RetiredLinksDrained after the last. New
   // requests take new links. Returns false when no link was busy (nothing to wait for).
   bool RetireWorkerLinks();
+  // The swap's previous worker was reaped (`message`: its wait status): what its retired links
+  // still carry, and what was orphaned when one of them broke, gets FAILED worker_died with it;
+  // those links close. Requests on the serving worker's links are untouched.
+  void PreviousWorkerExited(const std::string& message);
   // Retired links still carrying a request.
   size_t retiring_links() const { return retiring_links_; }
 
@@ -267,6 +271,9 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Exchanges whose link broke while the worker still ran: failed with the exit reason when the
   // worker exits, or as worker_error once the grace period passes.
   std::vector<Exchange*> orphans_;
+  // The same, from a retired link (a swap's previous worker): failed when that worker is reaped
+  // (PreviousWorkerExited), or as worker_error with the others once the grace period passes.
+  std::vector<Exchange*> retired_orphans_;
   // request_timeout of the running requests: the request timer is armed for NextDeadline().
   admission::RequestDeadlines deadlines_;
   // OnBadRequest's log lines: one per second at most (burst 1, 1000 ms), the rest counted.

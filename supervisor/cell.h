@@ -140,6 +140,9 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   }
   void WorkerStarting() override { data_path_.WorkerStarting(); }
   bool RetireWorkerLinks() override { return data_path_.RetireWorkerLinks(); }
+  void PreviousWorkerExited(const std::string& message) override {
+    data_path_.PreviousWorkerExited(message);
+  }
 
   loop::TimeSource* time_;
   // Shared by the runner (watchdog) and the data path (stall, request_timeout): a timer whose

@@ -88,7 +88,11 @@ class FakeDataPath : public DataPathControl {
     ++retired;
     return retire_busy;
   }
+  void PreviousWorkerExited(const std::string& message) override {
+    previous_exited.push_back(message);
+  }
   int retired = 0;
+  std::vector<std::string> previous_exited;
   bool retire_busy = false;  // what RetireWorkerLinks answers: links to the previous one are busy
 
   int opened = 0;
@@ -627,9 +631,13 @@ TEST_F(WorkerSwapTest, ThePreviousWorkerIsKilledStopTimeoutAfterTheHandover) {
   EXPECT_EQ(phase(), WorkerSwap::Phase::kKilled);
   EXPECT_THAT(launcher_.TakeKills(),
               ElementsAre(Pair(-kServing, SIGKILL), Pair(kServing, SIGKILL)));
+  EXPECT_THAT(data_path_.previous_exited, IsEmpty());
   runner_->OnProcessExit(kServing, KilledBy(SIGKILL));
   EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
   EXPECT_EQ(runner_->pid(), kNext);
+  // What it still carried fails as worker_died with its exit, as a crash's requests do.
+  EXPECT_THAT(data_path_.previous_exited, ElementsAre("signal 9"));
+  EXPECT_THAT(data_path_.failed, IsEmpty()) << "the serving worker's requests are untouched";
 }
 
 TEST_F(WorkerSwapTest, ANextWorkerThatExitsBeforeItIsReadyLeavesThePreviousServing) {

@@ -368,6 +368,44 @@ TEST_F(CellDataPathTest, RetiredLinksFinishWhatTheyCarryAndNewRequestsTakeNewLin
   EXPECT_EQ(upstream_.retired_drained, 1);
 }
 
+// The swap's previous worker is reaped with requests still on its retired links, one whose link
+// broke first (the kill closed its socket) and one whose link is still open: both get FAILED
+// worker_died with its exit, as a crash's would, not worker_error after the orphan grace; the
+// serving worker's request is untouched.
+TEST_F(CellDataPathTest, RequestsOfAPreviousWorkerThatIsReapedFailAsWorkerDied) {
+  StartWorker(3, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> first = SendFromClients(2);
+  FakeWorkerEnd broken = AcceptWorkerEnd();
+  FakeWorkerEnd open = AcceptWorkerEnd();
+  ASSERT_EQ(ReadRequests(broken, 1).size(), 1u);
+  ASSERT_EQ(ReadRequests(open, 1).size(), 1u);
+  ASSERT_EQ(::unlink(config_.worker_socket.c_str()), 0);
+  Result<UniqueFd> next_listen = ListenUnix(config_.worker_socket);
+  ASSERT_TRUE(next_listen.ok()) << next_listen.status().message();
+  worker_listen_ = std::move(next_listen).value();
+  EXPECT_TRUE(data_path_->RetireWorkerLinks());
+  std::vector<ipc::Client> second = SendFromClients(1, 2);
+  FakeWorkerEnd next = AcceptWorkerEnd();
+  ASSERT_EQ(ReadRequests(next, 1).size(), 1u);
+
+  broken.fd.Reset();
+  ASSERT_TRUE(RunUntil([&] { return data_path_->retiring_links() == 1; }));
+  data_path_->PreviousWorkerExited("signal 9");
+  for (ipc::Client& client : first) {
+    Result<ipc::Client::Reply> reply = Receive(client);
+    ASSERT_TRUE(reply.ok()) << reply.status().message();
+    EXPECT_EQ(reply->header.status, ipc::ReplyStatus::kFailed);
+    EXPECT_EQ(reply->header.reason, ipc::Reason::kWorkerDied);
+    EXPECT_EQ(reply->payload, "signal 9");
+  }
+  EXPECT_EQ(data_path_->retiring_links(), 0u);
+  EXPECT_EQ(data_path_->counters().failed_worker_died, 2u);
+  EXPECT_EQ(data_path_->counters().failed_worker_error, 0u);
+  Advance(5000);  // past the orphan grace: nothing more
+  EXPECT_FALSE(Readable(second[0].fd())) << "the serving worker's request was answered";
+  EXPECT_EQ(data_path_->bulkhead().running(), 1u);
+}
+
 TEST_F(CellDataPathTest, AResendClosesTheLongestIdleConnectionFirst) {
   StartWorker(/*slots=*/3, config::WorkerConnections::kOnePerRequest);
   std::vector<ipc::Client> clients = SendFromClients(3);
