@@ -78,7 +78,7 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
       accept_poll_timer_(time->CreateTimer([this] { OnAcceptPoll(); })),
       next_probe_(
           loop, time, after_poll, &config_.name,
-          HealthProbe::Callbacks{.on_ready = [this](std::string what) { OnNextReady(what); },
+          HealthProbe::Callbacks{.on_ready = [this](const std::string& what) { OnNextReady(what); },
                                  // Readiness only: a stall is judged once it serves.
                                  .on_stalled = [](const std::string&) {}}),
       time_(time) {}
