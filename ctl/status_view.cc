@@ -108,6 +108,22 @@ std::string FormatRunning(const nlohmann::json& cell) {
   return out;
 }
 
+std::string FormatSwap(const nlohmann::json& cell) {
+  if (!cell.contains("swap") || !cell["swap"].is_object()) return "";
+  const nlohmann::json& swap = cell["swap"];
+  std::string out = Text(swap, "phase");
+  if (swap.contains("pid") && swap["pid"].is_number()) {
+    // Before the handover the other worker is the next one; after it, the previous one.
+    const std::string phase = Text(swap, "phase");
+    const bool next = phase == "starting" || phase == "abandoning";
+    out +=
+        std::string(next ? ", next worker pid " : ", previous worker pid ") + Scalar(swap["pid"]);
+  }
+  const std::string detail = swap.contains("detail") ? Text(swap, "detail") : "";
+  if (!detail.empty() && detail != "-") out += ": " + detail;
+  return out;
+}
+
 std::string FormatClients(const nlohmann::json& cell) {
   std::string out = std::to_string(Number(cell, "clients"));
   if (cell.contains("connection_limit")) {
@@ -229,6 +245,11 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
       if (!parts.empty()) restarts += " (" + parts + ")";
     }
     line("restarts", restarts);
+    // An overlapping restart under way, and why the last one failed (restart_failed).
+    if (const std::string swap = FormatSwap(cell); !swap.empty()) line("swap", swap);
+    if (cell.contains("restart_failed") && cell["restart_failed"].is_string()) {
+      line("restart failed", cell["restart_failed"].get<std::string>());
+    }
     line("last exit", Text(cell, "last_exit"));
     if (Text(cell, "reason") != "-") line("reason", Text(cell, "reason"));
     line("status text", Text(cell, "status_text"));

@@ -26,6 +26,10 @@ std::string FormatRunning(const nlohmann::json& cell);
 // over connection_limit, how many were refused for being over it, and how many idle_timeout
 // (or header_timeout) closed ("connections_idle_closed").
 std::string FormatClients(const nlohmann::json& cell);
+// The long form's "swap" line while an overlapping restart runs (the JSON's "swap": phase, the
+// other worker's pid, detail; docs/config.md "Restarts"): "starting, next worker pid 978: starting
+// the next worker beside the serving one, ...". Empty when none runs (null or absent).
+std::string FormatSwap(const nlohmann::json& cell);
 // The status JSON's "concurrency" object as `bulkheadctl status CELL` prints it (docs/control.md):
 // "8 (fixed)", or "6 of 1..64 (adaptive; -8 at 14:02:11: memory pressure trigger)" with the
 // latest change (its time in UTC, as the JSON's "at"), "(adaptive; no change yet)" before one.

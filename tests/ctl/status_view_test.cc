@@ -96,6 +96,17 @@ TEST(StatusView, ClientsShowsRefusedAndIdleClosedConnections) {
   EXPECT_EQ(FormatClients(cell), "3/1024 (12 refused, 5 closed idle)");
 }
 
+// An overlapping restart shows its phase and the other worker: the next one before the handover,
+// the previous one after it; nothing when none runs.
+TEST(StatusView, SwapShowsItsPhaseAndTheOtherWorker) {
+  EXPECT_EQ(FormatSwap({{"swap", nullptr}}), "");
+  EXPECT_EQ(FormatSwap(nlohmann::json::object()), "");
+  EXPECT_EQ(FormatSwap({{"swap", {{"phase", "starting"}, {"pid", 978}, {"detail", "waiting"}}}}),
+            "starting, next worker pid 978: waiting");
+  EXPECT_EQ(FormatSwap({{"swap", {{"phase", "draining"}, {"pid", 12}, {"detail", ""}}}}),
+            "draining, previous worker pid 12");
+}
+
 TEST(StatusView, ConcurrencyShowsTheLimitItsBoundsAndTheLastChange) {
   EXPECT_EQ(FormatConcurrency({{"mode", "fixed"}, {"limit", 8}}), "8 (fixed)");
   nlohmann::json adaptive = {

@@ -207,6 +207,12 @@ TEST(RestartOverlap, ANextWorkerThatCannotStartLeavesThePreviousOneServing) {
   EXPECT_THAT(c["restart_failed"].get<std::string>(),
               HasSubstr("the next worker exited before it was ready (exit 7)"));
   EXPECT_OK_REPLY(h.Call("f", "echo still"), "still");
+  // The human status says it too, where restart's message points.
+  Result<ProcessResult> shown = h.Ctl({"status", "f"});
+  ASSERT_TRUE(shown.ok()) << shown.status().message();
+  EXPECT_THAT(shown->out, HasSubstr("    restart failed:    the next worker exited before it was "
+                                    "ready (exit 7)"))
+      << shown->out;
 }
 
 // A reload that changes what needs a new worker (here its environment) overlaps as `restart`
