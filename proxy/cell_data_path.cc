@@ -93,6 +93,9 @@ void CellDataPath::WorkerStarting() {
 
 bool CellDataPath::RetireWorkerLinks() {
   accept_warned_ = false;
+  // What this loop turn wrote to the multiplexed link goes out now: OnFlushPrepare flushes only
+  // mux_link_, which is about to be the next worker's.
+  if (mux_link_ != nullptr) mux_link_->Flush();
   mux_link_ = nullptr;
   for (Link* link : idle_links_) link->Close();
   idle_links_.clear();

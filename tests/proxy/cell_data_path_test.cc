@@ -648,6 +648,58 @@ class MultiplexDataPathTest : public CellDataPathTest {
   FakeWorkerEnd worker_;
 };
 
+// A swap's handover in the loop turn that put a request on the multiplexed link (whose writes go
+// out before the next poll, for the link in use only) retires that link with the request sent,
+// not left in its buffer until the previous worker is killed at stop_timeout and it is resent
+// (bulkhead-bench-restart showed every multiplexed restart taking stop_timeout).
+TEST_F(MultiplexDataPathTest, AHandoverInTheTurnThatQueuedAWriteSendsItOnTheRetiredLink) {
+  StartMultiplexed(/*slots=*/2);
+  std::vector<ipc::Client> first = SendFromClients(1);
+  AcceptWorker();
+  auto first_sent = ReadRequests(1);
+  ASSERT_EQ(first_sent.size(), 1u);
+  ASSERT_EQ(::unlink(config_.worker_socket.c_str()), 0);
+  Result<UniqueFd> next_listen = ListenUnix(config_.worker_socket);
+  ASSERT_TRUE(next_listen.ok()) << next_listen.status().message();
+  worker_listen_ = std::move(next_listen).value();
+
+  // The handover comes right after the poll that read the second request: a check handle runs
+  // there, before the next turn's prepare.
+  struct Handover {
+    CellDataPath* data_path;
+    bool done = false;
+  } handover{&*data_path_};
+  uv_check_t check;
+  ASSERT_EQ(uv_check_init(&loop_, &check), 0);
+  check.data = &handover;
+  uv_check_start(&check, [](uv_check_t* handle) {
+    auto* h = static_cast<Handover*>(handle->data);
+    if (!h->done && h->data_path->bulkhead().running() == 2) {
+      h->done = true;
+      EXPECT_TRUE(h->data_path->RetireWorkerLinks());
+    }
+  });
+  std::vector<ipc::Client> second = SendFromClients(1, 1);
+  const bool handed_over = RunUntil([&] { return handover.done; });
+  uv_close(reinterpret_cast<uv_handle_t*>(&check), nullptr);
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  ASSERT_TRUE(handed_over);
+  auto sent = ReadRequests(1);
+  ASSERT_EQ(sent.size(), 1u) << "the request stayed in the retired link's buffer";
+  EXPECT_EQ(sent[0].second, "p1");
+  EXPECT_FALSE(Readable(worker_listen_.get())) << "it went to the next worker instead";
+  // The previous worker answers both; the retired link then drains and closes.
+  ASSERT_TRUE(worker_.Reply(sent[0].first.request_id, "r1"));
+  ASSERT_TRUE(worker_.Reply(first_sent[0].first.request_id, "r0"));
+  Result<ipc::Client::Reply> reply = Receive(second[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->payload, "r1");
+  reply = Receive(first[0]);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->payload, "r0");
+  EXPECT_TRUE(RunUntil([&] { return data_path_->retiring_links() == 0; }));
+}
+
 TEST_F(MultiplexDataPathTest, SendsEveryRequestOnOneConnectionAndMatchesRepliesInAnyOrder) {
   StartMultiplexed(/*slots=*/3);
   std::vector<ipc::Client> clients = SendFromClients(4);
