@@ -587,7 +587,9 @@ TEST(Bulkheadctl, ARestartWhoseWorkerCannotStartFails) {
   CellSpec broken = Cell("payments", 1, 0);
   broken.command = {"/bin/false"};
   broken.restart_delay = "30s";
-  broken.extra_toml = "ready = \"notify\"\n";
+  // Stop, then start: with the overlap the reload's next worker failing would leave the previous
+  // one serving (RestartOverlap.*) rather than the cell in backoff.
+  broken.extra_toml = "ready = \"notify\"\nrestart_overlap = false\n";
   broken.wait_running = false;
   h.RewriteConfig({broken});
   ASSERT_EQ(RunCtl(h, {"reload"}).exit_code(), kExitOk);

@@ -265,9 +265,13 @@ TEST(ExecFailure, CountsAsAFailedStartWithTheErrnoText) {
 // A running cell whose command a reload breaks: the failed start is logged once, at error, and
 // names no pid (it named the previous worker, long gone).
 TEST(ExecFailure, AfterAWorkerRanTheFailedStartNamesNoPid) {
+  // Stop, then start: with the overlap a reload's next worker that cannot start leaves the
+  // previous one serving (RestartOverlap.*), and this test needs the cell's own start to fail.
   CellSpec cell{.name = "flip",
                 .restart_delay = "100ms",
-                .extra_toml = "start_limit_burst = 1\nstart_limit_action = \"fail\"\n"};
+                .extra_toml =
+                    "start_limit_burst = 1\nstart_limit_action = \"fail\"\n"
+                    "restart_overlap = false\n"};
   Harness h(TestOptions({cell}));
   ASSERT_STARTED(h);
   cell.command = {"/nonexistent/bulkhead-worker"};
