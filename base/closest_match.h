@@ -10,8 +10,9 @@
 
 namespace bulkhead {
 
-// The candidate closest to `word` within 2 edits (and fewer edits than `word` has characters), or
-// "" if there is none. Ties go to the earlier candidate.
+// The candidate that is `word` in other ASCII letter case, else the one closest to `word` within 2
+// edits, letter case ignored (and fewer edits than `word` has characters), or "" if there is
+// none. Ties go to the earlier candidate.
 std::string_view ClosestMatch(std::string_view word, std::span<const std::string_view> candidates);
 
 // Edits between `a` and `b` (see above).

@@ -11,7 +11,7 @@
 namespace bulkhead::config {
 namespace {
 
-std::optional<size_t> IndexOf(std::span<const CellConfig> cells, std::string_view name) {
+std::optional<size_t> IndexOf(std::span<const CellNeeds> cells, std::string_view name) {
   for (size_t i = 0; i < cells.size(); ++i) {
     if (cells[i].name == name) return i;
   }
@@ -22,7 +22,7 @@ std::optional<size_t> IndexOf(std::span<const CellConfig> cells, std::string_vie
 // closes a cycle.
 class CycleFinder {
  public:
-  explicit CycleFinder(std::span<const CellConfig> cells)
+  explicit CycleFinder(std::span<const CellNeeds> cells)
       : cells_(cells), colour_(cells.size(), Colour::kUnseen) {}
 
   std::vector<NeedsCycle> Run() {
@@ -44,7 +44,7 @@ class CycleFinder {
     stack_.push_back(cell);
     const std::vector<std::string>& needs = cells_[cell].needs;
     for (size_t n = 0; n < needs.size(); ++n) {
-      std::optional<size_t> target = IndexOf(cells_, needs[n]);
+      std::optional<size_t> target = needs[n].empty() ? std::nullopt : IndexOf(cells_, needs[n]);
       if (!target) continue;
       if (colour_[*target] == Colour::kOnStack) {
         NeedsCycle cycle{cell, n, {}};
@@ -59,7 +59,7 @@ class CycleFinder {
     colour_[cell] = Colour::kDone;
   }
 
-  std::span<const CellConfig> cells_;
+  std::span<const CellNeeds> cells_;
   std::vector<Colour> colour_;
   std::vector<size_t> stack_;
   std::vector<NeedsCycle> cycles_;
@@ -73,19 +73,20 @@ std::string NeedsCycle::Describe() const {
   return text + (path.empty() ? "" : path.front());
 }
 
-std::vector<NeedsCycle> NeedsCycles(std::span<const CellConfig> cells) {
+std::vector<NeedsCycle> NeedsCycles(std::span<const CellNeeds> cells) {
   return CycleFinder(cells).Run();
 }
 
-void CheckNeeds(const Config& config, std::span<const std::string> known_names,
-                ValueReader& reader) {
+void CheckNeeds(std::span<const CellNeeds> cells, const Config& config,
+                std::span<const std::string> known_names, ValueReader& reader) {
   std::vector<std::string_view> candidates(known_names.begin(), known_names.end());
-  const auto need_key = [](const CellConfig& cell, size_t n) {
+  const auto need_key = [](const CellNeeds& cell, size_t n) {
     return JoinKey("cells", cell.name) + ".needs[" + std::to_string(n) + "]";
   };
-  for (const CellConfig& cell : config.cells) {
+  for (const CellNeeds& cell : cells) {
     for (size_t n = 0; n < cell.needs.size(); ++n) {
       const std::string& name = cell.needs[n];
+      if (name.empty()) continue;  // refused already, as no cell name
       if (std::find(known_names.begin(), known_names.end(), name) != known_names.end()) continue;
       std::string message = "no cell named " + Quoted(name);
       if (std::string_view close = ClosestMatch(name, candidates); !close.empty()) {
@@ -97,8 +98,8 @@ void CheckNeeds(const Config& config, std::span<const std::string> known_names,
       reader.AddError(config.PositionOf(key), key, std::move(message));
     }
   }
-  for (const NeedsCycle& cycle : NeedsCycles(config.cells)) {
-    const CellConfig& cell = config.cells[cycle.cell];
+  for (const NeedsCycle& cycle : NeedsCycles(cells)) {
+    const CellNeeds& cell = cells[cycle.cell];
     const std::string key = need_key(cell, cycle.need);
     reader.AddError(config.PositionOf(key), key,
                     "cycle: " + cycle.Describe() +

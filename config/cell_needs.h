@@ -17,6 +17,14 @@ namespace bulkhead::config {
 
 class ValueReader;  // config/value_reader.h
 
+// One node of the needs graph: a [cells.NAME] table's name and its `needs` as written (the
+// parsed list for a valid cell; for a cell refused for another key, the array's elements by index,
+// "" where an element is no cell name, and so refused already).
+struct CellNeeds {
+  std::string name;
+  std::vector<std::string> needs;
+};
+
 // One cycle of the needs graph, found at the need that closes it: cells[cell].needs[need] names
 // path.front(), and path walks the cycle from it to `cell`'s name ("a", "b" for a -> b -> a).
 struct NeedsCycle {
@@ -29,13 +37,14 @@ struct NeedsCycle {
 
 // Every cycle, one per need that closes one in a depth-first walk in file order (cells, then
 // their needs); a need naming no cell of `cells` is skipped. Empty for an acyclic graph.
-std::vector<NeedsCycle> NeedsCycles(std::span<const CellConfig> cells);
+std::vector<NeedsCycle> NeedsCycles(std::span<const CellNeeds> cells);
 
-// Adds an error at each `cells.NAME.needs[I]` that names no cell in `known_names` (every
-// [cells.NAME] of the file, valid or not: a cell refused for another key is not unknown), and at
-// the need that closes each cycle among `cells`. `config.positions` holds the elements'
+// Adds an error at each `cells.NAME.needs[I]` of `cells` (every [cells.NAME] of the file, valid or
+// not, so that a cell's wrong need is reported with its other errors) that names no cell in
+// `known_names` (a cell refused for another key is not unknown; "did you mean" ignores case), and
+// at the need that closes each cycle among `cells`. `config.positions` holds the elements'
 // positions.
-void CheckNeeds(const Config& config, std::span<const std::string> known_names,
-                ValueReader& reader);
+void CheckNeeds(std::span<const CellNeeds> cells, const Config& config,
+                std::span<const std::string> known_names, ValueReader& reader);
 
 }  // namespace bulkhead::config

@@ -70,13 +70,6 @@ constexpr std::array<SignalName, 7> kStopSignals = {{{"TERM", SIGTERM},
                                                      {"USR2", SIGUSR2},
                                                      {"KILL", SIGKILL}}};
 
-// A leading '-' is refused: the name becomes the default socket's file name ("-x.sock") and an
-// argument of bulkheadctl, where it would read as an option ("--help") and need "--".
-bool IsValidCellName(std::string_view name) {
-  return !name.empty() && name.size() <= kMaxCellNameLength && name.front() != '-' &&
-         std::all_of(name.begin(), name.end(), IsBareKeyChar);
-}
-
 // A signal name from kStopSignals, with or without its SIG prefix ("SIGTERM", "TERM").
 std::optional<int> ExpectStopSignal(ValueReader& reader, const toml::node& node,
                                     const std::string& path) {
@@ -326,6 +319,13 @@ bool ParseListen(ValueReader& reader, const toml::node& node, const std::string&
 }
 
 }  // namespace
+
+// A leading '-' is refused: the name becomes the default socket's file name ("-x.sock") and an
+// argument of bulkheadctl, where it would read as an option ("--help") and need "--".
+bool IsValidCellName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxCellNameLength && name.front() != '-' &&
+         std::all_of(name.begin(), name.end(), IsBareKeyChar);
+}
 
 std::string ReadyText(const CellConfig& cell) {
   switch (cell.ready) {

@@ -6,12 +6,17 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include "config/config.h"
 #include "config/socket_checks.h"
 #include "config/value_reader.h"
 
 namespace bulkhead::config {
+
+// A cell's name, as [cells.NAME] and `needs` write it: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', not
+// starting with '-'.
+bool IsValidCellName(std::string_view name);
 
 // The cell `name` = `node` of [cells], or nullopt after its errors went to `reader`. `supervisor`
 // is the parsed [supervisor] (runtime_dir and max_payload_bytes give defaults).

@@ -8,6 +8,7 @@
 #include "config/config.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <exception>
 #include <string_view>
 
@@ -131,8 +133,11 @@ LoadResult SingleError(const std::string& file, std::string message) {
 
 // toml++ parses; the tables are walked once, collecting every error; then the sockets are checked
 // across the whole file.
+// `look_at_files`: LoadConfigFile's checks of the files a started bulkheadd would fail on (the
+// access_log file), reported with the file's other errors.
 LoadResult Parse(std::string_view toml_text, const std::string& source_path,
-                 const std::string& default_runtime_dir, const HostFacts& host) {
+                 const std::string& default_runtime_dir, const HostFacts& host,
+                 bool look_at_files) {
   ValueReader reader(source_path, BaseDirectoryOf(source_path), host);
   toml::table root;
   try {
@@ -155,15 +160,66 @@ LoadResult Parse(std::string_view toml_text, const std::string& source_path,
   ParseRoot(root, default_runtime_dir, reader, sockets, config, EndOf(toml_text));
   RecordPositions(root, config);
   sockets.Check(reader);
+  // Every [cells.NAME] table's needs, refused cells' too (their strings as written): a need that
+  // is wrong is reported in the same round as the cell's other errors, not after they are fixed.
   std::vector<std::string> cell_names;
+  std::vector<CellNeeds> needs;
   if (const toml::table* cells = root["cells"].as_table()) {
-    for (auto [name, node] : InFileOrder(*cells)) cell_names.emplace_back(name->str());
+    for (auto [name, node] : InFileOrder(*cells)) {
+      cell_names.emplace_back(name->str());
+      CellNeeds& cell = needs.emplace_back(CellNeeds{std::string(name->str()), {}});
+      auto parsed = std::find_if(config.cells.begin(), config.cells.end(),
+                                 [&cell](const CellConfig& c) { return c.name == cell.name; });
+      if (parsed != config.cells.end()) {
+        cell.needs = parsed->needs;
+      } else if (const toml::array* written =
+                     node->is_table() ? (*node->as_table())["needs"].as_array() : nullptr) {
+        // By index, as the errors name them; an element already refused (no string, no cell
+        // name) is left empty, which CheckNeeds skips.
+        for (const toml::node& element : *written) {
+          std::optional<std::string> text = element.value<std::string>();
+          cell.needs.push_back(text && IsValidCellName(*text) ? std::move(*text) : std::string());
+        }
+      }
+    }
   }
-  CheckNeeds(config, cell_names, reader);
+  CheckNeeds(needs, config, cell_names, reader);
+  // startup would fail on an access_log file it cannot open (after the config was accepted, with
+  // no position): --check-config and reload say so first, at the key.
+  const std::string& access_log = config.supervisor.access_log;
+  if (look_at_files && !access_log.empty() && access_log != "stderr") {
+    if (std::optional<std::string> problem = AccessLogFileProblem(access_log)) {
+      reader.AddError(config.PositionOf("supervisor.access_log"), "supervisor.access_log",
+                      std::move(*problem));
+    }
+  }
   return reader.Finish(std::move(config));
 }
 
 }  // namespace
+
+std::optional<std::string> AccessLogFileProblem(const std::string& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return file + " is a directory";
+    if (::access(file.c_str(), W_OK) != 0) {
+      return "cannot open " + file + " for writing: " + std::strerror(errno);
+    }
+    return std::nullopt;
+  }
+  if (errno != ENOENT) return "cannot open " + file + ": " + std::strerror(errno);
+  // Not there yet: bulkheadd creates it (mode 0640), in a directory that must exist.
+  const std::string dir = ParentDirectory(file);
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return "cannot create " + file + ": directory " + dir + " does not exist";
+    return "cannot create " + file + ": " + dir + ": " + std::strerror(errno);
+  }
+  if (!S_ISDIR(st.st_mode)) return "cannot create " + file + ": " + dir + " is not a directory";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return "cannot create " + file + " in " + dir + ": " + std::strerror(errno);
+  }
+  return std::nullopt;
+}
 
 SourcePosition Config::PositionOf(std::string_view key) const {
   auto it = positions.find(key);
@@ -182,7 +238,8 @@ LoadResult ParseConfig(std::string_view toml_text, const std::string& source_pat
 LoadResult ParseConfig(std::string_view toml_text, const std::string& source_path,
                        const HostFacts& host) {
   try {
-    return Parse(toml_text, source_path, DefaultRuntimeDirFromEnvironment(), host);
+    return Parse(toml_text, source_path, DefaultRuntimeDirFromEnvironment(), host,
+                 /*look_at_files=*/false);
   } catch (const std::exception& e) {
     return SingleError(source_path,
                        std::string("internal error while loading config: ") + e.what());
@@ -210,7 +267,8 @@ LoadResult LoadConfigFile(const std::string& path) {
                                      std::to_string(kMaxConfigFileBytes >> 20) + " MiB");
       }
     }
-    return ParseConfig(text, path);
+    return Parse(text, path, DefaultRuntimeDirFromEnvironment(), CurrentHostFacts(),
+                 /*look_at_files=*/true);
   } catch (const std::exception& e) {
     return SingleError(path, std::string("internal error while loading config: ") + e.what());
   } catch (...) {

@@ -408,8 +408,16 @@ struct HostFacts {
 HostFacts CurrentHostFacts();
 
 // Reads and validates the file at `path`. A file that cannot be read gives one error, with `path`
-// as its file and the errno text in its message. Never throws.
+// as its file and the errno text in its message. Beyond ParseConfig, it looks at the filesystem
+// for what bulkheadd would otherwise fail on only once started: an access_log file it could not
+// open for appending (AccessLogFileProblem) is an error at that key. Never throws.
 LoadResult LoadConfigFile(const std::string& path);
+
+// Why bulkheadd could not open `file` (absolute) as its access log, O_WRONLY | O_APPEND |
+// O_CREAT (proxy::AccessLog::Open): "/x is a directory", "cannot create /v/a.log: directory /v
+// does not exist", "cannot open /a.log for writing: Permission denied" (stat(2), access(2) W_OK,
+// or W_OK | X_OK on its directory when it does not exist yet, as the caller); nullopt when it could.
+std::optional<std::string> AccessLogFileProblem(const std::string& file);
 
 // Validates `toml_text`. `source_path` names the file in errors and anchors relative paths: they
 // are resolved against its directory, made absolute with the cwd if needed. Errors are lexical

@@ -73,29 +73,68 @@ bool TogglesMultilineString(std::string_view line) {
   return count % 2 == 1;
 }
 
+// How many arrays `text` (a value, or a line inside an array) opens less how many it closes:
+// brackets outside quoted strings and before a comment.
+int BracketBalance(std::string_view text) {
+  int balance = 0;
+  char quote = '\0';
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != '\0') {
+      if (c == '\\' && quote == '"') {
+        ++i;
+      } else if (c == quote) {
+        quote = '\0';
+      }
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      break;
+    } else if (c == '[') {
+      ++balance;
+    } else if (c == ']') {
+      --balance;
+    }
+  }
+  return balance;
+}
+
 }  // namespace
 
 std::string SyntaxErrorKey(std::string_view toml_text, SourcePosition at) {
   if (at.line < 1) return "";
   std::string header;
   bool in_string = false;
+  // A multi-line array still open (`command = [` and its elements' lines): an error on its lines,
+  // or on the line after one that never closes, is the array's key's, not the next key's.
+  std::string open_array;
+  int array_depth = 0;
   size_t begin = 0;
   for (int number = 1; begin <= toml_text.size(); ++number) {
     const size_t newline = toml_text.find('\n', begin);
     std::string_view line = toml_text.substr(
         begin, newline == std::string_view::npos ? std::string_view::npos : newline - begin);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (!in_string) {
+    if (in_string) {
+      if (number == at.line) return open_array.empty() ? header : open_array;
+    } else if (array_depth > 0) {
+      if (number == at.line) return open_array;
+      array_depth += BracketBalance(line);
+      if (array_depth <= 0) open_array.clear();
+    } else {
       std::string path = HeaderPath(line);
+      const std::string key = WithoutBlanks(LineKey(line));
+      const std::string full = header.empty() || key.empty() ? key : header + "." + key;
       if (number == at.line) {
         if (!path.empty()) return path;
-        const std::string key = WithoutBlanks(LineKey(line));
-        if (key.empty()) return header;
-        return header.empty() ? key : header + "." + key;
+        return key.empty() ? header : full;
       }
-      if (!path.empty()) header = std::move(path);
-    } else if (number == at.line) {
-      return header;
+      if (!path.empty()) {
+        header = std::move(path);
+      } else if (!key.empty()) {
+        array_depth = BracketBalance(line.substr(line.find('=') + 1));
+        if (array_depth > 0) open_array = full;
+      }
     }
     if (TogglesMultilineString(line)) in_string = !in_string;
     if (newline == std::string_view::npos) break;

@@ -26,14 +26,9 @@ struct CycleCase {
   std::vector<std::string> cycles;  // "cells[cell].needs[need]: a -> b -> a"
 };
 
-std::vector<CellConfig> CellsOf(const CycleCase& c) {
-  std::vector<CellConfig> cells;
-  for (const auto& [name, needs] : c.graph) {
-    CellConfig cell;
-    cell.name = name;
-    cell.needs = needs;
-    cells.push_back(std::move(cell));
-  }
+std::vector<CellNeeds> CellsOf(const CycleCase& c) {
+  std::vector<CellNeeds> cells;
+  for (const auto& [name, needs] : c.graph) cells.push_back({name, needs});
   return cells;
 }
 
@@ -148,6 +143,29 @@ max_concurrent = 1
 needs = ["catalog"]
 )"),
       ElementsAre(At(5, 18, "cells.catalog.max_concurrent", "must be between 1 and 65535, got 0")));
+}
+
+// A cell refused for another key still has its needs checked, in the same round: its wrong need
+// was reported only once the other error was fixed. "did you mean" ignores case.
+TEST(ParseConfig, NeedsOfACellRefusedForAnotherKeyAreCheckedWithIt) {
+  EXPECT_THAT(
+      Errors(R"([supervisor]
+runtime_dir = "/run/bh"
+[cells.catalog]
+command = ["x"]
+max_concurrent = 1
+[cells.front]
+command = ["x"]
+max_concurrent = 0
+needs = ["Catalog", 7, "front"]
+)"),
+      ElementsAre(At(8, 18, "cells.front.max_concurrent", "must be between 1 and 65535, got 0"),
+                  At(9, 10, "cells.front.needs[0]",
+                     "no cell named \"Catalog\"; did you mean \"catalog\"?"),
+                  At(9, 21, "cells.front.needs[1]", "expected string, got integer"),
+                  At(9, 24, "cells.front.needs[2]",
+                     "cycle: front -> front; each cell of it would wait for the others to be ready "
+                     "forever; remove one of these needs")));
 }
 
 TEST(ParseConfig, NeedsBadList) {

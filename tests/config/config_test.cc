@@ -236,8 +236,9 @@ limits.memory_max = 256M
   // A redefined table is its own path; a line that is no key is its table's.
   EXPECT_THAT(Errors("[cells.a]\ncommand = [\"x\"]\n[cells.b]\n[ cells . a ]\n"),
               ElementsAre(::testing::HasSubstr(":4:1: cells.a: ")));
+  // Inside a multi-line array: the array's key.
   EXPECT_THAT(Errors("[cells.a]\ncommand = [\"x\",\n  3s]\n"),
-              ElementsAre(::testing::HasSubstr(": cells.a: ")));
+              ElementsAre(::testing::HasSubstr(":3:4: cells.a.command: ")));
   EXPECT_THAT(Errors("x = = 1\n"), ElementsAre(::testing::HasSubstr(":1:5: x: ")));
 }
 
@@ -518,6 +519,45 @@ TEST_F(LoadConfigFileTest, DirectoryGivesOneClearError) {
   LoadResult result = LoadConfigFile(dir_);
   EXPECT_FALSE(result.config.has_value());
   EXPECT_THAT(ErrorLines(result), ElementsAre(dir_ + ": cannot read config file: Is a directory"));
+}
+
+
+// --check-config, startup and reload all refuse an access_log file bulkheadd could not open,
+// naming the key's place, rather than startup failing on it with no position (exit 1, not 3).
+TEST_F(LoadConfigFileTest, AnAccessLogFileThatCannotBeOpenedIsRefusedAtItsKey) {
+  const std::string cell = "[cells.a]\ncommand = [\"x\"]\nmax_concurrent = 1\n";
+  const std::string config_path = dir_ + "/bulkhead.toml";
+  struct Case {
+    std::string value;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {dir_ + "/missing/access.log",
+       "cannot create " + dir_ + "/missing/access.log: directory " + dir_ + "/missing does not exist"},
+      {dir_, dir_ + " is a directory"},
+      {dir_ + "/bulkhead.toml/access.log",
+       "cannot open " + dir_ + "/bulkhead.toml/access.log: Not a directory"},
+  };
+  for (const Case& c : cases) {
+    Write("bulkhead.toml", "[supervisor]\naccess_log = \"" + c.value + "\"\n" + cell);
+    LoadResult result = LoadConfigFile(config_path);
+    EXPECT_FALSE(result.config.has_value()) << c.value;
+    EXPECT_THAT(ErrorLines(result),
+                ElementsAre(config_path + ":2:14: supervisor.access_log: " + c.message));
+  }
+  // Reported with the file's other errors, in one round.
+  Write("bulkhead.toml", "[supervisor]\naccess_log = \"" + cases[0].value +
+                             "\"\n[cells.a]\ncommand = [\"x\"]\nmax_concurrent = 0\n");
+  EXPECT_THAT(ErrorLines(LoadConfigFile(config_path)),
+              ElementsAre(config_path + ":2:14: supervisor.access_log: " + cases[0].message,
+                          config_path +
+                              ":5:18: cells.a.max_concurrent: must be between 1 and 65535, got 0"));
+  // A file that can be created, one that exists, and stderr are fine.
+  for (const std::string& fine : {dir_ + "/access.log", config_path, std::string("stderr")}) {
+    Write("bulkhead.toml", "[supervisor]\naccess_log = \"" + fine + "\"\n" + cell);
+    LoadResult result = LoadConfigFile(config_path);
+    EXPECT_THAT(ErrorLines(result), IsEmpty()) << fine;
+  }
 }
 
 }  // namespace

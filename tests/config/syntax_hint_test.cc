@@ -53,6 +53,30 @@ TEST(SyntaxErrorKey, TheEnclosingHeaderAndTheLinesKey) {
   EXPECT_EQ(SyntaxErrorKey("\n\n", {2, 1}), "");
 }
 
+// An error inside a multi-line array, or on the line after one that never closes, names the
+// array's key, not the key of the line toml++ stopped at.
+TEST(SyntaxErrorKey, InsideAMultiLineArrayTheArraysKey) {
+  const std::string text =
+      "[cells.a]\n"              // 1
+      "command = [\n"            // 2
+      "  \"python3\",  # [x\n"    // 3
+      "  \"app.py\"\n"            // 4
+      "  \"]x[\",\n"              // 5
+      "]\n"                      // 6
+      "[cells.b]\n"              // 7
+      "env = [[\"A\"], [\n"       // 8
+      "]]\n"                     // 9
+      "max_queue = 1\n"          // 10
+      "needs = [\"b\"\n"          // 11
+      "max_concurrent = 4\n";    // 12
+  EXPECT_EQ(SyntaxErrorKey(text, {3, 3}), "cells.a.command");
+  EXPECT_EQ(SyntaxErrorKey(text, {5, 3}), "cells.a.command");  // the missing comma before it
+  EXPECT_EQ(SyntaxErrorKey(text, {6, 1}), "cells.a.command");
+  EXPECT_EQ(SyntaxErrorKey(text, {9, 1}), "cells.b.env");
+  EXPECT_EQ(SyntaxErrorKey(text, {10, 11}), "cells.b.max_queue");  // closed again
+  EXPECT_EQ(SyntaxErrorKey(text, {12, 1}), "cells.b.needs");      // needs never closed
+}
+
 TEST(SyntaxErrorKey, EndOfTheText) {
   EXPECT_EQ(EndOf(""), (SourcePosition{1, 1}));
   EXPECT_EQ(EndOf("a = 1\n"), (SourcePosition{2, 1}));
