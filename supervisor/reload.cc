@@ -78,13 +78,17 @@ ReloadResult Supervisor::Reload() {
   if (tell) notifier_.Reloading();
   // Every reload, applied or refused, opens the access log's file again: logrotate's postrotate
   // sends SIGHUP (nginx's USR1 and HAProxy's reload do the same job).
+  std::string access_log_error;
   if (access_log_) {
     Status reopened = access_log_->Reopen();
     if (!reopened.ok()) {
-      LogWarning("access log not reopened, still writing the old file: " + reopened.message());
+      access_log_error =
+          "supervisor.access_log: not reopened, still writing the old file: " + reopened.message();
+      LogError("reload: " + access_log_error);
     }
   }
   ReloadResult result = ApplyReload();
+  result.access_log_error = std::move(access_log_error);
   ++(result.ok ? reloads_.applied : reloads_.refused);
   reloads_.last_refused = !result.ok;
   if (tell) notifier_.Ready();
@@ -237,6 +241,7 @@ ReloadResult Supervisor::ApplyReload() {
 std::string Supervisor::ReloadControl() {
   ReloadResult result = Reload();
   if (!result.ok) {
+    if (!result.access_log_error.empty()) result.errors.push_back(result.access_log_error);
     nlohmann::json refused = {
         {"ok", false}, {"error", "reload refused; nothing changed"}, {"errors", result.errors}};
     if (!result.warnings.empty()) refused["warnings"] = result.warnings;
@@ -250,12 +255,20 @@ std::string Supervisor::ReloadControl() {
   }
   nlohmann::json response = {{"ok", true}, {"result", result.summary}, {"cells", cells}};
   if (!result.warnings.empty()) response["warnings"] = result.warnings;
-  if (!result.limit_errors.empty()) {
-    // Applied, but some limit is not in force: a failure for the operator (bulkheadctl exits
-    // non-zero), with the reload's outcome kept beside the errors.
+  // Applied, but some limit is not in force or the access log still goes to the old file: a
+  // failure for the operator (bulkheadctl exits non-zero), with the reload's outcome kept beside
+  // the errors.
+  std::vector<std::string> failures = result.limit_errors;
+  std::string failed;
+  if (!result.limit_errors.empty()) failed = "limits not enforced";
+  if (!result.access_log_error.empty()) {
+    failures.push_back(result.access_log_error);
+    failed += (failed.empty() ? "" : " and ") + std::string("the access log not reopened");
+  }
+  if (!failures.empty()) {
     response["ok"] = false;
-    response["error"] = "reloaded, but limits not enforced";
-    response["errors"] = result.limit_errors;
+    response["error"] = "reloaded, but " + failed;
+    response["errors"] = failures;
   }
   return response.dump();
 }

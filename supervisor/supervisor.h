@@ -49,6 +49,9 @@ struct ReloadResult {
   // When ok: cgroup limits the reload wrote that are not in force, "cells.NAME: memory_max: write
   // ...", one per cell. The reload applied; the control answer reports it as a failure.
   std::vector<std::string> limit_errors;
+  // Applied or refused: the access log's file could not be opened again ("supervisor.access_log:
+  // not reopened, still writing the old file: ..."). The control answer reports it as a failure.
+  std::string access_log_error;
   // The config file's warnings ("file:line:col: cells.NAME.key: message", as --check-config
   // prints them), whether or not the reload applied.
   std::vector<std::string> warnings;

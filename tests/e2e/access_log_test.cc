@@ -3,13 +3,16 @@
 // and an HTTP cell each sent requests that end ok, rejected and failed; the file holds one line per
 // request, in logfmt, with the fields each outcome has, and the metrics count the lines.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/exit_status.h"
 #include "tests/e2e/e2e_test.h"
 #include "tests/e2e/http_conn.h"
 
@@ -200,6 +203,44 @@ TEST(AccessLogE2e, EveryFrameAndHttpRequestGetsOneLineWithItsOutcome) {
   EXPECT_NE(metrics->out.find("bulkhead_access_log_lines_total 9"), std::string::npos)
       << metrics->out;
   EXPECT_NE(metrics->out.find("bulkhead_access_log_dropped_total 0"), std::string::npos);
+}
+
+
+// A reload opens the access log's file again (logrotate's postrotate). When that fails, the
+// reload says so and fails (exit 3 here: the file's own check refuses a directory that is gone,
+// at its key), and the lines keep going to the file already open: nothing is lost.
+TEST(AccessLogE2e, AReloadThatCannotReopenTheFileFailsAndKeepsWritingTheOldOne) {
+  HarnessOptions options = TestOptions(
+      {CellSpec{.name = "frames", .max_concurrent = 1, .extra_toml = std::string(kQuickStop)}});
+  TempDir logs;
+  const std::string dir = logs.path() + "/current";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  const std::string path = dir + "/access.log";
+  options.supervisor_toml = "access_log = \"" + path + "\"\n";
+  Harness h(std::move(options));
+  ASSERT_STARTED(h);
+  EXPECT_OK_REPLY(h.Call("frames", "echo one"), "one");
+
+  // The directory rotated away, as `mv current old` would: the path cannot be created again.
+  const std::string moved = logs.path() + "/old";
+  ASSERT_EQ(::rename(dir.c_str(), moved.c_str()), 0);
+  Result<ProcessResult> reload = h.Ctl({"reload"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  EXPECT_EQ(reload->exit_code(), kExitConfigInvalid) << reload->Describe();
+  EXPECT_NE(reload->err.find("supervisor.access_log: cannot create " + path + ": directory " + dir +
+                             " does not exist"),
+            std::string::npos)
+      << reload->Describe();
+  EXPECT_NE(reload->err.find("supervisor.access_log: not reopened, still writing the old file"),
+            std::string::npos)
+      << reload->Describe();
+
+  EXPECT_OK_REPLY(h.Call("frames", "echo two"), "two");
+  std::vector<std::map<std::string, std::string>> all;
+  WaitFor([&] { return (all = ReadLines(moved + "/access.log")).size() >= 2; },
+          std::chrono::seconds(10));
+  ASSERT_EQ(all.size(), 2u) << Dump(all) << h.Log();
+  EXPECT_EQ(all[1].at("bytes_in"), std::to_string(std::string("echo two").size()));
 }
 
 }  // namespace
