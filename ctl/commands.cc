@@ -403,6 +403,9 @@ int CellCommands(const std::string& socket, const std::string& command,
     if (outcome.note.rfind("already ", 0) != 0) waiting.push_back(cell);
   }
 
+  // What each held start last said it waits for, printed once per change: a start held for the
+  // cells it needs is not silent.
+  std::map<std::string, std::string> said;
   while (!waiting.empty()) {
     int query_exit = kExitOk;
     std::optional<std::vector<nlohmann::json>> now =
@@ -419,7 +422,14 @@ int CellCommands(const std::string& socket, const std::string& command,
       }
       LifecycleProgress progress = JudgeLifecycle(command, starts_before[cell], *it);
       if (progress.verdict == LifecycleVerdict::kPending) {
+        if (!progress.detail.empty() && said[cell] != progress.detail) {
+          WriteAll(stdout, cell + ": " + progress.detail + "\n");
+          said[cell] = progress.detail;
+        }
         still.push_back(cell);
+      } else if (progress.verdict == LifecycleVerdict::kHeld) {
+        PrintError(command + " " + cell + ": " + progress.detail);
+        KeepFirstFailure(&exit_code, kExitFailure);
       } else if (progress.verdict == LifecycleVerdict::kFailed) {
         PrintError(command + " " + cell + ": " + progress.detail + " (bulkheadctl status " + cell +
                    ", bulkheadctl logs " + cell + ")");

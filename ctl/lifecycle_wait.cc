@@ -20,6 +20,32 @@ LifecycleProgress Failed(std::string detail) {
   return {LifecycleVerdict::kFailed, std::move(detail)};
 }
 
+// A start held for the cells it needs: pending while each is on its way; held for good while one of
+// them is stopped or failed, which no timer of the supervisor changes (only an operator's start).
+LifecycleProgress JudgeHeldStart(const nlohmann::json& cell) {
+  const std::string detail = StringOr(cell, "state_detail", "waiting for the cells it needs");
+  std::string idle;  // the needs that do not start by themselves, "catalog", "catalog and search"
+  std::string first_idle;
+  size_t idle_count = 0;
+  auto needs = cell.find("waiting_for");
+  if (needs != cell.end() && needs->is_array()) {
+    for (const nlohmann::json& need : *needs) {
+      const std::string state = StringOr(need, "state", "");
+      if (state != "stopped" && state != "failed") continue;
+      const std::string name = StringOr(need, "cell", "?");
+      if (first_idle.empty()) first_idle = name;
+      ++idle_count;
+      idle += (idle.empty() ? "" : " and ") + name;
+    }
+  }
+  if (idle.empty()) return {LifecycleVerdict::kPending, detail};
+  const bool one = idle_count == 1;
+  return {LifecycleVerdict::kHeld,
+          detail + "; " + idle + (one ? " does not start by itself" : " do not start by themselves") +
+              ", and this start goes on once " + (one ? "it runs" : "they run") +
+              " (bulkheadctl start " + first_idle + ")"};
+}
+
 }  // namespace
 
 LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_before,
@@ -36,6 +62,7 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
   const bool started_since = cell["starts"].get<uint64_t>() > starts_before;
   if (state == "failed") return Failed("cell failed: " + StringOr(cell, "reason", "-"));
   if (state == "stopped") return Failed("cell is stopped");
+  if (state == "waiting") return JudgeHeldStart(cell);
   if (!started_since) {
     // An overlapping restart (restart_overlap) that failed: the next worker never took over, the
     // previous one serves on (status says why until the next restart).
@@ -56,7 +83,7 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
     std::string detail = "worker did not start: " + StringOr(cell, "last_exit", "-") +
                          (crash_looping ? " (state backoff, crash-looping" : " (state backoff");
     if (auto next = cell.find("next_start_in_ms"); next != cell.end() && IsCount(*next)) {
-      detail += ", next start in " + FormatAge(next->get<uint64_t>());
+      detail += ", next start in " + FormatTimeLeft(next->get<uint64_t>());
     }
     return Failed(detail + ")");
   }

@@ -15,12 +15,17 @@ enum class LifecycleVerdict {
   kPending,  // not there yet: ask again
   kReached,  // stop: no worker ("stopped", or "failed"); start/restart: a new worker is running
   kFailed,   // start/restart: the new worker did not come up (backoff, failed, stopped)
+  kHeld,     // start/restart: accepted, but held for a cell it needs (`needs`) that does not
+             // start by itself ("stopped", "failed"): the start goes on once that cell runs
 };
 
 struct LifecycleProgress {
   LifecycleVerdict verdict = LifecycleVerdict::kPending;
   // kFailed: why, for "bulkheadctl: restart payments: ...": "worker did not start: exit 3 (state
   // backoff, next start in 1.0s)", "cell failed: gave up: ...", "cell is stopped".
+  // kHeld: "waiting for catalog (stopped), which does not start by itself: bulkheadctl start
+  // catalog". kPending while the start is held for needs that are on their way: the status's
+  // state_detail ("waiting for catalog (starting)"), else empty.
   std::string detail;
 };
 
@@ -28,7 +33,9 @@ struct LifecycleProgress {
 // ("start", "stop" or "restart") was accepted. `starts_before` is the cell's "starts" counter read
 // before the command was sent: a start or restart is reached once a worker started after it
 // (starts > starts_before) is "running", as `systemctl start` of a Type=notify unit waits for
-// READY=1. A malformed cell is kFailed with the reason.
+// READY=1. A start held for the cells it needs (state "waiting", docs/control.md) is kPending while
+// each of them is on its way, and kHeld once one is "stopped" or "failed". A malformed cell is
+// kFailed with the reason.
 LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_before,
                                  const nlohmann::json& cell);
 

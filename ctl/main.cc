@@ -149,6 +149,14 @@ int Main(int argc, char** argv) {
       PrintError(UnknownCommand(app, extra.front()));
       return kExitUsage;
     }
+    // CLI11 would say "cell excludes --all".
+    if (dynamic_cast<const CLI::ExcludesError*>(&e) != nullptr) {
+      for (CLI::App* sub : cell_commands) {
+        if (!sub->parsed()) continue;
+        PrintError(sub->get_name() + ": name cells or --all, not both");
+        return kExitUsage;
+      }
+    }
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
 

@@ -82,6 +82,12 @@ std::string FormatAge(uint64_t ms) {
   return out;
 }
 
+std::string FormatTimeLeft(uint64_t ms) {
+  const uint64_t up = ms < 10'000 ? (ms + 99) / 100 * 100 : (ms + 999) / 1000 * 1000;
+  if (up >= 10'000 && up < 60'000) return std::to_string(up / 1000) + "s";
+  return FormatAge(up);
+}
+
 std::string FormatLatency(const nlohmann::json& ms) {
   if (!ms.is_number()) return "-";
   const double value = ms.get<double>();
@@ -230,7 +236,7 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
     line("pid", Scalar(Field(cell, "pid")));
     line("uptime", Uptime(cell));
     if (Number(cell, "next_start_in_ms") > 0) {
-      line("next start in", FormatAge(Number(cell, "next_start_in_ms")));
+      line("next start in", FormatTimeLeft(Number(cell, "next_start_in_ms")));
     }
     line("starts", std::to_string(Number(cell, "starts")));
     std::string restarts = std::to_string(Number(cell, "restarts"));

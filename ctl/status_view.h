@@ -15,6 +15,10 @@ namespace bulkhead::ctl {
 // 1234 -> "1.2s", 75000 -> "1m15s", 3600000 -> "1h0m", 90061000 -> "1d1h": a duration in ms,
 // two units at most.
 std::string FormatAge(uint64_t ms);
+// What is left of a wait ("next start in"), rounded as bulkheadd's state detail rounds it
+// (lifecycle's SecondsLeft): up, to tenths below 10 s and to whole seconds from there, so that the
+// two lines of `status CELL` agree and a wait not over never reads "0.0s": "7.6s", "12s", "2m5s".
+std::string FormatTimeLeft(uint64_t ms);
 // A latency in ms (null: "-"): "0.25ms", "12ms", "1.5s".
 std::string FormatLatency(const nlohmann::json& ms);
 // The long form's "running" figure: requests running over the limit in force, "2/6 (adaptive

@@ -95,5 +95,51 @@ TEST(JudgeLifecycle, AnOverlappingRestartIsReachedAtTheHandoverAndFailsWithItsRe
   EXPECT_EQ(JudgeLifecycle("restart", 1, failed).verdict, LifecycleVerdict::kPending);
 }
 
+
+// A start held for the cells it needs (state "waiting"): pending, saying for what, while each is on
+// its way; held at once when one is stopped or failed, which no timer of the supervisor changes.
+nlohmann::json WaitingFor(const std::vector<std::pair<std::string, std::string>>& needs) {
+  nlohmann::json cell = CellIn("waiting", 0);
+  nlohmann::json list = nlohmann::json::array();
+  std::string text;
+  for (const auto& [name, state] : needs) {
+    list.push_back({{"cell", name}, {"state", state}});
+    text += (text.empty() ? "" : ", ") + name + " (" + state + ")";
+  }
+  cell["waiting_for"] = list;
+  cell["state_detail"] = "waiting for " + text;
+  return cell;
+}
+
+TEST(JudgeLifecycle, AStartHeldForANeedOnItsWayIsPendingAndSaysForWhat) {
+  for (const char* state : {"starting", "backoff", "waiting", "running", "stopping"}) {
+    LifecycleProgress progress = JudgeLifecycle("start", 0, WaitingFor({{"catalog", state}}));
+    EXPECT_EQ(progress.verdict, LifecycleVerdict::kPending) << state;
+    EXPECT_EQ(progress.detail, std::string("waiting for catalog (") + state + ")");
+  }
+}
+
+TEST(JudgeLifecycle, AStartHeldForAStoppedOrFailedNeedStopsWaitingAndNamesIt) {
+  for (const char* command : {"start", "restart"}) {
+    for (const char* state : {"stopped", "failed"}) {
+      LifecycleProgress progress = JudgeLifecycle(command, 0, WaitingFor({{"catalog", state}}));
+      EXPECT_EQ(progress.verdict, LifecycleVerdict::kHeld) << command << " " << state;
+      EXPECT_EQ(progress.detail, std::string("waiting for catalog (") + state +
+                                     "); catalog does not start by itself, and this start goes on "
+                                     "once it runs (bulkheadctl start catalog)");
+    }
+  }
+  LifecycleProgress two = JudgeLifecycle(
+      "start", 0, WaitingFor({{"search", "starting"}, {"catalog", "stopped"}, {"db", "failed"}}));
+  EXPECT_EQ(two.verdict, LifecycleVerdict::kHeld);
+  EXPECT_EQ(two.detail,
+            "waiting for search (starting), catalog (stopped), db (failed); catalog and db do not "
+            "start by themselves, and this start goes on once they run (bulkheadctl start "
+            "catalog)");
+  // A stop of a held cell is reached as soon as the held start is withdrawn (state "stopped").
+  EXPECT_EQ(JudgeLifecycle("stop", 0, WaitingFor({{"catalog", "stopped"}})).verdict,
+            LifecycleVerdict::kPending);
+}
+
 }  // namespace
 }  // namespace bulkhead::ctl

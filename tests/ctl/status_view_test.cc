@@ -66,6 +66,14 @@ TEST(StatusView, ErrorsNameTheField) {
 
 TEST(StatusView, AgesAndLatencies) {
   EXPECT_EQ(FormatAge(1234), "1.2s");
+  // A wait left is rounded up, as bulkheadd's state detail rounds it ("next start in 7.6 s" on
+  // the line above read "7.5s" here).
+  EXPECT_EQ(FormatTimeLeft(7510), "7.6s");
+  EXPECT_EQ(FormatTimeLeft(7500), "7.5s");
+  EXPECT_EQ(FormatTimeLeft(1), "0.1s");
+  EXPECT_EQ(FormatTimeLeft(9901), "10s");
+  EXPECT_EQ(FormatTimeLeft(12001), "13s");
+  EXPECT_EQ(FormatTimeLeft(124001), "2m5s");
   EXPECT_EQ(FormatAge(75000), "1m15s");
   EXPECT_EQ(FormatAge(3600000), "1h0m");
   EXPECT_EQ(FormatAge(90061000), "1d1h");

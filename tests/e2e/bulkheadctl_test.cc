@@ -831,6 +831,11 @@ TEST(Bulkheadctl, UsageErrors) {
   // The messages name what is wrong.
   for (auto [args, message] : {
            std::pair{std::vector<std::string>{"start"}, "start: name one or more cells, or --all"},
+           // CLI11 said "cell excludes --all".
+           std::pair{std::vector<std::string>{"restart", "--all", "a"},
+                     "bulkheadctl: restart: name cells or --all, not both\n"},
+           std::pair{std::vector<std::string>{"stop", "a", "--all"},
+                     "bulkheadctl: stop: name cells or --all, not both\n"},
            std::pair{std::vector<std::string>{"logs", "a", "-n", "-1"},
                      "must be a whole number, 0 or more"},
            // ParseDuration's examples once, not followed by "(e.g. 500ms, 2s)" again.

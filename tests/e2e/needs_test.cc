@@ -104,11 +104,21 @@ TEST(Needs, DependentTakesNoRequestUntilItsNeedIsReady) {
   ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) {
     return StateOf(c) == "stopped";
   })) << h.Status().dump();
-  // --no-block: `bulkheadctl start` waits, as for any start, until the cell runs.
-  Result<ProcessResult> start = h.Ctl({"start", "--no-block", "front"});
+  // `bulkheadctl start` does not wait for a need that does not start by itself: it says so and
+  // fails at once, and the start stays held in the supervisor.
+  Result<ProcessResult> start = h.Ctl({"start", "front"});
+  ASSERT_TRUE(start.ok()) << start.status().message();
+  EXPECT_EQ(start->exit_code(), kExitFailure) << start->Describe();
+  EXPECT_NE(start->err.find("start front: waiting for catalog (stopped); catalog does not start by "
+                            "itself, and this start goes on once it runs (bulkheadctl start "
+                            "catalog)"),
+            std::string::npos)
+      << start->Describe();
+  EXPECT_EQ(h.Cell("front")["state_detail"], "waiting for catalog (stopped)") << h.Status().dump();
+  // --no-block returns at once, as for any start.
+  start = h.Ctl({"start", "--no-block", "front"});
   ASSERT_TRUE(start.ok()) << start.status().message();
   EXPECT_EQ(start->exit_code(), kExitOk) << start->Describe();
-  EXPECT_EQ(h.Cell("front")["state_detail"], "waiting for catalog (stopped)") << h.Status().dump();
   ASSERT_TRUE(h.Ctl({"start", "catalog"}).ok());
   ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) {
     return StateOf(c) == "running";
