@@ -86,8 +86,33 @@ RequestParser::RequestParser(const Limits& limits) : limits_(limits) {
   settings_.on_message_complete = &RequestParser::OnMessageComplete;
 }
 
+RequestParser::Event RequestParser::JudgeUnknownMethod(std::string_view data, size_t* consumed) {
+  // A method http-parser does not know ("BREW", "get") is a request this gateway cannot carry:
+  // 501, as RFC 9110 section 9.1 has it for an unrecognised method (400 would say its syntax is
+  // wrong, and it is not). Bytes that are no method ("G@T", "{GET", "BAD\r\n": no token followed
+  // by SP) are 400. Judged once the byte after the token arrived, so that the answer is the same
+  // however the bytes were split across reads.
+  constexpr size_t kLongestMethod = 64;
+  for (size_t i = 0; i < data.size(); ++i) {
+    const char c = data[i];
+    if (c != ' ' && IsToken(std::string_view(&c, 1)) && ++method_tail_ <= kLongestMethod) continue;
+    *consumed += i;
+    failed_ = true;
+    error_ = c == ' ' && method_tail_ > 0 ? Error{501, "method not implemented"}
+                                          : Error{400, "bad method"};
+    return Event::kError;
+  }
+  *consumed += data.size();
+  method_pending_ = true;
+  return Event::kNeedMore;
+}
+
 RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consumed) {
   *consumed = 0;
+  if (method_pending_) {
+    method_pending_ = false;
+    return JudgeUnknownMethod(data, consumed);
+  }
   if (failed_) return Event::kError;
   if (message_done_) {
     // The previous request was handed out whole: the next one starts here.
@@ -127,6 +152,12 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
     // http-parser reports a chunk size past 2^64 - 1 as HPE_INVALID_CONTENT_LENGTH.
     error_ = error == HPE_INVALID_CONTENT_LENGTH && !in_head_ ? Error{400, "chunk size too large"}
                                                               : ErrorOf(error);
+    if (error == HPE_INVALID_METHOD) {
+      // http-parser stopped at the first byte no method it knows has there, every byte before it
+      // a method's (upper-case letters): the rest of the method decides.
+      method_tail_ = 0;
+      return JudgeUnknownMethod(data.substr(n), consumed);
+    }
     failed_ = true;
     return Event::kError;
   }

@@ -24,7 +24,9 @@
 //        more than Limits::max_headers fields
 // Trailer fields of a chunked body are read and dropped: never merged into head().headers (RFC
 // 9110 section 6.5.1), whatever their name and whichever read brought them.
-//   501  a Transfer-Encoding other than "chunked" (RFC 9112 section 6.1), CONNECT, Upgrade
+//   501  a Transfer-Encoding other than "chunked" (RFC 9112 section 6.1), CONNECT, Upgrade, a
+//        method that is a token but not one http-parser knows ("BREW", "get": RFC 9110 section
+//        9.1); a method that is no token ("{GET", "G\x01T") is 400
 //   505  an HTTP major version other than 1 ("HTTP/2.0", RFC 9110 section 15.6.6)
 // HTTP/1.0 and HTTP/1.1 are taken; HTTP/1.2 and above are taken as HTTP/1.1 (RFC 9110 section 2.5).
 #pragma once
@@ -137,6 +139,9 @@ class RequestParser {
   bool in_message() const { return in_message_; }
 
  private:
+  // From the byte http-parser refused as a method's: 501 for a token then SP, else 400 (kError);
+  // kNeedMore, every byte consumed, while `data` ends inside the token.
+  Event JudgeUnknownMethod(std::string_view data, size_t* consumed);
   static int OnMessageBegin(http_parser* parser);
   static int OnUrl(http_parser* parser, const char* at, size_t length);
   static int OnHeaderField(http_parser* parser, const char* at, size_t length);
@@ -174,6 +179,11 @@ class RequestParser {
   std::string body_;
   Error error_;
   bool failed_ = false;
+  // http-parser refused the method at a token byte: the rest of the method, up to its SP, decides
+  // between 501 and 400 (JudgeUnknownMethod), across reads. `method_tail_`: its bytes seen from
+  // the one refused.
+  bool method_pending_ = false;
+  size_t method_tail_ = 0;
   bool in_message_ = false;
   bool in_head_ = true;  // the bytes being parsed belong to a head (else: body, trailers)
   bool message_done_ = false;

@@ -261,6 +261,15 @@ TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
        "CONNECT"},
       {"odd Expect", "GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417, "Expect"},
       {"bad method", "G@T / HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
+      {"no method at all", "{GET / HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
+      {"control byte in method", "GE\x01 / HTTP/1.1\r\nHost: x\r\n\r\n", 400, ""},
+      // RFC 9110 section 9.1: a method (a token) the parser does not know is not implemented.
+      {"unknown method", "BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n", 501, "method not implemented"},
+      {"unknown longer method", "GETX / HTTP/1.1\r\nHost: x\r\n\r\n", 501, "method"},
+      {"lower-case method", "get / HTTP/1.1\r\nHost: x\r\n\r\n", 501, "method"},
+      {"a token but no request line", "BAD\r\n\r\n", 400, "bad method"},
+      {"a method too long", std::string(70, 'Q') + " / HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+       "bad method"},
       {"bad version", "GET / HTTP/9.9x\r\nHost: x\r\n\r\n", 400, ""},
       // RFC 9112 section 3: a request line has a version; HTTP/0.9's "GET /x" is not spoken.
       {"no version", "GET /x\r\n\r\n", 400, "no HTTP version"},
