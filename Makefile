@@ -76,6 +76,7 @@ bench: build bench-deps
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD) --http
 	$(BUILD)/bench/bulkhead-bench-idle --bin-dir $(BUILD)
 	$(BUILD)/bench/bulkhead-bench-restart --bin-dir $(BUILD)
+	$(BUILD)/bench/bulkhead-bench-adaptive --bin-dir $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

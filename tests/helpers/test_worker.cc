@@ -27,6 +27,9 @@
 //                    or "helper PID signal N" (an OOM-killed helper: "signal 9")
 //   burn MS          spins on the CPU for MS ms of wall-clock time (one thread), then OK
 //                    "burned MS ms, cpu N us" (N: this thread's CPU time, CLOCK_THREAD_CPUTIME_ID)
+//   cpu US           spins until this thread has used US µs of CPU time (CLOCK_THREAD_CPUTIME_ID),
+//                    then OK "cpu US us": work whose service time grows with the requests
+//                    sharing the CPUs (the adaptive bench's CPU-bound workload), unlike burn's
 //   forkbomb MAX     forks up to MAX children that pause forever, stopping at the first fork that
 //                    fails; OK "forked N" or "forked N, then fork: <strerror>". The children stay
 //                    in the worker's process group (and cgroup) until the worker is torn down.
@@ -251,6 +254,21 @@ HandlerResult AllocateInChild(long mib, long adj) {
   return HandlerResult::Ok("helper " + std::to_string(helper) + " " + end);
 }
 
+uint64_t ThreadCpuNs() {
+  timespec cpu{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+  return static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(cpu.tv_nsec);
+}
+
+HandlerResult SpinCpu(long us) {
+  const uint64_t end = ThreadCpuNs() + static_cast<uint64_t>(us) * 1000u;
+  volatile uint64_t spins = 0;
+  while (ThreadCpuNs() < end) {
+    for (int i = 0; i < 1000; ++i) spins = spins + 1;
+  }
+  return HandlerResult::Ok("cpu " + std::to_string(us) + " us");
+}
+
 HandlerResult Burn(long ms) {
   using std::chrono::steady_clock;
   const steady_clock::time_point end = steady_clock::now() + std::chrono::milliseconds(ms);
@@ -465,6 +483,7 @@ HandlerResult Handle(std::string_view payload) {
     }
   }
   if (command == "burn" && ParseInt(argument, &number) && number >= 0) return Burn(number);
+  if (command == "cpu" && ParseInt(argument, &number) && number >= 0) return SpinCpu(number);
   if (command == "forkbomb" && ParseInt(argument, &number) && number >= 0) return ForkBomb(number);
   if (command == "notify") {
     std::string error = SendNotify(argument);
