@@ -121,11 +121,20 @@ void PressureWatch::Release(Trigger* t, TriggerState state) {
 void PressureWatch::OnPoll(uv_poll_t* handle, int status, int events) {
   auto* t = static_cast<Trigger*>(handle->data);
   PressureWatch* self = t->watch;
-  if (status < 0) {
+  // libuv hands POLLERR with POLLPRI over as UV_PRIORITIZED (sysfs and kernfs report both), and
+  // a removed cgroup's trigger polls so for good: a poll(2) of its own tells it from the kernel's
+  // event, which the loop's epoll already consumed (that poll then sees nothing).
+  Result<cell::PressureTrigger::Event> now =
+      status < 0 ? Result<cell::PressureTrigger::Event>(cell::PressureTrigger::Event::kGone)
+                 : t->trigger->Check();
+  if (!now.ok() || *now == cell::PressureTrigger::Event::kGone) {
     // POLLERR: the cgroup was removed (or the descriptor broke).
     Log(LogLevel::kWarning, *self->cell_name_, 0,
         std::string(admission::SignalName(t->signal)) + " signal off: " + t->trigger->path() +
-            ": " + uv_strerror(status));
+            ": " +
+            (status < 0 ? std::string(uv_strerror(status))
+             : now.ok() ? std::string("POLLERR (its cgroup was removed)")
+                        : now.status().message()));
     self->Release(t, TriggerState::kFailed);
     self->TellSignals();
     return;

@@ -6,8 +6,10 @@
 // VM (vm.supervisor_compartments).
 #include "lifecycle/pressure_watch.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <uv.h>
 
@@ -206,6 +208,44 @@ TEST_F(PressureWatchTest, TurnedOffItClosesTheTriggersAndTellsTheSignalsOff) {
             -1);
   RunOnce();
   EXPECT_TRUE(fired_.empty());
+}
+
+// POLLERR (a removed cgroup's trigger): the watch closes, the signal goes off and stays off while
+// wanted. A UDP socket that got ICMP port unreachable on loopback stands in: its pending error
+// polls POLLERR.
+TEST_F(PressureWatchTest, AnErrorOnTheTriggerClosesItsWatchAndTheSignalGoesOff) {
+  int memory_fd = -1;
+  int calls = 0;
+  PressureWatch::Registrar sockets = SocketTriggers();
+  MakeWatch([&](const cell::CellCgroup& cgroup, cell::PressureResource resource,
+                const cell::PressureThreshold& threshold) -> Result<cell::PressureTrigger> {
+    ++calls;
+    if (resource != cell::PressureResource::kMemory) return sockets(cgroup, resource, threshold);
+    UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    sockaddr_in closed{};
+    closed.sin_family = AF_INET;
+    closed.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    closed.sin_port = htons(9);  // discard: nothing listens in the test
+    if (!fd.valid() ||
+        ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&closed), sizeof closed) != 0) {
+      return Status::FromErrno("udp");
+    }
+    memory_fd = fd.get();
+    return cell::PressureTrigger::Adopt(std::move(fd), "memory.pressure", threshold);
+  });
+  watch_->Follow(Adaptive(/*worker_runs=*/false));
+  ASSERT_NE(memory_fd, -1);
+  ASSERT_NE(watch_->live() & SignalBit(Signal::kMemoryPressure), 0);
+  const char byte = '!';
+  ASSERT_EQ(::send(memory_fd, &byte, 1, 0), 1) << std::strerror(errno);
+  for (int i = 0; i < 100 && (watch_->live() & SignalBit(Signal::kMemoryPressure)) != 0; ++i) {
+    RunOnce();
+  }
+  EXPECT_EQ(watch_->live(), SignalBit(Signal::kMemoryUsage) | SignalBit(Signal::kCpuPressure));
+  EXPECT_EQ(signals_.back(), watch_->live());
+  EXPECT_TRUE(fired_.empty());
+  watch_->Follow(Adaptive(/*worker_runs=*/false));
+  EXPECT_EQ(calls, 2) << "a failed trigger was tried again while still wanted";
 }
 
 }  // namespace
