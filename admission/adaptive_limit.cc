@@ -22,7 +22,6 @@ constexpr uint32_t kStaleWindows = 3;
 constexpr uint32_t kBaseSamples = 50;
 
 size_t Index(LimitCause cause) { return static_cast<size_t>(cause); }
-uint8_t Bit(Signal signal) { return static_cast<uint8_t>(1U << static_cast<unsigned>(signal)); }
 
 uint32_t Permille(double ratio) {
   return ratio <= 0 ? 0 : static_cast<uint32_t>(std::llround(std::min(ratio * 1000.0, 4.0e9)));
@@ -300,10 +299,12 @@ void AdaptiveLimit::SetTolerance(double tolerance) {
 }
 
 void AdaptiveLimit::SetSignalLive(Signal signal, bool live) {
-  live_signals_ = live ? (live_signals_ | Bit(signal)) : (live_signals_ & ~Bit(signal));
+  live_signals_ = live ? (live_signals_ | SignalBit(signal)) : (live_signals_ & ~SignalBit(signal));
 }
 
-bool AdaptiveLimit::signal_live(Signal signal) const { return (live_signals_ & Bit(signal)) != 0; }
+bool AdaptiveLimit::signal_live(Signal signal) const {
+  return (live_signals_ & SignalBit(signal)) != 0;
+}
 
 GrowthHold AdaptiveLimit::growth_hold() const { return HoldAt(clock_->NowMs()); }
 

@@ -145,6 +145,10 @@ enum class Signal : uint8_t {
 inline constexpr size_t kSignalCount = 5;
 // "service_time", "cpu_pressure", "memory_pressure", "cpu_throttling", "memory_usage".
 std::string_view SignalName(Signal signal);
+// A set of Signals as one byte, bit i for Signal i: what an owner passes to say which are live.
+inline constexpr uint8_t SignalBit(Signal signal) {
+  return static_cast<uint8_t>(1u << static_cast<unsigned>(signal));
+}
 
 // One change of the limit.
 struct LimitChange {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/status.h"
 #include "base/unique_fd.h"
@@ -41,6 +42,12 @@ class PressureTrigger {
   // The same on an absolute path: /proc/pressure/memory watches the whole system.
   static Result<PressureTrigger> RegisterPath(const std::string& path,
                                               const PressureThreshold& threshold);
+
+  // For tests of what watches a trigger: `fd`, already open, taken as the trigger's descriptor (a
+  // socket whose urgent data polls POLLPRI stands in for the kernel's event). Nothing is written.
+  static PressureTrigger Adopt(UniqueFd fd, std::string path, const PressureThreshold& threshold) {
+    return PressureTrigger(std::move(fd), std::move(path), threshold);
+  }
 
   PressureTrigger(PressureTrigger&&) = default;
   PressureTrigger& operator=(PressureTrigger&&) = default;

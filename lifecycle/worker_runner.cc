@@ -63,6 +63,12 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
       output_a_(loop, time, config_),
       output_b_(loop, time, config_),
       oom_watch_(loop, time, &config_.name, [this] { return pid_; }),
+      pressure_(
+          loop, time, &config_.name,
+          PressureWatch::Callbacks{
+              .on_fired = [this](admission::Signal s) { data_path_->PressureFired(s); },
+              .on_usage = [this](const cell::CgroupUsage& u) { data_path_->CgroupUsagePolled(u); },
+              .on_signals = [this](uint8_t live) { data_path_->AdaptiveSignals(live); }}),
       backoff_timer_(time->CreateTimer([this] { Handle(Event::BackoffElapsed()); })),
       stop_timer_(time->CreateTimer([this] { Handle(Event::StopTimeout()); })),
       watchdog_timer_(time->CreateTimer([this] { OnWatchdogTimer(); })),
@@ -97,6 +103,7 @@ Status WorkerRunner::CreateCgroup() {
   // them: they are killed before this run's first worker starts (see Start).
   Result<bool> empty = cgroup_->IsEmpty();
   stale_generation_ = !empty.ok() || !*empty;
+  UpdatePressureWatch();
   return Status::Ok();
 }
 
@@ -237,6 +244,7 @@ void WorkerRunner::NoteState() {
                              Lifecycle::StateName(lifecycle_.state())));
   }
   UpdateProbe();
+  UpdatePressureWatch();
   if (lifecycle_.state() == observed_state_) return;
   observed_state_ = lifecycle_.state();
   if (state_observer_) state_observer_();
@@ -342,6 +350,7 @@ void WorkerRunner::OnWorkerExit(int wait_status) {
   const bool oom_killed = oom_watch_.WorkerDied(wait_status);
   pid_ = 0;
   UpdateProbe();
+  UpdatePressureWatch();
   // Its last words first: they often tell why it ended.
   output_->WorkerExited();
   std::string description = cell::DescribeWaitStatus(wait_status);
@@ -355,8 +364,46 @@ void WorkerRunner::OnWorkerExit(int wait_status) {
 
 // --- Teardown of a worker generation. ---
 
+cell::CgroupLimits WorkerRunner::EffectiveLimits() const {
+  cell::CgroupLimits limits = compartment_.limits;
+  if (config_.concurrency == config::ConcurrencyMode::kAdaptive && limits.memory_max &&
+      !limits.memory_high) {
+    // The kernel throttles the cell at memory.high and PSI reports it before memory.max's OOM
+    // kill (admission/adaptive_limit.h, "memory.high: decided").
+    limits.memory_high = admission::AdaptiveMemoryHigh(*limits.memory_max);
+  }
+  return limits;
+}
+
+bool WorkerRunner::ControllerEnabled(std::string_view controller) const {
+  if (compartment_.tree == nullptr) return false;
+  const std::vector<std::string>& missing = compartment_.tree->missing_controllers();
+  return std::find(missing.begin(), missing.end(), controller) == missing.end();
+}
+
+void WorkerRunner::UpdatePressureWatch() {
+  PressureWatch::Want want;
+  if (cgroup_ && config_.concurrency == config::ConcurrencyMode::kAdaptive) {
+    const cell::CgroupLimits& limits = compartment_.limits;
+    const bool memory = ControllerEnabled("memory");
+    const bool cpu = ControllerEnabled("cpu");
+    want.cgroup = &*cgroup_;
+    want.memory_trigger = memory;
+    want.cpu_trigger = admission::RegistersCpuTrigger(
+        limits.cpu_quota_us, limits.cpu_period_us.value_or(cell::kDefaultCpuPeriodUs));
+    want.poll = pid_ != 0;
+    if (cpu && limits.cpu_quota_us) {
+      want.polled_signals |= admission::SignalBit(admission::Signal::kCpuThrottling);
+    }
+    if (memory && limits.memory_max) {
+      want.polled_signals |= admission::SignalBit(admission::Signal::kMemoryUsage);
+    }
+  }
+  pressure_.Follow(want);
+}
+
 Status WorkerRunner::WriteCellLimits() {
-  limits_written_ = cgroup_->WriteLimits(compartment_.limits);
+  limits_written_ = cgroup_->WriteLimits(EffectiveLimits());
   Status status = limits_written_.status();
   if (!status.ok()) {
     Log(compartment_.required ? LogLevel::kError : LogLevel::kWarning, name(), pid_,
@@ -695,6 +742,7 @@ void WorkerRunner::UpdateProbe() {
 
 Status WorkerRunner::Reconfigure(const config::CellConfig& next,
                                  const std::optional<cell::CgroupLimits>& cgroup_limits) {
+  const config::ConcurrencyMode was = config_.concurrency;
   config_ = next;
   if (worker_listen_fd_.valid()) {
     // More links may connect at once than the backlog Bind gave: listen(2) again resizes it.
@@ -706,10 +754,13 @@ Status WorkerRunner::Reconfigure(const config::CellConfig& next,
   output_b_.SetOptions(config_);
   UpdateProbe();  // stall_timeout may have turned liveness probing on, off, or re-timed it
   Status written = Status::Ok();
-  if (cgroup_limits) {
-    compartment_.limits = *cgroup_limits;
-    if (cgroup_) written = WriteCellLimits();
+  if (cgroup_limits) compartment_.limits = *cgroup_limits;
+  // A switch between fixed and adaptive moves memory.high (EffectiveLimits).
+  if (cgroup_ && (cgroup_limits || next.concurrency != was)) {
+    written = WriteCellLimits();
   }
+  // The triggers follow the mode (and cpu.max: RegistersCpuTrigger).
+  UpdatePressureWatch();
   return written;
 }
 
@@ -725,6 +776,7 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
   }
   ReleaseNext();
   swap_timer_->Stop();
+  pressure_.Close(handles_.Part());  // its descriptors first: they hold the cgroup's files open
   if (cgroup_) {
     Status removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
@@ -750,7 +802,7 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
 WorkerRunner::CompartmentStatus WorkerRunner::ReadCompartment() const {
   CompartmentStatus s;
   s.limits_note = compartment_.not_enforced_reason;
-  s.cgroup_limits = compartment_.limits;
+  s.cgroup_limits = EffectiveLimits();
   s.oom_kills = oom_watch_.kills();
   if (cgroup_) {
     s.cgroup_path = cgroup_->path();
@@ -766,7 +818,7 @@ WorkerRunner::CompartmentStatus WorkerRunner::ReadCompartment() const {
   std::string lost;
   for (size_t i = 0; i < cell::kLimitCount; ++i) {
     const auto limit = static_cast<cell::Limit>(i);
-    const bool set = cell::LimitIsSet(compartment_.limits, limit);
+    const bool set = cell::LimitIsSet(s.cgroup_limits, limit);
     bool present = cgroup_.has_value() && s.cgroup.has_value();
     if (present && cell::LimitController(limit) == "memory") present = s.cgroup->has_memory;
     if (present && cell::LimitController(limit) == "pids") present = s.cgroup->has_pids;

@@ -3,8 +3,9 @@
 // service). Drives the lifecycle table (lifecycle.h) and carries out its actions: spawn into the
 // cell's cgroup with the worker socket as fd 3, the notify socket and watchdog (sd_notify(3)),
 // output capture, teardown (stop_signal, kill_mode, cgroup.kill), the cgroup's limits, OOM kills
-// (memory.events), restart reasons. It never touches a request: what the table asks of the data
-// path goes through DataPathControl. REQUIRES: loop thread only.
+// (memory.events), an adaptive cell's PSI triggers and usage poll (PressureWatch), restart reasons.
+// It never touches a request: what the table asks of the data path goes through DataPathControl.
+// REQUIRES: loop thread only.
 #pragma once
 
 #include <sys/types.h>
@@ -16,8 +17,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "admission/adaptive_limit.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "cell/cgroup.h"
@@ -29,6 +32,7 @@
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/notify_socket.h"
 #include "lifecycle/oom_watch.h"
+#include "lifecycle/pressure_watch.h"
 #include "lifecycle/restart_reason.h"
 #include "lifecycle/teardown_watcher.h"
 #include "lifecycle/worker_launcher.h"
@@ -67,6 +71,14 @@ class DataPathControl {
   // requests still on its retired connections, or orphaned when one of them broke, get FAILED
   // worker_died with it, as a crash's in-flight requests do; those connections close.
   virtual void PreviousWorkerExited(const std::string& message) = 0;
+  // The kernel signals of an adaptive cell with a cgroup (docs/adaptive-concurrency.md, "Who owns
+  // what"), which the data path feeds to its admission::AdaptiveLimit: a PSI trigger fired
+  // (`signal`: kCpuPressure or kMemoryPressure); one poll of the cgroup's usage (every 250 ms while
+  // a worker runs); the kernel signals live now changed (admission::SignalBit of each; 0 for a
+  // fixed cell or one without a cgroup), for status.
+  virtual void PressureFired(admission::Signal signal) = 0;
+  virtual void CgroupUsagePolled(const cell::CgroupUsage& usage) = 0;
+  virtual void AdaptiveSignals(uint8_t live) = 0;
 };
 
 class WorkerRunner : private TeardownWatcher::Generation {
@@ -189,6 +201,15 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // Writes the limits into the cell's cgroup, keeps the outcome for status and logs every limit
   // that is not in force. Returns Ok or the failures. REQUIRES: cgroup_.
   Status WriteCellLimits();
+  // The limits the cell's cgroup holds: the configured ones, with memory.high at
+  // admission::AdaptiveMemoryHigh(memory.max) for an adaptive cell with memory_max and no
+  // memory_high (docs/adaptive-concurrency.md, "memory.high").
+  cell::CgroupLimits EffectiveLimits() const;
+  // The PSI triggers and the usage poll follow the config, the cgroup and the worker (an adaptive
+  // cell with a cgroup only). Called after every event and reload, beside UpdateProbe.
+  void UpdatePressureWatch();
+  // `controller` ("memory", "cpu") is enabled for the cells (not among the tree's missing ones).
+  bool ControllerEnabled(std::string_view controller) const;
 
   // Notify socket (sd_notify(3)).
   void OnNotify(pid_t sender, const cell::NotifyMessage& message);
@@ -242,6 +263,8 @@ class WorkerRunner : private TeardownWatcher::Generation {
   WorkerOutput* swap_output_ = &output_b_;
   // OOM kills in cgroup_ (started with it).
   OomWatch oom_watch_;
+  // An adaptive cell's PSI triggers and usage poll on cgroup_ (UpdatePressureWatch).
+  PressureWatch pressure_;
 
   ipc::SocketFile worker_file_;  // the worker socket file bound (removed on close if still ours)
   UniqueFd worker_listen_fd_;

@@ -234,11 +234,44 @@ void CellDataPath::ApplyConcurrency() {
     // It starts at the floor: the base can only be measured there. Requests running above it
     // finish; queued ones wait in order.
     adaptive_ = std::make_unique<admission::AdaptiveLimit>(time_, AdaptiveOptionsOf(config_));
+    SetKernelSignals(kernel_signals_);
   } else {
     adaptive_->SetBounds(config_.min_concurrent, config_.max_concurrent);
     adaptive_->SetTolerance(AdaptiveOptionsOf(config_).tolerance);
   }
   bulkhead_.SetMaxConcurrent(adaptive_->limit());
+}
+
+void CellDataPath::PressureFired(admission::Signal signal) {
+  if (adaptive_ != nullptr) TakeAdaptiveLimit(adaptive_->OnPressure(signal));
+}
+
+void CellDataPath::CgroupUsagePolled(const CgroupSample& sample) {
+  if (adaptive_ == nullptr) return;
+  uint32_t limit = adaptive_->limit();
+  if (adaptive_->signal_live(admission::Signal::kCpuThrottling)) {
+    limit = adaptive_->OnCpuStat(sample.nr_periods, sample.nr_throttled);
+  }
+  if (adaptive_->signal_live(admission::Signal::kMemoryUsage) && sample.memory_max > 0) {
+    limit = adaptive_->OnMemoryUsage(sample.working_set, sample.memory_max);
+  }
+  TakeAdaptiveLimit(limit);
+}
+
+void CellDataPath::SetKernelSignals(uint8_t live) {
+  kernel_signals_ = live;
+  if (adaptive_ == nullptr) return;
+  for (admission::Signal signal :
+       {admission::Signal::kCpuPressure, admission::Signal::kMemoryPressure,
+        admission::Signal::kCpuThrottling, admission::Signal::kMemoryUsage}) {
+    adaptive_->SetSignalLive(signal, (live & admission::SignalBit(signal)) != 0);
+  }
+}
+
+void CellDataPath::TakeAdaptiveLimit(uint32_t limit) {
+  if (limit == bulkhead_.limits().max_concurrent) return;
+  bulkhead_.SetMaxConcurrent(limit);
+  StartQueued();  // kernel signals never raise it; should one, the queue takes it at once
 }
 
 void CellDataPath::SampleServiceTime(const Exchange& exchange) {

@@ -130,6 +130,25 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Retired links still carrying a request.
   size_t retiring_links() const { return retiring_links_; }
 
+  // The kernel signals of an adaptive cell (docs/adaptive-concurrency.md, "Who feeds it"), from
+  // the worker's side; a fixed cell ignores them. Each can only lower the limit or hold its growth
+  // (running requests finish, queued ones keep their place). A PSI trigger fired: `signal`
+  // kCpuPressure or kMemoryPressure (AdaptiveLimit::OnPressure).
+  void PressureFired(admission::Signal signal);
+  // One poll of the cell's cgroup: cpu.stat's cumulative counters (AdaptiveLimit::OnCpuStat, while
+  // kCpuThrottling is live) and the working set against memory.max (OnMemoryUsage, while
+  // kMemoryUsage is live), bytes; memory_max 0: "max".
+  struct CgroupSample {
+    uint64_t nr_periods = 0;
+    uint64_t nr_throttled = 0;
+    uint64_t working_set = 0;
+    uint64_t memory_max = 0;
+  };
+  void CgroupUsagePolled(const CgroupSample& sample);
+  // The kernel signals live now (admission::SignalBit of each), for status; kept for a controller
+  // a reload makes later.
+  void SetKernelSignals(uint8_t live);
+
   // Figures for status and metrics.
   const admission::Bulkhead& bulkhead() const { return bulkhead_; }
   // The cell's adaptive limit (concurrency = "adaptive"), nullptr for a fixed cell. Its limit() is
@@ -204,6 +223,8 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   void SampleServiceTime(const Exchange& exchange);
   // Makes, rebounds or drops adaptive_ for config_, and gives the Bulkhead its limit.
   void ApplyConcurrency();
+  // The Bulkhead takes the controller's `limit` after a kernel signal (lowered or unchanged).
+  void TakeAdaptiveLimit(uint32_t limit);
   // Tells the upstream when no request runs any more.
   void MaybeDrained();
   void ArmQueueTimer();
@@ -245,6 +266,8 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // concurrency = "adaptive": the limit the Bulkhead holds, fed by SampleServiceTime; its clock is
   // time_. Null in the fixed mode.
   std::unique_ptr<admission::AdaptiveLimit> adaptive_;
+  // SetKernelSignals' last mask, given to each controller made.
+  uint8_t kernel_signals_ = 0;
 
   std::unique_ptr<loop::Timer> queue_timer_;
   std::unique_ptr<loop::Timer> orphan_timer_;

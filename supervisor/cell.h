@@ -143,6 +143,14 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void PreviousWorkerExited(const std::string& message) override {
     data_path_.PreviousWorkerExited(message);
   }
+  void PressureFired(admission::Signal signal) override { data_path_.PressureFired(signal); }
+  void CgroupUsagePolled(const cell::CgroupUsage& usage) override {
+    data_path_.CgroupUsagePolled({.nr_periods = usage.cpu.nr_periods,
+                                  .nr_throttled = usage.cpu.nr_throttled,
+                                  .working_set = usage.has_memory ? usage.working_set() : 0,
+                                  .memory_max = usage.memory_max.value_or(0)});
+  }
+  void AdaptiveSignals(uint8_t live) override { data_path_.SetKernelSignals(live); }
 
   loop::TimeSource* time_;
   // Shared by the runner (watchdog) and the data path (stall, request_timeout): a timer whose

@@ -25,6 +25,7 @@
 #include "tests/helpers/captured_log.h"
 #include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
+#include "tests/lifecycle/fake_cgroup_tree.h"
 #include "tests/lifecycle/probe_peer.h"
 
 namespace bulkhead::lifecycle {
@@ -91,6 +92,13 @@ class FakeDataPath : public DataPathControl {
   void PreviousWorkerExited(const std::string& message) override {
     previous_exited.push_back(message);
   }
+  void PressureFired(admission::Signal signal) override { fired.push_back(signal); }
+  void CgroupUsagePolled(const cell::CgroupUsage& usage) override { usages.push_back(usage); }
+  void AdaptiveSignals(uint8_t live) override { signals = live; }
+  std::vector<admission::Signal> fired;
+  std::vector<cell::CgroupUsage> usages;
+  uint8_t signals = 0;
+
   int retired = 0;
   std::vector<std::string> previous_exited;
   bool retire_busy = false;  // what RetireWorkerLinks answers: links to the previous one are busy
@@ -695,6 +703,146 @@ TEST_F(WorkerSwapTest, WithRestartOverlapFalseARestartStopsTheWorkerFirst) {
   EXPECT_EQ(launcher_.spawn_times.size(), 1u);
   EXPECT_EQ(state(), State::kStopping);
   EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
+}
+
+// --- An adaptive cell's cgroup signals (PressureWatch), on a cgroup tree of plain files. ---
+
+using admission::Signal;
+using admission::SignalBit;
+using bulkhead::testing::FakeCgroupTree;
+
+class WorkerRunnerCgroupTest : public WorkerRunnerTest {
+ protected:
+  void SetUp() override {
+    WorkerRunnerTest::SetUp();
+    ASSERT_NE(tree_.tree(), nullptr);
+    cell_dir_ = tree_.MakeCell("pay");
+  }
+  void TearDown() override {
+    if (runner_ && runner_->pid() != 0) StopWorker();
+    WorkerRunnerTest::TearDown();
+  }
+  // A cell of 1 GiB memory_max and 20% of a CPU, `concurrency`.
+  config::CellConfig CgroupConfig(config::ConcurrencyMode concurrency) const {
+    config::CellConfig config = Config();
+    config.concurrency = concurrency;
+    config.max_concurrent = 8;
+    config.memory_max = uint64_t{1} << 30;
+    config.cpu_max_quota_us = 20'000;
+    return config;
+  }
+  cell::CgroupLimits LimitsOf(const config::CellConfig& config) const {
+    cell::CgroupLimits limits;
+    limits.memory_max = config.memory_max;
+    limits.memory_high = config.memory_high;
+    limits.cpu_quota_us = config.cpu_max_quota_us;
+    return limits;
+  }
+  // A runner for `config` with its cgroup made, its sockets bound, started.
+  void StartInCgroup(const config::CellConfig& config) {
+    CellCompartment compartment;
+    compartment.tree = tree_.tree();
+    compartment.limits = LimitsOf(config);
+    runner_.emplace(&loop_, &time_, config, std::move(compartment), ipc::kDefaultMaxPayload,
+                    &*after_poll_, &data_path_, &launcher_);
+    Status made = runner_->CreateCgroup();
+    ASSERT_TRUE(made.ok()) << made.message();
+    Status bound = runner_->BindSockets();
+    ASSERT_TRUE(bound.ok()) << bound.message();
+    EXPECT_EQ(runner_->Start(), "ok");
+    EXPECT_NE(runner_->pid(), 0);
+  }
+  // Stops the worker: it is reaped, its (empty) cgroup looked at, the lifecycle told.
+  void StopWorker() {
+    runner_->Stop(0, nullptr);
+    Reap(KilledBy(SIGKILL));
+    time_.Advance(TeardownWatcher::kPollMs);
+    EXPECT_EQ(state(), State::kStopped);
+  }
+  std::string File(const char* name) const { return FakeCgroupTree::Read(cell_dir_ + "/" + name); }
+
+  FakeCgroupTree tree_;
+  std::string cell_dir_;
+};
+
+TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellsUsageIsPolledEvery250msWhileItsWorkerRuns) {
+  FakeCgroupTree::Write(cell_dir_ + "/memory.current", "943718400\n");
+  FakeCgroupTree::Write(cell_dir_ + "/memory.max", "1073741824\n");
+  FakeCgroupTree::Write(cell_dir_ + "/cpu.stat",
+                        "usage_usec 9\nuser_usec 9\nsystem_usec 0\nnr_periods 20\n"
+                        "nr_throttled 19\nthrottled_usec 1\n");
+  StartInCgroup(CgroupConfig(config::ConcurrencyMode::kAdaptive));
+  time_.Advance(249);
+  EXPECT_TRUE(data_path_.usages.empty());
+  time_.Advance(1);
+  ASSERT_EQ(data_path_.usages.size(), 1u);
+  EXPECT_EQ(data_path_.usages[0].memory_current, 943718400u);
+  EXPECT_EQ(data_path_.usages[0].cpu.nr_throttled, 19u);
+  time_.Advance(750);
+  EXPECT_EQ(data_path_.usages.size(), 4u);
+  // The quota is below one CPU: no cpu trigger (RegistersCpuTrigger); the memory trigger was
+  // written, but a plain file cannot be polled, so its signal is off; the polls feed the rest.
+  EXPECT_EQ(File("memory.pressure"), std::string("some 100000 1000000\0", 20));
+  EXPECT_EQ(File("cpu.pressure"), "");
+  EXPECT_EQ(data_path_.signals,
+            SignalBit(Signal::kCpuThrottling) | SignalBit(Signal::kMemoryUsage));
+  StopWorker();
+  time_.Advance(1'000);
+  EXPECT_EQ(data_path_.usages.size(), 4u) << "polled with no worker";
+}
+
+TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellWithoutMemoryHighGetsItAt90PercentOfMemoryMax) {
+  StartInCgroup(CgroupConfig(config::ConcurrencyMode::kAdaptive));
+  EXPECT_EQ(File("memory.max"), "1073741824");
+  EXPECT_EQ(File("memory.high"), std::to_string(admission::AdaptiveMemoryHigh(1073741824)));
+  EXPECT_EQ(runner_->ReadCompartment().cgroup_limits.memory_high,
+            std::optional<uint64_t>(admission::AdaptiveMemoryHigh(1073741824)));
+}
+
+TEST_F(WorkerRunnerCgroupTest, AnOperatorsMemoryHighWinsInTheAdaptiveMode) {
+  config::CellConfig config = CgroupConfig(config::ConcurrencyMode::kAdaptive);
+  config.memory_high = 500'000'000;
+  StartInCgroup(config);
+  EXPECT_EQ(File("memory.high"), "500000000");
+}
+
+TEST_F(WorkerRunnerCgroupTest, AFixedCellHasNoTriggerNoPollAndItsOwnMemoryHigh) {
+  StartInCgroup(CgroupConfig(config::ConcurrencyMode::kFixed));
+  time_.Advance(1'000);
+  EXPECT_TRUE(data_path_.usages.empty());
+  EXPECT_EQ(data_path_.signals, 0);
+  EXPECT_EQ(File("memory.pressure"), "");
+  EXPECT_EQ(File("memory.high"), "max");
+}
+
+// Reload switches the mode live: memory.high, the triggers and the poll follow it, with the
+// worker running on.
+TEST_F(WorkerRunnerCgroupTest, AReloadTogglesTheTriggersThePollAndMemoryHigh) {
+  const config::CellConfig fixed = CgroupConfig(config::ConcurrencyMode::kFixed);
+  StartInCgroup(fixed);
+  const pid_t pid = runner_->pid();
+  const config::CellConfig adaptive = CgroupConfig(config::ConcurrencyMode::kAdaptive);
+  ASSERT_TRUE(runner_->Reconfigure(adaptive, std::nullopt).ok());
+  EXPECT_EQ(File("memory.high"), std::to_string(admission::AdaptiveMemoryHigh(1073741824)));
+  EXPECT_EQ(File("memory.pressure"), std::string("some 100000 1000000\0", 20));
+  EXPECT_EQ(data_path_.signals,
+            SignalBit(Signal::kCpuThrottling) | SignalBit(Signal::kMemoryUsage));
+  time_.Advance(250);
+  EXPECT_EQ(data_path_.usages.size(), 1u);
+
+  ASSERT_TRUE(runner_->Reconfigure(fixed, std::nullopt).ok());
+  EXPECT_EQ(File("memory.high"), "max");
+  EXPECT_EQ(data_path_.signals, 0);
+  time_.Advance(1'000);
+  EXPECT_EQ(data_path_.usages.size(), 1u) << "polled after the switch to fixed";
+  EXPECT_EQ(runner_->pid(), pid) << "the switch restarted the worker";
+
+  // Back to adaptive: the trigger is registered anew (the file emptied shows the new write).
+  FakeCgroupTree::Write(cell_dir_ + "/memory.pressure", "");
+  ASSERT_TRUE(runner_->Reconfigure(adaptive, std::nullopt).ok());
+  EXPECT_EQ(File("memory.pressure"), std::string("some 100000 1000000\0", 20));
+  time_.Advance(250);
+  EXPECT_EQ(data_path_.usages.size(), 2u);
 }
 
 }  // namespace

@@ -851,6 +851,19 @@ class AdaptiveDataPathTest : public MultiplexDataPathTest {
     data_path_->OpenAdmission();
   }
 
+  // The config StartCell gives the cell, with `concurrency` and the bounds `floor`..`ceiling`:
+  // what a reload of it passes.
+  config::CellConfig Reloaded(config::ConcurrencyMode concurrency, uint32_t floor,
+                              uint32_t ceiling) const {
+    config::CellConfig next = config_;
+    next.max_concurrent = ceiling;
+    next.max_queue = kClients;
+    next.worker_connections = config::WorkerConnections::kMultiplex;
+    next.concurrency = concurrency;
+    next.min_concurrent = floor;
+    return next;
+  }
+
   // The clients' first requests, each payload naming its client ("c<i>").
   void Connect() {
     for (int i = 0; i < kClients; ++i) {
@@ -954,12 +967,7 @@ TEST_F(AdaptiveDataPathTest, ALoweredLimitFailsNoRunningRequestAndFixedAgainStar
   auto running = ReadRequests(8);
   ASSERT_EQ(running.size(), 8u);
 
-  config::CellConfig adaptive = config_;
-  adaptive.max_concurrent = 8;
-  adaptive.max_queue = kClients;
-  adaptive.worker_connections = config::WorkerConnections::kMultiplex;
-  adaptive.concurrency = config::ConcurrencyMode::kAdaptive;
-  adaptive.min_concurrent = 1;
+  config::CellConfig adaptive = Reloaded(config::ConcurrencyMode::kAdaptive, 1, 8);
   data_path_->Reconfigure(adaptive);
   ASSERT_NE(data_path_->adaptive(), nullptr);
   EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 1u);
@@ -1009,6 +1017,58 @@ TEST_F(AdaptiveDataPathTest, AReloadOfTheBoundsClampsTheLimitAndKeepsTheBase) {
   EXPECT_EQ(before->change(0).cause, admission::LimitCause::kBounds);
   EXPECT_DOUBLE_EQ(before->options().tolerance, 1.0);
   EXPECT_TRUE(before->base_us().has_value());
+}
+
+// The kernel signals from the worker's side (lifecycle::PressureWatch through supervisor::Cell):
+// a PSI trigger's event cuts the limit the Bulkhead holds; no running request fails for it.
+TEST_F(AdaptiveDataPathTest, APressureTriggerEventLowersTheLimitAndFailsNothing) {
+  StartCell(config::ConcurrencyMode::kAdaptive, /*ceiling=*/16);
+  Connect();
+  const Run warm = RunRounds(3'000, KneeOfTwo);
+  const admission::AdaptiveLimit& adaptive = *data_path_->adaptive();
+  const uint32_t before = adaptive.limit();
+  ASSERT_GE(before, 2u);
+  const uint32_t running = data_path_->bulkhead().running();
+  data_path_->PressureFired(admission::Signal::kMemoryPressure);
+  EXPECT_LT(adaptive.limit(), before);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, adaptive.limit());
+  EXPECT_EQ(adaptive.changes_by(admission::LimitCause::kMemoryPressure), 1u);
+  EXPECT_EQ(adaptive.growth_hold(), admission::GrowthHold::kPressure);
+  EXPECT_EQ(data_path_->bulkhead().running(), running) << "a running request was stopped";
+  const Run after = RunRounds(1'000, KneeOfTwo);
+  EXPECT_EQ(warm.answered_other + after.answered_other, 0u) << "a request failed";
+}
+
+// One poll's working set near memory.max cuts the limit only while the runner says the memory
+// usage signal is live; the live signals reach a controller a reload makes later.
+TEST_F(AdaptiveDataPathTest, AMemoryPollCutsTheLimitOnlyWhileItsSignalIsLive) {
+  StartCell(config::ConcurrencyMode::kFixed, /*ceiling=*/8);
+  const uint8_t live = admission::SignalBit(admission::Signal::kMemoryUsage) |
+                       admission::SignalBit(admission::Signal::kMemoryPressure);
+  data_path_->SetKernelSignals(live);
+  data_path_->PressureFired(admission::Signal::kMemoryPressure);  // a fixed cell: ignored
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 8u);
+
+  data_path_->Reconfigure(Reloaded(config::ConcurrencyMode::kAdaptive, 4, 8));
+  const admission::AdaptiveLimit* controller = data_path_->adaptive();
+  ASSERT_NE(controller, nullptr);
+  EXPECT_TRUE(controller->signal_live(admission::Signal::kMemoryUsage));
+  EXPECT_TRUE(controller->signal_live(admission::Signal::kMemoryPressure));
+  EXPECT_FALSE(controller->signal_live(admission::Signal::kCpuThrottling));
+  // The floor is 4: raised to the ceiling, then lowered, the limit stays at 8, where a cut shows.
+  data_path_->Reconfigure(Reloaded(config::ConcurrencyMode::kAdaptive, 8, 8));
+  data_path_->Reconfigure(Reloaded(config::ConcurrencyMode::kAdaptive, 1, 8));
+  ASSERT_EQ(controller->limit(), 8u);
+
+  const CellDataPath::CgroupSample near_max{.working_set = 900, .memory_max = 1000};
+  data_path_->SetKernelSignals(0);
+  data_path_->CgroupUsagePolled(near_max);
+  EXPECT_EQ(controller->limit(), 8u) << "a signal said off was fed";
+  data_path_->SetKernelSignals(live);
+  data_path_->CgroupUsagePolled(near_max);
+  EXPECT_EQ(controller->limit(), 6u);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 6u);
+  EXPECT_EQ(controller->changes_by(admission::LimitCause::kMemoryUsage), 1u);
 }
 }  // namespace
 }  // namespace bulkhead::proxy

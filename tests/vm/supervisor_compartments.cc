@@ -7,7 +7,9 @@
 // live reload, and a bulkheadd started again after a SIGKILL, which must empty the cgroup a setsid
 // grandchild kept populated. Issue 12: bulkheadd is started at oom_score_adj -1000 and its workers
 // must not inherit it; a helper OOM-killed beside a surviving worker is counted and logged, and
-// the worker's later crash is a crash; oom_policy "continue" spares the worker. One "PASS|FAIL
+// the worker's later crash is a crash; oom_policy "continue" spares the worker. Issue 26: a cell
+// added by reload in the adaptive mode gets memory.high at 90% of memory.max, and its memory
+// pressure trigger, fired by a worker throttled over memory.high, lowers its limit. One "PASS|FAIL
 // <check> <numbers>" line per check; exit 0 only if all pass (docs/vm-tests.md). Threads: the main
 // thread drives, forks and reaps (it is a child subreaper, so orphans of the cells come to it once
 // bulkheadd, the nearer subreaper, is gone, and are reaped by pid); one thread runs the steady
@@ -617,6 +619,85 @@ void CheckReloadLimits() {
         "reload.limits_lifted",
         Str("reload: %s; steady: %s; worker pid %lld -> %lld", run.Describe().c_str(), got.c_str(),
             pid, after));
+}
+
+// --- Adaptive admission under memory pressure (issue 26). ---
+
+// A cell added by reload, adaptive with the limit at its ceiling of 8 (made with min_concurrent
+// 8, then reloaded to 1: a lowered floor does not move the limit), memory_max 64M and no
+// memory_high: bulkheadd sets memory.high to 90%. Its worker allocates 4 MiB past memory.high,
+// where the kernel throttles it (no swap: the over-high delay, counted as memory stall) instead of
+// OOM-killing it: the memory.pressure trigger bulkheadd registered fires and the limit falls, with
+// nothing killed. Counts, not timings: the cause's count and the limit, from status JSON.
+std::string AdaptiveCellText(const char* concurrency, int floor) {
+  return ConfigText() + Str("\n[cells.adaptive]\ncommand = [\"%s\"]\nconcurrency = \"%s\"\n"
+                            "max_concurrent = 8\n%smemory_max = \"64M\"\nmemory_swap_max = 0\n",
+                            kWorker, concurrency,
+                            floor > 0 ? Str("min_concurrent = %d\n", floor).c_str() : "");
+}
+
+void CheckAdaptivePressure() {
+  const std::string dir = CgroupOf("adaptive");
+  const std::string expected_high = std::to_string(kMemoryMax * 9 / 10 / 4096 * 4096);
+  bool written = WriteText(kConfigPath, AdaptiveCellText("adaptive", 8));
+  Run added = Ctl({"reload"});
+  Json cell = WaitRunning("adaptive", 0, milliseconds(20000));
+  written = written && WriteText(kConfigPath, AdaptiveCellText("adaptive", 1));
+  Run lowered = Ctl({"reload"});
+  cell = CellOf(ControlStatus(), "adaptive");
+  const Json concurrency = cell.value("concurrency", Json::object());
+  const Json signals = concurrency.value("signals", Json::array());
+  auto live = [&signals](const char* name) {
+    return std::find(signals.begin(), signals.end(), name) != signals.end();
+  };
+  const std::string high = ReadText(dir + "/memory.high");
+  Check(written && added.exit_code() == 0 && lowered.exit_code() == 0 &&
+            Text(cell, "state") == "running" && Num(concurrency, "limit") == 8 &&
+            Num(concurrency, "floor") == 1 && high == expected_high && live("memory_pressure") &&
+            live("memory_usage"),
+        "adaptive.memory_high_and_trigger",
+        Str("reloads: %s / %s; limit %lld of %lld..%lld, signals %s; memory.high %s (want %s)",
+            added.Describe().c_str(), lowered.Describe().c_str(), Num(concurrency, "limit"),
+            Num(concurrency, "floor"), Num(concurrency, "ceiling"), signals.dump().c_str(),
+            high.c_str(), expected_high.c_str()));
+
+  const long long current = std::atoll(ReadText(dir + "/memory.current").c_str());
+  const long long over_mib = (std::atoll(expected_high.c_str()) - current) / (long long)kMiB + 4;
+  Run alloc = Ctl({"call", "adaptive", "--data", Str("alloc %lld", over_mib)}, milliseconds(60000));
+  Json shown;
+  PollUntil(
+      [&] {
+        shown = CellOf(ControlStatus(), "adaptive");
+        return Num(shown, "concurrency/changes_by_cause/memory_pressure") >= 1;
+      },
+      milliseconds(20000), milliseconds(100));
+  const long long fired = Num(shown, "concurrency/changes_by_cause/memory_pressure");
+  const long long limit = Num(shown, "concurrency/limit");
+  Check(alloc.exit_code() == 0 && fired >= 1 && limit >= 1 && limit < 8 &&
+            Num(shown, "oom_kills") == 0 && PidOf(shown) == PidOf(cell),
+        "adaptive.pressure_lowers_limit",
+        Str("memory.current %lld before; alloc %lld MiB: %s; memory_pressure changes %lld, "
+            "memory_usage changes %lld, limit %lld (ceiling 8), OOM kills %lld, memory.events "
+            "high %lld, worker %d -> %d",
+            current, over_mib, alloc.Describe().c_str(), fired,
+            Num(shown, "concurrency/changes_by_cause/memory_usage"), limit, Num(shown, "oom_kills"),
+            FlatKey(dir + "/memory.events", "high"), PidOf(cell), PidOf(shown)));
+
+  // Fixed again, live: memory.high goes back to the configured "max", the worker serves on.
+  written = WriteText(kConfigPath, AdaptiveCellText("fixed", 0));
+  Run fixed = Ctl({"reload"});
+  Json after = CellOf(ControlStatus(), "adaptive");
+  const std::string high_fixed = ReadText(dir + "/memory.high");
+  Check(written && fixed.exit_code() == 0 && high_fixed == "max" &&
+            Text(after.value("concurrency", Json::object()), "mode") == "fixed" &&
+            PidOf(after) == PidOf(cell),
+        "adaptive.reload_to_fixed",
+        Str("reload: %s; memory.high %s; concurrency %s; worker %d -> %d", fixed.Describe().c_str(),
+            high_fixed.c_str(), after.value("concurrency", Json::object()).dump().c_str(),
+            PidOf(cell), PidOf(after)));
+  WriteText(kConfigPath, ConfigText());
+  Run removed = Ctl({"reload"});
+  if (removed.exit_code() != 0) Print("  reload removing adaptive: %s", removed.Describe().c_str());
 }
 
 // --- 5. The limit files hold exactly the configured values. ---
@@ -1428,6 +1509,7 @@ int Main() {
   if (daemon > 0) {
     CheckLimitFiles();
     CheckReloadLimits();
+    CheckAdaptivePressure();
     EchoLoop steady(std::string(kRuntimeDir) + "/steady.sock");
     steady.Start();
     CheckOomKill(steady);
