@@ -59,7 +59,15 @@ int64_t ProcKib(const std::string& path, const std::string& key) {
   return -1;
 }
 
+// bulkheadd returns the heap a control answer freed to the kernel 1 s after it
+// (ControlServer::kReleaseHeapDelayMs, control/control_server.h, a layer the bench does not link);
+// a reading waits that long after the bench's last control exchange, and 250 ms more for the loop
+// to get to it, so that it shows what an idle bulkheadd keeps.
+constexpr milliseconds kHeapReleaseWait{1250};
+
+// Waits kHeapReleaseWait, then reads.
 Result<Memory> ReadMemory(pid_t pid) {
+  std::this_thread::sleep_for(kHeapReleaseWait);
   const std::string base = "/proc/" + std::to_string(pid);
   Memory m{ProcKib(base + "/status", "VmRSS:"), ProcKib(base + "/smaps_rollup", "Private_Dirty:")};
   if (m.rss_kib < 0 || m.private_dirty_kib < 0) {
