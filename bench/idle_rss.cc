@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -31,6 +30,7 @@
 #include "base/status.h"
 #include "base/temp_dir.h"
 #include "base/unique_fd.h"
+#include "bench/latency_summary.h"
 #include "bench/stage_support.h"
 #include "ctl/control_client.h"
 #include "proc/bulkheadd_process.h"
@@ -59,7 +59,15 @@ int64_t ProcKib(const std::string& path, const std::string& key) {
   return -1;
 }
 
+// bulkheadd returns the heap a control answer freed to the kernel 1 s after it
+// (ControlServer::kReleaseHeapDelayMs, control/control_server.h, a layer the bench does not link);
+// a reading waits that long after the bench's last control exchange, and 250 ms more for the loop
+// to get to it, so that it shows what an idle bulkheadd keeps.
+constexpr milliseconds kHeapReleaseWait{1250};
+
+// Waits kHeapReleaseWait, then reads.
 Result<Memory> ReadMemory(pid_t pid) {
+  std::this_thread::sleep_for(kHeapReleaseWait);
   const std::string base = "/proc/" + std::to_string(pid);
   Memory m{ProcKib(base + "/status", "VmRSS:"), ProcKib(base + "/smaps_rollup", "Private_Dirty:")};
   if (m.rss_kib < 0 || m.private_dirty_kib < 0) {
@@ -153,11 +161,6 @@ Status OpenIdleClients(BulkheaddProcess& bulkheadd, int count, std::vector<Uniqu
                        std::to_string(count) + " clients");
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 struct Figures {
   double rss_per_cell = 0, dirty_per_cell = 0, rss_per_conn = 0, dirty_per_conn = 0;
   int64_t rss_one_cell = 0, rss_many_cells = 0;
@@ -222,7 +225,7 @@ int Main(int argc, char** argv) {
     std::vector<double> v;
     v.reserve(all.size());
     for (const Figures& f : all) v.push_back(static_cast<double>(f.*member));
-    return Median(v);
+    return Median(std::move(v));
   };
   std::printf(
       "median of %d: VmRSS 1 cell %.0f KiB, %d cells %.0f KiB; per idle cell: VmRSS %.1f KiB, "

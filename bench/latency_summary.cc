@@ -28,4 +28,11 @@ LatencySummary Summarize(std::vector<uint32_t>& samples_ns) {
   return summary;
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
 }  // namespace bulkhead::bench

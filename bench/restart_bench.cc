@@ -167,12 +167,6 @@ Result<Run> Measure(BulkheaddProcess& bulkheadd, const Options& options, const C
   return run;
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 int Main(int argc, char** argv) {
   Options options;
   options.bin_dir = proc::BuildDirOfThisProgram();

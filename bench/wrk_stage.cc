@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "bench/latency_summary.h"
 #include "bench/process_cpu.h"
 #include "bench/sockets.h"
 #include "bench/stage_support.h"
@@ -41,13 +42,10 @@ void PrintRow(const std::string& first, const std::string& name, double rate, do
 }  // namespace
 
 double WrkTarget::Median(double Round::*figure) const {
-  if (rounds.empty()) return 0;
   std::vector<double> values;
   values.reserve(rounds.size());
   for (const Round& round : rounds) values.push_back(round.*figure);
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+  return bench::Median(std::move(values));
 }
 
 const WrkTarget* WrkStageResult::Find(std::string_view name) const {

@@ -22,14 +22,8 @@ class ControlProtocol : public ConnectionProtocol {
   ControlProtocol(const ControlServer::Handler& handler, ControlPeer peer)
       : handler_(handler), peer_(std::move(peer)) {}
 
-  void OnBytes(StreamConnection& conn, std::string_view bytes) override {
-    Answer(conn, bytes);
-    ReleaseFreedHeap();
-  }
-
- private:
   // Answers every whole line of `bytes`.
-  void Answer(StreamConnection& conn, std::string_view bytes) {
+  void OnBytes(StreamConnection& conn, std::string_view bytes) override {
     line_.append(bytes);
     std::string responses;
     size_t start = 0;
@@ -53,20 +47,7 @@ class ControlProtocol : public ConnectionProtocol {
     if (!responses.empty()) conn.Send(responses);
   }
 
-  // A status of every cell builds a JSON tree of some 25 KiB per cell and frees it once the text
-  // is made: without this, the heap pages it took stay resident (glibc returns only a free top of
-  // the heap past M_TRIM_THRESHOLD), and a host with 100 idle cells kept 2.5 MiB after one
-  // `bulkheadctl status` (issue 25 section 8, bench/idle_rss.cc). malloc_trim(3) gives the free
-  // pages anywhere in the heap back (MADV_DONTNEED); it walks the heap's free chunks once, which a
-  // control command, not on the request path, can afford. After every answer, not only a large
-  // one: what a large answer leaves to free later (the unsent rest of its text) goes back at the
-  // next command.
-  static void ReleaseFreedHeap() {
-#ifdef __GLIBC__
-    ::malloc_trim(0);
-#endif
-  }
-
+ private:
   const ControlServer::Handler& handler_;
   ControlPeer peer_;
   std::string line_;
@@ -86,11 +67,30 @@ ControlPeer PeerOfConnection(const StreamConnection& conn) {
   return unknown;
 }
 
+// A status of every cell builds a JSON tree of some 25 KiB per cell and frees it once the text is
+// made: without a trim, the heap pages it took stay resident (glibc returns only a free top of the
+// heap past M_TRIM_THRESHOLD), and a host with 100 idle cells kept 2.5 MiB after one `bulkheadctl
+// status` (issue 25 section 8, bench/idle_rss.cc). malloc_trim(3) gives the free pages anywhere in
+// the heap back (MADV_DONTNEED on each free run of pages): it walks every free chunk of the heap
+// and makes a system call per run, on the loop thread, so it runs once per
+// kReleaseHeapDelayMs at most (ReleaseHeapSoon), not after each answer.
+void MallocTrim() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+}
+
 }  // namespace
 
 ControlServer::ControlServer(uv_loop_t* loop, loop::TimeSource* time, Handler handler,
-                             uint64_t idle_timeout_ms)
-    : handler_(std::move(handler)),
+                             uint64_t idle_timeout_ms, std::function<void()> release_heap)
+    : handler_([this, handler = std::move(handler)](const std::string& request_line,
+                                                    const ControlPeer& peer) {
+        ReleaseHeapSoon();
+        return handler(request_line, peer);
+      }),
+      release_heap_(release_heap ? std::move(release_heap) : &MallocTrim),
+      release_timer_(time->CreateTimer([this] { release_heap_(); })),
       server_(loop, time, "control socket",
               StreamServer::Limits{.timeout_ms = idle_timeout_ms,
                                    .timeout_from = StreamServer::TimeoutFrom::kLastActivity,
@@ -109,6 +109,18 @@ Status ControlServer::Listen(const std::string& path,
   return Status::Ok();
 }
 
-void ControlServer::Close(std::function<void()> on_closed) { server_.Close(std::move(on_closed)); }
+void ControlServer::ReleaseHeapSoon() {
+  // Armed by the first answer since the last release, not moved by later ones: one release a
+  // kReleaseHeapDelayMs at most, and every answer is followed by one within that time (what an
+  // answer frees later, its text once written, included). An idle server arms nothing.
+  if (release_timer_ != nullptr && !release_timer_->armed()) {
+    release_timer_->Start(kReleaseHeapDelayMs);
+  }
+}
+
+void ControlServer::Close(std::function<void()> on_closed) {
+  release_timer_.reset();  // a release still owed is moot: bulkheadd is stopping
+  server_.Close(std::move(on_closed));
+}
 
 }  // namespace bulkhead::control

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -39,11 +40,18 @@ class ControlServer {
   // kIdleTimeoutMs while it moves nothing). As many as the metrics endpoint's; `status --watch`
   // and waiting `start`s hold one each.
   static constexpr size_t kMaxConnections = 64;
+  // The heap a control answer freed (a status of every cell: ~25 KiB per cell) goes back to the
+  // kernel (malloc_trim(3)) this long after the first answer since the last release: one release
+  // covers every answer within that time, so it runs once a second at most, and never while no
+  // command comes. A memory reading taken this long after a control answer sees it released
+  // (bench/idle_rss.cc waits so: its kHeapReleaseWait follows this).
+  static constexpr uint64_t kReleaseHeapDelayMs = 1'000;
 
-  // The idle timeout runs on `time` (outlives the server). `idle_timeout_ms` is kIdleTimeoutMs but
-  // in tests.
+  // The idle timeout and the heap release run on `time` (outlives the server). `idle_timeout_ms`
+  // is kIdleTimeoutMs but in tests. `release_heap` returns the freed heap to the kernel; empty:
+  // malloc_trim(0) (glibc; nothing elsewhere). Tests count its calls.
   ControlServer(uv_loop_t* loop, loop::TimeSource* time, Handler handler,
-                uint64_t idle_timeout_ms = kIdleTimeoutMs);
+                uint64_t idle_timeout_ms = kIdleTimeoutMs, std::function<void()> release_heap = {});
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 
@@ -58,7 +66,12 @@ class ControlServer {
   size_t connections() const { return server_.connections(); }
 
  private:
-  Handler handler_;
+  // Arms release_timer_ unless it is armed already (kReleaseHeapDelayMs).
+  void ReleaseHeapSoon();
+
+  Handler handler_;  // the caller's handler, calling ReleaseHeapSoon before it answers
+  std::function<void()> release_heap_;
+  std::unique_ptr<loop::Timer> release_timer_;  // null once Close was called
   StreamServer server_;
 };
 

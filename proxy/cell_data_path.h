@@ -191,7 +191,6 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   void OnWorkerProgress() override { last_progress_ms_ = Now(); }
   void OnLinkBroken(Link* link, const std::string& why, bool worker_at_fault) override;
   void OnExchangeAborted(Link* link, const std::string& why) override;
-  uint64_t NowNs() const override { return time_->NowNs(); }
 
   void Dispatch(Exchange* exchange, std::string_view payload);
   // Puts `link` on the busy list unless it already is (a multiplexed link carrying others), then

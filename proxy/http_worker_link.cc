@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "loop/time_source.h"
 #include "proxy/exchange.h"
 #include "proxy/stream_peer.h"
 
@@ -171,7 +172,7 @@ void HttpWorkerLink::Deliver() {
   inflight_->http_status = relay_.status_code();
   if (!inflight_->SendResponse(out_, relay_.client_must_close()) && !paused_ && !closing_) {
     paused_ = true;
-    paused_at_ns_ = owner_->NowNs();
+    paused_at_ns_ = owner_->time()->NowNs();
     uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
   }
 }
@@ -179,7 +180,7 @@ void HttpWorkerLink::Deliver() {
 void HttpWorkerLink::ResumeReading() {
   if (!paused_ || closing_) return;
   paused_ = false;
-  if (inflight_ != nullptr) inflight_->client_paused_ns += owner_->NowNs() - paused_at_ns_;
+  if (inflight_ != nullptr) inflight_->client_paused_ns += owner_->time()->NowNs() - paused_at_ns_;
   uv_read_start(reinterpret_cast<uv_stream_t*>(&pipe_), &HttpWorkerLink::OnAlloc,
                 &HttpWorkerLink::OnRead);
 }

@@ -113,7 +113,7 @@ class HttpWorkerLink final : public Link {
   std::string write_error_;          // why the write failed (write_failed_)
   // Reading stopped: the in-flight exchange's client is behind. Never while idle (Finish).
   bool paused_ = false;
-  // LinkOwner::NowNs() when reading stopped (paused_): the pause is added to the in-flight
+  // The owner's time()->NowNs() when reading stopped (paused_): the pause is added to the in-flight
   // exchange's client_paused_ns when reading resumes.
   uint64_t paused_at_ns_ = 0;
 };

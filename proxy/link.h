@@ -18,6 +18,7 @@
 #include "ipc/frame.h"
 
 namespace bulkhead::loop {
+class TimeSource;
 class WriteBatch;
 }  // namespace bulkhead::loop
 
@@ -56,9 +57,10 @@ class LinkOwner {
   // the owner takes it off and closes the link, so the worker sees the connection end rather than
   // a request it could take as whole.
   virtual void OnExchangeAborted(Link* link, const std::string& why) = 0;
-  // The data path's TimeSource::NowNs(): a link times what it spends waiting for a slow client
-  // (Exchange::client_paused_ns) on the data path's clock.
-  virtual uint64_t NowNs() const = 0;
+  // The data path's clock, the one its clients read too (ClientOwner::time): a link times what it
+  // spends waiting for a slow client (Exchange::client_paused_ns) with its NowNs(). Outlives the
+  // link.
+  virtual loop::TimeSource* time() = 0;
 };
 
 class Link {

@@ -192,5 +192,39 @@ TEST_F(ControlServerTest, AnswersARequestThatWaitedWhileTheLoopWasStalled) {
   CloseServer(server);
 }
 
+// The heap a control answer freed goes back to the kernel once, kReleaseHeapDelayMs after the
+// first answer since the last release, however many answers came in between; an idle server
+// releases nothing. malloc_trim(0) ran after each answer before: a syscall-heavy walk of the heap
+// on the loop thread per control request.
+TEST_F(ControlServerTest, ReleasesTheFreedHeapOnceADelayAfterAnswersNotAfterEach) {
+  int releases = 0;
+  ControlServer server(&loop_, &time_, &Echo, ControlServer::kIdleTimeoutMs,
+                       [&releases] { ++releases; });
+  Serve(server);
+  UniqueFd client = Connect(server);
+  const size_t idle_timers = time_.armed_timers();
+  std::string received;
+  ASSERT_EQ(::write(client.get(), "1\n2\n3\n", 6), 6);
+  ASSERT_TRUE(
+      RunUntilReceived(client.get(), "{\"echo\":1}\n{\"echo\":2}\n{\"echo\":3}\n", &received));
+  EXPECT_EQ(releases, 0) << "released at the answer";
+  time_.Advance(ControlServer::kReleaseHeapDelayMs / 2);
+  ASSERT_EQ(::write(client.get(), "4\n", 2), 2);
+  ASSERT_TRUE(RunUntilReceived(client.get(), received + "{\"echo\":4}\n", &received));
+  time_.Advance(ControlServer::kReleaseHeapDelayMs / 2 - 1);
+  EXPECT_EQ(releases, 0);
+  time_.Advance(1);
+  EXPECT_EQ(releases, 1) << "one release for the four answers, the delay after the first";
+  // Nothing asked: nothing armed, nothing released.
+  EXPECT_EQ(time_.armed_timers(), idle_timers);
+  time_.Advance(3 * ControlServer::kReleaseHeapDelayMs);
+  EXPECT_EQ(releases, 1);
+  ASSERT_EQ(::write(client.get(), "5\n", 2), 2);
+  ASSERT_TRUE(RunUntilReceived(client.get(), received + "{\"echo\":5}\n", &received));
+  time_.Advance(ControlServer::kReleaseHeapDelayMs);
+  EXPECT_EQ(releases, 2);
+  CloseServer(server);
+}
+
 }  // namespace
 }  // namespace bulkhead::control

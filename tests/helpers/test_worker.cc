@@ -9,8 +9,8 @@
 //   exit CODE        _exit(CODE) mid-request, no reply
 //   crash            raise(SIGSEGV) (RLIMIT_CORE set to 0 first, so no core file is written)
 //   hang             never answers (the connection's thread blocks forever)
-//   wait-file PATH   checks every 5 ms whether PATH exists, then OK "found PATH": a request that
-//                    ends when the test says so
+//   wait-file PATH   waits until PATH exists (woken by inotify), then OK "found PATH": a request
+//                    that ends when the test says so
 //   peak             OK with the peak number of requests running at once so far (this one counts)
 //   pid              OK getpid()
 //   fds              OK the open descriptors, ascending, space-separated ("0 1 2 3 4")
@@ -67,7 +67,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -95,6 +94,7 @@
 #include "cell/worker.h"
 #include "ipc/frame.h"
 #include "tests/helpers/blob_pattern.h"
+#include "tests/helpers/file_wait.h"
 
 namespace bulkhead {
 namespace {
@@ -337,28 +337,10 @@ std::atomic<bool> g_watchdog_pings{true};
 std::string g_notify_socket;
 
 // Returns once `path` exists: how the test tells the worker to go on (the `wait-file` command,
-// --notify-ready-when-file). Woken by inotify(7) on the folder (a file created, moved in, or its
-// writer closing it), not by polling; the watch is set before the first look, so a file that
-// appears in between is seen. Without inotify (or a folder to watch) it falls back to one look a
-// second, which no test relies on.
+// --notify-ready-when-file). Woken by inotify(7), not by polling (tests/helpers/file_wait.h).
 void WaitForFile(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const std::string folder =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const int fd = ::inotify_init1(IN_CLOEXEC);
-  bool watching =
-      fd >= 0 && ::inotify_add_watch(fd, folder.c_str(),
-                                     IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB) >= 0;
-  while (::access(path.c_str(), F_OK) != 0) {
-    if (!watching) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      continue;
-    }
-    // Any event in the folder is a reason to look again; its name need not be parsed.
-    alignas(inotify_event) char events[4096];
-    if (::read(fd, events, sizeof events) < 0 && errno != EINTR) watching = false;
-  }
-  if (fd >= 0) ::close(fd);
+  testing::WaitForFile(
+      path, [&path] { return ::access(path.c_str(), F_OK) == 0; }, std::nullopt);
 }
 
 // Sends `text` as one datagram to g_notify_socket, as sd_notify(3) does (a leading '@' names an

@@ -2,30 +2,17 @@
 // The HTTP path of a warm connection allocates nothing per request: a request parsed
 // (RequestParser) and framed for the worker (http/forward.h), its response relayed
 // (ResponseRelay), once the connection has carried one like it (issue 23 section 4). This binary
-// replaces the global operator new to count the allocations; nothing else runs in it.
+// links tests/helpers' counting operator new (AllocationCount); nothing else runs in it.
 #include <gtest/gtest.h>
 
 #include <cstddef>
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <string_view>
 
 #include "http/forward.h"
 #include "http/request_parser.h"
 #include "http/response_relay.h"
-
-namespace {
-size_t g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-  ++g_allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#include "tests/helpers/allocation_counter.h"
 
 namespace bulkhead::http {
 namespace {
@@ -81,9 +68,10 @@ TEST(WarmHttpPath, ParsingForwardingAndRelayingAllocateNothing) {
   EXPECT_EQ(to_worker.find("X-Private-Hop"), std::string::npos) << to_worker;
   EXPECT_EQ(to_client.find("X-Backend-Hop"), std::string::npos) << to_client;
 
-  const size_t before = g_allocations;
+  const size_t before = bulkhead::testing::AllocationCount();
   for (int i = 0; i < 10; ++i) OneExchange(&parser, &relay, &to_worker, &to_client);
-  EXPECT_EQ(g_allocations - before, 0u) << "allocations in 10 warm exchanges";
+  EXPECT_EQ(bulkhead::testing::AllocationCount() - before, 0u)
+      << "allocations in 10 warm exchanges";
 }
 
 }  // namespace

@@ -1,32 +1,19 @@
 // SPDX-License-Identifier: MIT
 // A warm access log allocates nothing per request: the request's fields formatted into a string
 // whose capacity is kept (as an Exchange keeps its own), the line formatted and queued in the
-// log's buffer, once a request like it went through. This binary replaces the global operator new
-// to count the allocations; nothing else runs in it.
+// log's buffer, once a request like it went through. This binary links tests/helpers' counting
+// operator new (AllocationCount); nothing else runs in it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include <cstddef>
-#include <cstdlib>
-#include <new>
 #include <string>
 
 #include "loop/time_source.h"
 #include "proxy/access_log.h"
-
-namespace {
-size_t g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-  ++g_allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#include "tests/helpers/allocation_counter.h"
 
 namespace bulkhead::proxy {
 namespace {
@@ -63,7 +50,7 @@ TEST(WarmAccessLog, FormattingAndQueueingALineAllocateNothing) {
     OneRequest(&log, &fields, &loop);  // the first: it allocates
     OneRequest(&log, &fields, &loop);
     char drain[65536];
-    const size_t before = g_allocations;
+    const size_t before = bulkhead::testing::AllocationCount();
     // Enough lines to reach the flush threshold more than once: the writes into the pipe (drained
     // here as the writer thread would) are measured too.
     constexpr int kWarm = 400;
@@ -74,7 +61,8 @@ TEST(WarmAccessLog, FormattingAndQueueingALineAllocateNothing) {
         written += static_cast<size_t>(n);
       }
     }
-    EXPECT_EQ(g_allocations - before, 0u) << "allocations in " << kWarm << " warm lines";
+    EXPECT_EQ(bulkhead::testing::AllocationCount() - before, 0u)
+        << "allocations in " << kWarm << " warm lines";
     EXPECT_GE(written, 2 * log.flush_bytes()) << "the threshold was not reached twice";
     EXPECT_EQ(log.lines(), 2u + kWarm);
     EXPECT_EQ(log.dropped(), 0u);

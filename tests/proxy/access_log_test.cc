@@ -14,7 +14,9 @@
 #include <string>
 
 #include "base/temp_dir.h"
+#include "tests/helpers/file_wait.h"
 #include "tests/helpers/simulated_time_source.h"
+#include "tests/helpers/test_support.h"
 
 namespace bulkhead::proxy {
 namespace {
@@ -309,10 +311,12 @@ TEST_F(AccessLogFile, WriterThreadAppendsToTheFileAndReopensItAfterRotation) {
   AccessLog& log = **opened;
   log.Append(Sample(" client=a id=before"));
   time_.Advance(AccessLog::kFlushDelayMs);
-  // The writer thread writes it soon: polled with a deadline.
-  for (int i = 0; i < 2000 && ReadFile(path_).find("id=before") == std::string::npos; ++i) {
-    ::usleep(1000);
-  }
+  // The writer thread writes it soon: waited for (inotify) with a deadline that fails the test.
+  ASSERT_TRUE(bulkhead::testing::WaitForFile(
+      path_, [this] { return ReadFile(path_).find("id=before") != std::string::npos; },
+      bulkhead::testing::kDefaultTimeout))
+      << "the writer thread wrote no line in " << bulkhead::testing::kDefaultTimeout.count()
+      << " ms: '" << ReadFile(path_) << "'";
   // logrotate: the file is renamed, then bulkheadd told to reopen.
   ASSERT_EQ(::rename(path_.c_str(), (path_ + ".1").c_str()), 0);
   ASSERT_TRUE(log.Reopen().ok());

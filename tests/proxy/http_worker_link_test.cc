@@ -21,6 +21,7 @@
 #include "loop/write_batch.h"
 #include "proxy/client.h"
 #include "proxy/exchange.h"
+#include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
 #include "tests/proxy/link_test_base.h"
 
@@ -52,8 +53,8 @@ struct FakeOwner : LinkOwner {
     link->Close();
   }
   void OnExchangeAborted(Link*, const std::string&) override {}
-  uint64_t NowNs() const override { return now_ns; }
-  uint64_t now_ns = 0;
+  loop::TimeSource* time() override { return &clock; }
+  bulkhead::testing::SimulatedTimeSource clock;
 };
 
 class HttpWorkerLinkTest : public LinkTestBase {
@@ -280,10 +281,9 @@ TEST_F(HttpWorkerLinkTest, TheTimeReadingStoppedForASlowClientIsCountedOnTheExch
   slow.Attach(&exchange);
   link->Send(&exchange, kGet);
   ASSERT_EQ(ReadNow(), kGet);
-  owner_.now_ns = 1'000;
   Answer("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nok");
   ASSERT_TRUE(RunUntil([&] { return slow.received.ends_with("ok"); }));
-  owner_.now_ns = 5'000;
+  owner_.clock.AdvanceNs(4'000);
   slow.backlog = 0;
   exchange.ResponseDrained();  // the client wrote what it held: the link reads on
   EXPECT_EQ(exchange.client_paused_ns, 4'000u);

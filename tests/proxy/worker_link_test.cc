@@ -20,6 +20,7 @@
 #include "base/unique_fd.h"
 #include "ipc/frame.h"
 #include "proxy/exchange.h"
+#include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
 #include "tests/proxy/fake_worker_end.h"
 #include "tests/proxy/link_test_base.h"
@@ -49,8 +50,8 @@ struct FakeOwner : LinkOwner {
     broken.push_back(Broke{why, worker_at_fault});
   }
   void OnExchangeAborted(Link*, const std::string&) override {}
-  uint64_t NowNs() const override { return now_ns; }
-  uint64_t now_ns = 0;
+  loop::TimeSource* time() override { return &clock; }
+  bulkhead::testing::SimulatedTimeSource clock;
 };
 
 class WorkerLinkTest : public LinkTestBase {
@@ -156,7 +157,8 @@ TEST_F(WorkerLinkTest, MultiplexedRequestsGoOutAtFlushWithTheirOwnIdsAndMatchRep
 TEST_F(WorkerLinkTest, MultiplexedReplyWithAnUnknownIdIsAProtocolError) {
   for (bool stale : {true, false}) {
     SCOPED_TRACE(stale ? "stale id" : "id never sent");
-    owner_ = FakeOwner();
+    owner_.replies.clear();
+    owner_.broken.clear();
     WorkerLink* link = Connect(/*multiplexed=*/true);
     ASSERT_NE(link, nullptr);
     Exchange a;
