@@ -4,6 +4,7 @@
 #include "cell/process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -455,7 +456,55 @@ void Reap(pid_t pid) {
 
 }  // namespace
 
+// What names a failed step in its Status (DescribeChildFailure), kept past SpawnStarted's return.
+struct PendingExec::Names {
+  SpawnOptions options;
+  ChildPlan plan;  // exec_candidates, group_count, gid, uid and oom_score_adj only
+};
+
+PendingExec::PendingExec() = default;
+PendingExec::PendingExec(UniqueFd report, std::unique_ptr<Names> names)
+    : report_(std::move(report)), names_(std::move(names)), outcome_(std::nullopt) {}
+PendingExec::~PendingExec() = default;
+PendingExec::PendingExec(PendingExec&&) noexcept = default;
+PendingExec& PendingExec::operator=(PendingExec&&) noexcept = default;
+
+std::optional<Status> PendingExec::Poll() {
+  if (!report_.valid()) return outcome_;
+  ChildReport report{};
+  ssize_t n;
+  do {
+    n = ::read(report_.get(), &report, sizeof report);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
+  if (n == 0) {
+    outcome_ = Status::Ok();  // EOF without a report: execve succeeded and closed the write end
+  } else if (n != static_cast<ssize_t>(sizeof report)) {
+    // The child writes its report in one write of less than PIPE_BUF: whole or not at all.
+    outcome_ = Status::Error(n < 0 ? Status::FromErrno("spawn: read of the child's report").message()
+                                   : "spawn: truncated failure report from the child");
+  } else {
+    outcome_ = DescribeChildFailure(report, names_->options, names_->plan);
+  }
+  report_.Reset();
+  names_.reset();
+  return outcome_;
+}
+
 Result<pid_t> Spawn(const SpawnOptions& options) {
+  Result<StartedChild> started = SpawnStarted(options);
+  if (!started.ok()) return started.status();
+  std::optional<Status> outcome;
+  while (!(outcome = started->exec.Poll())) {
+    pollfd p{.fd = started->exec.fd(), .events = POLLIN, .revents = 0};
+    ::poll(&p, 1, -1);
+  }
+  if (outcome->ok()) return started->pid;
+  Reap(started->pid);
+  return *outcome;
+}
+
+Result<StartedChild> SpawnStarted(const SpawnOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {
     return Status::Error("spawn: argv[0] is empty");
   }
@@ -486,7 +535,13 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   }
 
   int pipe_fds[2];
+  // The read end non-blocking: PendingExec::Poll never waits.
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::FromErrno("spawn: pipe2");
+  if (::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK) != 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    return Status::FromErrno("spawn: fcntl(O_NONBLOCK) of the report pipe");
+  }
   UniqueFd report_read(pipe_fds[0]);
   Result<UniqueFd> report_write = MoveAboveListenFd(UniqueFd(pipe_fds[1]));
   if (!report_write.ok()) return report_write.status();
@@ -520,23 +575,14 @@ Result<pid_t> Spawn(const SpawnOptions& options) {
   report_write->Reset();
   if (pid < 0) return ForkError(options, fork_errno);
 
-  // EOF without a report: execve succeeded and closed the write end.
-  ChildReport report{};
-  size_t received = 0;
-  while (received < sizeof report) {
-    ssize_t n = ::read(report_read.get(), reinterpret_cast<char*>(&report) + received,
-                       sizeof report - received);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    received += static_cast<size_t>(n);
-  }
-  if (received == 0) return pid;
-
-  Reap(pid);
-  if (received < sizeof report) {
-    return Status::Error("spawn: truncated failure report from child " + std::to_string(pid));
-  }
-  return DescribeChildFailure(report, options, plan);
+  auto names = std::make_unique<PendingExec::Names>();
+  names->options = options;
+  names->plan.exec_candidates = std::move(plan.exec_candidates);
+  names->plan.group_count = plan.group_count;
+  names->plan.gid = plan.gid;
+  names->plan.uid = plan.uid;
+  names->plan.oom_score_adj = std::move(plan.oom_score_adj);
+  return StartedChild{pid, PendingExec(std::move(report_read), std::move(names))};
 }
 
 std::string DescribeWaitStatus(int wait_status) {

@@ -6,11 +6,13 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "base/unique_fd.h"
 
 namespace bulkhead::cell {
 
@@ -110,6 +112,46 @@ struct SpawnOptions {
 // Threads: another thread forking concurrently could inherit the report pipe's write end and
 // delay this call until its own child execs or exits.
 Result<pid_t> Spawn(const SpawnOptions& options);
+
+struct StartedChild;
+
+// The exec of a child SpawnStarted started, not confirmed yet: what Spawn waits for, handed to the
+// caller so that an event loop can wait for it on fd() instead (a child that runs its steps and
+// execve on a busy machine takes milliseconds to get there, all of which Spawn blocks). Move-only.
+class PendingExec {
+ public:
+  PendingExec();  // already confirmed: Poll() answers Ok
+  ~PendingExec();
+  PendingExec(PendingExec&&) noexcept;
+  PendingExec& operator=(PendingExec&&) noexcept;
+
+  // The read end of the child's report pipe (non-blocking, close-on-exec): readable (POLLIN or
+  // POLLHUP) once the child exec'd or reported a failed step. -1 once Poll() gave the outcome.
+  int fd() const { return report_.get(); }
+  // Without blocking: nullopt while the child has done neither; then Ok (it exec'd) or the failed
+  // step's Status, worded as Spawn's, and the same answer on every later call. After a failure
+  // the child exits 126 or 127: the caller reaps it (SpawnStarted reaps nothing).
+  std::optional<Status> Poll();
+
+ private:
+  friend Result<StartedChild> SpawnStarted(const SpawnOptions& options);
+  struct Names;
+  PendingExec(UniqueFd report, std::unique_ptr<Names> names);
+
+  UniqueFd report_;
+  std::unique_ptr<Names> names_;
+  std::optional<Status> outcome_ = Status::Ok();
+};
+
+struct StartedChild {
+  pid_t pid = 0;
+  PendingExec exec;
+};
+
+// Spawn without the wait: forks (or clone3s), and returns the child's pid and its PendingExec at
+// once. Errors before the fork as Spawn's; a step failing in the child comes through
+// PendingExec::Poll.
+Result<StartedChild> SpawnStarted(const SpawnOptions& options);
 
 // Describes a status from waitpid(2): "exit 3", "signal 9", "signal 11 (core dumped)";
 // "stopped by signal 19" and "continued" for WUNTRACED / WCONTINUED statuses.

@@ -20,6 +20,14 @@ class WorkerLauncher {
   // Starts a worker, as cell::Spawn does (its contract): the pid once it has exec'd, or the
   // error, naming the step and its errno.
   virtual Result<pid_t> Spawn(const cell::SpawnOptions& options) = 0;
+  // Starts a worker without waiting for its exec, as cell::SpawnStarted does: the caller watches
+  // the PendingExec. This default waits (Spawn) and hands back an exec already confirmed, which a
+  // fake launcher keeps.
+  virtual Result<cell::StartedChild> SpawnStarted(const cell::SpawnOptions& options) {
+    Result<pid_t> pid = Spawn(options);
+    if (!pid.ok()) return pid.status();
+    return cell::StartedChild{*pid, cell::PendingExec()};
+  }
   // kill(2): `signal` to the process `pid` (> 0) or to the process group -`pid` (< 0). Errors
   // (ESRCH: gone already) are ignored.
   virtual void Kill(pid_t pid, int signal) = 0;

@@ -81,6 +81,7 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
               .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}),
       swap_(SwapOptionsFromConfig(config_)),
       swap_timer_(time->CreateTimer([this] { ExecuteSwap(swap_.OnTimer(time_->NowMs())); })),
+      loop_(loop),
       accept_poll_timer_(time->CreateTimer([this] { OnAcceptPoll(); })),
       next_probe_(
           loop, time, after_poll, &config_.name,
@@ -552,14 +553,27 @@ std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
   Status output = swap_output_->Prepare(&options);
   if (!output.ok())
     Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
-  Result<pid_t> pid = launcher_->Spawn(options);
-  swap_output_->Spawned(pid.ok() ? *pid : 0);
+  Result<cell::StartedChild> started = launcher_->SpawnStarted(options);
+  swap_output_->Spawned(started.ok() ? started->pid : 0);
   ExecuteSwap(swap_.Begin(time_->NowMs()));
-  if (!pid.ok()) {
-    ExecuteSwap(swap_.NextExited("start failed: " + pid.status().message()));
+  if (!started.ok()) {
+    ExecuteSwap(swap_.NextExited("start failed: " + started.status().message()));
     return Lifecycle::ReplyText(Lifecycle::Reply::kAccepted);
   }
-  next_pid_ = *pid;
+  next_pid_ = started->pid;
+  next_exec_ = std::move(started->exec);
+  if (next_exec_.fd() >= 0) {
+    Result<uv_poll_t*> watch = handles_.TryOpen(uv_poll_init, loop_, next_exec_.fd());
+    if (watch.ok()) {
+      exec_watch_ = *watch;
+      exec_watch_->data = this;
+      uv_poll_start(exec_watch_, UV_READABLE | UV_DISCONNECT, &WorkerRunner::OnNextExec);
+    } else {
+      // Cannot watch it: its exit (a failed step exits 126 or 127) still ends the swap.
+      Log(LogLevel::kWarning, name(), next_pid_,
+          "cannot watch the next worker's exec: " + watch.status().message());
+    }
+  }
   Log(LogLevel::kInfo, name(), next_pid_,
       "restart: next worker started beside pid " + std::to_string(pid_) +
           ", which takes every request until the next one is ready");
@@ -675,7 +689,33 @@ void WorkerRunner::KillGeneration(pid_t pid, pid_t pgid) {
   if (pid > 0) launcher_->Kill(pid, SIGKILL);
 }
 
+void WorkerRunner::OnNextExec(uv_poll_t* handle, int status, int /*events*/) {
+  auto* self = static_cast<WorkerRunner*>(handle->data);
+  uv_poll_stop(handle);  // before Poll() may close the descriptor
+  std::optional<Status> exec = self->next_exec_.Poll();
+  if (!exec && status == 0) {
+    uv_poll_start(handle, UV_READABLE | UV_DISCONNECT, &WorkerRunner::OnNextExec);
+    return;
+  }
+  self->CloseExecWatch();
+  if (!exec || exec->ok()) return;
+  // The swap fails as at the next worker's exit (which follows: 126 or 127, reaped as any next
+  // worker's in OnProcessExit), with the step's words rather than the exit code.
+  self->ExecuteSwap(self->swap_.Cancel("the next worker exited before it was ready (start failed: " +
+                                       exec->message() + ")"));
+}
+
+void WorkerRunner::CloseExecWatch() {
+  if (exec_watch_ != nullptr) {
+    uv_poll_stop(exec_watch_);
+    handles_.Close(exec_watch_);
+    exec_watch_ = nullptr;
+  }
+  next_exec_ = cell::PendingExec();
+}
+
 void WorkerRunner::ReleaseNext() {
+  CloseExecWatch();
   accept_poll_timer_->Stop();
   accept_probe_fd_.Reset();
   next_probe_.Follow(HealthProbe::State::kOff, 0, config_);
@@ -704,11 +744,15 @@ void WorkerRunner::OnProcessExit(pid_t pid, int wait_status) {
   }
   const std::string description = cell::DescribeWaitStatus(wait_status);
   if (pid == next_pid_) {
+    // A step that failed before execve reported why before the exit: its words, not "exit 127".
+    std::optional<Status> exec = next_exec_.Poll();
+    CloseExecWatch();
     swap_output_->WorkerExited();
     KillGeneration(0, next_pid_);  // what it forked in its process group
     next_pid_ = 0;
     Log(LogLevel::kDebug, name(), pid, "next worker reaped: " + description);
-    ExecuteSwap(swap_.NextExited(description));
+    ExecuteSwap(swap_.NextExited(exec && !exec->ok() ? "start failed: " + exec->message()
+                                                     : description));
     return;
   }
   BH_CHECK(pid == prev_pid_);

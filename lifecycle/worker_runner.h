@@ -235,6 +235,10 @@ class WorkerRunner : private TeardownWatcher::Generation {
   void KillGeneration(pid_t pid, pid_t pgid);
   // The next worker's socket and readiness watch are released (after a handover, or a failure).
   void ReleaseNext();
+  // exec_watch_ (POLLIN or POLLHUP on next_exec_'s fd): the exec's outcome, or nothing yet.
+  static void OnNextExec(uv_poll_t* handle, int status, int events);
+  // Stops and closes exec_watch_ and drops next_exec_ (its fd after the watch's stop).
+  void CloseExecWatch();
   // The swap timer follows swap_.Deadline(); the accept poll runs while an exec-ready next
   // worker has not accepted its first connection.
   void ArmSwapTimer();
@@ -310,6 +314,13 @@ class WorkerRunner : private TeardownWatcher::Generation {
   pid_t prev_pgid_ = 0;
   ipc::SocketFile next_file_;
   UniqueFd next_listen_fd_;
+  // The next worker's exec, confirmed on the loop (exec_watch_ on its fd) rather than waited for
+  // in BeginSwap: a spawn under load waits milliseconds for the child to reach execve, and the
+  // loop serves the previous worker's requests meanwhile. A failed step ends the swap as the next
+  // worker's exit does, with the step's words.
+  cell::PendingExec next_exec_;
+  uv_poll_t* exec_watch_ = nullptr;
+  uv_loop_t* loop_ = nullptr;  // for exec_watch_
   // ready = "exec": a connection to the next worker's socket, accepted is its readiness.
   UniqueFd accept_probe_fd_;
   std::unique_ptr<loop::Timer> accept_poll_timer_;

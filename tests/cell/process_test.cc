@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -337,6 +338,66 @@ TEST(Spawn, BadWorkingDirectoryNamesChdir) {
   ASSERT_FALSE(pid.ok());
   EXPECT_EQ(pid.status().message(), "chdir " + dir.Join("missing") + ": No such file or directory");
   EXPECT_TRUE(NoChildrenLeft());
+}
+
+// SpawnStarted returns at the fork; the exec's outcome comes through PendingExec, which never
+// blocks: waited for here with poll(2) on its descriptor, as an event loop does.
+std::optional<Status> WaitForExec(PendingExec& exec) {
+  for (int round = 0; round < 10'000; ++round) {
+    if (std::optional<Status> outcome = exec.Poll()) return outcome;
+    pollfd p{.fd = exec.fd(), .events = POLLIN, .revents = 0};
+    if (::poll(&p, 1, 10'000) != 1) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+TEST(SpawnStarted, TheExecIsConfirmedThroughItsDescriptor) {
+  Result<StartedChild> started = SpawnStarted(ShellOptions("exit 4"));
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  ChildGuard child(started->pid);
+  ASSERT_GE(started->exec.fd(), 0);
+  EXPECT_NE(::fcntl(started->exec.fd(), F_GETFL) & O_NONBLOCK, 0);
+  std::optional<Status> outcome = WaitForExec(started->exec);
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_TRUE(outcome->ok()) << outcome->message();
+  EXPECT_EQ(started->exec.fd(), -1);
+  EXPECT_TRUE(started->exec.Poll().value().ok());  // the same answer again
+  std::optional<int> wait_status = child.WaitExit();
+  ASSERT_TRUE(wait_status.has_value());
+  EXPECT_EQ(DescribeWaitStatus(*wait_status), "exit 4");
+}
+
+TEST(SpawnStarted, AFailedStepComesThroughItsDescriptorWordedAsSpawns) {
+  SpawnOptions options;
+  options.argv = {"/nonexistent-bulkhead-dir/worker"};
+  Result<StartedChild> started = SpawnStarted(options);
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  ChildGuard child(started->pid);  // SpawnStarted reaps nothing: the caller does
+  std::optional<Status> outcome = WaitForExec(started->exec);
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_EQ(outcome->message(), "exec /nonexistent-bulkhead-dir/worker: No such file or directory");
+  EXPECT_EQ(outcome->error_number(), ENOENT);
+  EXPECT_EQ(started->exec.Poll().value().message(), outcome->message());
+  std::optional<int> wait_status = child.WaitExit();
+  ASSERT_TRUE(wait_status.has_value());
+  EXPECT_EQ(DescribeWaitStatus(*wait_status), "exit 127");
+
+  TempDir dir;
+  SpawnOptions chdir = ShellOptions("exit 0");
+  chdir.working_directory = dir.Join("missing");
+  Result<StartedChild> second = SpawnStarted(chdir);
+  ASSERT_TRUE(second.ok());
+  ChildGuard second_child(second->pid);
+  outcome = WaitForExec(second->exec);
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_EQ(outcome->message(), "chdir " + dir.Join("missing") + ": No such file or directory");
+}
+
+TEST(PendingExec, ADefaultOneIsConfirmed) {
+  PendingExec exec;
+  EXPECT_EQ(exec.fd(), -1);
+  ASSERT_TRUE(exec.Poll().has_value());
+  EXPECT_TRUE(exec.Poll()->ok());
 }
 
 TEST(Spawn, EmptyArgvIsRefusedWithoutForking) {

@@ -265,5 +265,43 @@ TEST(RestartOverlap, AReloadThatNeedsANewWorkerOverlapsToo) {
   EXPECT_THAT(h.Log(), HasSubstr("restart: next worker started beside pid"));
 }
 
+
+// A reload onto a worker that cannot exec overlaps too: the next worker's failed step (watched on
+// the loop, not waited for) ends the swap with its words, the previous worker serves on, and a
+// reload back onto the good command overlaps again.
+TEST(RestartOverlap, AReloadOntoAWorkerThatCannotExecLeavesThePreviousOneServing) {
+  const CellSpec good{.name = "f"};
+  CellSpec bad = good;
+  bad.command = {"/nonexistent-bulkhead-dir/worker"};
+  Harness h(TestOptions({good}));
+  ASSERT_STARTED(h);
+  const pid_t pid = h.Cell("f")["pid"].get<pid_t>();
+  h.RewriteConfig({bad});
+  Result<ProcessResult> reload = h.Ctl({"reload"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  ASSERT_TRUE(h.WaitForCell("f", [](const nlohmann::json& c) {
+    return c["swap"].is_null() && c["restart_failed"].is_string();
+  })) << h.Cell("f").dump();
+  nlohmann::json c = h.Cell("f");
+  EXPECT_EQ(c["restart_failed"],
+            "the next worker exited before it was ready (start failed: exec "
+            "/nonexistent-bulkhead-dir/worker: No such file or directory); the previous worker "
+            "serves on")
+      << c.dump();
+  EXPECT_EQ(c["pid"], pid);
+  EXPECT_EQ(c["state"], "running");
+  EXPECT_OK_REPLY(h.Call("f", "echo still"), "still");
+
+  h.RewriteConfig({good});
+  reload = h.Ctl({"reload"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  ASSERT_TRUE(h.WaitForCell("f", [&](const nlohmann::json& now) {
+    return now["swap"].is_null() && now["pid"].is_number() && now["pid"] != pid &&
+           now["state"] == "running";
+  })) << h.Cell("f").dump();
+  EXPECT_OK_REPLY(h.Call("f", "echo again"), "again");
+  EXPECT_EQ(h.Cell("f")["failed"], 0);
+}
+
 }  // namespace
 }  // namespace bulkhead::e2e
