@@ -51,8 +51,7 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kStepTimeout{30000};
-std::atomic<bool> g_interrupted{false};
-void OnStopSignal(int) { g_interrupted.store(true); }
+std::atomic<bool>& g_interrupted = StopRequested();
 
 struct Options {
   std::string bin_dir;
@@ -151,16 +150,6 @@ Tally Offer(const Options& options, const std::string& socket, int clients, doub
   return total;
 }
 
-// The adaptive cell's `concurrency` object from status, or null.
-nlohmann::json Concurrency(BulkheaddProcess& bulkheadd, const std::string& cell) {
-  ctl::ControlReply reply = bulkheadd.Control({{"command", "status"}, {"cell", cell}});
-  if (!reply.response || !(*reply.response)["cells"].is_array() ||
-      (*reply.response)["cells"].empty()) {
-    return nullptr;
-  }
-  return (*reply.response)["cells"][0].value("concurrency", nlohmann::json());
-}
-
 int Main(int argc, char** argv) {
   Options options;
   options.bin_dir = proc::BuildDirOfThisProgram();
@@ -194,8 +183,7 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535));
   CLI11_PARSE(app, argc, argv);
   std::sort(options.sweep.begin(), options.sweep.end());
-  std::signal(SIGINT, OnStopSignal);
-  std::signal(SIGTERM, OnStopSignal);
+  CatchStopSignals();
 
   std::vector<std::string> cells;
   for (int n : options.sweep) cells.push_back("fixed-" + std::to_string(n));
@@ -244,7 +232,9 @@ int Main(int argc, char** argv) {
     const LatencySummary latency = Summarize(tally.ok_ns);
     std::string limit = "fixed";
     if (cell == "adaptive") {
-      const nlohmann::json c = Concurrency(*bulkheadd, cell);
+      const nlohmann::json shown_json = CellStatusJson(*bulkheadd, cell);
+      const nlohmann::json c =
+          shown_json.is_object() ? shown_json.value("concurrency", nlohmann::json()) : nullptr;
       limit = c.is_object() ? std::to_string(c.value("limit", 0)) + " of " +
                                   std::to_string(c.value("floor", 0)) + ".." +
                                   std::to_string(c.value("ceiling", 0)) +

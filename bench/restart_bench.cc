@@ -42,8 +42,7 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kStepTimeout{30000};
-std::atomic<bool> g_interrupted{false};
-void OnStopSignal(int) { g_interrupted.store(true); }
+std::atomic<bool>& g_interrupted = StopRequested();
 
 struct Options {
   std::string bin_dir;
@@ -79,16 +78,6 @@ std::string Config(const Options& options, const std::string& root) {
   return config;
 }
 
-// The cell's status object from a status control request, or null.
-nlohmann::json CellJson(BulkheaddProcess& bulkheadd, const std::string& cell) {
-  ctl::ControlReply reply = bulkheadd.Control({{"command", "status"}, {"cell", cell}});
-  if (!reply.response || !(*reply.response)["cells"].is_array() ||
-      (*reply.response)["cells"].empty()) {
-    return nullptr;
-  }
-  return (*reply.response)["cells"][0];
-}
-
 // Sends restart for `cell` and waits until it is over: a worker with another pid than `before`
 // runs and no swap is under way. Returns the new pid.
 Result<pid_t> RestartOnce(BulkheaddProcess& bulkheadd, const std::string& cell, pid_t before) {
@@ -99,7 +88,7 @@ Result<pid_t> RestartOnce(BulkheaddProcess& bulkheadd, const std::string& cell, 
   }
   const Clock::time_point deadline = Clock::now() + kStepTimeout;
   while (Clock::now() < deadline && !g_interrupted.load()) {
-    nlohmann::json c = CellJson(bulkheadd, cell);
+    nlohmann::json c = CellStatusJson(bulkheadd, cell);
     if (c.is_object() && c["pid"].is_number() && c["state"] == "running" &&
         (!c.contains("swap") || c["swap"].is_null())) {
       const pid_t now = c["pid"].get<pid_t>();
@@ -108,7 +97,7 @@ Result<pid_t> RestartOnce(BulkheaddProcess& bulkheadd, const std::string& cell, 
     std::this_thread::sleep_for(milliseconds(2));
   }
   return Status::Error("restart " + cell +
-                       ": not over within 30 s: " + CellJson(bulkheadd, cell).dump());
+                       ": not over within 30 s: " + CellStatusJson(bulkheadd, cell).dump());
 }
 
 struct Run {
@@ -143,7 +132,7 @@ Result<Run> Measure(BulkheaddProcess& bulkheadd, const Options& options, const C
     load.interrupted = &done;
     std::thread loader([&] { run.load = RunClosedLoop(load); });
     std::this_thread::sleep_for(milliseconds(200));  // load flowing before the first restart
-    nlohmann::json c = CellJson(bulkheadd, cell.name);
+    nlohmann::json c = CellStatusJson(bulkheadd, cell.name);
     pid_t pid = c.is_object() && c["pid"].is_number() ? c["pid"].get<pid_t>() : 0;
     Status status = Status::Ok();
     for (int i = 0; i < options.restarts && !g_interrupted.load(); ++i) {
@@ -185,8 +174,7 @@ int Main(int argc, char** argv) {
   app.add_option("--overlap", options.overlap, "restart_overlap of the cells")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  std::signal(SIGINT, OnStopSignal);
-  std::signal(SIGTERM, OnStopSignal);
+  CatchStopSignals();
 
   TempDir dir;
   Status status = dir.Create("bh-bench-restart");

@@ -2,6 +2,7 @@
 #include "bench/stage_support.h"
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <sstream>
 
@@ -59,6 +60,30 @@ Status StopBenchProcesses(const std::vector<proc::ChildProcess*>& workers,
     if (status.ok()) status = stopped;
   }
   return status;
+}
+
+std::atomic<bool>& StopRequested() {
+  static std::atomic<bool> requested{false};
+  return requested;
+}
+
+namespace {
+void OnStopSignal(int) { StopRequested().store(true); }
+}  // namespace
+
+void CatchStopSignals() {
+  StopRequested();  // constructed before a handler can run
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+}
+
+nlohmann::json CellStatusJson(proc::BulkheaddProcess& bulkheadd, const std::string& cell) {
+  ctl::ControlReply reply = bulkheadd.Control({{"command", "status"}, {"cell", cell}});
+  if (!reply.response || !(*reply.response)["cells"].is_array() ||
+      (*reply.response)["cells"].empty()) {
+    return nullptr;
+  }
+  return (*reply.response)["cells"][0];
 }
 
 }  // namespace bulkhead::bench

@@ -5,6 +5,8 @@
 // that started the processes; StartBenchBulkheadd and StopBenchProcesses block.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <optional>
 #include <string>
@@ -27,6 +29,16 @@ std::string ReadText(const std::string& path);
 Status StartBenchBulkheadd(const std::string& bin_dir, const std::string& root,
                            const std::string& config, const std::atomic<bool>* interrupted,
                            std::optional<proc::BulkheaddProcess>* out);
+
+// The flag SIGINT and SIGTERM set once CatchStopSignals() ran: one for the process, which a
+// bench's loops watch and hand to StartBenchBulkheadd and RunClosedLoop.
+std::atomic<bool>& StopRequested();
+// Installs the handlers (std::signal) that set StopRequested().
+void CatchStopSignals();
+
+// `cell`'s object of a status control request (docs/control.md), or null when bulkheadd did not
+// answer with one.
+nlohmann::json CellStatusJson(proc::BulkheaddProcess& bulkheadd, const std::string& cell);
 
 // Stops each started worker of `workers` (SIGTERM; "signal 15" or "exit 0" expected), then
 // `*bulkheadd` if it runs (StopCleanly), each within 10 s. Returns the first error, after trying
