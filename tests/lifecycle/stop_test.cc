@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <fstream>
 #include <set>
 
 #include "tests/lifecycle/lifecycle_fixture.h"
@@ -22,7 +23,11 @@ CellSpec Stubborn() {
                   .max_queue = 1,
                   .queue_timeout = "10s",
                   // The restart that stops first (the overlapping one: restart_overlap_test).
-                  .extra_toml = "stop_timeout = \"300ms\"\nrestart_overlap = false\n"};
+                  // stop_timeout is wall-clock time here: long enough that no step of a test
+                  // (a status read, a request the test lets finish) can lose a race with it on a
+                  // loaded machine; when it fires to the millisecond is WorkerRunnerTest's, in
+                  // simulated time.
+                  .extra_toml = "stop_timeout = \"3s\"\nrestart_overlap = false\n"};
 }
 
 TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
@@ -31,8 +36,10 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
   Tally tally;
   const int pid = WorkerPid(h, "stubborn");
 
-  // One request running (it may finish: 150 ms < stop_timeout), one queued (refused at once).
-  Result<ipc::Client> running = SendThenWaitFor(h, "stubborn", 1, "sleep 150", "running", 1);
+  // One request running (it finishes once the test creates `go`, within stop_timeout), one
+  // queued (refused at once).
+  const std::string go = h.dir() + "/go.flag";
+  Result<ipc::Client> running = SendThenWaitFor(h, "stubborn", 1, "wait-file " + go, "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
   Result<ipc::Client> queued = SendThenWaitFor(h, "stubborn", 2, "echo never", "queued", 1);
   ASSERT_TRUE(queued.ok()) << queued.status().message();
@@ -44,9 +51,10 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
   Result<ipc::Client::Reply> refused = queued->Receive();
   tally.Count(refused);
   EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable)) << Describe(refused);
+  std::ofstream(go).close();
   Result<ipc::Client::Reply> finished = running->Receive();
   tally.Count(finished);
-  EXPECT_OK_REPLY(finished, "slept 150");
+  EXPECT_OK_REPLY(finished, "found " + go);
 
   // A second stop while the worker ignores SIGTERM.
   nlohmann::json again = Control(h, "stop", "stubborn");
@@ -87,8 +95,10 @@ TEST(Stop, SecondRestartDuringASlowStopIsInProgressAndNeverTwoWorkers) {
   Tally tally;
   const int old_pid = WorkerPid(h, "stubborn");
 
-  // A request queued across the restart is served by the next worker.
-  Result<ipc::Client> running = SendThenWaitFor(h, "stubborn", 1, "sleep 100", "running", 1);
+  // A request queued across the restart is served by the next worker; the one running finishes
+  // once the test creates `go`.
+  const std::string go = h.dir() + "/go.flag";
+  Result<ipc::Client> running = SendThenWaitFor(h, "stubborn", 1, "wait-file " + go, "running", 1);
   ASSERT_TRUE(running.ok()) << running.status().message();
 
   nlohmann::json first = Control(h, "restart", "stubborn");
@@ -97,16 +107,18 @@ TEST(Stop, SecondRestartDuringASlowStopIsInProgressAndNeverTwoWorkers) {
   Result<ipc::Client> queued = SendOn(h, "stubborn", 2, "pid");
   ASSERT_TRUE(queued.ok()) << queued.status().message();
 
-  // The old worker ignores SIGTERM: the restart takes about 100 + 300 ms. Meanwhile further
+  // The old worker drains its request, then ignores SIGTERM until stop_timeout. Meanwhile further
   // restarts and starts are refused.
   for (const char* command : {"restart", "start", "restart"}) {
     nlohmann::json again = Control(h, command, "stubborn");
+    // The request runs until the test creates `go`: the old worker is still there.
     nlohmann::json c = h.Cell("stubborn");
-    if (c["pid"] != old_pid) break;  // the restart is over already (a very slow machine)
+    EXPECT_EQ(c["pid"], old_pid) << c.dump();
     EXPECT_EQ(again["ok"], false) << command << ": " << again.dump();
     EXPECT_EQ(again["result"], "restart in progress") << command << ": " << again.dump();
     EXPECT_EQ(c["state"], "stopping") << c.dump();
   }
+  std::ofstream(go).close();
 
   // Every status read until the new worker runs: one worker at most, and the old one is gone
   // (reaped) before a new pid shows.
@@ -136,7 +148,7 @@ TEST(Stop, SecondRestartDuringASlowStopIsInProgressAndNeverTwoWorkers) {
 
   Result<ipc::Client::Reply> finished = running->Receive();
   tally.Count(finished);
-  EXPECT_OK_REPLY(finished, "slept 100");
+  EXPECT_OK_REPLY(finished, "found " + go);
   Result<ipc::Client::Reply> served = queued->Receive();
   tally.Count(served);
   EXPECT_OK_REPLY(served, std::to_string(c["pid"].get<int>()));
