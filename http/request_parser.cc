@@ -20,6 +20,23 @@ std::string_view TrimWhitespace(std::string_view text) {
   return text;
 }
 
+// True when an Upgrade field's value (RFC 9110 section 7.8: a list of protocol["/"version]) offers
+// WebSocket (RFC 6455 section 4.1). Any other offer (h2c, TLS/1.2, ...) is ignored, as section 7.8
+// lets a server do: the request is served on HTTP/1.1, Upgrade and the fields its Connection
+// names dropped as hop-by-hop. A WebSocket client instead waits for a 101 that never comes, so it
+// is told at once.
+bool OffersWebSocket(std::string_view value) {
+  while (!value.empty()) {
+    const size_t comma = value.find(',');
+    std::string_view offer = TrimWhitespace(value.substr(0, comma));
+    offer = offer.substr(0, offer.find('/'));
+    if (EqualsIgnoreCase(TrimWhitespace(offer), "websocket")) return true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 // Methods whose content has no defined semantics (RequestHead::body_on_bodiless_method).
 bool IsBodilessMethod(unsigned method) {
   switch (static_cast<http_method>(method)) {
@@ -355,8 +372,8 @@ bool RequestParser::ValidateHead() {
       if (!transfer_encoding.empty()) transfer_encoding += ",";
       transfer_encoding += header.value;
     }
-    if (EqualsIgnoreCase(header.name, "Upgrade")) {
-      Fail(501, "Upgrade is not supported");
+    if (EqualsIgnoreCase(header.name, "Upgrade") && OffersWebSocket(header.value)) {
+      Fail(501, "Upgrade to WebSocket is not supported");
       return false;
     }
   }

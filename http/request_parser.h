@@ -24,7 +24,9 @@
 //        more than Limits::max_headers fields
 // Trailer fields of a chunked body are read and dropped: never merged into head().headers (RFC
 // 9110 section 6.5.1), whatever their name and whichever read brought them.
-//   501  a Transfer-Encoding other than "chunked" (RFC 9112 section 6.1), CONNECT, Upgrade, a
+//   501  a Transfer-Encoding other than "chunked" (RFC 9112 section 6.1), CONNECT, an Upgrade
+//        that offers websocket (any other offer, h2c among them, is ignored: RFC 9110 section
+//        7.8; the field is hop-by-hop and never forwarded), a
 //        method that is a token but not one http-parser knows ("BREW", "get": RFC 9110 section
 //        9.1); a method that is no token ("{GET", "G\x01T") is 400
 //   505  an HTTP major version other than 1 ("HTTP/2.0", RFC 9110 section 15.6.6)

@@ -185,6 +185,34 @@ TEST(HttpCell, WorkerGetsARequestIdAndNoHopByHopFields) {
   EXPECT_NE(seen->body.find("x-request-id: abc-1\n"), std::string::npos) << seen->body;
 }
 
+// RFC 9110 section 7.8: an Upgrade offer bulkheadd does not take (h2c: curl --http2 sends one with
+// every plain-http request) is ignored; the request is served on HTTP/1.1 and the worker sees
+// neither Upgrade nor the HTTP2-Settings its Connection names. A WebSocket offer gets 501 (its
+// client would wait for a 101) and the connection goes on.
+TEST(HttpCell, AnH2cUpgradeIsServedOnHttp11AndAWebSocketOneGets501) {
+  Harness h(TestOptions({HttpCell()}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->Send(
+      "GET /headers HTTP/1.1\r\nHost: web\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+      "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nX-Kept: yes\r\n\r\n"));
+  std::optional<Response> seen = conn->Read();
+  ASSERT_TRUE(seen && seen->status == 200) << Describe(seen);
+  EXPECT_NE(seen->body.find("x-kept: yes\n"), std::string::npos) << seen->body;
+  for (const char* gone : {"upgrade:", "http2-settings:", "connection:"}) {
+    EXPECT_EQ(seen->body.find(gone), std::string::npos) << gone << " in " << seen->body;
+  }
+  ASSERT_TRUE(conn->Send(
+      "GET /chat HTTP/1.1\r\nHost: web\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+  std::optional<Response> refused = conn->Read();
+  ASSERT_TRUE(refused) << Describe(refused);
+  EXPECT_EQ(refused->status, 501) << Describe(refused);
+  nlohmann::json cell = h.Cell("web");
+  EXPECT_EQ(cell["admitted"], 1) << cell.dump();
+}
+
 TEST(HttpCell, TcpClientIsNamedForTheWorker) {
   Harness h(TestOptions({HttpCell("listen = [\"127.0.0.1:0\"]\n")}));
   ASSERT_STARTED(h);

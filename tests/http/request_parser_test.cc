@@ -102,6 +102,28 @@ TEST(RequestParser, PipelinedRequestsComeOutInOrder) {
   }
 }
 
+// RFC 9110 section 7.8: a server may ignore Upgrade. An offer of h2c (curl --http2, Python's
+// httpx with http2) or anything but WebSocket is served as HTTP/1.1, and the request boundaries
+// stay those of HTTP/1.1: a body is read as the body, the next request as the next.
+TEST(RequestParser, AnUpgradeOtherThanWebSocketIsIgnored) {
+  const std::string input =
+      "GET /a HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+      "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"
+      "POST /b HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: TLS/1.2, h2c\r\n"
+      "Content-Length: 2\r\n\r\nhi"
+      "GET /c HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (size_t step : {size_t{0}, size_t{1}, size_t{9}}) {
+    Outcome out = Feed(input, step);
+    ASSERT_EQ(out.error.status, 0) << step << ": " << out.error.reason;
+    ASSERT_EQ(out.requests.size(), 3u) << step;
+    EXPECT_EQ(out.requests[0].head.target, "/a");
+    EXPECT_EQ(out.requests[0].body, "");
+    EXPECT_EQ(out.requests[1].head.target, "/b");
+    EXPECT_EQ(out.requests[1].body, "hi");
+    EXPECT_EQ(out.requests[2].head.target, "/c");
+  }
+}
+
 TEST(RequestParser, ChunkedBodyIsDecoded) {
   std::string input =
       "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -256,7 +278,10 @@ TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
       {"gzip, chunked TE", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
        501, "Transfer-Encoding"},
       {"Upgrade", "GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
-       501, "Upgrade"},
+       501, "WebSocket"},
+      {"Upgrade among others",
+       "GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: h2c, WebSocket/13\r\n\r\n",
+       501, "WebSocket"},
       {"CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 501,
        "CONNECT"},
       {"odd Expect", "GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417, "Expect"},
