@@ -35,10 +35,8 @@ std::string Lower(std::string_view text) {
 }  // namespace
 
 std::string_view ClosestMatch(std::string_view word, std::span<const std::string_view> candidates) {
-  // The same word in other letter case ("Catalog", "MAX_QUEUE") first, whatever its length.
-  for (std::string_view candidate : candidates) {
-    if (candidate.size() == word.size() && Lower(candidate) == Lower(word)) return candidate;
-  }
+  // Compared in lower case: the same word in other letter case ("Catalog", "MAX_QUEUE") is at
+  // distance 0, and so the match whatever its length.
   constexpr size_t kMaxEdits = 2;
   const std::string lower_word = Lower(word);
   std::string_view best;

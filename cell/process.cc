@@ -481,8 +481,8 @@ std::optional<Status> PendingExec::Poll() {
     outcome_ = Status::Ok();  // EOF without a report: execve succeeded and closed the write end
   } else if (n != static_cast<ssize_t>(sizeof report)) {
     // The child writes its report in one write of less than PIPE_BUF: whole or not at all.
-    outcome_ = Status::Error(n < 0 ? Status::FromErrno("spawn: read of the child's report").message()
-                                   : "spawn: truncated failure report from the child");
+    outcome_ = n < 0 ? Status::FromErrno("spawn: read of the child's report")
+                     : Status::Error("spawn: truncated failure report from the child");
   } else {
     outcome_ = DescribeChildFailure(report, names_->options, names_->plan);
   }
@@ -535,13 +535,9 @@ Result<StartedChild> SpawnStarted(const SpawnOptions& options) {
   }
 
   int pipe_fds[2];
-  // The read end non-blocking: PendingExec::Poll never waits.
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::FromErrno("spawn: pipe2");
-  if (::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK) != 0) {
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    return Status::FromErrno("spawn: fcntl(O_NONBLOCK) of the report pipe");
-  }
+  // The read end non-blocking: PendingExec::Poll never waits. The write end is too, harmlessly:
+  // the child's one report (under PIPE_BUF) into the empty pipe never waits either.
+  if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return Status::FromErrno("spawn: pipe2");
   UniqueFd report_read(pipe_fds[0]);
   Result<UniqueFd> report_write = MoveAboveListenFd(UniqueFd(pipe_fds[1]));
   if (!report_write.ok()) return report_write.status();
