@@ -62,10 +62,12 @@ TEST(BulkheaddProcess, SigtermAnswersPendingRequestsStopsWorkersAndRemovesSocket
   const pid_t b_pid = h.Cell("b")["pid"].get<pid_t>();
   for (const std::string& path : SocketFiles(h, {"a", "b"})) EXPECT_TRUE(Exists(path)) << path;
 
-  // In flight at SIGTERM: one request that finishes within stop_timeout, one that never does.
+  // In flight at SIGTERM: one request that finishes within stop_timeout (once the test creates
+  // `go`, after the SIGTERM), one that never does.
+  const std::string go = h.dir() + "/go.flag";
   Result<ipc::Client> finishing = h.Connect("a");
   ASSERT_TRUE(finishing.ok()) << finishing.status().message();
-  ASSERT_TRUE(finishing->Send(1, "sleep 200").ok());
+  ASSERT_TRUE(finishing->Send(1, "wait-file " + go).ok());
   Result<ipc::Client> hanging = h.Connect("a");
   ASSERT_TRUE(hanging.ok()) << hanging.status().message();
   ASSERT_TRUE(hanging->Send(2, "hang").ok());
@@ -75,6 +77,12 @@ TEST(BulkheaddProcess, SigtermAnswersPendingRequestsStopsWorkersAndRemovesSocket
   ASSERT_TRUE(queued->Send(3, "echo never").ok());
   ASSERT_TRUE(h.WaitForCell("a", [](const nlohmann::json& c) { return c["queued"] == 1; }));
 
+  // SIGTERM, then `go` once bulkheadd is stopping (a second SIGTERM, Stop's, changes nothing).
+  ASSERT_EQ(::kill(h.pid(), SIGTERM), 0);
+  ASSERT_TRUE(WaitFor([&] {
+    return h.Log().find("received SIGTERM: stopping every cell") != std::string::npos;
+  })) << h.Log();
+  std::ofstream(go).put('x');
   Result<int> stopped = h.Stop();
   ASSERT_TRUE(stopped.ok()) << stopped.status().message();
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0)
@@ -85,7 +93,7 @@ TEST(BulkheaddProcess, SigtermAnswersPendingRequestsStopsWorkersAndRemovesSocket
   for (ipc::Client* client : {&*finishing, &*hanging, &*queued}) {
     ASSERT_TRUE(client->SetTimeout(std::chrono::seconds(5)).ok());
   }
-  EXPECT_OK_REPLY(finishing->Receive(), "slept 200");
+  EXPECT_OK_REPLY(finishing->Receive(), "found " + go);
   Result<ipc::Client::Reply> died = hanging->Receive();
   ASSERT_TRUE(IsReply(died, ReplyStatus::kFailed, Reason::kWorkerDied)) << Describe(died);
   EXPECT_EQ(died->payload, "signal 9");

@@ -95,7 +95,9 @@ TEST_P(HostileClient, FourGibHeaderIsRefusedAtOnceAndClosed) {
   ASSERT_STARTED(h);
   Result<ipc::Client> good = ConnectWithTimeout(h, "c");
   ASSERT_TRUE(good.ok()) << good.status().message();
-  ASSERT_TRUE(good->Send(1, "sleep 300").ok());
+  // It runs until the test creates `go`.
+  const std::string go = h.dir() + "/go.flag";
+  ASSERT_TRUE(good->Send(1, "wait-file " + go).ok());
   ASSERT_TRUE(h.WaitForCell("c", [](const nlohmann::json& c) { return c["running"] == 1; }));
 
   // length = 0xffffffff: 4 GiB - 1 bytes follow the length field. Only the header is sent: the
@@ -112,7 +114,8 @@ TEST_P(HostileClient, FourGibHeaderIsRefusedAtOnceAndClosed) {
               HasSubstr("payload of 4294967283 bytes exceeds the maximum of 4194304"));
   ExpectClosed(*bad);
 
-  EXPECT_OK_REPLY(good->Receive(), "slept 300");
+  std::ofstream(go).put('x');
+  EXPECT_OK_REPLY(good->Receive(), "found " + go);
   EXPECT_OK_REPLY(good->Call("echo unaffected"), "unaffected");
   EXPECT_EQ(h.Cell("c")["bad_request"], 1);
 }
@@ -288,7 +291,10 @@ TEST_P(HostileClient, IdleConnectionsAreClosedAfterIdleTimeoutAndTheirPlacesFree
   const std::string release = dir.Join("release");
   Harness h(Options({CellSpec{.name = "c",
                               .max_concurrent = 2,
-                              .extra_toml = "max_connections = 32\nidle_timeout = \"300ms\"\n"}}));
+                              // Wall-clock time: long enough that a client's request,
+                              // sent right after its connect, never loses a race with it on a
+                              // loaded machine.
+                              .extra_toml = "max_connections = 32\nidle_timeout = \"1s\"\n"}}));
   ASSERT_STARTED(h);
   // Connected first, so any idle timer it wrongly had would fall due before the others'.
   Result<ipc::Client> busy = ConnectWithTimeout(h, "c");
@@ -315,7 +321,7 @@ TEST_P(HostileClient, IdleConnectionsAreClosedAfterIdleTimeoutAndTheirPlacesFree
   nlohmann::json cell = h.Cell("c");
   EXPECT_EQ(Counter(cell, "connections_idle_closed"), static_cast<uint64_t>(kLeaked));
   EXPECT_EQ(Counter(cell, "connections_refused"), 0u);
-  EXPECT_EQ(cell["policy"]["idle_timeout_ms"], 300);
+  EXPECT_EQ(cell["policy"]["idle_timeout_ms"], 1000);
   Result<ProcessResult> metrics = h.Ctl({"metrics"});
   ASSERT_TRUE(metrics.ok()) << metrics.status().message();
   EXPECT_THAT(metrics->out,

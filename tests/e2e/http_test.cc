@@ -986,7 +986,9 @@ TEST(HttpCell, ConnectionOverMaxConnectionsGets503AndIsClosed) {
 }
 
 TEST(HttpCell, HeadNotCompleteWithinHeaderTimeoutGets408) {
-  Harness h(TestOptions({HttpCell("header_timeout = \"300ms\"\n")}));
+  // Wall-clock time: long enough that the idle connection's request, sent right after its
+  // connect, never loses a race with it on a loaded machine.
+  Harness h(TestOptions({HttpCell("header_timeout = \"1s\"\n")}));
   ASSERT_STARTED(h);
   std::optional<HttpConn> slow = HttpConn::Open(h.CellSocket("web"));
   ASSERT_TRUE(slow);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <fstream>
 #include <map>
 
 #include "tests/e2e/e2e_test.h"
@@ -32,7 +33,9 @@ void ExpectBadRequest(std::string_view bad_bytes, Reason reason, uint64_t reques
   Result<ipc::Client> good = h.Connect("c");
   ASSERT_TRUE(good.ok()) << good.status().message();
   ASSERT_TRUE(good->SetTimeout(std::chrono::seconds(10)).ok());
-  ASSERT_TRUE(good->Send(1, "sleep 300").ok());
+  // It runs until the test creates `go`.
+  const std::string go = h.dir() + "/go.flag";
+  ASSERT_TRUE(good->Send(1, "wait-file " + go).ok());
   ASSERT_TRUE(h.WaitForCell("c", [](const nlohmann::json& c) { return c["running"] == 1; }));
 
   Result<ipc::Client> bad = h.Connect("c");
@@ -48,8 +51,9 @@ void ExpectBadRequest(std::string_view bad_bytes, Reason reason, uint64_t reques
   EXPECT_THAT(after.status().message(), HasSubstr("connection closed"));
 
   // The other client is unaffected: its request in flight and a new one.
+  std::ofstream(go).put('x');
   Result<ipc::Client::Reply> first = good->Receive();
-  EXPECT_OK_REPLY(first, "slept 300");
+  EXPECT_OK_REPLY(first, "found " + go);
   Result<ipc::Client::Reply> second = good->Call("echo still fine");
   EXPECT_OK_REPLY(second, "still fine");
 

@@ -112,7 +112,10 @@ TEST(ServiceManager, AWorkerThatNeverSendsReadyIsStoppedAtStartTimeoutAndReadyIs
                .max_queue = 4,
                .queue_timeout = "60s",
                .extra_toml = "ready = \"notify\"\n"
-                             "start_timeout = \"400ms\"\n"
+                             // Wall-clock time: each start must stay long enough for
+                             // the test's status polls to see it `starting` on a loaded
+                             // machine (400 ms, twice, could be missed).
+                             "start_timeout = \"2s\"\n"
                              "start_limit_burst = 2\n"
                              "start_limit_interval = \"60s\"\n"
                              "start_limit_action = \"fail\"\n",
@@ -130,8 +133,8 @@ TEST(ServiceManager, AWorkerThatNeverSendsReadyIsStoppedAtStartTimeoutAndReadyIs
   })) << h.Status().dump();
   EXPECT_THAT(starting_detail, ::testing::MatchesRegex(
                                    "starting for [0-9.]+ s, waiting for READY=1 \\(start_timeout "
-                                   "0\\.4 s\\); requests queue"));
-  EXPECT_EQ(h.Cell("mute")["policy"]["start_timeout_ms"], 400) << h.Cell("mute").dump();
+                                   "2\\.0 s\\); requests queue"));
+  EXPECT_EQ(h.Cell("mute")["policy"]["start_timeout_ms"], 2000) << h.Cell("mute").dump();
   // Queued (starting, then a short backoff), then refused when the cell gives up.
   Result<ipc::Client::Reply> refused = h.Call("mute", "echo never", std::chrono::seconds(30));
   EXPECT_TRUE(IsReply(refused, ipc::ReplyStatus::kRejected, ipc::Reason::kUnavailable))
