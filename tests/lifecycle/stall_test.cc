@@ -59,7 +59,13 @@ TEST(Stall, HangingWorkerIsKilledAndReplaced) {
 }
 
 TEST(Stall, BusyWorkerThatKeepsAnsweringIsNeverKilled) {
-  Harness h(TestOptions({CellSpec{.name = "busy", .max_concurrent = 2, .extra_toml = kStall}}));
+  // A stall_timeout of its own, wall-clock time: wide enough that the stream's next answer (this
+  // test's thread sending the next request, the worker's 100 ms) never loses a race with it on a
+  // loaded machine.
+  Harness h(TestOptions({CellSpec{.name = "busy",
+                                  .max_concurrent = 2,
+                                  .extra_toml = std::string("stall_timeout = \"2s\"\n") +
+                                                kQuickStop}}));
   ASSERT_STARTED(h);
   Tally tally;
   const int pid = WorkerPid(h, "busy");
@@ -68,9 +74,9 @@ TEST(Stall, BusyWorkerThatKeepsAnsweringIsNeverKilled) {
   // answering on the other slot: the worker shows progress, so nothing is stalled.
   std::atomic<bool> long_done{false};
   std::thread long_request([&] {
-    Result<ipc::Client::Reply> reply = h.Call("busy", "sleep 1500");
+    Result<ipc::Client::Reply> reply = h.Call("busy", "sleep 6000");
     tally.Count(reply);
-    EXPECT_OK_REPLY(reply, "slept 1500");
+    EXPECT_OK_REPLY(reply, "slept 6000");
     long_done = true;
   });
   int streamed = 0;
@@ -83,7 +89,7 @@ TEST(Stall, BusyWorkerThatKeepsAnsweringIsNeverKilled) {
   }
   long_request.join();
   // The stream ran beside the whole long request: at least one answer per stall_timeout of its
-  // 1500 ms (how many more depends on the machine's pace, not on bulkheadd).
+  // 6000 ms (how many more depends on the machine's pace, not on bulkheadd).
   EXPECT_GE(streamed, 3);
 
   nlohmann::json c = h.Cell("busy");

@@ -32,39 +32,43 @@ class PausedSupervisor {
 };
 
 TEST(SupervisorPause, TimeoutsFireOnlyForSilenceThatHappened) {
-  // Every timeout is 1 s; each worker answers (or pings) well within it, then bulkheadd sleeps
-  // through it: 3 s after the requests were dispatched.
+  // Every timeout is 3 s; the workers answer while bulkheadd is stopped (when the test creates
+  // `go`) and the watchdog worker pings every 1.5 s, and bulkheadd sleeps through every timeout:
+  // 4 s from the pause, itself less than 3 s after the requests were dispatched (the timeouts
+  // are wall-clock time here, long enough for a loaded machine to reach the pause first).
   Harness h(TestOptions({
-      CellSpec{.name = "stall", .extra_toml = "stall_timeout = \"1s\"\n"},
-      CellSpec{.name = "deadline", .extra_toml = "request_timeout = \"1s\"\n"},
+      CellSpec{.name = "stall", .extra_toml = "stall_timeout = \"3s\"\n"},
+      CellSpec{.name = "deadline", .extra_toml = "request_timeout = \"3s\"\n"},
       CellSpec{.name = "watchdog",
                .command = {e2e::TestWorkerPath(), "--watchdog"},
-               .extra_toml = "watchdog = \"1s\"\n"},
+               .extra_toml = "watchdog = \"3s\"\n"},
   }));
   ASSERT_STARTED(h);
   const nlohmann::json before = h.Status();
   Tally stall_tally;
   Tally deadline_tally;
 
-  Result<ipc::Client> stall = SendOn(h, "stall", 1, "sleep 800");
-  Result<ipc::Client> deadline = SendOn(h, "deadline", 2, "sleep 800");
+  const std::string go = h.dir() + "/go.flag";
+  Result<ipc::Client> stall = SendOn(h, "stall", 1, "wait-file " + go);
+  Result<ipc::Client> deadline = SendOn(h, "deadline", 2, "wait-file " + go);
   ASSERT_TRUE(stall.ok() && deadline.ok());
   ASSERT_TRUE(CellShows(h, "stall", "running", 1));
   ASSERT_TRUE(CellShows(h, "deadline", "running", 1));
   {
     PausedSupervisor paused(h.pid());
     ASSERT_TRUE(paused.stopped());
-    // The pause is the scenario, not a wait for anything: the workers answer at 800 ms and ping
-    // every 500 ms while bulkheadd sleeps through every 1 s timeout.
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+    // The pause is the scenario, not a wait for anything: the workers answer now and ping every
+    // 1.5 s while bulkheadd sleeps through every 3 s timeout.
+    CreateFlag(go);
+    std::this_thread::sleep_for(std::chrono::seconds(4));
   }
 
   Result<ipc::Client::Reply> stall_reply = stall->Receive();
   stall_tally.Count(stall_reply);
-  EXPECT_OK_REPLY(stall_reply, "slept 800");
+  EXPECT_OK_REPLY(stall_reply, "found " + go);
   Result<ipc::Client::Reply> deadline_reply = deadline->Receive();
   deadline_tally.Count(deadline_reply);
-  EXPECT_OK_REPLY(deadline_reply, "slept 800");
+  EXPECT_OK_REPLY(deadline_reply, "found " + go);
 
   // Answered after the verdicts of the first loop iteration after the pause: no worker was
   // replaced.
