@@ -12,7 +12,7 @@ FUZZERS := ipc/ipc_frame_fuzzer config/config_fuzzer cell/notify_message_fuzzer 
 LAUNCHER := $(if $(shell command -v ccache),\
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all deps demo-deps build demo test asan-build asan-test fuzz lint bench bench-deps clean
+.PHONY: all deps demo-deps build demo test asan-build asan-test fuzz lint bench bench-vm bench-deps clean
 
 all: build
 
@@ -70,6 +70,17 @@ lint: deps
 # (docs/benchmarks.md), and bulkheadd's memory per idle cell and per idle connection.
 bench-deps:
 	bash scripts/install-bench-deps.sh
+
+# Issue 26's adaptive bench on real cgroup v2 (CPU-bound under cpu_max, memory-bound under
+# memory_max, neighbours), in a qemu VM (TCG; ~10 min): tests/vm/scenarios/bench_adaptive.sh. The
+# bench's lines are printed at the end; the whole console log stays in $(BUILD)/bench-vm.log.
+bench-vm: build
+	bash tests/vm/run-vm.sh --scenario tests/vm/scenarios/bench_adaptive.sh \
+	  --bin $(BUILD)/bench/bulkhead-bench-adaptive --bin $(BUILD)/supervisor/bulkheadd \
+	  --bin $(BUILD)/tests/helpers/bulkhead-test-worker --timeout 1800 \
+	  --log $(BUILD)/bench-vm.log > /dev/null; \
+	  status=$$?; grep -E '^(bench-vm:|bulkhead-bench-adaptive|cell |fixed-|adaptive )' \
+	  $(BUILD)/bench-vm.log; exit $$status
 
 bench: build bench-deps
 	$(BUILD)/bench/bulkhead-bench --bin-dir $(BUILD)

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: MIT
 // bulkhead-bench-adaptive: the adaptive concurrency limit against a sweep of fixed ones, on the
-// CPU-bound workload of issue 26, on this host (docs/benchmarks.md, "Adaptive concurrency";
-// without cgroup v2 only the service-time signal is live, so this is the latency-only mode).
+// workloads of issue 26 (docs/benchmarks.md, "Adaptive concurrency"). On this host (no cgroup v2)
+// only the service-time signal is live: the latency-only mode. With --cgroup (in the VM of
+// `make bench-vm`, tests/vm/scenarios/bench_adaptive.sh) every cell has its own cgroup and limits,
+// and the kernel's signals (PSI triggers, cpu.stat, memory.current) are live too.
 //
-// In a fresh temporary directory, bulkheadd (`cgroup = "off"`: never touches /sys/fs/cgroup) runs
-// one cell per setting, each bulkhead-test-worker (a thread per worker connection) answering
-// `cpu US`: it spins until its thread used US µs of CPU, so the service time of a request grows
-// with the requests sharing the host's CPUs (a knee at about the CPU count). `fixed-N` has
+// In a fresh temporary directory, bulkheadd (`cgroup = "off"`: never touches /sys/fs/cgroup;
+// `"required"` with --cgroup) runs one cell per setting, each bulkhead-test-worker (a thread per
+// worker connection) answering, with `--workload cpu`, `cpu US`: it spins until its thread used US
+// µs of CPU, so the service time of a request grows with the requests sharing the CPUs (a knee at
+// about the CPU count, or at the cell's cpu_max); with `--workload memory`, `hold MIB MS`: each
+// request maps and touches MIB MiB and keeps them MS ms, so that past memory_max / MIB requests
+// at once the cell's worker is OOM-killed and every request in it fails. `fixed-N` has
 // `max_concurrent = N` for each N of `--sweep`; `adaptive` has `concurrency = "adaptive"`,
 // `min_concurrent = 1`, `max_concurrent` = the sweep's largest. Every cell has the same bounded
 // queue (`--max-queue`, `--queue-timeout-ms`), so a request over the limit waits a little or is
@@ -18,10 +23,13 @@
 // caller with a retry policy does (without it a rejected caller would retry in a tight loop and
 // the bench would measure bulkheadd's rejection path instead of the worker). Per cell it prints
 // the answers per second, the goodput (OK within `--deadline-ms`, per second), the rejections per
-// second, the p50 and p99 of the OK answers and that p99 over the unloaded one, and for the
-// adaptive cell its limit at the end, its bounds and its changes. It judges nothing: the figures
-// are for docs/benchmarks.md. Exits 1 if bulkheadd or a cell could not run, or a cell answered
-// no request OK or failed one (the worker never fails `cpu`).
+// second, the failures, the p50 and p99 of the OK answers and that p99 over the unloaded one, the
+// cell's OOM kills, and for the adaptive cell its limit at the end, its bounds and its changes.
+// With `--neighbour-clients N`, a cell `neighbour` (the same work, a fixed limit of N, no cpu_max:
+// the machine's CPUs are the budget both share) is offered N callers beside each loaded cell, and
+// its p99 is printed per loaded cell. It judges nothing: the figures are for docs/benchmarks.md.
+// Exits 1 if bulkheadd or a cell could not run, or a cell answered no request OK, or failed one
+// with `--workload cpu` (the worker never fails `cpu`; an OOM kill fails `hold` requests).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -29,6 +37,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -53,8 +62,17 @@ using Clock = std::chrono::steady_clock;
 constexpr milliseconds kStepTimeout{30000};
 std::atomic<bool>& g_interrupted = StopRequested();
 
+enum class Workload : uint8_t { kCpu, kMemory };
+
 struct Options {
   std::string bin_dir;
+  Workload workload = Workload::kCpu;
+  bool cgroup = false;
+  std::string cpu_max;     // every loaded cell's cpu_max with --cgroup ("" = none)
+  std::string memory_max;  // every loaded cell's memory_max with --cgroup ("" = none)
+  int hold_mib = 24;
+  int hold_ms = 100;
+  int neighbour_clients = 0;
   int clients = 64;
   double seconds = 5;
   int work_us = 40000;
@@ -73,14 +91,30 @@ std::string CellToml(const Options& options, const std::string& name, int max_co
                      "\nmax_queue = " + std::to_string(options.max_queue) +
                      "\nqueue_timeout = \"" + std::to_string(options.queue_timeout_ms) + "ms\"\n";
   if (adaptive) toml += "concurrency = \"adaptive\"\nmin_concurrent = 1\n";
+  if (options.cgroup && name != "neighbour") {
+    if (!options.cpu_max.empty()) toml += "cpu_max = " + TomlString(options.cpu_max) + "\n";
+    if (!options.memory_max.empty()) {
+      toml += "memory_max = " + TomlString(options.memory_max) + "\n";
+    }
+  }
   return toml;
+}
+
+std::string Payload(const Options& options) {
+  return options.workload == Workload::kCpu
+             ? "cpu " + std::to_string(options.work_us)
+             : "hold " + std::to_string(options.hold_mib) + " " + std::to_string(options.hold_ms);
 }
 
 std::string Config(const Options& options, const std::string& root) {
   std::string config = "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
-                       "\nlog_level = \"warning\"\ncgroup = \"off\"\n";
+                       "\nlog_level = \"warning\"\ncgroup = " +
+                       (options.cgroup ? "\"required\"\n" : "\"off\"\n");
   for (int n : options.sweep) config += CellToml(options, "fixed-" + std::to_string(n), n, false);
   config += CellToml(options, "adaptive", options.sweep.back(), true);
+  if (options.neighbour_clients > 0) {
+    config += CellToml(options, "neighbour", options.neighbour_clients, false);
+  }
   return config;
 }
 
@@ -89,15 +123,26 @@ struct Tally {
   uint64_t ok_in_deadline = 0;
   uint64_t rejected = 0;
   uint64_t failed = 0;
-  std::vector<uint32_t> ok_ns;  // latency of each OK answer
+  // Latency of each OK answer in µs (not ns: in the VM an overloaded cell's answers take longer
+  // than the 4.29 s a uint32_t of ns holds).
+  std::vector<uint32_t> ok_us;
   std::string error;
 };
+
+// Summarize for samples in µs: Summarize reads its samples as ns, so its figures are scaled back.
+LatencySummary SummarizeUs(std::vector<uint32_t>& samples_us) {
+  LatencySummary s = Summarize(samples_us);
+  s.p50_us *= 1000;
+  s.p99_us *= 1000;
+  s.p999_us *= 1000;
+  return s;
+}
 
 // `clients` callers on `socket` for `seconds`; see the file comment.
 Tally Offer(const Options& options, const std::string& socket, int clients, double seconds) {
   Tally total;
   std::mutex mu;
-  const std::string payload = "cpu " + std::to_string(options.work_us);
+  const std::string payload = Payload(options);
   const Clock::time_point end =
       Clock::now() + milliseconds(static_cast<int64_t>(seconds * 1000));
   const auto deadline = milliseconds(options.deadline_ms);
@@ -125,8 +170,8 @@ Tally Offer(const Options& options, const std::string& socket, int clients, doub
           case ipc::ReplyStatus::kOk:
             ++mine.ok;
             if (took <= deadline) ++mine.ok_in_deadline;
-            mine.ok_ns.push_back(static_cast<uint32_t>(std::min<int64_t>(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(), UINT32_MAX)));
+            mine.ok_us.push_back(static_cast<uint32_t>(std::min<int64_t>(
+                std::chrono::duration_cast<std::chrono::microseconds>(took).count(), UINT32_MAX)));
             break;
           case ipc::ReplyStatus::kRejected:
             ++mine.rejected;
@@ -142,7 +187,7 @@ Tally Offer(const Options& options, const std::string& socket, int clients, doub
       total.ok_in_deadline += mine.ok_in_deadline;
       total.rejected += mine.rejected;
       total.failed += mine.failed;
-      total.ok_ns.insert(total.ok_ns.end(), mine.ok_ns.begin(), mine.ok_ns.end());
+      total.ok_us.insert(total.ok_us.end(), mine.ok_us.begin(), mine.ok_us.end());
       if (total.error.empty()) total.error = mine.error;
     });
   }
@@ -153,10 +198,29 @@ Tally Offer(const Options& options, const std::string& socket, int clients, doub
 int Main(int argc, char** argv) {
   Options options;
   options.bin_dir = proc::BuildDirOfThisProgram();
-  CLI::App app{"bulkhead-bench-adaptive: the adaptive limit against fixed ones, CPU-bound work"};
+  CLI::App app{"bulkhead-bench-adaptive: the adaptive limit against fixed ones"};
   app.add_option("--bin-dir", options.bin_dir,
                  "build directory holding supervisor/ and tests/helpers/")
       ->capture_default_str();
+  app.add_option("--workload", options.workload, "cpu: `cpu US` per request; memory: `hold MIB MS`")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, Workload>{{"cpu", Workload::kCpu}, {"memory", Workload::kMemory}}))
+      ->capture_default_str();
+  app.add_flag("--cgroup", options.cgroup,
+               "cgroup = \"required\": each cell in its own cgroup v2 (only in a VM of your own)");
+  app.add_option("--cpu-max", options.cpu_max, "with --cgroup: each loaded cell's cpu_max (\"20%\")");
+  app.add_option("--memory-max", options.memory_max,
+                 "with --cgroup: each loaded cell's memory_max (\"256M\")");
+  app.add_option("--hold-mib", options.hold_mib, "memory workload: MiB a request holds")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--hold-ms", options.hold_ms, "memory workload: how long it holds them, ms")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 600'000));
+  app.add_option("--neighbour-clients", options.neighbour_clients,
+                 "callers of a neighbour cell run beside each loaded cell (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 512));
   app.add_option("--clients", options.clients, "callers")
       ->capture_default_str()
       ->check(CLI::Range(1, 512));
@@ -188,6 +252,8 @@ int Main(int argc, char** argv) {
   std::vector<std::string> cells;
   for (int n : options.sweep) cells.push_back("fixed-" + std::to_string(n));
   cells.push_back("adaptive");
+  std::vector<std::string> all_cells = cells;
+  if (options.neighbour_clients > 0) all_cells.push_back("neighbour");
 
   TempDir dir;
   Status status = dir.Create("bh-bench-adaptive");
@@ -196,26 +262,33 @@ int Main(int argc, char** argv) {
     status = StartBenchBulkheadd(options.bin_dir, dir.path(), Config(options, dir.path()),
                                  &g_interrupted, &bulkheadd);
   }
-  if (status.ok()) status = bulkheadd->WaitUntilRunning(cells, kStepTimeout);
+  if (status.ok()) status = bulkheadd->WaitUntilRunning(all_cells, kStepTimeout);
 
   double unloaded_p99_us = 0;
   if (status.ok()) {
     Result<proc::CellStatus> first = bulkheadd->Cell(cells.front());
     status = first.status();
     if (status.ok()) {
-      Tally alone = Offer(options, first->socket, 1, std::min(options.seconds, 2.0));
+      // Long enough for a p99 of a few hundred answers where each takes a while (the VM).
+      Tally alone = Offer(options, first->socket, 1, std::min(options.seconds, 5.0));
       if (!alone.error.empty()) status = Status::Error("unloaded: " + alone.error);
-      unloaded_p99_us = Summarize(alone.ok_ns).p99_us;
+      unloaded_p99_us = SummarizeUs(alone.ok_us).p99_us;
     }
   }
   if (status.ok()) {
     std::printf(
-        "bulkhead-bench-adaptive: %d callers, cpu %d us per request, deadline %d ms, max_queue %d, "
-        "queue_timeout %d ms, backoff %d ms, %.1f s per cell; unloaded p99 %.0f us\n",
-        options.clients, options.work_us, options.deadline_ms, options.max_queue,
-        options.queue_timeout_ms, options.backoff_ms, options.seconds, unloaded_p99_us);
-    std::printf("%-10s %9s %11s %11s %8s %9s %9s %7s  %s\n", "cell", "ok/s", "goodput/s",
-                "rejected/s", "failed", "p50 us", "p99 us", "p99 x", "limit");
+        "bulkhead-bench-adaptive: %d callers, %s per request, deadline %d ms, max_queue %d, "
+        "queue_timeout %d ms, backoff %d ms, %.1f s per cell, cgroup %s (cpu_max %s, memory_max "
+        "%s), neighbour callers %d; unloaded p99 %.0f us\n",
+        options.clients, Payload(options).c_str(), options.deadline_ms, options.max_queue,
+        options.queue_timeout_ms, options.backoff_ms, options.seconds,
+        options.cgroup ? "required" : "off",
+        options.cpu_max.empty() ? "none" : options.cpu_max.c_str(),
+        options.memory_max.empty() ? "none" : options.memory_max.c_str(),
+        options.neighbour_clients, unloaded_p99_us);
+    std::printf("%-10s %9s %11s %11s %8s %9s %9s %7s %5s %11s  %s\n", "cell", "ok/s", "goodput/s",
+                "rejected/s", "failed", "p50 us", "p99 us", "p99 x", "ooms", "nbr p99 us",
+                "limit");
   }
   for (const std::string& cell : cells) {
     if (!status.ok() || g_interrupted.load()) break;
@@ -224,15 +297,35 @@ int Main(int argc, char** argv) {
       status = shown.status();
       break;
     }
+    // The neighbour's callers run beside the loaded cell's, for the same time.
+    Tally neighbour;
+    std::optional<std::thread> beside;
+    if (options.neighbour_clients > 0) {
+      Result<proc::CellStatus> other = bulkheadd->Cell("neighbour");
+      if (!other.ok()) {
+        status = other.status();
+        break;
+      }
+      beside.emplace([&options, &neighbour, socket = other->socket] {
+        neighbour = Offer(options, socket, options.neighbour_clients, options.seconds);
+      });
+    }
     Tally tally = Offer(options, shown->socket, options.clients, options.seconds);
+    if (beside) beside->join();
+    if (!neighbour.error.empty()) {
+      status = Status::Error("neighbour beside " + cell + ": " + neighbour.error);
+      break;
+    }
     if (!tally.error.empty()) {
       status = Status::Error(cell + ": " + tally.error);
       break;
     }
-    const LatencySummary latency = Summarize(tally.ok_ns);
+    const LatencySummary latency = SummarizeUs(tally.ok_us);
+    const nlohmann::json shown_json = CellStatusJson(*bulkheadd, cell);
+    const uint64_t ooms =
+        shown_json.is_object() ? shown_json.value("oom_kills", uint64_t{0}) : uint64_t{0};
     std::string limit = "fixed";
     if (cell == "adaptive") {
-      const nlohmann::json shown_json = CellStatusJson(*bulkheadd, cell);
       const nlohmann::json c =
           shown_json.is_object() ? shown_json.value("concurrency", nlohmann::json()) : nullptr;
       limit = c.is_object() ? std::to_string(c.value("limit", 0)) + " of " +
@@ -241,14 +334,17 @@ int Main(int argc, char** argv) {
                                   ", changes " + c.value("changes_by_cause", nlohmann::json()).dump()
                             : "?";
     }
-    std::printf("%-10s %9.0f %11.0f %11.0f %8llu %9.0f %9.0f %7.2f  %s\n", cell.c_str(),
-                static_cast<double>(tally.ok) / options.seconds,
+    std::printf("%-10s %9.0f %11.0f %11.0f %8llu %9.0f %9.0f %7.2f %5llu %11.0f  %s\n",
+                cell.c_str(), static_cast<double>(tally.ok) / options.seconds,
                 static_cast<double>(tally.ok_in_deadline) / options.seconds,
                 static_cast<double>(tally.rejected) / options.seconds,
                 static_cast<unsigned long long>(tally.failed), latency.p50_us, latency.p99_us,
-                unloaded_p99_us > 0 ? latency.p99_us / unloaded_p99_us : 0, limit.c_str());
+                unloaded_p99_us > 0 ? latency.p99_us / unloaded_p99_us : 0,
+                static_cast<unsigned long long>(ooms),
+                options.neighbour_clients > 0 ? SummarizeUs(neighbour.ok_us).p99_us : 0.0,
+                limit.c_str());
     std::fflush(stdout);
-    if (tally.ok == 0 || tally.failed != 0) {
+    if (tally.ok == 0 || (tally.failed != 0 && options.workload == Workload::kCpu)) {
       status = Status::Error(cell + ": " + std::to_string(tally.ok) + " OK, " +
                              std::to_string(tally.failed) + " failed");
     }

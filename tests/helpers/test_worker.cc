@@ -25,6 +25,9 @@
 //   alloc-child MIB ADJ  forks a helper that sets its oom_score_adj to ADJ (-1000..1000), then
 //                    touches MIB MiB and exits 0; waits for it and answers OK "helper PID exit N"
 //                    or "helper PID signal N" (an OOM-killed helper: "signal 9")
+//   hold MIB MS      maps and touches MIB MiB, keeps them MS ms (sleeping), unmaps them, then OK
+//                    "held MIB MiB": a request whose memory lives as long as it runs (the adaptive
+//                    bench's memory-bound workload); FAILED if the mapping fails
 //   burn MS          spins on the CPU for MS ms of wall-clock time (one thread), then OK
 //                    "burned MS ms, cpu N us" (N: this thread's CPU time, CLOCK_THREAD_CPUTIME_ID)
 //   cpu US           spins until this thread has used US µs of CPU time (CLOCK_THREAD_CPUTIME_ID),
@@ -269,6 +272,21 @@ HandlerResult SpinCpu(long us) {
   return HandlerResult::Ok("cpu " + std::to_string(us) + " us");
 }
 
+HandlerResult Hold(long mib, long ms) {
+  const size_t bytes = static_cast<size_t>(mib) * 1024 * 1024;
+  void* block = bytes == 0 ? nullptr
+                           : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (block == MAP_FAILED) return HandlerResult::Error(std::string("mmap: ") + std::strerror(errno));
+  // Huge pages where the kernel has them: one fault per 2 MiB, not per 4 KiB (in a TCG guest a
+  // fault costs as much as touching the page). Charged to the cgroup all the same.
+  if (block != nullptr) (void)::madvise(block, bytes, MADV_HUGEPAGE);
+  if (block != nullptr) std::memset(block, 0x5a, bytes);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  if (block != nullptr) ::munmap(block, bytes);
+  return HandlerResult::Ok("held " + std::to_string(mib) + " MiB");
+}
+
 HandlerResult Burn(long ms) {
   using std::chrono::steady_clock;
   const steady_clock::time_point end = steady_clock::now() + std::chrono::milliseconds(ms);
@@ -462,6 +480,14 @@ HandlerResult Handle(std::string_view payload) {
     if (split != std::string_view::npos && ParseInt(argument.substr(0, split), &number) &&
         number >= 0 && ParseInt(argument.substr(split + 1), &adj)) {
       return AllocateInChild(number, adj);
+    }
+  }
+  if (command == "hold") {
+    const size_t split = argument.find(' ');
+    long ms = 0;
+    if (split != std::string_view::npos && ParseInt(argument.substr(0, split), &number) &&
+        number >= 0 && ParseInt(argument.substr(split + 1), &ms) && ms >= 0) {
+      return Hold(number, ms);
     }
   }
   if (command == "burn" && ParseInt(argument, &number) && number >= 0) return Burn(number);

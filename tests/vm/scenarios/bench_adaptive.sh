@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# VM bench scenario (busybox sh, run by the VM's /init as root; see tests/vm/run-vm.sh): issue 26's
+# three workloads on real cgroup v2, with bulkhead-bench-adaptive (bench/adaptive_bench.cc), each
+# cell in its own cgroup. `make bench-vm` runs it; the figures are in docs/benchmarks.md. It judges
+# nothing: its exit status says only whether every run could run.
+#   cpu        cpu_max 20%, `cpu US` per request, the sweep of fixed limits and adaptive
+#   memory     memory_max 64M, each request holds 6 MiB for 100 ms, the same sweep: about ten
+#              fit, as 24 MiB in issue 26's 256M (in a TCG guest touching 24 MiB takes ~1 s, past
+#              the 1 s deadline, so the sizes are scaled down, the ratio kept)
+#   neighbours no cpu_max (the VM's 2 CPUs are the budget), a neighbour cell of 4 callers beside
+#              fixed-64 and adaptive
+set -u
+# The bench finds bulkheadd and the worker as a build directory lays them out.
+mkdir -p /bench/supervisor /bench/tests/helpers
+ln -sf /bin/bulkheadd /bench/supervisor/bulkheadd
+ln -sf /bin/bulkhead-test-worker /bench/tests/helpers/bulkhead-test-worker
+status=0
+# run SECONDS_PER_CELL ARGS...
+run() {
+  seconds="$1"
+  shift
+  echo "bench-vm: --seconds $seconds $*"
+  /bin/bulkhead-bench-adaptive --bin-dir /bench --cgroup --clients 64 --seconds "$seconds" \
+    --deadline-ms 1000 "$@" || status=1
+}
+run 8 --workload cpu --cpu-max 20% --work-us 10000
+# ~3 answers a second at one at a time in the guest: 30 s per cell give the adaptive limit the
+# windows (10 answers each) it needs to settle.
+run 30 --workload memory --memory-max 64M --hold-mib 6 --hold-ms 100
+run 8 --workload cpu --work-us 10000 --sweep 64 --neighbour-clients 4
+exit "$status"
