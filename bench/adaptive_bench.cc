@@ -107,9 +107,7 @@ std::string Payload(const Options& options) {
 }
 
 std::string Config(const Options& options, const std::string& root) {
-  std::string config = "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
-                       "\nlog_level = \"warning\"\ncgroup = " +
-                       (options.cgroup ? "\"required\"\n" : "\"off\"\n");
+  std::string config = BenchSupervisorToml(root, options.cgroup ? "required" : "off");
   for (int n : options.sweep) config += CellToml(options, "fixed-" + std::to_string(n), n, false);
   config += CellToml(options, "adaptive", options.sweep.back(), true);
   if (options.neighbour_clients > 0) {

@@ -39,7 +39,6 @@ namespace bulkhead::bench {
 namespace {
 
 using proc::BulkheaddProcess;
-using proc::TomlString;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kStepTimeout{30000};
@@ -77,8 +76,7 @@ Result<Memory> ReadMemory(pid_t pid) {
 }
 
 std::string CellsConfig(const std::string& root, int cells) {
-  std::string config = "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
-                       "\nlog_level = \"warning\"\ncgroup = \"off\"\n";
+  std::string config = BenchSupervisorToml(root);
   for (int i = 0; i < cells; ++i) {
     config += "\n[cells.c" + std::to_string(i) +
               "]\ncommand = [\"sleep\", \"infinity\"]\nmax_concurrent = 4\n";

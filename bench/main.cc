@@ -231,7 +231,7 @@ class Stage {
 
     // Every client request fits in a slot or in the queue: the echo target is never rejected.
     std::string config =
-        "[supervisor]\nruntime_dir = " + TomlString(root + "/run") + "\nlog_level = \"warning\"\n" +
+        BenchSupervisorToml(root, /*cgroup=*/"") +
         (options_.access_log.empty() ? std::string()
                                      : "access_log = " + TomlString(options_.access_log) + "\n") +
         "\n[cells.echo]\n" + (options_.http ? "protocol = \"http\"\n" : "") + "command = [" +

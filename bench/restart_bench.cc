@@ -65,8 +65,7 @@ constexpr CellSpec kCells[] = {
 };
 
 std::string Config(const Options& options, const std::string& root) {
-  std::string config = "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
-                       "\nlog_level = \"warning\"\ncgroup = \"off\"\n";
+  std::string config = BenchSupervisorToml(root);
   for (const CellSpec& cell : kCells) {
     const bool http = cell.protocol == LoadProtocol::kHttp;
     config += std::string("\n[cells.") + cell.name + "]\ncommand = [" +

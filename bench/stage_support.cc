@@ -29,6 +29,13 @@ std::string ReadText(const std::string& path) {
   return text.str();
 }
 
+std::string BenchSupervisorToml(const std::string& root, const std::string& cgroup) {
+  std::string toml = "[supervisor]\nruntime_dir = " + proc::TomlString(root + "/run") +
+                     "\nlog_level = \"warning\"\n";
+  if (!cgroup.empty()) toml += "cgroup = " + proc::TomlString(cgroup) + "\n";
+  return toml;
+}
+
 Status StartBenchBulkheadd(const std::string& bin_dir, const std::string& root,
                            const std::string& config, const std::atomic<bool>* interrupted,
                            std::optional<proc::BulkheaddProcess>* out) {

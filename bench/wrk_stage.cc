@@ -95,8 +95,7 @@ Status WrkStage::Setup() {
   Result<uint16_t> cell_port = FreeLoopbackPort();
   if (!cell_port.ok()) return cell_port.status();
   const std::string config =
-      "[supervisor]\nruntime_dir = " + TomlString(root + "/run") +
-      "\nlog_level = \"warning\"\n\n[cells.echo]\nprotocol = \"http\"\ncommand = [" +
+      BenchSupervisorToml(root, /*cgroup=*/"") + "\n[cells.echo]\nprotocol = \"http\"\ncommand = [" +
       TomlString(worker) +
       ", \"--protocol\", \"http\"]\nlisten = [\"127.0.0.1:" + std::to_string(*cell_port) +
       "\"]\nmax_concurrent = " + std::to_string(options_.connections) +
