@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace bulkhead {
@@ -43,14 +44,15 @@ Status Refuse(std::string_view text, std::string_view problem) {
   return Status::Error(std::move(message));
 }
 
-}  // namespace
+constexpr std::string_view kDecimals = "decimals are not allowed";
 
-Result<milliseconds> ParseDuration(std::string_view text) {
-  if (text.empty()) return Refuse(text, "empty");
+// The problem with `text` as a duration ("" when there is none: then *ms holds its value).
+std::string Scan(std::string_view text, int64_t* ms) {
+  if (text.empty()) return "empty";
   for (char c : text) {
-    if (IsSpace(c)) return Refuse(text, "spaces are not allowed");
+    if (IsSpace(c)) return "spaces are not allowed";
   }
-  if (text.front() == '+' || text.front() == '-') return Refuse(text, "a sign is not allowed");
+  if (text.front() == '+' || text.front() == '-') return "a sign is not allowed";
 
   int64_t total_ms = 0;  // Saturates at kLimitMs + 1.
   size_t next_unit = 0;  // Index in kUnits of the largest unit still allowed.
@@ -65,8 +67,7 @@ Result<milliseconds> ParseDuration(std::string_view text) {
     }
     const std::string_view digits = text.substr(number_begin, i - number_begin);
     if (i < text.size() && (text[i] == '.' || text[i] == ',')) {
-      return Refuse(text,
-                    "decimals are not allowed; use a smaller unit (\"1500ms\", not \"1.5s\")");
+      return std::string(kDecimals);
     }
 
     // The unit: a run of letters.
@@ -75,16 +76,16 @@ Result<milliseconds> ParseDuration(std::string_view text) {
     const std::string_view unit = text.substr(unit_begin, i - unit_begin);
 
     if (digits.empty() && unit.empty()) {
-      return Refuse(text, "unexpected character '" + std::string(1, text[i]) + "'");
+      return std::string("unexpected character '" + std::string(1, text[i]) + "'");
     }
     if (digits.empty()) {
-      return Refuse(text, "missing number before unit \"" + std::string(unit) + "\"");
+      return std::string("missing number before unit \"" + std::string(unit) + "\"");
     }
     if (unit.empty()) {
       if (number_begin == 0 && i == text.size()) {
-        return Refuse(text, "a unit is required, a bare number is ambiguous");
+        return std::string("a unit is required, a bare number is ambiguous");
       }
-      return Refuse(text, "missing unit after \"" + std::string(digits) + "\"");
+      return std::string("missing unit after \"" + std::string(digits) + "\"");
     }
 
     size_t unit_index = kUnits.size();
@@ -92,16 +93,120 @@ Result<milliseconds> ParseDuration(std::string_view text) {
       if (kUnits[u].name == unit) unit_index = u;
     }
     if (unit_index == kUnits.size()) {
-      return Refuse(text, "unknown unit \"" + std::string(unit) + "\"");
+      return std::string("unknown unit \"" + std::string(unit) + "\"");
     }
     if (unit_index < next_unit) {
-      return Refuse(text, "units must go from largest to smallest, each at most once");
+      return std::string("units must go from largest to smallest, each at most once");
     }
     next_unit = unit_index + 1;
     total_ms = std::min<int64_t>(total_ms + number * kUnits[unit_index].ms, kLimitMs + 1);
   }
-  if (total_ms > kLimitMs) return Refuse(text, "longer than the maximum of 24h");
-  return milliseconds(total_ms);
+  if (total_ms > kLimitMs) return std::string("longer than the maximum of 24h");
+  *ms = total_ms;
+  return {};
+}
+
+// A unit as people write it ("sec", "Minutes", "HR"): its ms, 0 when it names none. "M" alone is
+// a size's unit (mebibytes) more often than minutes: none.
+int64_t UnitMs(std::string_view word) {
+  if (word == "M") return 0;
+  std::string lower;
+  for (char c : word) lower.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+  struct Alias {
+    std::string_view name;
+    int64_t ms;
+  };
+  static constexpr Alias kAliases[] = {
+      {"h", 3'600'000},     {"hr", 3'600'000},   {"hrs", 3'600'000}, {"hour", 3'600'000},
+      {"hours", 3'600'000}, {"m", 60'000},       {"min", 60'000},    {"mins", 60'000},
+      {"minute", 60'000},   {"minutes", 60'000}, {"s", 1'000},       {"sec", 1'000},
+      {"secs", 1'000},      {"second", 1'000},   {"seconds", 1'000}, {"ms", 1},
+      {"msec", 1},          {"msecs", 1},        {"millisecond", 1}, {"milliseconds", 1},
+  };
+  for (const Alias& alias : kAliases) {
+    if (alias.name == lower) return alias.ms;
+  }
+  return 0;
+}
+
+// `ms` in the accepted form, largest unit first; a part below a second is written in ms with the
+// seconds ("1500ms", "1m1500ms"), as people read "1.5s".
+std::string FormatDuration(int64_t ms) {
+  if (ms == 0) return "0s";
+  const int64_t hours = ms / 3'600'000;
+  const int64_t minutes = ms % 3'600'000 / 60'000;
+  int64_t seconds = ms % 60'000 / 1'000;
+  int64_t rest = ms % 1'000;
+  if (rest != 0) {
+    rest += seconds * 1'000;
+    seconds = 0;
+  }
+  std::string out;
+  if (hours != 0) out += std::to_string(hours) + "h";
+  if (minutes != 0) out += std::to_string(minutes) + "m";
+  if (seconds != 0) out += std::to_string(seconds) + "s";
+  if (rest != 0) out += std::to_string(rest) + "ms";
+  return out;
+}
+
+}  // namespace
+
+Result<milliseconds> ParseDuration(std::string_view text) {
+  int64_t ms = 0;
+  std::string problem = Scan(text, &ms);
+  if (problem.empty()) return milliseconds(ms);
+  if (std::optional<std::string> suggestion = SuggestDuration(text)) {
+    problem += "; write \"" + *suggestion + "\"";
+  } else if (problem == kDecimals) {
+    problem += "; use a smaller unit (\"1500ms\", not \"1.5s\")";
+  }
+  return Refuse(text, problem);
+}
+
+std::optional<std::string> SuggestDuration(std::string_view text) {
+  int64_t accepted = 0;
+  if (Scan(text, &accepted).empty()) return std::nullopt;
+  int64_t total = 0;
+  bool any = false;
+  size_t i = 0;
+  auto skip_blanks = [&] {
+    while (i < text.size() && IsSpace(text[i])) ++i;
+  };
+  skip_blanks();
+  while (i < text.size()) {
+    // <digits>[(.|,)<digits>] <blanks> <unit>
+    int64_t whole = 0;
+    const size_t whole_begin = i;
+    while (i < text.size() && IsDigit(text[i])) {
+      whole = std::min<int64_t>(whole * 10 + (text[i] - '0'), kLimitMs + 1);
+      ++i;
+    }
+    if (i == whole_begin) return std::nullopt;
+    int64_t fraction = 0;
+    int64_t scale = 1;
+    if (i < text.size() && (text[i] == '.' || text[i] == ',')) {
+      ++i;
+      const size_t fraction_begin = i;
+      while (i < text.size() && IsDigit(text[i])) {
+        if (scale > 1'000'000'000) return std::nullopt;  // more digits than any unit has ms
+        fraction = fraction * 10 + (text[i] - '0');
+        scale *= 10;
+        ++i;
+      }
+      if (i == fraction_begin) return std::nullopt;
+    }
+    skip_blanks();
+    const size_t unit_begin = i;
+    while (i < text.size() && IsLetter(text[i])) ++i;
+    const int64_t unit = UnitMs(text.substr(unit_begin, i - unit_begin));
+    if (unit == 0) return std::nullopt;
+    if (fraction * unit % scale != 0) return std::nullopt;  // not a whole number of ms
+    total = std::min<int64_t>(total + whole * unit + fraction * unit / scale, kLimitMs + 1);
+    any = true;
+    skip_blanks();
+  }
+  if (!any || total > kLimitMs) return std::nullopt;
+  return FormatDuration(total);
 }
 
 }  // namespace bulkhead

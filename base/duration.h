@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
@@ -17,7 +19,15 @@ inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24)
 // first and each unit at most once: "500ms", "2s", "1m30s", "1h", "0s". Refused: an empty string,
 // a sign, decimals, spaces, a bare number ("5"), unknown units ("5sec"), units out of order or
 // repeated ("30s1m"), and anything longer than kMaxDuration. Never overflows, however many digits.
-// On failure the message names the problem and shows the accepted form.
+// On failure the message names the problem, the text to write instead when SuggestDuration has
+// one (`decimals are not allowed; write "1500ms"`), and the accepted form.
 Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
+
+// The accepted form of a duration written as people often write one: decimals ("1.5s" ->
+// "1500ms", "0.5m" -> "30s"), longer or upper-case unit names ("3sec", "2 mins", "1 hour", "5S"
+// -> "3s", "2m", "1h", "5s"), blanks between and around groups ("3 s", "1h 30m"). Units may come in
+// any order; a value that is no whole number of ms, longer than kMaxDuration, or with a unit that
+// names no duration has none. nullopt as well when ParseDuration accepts `text` as it is.
+std::optional<std::string> SuggestDuration(std::string_view text);
 
 }  // namespace bulkhead

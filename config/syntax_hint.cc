@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "base/duration.h"
 #include "config/size.h"
@@ -12,6 +15,8 @@
 
 namespace bulkhead::config {
 namespace {
+
+bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 // Characters that end a bare value on its line: TOML's separators and a comment.
 bool EndsToken(char c) {
@@ -48,17 +53,19 @@ std::string HeaderPath(std::string_view line) {
   return WithoutBlanks(line.substr(0, close));
 }
 
+// A bare or dotted key as written (blanks around the dots allowed), not empty.
+bool IsKeyText(std::string_view key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return IsBareKeyChar(c) || c == '.' || c == ' ' || c == '\t';
+  });
+}
+
 // The key a `key = value` line starts with (bare or dotted), "" otherwise.
 std::string_view LineKey(std::string_view line) {
   const size_t equals = line.find('=');
   if (equals == std::string_view::npos) return "";
   const std::string_view key = Trim(line.substr(0, equals));
-  if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) {
-        return IsBareKeyChar(c) || c == '.' || c == ' ' || c == '\t';
-      })) {
-    return "";
-  }
-  return key;
+  return IsKeyText(key) ? key : std::string_view();
 }
 
 // The count of `"""` and `'''` on a line is odd: it opens or closes a multi-line string.
@@ -73,10 +80,10 @@ bool TogglesMultilineString(std::string_view line) {
   return count % 2 == 1;
 }
 
-// How many arrays `text` (a value, or a line inside an array) opens less how many it closes:
-// brackets outside quoted strings and before a comment.
-int BracketBalance(std::string_view text) {
-  int balance = 0;
+// Calls `visit(i, c)` for each byte of `text` outside quoted strings, in order, until it returns
+// false.
+template <typename Visit>
+void ForEachUnquoted(std::string_view text, const Visit& visit) {
   char quote = '\0';
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -88,15 +95,60 @@ int BracketBalance(std::string_view text) {
       }
     } else if (c == '"' || c == '\'') {
       quote = c;
-    } else if (c == '#') {
-      break;
-    } else if (c == '[') {
-      ++balance;
-    } else if (c == ']') {
-      --balance;
+    } else if (!visit(i, c)) {
+      return;
     }
   }
+}
+
+// How many arrays `text` (a value, or a line inside an array) opens less how many it closes:
+// brackets outside quoted strings and before a comment.
+int BracketBalance(std::string_view text) {
+  int balance = 0;
+  ForEachUnquoted(text, [&balance](size_t, char c) {
+    if (c == '#') return false;
+    if (c == '[') ++balance;
+    if (c == ']') --balance;
+    return true;
+  });
   return balance;
+}
+
+// The key, inside the inline table that is the value of `line`, whose value holds `column`
+// (0-based): `a = { command = ["x"], stall_timeout = 3s }` at the `s` is "stall_timeout". "" when
+// the value is no inline table, or the column is in none of its values, or in a nested table.
+std::string InlineKeyAt(std::string_view line, size_t column) {
+  const size_t equals = line.find('=');
+  if (equals == std::string_view::npos || column > line.size()) return "";
+  const size_t brace = line.find_first_not_of(" \t", equals + 1);
+  if (brace == std::string_view::npos || line[brace] != '{' || column <= brace) return "";
+  const std::string_view inside = line.substr(brace + 1, column - brace - 1);
+  // The last `,` and `=` of the table itself: outside strings and arrays.
+  size_t separator = std::string_view::npos;
+  size_t key_equals = std::string_view::npos;
+  int depth = 0;
+  bool nested = false;
+  ForEachUnquoted(inside, [&](size_t i, char c) {
+    if (c == '[') {
+      ++depth;
+    } else if (c == ']') {
+      --depth;
+    } else if (c == '{' || c == '}') {
+      nested = true;
+      return false;
+    } else if (depth == 0 && c == ',') {
+      separator = i;
+    } else if (depth == 0 && c == '=') {
+      key_equals = i;
+    }
+    return true;
+  });
+  // Inside a string or an array the column is still in that key's value.
+  if (nested || key_equals == std::string_view::npos) return "";
+  const size_t key_start = separator == std::string_view::npos ? 0 : separator + 1;
+  if (key_equals < key_start) return "";
+  const std::string_view key = Trim(inside.substr(key_start, key_equals - key_start));
+  return IsKeyText(key) ? WithoutBlanks(key) : "";
 }
 
 }  // namespace
@@ -127,7 +179,10 @@ std::string SyntaxErrorKey(std::string_view toml_text, SourcePosition at) {
       const std::string full = header.empty() || key.empty() ? key : header + "." + key;
       if (number == at.line) {
         if (!path.empty()) return path;
-        return key.empty() ? header : full;
+        if (key.empty()) return header;
+        // `a = { stall_timeout = 3s }`: the key inside the inline table too.
+        const std::string inner = InlineKeyAt(line, static_cast<size_t>(at.column - 1));
+        return inner.empty() ? full : full + "." + inner;
       }
       if (!path.empty()) {
         header = std::move(path);
@@ -174,14 +229,32 @@ std::string SyntaxHint(std::string_view toml_text, SourcePosition at) {
   while (start > 0 && !EndsToken(line[start - 1])) --start;
   size_t end = column;
   while (end < line.size() && !EndsToken(line[end])) ++end;
+  // `stall_timeout = 3 s`: toml++ stops at the unit, after the number and a blank; the value is
+  // the number and its unit.
+  if (start < end && IsAsciiLetter(line[start])) {
+    size_t number_end = start;
+    while (number_end > 0 && (line[number_end - 1] == ' ' || line[number_end - 1] == '\t')) {
+      --number_end;
+    }
+    if (number_end < start && number_end > 0 && line[number_end - 1] >= '0' &&
+        line[number_end - 1] <= '9') {
+      start = number_end;
+      while (start > 0 && !EndsToken(line[start - 1])) --start;
+    }
+  }
   const std::string_view token = line.substr(start, end - start);
   if (token.empty() || token.front() < '0' || token.front() > '9') return "";
 
   std::string_view what;
+  std::string value(token);  // as it should read, quotes left out
   if (ParseDuration(token).ok()) {
     what = "durations are strings";
   } else if (ParseSize(token).ok()) {
     what = "sizes with a unit are strings";
+  } else if (std::optional<std::string> duration = SuggestDuration(token)) {
+    // `1.5s`, `3sec`, `3 s`: a duration in another form; the hint shows the accepted one.
+    what = "durations are strings";
+    value = std::move(*duration);
   } else if (token.back() == '%') {
     what = "percentages are strings";
   } else {
@@ -206,7 +279,7 @@ std::string SyntaxHint(std::string_view toml_text, SourcePosition at) {
   } else {
     hint += "write ";
   }
-  hint += Quoted(token);
+  hint += Quoted(value);
   return hint;
 }
 

@@ -42,13 +42,26 @@ std::string UnknownCommand(const nlohmann::json& command) {
   return message + ")";
 }
 
+// `no cell named Web; did you mean "web"?` (`bulkheadctl restart Web`).
+std::string UnknownCell(const std::string& cell, const std::vector<std::string>& names) {
+  const std::vector<std::string_view> candidates(names.begin(), names.end());
+  std::string message = "no cell named " + cell;
+  const std::string_view closest = ClosestMatch(cell, candidates);
+  if (!closest.empty()) {
+    message += "; did you mean \"";
+    message.append(closest);
+    message += "\"?";
+  }
+  return message;
+}
+
 }  // namespace
 
 CommandTable::CommandTable(ControlAccess access, CommandHandlers handlers,
-                           std::function<bool(const std::string&)> has_cell)
-    : access_(access), handlers_(std::move(handlers)), has_cell_(std::move(has_cell)) {
+                           std::function<std::vector<std::string>()> cell_names)
+    : access_(access), handlers_(std::move(handlers)), cell_names_(std::move(cell_names)) {
   for (const CommandRow& row : kCommandRows) BH_CHECK(handlers_.*row.handler != nullptr);
-  BH_CHECK(has_cell_ != nullptr);
+  BH_CHECK(cell_names_ != nullptr);
 }
 
 std::string CommandTable::Handle(const std::string& request_line, const ControlPeer& peer) const {
@@ -77,8 +90,11 @@ std::string CommandTable::Handle(const std::string& request_line, const ControlP
     if (given != request.end() && !is_string) return CommandError("\"cell\" must be a string");
     if (is_string) cell = given->get<std::string>();
     // "" asks for every cell where the cell is optional; a required one is never "".
-    if ((row->cell == CellArgument::kRequired || !cell.empty()) && !has_cell_(cell)) {
-      return CommandError("no cell named " + cell);
+    if (row->cell == CellArgument::kRequired || !cell.empty()) {
+      const std::vector<std::string> names = cell_names_();
+      if (std::find(names.begin(), names.end(), cell) == names.end()) {
+        return CommandError(UnknownCell(cell, names));
+      }
     }
   }
   return (handlers_.*row->handler)(

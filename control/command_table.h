@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "control/control_access.h"
 
@@ -88,10 +89,11 @@ std::string CommandError(const std::string& message);
 
 class CommandTable {
  public:
-  // `access` decides who may run what; `has_cell(name)` says whether a cell of that name exists
-  // now. REQUIRES: every handler of `handlers` set (checked).
+  // `access` decides who may run what; `cell_names()` gives the names of the cells that exist now
+  // (an unknown cell's error offers the closest: `no cell named Web; did you mean "web"?`).
+  // REQUIRES: every handler of `handlers` set (checked).
   CommandTable(ControlAccess access, CommandHandlers handlers,
-               std::function<bool(const std::string&)> has_cell);
+               std::function<std::vector<std::string>()> cell_names);
 
   // One request line in, one response line out (docs/control.md): a line that is not a JSON
   // object with a "command" string, a command the caller may not run (refused before anything
@@ -103,7 +105,7 @@ class CommandTable {
  private:
   ControlAccess access_;
   CommandHandlers handlers_;
-  std::function<bool(const std::string&)> has_cell_;
+  std::function<std::vector<std::string>()> cell_names_;
 };
 
 }  // namespace bulkhead::control

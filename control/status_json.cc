@@ -187,7 +187,9 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
   nlohmann::json waiting_for = nlohmann::json::array();
   std::string waiting_text;
   for (const CellSnapshot::Need& need : s.waiting_for) {
-    waiting_for.push_back({{"cell", need.cell}, {"state", need.state}});
+    nlohmann::json entry = {{"cell", need.cell}, {"state", need.state}};
+    if (need.state == "backoff") entry["next_start_in_ms"] = need.next_start_in_ms;
+    waiting_for.push_back(std::move(entry));
     waiting_text += (waiting_text.empty() ? "" : ", ") + need.cell + " (" + need.state + ")";
   }
   j["waiting_for"] = std::move(waiting_for);

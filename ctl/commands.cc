@@ -181,6 +181,76 @@ void KeepFirstFailure(int* exit_code, int code) {
   if (*exit_code == kExitOk) *exit_code = code;
 }
 
+// A cell to wait for once a command was accepted: it has got where `command` asked it to go when
+// JudgeLifecycle(command, starts_before, its status) says so.
+struct AwaitedCell {
+  std::string cell;
+  std::string command;  // "start", "stop" or "restart"
+  uint64_t starts_before = 0;
+  std::string label;  // what its messages start with: "restart web", "reload: web"
+};
+
+// Asks for the status every kPollInterval until each of `cells` has got where it was asked to go,
+// or `wait_deadline`. Prints what a held start waits for (once per change), each failure and each
+// cell still pending at the deadline; returns kExitOk, kExitFailure for any of those, or the exit
+// code of a status query that failed.
+template <typename ExchangeDeadline>
+int AwaitCells(const std::string& socket, std::vector<AwaitedCell> waiting,
+               const ExchangeDeadline& exchange_deadline, Deadline wait_deadline) {
+  int exit_code = kExitOk;
+  // What each held start last said it waits for, printed once per change: a start held for the
+  // cells it needs is not silent.
+  std::map<std::string, std::string> said;
+  while (!waiting.empty()) {
+    int query_exit = kExitOk;
+    std::optional<std::vector<nlohmann::json>> now =
+        QueryCells(socket, exchange_deadline(), &query_exit);
+    if (!now) return query_exit;
+    std::vector<AwaitedCell> still;
+    for (AwaitedCell& awaited : waiting) {
+      const std::string& cell = awaited.cell;
+      auto it = std::find_if(now->begin(), now->end(),
+                             [&cell](const nlohmann::json& c) { return c["name"] == cell; });
+      if (it == now->end()) {
+        PrintError(awaited.label + ": the cell is gone (removed by a reload)");
+        KeepFirstFailure(&exit_code, kExitFailure);
+        continue;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *wait_deadline - std::chrono::steady_clock::now());
+      LifecycleProgress progress =
+          JudgeLifecycle(awaited.command, awaited.starts_before, *it,
+                         static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
+      if (progress.verdict == LifecycleVerdict::kPending) {
+        if (!progress.detail.empty() && said[cell] != progress.detail_key) {
+          WriteAll(stdout, cell + ": " + progress.detail + "\n");
+          said[cell] = progress.detail_key;
+        }
+        still.push_back(std::move(awaited));
+      } else if (progress.verdict == LifecycleVerdict::kHeld) {
+        PrintError(awaited.label + ": " + progress.detail);
+        KeepFirstFailure(&exit_code, kExitFailure);
+      } else if (progress.verdict == LifecycleVerdict::kFailed) {
+        PrintError(awaited.label + ": " + progress.detail + " (bulkheadctl status " + cell +
+                   ", bulkheadctl logs " + cell + ")");
+        KeepFirstFailure(&exit_code, kExitFailure);
+      }
+    }
+    waiting = std::move(still);
+    if (waiting.empty()) break;
+    if (std::chrono::steady_clock::now() + kPollInterval >= *wait_deadline) {
+      for (const AwaitedCell& awaited : waiting) {
+        PrintError(awaited.label + ": timed out waiting for the outcome; the " + awaited.command +
+                   " goes on (--timeout sets the wait, --no-block does not wait)");
+      }
+      KeepFirstFailure(&exit_code, kExitFailure);
+      break;
+    }
+    Pause(kPollInterval);
+  }
+  return exit_code;
+}
+
 }  // namespace
 
 // At priority err when stderr is the journal (bulkheadctl as a unit's ExecReload=).
@@ -377,7 +447,13 @@ int CellCommands(const std::string& socket, const std::string& command,
     }
   }
 
-  std::vector<std::string> waiting;
+  std::vector<AwaitedCell> waiting;
+  auto wait_for = [&](const std::string& cell) {
+    waiting.push_back({.cell = cell,
+                       .command = command,
+                       .starts_before = starts_before[cell],
+                       .label = command + " " + cell});
+  };
   for (const std::string& cell : cells) {
     ControlReply reply =
         QueryControl(socket, CellCommandRequest(command, cell), exchange_deadline());
@@ -396,58 +472,14 @@ int CellCommands(const std::string& socket, const std::string& command,
       // A start of a cell still starting waits for the start under way, as `systemctl start`
       // of an activating unit waits for its activation: that worker is the one to see running.
       --starts_before[cell];
-      waiting.push_back(cell);
+      wait_for(cell);
       continue;
     }
     // "already started" (running) / "already stopped": nothing to wait for.
-    if (outcome.note.rfind("already ", 0) != 0) waiting.push_back(cell);
+    if (outcome.note.rfind("already ", 0) != 0) wait_for(cell);
   }
-
-  // What each held start last said it waits for, printed once per change: a start held for the
-  // cells it needs is not silent.
-  std::map<std::string, std::string> said;
-  while (!waiting.empty()) {
-    int query_exit = kExitOk;
-    std::optional<std::vector<nlohmann::json>> now =
-        QueryCells(socket, exchange_deadline(), &query_exit);
-    if (!now) return query_exit;
-    std::vector<std::string> still;
-    for (const std::string& cell : waiting) {
-      auto it = std::find_if(now->begin(), now->end(),
-                             [&cell](const nlohmann::json& c) { return c["name"] == cell; });
-      if (it == now->end()) {
-        PrintError(command + " " + cell + ": the cell is gone (removed by a reload)");
-        KeepFirstFailure(&exit_code, kExitFailure);
-        continue;
-      }
-      LifecycleProgress progress = JudgeLifecycle(command, starts_before[cell], *it);
-      if (progress.verdict == LifecycleVerdict::kPending) {
-        if (!progress.detail.empty() && said[cell] != progress.detail) {
-          WriteAll(stdout, cell + ": " + progress.detail + "\n");
-          said[cell] = progress.detail;
-        }
-        still.push_back(cell);
-      } else if (progress.verdict == LifecycleVerdict::kHeld) {
-        PrintError(command + " " + cell + ": " + progress.detail);
-        KeepFirstFailure(&exit_code, kExitFailure);
-      } else if (progress.verdict == LifecycleVerdict::kFailed) {
-        PrintError(command + " " + cell + ": " + progress.detail + " (bulkheadctl status " + cell +
-                   ", bulkheadctl logs " + cell + ")");
-        KeepFirstFailure(&exit_code, kExitFailure);
-      }
-    }
-    waiting = std::move(still);
-    if (waiting.empty()) break;
-    if (std::chrono::steady_clock::now() + kPollInterval >= *wait_deadline) {
-      for (const std::string& cell : waiting) {
-        PrintError(command + " " + cell + ": timed out waiting for the outcome; the " + command +
-                   " goes on (--timeout sets the wait, --no-block does not wait)");
-      }
-      KeepFirstFailure(&exit_code, kExitFailure);
-      break;
-    }
-    Pause(kPollInterval);
-  }
+  KeepFirstFailure(&exit_code,
+                   AwaitCells(socket, std::move(waiting), exchange_deadline, wait_deadline));
   return exit_code;
 }
 
@@ -500,8 +532,14 @@ int LogsCommand(const std::string& socket, const std::string& cell, bool follow,
 }
 
 // reload: the supervisor re-reads its config file and applies it; refused files change nothing.
-int ReloadCommand(const std::string& socket, Deadline deadline) {
-  ControlReply reply = QueryControl(socket, ReloadRequest(), deadline);
+// Unless `no_block`, then waits for each cell it restarted or added to run a new worker.
+int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline) {
+  auto exchange_deadline = [&deadline]() -> Deadline {
+    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
+  };
+  const Deadline wait_deadline =
+      deadline ? deadline : std::chrono::steady_clock::now() + kDefaultWaitTimeout;
+  ControlReply reply = QueryControl(socket, ReloadRequest(), exchange_deadline());
   if (!reply.response) return ReportNoResponse(reply);
   ReloadOutcome outcome = InterpretReload(*reply.response);
   // The file's warnings at priority warning, then a refusal's lines (each error, then the
@@ -516,7 +554,20 @@ int ReloadCommand(const std::string& socket, Deadline deadline) {
     err.remove_prefix(end == std::string_view::npos ? err.size() : end + 1);
   }
   if (!WriteAll(stdout, outcome.out)) return kExitFailure;
-  return outcome.exit_code;
+  if (no_block || outcome.waits.empty()) return outcome.exit_code;
+  // The new workers come up after the answer: the reload is done once each runs, or failed for
+  // the cell whose new worker did not (its swap failed, it is in backoff), as `restart` judges.
+  std::vector<AwaitedCell> awaited;
+  for (const ReloadWait& wait : outcome.waits) {
+    awaited.push_back({.cell = wait.cell,
+                       .command = wait.command,
+                       .starts_before = wait.starts_before,
+                       .label = "reload: " + wait.cell});
+  }
+  int exit_code = outcome.exit_code;
+  KeepFirstFailure(&exit_code,
+                   AwaitCells(socket, std::move(awaited), exchange_deadline, wait_deadline));
+  return exit_code;
 }
 
 }  // namespace bulkhead::ctl

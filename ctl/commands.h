@@ -65,6 +65,11 @@ int LogsCommand(const std::string& socket, const std::string& cell, bool follow,
                 std::optional<uint64_t> lines, Deadline deadline);
 
 // reload: the supervisor re-reads its config file and applies it; refused files change nothing.
-int ReloadCommand(const std::string& socket, Deadline deadline);
+// An applied reload then, unless `no_block`, waits for each cell it restarted or added until a new
+// worker runs, as `restart` / `start` wait: kExitFailure (the cell named, and why, on stderr) when
+// one did not come up (a swap that failed, backoff, failed, held for a need) or the wait timed
+// out; kExitConfigInvalid when refused. Exchanges are bounded by `deadline` when given (it bounds
+// the whole command), else each by kDefaultControlTimeout, and the wait by 90 s.
+int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline);
 
 }  // namespace bulkhead::ctl

@@ -17,52 +17,77 @@ bool IsCount(const nlohmann::json& value) {
 }
 
 LifecycleProgress Failed(std::string detail) {
-  return {LifecycleVerdict::kFailed, std::move(detail)};
+  return {LifecycleVerdict::kFailed, std::move(detail), ""};
 }
 
 // A start held for the cells it needs: pending while each is on its way; held for good while one of
-// them is stopped or failed, which no timer of the supervisor changes (only an operator's start).
-LifecycleProgress JudgeHeldStart(const nlohmann::json& cell) {
+// them is stopped or failed, which no timer of the supervisor changes (only an operator's start);
+// held for this wait when one in backoff starts next only after `wait_left_ms`.
+LifecycleProgress JudgeHeldStart(const nlohmann::json& cell, std::optional<uint64_t> wait_left_ms) {
   const std::string detail = StringOr(cell, "state_detail", "waiting for the cells it needs");
   std::string idle;  // the needs that do not start by themselves, "catalog", "catalog and search"
   std::string first_idle;
   size_t idle_count = 0;
+  std::string next_starts;  // "; catalog's next start in 45s"
+  std::string late;         // the first need in backoff whose next start comes after the wait
+  std::string late_in;
   auto needs = cell.find("waiting_for");
   if (needs != cell.end() && needs->is_array()) {
     for (const nlohmann::json& need : *needs) {
       const std::string state = StringOr(need, "state", "");
-      if (state != "stopped" && state != "failed") continue;
       const std::string name = StringOr(need, "cell", "?");
+      if (auto next = need.find("next_start_in_ms");
+          state == "backoff" && next != need.end() && IsCount(*next)) {
+        const uint64_t ms = next->get<uint64_t>();
+        next_starts += "; " + name + "'s next start in " + FormatTimeLeft(ms);
+        if (late.empty() && wait_left_ms && ms > *wait_left_ms) {
+          late = name;
+          late_in = FormatTimeLeft(ms);
+        }
+      }
+      if (state != "stopped" && state != "failed") continue;
       if (first_idle.empty()) first_idle = name;
       ++idle_count;
       idle += (idle.empty() ? "" : " and ") + name;
     }
   }
-  if (idle.empty()) return {LifecycleVerdict::kPending, detail};
+  if (idle.empty() && late.empty()) {
+    return {LifecycleVerdict::kPending, detail + next_starts, detail};
+  }
+  if (idle.empty()) {
+    return {LifecycleVerdict::kHeld,
+            detail + "; " + late + "'s next start in " + late_in +
+                " comes after this wait ends (--timeout sets it), and this start goes on once it "
+                "runs (bulkheadctl status " +
+                late + ")",
+            ""};
+  }
   const bool one = idle_count == 1;
   return {LifecycleVerdict::kHeld,
-          detail + "; " + idle + (one ? " does not start by itself" : " do not start by themselves") +
+          detail + "; " + idle +
+              (one ? " does not start by itself" : " do not start by themselves") +
               ", and this start goes on once " + (one ? "it runs" : "they run") +
-              " (bulkheadctl start " + first_idle + ")"};
+              " (bulkheadctl start " + first_idle + ")",
+          ""};
 }
 
 }  // namespace
 
 LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_before,
-                                 const nlohmann::json& cell) {
+                                 const nlohmann::json& cell, std::optional<uint64_t> wait_left_ms) {
   if (!cell.is_object() || !cell.contains("state") || !cell["state"].is_string() ||
       !cell.contains("starts") || !IsCount(cell["starts"])) {
     return Failed("status response has no \"state\" and \"starts\" for the cell: " + cell.dump());
   }
   const std::string state = cell["state"].get<std::string>();
   if (command == "stop") {
-    if (state == "stopped" || state == "failed") return {LifecycleVerdict::kReached, ""};
+    if (state == "stopped" || state == "failed") return {LifecycleVerdict::kReached, "", ""};
     return {};
   }
   const bool started_since = cell["starts"].get<uint64_t>() > starts_before;
   if (state == "failed") return Failed("cell failed: " + StringOr(cell, "reason", "-"));
   if (state == "stopped") return Failed("cell is stopped");
-  if (state == "waiting") return JudgeHeldStart(cell);
+  if (state == "waiting") return JudgeHeldStart(cell, wait_left_ms);
   if (!started_since) {
     // An overlapping restart (restart_overlap) that failed: the next worker never took over, the
     // previous one serves on (status says why until the next restart).
@@ -74,7 +99,7 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
     }
     return {};
   }
-  if (state == "running") return {LifecycleVerdict::kReached, ""};
+  if (state == "running") return {LifecycleVerdict::kReached, "", ""};
   if (state == "backoff") {
     // "crash-looping" (status --json's crash_looping) says that the next start is slower.
     auto looping = cell.find("crash_looping");

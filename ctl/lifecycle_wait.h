@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,8 +26,14 @@ struct LifecycleProgress {
   // backoff, next start in 1.0s)", "cell failed: gave up: ...", "cell is stopped".
   // kHeld: "waiting for catalog (stopped), which does not start by itself: bulkheadctl start
   // catalog". kPending while the start is held for needs that are on their way: the status's
-  // state_detail ("waiting for catalog (starting)"), else empty.
+  // state_detail ("waiting for catalog (starting)"), with the next start of each need in backoff
+  // ("waiting for catalog (backoff); catalog's next start in 45s"), else empty. A held start whose
+  // need starts next only after the wait ends is kHeld: "...; catalog's next start in 2m0s comes
+  // after this wait ends (--timeout sets it), and this start goes on once it runs".
   std::string detail;
+  // kPending: the detail without its countdown. A caller printing the detail prints it again only
+  // when this changes.
+  std::string detail_key;
 };
 
 // Judges `cell`, one element of a status response's "cells" (docs/control.md), after `command`
@@ -34,10 +41,13 @@ struct LifecycleProgress {
 // before the command was sent: a start or restart is reached once a worker started after it
 // (starts > starts_before) is "running", as `systemctl start` of a Type=notify unit waits for
 // READY=1. A start held for the cells it needs (state "waiting", docs/control.md) is kPending while
-// each of them is on its way, and kHeld once one is "stopped" or "failed". A malformed cell is
+// each of them is on its way, and kHeld once one is "stopped" or "failed", or once one in
+// "backoff" has its next start ("next_start_in_ms" of its waiting_for entry) more than
+// `wait_left_ms` (the time the caller still waits; nullopt: no bound) away. A malformed cell is
 // kFailed with the reason.
 LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_before,
-                                 const nlohmann::json& cell);
+                                 const nlohmann::json& cell,
+                                 std::optional<uint64_t> wait_left_ms = std::nullopt);
 
 // `is-active`: a cell in state "running" is active (systemctl's "active"); every other state is
 // not (starting, stopping and backoff are transitions, as systemctl's "activating" and

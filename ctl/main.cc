@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/closest_match.h"
@@ -20,6 +21,8 @@
 
 namespace bulkhead::ctl {
 namespace {
+
+bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
 // `--timeout: invalid duration "5": a unit is required...; expected ... such as "500ms"...`:
 // ParseDuration's message names the text and gives the accepted form, once; a zero duration
@@ -71,7 +74,8 @@ int Main(int argc, char** argv) {
   CLI::Option* watch_option =
       status
           ->add_option("-w,--watch", watch_text,
-                       "redraw in place every INTERVAL (default 2s, e.g. 500ms) until Ctrl-C")
+                       "redraw in place every INTERVAL (default 2s, e.g. 500ms) until Ctrl-C; "
+                       "a word that does not start with a digit is the cell, not INTERVAL")
           ->expected(0, 1);
 
   CLI::App* metrics =
@@ -138,7 +142,12 @@ int Main(int argc, char** argv) {
               "N"));
 
   CLI::App* reload = app.add_subcommand(
-      "reload", "re-read bulkheadd's config file and apply the changes (docs/config.md, Reload)");
+      "reload",
+      "re-read bulkheadd's config file, apply the changes and wait until the cells it restarted "
+      "run their new workers (docs/config.md, Reload)");
+  reload->add_flag("--no-block", no_block,
+                   "return once the supervisor has applied the file, without waiting for the "
+                   "restarted cells");
 
   try {
     app.parse(argc, argv);
@@ -174,6 +183,18 @@ int Main(int argc, char** argv) {
 
   if (status->parsed() && watch_option->count() > 0) {
     std::chrono::milliseconds interval{2000};
+    // `status --watch web`: CLI11 gives --watch the word after it; an interval starts with a
+    // digit (ParseDuration's form), so a word that does not is the cell.
+    if (!watch_text.empty() && !IsAsciiDigit(watch_text.front())) {
+      if (!status_cell.empty()) {
+        PrintError("--watch: \"" + watch_text +
+                   "\" is not an interval (a duration such as \"500ms\" or \"2s\"), and the "
+                   "cell is \"" +
+                   status_cell + "\" already");
+        return kExitUsage;
+      }
+      status_cell = std::exchange(watch_text, std::string());
+    }
     if (!watch_text.empty()) {
       Result<std::chrono::milliseconds> parsed = ParseDuration(watch_text);
       if (!parsed.ok() || parsed->count() <= 0) {
@@ -194,10 +215,7 @@ int Main(int argc, char** argv) {
     if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
     return StatusCommand(socket, status_cell, json, deadline);
   }
-  if (reload->parsed()) {
-    if (!deadline) deadline = std::chrono::steady_clock::now() + kDefaultControlTimeout;
-    return ReloadCommand(socket, deadline);
-  }
+  if (reload->parsed()) return ReloadCommand(socket, no_block, deadline);
   for (CLI::App* sub : cell_commands) {
     if (!sub->parsed()) continue;
     if (command_cells.empty() && !all_cells) {

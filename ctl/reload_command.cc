@@ -5,6 +5,30 @@
 #include "ctl/control_client.h"
 
 namespace bulkhead::ctl {
+namespace {
+
+// The cells of an applied reload whose new worker is to be waited for.
+std::vector<ReloadWait> WaitsOf(const nlohmann::json& response) {
+  std::vector<ReloadWait> waits;
+  auto cells = response.find("cells");
+  if (cells == response.end() || !cells->is_array()) return waits;
+  for (const nlohmann::json& cell : *cells) {
+    if (!cell.is_object()) continue;
+    auto name = cell.find("name");
+    auto starts = cell.find("starts_before");
+    if (name == cell.end() || !name->is_string() || starts == cell.end() ||
+        !starts->is_number_unsigned()) {
+      continue;
+    }
+    waits.push_back(
+        {.cell = name->get<std::string>(),
+         .command = cell.value("action", std::string()) == "added" ? "start" : "restart",
+         .starts_before = starts->get<uint64_t>()});
+  }
+  return waits;
+}
+
+}  // namespace
 
 nlohmann::json ReloadRequest() { return {{"command", "reload"}}; }
 
@@ -28,6 +52,7 @@ ReloadOutcome InterpretReload(const nlohmann::json& response) {
   if (response.value("ok", false) == true && !text("result").empty()) {
     outcome.out = text("result") + "\n";
     outcome.exit_code = kExitOk;
+    outcome.waits = WaitsOf(response);
     return outcome;
   }
   auto errors = response.find("errors");
@@ -36,6 +61,7 @@ ReloadOutcome InterpretReload(const nlohmann::json& response) {
     // Applied, but some cgroup limit is not in force: the outcome on stdout, the limits that
     // failed on stderr, and the exit code of a failure that is not the config's.
     outcome.out = text("result") + "\n";
+    outcome.waits = WaitsOf(response);
     for (const nlohmann::json& error : *errors) {
       outcome.err += (error.is_string() ? error.get<std::string>() : error.dump()) + "\n";
     }

@@ -3,6 +3,7 @@
 // (docs/control.md, "reload"). Pure: no I/O. Thread-compatible.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,6 +13,14 @@ namespace bulkhead::ctl {
 // {"command":"reload"}.
 nlohmann::json ReloadRequest();
 
+// A cell whose worker an applied reload restarted ("restarted") or started ("added"), to wait for
+// as `bulkheadctl restart` / `start` waits (JudgeLifecycle).
+struct ReloadWait {
+  std::string cell;
+  std::string command;  // "restart" or "start"
+  uint64_t starts_before = 0;
+};
+
 // What bulkheadctl prints and returns for a reload response.
 struct ReloadOutcome {
   std::string out;    // for stdout: the summary line, "reloaded: ...\n"
@@ -20,11 +29,14 @@ struct ReloadOutcome {
   // The config file's warnings ("file:line:col: key: message"), applied or refused: for stderr,
   // each as "warning: LINE" at priority warning.
   std::vector<std::string> warnings;
+  // Applied: the response's cells that carry "starts_before", in its order.
+  std::vector<ReloadWait> waits;
 };
 
 // {"ok":true,"result":S,...} prints S; {"ok":false,"error":E,"errors":[...]} prints each error
 // (as "file:line:col: cells.NAME.key: message") and E on stderr and exits kExitConfigInvalid;
-// anything else is kExitFailure.
+// anything else is kExitFailure. An applied reload's cells with "starts_before" (a count) become
+// `waits`.
 ReloadOutcome InterpretReload(const nlohmann::json& response);
 
 }  // namespace bulkhead::ctl

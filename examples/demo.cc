@@ -102,7 +102,7 @@ Status WaitForFigures(BulkheaddProcess& daemon, const std::string& name, uint64_
 Status StartDaemon(BulkheaddProcess& daemon, const std::vector<std::string>& cells) {
   Status started = daemon.Start();
   if (!started.ok()) {
-    return Status::Error(started.message() + " (build it with `make build`, or pass --bin-dir)");
+    return Status::Error(started.message() + " (build it with `make demo`, or pass --bin-dir)");
   }
   return daemon.WaitUntilRunning(cells, kStepTimeout);
 }

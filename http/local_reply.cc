@@ -27,6 +27,8 @@ std::string_view ReasonPhrase(int status_code) {
       return "Request Timeout";
     case 413:
       return "Content Too Large";
+    case 414:
+      return "URI Too Long";
     case 417:
       return "Expectation Failed";
     case 431:
@@ -100,6 +102,9 @@ LocalReply BadRequestReply(const Error& error, std::string_view cell) {
       break;
     case 417:
       reply.reason = "expectation_failed";
+      break;
+    case 414:
+      reply.reason = "uri_too_long";
       break;
     case 431:
       reply.reason = "head_too_large";

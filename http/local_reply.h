@@ -7,7 +7,7 @@
 //   REJECTED too_many_connections               503, Retry-After, then the connection is closed
 //   FAILED worker_died, oom_killed, worker_error  502 (the worker gave no complete response)
 //   FAILED timeout, stalled                     504
-//   a request refused by the parser             its own status (400, 413, 417, 431, 501)
+//   a request refused by the parser             its own status (400, 413, 414, 417, 431, 501)
 //   no complete request head in header_timeout 408, then the connection is closed
 //
 // Every such answer carries `Bulkhead-Outcome: <status>; reason=<reason>; cell=<cell>`, with
@@ -66,9 +66,9 @@ LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail);
 LocalReply FailureReply(ipc::Reason reason, std::string_view cell, std::string_view detail);
 
 // A request the parser refused (RequestParser::Error): its status, outcome "bad_request" with a
-// token for the reason ("malformed", "too_large", "head_too_large", "expectation_failed",
-// "not_implemented", "version_not_supported", "header_timeout" for 408), the parser's words in the
-// body, and the connection closed after it.
+// token for the reason ("malformed", "too_large", "uri_too_long", "head_too_large",
+// "expectation_failed", "not_implemented", "version_not_supported", "header_timeout" for 408), the
+// parser's words in the body, and the connection closed after it.
 LocalReply BadRequestReply(const Error& error, std::string_view cell);
 
 // The bytes of `reply`: status line, headers, body. HTTP/1.1 whatever the request's version

@@ -168,6 +168,7 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
   if (error != HPE_OK) {
     // http-parser reports a chunk size past 2^64 - 1 as HPE_INVALID_CONTENT_LENGTH.
     error_ = error == HPE_INVALID_CONTENT_LENGTH && !in_head_ ? Error{400, "chunk size too large"}
+             : error == HPE_HEADER_OVERFLOW && in_head_       ? HeadOverLimit()
                                                               : ErrorOf(error);
     if (error == HPE_INVALID_METHOD) {
       // http-parser stopped at the first byte no method it knows has there, every byte before it
@@ -203,6 +204,17 @@ RequestParser::Event RequestParser::Finish() {
   return Event::kNeedMore;
 }
 
+Error RequestParser::HeadOverLimit() const {
+  // The request line is what is too long when the request-target alone is, or when it has not
+  // ended yet (no byte after it, no field begun).
+  const bool line_unfinished = after_target_ == '\0' && head_.headers.empty();
+  if (head_.target.size() > limits_.max_head_bytes || line_unfinished) {
+    return {414, "request-target over " + std::to_string(limits_.max_head_bytes) +
+                     " bytes (the request line must fit in a head)"};
+  }
+  return {431, "request head over " + std::to_string(limits_.max_head_bytes) + " bytes"};
+}
+
 int RequestParser::Fail(int status, std::string reason) {
   if (!failed_) error_ = Error{status, std::move(reason)};
   failed_ = true;
@@ -218,7 +230,8 @@ bool RequestParser::ScanFraming(const char* end) {
     return false;
   }
   if (framing_.head_bytes() > limits_.max_head_bytes) {
-    Fail(431, "request head over " + std::to_string(limits_.max_head_bytes) + " bytes");
+    const Error over = HeadOverLimit();
+    Fail(over.status, over.reason);
     return false;
   }
   if (framing_.trailer_bytes() > limits_.max_head_bytes) {

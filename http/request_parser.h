@@ -19,8 +19,11 @@
 // An absolute-form target's authority replaces the Host field's value (or is added as Host to an
 // HTTP/1.0 request without one): RFC 9112 section 3.2.2 has the server ignore Host then.
 //   413  a body over Limits::max_body_bytes (known from Content-Length before the body is read)
+//   414  a head over Limits::max_head_bytes while its request line is not over yet, or whose
+//        request-target alone is longer than that (RFC 9110 section 15.5.15, URI Too Long)
 //   417  an Expect other than 100-continue (RFC 9110 section 10.1.1)
-//   431  a head, or a chunked body's trailer section, over Limits::max_head_bytes, or a head with
+//   431  a head (its request line ended, within the limit), or a chunked body's trailer section,
+//        over Limits::max_head_bytes, or a head with
 //        more than Limits::max_headers fields
 // Trailer fields of a chunked body are read and dropped: never merged into head().headers (RFC
 // 9110 section 6.5.1), whatever their name and whichever read brought them.
@@ -155,6 +158,9 @@ class RequestParser {
   // Fails the request with `status` and `reason`; returns the value a callback returns to make
   // http-parser stop.
   int Fail(int status, std::string reason);
+  // The error for a head over max_head_bytes: 414 when the request line is what is too long, else
+  // 431.
+  Error HeadOverLimit() const;
   // A request line without a version ended (the target ended at CR or LF): fails with 400 and
   // returns true.
   bool RefuseVersionless();

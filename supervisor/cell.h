@@ -45,6 +45,8 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   // The live worker's pid, 0 when none (or when it was reaped and its cgroup is being emptied).
   pid_t pid() const { return runner_.pid(); }
   lifecycle::Lifecycle::State state() const { return runner_.lifecycle().state(); }
+  // Workers started so far, swaps' next workers included once they took over (status "starts").
+  uint64_t starts() const { return runner_.lifecycle().starts(); }
   // `observer` (may be null) runs whenever the cell has moved to another state, once the actions
   // of the event that moved it ran. It may read any cell's state() but must feed no cell an event.
   void SetStateObserver(std::function<void()> observer) {

@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
 
   config::LoadResult loaded = config::LoadConfigFile(config_path);
   if (!loaded.config) {
+    // The warnings too (of the cells without errors), first, as `bulkheadctl reload` shows a
+    // refusal: fixing the errors should not reveal a second round of news.
+    for (const config::ConfigError& warning : loaded.warnings) {
+      WriteStderrLine(LogLevel::kWarning, "warning: " + warning.ToString());
+    }
     // Plain file:line:col lines for a person; at priority err when stderr is the journal, so that
     // `journalctl -u bulkheadd -p err` shows why a start failed.
     for (const config::ConfigError& error : loaded.errors) {
@@ -53,7 +58,11 @@ int main(int argc, char** argv) {
     // --check-config starts nothing whatever the outcome (it also runs beside a live bulkheadd).
     WriteStderrLine(
         LogLevel::kError,
-        "bulkheadd: " + std::to_string(loaded.errors.size()) + " error(s) in " + config_path +
+        "bulkheadd: " + std::to_string(loaded.errors.size()) + " error(s)" +
+            (loaded.warnings.empty()
+                 ? ""
+                 : " and " + std::to_string(loaded.warnings.size()) + " warning(s)") +
+            " in " + config_path +
             (check_only ? "; configuration refused" : "; configuration refused, nothing started"));
     return kExitConfigInvalid;
   }

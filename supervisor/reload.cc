@@ -204,6 +204,7 @@ ReloadResult Supervisor::ApplyReload() {
             notes.push_back(planned.name + " is " + lifecycle::Lifecycle::StateName(state) +
                             ": its new config applies at its next start");
           } else {
+            result.starts_before[planned.name] = cell->starts();
             cell->RestartForReload();
           }
         }
@@ -211,6 +212,7 @@ ReloadResult Supervisor::ApplyReload() {
         break;
       }
       case control::CellPlan::Action::kAdd:
+        result.starts_before[planned.name] = 0;
         to_start.push_back(added[next_added].get());
         cells.push_back(std::move(added[next_added++]));
         break;
@@ -249,9 +251,13 @@ std::string Supervisor::ReloadControl() {
   }
   nlohmann::json cells = nlohmann::json::array();
   for (const control::CellPlan& planned : result.plan.cells) {
-    cells.push_back({{"name", planned.name},
-                     {"action", control::CellActionName(planned.action)},
-                     {"changed", planned.changed}});
+    nlohmann::json cell = {{"name", planned.name},
+                           {"action", control::CellActionName(planned.action)},
+                           {"changed", planned.changed}};
+    if (auto it = result.starts_before.find(planned.name); it != result.starts_before.end()) {
+      cell["starts_before"] = it->second;
+    }
+    cells.push_back(std::move(cell));
   }
   nlohmann::json response = {{"ok", true}, {"result", result.summary}, {"cells", cells}};
   if (!result.warnings.empty()) response["warnings"] = result.warnings;

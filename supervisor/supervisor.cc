@@ -66,7 +66,7 @@ Supervisor::Supervisor(config::Config config)
     : config_(std::move(config)),
       cell_logs_(StderrLogStyle() == LogStyle::kJournal),
       commands_(control::ControlAccess(::geteuid(), config_.supervisor.control_group),
-                ControlHandlers(), [this](const std::string& name) { return HasCell(name); }) {
+                ControlHandlers(), [this] { return CellNames(); }) {
   BH_CHECK(uv_loop_init(&loop_) == 0);
   SetLogSink(&cell_logs_);
 }
@@ -85,6 +85,22 @@ int Supervisor::Run() {
   Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
       write_batch_->how());
   Status status = HandleSignals();
+
+  control_ = std::make_unique<control::ControlServer>(
+      &loop_, &time_, [this](const std::string& line, const control::ControlPeer& peer) {
+        return HandleControl(line, peer);
+      });
+  // The runtime_dir lock first: a second instance on the same runtime_dir must not touch the
+  // running one's cgroups, sockets or files (not even create its access log).
+  if (status.ok()) status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
+  if (status.ok()) {
+    Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
+    if (lock.ok()) {
+      runtime_dir_lock_ = std::move(lock).value();
+    } else {
+      status = Status::Error("supervisor.runtime_dir: " + lock.status().message());
+    }
+  }
   if (status.ok() && !config_.supervisor.access_log.empty()) {
     Result<std::unique_ptr<proxy::AccessLog>> log =
         proxy::AccessLog::Open(&loop_, &time_, config_.supervisor.access_log);
@@ -93,22 +109,6 @@ int Supervisor::Run() {
       LogInfo("access log: " + config_.supervisor.access_log);
     } else {
       status = Status::Error("supervisor.access_log: " + log.status().message());
-    }
-  }
-
-  control_ = std::make_unique<control::ControlServer>(
-      &loop_, &time_, [this](const std::string& line, const control::ControlPeer& peer) {
-        return HandleControl(line, peer);
-      });
-  // The runtime_dir lock first: a second instance on the same runtime_dir must not touch the
-  // running one's cgroups or sockets.
-  if (status.ok()) status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
-  if (status.ok()) {
-    Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
-    if (lock.ok()) {
-      runtime_dir_lock_ = std::move(lock).value();
-    } else {
-      status = Status::Error("supervisor.runtime_dir: " + lock.status().message());
     }
   }
   if (status.ok()) status = SetUpCgroups();
@@ -480,6 +480,15 @@ std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
           {need.cell, lifecycle::Lifecycle::StateName(need.state)});
     }
   }
+  // A need in backoff says when it starts next (`bulkheadctl start` of the held cell shows it).
+  for (control::CellSnapshot& snapshot : snapshots) {
+    for (control::CellSnapshot::Need& need : snapshot.waiting_for) {
+      auto it =
+          std::find_if(snapshots.begin(), snapshots.end(),
+                       [&need](const control::CellSnapshot& s) { return s.name == need.cell; });
+      if (it != snapshots.end()) need.next_start_in_ms = it->next_start_in_ms;
+    }
+  }
   return snapshots;
 }
 
@@ -521,9 +530,11 @@ control::CommandHandlers Supervisor::ControlHandlers() {
   return handlers;
 }
 
-bool Supervisor::HasCell(const std::string& name) const {
-  return std::any_of(cells_.begin(), cells_.end(),
-                     [&](const std::unique_ptr<Cell>& cell) { return cell->name() == name; });
+std::vector<std::string> Supervisor::CellNames() const {
+  std::vector<std::string> names;
+  names.reserve(cells_.size());
+  for (const std::unique_ptr<Cell>& cell : cells_) names.push_back(cell->name());
+  return names;
 }
 
 std::string Supervisor::StatusControl(const std::string& only) {

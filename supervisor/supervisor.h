@@ -9,6 +9,7 @@
 
 #include <uv.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,10 @@ struct ReloadResult {
   std::vector<std::string> warnings;
   // What was planned per cell (empty when the file was refused before planning).
   control::ReloadPlan plan;
+  // When ok: the cells whose worker this reload restarts or starts (restarted and added cells;
+  // not a stopped or stopping one), each with its starts counter from before: a new worker is up
+  // once starts exceeds it and the cell runs (what `bulkheadctl reload` waits for).
+  std::map<std::string, uint64_t> starts_before;
 };
 
 class Supervisor {
@@ -138,7 +143,8 @@ class Supervisor {
   void MaybeFinishShutdown();
   // The handlers of the control commands (control/command_table.h), one per row.
   control::CommandHandlers ControlHandlers();
-  bool HasCell(const std::string& name) const;
+  // The cells' names, in config order.
+  std::vector<std::string> CellNames() const;
   // "status" for the cell `only`, or every cell when it is "".
   std::string StatusControl(const std::string& only);
   // "start", "stop" or "restart" (`command`) of the cell `name`.

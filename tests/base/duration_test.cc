@@ -5,7 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace bulkhead {
 namespace {
@@ -85,6 +87,34 @@ TEST(ParseDuration, RefusesWithTheProblemAndTheAcceptedForm) {
     EXPECT_THAT(message, HasSubstr("such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)"))
         << c.text;
   }
+}
+
+// What people write for a duration gets the accepted form, in the refusal too.
+TEST(SuggestDuration, GivesTheAcceptedFormOfWhatPeopleWrite) {
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"1.5s", "1500ms"}, {"0.5m", "30s"},   {"1,5s", "1500ms"},    {"2.5h", "2h30m"},
+      {"3sec", "3s"},     {"3 s", "3s"},     {" 3s ", "3s"},        {"3 secs", "3s"},
+      {"5S", "5s"},       {"2 mins", "2m"},  {"1 hour", "1h"},      {"1h 30m", "1h30m"},
+      {"30s1m", "1m30s"}, {"1s1s", "2s"},    {"250 msec", "250ms"}, {"61.5s", "1m1500ms"},
+      {"1.0s", "1s"},     {"0.001s", "1ms"},
+  };
+  for (const auto& [text, accepted] : cases) {
+    EXPECT_EQ(SuggestDuration(text), std::optional<std::string>(accepted)) << text;
+    EXPECT_TRUE(ParseDuration(accepted).ok()) << accepted;
+  }
+  for (std::string_view text :
+       {"2s", "5", "1.0005s", "1d", "5us", "-1s", "s", "25h", "1.5", "3 s s", "", "1.s", "256M"}) {
+    EXPECT_EQ(SuggestDuration(text), std::nullopt) << text;
+  }
+  EXPECT_THAT(ParseDuration("1.5s").status().message(),
+              HasSubstr("decimals are not allowed; write \"1500ms\"; expected"));
+  EXPECT_THAT(ParseDuration("3sec").status().message(),
+              HasSubstr("unknown unit \"sec\"; write \"3s\"; expected"));
+  EXPECT_THAT(ParseDuration("3 s").status().message(),
+              HasSubstr("spaces are not allowed; write \"3s\"; expected"));
+  // No suggestion: the general example.
+  EXPECT_THAT(ParseDuration("1.0005s").status().message(),
+              HasSubstr("decimals are not allowed; use a smaller unit (\"1500ms\", not \"1.5s\")"));
 }
 
 TEST(ParseDuration, DoesNotOverflowOnHugeNumbers) {

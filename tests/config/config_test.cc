@@ -242,6 +242,21 @@ limits.memory_max = 256M
   EXPECT_THAT(Errors("x = = 1\n"), ElementsAre(::testing::HasSubstr(":1:5: x: ")));
 }
 
+// A cell written as an inline table: the error names the key inside it, and a duration in another
+// form (`1.5s`, `3sec`, `3 s`) gets the accepted one.
+TEST(ParseConfig, ABareDurationInAnInlineTableIsNamedAndShownAsItShouldRead) {
+  EXPECT_THAT(Errors("[cells]\na = { command = [\"x\"], stall_timeout = 1.5s }\n"),
+              ElementsAre(::testing::EndsWith(
+                  ":2:43: cells.a.stall_timeout: error while parsing floating-point: expected "
+                  "decimal digit, saw 's'; durations are strings: stall_timeout = \"1500ms\"")));
+  EXPECT_THAT(Errors("[cells.a]\nstall_timeout = 3 s\n"),
+              ElementsAre(::testing::HasSubstr("; durations are strings: stall_timeout = \"3s\"")));
+  EXPECT_THAT(
+      Errors("[cells.a]\ncommand = [\"x\"]\nmax_concurrent = 1\nstall_timeout = \"3sec\"\n"),
+      ElementsAre(::testing::HasSubstr("cells.a.stall_timeout: invalid duration \"3sec\": "
+                                       "unknown unit \"sec\"; write \"3s\"")));
+}
+
 TEST(ParseConfig, InvalidUtf8IsASyntaxError) {
   const std::vector<std::string> errors = Errors("[cells.a]\ncommand = [\"\xff\"]\n");
   ASSERT_EQ(errors.size(), 1u);
@@ -521,7 +536,6 @@ TEST_F(LoadConfigFileTest, DirectoryGivesOneClearError) {
   EXPECT_THAT(ErrorLines(result), ElementsAre(dir_ + ": cannot read config file: Is a directory"));
 }
 
-
 // --check-config, startup and reload all refuse an access_log file bulkheadd could not open,
 // naming the key's place, rather than startup failing on it with no position (exit 1, not 3).
 TEST_F(LoadConfigFileTest, AnAccessLogFileThatCannotBeOpenedIsRefusedAtItsKey) {
@@ -532,8 +546,8 @@ TEST_F(LoadConfigFileTest, AnAccessLogFileThatCannotBeOpenedIsRefusedAtItsKey) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {dir_ + "/missing/access.log",
-       "cannot create " + dir_ + "/missing/access.log: directory " + dir_ + "/missing does not exist"},
+      {dir_ + "/missing/access.log", "cannot create " + dir_ + "/missing/access.log: directory " +
+                                         dir_ + "/missing does not exist"},
       {dir_, dir_ + " is a directory"},
       {dir_ + "/bulkhead.toml/access.log",
        "cannot open " + dir_ + "/bulkhead.toml/access.log: Not a directory"},

@@ -29,6 +29,33 @@ TEST(SyntaxHint, InsideAnArrayOrInlineTableOnlyTheValueIsShown) {
   EXPECT_EQ(SyntaxHint("x = { t = 3s }\n", {1, 12}), "durations are strings: t = \"3s\"");
 }
 
+// `1.5s`, `3sec`, `3 s` are durations in another form: the hint shows the accepted one, where
+// toml++ stops in each (its columns), in a table or an inline table.
+TEST(SyntaxHint, ADurationInAnotherFormIsShownInTheAcceptedOne) {
+  EXPECT_EQ(SyntaxHint("a = 1.5s\n", {1, 8}), "durations are strings: a = \"1500ms\"");
+  EXPECT_EQ(SyntaxHint("a = 3sec\n", {1, 6}), "durations are strings: a = \"3s\"");
+  EXPECT_EQ(SyntaxHint("a = 3 s\n", {1, 7}), "durations are strings: a = \"3s\"");
+  EXPECT_EQ(SyntaxHint("x = { t = 3sec }\n", {1, 12}), "durations are strings: t = \"3s\"");
+  EXPECT_EQ(SyntaxHint("x = { t = 1.5s }\n", {1, 14}), "durations are strings: t = \"1500ms\"");
+  EXPECT_EQ(SyntaxHint("x = { t = 3 s }\n", {1, 13}), "durations are strings: t = \"3s\"");
+  EXPECT_EQ(SyntaxHint("a = { command = [\"x\"], stall_timeout = 1.5s }\n", {1, 43}),
+            "durations are strings: stall_timeout = \"1500ms\"");
+}
+
+// The error's key goes into an inline table: the key whose value toml++ stopped in.
+TEST(SyntaxErrorKey, InsideAnInlineTableItsKey) {
+  const std::string text =
+      "[cells]\n"                                          // 1
+      "a = { command = [\"x,=\"], stall_timeout = 3s }\n"  // 2
+      "b = { restart_delay = 1.5s }\n"                     // 3
+      "c = { x = { y = 3s } }\n";                          // 4
+  EXPECT_EQ(SyntaxErrorKey(text, {2, 43}), "cells.a.stall_timeout");
+  EXPECT_EQ(SyntaxErrorKey(text, {2, 20}), "cells.a.command");
+  EXPECT_EQ(SyntaxErrorKey(text, {3, 26}), "cells.b.restart_delay");
+  EXPECT_EQ(SyntaxErrorKey(text, {4, 18}), "cells.c");  // nested: not followed
+  EXPECT_EQ(SyntaxErrorKey(text, {2, 3}), "cells.a");   // before the table
+}
+
 TEST(SyntaxErrorKey, TheEnclosingHeaderAndTheLinesKey) {
   const std::string text =
       "top = 1\n"                 // 1
@@ -57,24 +84,24 @@ TEST(SyntaxErrorKey, TheEnclosingHeaderAndTheLinesKey) {
 // array's key, not the key of the line toml++ stopped at.
 TEST(SyntaxErrorKey, InsideAMultiLineArrayTheArraysKey) {
   const std::string text =
-      "[cells.a]\n"              // 1
-      "command = [\n"            // 2
-      "  \"python3\",  # [x\n"    // 3
-      "  \"app.py\"\n"            // 4
-      "  \"]x[\",\n"              // 5
-      "]\n"                      // 6
-      "[cells.b]\n"              // 7
-      "env = [[\"A\"], [\n"       // 8
-      "]]\n"                     // 9
-      "max_queue = 1\n"          // 10
-      "needs = [\"b\"\n"          // 11
-      "max_concurrent = 4\n";    // 12
+      "[cells.a]\n"             // 1
+      "command = [\n"           // 2
+      "  \"python3\",  # [x\n"  // 3
+      "  \"app.py\"\n"          // 4
+      "  \"]x[\",\n"            // 5
+      "]\n"                     // 6
+      "[cells.b]\n"             // 7
+      "env = [[\"A\"], [\n"     // 8
+      "]]\n"                    // 9
+      "max_queue = 1\n"         // 10
+      "needs = [\"b\"\n"        // 11
+      "max_concurrent = 4\n";   // 12
   EXPECT_EQ(SyntaxErrorKey(text, {3, 3}), "cells.a.command");
   EXPECT_EQ(SyntaxErrorKey(text, {5, 3}), "cells.a.command");  // the missing comma before it
   EXPECT_EQ(SyntaxErrorKey(text, {6, 1}), "cells.a.command");
   EXPECT_EQ(SyntaxErrorKey(text, {9, 1}), "cells.b.env");
   EXPECT_EQ(SyntaxErrorKey(text, {10, 11}), "cells.b.max_queue");  // closed again
-  EXPECT_EQ(SyntaxErrorKey(text, {12, 1}), "cells.b.needs");      // needs never closed
+  EXPECT_EQ(SyntaxErrorKey(text, {12, 1}), "cells.b.needs");       // needs never closed
 }
 
 TEST(SyntaxErrorKey, EndOfTheText) {
@@ -85,12 +112,11 @@ TEST(SyntaxErrorKey, EndOfTheText) {
 
 TEST(SyntaxHint, OtherErrorsGetNone) {
   EXPECT_EQ(SyntaxHint("max_concurrent = = 1\n", {1, 18}), "");
-  EXPECT_EQ(SyntaxHint("a = 3 s\n", {1, 7}), "");   // not one token
-  EXPECT_EQ(SyntaxHint("a = 5sec\n", {1, 6}), "");  // no unit the config takes
-  EXPECT_EQ(SyntaxHint("a = 3s\n", {2, 1}), "");    // past the text
-  EXPECT_EQ(SyntaxHint("a = 3s\n", {1, 40}), "");   // past the line
-  EXPECT_EQ(SyntaxHint("a = 3s\n", {0, 0}), "");    // no position
-  EXPECT_EQ(SyntaxHint("é = 3s\n", {1, 6}), "");    // columns in code points: left alone
+  EXPECT_EQ(SyntaxHint("a = 5days\n", {1, 6}), "");  // no unit the config takes
+  EXPECT_EQ(SyntaxHint("a = 3s\n", {2, 1}), "");     // past the text
+  EXPECT_EQ(SyntaxHint("a = 3s\n", {1, 40}), "");    // past the line
+  EXPECT_EQ(SyntaxHint("a = 3s\n", {0, 0}), "");     // no position
+  EXPECT_EQ(SyntaxHint("é = 3s\n", {1, 6}), "");     // columns in code points: left alone
 }
 
 }  // namespace

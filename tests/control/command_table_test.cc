@@ -28,7 +28,10 @@ ControlPeer Peer(uid_t uid) {
 // Handlers that answer {"ok":true,"command":NAME,"cell":CELL} and record each call.
 class CommandTableTest : public ::testing::Test {
  protected:
-  CommandTableTest() : table_(ControlAccess(kOwnUid, std::nullopt), Handlers(), HasCell()) {}
+  CommandTableTest()
+      : table_(ControlAccess(kOwnUid, std::nullopt), Handlers(), [] {
+          return std::vector<std::string>{"payments", "catalog"};
+        }) {}
 
   CommandHandlers Handlers() {
     CommandHandler record = [this](const CommandCall& call) {
@@ -43,10 +46,6 @@ class CommandTableTest : public ::testing::Test {
                            .stop = record,
                            .restart = record};
   }
-  std::function<bool(const std::string&)> HasCell() {
-    return [](const std::string& name) { return name == "payments" || name == "catalog"; };
-  }
-
   nlohmann::json Ask(const std::string& line, uid_t uid = kOwnUid) {
     return nlohmann::json::parse(table_.Handle(line, Peer(uid)));
   }
@@ -97,6 +96,19 @@ TEST_F(CommandTableTest, TheCellArgumentIsCheckedAsTheRowSays) {
   EXPECT_EQ(Ask(R"({"command":"restart","cell":""})")["error"], "no cell named ");
   EXPECT_EQ(Ask(R"({"command":"status","cell":3})")["error"], "\"cell\" must be a string");
   EXPECT_EQ(Ask(R"({"command":"status","cell":"nosuch"})")["error"], "no cell named nosuch");
+  EXPECT_TRUE(calls_.empty());
+}
+
+// `bulkheadctl restart Payments`: a near miss of a cell's name gets the closest, as an unknown
+// command does.
+TEST_F(CommandTableTest, AnUnknownCellOffersTheClosestName) {
+  for (const char* command : {"start", "stop", "restart", "logs", "status"}) {
+    EXPECT_EQ(Ask(std::string(R"({"command":")") + command + R"(","cell":"Payments"})")["error"],
+              "no cell named Payments; did you mean \"payments\"?")
+        << command;
+  }
+  EXPECT_EQ(Ask(R"({"command":"restart","cell":"catalgo"})")["error"],
+            "no cell named catalgo; did you mean \"catalog\"?");
   EXPECT_TRUE(calls_.empty());
 }
 

@@ -102,6 +102,18 @@ TEST(StatusJson, ShowsACrashLoopAndTheStartLimitAction) {
   EXPECT_EQ(j["policy"]["start_limit_action"], "fail");
 }
 
+// A held start's needs: each with its state, and one in backoff with its next start, which
+// `bulkheadctl start` of the held cell prints (and gives up on when it comes after its wait).
+TEST(StatusJson, AHeldStartsNeedInBackoffSaysWhenItStartsNext) {
+  CellSnapshot s = SnapshotWithDistinctCounters();
+  s.waiting_for = {{"catalog", "backoff", 45'000}, {"search", "starting", 0}};
+  nlohmann::json j = CellStatusJson(s, Config());
+  EXPECT_EQ(j["state"], "waiting");
+  EXPECT_EQ(j["waiting_for"],
+            nlohmann::json::parse(R"([{"cell":"catalog","state":"backoff","next_start_in_ms":45000},
+                                      {"cell":"search","state":"starting"}])"));
+}
+
 // Issue 26: the limit in force, the mode, the bounds and the controller's last changes with their
 // cause and wall time (docs/control.md).
 TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause) {

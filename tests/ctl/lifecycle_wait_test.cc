@@ -95,7 +95,6 @@ TEST(JudgeLifecycle, AnOverlappingRestartIsReachedAtTheHandoverAndFailsWithItsRe
   EXPECT_EQ(JudgeLifecycle("restart", 1, failed).verdict, LifecycleVerdict::kPending);
 }
 
-
 // A start held for the cells it needs (state "waiting"): pending, saying for what, while each is on
 // its way; held at once when one is stopped or failed, which no timer of the supervisor changes.
 nlohmann::json WaitingFor(const std::vector<std::pair<std::string, std::string>>& needs) {
@@ -139,6 +138,25 @@ TEST(JudgeLifecycle, AStartHeldForAStoppedOrFailedNeedStopsWaitingAndNamesIt) {
   // A stop of a held cell is reached as soon as the held start is withdrawn (state "stopped").
   EXPECT_EQ(JudgeLifecycle("stop", 0, WaitingFor({{"catalog", "stopped"}})).verdict,
             LifecycleVerdict::kPending);
+}
+
+// A need in a long backoff: the held start says when the need starts next, and prints it once (the
+// detail's key has no countdown); when that start comes after the wait ends, it stops waiting.
+TEST(JudgeLifecycle, AStartHeldForANeedInBackoffSaysItsNextStartAndGivesUpWhenItIsTooLate) {
+  nlohmann::json cell = WaitingFor({{"catalog", "backoff"}});
+  cell["waiting_for"][0]["next_start_in_ms"] = 45'000;
+  LifecycleProgress soon = JudgeLifecycle("start", 0, cell, 90'000);
+  EXPECT_EQ(soon.verdict, LifecycleVerdict::kPending);
+  EXPECT_EQ(soon.detail, "waiting for catalog (backoff); catalog's next start in 45s");
+  EXPECT_EQ(soon.detail_key, "waiting for catalog (backoff)");
+  EXPECT_EQ(JudgeLifecycle("start", 0, cell).verdict, LifecycleVerdict::kPending);
+
+  LifecycleProgress late = JudgeLifecycle("start", 0, cell, 30'000);
+  EXPECT_EQ(late.verdict, LifecycleVerdict::kHeld);
+  EXPECT_EQ(late.detail,
+            "waiting for catalog (backoff); catalog's next start in 45s comes after this wait ends "
+            "(--timeout sets it), and this start goes on once it runs (bulkheadctl status "
+            "catalog)");
 }
 
 }  // namespace

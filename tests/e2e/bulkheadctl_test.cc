@@ -589,10 +589,13 @@ TEST(Bulkheadctl, ARestartWhoseWorkerCannotStartFails) {
   broken.extra_toml = "ready = \"notify\"\nrestart_overlap = false\n";
   broken.wait_running = false;
   h.RewriteConfig({broken});
-  ASSERT_EQ(RunCtl(h, {"reload"}).exit_code(), kExitOk);
-  ASSERT_TRUE(h.WaitForCell("payments", [](const nlohmann::json& c) {
-    return c["state"] == "backoff";
-  })) << h.Status().dump();
+  // The reload waits for the new worker as restart does, and fails the same way.
+  ProcessResult reload = RunCtl(h, {"reload"});
+  EXPECT_EQ(reload.exit_code(), kExitFailure) << reload.Describe();
+  EXPECT_THAT(reload.out, StartsWith("reloaded: payments restarted")) << reload.Describe();
+  EXPECT_THAT(reload.err, HasSubstr("bulkheadctl: reload: payments: worker did not start: exit 1"))
+      << reload.Describe();
+  EXPECT_EQ(h.Cell("payments")["state"], "backoff") << h.Status().dump();
   ProcessResult restart = RunCtl(h, {"restart", "payments"});
   EXPECT_EQ(restart.exit_code(), kExitFailure) << restart.Describe();
   EXPECT_THAT(restart.err, HasSubstr("bulkheadctl: restart payments: worker did not start: exit 1"))
@@ -672,6 +675,20 @@ TEST(Bulkheadctl, WatchWritesNoScreenCodesWhenStdoutIsNotATerminal) {
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_THAT(run->out, HasSubstr("CELL")) << run->Describe();
   EXPECT_EQ(run->out.find('\033'), std::string::npos) << run->Describe();
+}
+
+// `status --watch payments` watches the cell: a word after --watch that does not start with a
+// digit is no interval (it was read as one: "invalid duration", exit 2).
+TEST(Bulkheadctl, WatchTakesAWordThatIsNoIntervalAsTheCell) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  Result<ProcessResult> run = RunProcess(
+      {BulkheadctlPath(), "--socket", h.control_socket(), "status", "--watch", "payments"}, "",
+      milliseconds(1500));
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_TRUE(run->timed_out) << run->Describe();
+  EXPECT_THAT(run->out, HasSubstr("● payments - running")) << run->Describe();
+  EXPECT_EQ(run->err, "") << run->Describe();
 }
 
 // Runs bulkheadctl with a pseudo-terminal as stdin, types `typed` there, and returns what it
@@ -818,6 +835,8 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"logs"},
            std::vector<std::string>{"logs", "a", "-n", "-1"},
            std::vector<std::string>{"status", "--timeout", "0s"},
+           std::vector<std::string>{"status", "a", "--watch", "soon"},
+           std::vector<std::string>{"status", "--watch", "5"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -842,6 +861,11 @@ TEST(Bulkheadctl, UsageErrors) {
                      "unit first, such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)\n"},
            std::pair{std::vector<std::string>{"status", "--timeout", "0s"},
                      "bulkheadctl: --timeout: \"0s\" must be more than 0\n"},
+           std::pair{std::vector<std::string>{"status", "a", "--watch", "soon"},
+                     "bulkheadctl: --watch: \"soon\" is not an interval (a duration such as "
+                     "\"500ms\" or \"2s\"), and the cell is \"a\" already\n"},
+           std::pair{std::vector<std::string>{"status", "--watch", "5"},
+                     "bulkheadctl: --watch: invalid duration \"5\""},
            // CLI11 said only "A subcommand is required".
            std::pair{std::vector<std::string>{"stats"},
                      "bulkheadctl: unknown command \"stats\"; did you mean \"status\"?"},

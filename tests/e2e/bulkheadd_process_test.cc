@@ -183,14 +183,15 @@ std::pair<dev_t, ino_t> Inode(const std::string& path) {
 
 std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
 
-// Runs another bulkheadd on `runtime_dir` with cell "a", its control socket (and, when
-// `own_front_socket`, the cell's front socket) in `dir`, not in `runtime_dir`. It must be refused:
-// exit status 1 at once. Returns its output.
+// Runs another bulkheadd on `runtime_dir` with cell "a", its control socket and access log (and,
+// when `own_front_socket`, the cell's front socket) in `dir`, not in `runtime_dir`. It must be
+// refused: exit status 1 at once. Returns its output.
 ProcessResult RunRefusedInstance(const TempDir& dir, const std::string& runtime_dir,
                                  bool own_front_socket) {
   const std::string config = dir.Join("other.toml");
   std::ofstream(config) << "[supervisor]\nruntime_dir = " << Quoted(runtime_dir)
                         << "\ncontrol_socket = " << Quoted(dir.Join("control.sock"))
+                        << "\naccess_log = " << Quoted(dir.Join("access.log"))
                         << "\n[cells.a]\ncommand = [" << Quoted(TestWorkerPath())
                         << "]\nmax_concurrent = 1\n"
                         << (own_front_socket ? "socket = " + Quoted(dir.Join("a.sock")) + "\n"
@@ -218,7 +219,8 @@ void ExpectWorkerSocketKept(Harness& h, std::pair<dev_t, ino_t> worker_socket) {
 }
 
 // The case: its own control socket, the same runtime_dir and cell name. The lock on
-// <runtime_dir>/bulkheadd.pid refuses it before it touches a socket, naming the running pid.
+// <runtime_dir>/bulkheadd.pid refuses it before it touches a socket or a file, naming the running
+// pid.
 TEST(BulkheaddProcess, SecondInstanceOnTheSameRuntimeDirIsRefusedWithThePidOfTheFirst) {
   Harness h(TestOptions({CellSpec{.name = "a"}}));
   ASSERT_STARTED(h);
@@ -231,6 +233,8 @@ TEST(BulkheaddProcess, SecondInstanceOnTheSameRuntimeDirIsRefusedWithThePidOfThe
                                     " is in use by bulkheadd pid " + std::to_string(h.pid()) +
                                     " (it holds the lock on " + lock + ")"))
       << second.Describe();
+  // Refused before it opened (created) a file of its own.
+  EXPECT_FALSE(Exists(other.Join("access.log"))) << "the refused instance created its access log";
   EXPECT_EQ(testing::ReadFile(lock), std::to_string(h.pid()) + "\n");
   ExpectWorkerSocketKept(h, worker_socket);
   Result<int> stopped = h.Stop();
@@ -443,6 +447,31 @@ TEST(BulkheaddProcess, WarningsNameTheKeyAndNeverRefuseTheFile) {
   ASSERT_STARTED(h);
   EXPECT_THAT(h.Log(), HasSubstr(h.config_path() + ":"));
   EXPECT_THAT(h.Log(), HasSubstr(": cells.a.request_timeout: set without stall_timeout"));
+}
+
+// A refused file's warnings (of its cells without errors) come with its errors, in one round.
+TEST(BulkheaddProcess, CheckConfigShowsTheWarningsOfARefusedFileWithItsErrors) {
+  TempDir dir;
+  const std::string file = dir.Join("mixed.toml");
+  std::ofstream(file) << "[cells.x]\n"
+                         "command = [\"/bin/true\"]\n"
+                         "max_concurrent = 0\n"
+                         "[cells.y]\n"
+                         "command = [\"/bin/true\"]\n"
+                         "max_concurrent = 1\n"
+                         "request_timeout = \"2s\"\n";
+  Result<ProcessResult> check = RunProcess({BulkheaddPath(), "--check-config", "--config", file},
+                                           "", std::chrono::seconds(10));
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->exit_code(), kExitConfigInvalid) << check->Describe();
+  EXPECT_THAT(check->err, StartsWith("warning: " + file +
+                                     ":7:19: cells.y.request_timeout: set without stall_timeout"))
+      << check->Describe();
+  EXPECT_THAT(check->err, HasSubstr("\n" + file + ":3:18: cells.x.max_concurrent: "))
+      << check->Describe();
+  EXPECT_THAT(check->err, HasSubstr("bulkheadd: 1 error(s) and 1 warning(s) in " + file +
+                                    "; configuration refused\n"))
+      << check->Describe();
 }
 
 // Under a unit, a refused config must reach `journalctl -p err`: every line at priority 3, and the

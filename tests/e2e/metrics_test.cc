@@ -364,10 +364,15 @@ TEST(Metrics, StatusLongFormAndWatch) {
   ASSERT_TRUE(table.ok());
   EXPECT_THAT(table->out, HasSubstr("WAIT P99"));
 
-  Result<ProcessResult> bad = h.Ctl({"status", "--watch", "soon"});
+  // An interval starts with a digit; a bad one is a usage error. Any other word is the cell.
+  Result<ProcessResult> bad = h.Ctl({"status", "--watch", "5soon"});
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(bad->exit_code(), kExitUsage) << bad->Describe();
-  EXPECT_THAT(bad->err, HasSubstr("--watch: invalid duration \"soon\""));
+  EXPECT_THAT(bad->err, HasSubstr("--watch: invalid duration \"5soon\""));
+  Result<ProcessResult> unknown = h.Ctl({"status", "--watch", "soon"});
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->exit_code(), kExitFailure) << unknown->Describe();
+  EXPECT_THAT(unknown->err, HasSubstr("bulkheadctl: no cell named soon"));
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ namespace {
 using ipc::Reason;
 using ipc::ReplyStatus;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string StateOf(const nlohmann::json& cell) {
   return cell.is_object() && cell["state"].is_string() ? cell["state"].get<std::string>() : "";
@@ -131,6 +132,40 @@ TEST(Needs, DependentTakesNoRequestUntilItsNeedIsReady) {
   EXPECT_LT(LineAfter(h.Log(), "stopping every cell", "cell=front", "worker exited"),
             LineAfter(h.Log(), "stopping every cell", "cell=catalog", "worker exited"))
       << h.Log();
+}
+
+// A need in a long backoff: `bulkheadctl start` of the dependent says when the need starts next,
+// and fails at once when that is after its wait ends, instead of waiting it out in silence.
+TEST(Needs, AStartHeldForANeedInALongBackoffSaysWhenItStartsAndDoesNotWaitPastIt) {
+  CellSpec catalog{.name = "catalog",
+                   .command = {"/bin/false"},
+                   .restart_delay = "60s",
+                   .extra_toml = "ready = \"notify\"\n",  // never ready: front is held for it
+                   .wait_running = false};
+  CellSpec front{.name = "front", .extra_toml = "needs = [\"catalog\"]\n", .wait_running = false};
+  Harness h(TestOptions({catalog, front}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("catalog", [](const nlohmann::json& c) {
+    return StateOf(c) == "backoff";
+  })) << h.Status().dump();
+  nlohmann::json need = h.Cell("front")["waiting_for"];
+  ASSERT_EQ(need.size(), 1u) << h.Status().dump();
+  EXPECT_EQ(need[0]["state"], "backoff") << need.dump();
+  EXPECT_GT(need[0]["next_start_in_ms"].get<uint64_t>(), 5'000u) << need.dump();
+
+  ASSERT_TRUE(h.Ctl({"stop", "front"}).ok());
+  Result<ProcessResult> start = h.Ctl({"--timeout", "5s", "start", "front"});
+  ASSERT_TRUE(start.ok()) << start.status().message();
+  EXPECT_EQ(start->exit_code(), kExitFailure) << start->Describe();
+  EXPECT_THAT(start->err, HasSubstr("bulkheadctl: start front: waiting for catalog (backoff); "
+                                    "catalog's next start in "))
+      << start->Describe();
+  EXPECT_THAT(start->err, HasSubstr(" comes after this wait ends (--timeout sets it), and this "
+                                    "start goes on once it runs (bulkheadctl status catalog)"))
+      << start->Describe();
+  EXPECT_THAT(start->err, Not(HasSubstr("timed out"))) << start->Describe();
+  // The start stays held in the supervisor.
+  EXPECT_EQ(StateOf(h.Cell("front")), "waiting") << h.Status().dump();
 }
 
 TEST(Needs, ReloadAddingACycleOrAnUnknownNameIsRefusedAtItsPlace) {

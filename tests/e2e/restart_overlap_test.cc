@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/exit_status.h"
 #include "tests/e2e/e2e_test.h"
 #include "tests/e2e/http_conn.h"
 
@@ -25,6 +26,7 @@ namespace bulkhead::e2e {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Back-to-back restarts per test: each waits for the one before to finish (its previous worker
 // reaped), since a restart during a swap is answered "restart in progress".
@@ -265,7 +267,6 @@ TEST(RestartOverlap, AReloadThatNeedsANewWorkerOverlapsToo) {
   EXPECT_THAT(h.Log(), HasSubstr("restart: next worker started beside pid"));
 }
 
-
 // A reload onto a worker that cannot exec overlaps too: the next worker's failed step (watched on
 // the loop, not waited for) ends the swap with its words, the previous worker serves on, and a
 // reload back onto the good command overlaps again.
@@ -301,6 +302,60 @@ TEST(RestartOverlap, AReloadOntoAWorkerThatCannotExecLeavesThePreviousOneServing
   })) << h.Cell("f").dump();
   EXPECT_OK_REPLY(h.Call("f", "echo again"), "again");
   EXPECT_EQ(h.Cell("f")["failed"], 0);
+}
+
+// A reload waits for the new workers of the cells it restarted and reports each swap's outcome:
+// one cell's next worker cannot exec, the other's comes up; the reload fails naming only the one.
+TEST(RestartOverlap, AReloadFailsNamingTheCellWhoseNextWorkerDidNotComeUp) {
+  const CellSpec good_f{.name = "f"};
+  const CellSpec good_g{.name = "g"};
+  CellSpec bad_f = good_f;
+  bad_f.command = {"/nonexistent-bulkhead-dir/worker"};
+  CellSpec new_g = good_g;
+  new_g.environment = {{"BULKHEAD_TEST_GENERATION", "2"}};
+  Harness h(TestOptions({good_f, good_g}));
+  ASSERT_STARTED(h);
+  const pid_t f_pid = h.Cell("f")["pid"].get<pid_t>();
+  const pid_t g_pid = h.Cell("g")["pid"].get<pid_t>();
+
+  h.RewriteConfig({bad_f, new_g});
+  Result<ProcessResult> reload = h.Ctl({"reload"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  EXPECT_EQ(reload->exit_code(), kExitFailure) << reload->Describe();
+  EXPECT_THAT(reload->out, HasSubstr("f restarted (command changed)")) << reload->Describe();
+  const std::string failed =
+      "bulkheadctl: reload: f: restart failed: the next worker exited before it was ready (start "
+      "failed: exec /nonexistent-bulkhead-dir/worker: No such file or directory); the previous "
+      "worker serves on";
+  EXPECT_THAT(reload->err, HasSubstr(failed)) << reload->Describe();
+  EXPECT_THAT(reload->err, Not(HasSubstr("reload: g"))) << reload->Describe();
+  // It returned once the outcome was known: g's new worker runs, f's previous one serves on.
+  nlohmann::json f = h.Cell("f");
+  nlohmann::json g = h.Cell("g");
+  EXPECT_EQ(f["pid"], f_pid) << f.dump();
+  EXPECT_EQ(f["state"], "running") << f.dump();
+  EXPECT_EQ(g["state"], "running") << g.dump();
+  EXPECT_TRUE(g["swap"].is_null()) << g.dump();
+  EXPECT_NE(g["pid"], g_pid) << g.dump();
+  EXPECT_OK_REPLY(h.Call("f", "echo f"), "f");
+  EXPECT_OK_REPLY(h.Call("g", "echo g"), "g");
+
+  // Fixed: the reload exits 0 once f's new worker took over.
+  h.RewriteConfig({good_f, new_g});
+  reload = h.Ctl({"reload"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  EXPECT_EQ(reload->exit_code(), kExitOk) << reload->Describe();
+  f = h.Cell("f");
+  EXPECT_NE(f["pid"], f_pid) << f.dump();
+  EXPECT_TRUE(f["swap"].is_null()) << f.dump();
+  EXPECT_EQ(h.Cell("g")["starts"], 2) << h.Cell("g").dump();
+  EXPECT_OK_REPLY(h.Call("f", "echo again"), "again");
+
+  // --no-block returns at the answer: exit 0 although the next worker cannot exec.
+  h.RewriteConfig({bad_f, new_g});
+  reload = h.Ctl({"reload", "--no-block"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  EXPECT_EQ(reload->exit_code(), kExitOk) << reload->Describe();
 }
 
 }  // namespace

@@ -97,6 +97,10 @@ TEST(LocalReply, ParserRefusalsKeepTheirStatusAndClose) {
                                "cell=payments\r\n"));
   EXPECT_THAT(bytes, HasSubstr("\r\nConnection: close\r\n"));
   EXPECT_THAT(bytes, HasSubstr("bulkhead: more than 100 header fields\n"));
+  const std::string uri =
+      FormatLocalReply(BadRequestReply(Error{414, "request-target over 16384 bytes"}, "payments"));
+  EXPECT_THAT(uri, ::testing::StartsWith("HTTP/1.1 414 URI Too Long\r\n"));
+  EXPECT_THAT(uri, HasSubstr("Bulkhead-Outcome: bad_request; reason=uri_too_long; "));
 }
 
 // RFC 9110 section 15.6.6: the status line says what 505 is, and the outcome names it.

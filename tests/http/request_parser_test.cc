@@ -490,6 +490,20 @@ TEST(RequestParser, LimitsOnHeadAndBody) {
   Outcome long_head_bytes =
       Feed("GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(100, 'a'), 1, limits);
   EXPECT_EQ(long_head_bytes.error.status, 431) << "refused before the head ends";
+  // A request-target longer than a head may be is 414 (URI Too Long, RFC 9110 section 15.5.15),
+  // whether the request line arrives whole or the head overflows before it ends.
+  const std::string long_target = "GET /" + std::string(100, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (size_t step : {size_t{0}, size_t{1}, size_t{7}}) {
+    Outcome out = Feed(long_target, step, limits);
+    EXPECT_EQ(out.error.status, 414) << step << ": " << out.error.reason;
+    EXPECT_THAT(out.error.reason, HasSubstr("request-target over 64 bytes")) << step;
+  }
+  // A target within the limit and fields that make the head too long: 431.
+  Outcome long_fields =
+      Feed("GET /" + std::string(40, 'a') + " HTTP/1.1\r\nHost: x\r\nX-A: " + std::string(30, 'b') +
+               "\r\n\r\n",
+           1, limits);
+  EXPECT_EQ(long_fields.error.status, 431) << long_fields.error.reason;
   Outcome many = Feed("GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", 0, limits);
   EXPECT_EQ(many.error.status, 431) << many.error.reason;
   Outcome declared = Feed("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n", 0, limits);
