@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <functional>
 #include <set>
 
 #include "base/check.h"
@@ -28,6 +29,11 @@ constexpr int kMaxKillPasses = 32;
 constexpr int kMaxKillDepth = 16;
 
 constexpr std::string_view kSupervisorLeaf = "supervisor";
+// A worker generation's leaf under its cell: gen-1, gen-2, ...
+constexpr std::string_view kGenerationPrefix = "gen-";
+// The controllers a cell enables for its generations: memory, for memory.oom.group per
+// generation. The limits stay on the cell, which charges every generation below it.
+constexpr std::string_view kGenerationController = "memory";
 constexpr std::string_view kCellsDir = "cells";
 
 std::string Join(std::string_view dir, std::string_view name) {
@@ -213,6 +219,24 @@ Status EnableControllers(const std::string& dir, const std::vector<std::string>&
   return WriteError(file, request, err);
 }
 
+// Calls `visit(parent_fd, name)` for each sub-directory of `dir_fd` (sub-cgroups), in readdir
+// order, until it returns false; `dir_path` only names the directory in errors.
+Status EachSubdirectory(int dir_fd, const std::string& dir_path,
+                        const std::function<bool(int parent_fd, std::string_view name)>& visit) {
+  UniqueFd walk_fd(openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!walk_fd) return Status::FromErrno("open " + dir_path);
+  DIR* dir = fdopendir(walk_fd.get());
+  if (dir == nullptr) return Status::FromErrno("fdopendir " + dir_path);
+  walk_fd.Release();  // now owned by `dir`
+  while (dirent* entry = readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (entry->d_type != DT_DIR || name == "." || name == "..") continue;
+    if (!visit(dirfd(dir), name)) break;
+  }
+  closedir(dir);
+  return Status::Ok();
+}
+
 // Collects the pids of `dir_fd`'s cgroup.procs and, to `depth`, of its sub-cgroups.
 Status CollectPids(int dir_fd, const std::string& dir_path, int depth, std::vector<pid_t>* pids) {
   Result<std::string> procs = ReadFileAt(dir_fd, dir_path, "cgroup.procs");
@@ -227,22 +251,14 @@ Status CollectPids(int dir_fd, const std::string& dir_path, int depth, std::vect
   pids->insert(pids->end(), parsed->begin(), parsed->end());
   if (depth == 0) return Status::Ok();
 
-  UniqueFd walk_fd(openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!walk_fd) return Status::FromErrno("open " + dir_path);
-  DIR* dir = fdopendir(walk_fd.get());
-  if (dir == nullptr) return Status::FromErrno("fdopendir " + dir_path);
-  walk_fd.Release();  // now owned by `dir`
   Status status = Status::Ok();
-  while (dirent* entry = readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (entry->d_type != DT_DIR || name == "." || name == "..") continue;
-    UniqueFd child(openat(dirfd(dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!child) continue;  // removed meanwhile
+  Status walked = EachSubdirectory(dir_fd, dir_path, [&](int parent_fd, std::string_view name) {
+    UniqueFd child(openat(parent_fd, std::string(name).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!child) return true;  // removed meanwhile
     status = CollectPids(child.get(), Join(dir_path, name), depth - 1, pids);
-    if (!status.ok()) break;
-  }
-  closedir(dir);
-  return status;
+    return status.ok();
+  });
+  return walked.ok() ? status : walked;
 }
 
 }  // namespace
@@ -463,6 +479,50 @@ Result<Pressure> CellCgroup::ReadPressure(PressureResource resource) const {
 Result<MemoryEvents> CellCgroup::ReadMemoryEvents() const {
   if (!dir_fd_) return Removed();
   return CellFiles{dir_fd_.get(), path_}.Parsed("memory.events", ParseMemoryEvents);
+}
+
+Result<CellCgroup> CellCgroup::CreateGeneration(uint64_t generation) {
+  if (!dir_fd_) return Removed();
+  // What the cell may hand down (cgroup-v2.rst, "Top-down Constraint"); absent: nothing.
+  Result<std::string> offered = ReadFileAt(dir_fd_.get(), path_, "cgroup.controllers");
+  if (!offered.ok() && offered.status().error_number() != ENOENT) return offered.status();
+  if (offered.ok() && Contains(ParseControllers(offered.value()), kGenerationController)) {
+    Status enabled = EnableControllers(path_, {std::string(kGenerationController)});
+    if (!enabled.ok()) return enabled;
+  }
+  const std::string leaf = std::string(kGenerationPrefix) + std::to_string(generation);
+  std::string path = Join(path_, leaf);
+  Status made = MakeDirectory(path);
+  if (!made.ok()) return made;
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return Status::FromErrno("open " + path);
+  return CellCgroup(name_ + "/" + leaf, std::move(path), std::move(fd));
+}
+
+Status CellCgroup::WriteOomGroup(bool oom_group) {
+  if (!dir_fd_) return Removed();
+  const std::string_view value = oom_group ? "1" : "0";
+  int err = WriteRawAt(dir_fd_.get(), "memory.oom.group", value);
+  if (err == 0 || err == ENOENT) return Status::Ok();
+  return WriteError(Join(path_, "memory.oom.group"), value, err);
+}
+
+bool CellCgroup::HasOomGroup() const {
+  return dir_fd_ && faccessat(dir_fd_.get(), "memory.oom.group", F_OK, 0) == 0;
+}
+
+Status CellCgroup::RemoveGenerations() {
+  if (!dir_fd_) return Status::Ok();
+  Status status = Status::Ok();
+  Status walked = EachSubdirectory(dir_fd_.get(), path_, [&](int parent_fd, std::string_view name) {
+    if (!name.starts_with(kGenerationPrefix)) return true;
+    if (unlinkat(parent_fd, std::string(name).c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT &&
+        status.ok()) {
+      status = Status::FromErrno("rmdir " + Join(path_, name));
+    }
+    return true;
+  });
+  return walked.ok() ? status : walked;
 }
 
 Status CellCgroup::Removed() const {

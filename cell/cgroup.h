@@ -143,6 +143,25 @@ class CellCgroup {
   // files: cell/pressure_trigger.h.
   Result<Pressure> ReadPressure(PressureResource resource) const;
 
+  // --- Worker generations (docs/config.md, "Where the processes live"). ---
+
+  // Creates the leaf of one worker generation, <path>/gen-<generation>, and opens it (an existing
+  // one, left by an earlier run, is adopted as it is). First enables the memory controller for
+  // the cell's children (cgroup.subtree_control, when the cell's cgroup.controllers offers it), so
+  // that each generation has its own memory.oom.group while the limits stay on the cell; from then
+  // on, by the no-internal-process rule (cgroup-v2.rst), processes live only in generations. Fails
+  // with EBUSY while the cell itself holds processes: Kill() and wait until IsEmpty() first. The
+  // generation's name() is "<cell>/gen-<generation>".
+  Result<CellCgroup> CreateGeneration(uint64_t generation);
+  // Writes memory.oom.group (1: an OOM kill takes every process of this cgroup). An absent file
+  // (no memory controller here) is Ok: no OOM group to set.
+  Status WriteOomGroup(bool oom_group);
+  // This cgroup has its own memory.oom.group (the memory controller is enabled for it).
+  bool HasOomGroup() const;
+  // Removes every gen-* sub-cgroup (rmdir); one with processes fails with EBUSY, and the others
+  // are still removed.
+  Status RemoveGenerations();
+
   // Pids listed in this cgroup's cgroup.procs (not its sub-cgroups'), unordered.
   Result<std::vector<pid_t>> Procs() const;
 

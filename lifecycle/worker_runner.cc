@@ -74,6 +74,7 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
       watchdog_timer_(time->CreateTimer([this] { OnWatchdogTimer(); })),
       start_timer_(time->CreateTimer([this] { OnStartTimer(); })),
       teardown_(time, &config_.name),
+      swap_teardown_(time, &config_.name),
       probe_(
           loop, time, after_poll, &config_.name,
           HealthProbe::Callbacks{
@@ -104,6 +105,11 @@ Status WorkerRunner::CreateCgroup() {
   // them: they are killed before this run's first worker starts (see Start).
   Result<bool> empty = cgroup_->IsEmpty();
   stale_generation_ = !empty.ok() || !*empty;
+  if (!stale_generation_) {
+    // Empty generation leaves of an earlier run: gen-1 is made again at the first spawn.
+    Status removed = cgroup_->RemoveGenerations();
+    if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
+  }
   UpdatePressureWatch();
   return Status::Ok();
 }
@@ -136,7 +142,9 @@ std::string WorkerRunner::Restart(uint32_t in_flight, bool overlap) {
   if (!overlap) {
     // A next worker started before has the config of then: it goes, this restart proceeds.
     ExecuteSwap(swap_.Cancel("the cell restarts without overlap"));
-  } else if (swap_.phase() != WorkerSwap::Phase::kIdle) {
+  } else if (swap_.phase() != WorkerSwap::Phase::kIdle || swap_generation_) {
+    // A swap's other generation is still being torn down (its leaf not yet removed): the swap
+    // is not over.
     return Lifecycle::ReplyText(Lifecycle::Reply::kRestartInProgress);
   } else if (CanOverlap()) {
     return BeginSwap(in_flight);
@@ -302,8 +310,14 @@ void WorkerRunner::DoSpawn() {
     restarts_attributed_ = lifecycle_.restarts();
   }
   operator_restart_ = false;
-  Status limits = cgroup_ ? WriteCellLimits() : Status::Ok();
-  if (!limits.ok() && compartment_.required) {
+  // The worker's generation leaf first (kept from a failed spawn), then the cell's limits, which
+  // its memory.oom.group follows.
+  Status generation = cgroup_ && !generation_ ? MakeGeneration(&generation_) : Status::Ok();
+  Status limits = cgroup_ && generation.ok() ? WriteCellLimits() : Status::Ok();
+  if (!generation.ok()) {
+    // Nowhere to start the worker inside the cell: a failed start, as an exec error.
+    Execute(lifecycle_.Handle(Event::SpawnFailed("cgroup: " + generation.message())));
+  } else if (!limits.ok() && compartment_.required) {
     // cgroup = "required": no worker runs outside its limits. A failed start, as an exec error.
     std::string why = "cgroup = \"required\" but limits not enforced: " + limits.message();
     Execute(lifecycle_.Handle(Event::SpawnFailed(why)));
@@ -324,8 +338,9 @@ void WorkerRunner::SpawnWorker() {
   cell::SpawnOptions options =
       BuildWorkerEnvironment(config_, notify_.path(), max_payload_, worker_listen_fd_.get());
   if (cgroup_) {
-    // The worker is born inside its cgroup (clone3 CLONE_INTO_CGROUP): so is all it forks.
-    options.cgroup_fd = cgroup_->dir_fd();
+    // The worker is born inside its generation's cgroup (clone3 CLONE_INTO_CGROUP): so is all it
+    // forks.
+    options.cgroup_fd = generation_->dir_fd();
     oom_watch_.WorkerStarted();
   }
   status_text_.clear();
@@ -404,7 +419,17 @@ void WorkerRunner::UpdatePressureWatch() {
 }
 
 Status WorkerRunner::WriteCellLimits() {
-  limits_written_ = cgroup_->WriteLimits(EffectiveLimits());
+  cell::CgroupLimits limits = EffectiveLimits();
+  // With generations of their own memory.oom.group, the cell's is 0: the kernel kills the
+  // highest group between the victim and the cgroup whose limit was hit (cgroup-v2.rst,
+  // "memory.oom.group"), so an OOM kill takes one generation whole, never both of a swap.
+  if (generation_oom_group_) limits.oom_group = false;
+  limits_written_ = cgroup_->WriteLimits(limits);
+  for (std::optional<cell::CellCgroup>* generation : {&generation_, &swap_generation_}) {
+    if (!*generation) continue;
+    Status group = (*generation)->WriteOomGroup(compartment_.limits.oom_group);
+    if (!group.ok() && limits_written_.oom_group.ok()) limits_written_.oom_group = group;
+  }
   Status status = limits_written_.status();
   if (!status.ok()) {
     Log(compartment_.required ? LogLevel::kError : LogLevel::kWarning, name(), pid_,
@@ -414,29 +439,35 @@ Status WorkerRunner::WriteCellLimits() {
 }
 
 void WorkerRunner::SignalStop(int signal) {
-  if (cgroup_ && config_.kill_mode == config::KillMode::kControlGroup) {
-    // systemd's KillMode=control-group: every process of the cell, a setsid helper included.
-    Status signalled = cgroup_->Signal(signal);
+  SignalGeneration(signal, cgroup_ ? &LiveCgroup() : nullptr, pid_, pgid_);
+}
+
+void WorkerRunner::SignalGeneration(int signal, cell::CellCgroup* generation, pid_t pid,
+                                    pid_t pgid) {
+  if (generation != nullptr && config_.kill_mode == config::KillMode::kControlGroup) {
+    // systemd's KillMode=control-group: every process of the generation, a setsid helper
+    // included.
+    Status signalled = generation->Signal(signal);
     if (signalled.ok()) return;
-    Log(LogLevel::kError, name(), pid_, "cgroup signal: " + signalled.message());
+    Log(LogLevel::kError, name(), pid, "cgroup signal: " + signalled.message());
   }
-  if (cgroup_) {
+  if (generation != nullptr) {
     // kill_mode = "mixed" (systemd's KillMode=mixed): the worker alone; whatever else is left
     // gets SIGKILL (cgroup.kill) once it has exited or at stop_timeout.
-    if (pid_ > 0) launcher_->Kill(pid_, signal);
+    if (pid > 0) launcher_->Kill(pid, signal);
     return;
   }
   // Without a cgroup: the worker's process group (it leads one since the spawn); a helper that
   // left it (setsid) is not reached.
-  if (pgid_ > 0) {
-    launcher_->Kill(-pgid_, signal);
-    if (pid_ > 0) launcher_->Kill(pid_, signal);  // in case it left its process group
+  if (pgid > 0) {
+    launcher_->Kill(-pgid, signal);
+    if (pid > 0) launcher_->Kill(pid, signal);  // in case it left its process group
   }
 }
 
 void WorkerRunner::KillAll() {
   if (cgroup_) {
-    Status killed = cgroup_->Kill();
+    Status killed = LiveCgroup().Kill();
     if (!killed.ok()) Log(LogLevel::kError, name(), pgid_, "cgroup kill: " + killed.message());
     return;
   }
@@ -460,12 +491,49 @@ void WorkerRunner::Teardown(std::function<void()> then) {
   const uint64_t kill_from_ms = config_.kill_mode == config::KillMode::kControlGroup
                                     ? lifecycle_.signalled_stop_deadline_ms()
                                     : 0;
-  teardown_.Start(this, kill_from_ms, std::move(then));
+  teardown_.Start(this, kill_from_ms, [this, then = std::move(then)] {
+    // Its leaf goes with it (or, for what an earlier run left, every empty one), before `then`
+    // may spawn the next generation.
+    Status removed = generation_ ? generation_->Remove() : cgroup_->RemoveGenerations();
+    if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
+    generation_.reset();
+    then();
+  });
 }
 
-Result<bool> WorkerRunner::IsEmpty() { return cgroup_->IsEmpty(); }
+Result<bool> WorkerRunner::IsEmpty() { return LiveCgroup().IsEmpty(); }
 
-std::string WorkerRunner::Describe() const { return "cgroup " + cgroup_->path(); }
+std::string WorkerRunner::Describe() const { return "cgroup " + LiveCgroup().path(); }
+
+Status WorkerRunner::MakeGeneration(std::optional<cell::CellCgroup>* into) {
+  Result<cell::CellCgroup> made = cgroup_->CreateGeneration(++generations_made_);
+  if (!made.ok()) return made.status();
+  into->emplace(std::move(made).value());
+  generation_oom_group_ = (*into)->HasOomGroup();
+  // Not a failed start: WriteCellLimits reports it (and fails the start under "required").
+  Status group = (*into)->WriteOomGroup(compartment_.limits.oom_group);
+  if (!group.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + group.message());
+  return Status::Ok();
+}
+
+void WorkerRunner::RetireSwapGeneration() {
+  if (!swap_generation_) return;
+  swap_teardown_.Start(&swap_generation_view_, /*kill_from_ms=*/0, [this] {
+    Status removed = swap_generation_->Remove();
+    if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
+    swap_generation_.reset();
+  });
+}
+
+Result<bool> WorkerRunner::SwapGeneration::IsEmpty() {
+  return runner_->swap_generation_->IsEmpty();
+}
+
+void WorkerRunner::SwapGeneration::KillAll() { runner_->KillGeneration(0, 0); }
+
+std::string WorkerRunner::SwapGeneration::Describe() const {
+  return "cgroup " + runner_->swap_generation_->path();
+}
 
 // --- Notify socket (sd_notify(3)) and watchdog. ---
 
@@ -473,8 +541,8 @@ bool WorkerRunner::SpeaksForCell(pid_t sender) const {
   if (pid_ == 0) return false;
   if (sender == pid_) return true;
   if (cgroup_) {
-    // Any process of the cell's cgroup (systemd's NotifyAccess=all).
-    Result<std::vector<pid_t>> procs = cgroup_->Procs();
+    // Any process of the worker's generation (systemd's NotifyAccess=all).
+    Result<std::vector<pid_t>> procs = LiveCgroup().Procs();
     return procs.ok() && std::find(procs->begin(), procs->end(), sender) != procs->end();
   }
   // Without a cgroup: a process of the worker's session (the worker called setsid at spawn).
@@ -482,14 +550,12 @@ bool WorkerRunner::SpeaksForCell(pid_t sender) const {
 }
 
 void WorkerRunner::OnNotify(pid_t sender, const cell::NotifyMessage& message) {
-  if (swap_.has_next() && next_pid_ != 0 &&
-      (sender == next_pid_ || (!cgroup_ && ::getsid(sender) == next_pid_))) {
+  if (swap_.has_next() && next_pid_ != 0 && InSwapGeneration(sender, next_pid_)) {
     // The next worker of a swap: only its READY=1 counts (the rest once it serves).
     if (message.ready) OnNextReady("READY=1");
     return;
   }
-  if (swap_.has_previous() && prev_pid_ != 0 &&
-      (sender == prev_pid_ || (!cgroup_ && ::getsid(sender) == prev_pid_))) {
+  if (swap_.has_previous() && prev_pid_ != 0 && InSwapGeneration(sender, prev_pid_)) {
     return;  // the previous worker of a swap, finishing: it no longer speaks for the cell
   }
   if (!SpeaksForCell(sender)) {
@@ -528,8 +594,17 @@ void WorkerRunner::OnAfterPoll() {
 
 // --- Worker swap (restart_overlap, worker_swap.h). ---
 
+bool WorkerRunner::InSwapGeneration(pid_t sender, pid_t leader) const {
+  if (sender == leader) return true;
+  if (swap_generation_) {
+    Result<std::vector<pid_t>> procs = swap_generation_->Procs();
+    return procs.ok() && std::find(procs->begin(), procs->end(), sender) != procs->end();
+  }
+  return !cgroup_ && ::getsid(sender) == leader;
+}
+
 bool WorkerRunner::CanOverlap() const {
-  return config_.restart_overlap && !cgroup_ && lifecycle_.state() == Lifecycle::State::kRunning &&
+  return config_.restart_overlap && lifecycle_.state() == Lifecycle::State::kRunning &&
          pid_ != 0 && swap_.phase() == WorkerSwap::Phase::kIdle && worker_listen_fd_.valid() &&
          NextSocketPath(config_.worker_socket).size() < sizeof(sockaddr_un::sun_path);
 }
@@ -550,14 +625,31 @@ std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
   next_listen_fd_ = std::move(next->fd);
   cell::SpawnOptions options =
       BuildWorkerEnvironment(config_, notify_.path(), max_payload_, next_listen_fd_.get());
-  Status output = swap_output_->Prepare(&options);
-  if (!output.ok())
-    Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
-  Result<cell::StartedChild> started = launcher_->SpawnStarted(options);
-  swap_output_->Spawned(started.ok() ? started->pid : 0);
+  // With the cell's cgroup, the next worker is born in a generation leaf of its own beside the
+  // serving one's: the cell's limits cover both, and each is torn down whole.
+  Status generation = cgroup_ ? MakeGeneration(&swap_generation_) : Status::Ok();
+  if (generation.ok() && cgroup_) {
+    // cgroup = "required": no worker starts outside its limits, the next one of a swap neither.
+    Status limits = WriteCellLimits();
+    if (!limits.ok() && compartment_.required) {
+      generation = Status::Error("cgroup = \"required\" but limits not enforced: " +
+                                 limits.message());
+    }
+  }
+  if (swap_generation_) options.cgroup_fd = swap_generation_->dir_fd();
+  Result<cell::StartedChild> started = Status::Error("not started");
+  if (generation.ok()) {
+    Status output = swap_output_->Prepare(&options);
+    if (!output.ok())
+      Log(LogLevel::kWarning, name(), 0, "worker output not captured: " + output.message());
+    started = launcher_->SpawnStarted(options);
+    swap_output_->Spawned(started.ok() ? started->pid : 0);
+  }
   ExecuteSwap(swap_.Begin(time_->NowMs()));
   if (!started.ok()) {
-    ExecuteSwap(swap_.NextExited("start failed: " + started.status().message()));
+    ExecuteSwap(swap_.NextExited(
+        "start failed: " + (generation.ok() ? started.status().message() : generation.message())));
+    RetireSwapGeneration();
     return Lifecycle::ReplyText(Lifecycle::Reply::kAccepted);
   }
   next_pid_ = started->pid;
@@ -638,6 +730,7 @@ void WorkerRunner::Handover() {
   pid_ = pgid_ = next_pid_;
   next_pid_ = 0;
   std::swap(output_, swap_output_);
+  std::swap(generation_, swap_generation_);
   status_text_.clear();
   ReleaseNext();
   for (const Action& a : lifecycle_.WorkerReplaced()) {
@@ -665,8 +758,8 @@ void WorkerRunner::ExecuteSwap(const std::vector<WorkerSwap::Action>& actions) {
         Handover();
         break;
       case WorkerSwap::Action::Type::kSignalPrevious:
-        if (prev_pgid_ > 0) launcher_->Kill(-prev_pgid_, a.signal);
-        if (prev_pid_ > 0) launcher_->Kill(prev_pid_, a.signal);
+        SignalGeneration(a.signal, swap_generation_ ? &*swap_generation_ : nullptr, prev_pid_,
+                         prev_pgid_);
         break;
       case WorkerSwap::Action::Type::kKillPrevious:
         Log(LogLevel::kWarning, name(), prev_pid_,
@@ -685,6 +778,11 @@ void WorkerRunner::ExecuteSwap(const std::vector<WorkerSwap::Action>& actions) {
 }
 
 void WorkerRunner::KillGeneration(pid_t pid, pid_t pgid) {
+  if (swap_generation_) {
+    Status killed = swap_generation_->Kill();
+    if (!killed.ok()) Log(LogLevel::kError, name(), pid, "cgroup kill: " + killed.message());
+    return;
+  }
   if (pgid > 0) launcher_->Kill(-pgid, SIGKILL);
   if (pid > 0) launcher_->Kill(pid, SIGKILL);
 }
@@ -748,7 +846,8 @@ void WorkerRunner::OnProcessExit(pid_t pid, int wait_status) {
     std::optional<Status> exec = next_exec_.Poll();
     CloseExecWatch();
     swap_output_->WorkerExited();
-    KillGeneration(0, next_pid_);  // what it forked in its process group
+    KillGeneration(0, next_pid_);  // what it forked in its generation
+    RetireSwapGeneration();
     next_pid_ = 0;
     Log(LogLevel::kDebug, name(), pid, "next worker reaped: " + description);
     ExecuteSwap(swap_.NextExited(exec && !exec->ok() ? "start failed: " + exec->message()
@@ -758,6 +857,7 @@ void WorkerRunner::OnProcessExit(pid_t pid, int wait_status) {
   BH_CHECK(pid == prev_pid_);
   swap_output_->WorkerExited();
   KillGeneration(0, prev_pgid_);
+  RetireSwapGeneration();
   prev_pid_ = prev_pgid_ = 0;
   Log(LogLevel::kInfo, name(), pid, "restart done: previous worker exited: " + description);
   swap_.PreviousExited();
@@ -820,9 +920,13 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
   }
   ReleaseNext();
   swap_timer_->Stop();
+  swap_teardown_.Cancel();
   pressure_.Close(handles_.Part());  // its descriptors first: they hold the cgroup's files open
   if (cgroup_) {
-    Status removed = cgroup_->Remove();
+    generation_.reset();
+    swap_generation_.reset();
+    Status removed = cgroup_->RemoveGenerations();
+    if (removed.ok()) removed = cgroup_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
   }
   probe_.Follow(HealthProbe::State::kOff, 0, config_);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // WorkerRunner: one cell's worker over time, one generation at a time (s6-supervise's job for one
-// service). Drives the lifecycle table (lifecycle.h) and carries out its actions: spawn into the
-// cell's cgroup with the worker socket as fd 3, the notify socket and watchdog (sd_notify(3)),
+// service), two while a worker swap overlaps them. Drives the lifecycle table (lifecycle.h) and
+// carries out its actions: spawn into a generation leaf of the cell's cgroup (cells/NAME/gen-N,
+// docs/config.md "Where the processes live") with the worker socket as fd 3, the notify socket and watchdog (sd_notify(3)),
 // output capture, teardown (stop_signal, kill_mode, cgroup.kill), the cgroup's limits, OOM kills
 // (memory.events), an adaptive cell's PSI triggers and usage poll (PressureWatch), restart reasons.
 // It never touches a request: what the table asks of the data path goes through DataPathControl.
@@ -96,7 +97,8 @@ class WorkerRunner : private TeardownWatcher::Generation {
   WorkerRunner& operator=(const WorkerRunner&) = delete;
 
   // Creates the cell's cgroup (when limits are enforced), starts watching its memory.events and
-  // writes its limits; notes a cgroup still holding an earlier run's processes (Start kills them).
+  // writes its limits; notes a cgroup still holding an earlier run's processes (Start kills them,
+  // then removes their generation leaves), or removes the empty leaves an earlier run left.
   Status CreateCgroup();
   // Claims and binds the worker socket (listening, blocking, handed to each worker as fd 3) and
   // the notify socket.
@@ -187,17 +189,31 @@ class WorkerRunner : private TeardownWatcher::Generation {
   void DrainStaleWorkerConnections();
 
   // Kills whatever is left of the worker generation (its cgroup, or its process group without
-  // one) and runs `then` once nothing of it is left: never two generations side by side.
+  // one) and runs `then` once nothing of it is left, its generation leaf removed: the lifecycle
+  // never sees two generations side by side (a swap's other one is the swap's).
   void Teardown(std::function<void()> then);
+  // The live generation's cgroup: its leaf (generation_), or the whole cell's while it has none
+  // (what an earlier run left). REQUIRES: cgroup_.
+  cell::CellCgroup& LiveCgroup() { return generation_ ? *generation_ : *cgroup_; }
+  const cell::CellCgroup& LiveCgroup() const { return generation_ ? *generation_ : *cgroup_; }
+  // Creates the leaf of the next worker generation (cells/NAME/gen-N) into `*into` and writes
+  // its memory.oom.group (a failure there is logged, not returned). REQUIRES: cgroup_.
+  Status MakeGeneration(std::optional<cell::CellCgroup>* into);
+  // The swap's other generation (next or previous) has no worker left: killed whole, watched
+  // until empty, then its leaf removed (swap_teardown_). No-op without one.
+  void RetireSwapGeneration();
   // SIGKILL to whatever is left of the generation: cgroup.kill, or without a cgroup the worker's
   // process group (TeardownWatcher::Generation).
   void KillAll() override;
-  // TeardownWatcher::Generation, for the cell's cgroup: its cgroup.procs is empty.
+  // TeardownWatcher::Generation, for LiveCgroup(): no process left in it.
   Result<bool> IsEmpty() override;
   std::string Describe() const override;
-  // Sends stop_signal to the worker: to every process of the cell's cgroup (kill_mode =
+  // Sends stop_signal to the worker: to every process of its generation's cgroup (kill_mode =
   // "control-group"), to the worker alone ("mixed"); without a cgroup, to its process group.
   void SignalStop(int signal);
+  // The same for any generation: `generation` its cgroup (null without one), `pid` and `pgid`
+  // its worker and process group.
+  void SignalGeneration(int signal, cell::CellCgroup* generation, pid_t pid, pid_t pgid);
   // Writes the limits into the cell's cgroup, keeps the outcome for status and logs every limit
   // that is not in force. Returns Ok or the failures. REQUIRES: cgroup_.
   Status WriteCellLimits();
@@ -220,8 +236,8 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // The start timer: a worker not ready within start_timeout.
   void OnStartTimer();
 
-  // Worker swap (restart_overlap). A restart overlaps when the cell runs a ready worker, has no
-  // cgroup (generation sub-cgroups are not done yet: docs/config.md) and no swap runs.
+  // Worker swap (restart_overlap). A restart overlaps when the cell runs a ready worker and no
+  // swap runs; with a cgroup the next worker is born in a generation leaf of its own.
   bool CanOverlap() const;
   // Binds the next worker's socket beside the worker socket, spawns the next worker on it and
   // starts watching its readiness. The answer to the restart command (`in_flight` for a restart
@@ -231,8 +247,11 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // The next worker is ready: its socket takes the worker socket's path, then the handover.
   void OnNextReady(const std::string& what);
   void Handover();
-  // SIGKILL to a generation without a cgroup: its process group and its leader.
+  // SIGKILL to the swap's other generation (next or previous): its cgroup leaf
+  // (swap_generation_), or without one its process group `pgid` and its leader `pid`.
   void KillGeneration(pid_t pid, pid_t pgid);
+  // `sender` is `leader` or a process of its generation (the swap's other one).
+  bool InSwapGeneration(pid_t sender, pid_t leader) const;
   // The next worker's socket and readiness watch are released (after a handover, or a failure).
   void ReleaseNext();
   // exec_watch_ (POLLIN or POLLHUP on next_exec_'s fd): the exec's outcome, or nothing yet.
@@ -294,6 +313,28 @@ class WorkerRunner : private TeardownWatcher::Generation {
   std::string status_text_;
   // The cell's cgroup held processes when this run found it: Start() empties it first.
   bool stale_generation_ = false;
+  // The live worker's generation leaf (cells/NAME/gen-N), from before its spawn until its
+  // teardown (kept for the next spawn after a failed one); the swap's other worker's, the next one
+  // until the handover swaps them, then the previous one until it is torn down. Empty without a
+  // cgroup.
+  std::optional<cell::CellCgroup> generation_;
+  std::optional<cell::CellCgroup> swap_generation_;
+  uint64_t generations_made_ = 0;  // N of the last gen-N
+  // The generations have a memory.oom.group of their own: the cell's is 0 (WriteCellLimits).
+  bool generation_oom_group_ = false;
+  // Tears the swap's other generation down once its worker is gone (RetireSwapGeneration).
+  class SwapGeneration : public TeardownWatcher::Generation {
+   public:
+    explicit SwapGeneration(WorkerRunner* runner) : runner_(runner) {}
+    Result<bool> IsEmpty() override;
+    void KillAll() override;
+    std::string Describe() const override;
+
+   private:
+    WorkerRunner* runner_;
+  };
+  SwapGeneration swap_generation_view_{this};
+  TeardownWatcher swap_teardown_;
 
   // A watchdog miss waiting for the next poll (OnAfterPoll), and watchdog_arms_ when the watchdog
   // timer fired.

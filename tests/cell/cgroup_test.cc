@@ -78,6 +78,19 @@ class FakeCgroupTree : public ::testing::Test {
     }
   }
 
+  // The fixture's tree delegated, and the cell "alpha" made in it; `controllers` (when given)
+  // is what its cgroup.controllers offers its children, none of them enabled yet.
+  Result<CellCgroup> CreateAlpha(const char* controllers = nullptr) {
+    Result<CgroupTree> tree = CgroupTree::Delegate(options_);
+    if (!tree.ok()) return tree.status();
+    Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
+    if (cell.ok() && controllers != nullptr) {
+      WriteText(fs::path(cell->path()) / "cgroup.controllers", controllers);
+      WriteText(fs::path(cell->path()) / "cgroup.subtree_control", "");
+    }
+    return cell;
+  }
+
   pid_t StartSleepingChild() {
     pid_t pid = fork();
     if (pid == 0) {
@@ -604,6 +617,71 @@ TEST_F(FakeCgroupTree, RemoveDeletesTheDirectoryAndIsIdempotent) {
   EXPECT_EQ(cell->dir_fd(), -1);
   EXPECT_TRUE(cell->Remove().ok());
   EXPECT_FALSE(cell->ReadStats().ok());
+}
+
+// A worker generation is a leaf of its cell (docs/config.md, "Where the processes live"): the
+// cell hands memory down (so each generation has its own memory.oom.group), the limits stay on
+// the cell.
+TEST_F(FakeCgroupTree, CreateGenerationEnablesMemoryForTheCellsChildrenAndMakesALeaf) {
+  Result<CellCgroup> cell = CreateAlpha("cpu memory pids\n");
+  ASSERT_TRUE(cell.ok()) << cell.status().message();
+  const fs::path dir = cell->path();
+  Result<CellCgroup> gen = cell->CreateGeneration(3);
+  ASSERT_TRUE(gen.ok()) << gen.status().message();
+  EXPECT_EQ(ReadText(dir / "cgroup.subtree_control"), "+memory");
+  EXPECT_EQ(gen->path(), (dir / "gen-3").string());
+  EXPECT_EQ(gen->name(), "alpha/gen-3");
+  EXPECT_TRUE(fs::is_directory(gen->path()));
+  ASSERT_GE(gen->dir_fd(), 0);
+  EXPECT_NE(fcntl(gen->dir_fd(), F_GETFD) & FD_CLOEXEC, 0);
+  // Once on, it is not written again; an existing leaf is adopted.
+  WriteText(dir / "cgroup.subtree_control", "memory\n");
+  EXPECT_TRUE(cell->CreateGeneration(3).ok());
+  EXPECT_EQ(ReadText(dir / "cgroup.subtree_control"), "memory\n");
+}
+
+TEST_F(FakeCgroupTree, CreateGenerationWithoutMemoryOnOfferEnablesNothing) {
+  Result<CellCgroup> cell = CreateAlpha("cpu pids\n");
+  ASSERT_TRUE(cell.ok()) << cell.status().message();
+  Result<CellCgroup> gen = cell->CreateGeneration(1);
+  ASSERT_TRUE(gen.ok()) << gen.status().message();
+  EXPECT_EQ(ReadText(fs::path(cell->path()) / "cgroup.subtree_control"), "");
+  // No memory.oom.group in the leaf: nothing to write, and it says so.
+  EXPECT_FALSE(gen->HasOomGroup());
+  EXPECT_TRUE(gen->WriteOomGroup(true).ok());
+  EXPECT_FALSE(fs::exists(fs::path(gen->path()) / "memory.oom.group"));
+}
+
+TEST_F(FakeCgroupTree, WriteOomGroupWritesTheGenerationsFile) {
+  Result<CellCgroup> cell = CreateAlpha();
+  ASSERT_TRUE(cell.ok()) << cell.status().message();
+  fs::create_directories(fs::path(cell->path()) / "gen-1");
+  WriteText(fs::path(cell->path()) / "gen-1" / "memory.oom.group", "");
+  Result<CellCgroup> gen = cell->CreateGeneration(1);
+  ASSERT_TRUE(gen.ok()) << gen.status().message();
+  EXPECT_TRUE(gen->HasOomGroup());
+  ASSERT_TRUE(gen->WriteOomGroup(true).ok());
+  EXPECT_EQ(ReadText(fs::path(gen->path()) / "memory.oom.group"), "1");
+  ASSERT_TRUE(gen->WriteOomGroup(false).ok());
+  EXPECT_EQ(ReadText(fs::path(gen->path()) / "memory.oom.group"), "0");
+}
+
+TEST_F(FakeCgroupTree, RemoveGenerationsRemovesEveryGenLeafAndNothingElse) {
+  Result<CellCgroup> cell = CreateAlpha();
+  ASSERT_TRUE(cell.ok()) << cell.status().message();
+  const fs::path dir = cell->path();
+  ASSERT_TRUE(cell->CreateGeneration(1).ok());
+  ASSERT_TRUE(cell->CreateGeneration(2).ok());
+  fs::create_directories(dir / "helper");
+  WriteText(dir / "gen-2" / "cgroup.procs", "");  // on cgroupfs: EBUSY while populated
+  EXPECT_FALSE(cell->RemoveGenerations().ok());
+  EXPECT_FALSE(fs::exists(dir / "gen-1")) << "the others are still removed";
+  EXPECT_TRUE(fs::exists(dir / "gen-2"));
+  fs::remove(dir / "gen-2" / "cgroup.procs");
+  EXPECT_TRUE(cell->RemoveGenerations().ok());
+  EXPECT_FALSE(fs::exists(dir / "gen-2"));
+  EXPECT_TRUE(fs::is_directory(dir / "helper"));
+  EXPECT_TRUE(cell->RemoveGenerations().ok()) << "none left";
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ class FakeCgroupTree {
   std::string MakeCell(const std::string& name) {
     const std::string dir = own_ + "/cells/" + name;
     MakeDir(dir);
+    Write(dir + "/cgroup.controllers", "cpu memory pids\n");
+    Write(dir + "/cgroup.subtree_control", "");
     for (const char* file :
          {"cpu.max", "cpu.weight", "memory.max", "memory.high", "memory.swap.max", "pids.max",
           "memory.oom.group", "cgroup.kill", "cgroup.procs", "cpu.pressure", "memory.pressure"}) {
@@ -58,6 +60,25 @@ class FakeCgroupTree {
     Write(dir + "/memory.stat", "anon 0\nfile 0\ninactive_file 0\n");
     Write(dir + "/cpu.stat", "usage_usec 0\nuser_usec 0\nsystem_usec 0\n");
     return dir;
+  }
+
+  // The leaf of worker generation `n` of cell `name` (cells/NAME/gen-N) as the kernel makes it
+  // once the cell enabled memory for its children: with memory.oom.group. Made before the runner
+  // creates it (CreateGeneration adopts it); a leaf the runner makes itself is a bare directory,
+  // as if the cell had no memory controller for its children.
+  std::string MakeGeneration(const std::string& name, int n) {
+    const std::string dir = own_ + "/cells/" + name + "/gen-" + std::to_string(n);
+    MakeDir(dir);
+    Write(dir + "/memory.oom.group", "");
+    return dir;
+  }
+  // Removes the files of `dir`: rmdir on cgroupfs takes a cgroup's interface files with it, a
+  // plain directory must be empty first.
+  static void DropFiles(const std::string& dir) {
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ignored)) {
+      if (entry.is_regular_file()) std::filesystem::remove(entry.path(), ignored);
+    }
   }
 
   static void Write(const std::string& path, const std::string& text) {

@@ -16,6 +16,8 @@
 #include <uv.h>
 
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,6 +55,13 @@ class FakeLauncher : public WorkerLauncher {
   Result<pid_t> Spawn(const cell::SpawnOptions& options) override {
     spawn_times.push_back(time_->NowMs());
     listen_fd = options.listen_fd;
+    std::error_code ignored;
+    cgroup_dirs.push_back(options.cgroup_fd < 0 ? std::string()
+                                                : std::filesystem::read_symlink(
+                                                      "/proc/self/fd/" +
+                                                          std::to_string(options.cgroup_fd),
+                                                      ignored)
+                                                      .string());
     if (!fail_with.empty()) return Status::Error(fail_with);
     if (!pids.empty()) {
       pid_t pid = pids.front();
@@ -68,6 +77,8 @@ class FakeLauncher : public WorkerLauncher {
   std::vector<uint64_t> spawn_times;
   std::vector<std::pair<pid_t, int>> kills;
   int listen_fd = -1;
+  // The directory of the cgroup each spawn was born in (CLONE_INTO_CGROUP); "" for none.
+  std::vector<std::string> cgroup_dirs;
   std::string fail_with;    // non-empty: every spawn fails with it
   std::vector<pid_t> pids;  // the pids the next spawns return, in order; then the test's own
 
@@ -747,6 +758,7 @@ class WorkerRunnerCgroupTest : public WorkerRunnerTest {
                     &*after_poll_, &data_path_, &launcher_);
     Status made = runner_->CreateCgroup();
     ASSERT_TRUE(made.ok()) << made.message();
+    if (before_start_) before_start_();
     Status bound = runner_->BindSockets();
     ASSERT_TRUE(bound.ok()) << bound.message();
     EXPECT_EQ(runner_->Start(), "ok");
@@ -763,6 +775,8 @@ class WorkerRunnerCgroupTest : public WorkerRunnerTest {
 
   FakeCgroupTree tree_;
   std::string cell_dir_;
+  // Runs between the cgroup's creation and the first start.
+  std::function<void()> before_start_;
 };
 
 TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellsUsageIsPolledEvery250msWhileItsWorkerRuns) {
@@ -843,6 +857,97 @@ TEST_F(WorkerRunnerCgroupTest, AReloadTogglesTheTriggersThePollAndMemoryHigh) {
   EXPECT_EQ(File("memory.pressure"), std::string("some 100000 1000000\0", 20));
   time_.Advance(250);
   EXPECT_EQ(data_path_.usages.size(), 2u);
+}
+
+// --- Worker generations in the cell's cgroup (docs/config.md, "Where the processes live"). ---
+
+class WorkerGenerationTest : public WorkerRunnerCgroupTest {
+ protected:
+  // A fixed cell with overlap, serving as kServing in gen-1; gen-2 is ready for the next spawn,
+  // both as the kernel makes them (with memory.oom.group).
+  void StartServing(bool overlap) {
+    before_start_ = [this] {
+      gen1_ = tree_.MakeGeneration("pay", 1);
+      gen2_ = tree_.MakeGeneration("pay", 2);
+    };
+    config::CellConfig config = CgroupConfig(config::ConcurrencyMode::kFixed);
+    config.restart_overlap = overlap;
+    config.stop_timeout = std::chrono::milliseconds(5000);
+    launcher_.pids = {kServing, kNext};
+    StartInCgroup(config);
+  }
+  // The next worker accepts its first connection (its readiness with ready = "exec").
+  void NextAccepts() {
+    UniqueFd conn(::accept4(launcher_.listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_TRUE(conn.valid()) << std::strerror(errno);
+    time_.Advance(5);
+  }
+  static bool Exists(const std::string& path) { return std::filesystem::exists(path); }
+
+  std::string gen1_;
+  std::string gen2_;
+};
+
+TEST_F(WorkerGenerationTest, TheWorkerIsBornInALeafOfTheCellWhichKeepsTheLimits) {
+  StartServing(/*overlap=*/true);
+  EXPECT_THAT(launcher_.cgroup_dirs, ElementsAre(gen1_));
+  EXPECT_EQ(File("cgroup.subtree_control"), "+memory");
+  EXPECT_EQ(File("memory.max"), "1073741824");
+  EXPECT_EQ(File("cpu.max"), "20000 100000");
+  // An OOM kill takes one generation whole: the group is the leaf's, not the cell's.
+  EXPECT_EQ(FakeCgroupTree::Read(gen1_ + "/memory.oom.group"), "1");
+  EXPECT_EQ(File("memory.oom.group"), "0");
+  EXPECT_EQ(runner_->ReadCompartment().cgroup_path, cell_dir_) << "stats stay the cell's";
+}
+
+TEST_F(WorkerGenerationTest, ARestartOverlapsInALeafOfItsOwnAndThePreviousLeafGoesAfterIt) {
+  StartServing(/*overlap=*/true);
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  ASSERT_EQ(runner_->swap_pid(), kNext) << "the next worker starts beside the serving one";
+  EXPECT_THAT(launcher_.cgroup_dirs, ElementsAre(gen1_, gen2_));
+  EXPECT_EQ(FakeCgroupTree::Read(gen2_ + "/memory.oom.group"), "1");
+  NextAccepts();
+  EXPECT_EQ(runner_->pid(), kNext);
+  EXPECT_EQ(runner_->swap().phase(), WorkerSwap::Phase::kSignalled);
+  runner_->OnProcessExit(kServing, KilledBy(SIGTERM));
+  EXPECT_EQ(runner_->swap().phase(), WorkerSwap::Phase::kIdle);
+  EXPECT_EQ(runner_->Restart(0), "restart in progress") << "until its leaf is removed";
+  FakeCgroupTree::DropFiles(gen1_);
+  time_.Advance(TeardownWatcher::kPollMs);
+  EXPECT_FALSE(Exists(gen1_));
+  EXPECT_TRUE(Exists(gen2_));
+  EXPECT_EQ(File("memory.max"), "1073741824");
+  // Reload rewrites the group of the generation that serves now.
+  FakeCgroupTree::Write(gen2_ + "/memory.oom.group", "");
+  ASSERT_TRUE(runner_->Reconfigure(runner_->config(), LimitsOf(runner_->config())).ok());
+  EXPECT_EQ(FakeCgroupTree::Read(gen2_ + "/memory.oom.group"), "1");
+}
+
+TEST_F(WorkerGenerationTest, ANextWorkerThatExitsBeforeItIsReadyGoesWithItsLeaf) {
+  StartServing(/*overlap=*/true);
+  runner_->Restart(0);
+  ASSERT_EQ(runner_->swap_pid(), kNext);
+  runner_->OnProcessExit(kNext, ExitedWith(1));
+  EXPECT_THAT(runner_->swap().failure(),
+              HasSubstr("the next worker exited before it was ready (exit 1)"));
+  FakeCgroupTree::DropFiles(gen2_);
+  time_.Advance(TeardownWatcher::kPollMs);
+  EXPECT_FALSE(Exists(gen2_));
+  EXPECT_TRUE(Exists(gen1_));
+  EXPECT_EQ(runner_->pid(), kServing);
+  EXPECT_EQ(state(), State::kRunning);
+}
+
+TEST_F(WorkerGenerationTest, WithoutOverlapTheNextWorkerStartsInANewLeafOnceTheOldOneIsRemoved) {
+  StartServing(/*overlap=*/false);
+  runner_->Restart(0);
+  EXPECT_EQ(state(), State::kStopping);
+  Reap(KilledBy(SIGTERM));
+  FakeCgroupTree::DropFiles(gen1_);
+  time_.Advance(TeardownWatcher::kPollMs);
+  EXPECT_FALSE(Exists(gen1_));
+  EXPECT_EQ(runner_->pid(), kNext);
+  EXPECT_THAT(launcher_.cgroup_dirs, ElementsAre(gen1_, gen2_));
 }
 
 }  // namespace

@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -137,6 +138,39 @@ std::vector<pid_t> ReadPids(const std::string& path) {
 }
 
 std::string CgroupOf(const std::string& cell) { return std::string(kCellsCgroup) + "/" + cell; }
+
+// The gen-N leaves of the cell cgroup `dir`, where its workers live (docs/config.md, "Where the
+// processes live"), as paths.
+std::vector<std::string> Generations(const std::string& dir) {
+  std::vector<std::string> leaves;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* entry = readdir(d)) {
+      if (std::string_view(entry->d_name).starts_with("gen-")) {
+        leaves.push_back(dir + "/" + entry->d_name);
+      }
+    }
+    closedir(d);
+  }
+  std::sort(leaves.begin(), leaves.end());
+  return leaves;
+}
+
+// The pids `file` (cgroup.procs, cgroup.threads) lists in the cell cgroup `dir` and its
+// generation leaves.
+std::vector<pid_t> CellPids(const std::string& dir, const char* file = "cgroup.procs") {
+  std::vector<pid_t> pids = ReadPids(dir + "/" + file);
+  for (const std::string& leaf : Generations(dir)) {
+    std::vector<pid_t> more = ReadPids(leaf + "/" + file);
+    pids.insert(pids.end(), more.begin(), more.end());
+  }
+  return pids;
+}
+
+// The cgroup directory of `pid` (/proc/PID/cgroup's "0::PATH" under /sys/fs/cgroup).
+std::string CgroupDirOf(pid_t pid) {
+  const std::string line = ReadText(Str("/proc/%d/cgroup", pid));
+  return line.starts_with("0::") ? "/sys/fs/cgroup" + line.substr(3) : line;
+}
 
 // " 12 34", or " none".
 std::string PidList(const std::vector<pid_t>& pids) {
@@ -353,7 +387,7 @@ std::pair<pid_t, pid_t> SpawnGrandchild(const std::string& cell, const char* che
   Run grandchild = Call(cell, "spawn-grandchild");
   pid_t w = static_cast<pid_t>(std::atol(worker.out.c_str()));
   pid_t g = static_cast<pid_t>(std::atol(grandchild.out.c_str()));
-  bool in_cell = Contains(ReadPids(CgroupOf(cell) + "/cgroup.procs"), g);
+  bool in_cell = Contains(CellPids(CgroupOf(cell)), g);
   bool own_session = g > 0 && getsid(g) == g && getsid(w) == w;
   Check(
       worker.exit_code() == 0 && grandchild.exit_code() == 0 && in_cell && own_session, check,
@@ -563,7 +597,8 @@ pid_t StartDaemon() {
   for (const std::string& name : kCells) {
     Json cell = CellOf(status, name);
     std::string proc = ReadText(Str("/proc/%d/cgroup", PidOf(cell)));
-    bool in_cell = proc == "0::/cells/" + name && cell.value("limits_enforced", false) &&
+    bool in_cell = proc.starts_with("0::/cells/" + name + "/gen-") &&
+                   cell.value("limits_enforced", false) &&
                    Text(cell["cgroup"], "path") == CgroupOf(name);
     placed = placed && in_cell;
     where += Str("; %s pid %d in %s", name.c_str(), PidOf(cell), proc.c_str());
@@ -715,7 +750,8 @@ void CheckLimitFiles() {
       {"tear", "memory.high", std::to_string(kMemoryHigh)},
       {"tear", "memory.swap.max", "0"},
       {"tear", "pids.max", std::to_string(kPidsMax)},
-      {"tear", "memory.oom.group", "1"},
+      // The cell's own: the group is its generation leaf's (below).
+      {"tear", "memory.oom.group", "0"},
       {"burner", "cpu.max", "20000 100000"},
       {"burner", "memory.max", "max"},
       {"burner", "pids.max", "max"},
@@ -737,8 +773,12 @@ void CheckLimitFiles() {
     }
   }
   for (const std::string& name : kCells) {
-    std::string got = ReadText(CgroupOf(name) + "/memory.oom.group");
-    if (got != (name == "lenient" ? "0" : "1")) {
+    // The group is the worker's generation's; the cell's is 0, so that an OOM kill takes one
+    // generation whole.
+    std::string got = ReadText(CgroupDirOf(PidOf(CellOf(ControlStatus(), name))) +
+                               "/memory.oom.group") +
+                      "/" + ReadText(CgroupOf(name) + "/memory.oom.group");
+    if (got != (name == "lenient" ? "0/0" : "1/0")) {
       ++wrong;
       detail += Str("; %s memory.oom.group = \"%s\"", name.c_str(), got.c_str());
     }
@@ -747,8 +787,8 @@ void CheckLimitFiles() {
         Str("%d of %zu files hold the configured value (tear: cpu.max \"20000 100000\", "
             "cpu.weight 50, memory.max 67108864, memory.high 50331648, memory.swap.max 0, "
             "pids.max 32; burner cpu.max \"20000 100000\"; hog memory.max 67108864; bomb pids.max "
-            "32; unset limits \"max\"; memory.oom.group 1 in all %zu cells but lenient's 0, "
-            "oom_policy continue)%s",
+            "32; unset limits \"max\"; memory.oom.group of the worker's generation leaf / the "
+            "cell 1/0 in all %zu cells but lenient's 0/0, oom_policy continue)%s",
             static_cast<int>(expected.size() + kCells.size()) - wrong,
             expected.size() + kCells.size(), kCells.size(), detail.c_str()));
 
@@ -933,24 +973,26 @@ void CheckHelperOomKill() {
   Check(run.exit_code() == 0 && run.out.find(" signal 9") != std::string::npos && settled &&
             Num(shown, "oom_kills") == 1 && PidOf(shown) == lenient &&
             Text(shown, "state") == "running" && Num(shown, "cgroup/oom_group_kill") == 0 &&
-            ReadText(CgroupOf("lenient") + "/memory.oom.group") == "0",
+            ReadText(CgroupDirOf(lenient) + "/memory.oom.group") == "0",
         "oom.policy_continue_spares_worker",
         Str("lenient (worker %d at 0): alloc-child: ", lenient) + run.Describe() +
             Str("; status: oom_kills %lld, pid %d, state %s, memory.events oom_kill %lld "
                 "oom_group_kill %lld, memory.oom.group %s",
                 Num(shown, "oom_kills"), PidOf(shown), Text(shown, "state").c_str(),
                 Num(shown, "cgroup/oom_kill"), Num(shown, "cgroup/oom_group_kill"),
-                ReadText(CgroupOf("lenient") + "/memory.oom.group").c_str()));
+                ReadText(CgroupDirOf(lenient) + "/memory.oom.group").c_str()));
 
   // oom_policy applies live: a reload to "kill" writes memory.oom.group 1 with the same worker,
   // and the original config writes 0 again.
   bool written = WriteText(kConfigPath, ConfigText("kill"));
   Run reload = Ctl({"reload"});
-  const std::string group_kill = ReadText(CgroupOf("lenient") + "/memory.oom.group");
+  const std::string group_kill =
+      ReadText(CgroupDirOf(PidOf(CellOf(ControlStatus(), "lenient"))) + "/memory.oom.group");
   Json reloaded = CellOf(CtlStatus(), "lenient");
   written = WriteText(kConfigPath, ConfigText()) && written;
   Run back = Ctl({"reload"});
-  const std::string group_back = ReadText(CgroupOf("lenient") + "/memory.oom.group");
+  const std::string group_back =
+      ReadText(CgroupDirOf(PidOf(CellOf(ControlStatus(), "lenient"))) + "/memory.oom.group");
   Check(written && reload.exit_code() == 0 &&
             reload.out.find("lenient updated (oom_policy changed)") != std::string::npos &&
             group_kill == "1" && PidOf(reloaded) == lenient &&
@@ -1034,8 +1076,8 @@ void CheckForkBomb(EchoLoop& steady) {
   std::string dir = CgroupOf("bomb");
   pid_t worker = PidOf(CellOf(ControlStatus(), "bomb"));
   Run bomb = Call("bomb", "forkbomb 1000");
-  size_t procs = ReadPids(dir + "/cgroup.procs").size();
-  size_t threads = ReadPids(dir + "/cgroup.threads").size();
+  size_t procs = CellPids(dir).size();
+  size_t threads = CellPids(dir, "cgroup.threads").size();
   long long current = std::atoll(ReadText(dir + "/pids.current").c_str());
   long long events_max = FlatKey(dir + "/pids.events", "max");
   Json shown = CellOf(CtlStatus(), "bomb");
@@ -1059,24 +1101,101 @@ void CheckForkBomb(EchoLoop& steady) {
         Str("status answered; echo: tear %s, hog %s, burner %s (%.0f / %.0f / %.0f ms)",
             tear.out.c_str(), hog.out.c_str(), burner.out.c_str(), tear.ms, hog.ms, burner.ms));
 
-  // A restart tears the whole bomb down (cgroup.kill) before the next worker starts.
+  // The next worker of an overlapping restart cannot fit beside the bomb (pids.max of the cell
+  // covers both generations): clone3 fails with EAGAIN, the swap is abandoned, the bomb's worker
+  // serves on and status says why (docs/config.md, "Where the processes live").
+  Run overlap = Ctl({"restart", "bomb"});
+  Json kept = CellOf(CtlStatus(), "bomb");
+  // The next worker's leaf is removed a poll (5 ms) after the swap ended.
+  bool one_leaf = PollUntil([&] { return Generations(dir).size() == 1; }, milliseconds(5000));
+  Check(overlap.exit_code() != 0 && PidOf(kept) == worker &&
+            Text(kept, "restart_failed").find("Resource temporarily unavailable") !=
+                std::string::npos &&
+            one_leaf,
+        "pids.overlap_cannot_fit",
+        Str("bulkheadctl restart bomb: %s; worker %d -> %d; restart_failed \"%s\"; %zu gen leaves",
+            overlap.Describe().c_str(), worker, PidOf(kept), Text(kept, "restart_failed").c_str(),
+            Generations(dir).size()));
+
+  // A stop and a start tear the whole bomb down (cgroup.kill) before the next worker starts.
   Clock::time_point start = Clock::now();
-  Run restarted = Ctl({"restart", "bomb"});
+  Run stopped = Ctl({"stop", "bomb"});
+  Run restarted = Ctl({"start", "bomb"});
   Json next = WaitRunning("bomb", worker, milliseconds(20000));
   double took = MsSince(start);
   Run pid = Call("bomb", "pid");
   long long after = std::atoll(ReadText(dir + "/pids.current").c_str());
-  size_t bomb_procs = ReadPids(dir + "/cgroup.procs").size();
-  Check(restarted.exit_code() == 0 && PidOf(next) > 0 && pid.exit_code() == 0 &&
-            pid.out == std::to_string(PidOf(next)) && bomb_procs == 1 && Gone(worker),
-        "pids.restart_clears_bomb",
-        Str("bulkheadctl restart bomb: %s; worker %d -> %d in %.0f ms; cgroup.procs %zu, "
+  size_t bomb_procs = CellPids(dir).size();
+  Check(stopped.exit_code() == 0 && restarted.exit_code() == 0 && PidOf(next) > 0 &&
+            pid.exit_code() == 0 && pid.out == std::to_string(PidOf(next)) && bomb_procs == 1 &&
+            Gone(worker),
+        "pids.stop_start_clears_bomb",
+        Str("bulkheadctl stop, start bomb: %s; worker %d -> %d in %.0f ms; cgroup.procs %zu, "
             "pids.current %lld; pid request: %s",
             restarted.Describe().c_str(), worker, PidOf(next), took, bomb_procs, after,
             pid.Describe().c_str()));
 
   LatencySummary s = Summarize(steady.Samples(), from_ms, MsSince(steady.origin()));
   Check(s.count > 0 && s.failed == 0, "pids.steady_answered", "steady meanwhile: " + s.Describe());
+}
+
+// --- 3b. A planned restart of a cell with limits overlaps (issue 24, section 1). ---
+
+// tear (every limit key): `bulkheadctl restart` starts the next worker in a generation leaf of its
+// own beside the serving one's, under the cell's limits; the previous one finishes the request it
+// carries, and its leaf is removed after it. An echo loop on the cell meanwhile: every request OK.
+void CheckOverlappingRestart() {
+  const std::string dir = CgroupOf("tear");
+  const pid_t previous = PidOf(CellOf(ControlStatus(), "tear"));
+  const std::string previous_leaf = CgroupDirOf(previous);
+  const std::string slow_out = std::string(kRuntimeDir) + "/slow.out";
+  const std::string slow_err = std::string(kRuntimeDir) + "/slow.err";
+  // A request the previous worker still carries after the handover: both run at once.
+  pid_t slow = Start({kBulkheadctl, "--socket", kControlSocket, "call", "tear", "--data",
+                      "sleep 4000"},
+                     slow_out, slow_err);
+  bool carried = PollUntil([&] { return Num(CellOf(ControlStatus(), "tear"), "running") == 1; },
+                           milliseconds(10000));
+  EchoLoop calls(std::string(kRuntimeDir) + "/tear.sock");
+  calls.Start();
+  Run restarted = Ctl({"restart", "tear"}, milliseconds(60000));
+  const pid_t next = PidOf(CellOf(ControlStatus(), "tear"));
+  const std::vector<pid_t> procs = CellPids(dir);
+  const std::string next_leaf = CgroupDirOf(next);
+  const bool both = carried && restarted.exit_code() == 0 && next > 0 && next != previous &&
+                    Contains(procs, previous) && Contains(procs, next) &&
+                    previous_leaf.starts_with(dir + "/gen-") &&
+                    next_leaf.starts_with(dir + "/gen-") && next_leaf != previous_leaf;
+  Check(both, "overlap.two_generations",
+        Str("bulkheadctl restart tear: %s; previous %d in %s, next %d in %s; procs of the cell:%s",
+            restarted.Describe().c_str(), previous, previous_leaf.c_str(), next,
+            next_leaf.c_str(), PidList(procs).c_str()));
+
+  std::optional<int> slow_status = WaitForExit(slow, milliseconds(15000));
+  bool old_gone = PollUntil(
+      [&] { return Gone(previous) && access(previous_leaf.c_str(), F_OK) != 0; },
+      milliseconds(10000));
+  calls.Stop();
+  LatencySummary s = Summarize(calls.Samples(), 0, 1e12);
+  std::string errors;
+  for (const std::string& e : calls.Errors()) errors += "; " + e;
+  const std::string limits =
+      Str("memory.max %s, memory.high %s, pids.max %s, cpu.max %s",
+          ReadText(dir + "/memory.max").c_str(), ReadText(dir + "/memory.high").c_str(),
+          ReadText(dir + "/pids.max").c_str(), ReadText(dir + "/cpu.max").c_str());
+  const std::string expected = Str("memory.max %llu, memory.high %llu, pids.max %llu, cpu.max %s",
+                                   (unsigned long long)kMemoryMax, (unsigned long long)kMemoryHigh,
+                                   (unsigned long long)kPidsMax, "20000 100000");
+  Check(slow_status && WIFEXITED(*slow_status) && WEXITSTATUS(*slow_status) == 0 && old_gone &&
+            s.count > 0 && s.failed == 0 && limits == expected &&
+            Generations(dir) == std::vector<std::string>{next_leaf},
+        "overlap.previous_leaf_removed",
+        Str("slow request: %s \"%s\"; previous %d %s, %s %s; leaves now %zu; %s; echo meanwhile: ",
+            DescribeStatus(slow_status).c_str(), ReadText(slow_out).c_str(), previous,
+            Gone(previous) ? "gone" : "ALIVE", previous_leaf.c_str(),
+            access(previous_leaf.c_str(), F_OK) != 0 ? "removed" : "STILL THERE",
+            Generations(dir).size(), limits.c_str()) +
+            s.Describe() + errors);
 }
 
 // --- 4. teardown: stopping a cell leaves nothing of it. ---
@@ -1097,7 +1216,7 @@ void CheckStopCell() {
   std::string grandchild_end = GrandchildEnd(grandchild, milliseconds(10000), &grandchild_gone);
   std::string dir = CgroupOf("tear");
   bool empty =
-      ReadPids(dir + "/cgroup.procs").empty() && FlatKey(dir + "/cgroup.events", "populated") == 0;
+      CellPids(dir).empty() && FlatKey(dir + "/cgroup.events", "populated") == 0;
   bool none_left = Gone(worker) && grandchild_gone;
   Check(stopped.exit_code() == 0 && is_stopped && empty && none_left && PidOf(cell) <= 0,
         "teardown.stop_cell",
@@ -1156,9 +1275,15 @@ void CheckKillMode() {
 
 void CheckWithdrawnController() {
   const std::string subtree = std::string(kCellsCgroup) + "/cgroup.subtree_control";
+  // Each cell hands memory to its generation leaves: off there first (a parent cannot drop what
+  // a child enables).
+  for (const std::string& name : kCells) WriteText(CgroupOf(name) + "/cgroup.subtree_control", "-memory");
   bool withdrawn = WriteText(subtree, "-memory");
   pid_t before = PidOf(CellOf(ControlStatus(), "hog"));
-  Ctl({"restart", "hog"});
+  // A stop, then a start (a restart would overlap, and its next worker's failure would leave the
+  // serving one in place).
+  Ctl({"stop", "hog"});
+  Ctl({"start", "hog"});
   Json hog;
   bool failed_start = PollUntil(
       [&] {
@@ -1244,7 +1369,7 @@ void CheckAutoWithoutMemory() {
   const std::string cgroup = "/sys/fs/cgroup/nomem/cells/bomb";
   std::string pids_max = ReadText(cgroup + "/pids.max");
   long long events_max = FlatKey(cgroup + "/pids.events", "max");
-  size_t procs = ReadPids(cgroup + "/cgroup.procs").size();
+  size_t procs = CellPids(cgroup).size();
   Check(off && up && pids_max == "16" && bomb.out.find("then fork:") != std::string::npos &&
             procs <= 16 && events_max > 0 && Text(enforcement, "pids_max") == "enforced" &&
             Text(enforcement, "memory_max") == "not enforced" &&
@@ -1373,7 +1498,7 @@ pid_t CheckRestartAfterSigkill(pid_t daemon) {
   bool others_empty = true;
   for (const std::string& name : kCells) {
     if (name == cell) continue;
-    size_t procs = ReadPids(CgroupOf(name) + "/cgroup.procs").size();
+    size_t procs = CellPids(CgroupOf(name)).size();
     others_empty = others_empty && procs == 0;
     others += Str(" %s %zu", name.c_str(), procs);
   }
@@ -1388,7 +1513,7 @@ pid_t CheckRestartAfterSigkill(pid_t daemon) {
   // The grandchild has no parent death signal (PR_SET_PDEATHSIG is not inherited across fork): it
   // still lives, now the only process of the cell's cgroup.
   ReapAvailable();
-  std::vector<pid_t> left = ReadPids(dir + "/cgroup.procs");
+  std::vector<pid_t> left = CellPids(dir);
   std::string fate = ReapedStatus(grandchild).has_value() ? DescribeStatus(ReapedStatus(grandchild))
                      : kill(grandchild, 0) == 0           ? "alive"
                                                           : "GONE";
@@ -1453,13 +1578,13 @@ pid_t CheckRestartAfterSigkill(pid_t daemon) {
   // exactly their new worker too.
   Json shown = CellOf(status, cell);
   pid_t fresh = PidOf(shown);
-  std::vector<pid_t> procs = ReadPids(dir + "/cgroup.procs");
+  std::vector<pid_t> procs = CellPids(dir);
   std::string elsewhere;
   bool others_single = true;
   for (const std::string& name : kCells) {
     if (name == cell) continue;
     pid_t pid = PidOf(CellOf(status, name));
-    bool single = ReadPids(CgroupOf(name) + "/cgroup.procs") == std::vector<pid_t>{pid};
+    bool single = CellPids(CgroupOf(name)) == std::vector<pid_t>{pid};
     others_single = others_single && single;
     if (!single) elsewhere += " " + name;
   }
@@ -1516,6 +1641,7 @@ int Main() {
     CheckHelperOomKill();
     CheckCpuMax(steady);
     CheckForkBomb(steady);
+    CheckOverlappingRestart();
     CheckStopCell();
     CheckKillMode();
     CheckWithdrawnController();

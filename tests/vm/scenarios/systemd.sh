@@ -14,8 +14,11 @@ readonly config=/etc/bulkhead/bulkhead.toml
 source /payload/checks.sh
 show() { systemctl show -p "$1" --value "$unit"; }
 cgroup_root() { echo "/sys/fs/cgroup$(show ControlGroup)"; }
-# The pids in a cell's cgroup, space-separated.
-cell_pids() { tr '\n' ' ' <"$(cgroup_root)/cells/$1/cgroup.procs" 2>/dev/null | sed 's/ $//'; }
+# The pids in a cell's cgroup and its generation leaves (cells/NAME/gen-N), space-separated.
+cell_pids() {
+  cat "$(cgroup_root)/cells/$1/cgroup.procs" "$(cgroup_root)/cells/$1"/gen-*/cgroup.procs 2>/dev/null |
+    tr '\n' ' ' | sed 's/ $//'
+}
 # Journal lines of the current (or last) run of the unit at PRIORITY or more urgent.
 journal_run() {
   journalctl -q -o cat --no-pager "_SYSTEMD_INVOCATION_ID=$(show InvocationID)" -p "$1"
@@ -86,7 +89,7 @@ check cgroup.supervisor_leaf "MainPID $main_pid: $(cat /proc/"$main_pid"/cgroup)
   test "$(cat /proc/"$main_pid"/cgroup)" = "0::$(show ControlGroup)/supervisor"
 for pid in $echo_pids; do
   check cgroup.echo_worker "pid $pid: $(cat /proc/"$pid"/cgroup)" \
-    test "$(cat /proc/"$pid"/cgroup)" = "0::$(show ControlGroup)/cells/echo"
+    grep -qx "0::$(show ControlGroup)/cells/echo/gen-[0-9]*" /proc/"$pid"/cgroup
 done
 check cgroup.one_worker_each "echo=[$echo_pids] slow=[$slow_pids]" \
   test "$(wc -w <<<"$echo_pids")" -eq 1 -a "$(wc -w <<<"$slow_pids")" -eq 1
