@@ -645,6 +645,19 @@ std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
     started = launcher_->SpawnStarted(options);
     swap_output_->Spawned(started.ok() ? started->pid : 0);
   }
+  if (!started.ok() && started.status().error_number() == EAGAIN) {
+    // The next worker cannot fit beside the previous one (fork or clone3 EAGAIN: the cell's
+    // pids.max, or the user's RLIMIT_NPROC), which is what a cell stuck at its limits looks
+    // like: the restart the operator asked for is done as without overlap, the previous
+    // generation torn down whole first. Nothing of the swap started.
+    Log(LogLevel::kWarning, name(), pid_,
+        "restart without overlap: the next worker cannot start beside the previous one: " +
+            started.status().message());
+    ReleaseNext();
+    RetireSwapGeneration();
+    operator_restart_ = true;
+    return Lifecycle::ReplyText(Handle(Event::RestartRequested(in_flight)).reply);
+  }
   ExecuteSwap(swap_.Begin(time_->NowMs()));
   if (!started.ok()) {
     ExecuteSwap(swap_.NextExited(

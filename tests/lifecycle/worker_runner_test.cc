@@ -62,7 +62,9 @@ class FakeLauncher : public WorkerLauncher {
                                                           std::to_string(options.cgroup_fd),
                                                       ignored)
                                                       .string());
-    if (!fail_with.empty()) return Status::Error(fail_with);
+    if (!fail_with.empty()) {
+      return fail_errno != 0 ? Status::FromErrno(fail_with, fail_errno) : Status::Error(fail_with);
+    }
     if (!pids.empty()) {
       pid_t pid = pids.front();
       pids.erase(pids.begin());
@@ -80,6 +82,7 @@ class FakeLauncher : public WorkerLauncher {
   // The directory of the cgroup each spawn was born in (CLONE_INTO_CGROUP); "" for none.
   std::vector<std::string> cgroup_dirs;
   std::string fail_with;    // non-empty: every spawn fails with it
+  int fail_errno = 0;       // and with this errno (0: none)
   std::vector<pid_t> pids;  // the pids the next spawns return, in order; then the test's own
 
  private:
@@ -936,6 +939,26 @@ TEST_F(WorkerGenerationTest, ANextWorkerThatExitsBeforeItIsReadyGoesWithItsLeaf)
   EXPECT_TRUE(Exists(gen1_));
   EXPECT_EQ(runner_->pid(), kServing);
   EXPECT_EQ(state(), State::kRunning);
+}
+
+// A cell at its pids.max (a fork bomb in the worker) has no room for a next worker beside the
+// previous one: `restart` still restarts it, without overlap, tearing the bomb down first.
+TEST_F(WorkerGenerationTest, ANextWorkerThatCannotFitRestartsWithoutOverlap) {
+  StartServing(/*overlap=*/true);
+  launcher_.fail_with = "clone3 into cgroup fd 9";
+  launcher_.fail_errno = EAGAIN;
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  EXPECT_EQ(runner_->swap_pid(), 0) << "no swap started";
+  EXPECT_EQ(runner_->swap().phase(), WorkerSwap::Phase::kIdle);
+  EXPECT_EQ(state(), State::kStopping) << "the previous generation goes first";
+  launcher_.fail_with.clear();
+  Reap(KilledBy(SIGTERM));
+  FakeCgroupTree::DropFiles(gen1_);
+  time_.Advance(TeardownWatcher::kPollMs);
+  EXPECT_FALSE(Exists(gen1_));
+  EXPECT_EQ(runner_->pid(), kNext);
+  EXPECT_EQ(state(), State::kRunning);
+  EXPECT_EQ(runner_->swap().failure(), "");
 }
 
 TEST_F(WorkerGenerationTest, WithoutOverlapTheNextWorkerStartsInANewLeafOnceTheOldOneIsRemoved) {
