@@ -18,18 +18,21 @@
 // REJECTED at once.
 //
 // First the unloaded p99: one caller on `fixed-1`. Then, cell after cell, `--clients` callers
-// (threads with a blocking ipc::Client each: send, wait for the reply) offer load for
-// `--seconds`: a caller whose request was REJECTED waits `--backoff-ms` before its next one, as a
-// caller with a retry policy does (without it a rejected caller would retry in a tight loop and
-// the bench would measure bulkheadd's rejection path instead of the worker). Per cell it prints
-// the answers per second, the goodput (OK within `--deadline-ms`, per second), the rejections per
-// second, the failures, the p50 and p99 of the OK answers and that p99 over the unloaded one, the
-// cell's OOM kills, and for the adaptive cell its limit at the end, its bounds and its changes.
-// With `--neighbour-clients N`, a cell `neighbour` (the same work, a fixed limit of N, no cpu_max:
-// the machine's CPUs are the budget both share) is offered N callers beside each loaded cell, and
-// its p99 is printed per loaded cell. It judges nothing: the figures are for docs/benchmarks.md.
-// Exits 1 if bulkheadd or a cell could not run, or a cell answered no request OK, or failed one
-// with `--workload cpu` (the worker never fails `cpu`; an OOM kill fails `hold` requests).
+// (threads with a blocking ipc::Client each: send, wait for the reply) offer load for `--seconds`:
+// a caller whose request was REJECTED waits `--backoff-ms` before its next one, as a caller with a
+// retry policy does (without it a rejected caller would retry in a tight loop and the bench would
+// measure bulkheadd's rejection path instead of the worker). With `--warmup-seconds W` each cell is
+// first offered the same load for W seconds that are not counted (nor the OOM kills in them): the
+// figures are then the steady state's, where the adaptive limit has settled (at a few answers a
+// second its first windows take most of a short run). Per cell it prints the answers per second,
+// the goodput (OK within `--deadline-ms`, per second), the rejections per second, the failures, the
+// p50 and p99 of the OK answers and that p99 over the unloaded one, the cell's OOM kills, and for
+// the adaptive cell its limit at the end, its bounds and its changes. With `--neighbour-clients N`,
+// a cell `neighbour` (the same work, a fixed limit of N, no cpu_max: the machine's CPUs are the
+// budget both share) is offered N callers beside each loaded cell, and its p99 is printed per
+// loaded cell. It judges nothing: the figures are for docs/benchmarks.md. Exits 1 if bulkheadd or a
+// cell could not run, or a cell answered no request OK, or failed one with `--workload cpu` (the
+// worker never fails `cpu`; an OOM kill fails `hold` requests).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -75,6 +78,7 @@ struct Options {
   int neighbour_clients = 0;
   int clients = 64;
   double seconds = 5;
+  double warmup_seconds = 0;
   int work_us = 40000;
   int deadline_ms = 1000;
   int max_queue = 4;
@@ -225,6 +229,11 @@ int Main(int argc, char** argv) {
   app.add_option("--seconds", options.seconds, "load per cell")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 600.0));
+  app.add_option("--warmup-seconds", options.warmup_seconds,
+                 "load offered to each cell before its measured --seconds, not counted (the "
+                 "steady state: the adaptive limit has settled, every worker has warmed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 600.0));
   app.add_option("--work-us", options.work_us, "CPU time per request at the worker, µs")
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
@@ -276,10 +285,10 @@ int Main(int argc, char** argv) {
   if (status.ok()) {
     std::printf(
         "bulkhead-bench-adaptive: %d callers, %s per request, deadline %d ms, max_queue %d, "
-        "queue_timeout %d ms, backoff %d ms, %.1f s per cell, cgroup %s (cpu_max %s, memory_max "
-        "%s), neighbour callers %d; unloaded p99 %.0f us\n",
+        "queue_timeout %d ms, backoff %d ms, %.1f s per cell after %.1f s of warm-up, cgroup %s "
+        "(cpu_max %s, memory_max %s), neighbour callers %d; unloaded p99 %.0f us\n",
         options.clients, Payload(options).c_str(), options.deadline_ms, options.max_queue,
-        options.queue_timeout_ms, options.backoff_ms, options.seconds,
+        options.queue_timeout_ms, options.backoff_ms, options.seconds, options.warmup_seconds,
         options.cgroup ? "required" : "off",
         options.cpu_max.empty() ? "none" : options.cpu_max.c_str(),
         options.memory_max.empty() ? "none" : options.memory_max.c_str(),
@@ -294,6 +303,17 @@ int Main(int argc, char** argv) {
     if (!shown.ok()) {
       status = shown.status();
       break;
+    }
+    // The warm-up: the same load, its answers not counted, nor the OOM kills it caused.
+    uint64_t ooms_before = 0;
+    if (options.warmup_seconds > 0) {
+      Tally warmup = Offer(options, shown->socket, options.clients, options.warmup_seconds);
+      if (!warmup.error.empty()) {
+        status = Status::Error(cell + " (warm-up): " + warmup.error);
+        break;
+      }
+      const nlohmann::json warmed = CellStatusJson(*bulkheadd, cell);
+      if (warmed.is_object()) ooms_before = warmed.value("oom_kills", uint64_t{0});
     }
     // The neighbour's callers run beside the loaded cell's, for the same time.
     Tally neighbour;
@@ -320,8 +340,9 @@ int Main(int argc, char** argv) {
     }
     const LatencySummary latency = SummarizeUs(tally.ok_us);
     const nlohmann::json shown_json = CellStatusJson(*bulkheadd, cell);
-    const uint64_t ooms =
+    const uint64_t ooms_total =
         shown_json.is_object() ? shown_json.value("oom_kills", uint64_t{0}) : uint64_t{0};
+    const uint64_t ooms = ooms_total - std::min(ooms_total, ooms_before);
     std::string limit = "fixed";
     if (cell == "adaptive") {
       const nlohmann::json c =

@@ -66,6 +66,9 @@ struct CellSnapshot {
     uint64_t next_start_in_ms = 0;  // state "backoff" only
   };
   std::vector<Need> waiting_for;
+  // With waiting_for: how long the start has been held (the "waiting" state's age, which
+  // state_since_ms, the lifecycle's stopped or failed, is not).
+  uint64_t held_for_ms = 0;
   pid_t pid = 0;
   // The worker swap of an overlapping restart (lifecycle/worker_swap.h): its phase ("idle" when
   // none runs), the other worker's pid (the next one before the handover, the previous one

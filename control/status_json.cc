@@ -195,6 +195,7 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
   j["waiting_for"] = std::move(waiting_for);
   if (!s.waiting_for.empty()) {
     j["state"] = "waiting";
+    j["state_since_ms"] = s.held_for_ms;
     j["state_detail"] = "waiting for " + waiting_text;
   }
   if (!s.limits_enforced) j["limits_note"] = s.limits_note;

@@ -80,11 +80,16 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
     return Failed("status response has no \"state\" and \"starts\" for the cell: " + cell.dump());
   }
   const std::string state = cell["state"].get<std::string>();
+  const bool started_since = cell["starts"].get<uint64_t>() > starts_before;
   if (command == "stop") {
-    if (state == "stopped" || state == "failed") return {LifecycleVerdict::kReached, "", ""};
+    // A start or restart sent during the stop is queued behind it (docs/control.md): a worker
+    // started since means the stopped one is gone, as `systemctl stop` returns once its job is
+    // done though a later start job runs the unit again.
+    if (state == "stopped" || state == "failed" || started_since) {
+      return {LifecycleVerdict::kReached, "", ""};
+    }
     return {};
   }
-  const bool started_since = cell["starts"].get<uint64_t>() > starts_before;
   if (state == "failed") return Failed("cell failed: " + StringOr(cell, "reason", "-"));
   if (state == "stopped") return Failed("cell is stopped");
   if (state == "waiting") return JudgeHeldStart(cell, wait_left_ms);

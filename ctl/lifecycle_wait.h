@@ -14,7 +14,8 @@ namespace bulkhead::ctl {
 
 enum class LifecycleVerdict {
   kPending,  // not there yet: ask again
-  kReached,  // stop: no worker ("stopped", or "failed"); start/restart: a new worker is running
+  kReached,  // stop: no worker ("stopped", or "failed"), or a worker started since (by a start
+             // queued behind the stop); start/restart: a new worker is running
   kFailed,   // start/restart: the new worker did not come up (backoff, failed, stopped)
   kHeld,     // start/restart: accepted, but held for a cell it needs (`needs`) that does not
              // start by itself ("stopped", "failed"): the start goes on once that cell runs

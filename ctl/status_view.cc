@@ -44,6 +44,16 @@ std::string Scalar(const nlohmann::json& value) {
   return value.dump();
 }
 
+// A cell stopped since bulkheadd made it, without a worker ever: "never started" (as systemctl
+// shows an inactive unit without a "since"); else how long it has been in its state.
+bool NeverStarted(const nlohmann::json& cell) {
+  return Text(cell, "state") == "stopped" && Number(cell, "starts") == 0;
+}
+
+std::string Since(const nlohmann::json& cell) {
+  return NeverStarted(cell) ? "-" : FormatAge(Number(cell, "state_since_ms"));
+}
+
 std::string Uptime(const nlohmann::json& cell) {
   if (Field(cell, "pid").is_null()) return "-";
   return FormatAge(Number(cell, "uptime_ms"));
@@ -200,7 +210,7 @@ Result<std::string> FormatActivityTable(const nlohmann::json& response) {
       const nlohmann::json& recent = Field(cell, "recent");
       rows.push_back({
           Text(cell, "name"),
-          FormatAge(Number(cell, "state_since_ms")),
+          Since(cell),
           Uptime(cell),
           std::to_string(Number(cell, "in_flight")),
           std::to_string(Number(cell, "cancelled")),
@@ -228,8 +238,8 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
       if (label.size() < 18) label.append(18 - label.size(), ' ');
       out += "    " + label + " " + value + "\n";
     };
-    out += "● " + Text(cell, "name") + " - " + Text(cell, "state") + " for " +
-           FormatAge(Number(cell, "state_since_ms")) + "\n";
+    out += "● " + Text(cell, "name") + " - " + Text(cell, "state") +
+           (NeverStarted(cell) ? ", never started" : " for " + Since(cell)) + "\n";
     if (cell.contains("state_detail") && !cell["state_detail"].is_null()) {
       line("state detail", Text(cell, "state_detail"));
     }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "http/syntax.h"
 
@@ -205,10 +206,13 @@ RequestParser::Event RequestParser::Finish() {
 }
 
 Error RequestParser::HeadOverLimit() const {
-  // The request line is what is too long when the request-target alone is, or when it has not
-  // ended yet (no byte after it, no field begun).
-  const bool line_unfinished = after_target_ == '\0' && head_.headers.empty();
-  if (head_.target.size() > limits_.max_head_bytes || line_unfinished) {
+  // The request line is what is too long when no field has begun yet (every byte of the head so
+  // far is the line's, whether the limit came in its target or in its version), or when the line
+  // alone, judged after the fact (a read that brought fields too), is longer than a head may be:
+  // method SP target SP "HTTP/1.1" CRLF.
+  const size_t line_bytes = std::strlen(http_method_str(static_cast<http_method>(parser_.method))) +
+                            head_.target.size() + std::strlen(" HTTP/1.1\r\n") + 1;
+  if (line_bytes > limits_.max_head_bytes || head_.headers.empty()) {
     return {414, "request-target over " + std::to_string(limits_.max_head_bytes) +
                      " bytes (the request line must fit in a head)"};
   }

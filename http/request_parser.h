@@ -19,8 +19,9 @@
 // An absolute-form target's authority replaces the Host field's value (or is added as Host to an
 // HTTP/1.0 request without one): RFC 9112 section 3.2.2 has the server ignore Host then.
 //   413  a body over Limits::max_body_bytes (known from Content-Length before the body is read)
-//   414  a head over Limits::max_head_bytes while its request line is not over yet, or whose
-//        request-target alone is longer than that (RFC 9110 section 15.5.15, URI Too Long)
+//   414  a head over Limits::max_head_bytes while its request line is not over yet (no field
+//        begun), or whose request line alone is longer than that (RFC 9110 section 15.5.15, URI
+//        Too Long: the request-target is what makes a line long)
 //   417  an Expect other than 100-continue (RFC 9110 section 10.1.1)
 //   431  a head (its request line ended, within the limit), or a chunked body's trailer section,
 //        over Limits::max_head_bytes, or a head with

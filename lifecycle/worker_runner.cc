@@ -255,6 +255,9 @@ void WorkerRunner::NoteState() {
   UpdateProbe();
   UpdatePressureWatch();
   if (lifecycle_.state() == observed_state_) return;
+  // A worker the lifecycle started runs (a restart without overlap, a start, a crash's restart):
+  // an earlier overlapping restart's failure no longer says how the cell got here.
+  if (lifecycle_.state() == Lifecycle::State::kRunning) swap_.ForgetFailure();
   observed_state_ = lifecycle_.state();
   if (state_observer_) state_observer_();
 }
@@ -725,8 +728,8 @@ void WorkerRunner::OnNextReady(const std::string& what) {
   // Every connect(2) to the worker socket's path reaches the next worker from here on; the
   // previous one keeps its own descriptor of the old socket, and the links it accepted.
   if (::rename(next_file_.path().c_str(), config_.worker_socket.c_str()) != 0) {
-    ExecuteSwap(swap_.Cancel("cannot hand the worker socket over: " +
-                             Status::FromErrno("rename " + next_file_.path(), errno).message()));
+    ExecuteSwap(swap_.Fail("cannot hand the worker socket over: " +
+                           Status::FromErrno("rename " + next_file_.path(), errno).message()));
     return;
   }
   Result<ipc::SocketFile> moved = ipc::SocketFile::Record(config_.worker_socket);
@@ -780,7 +783,12 @@ void WorkerRunner::ExecuteSwap(const std::vector<WorkerSwap::Action>& actions) {
         KillGeneration(prev_pid_, prev_pgid_);
         break;
       case WorkerSwap::Action::Type::kKillNext:
-        Log(LogLevel::kWarning, name(), next_pid_, "restart failed: " + swap_.failure());
+        if (swap_.failure().empty()) {
+          Log(LogLevel::kInfo, name(), next_pid_,
+              "restart: the next worker is dropped: " + swap_.dropped());
+        } else {
+          Log(LogLevel::kWarning, name(), next_pid_, "restart failed: " + swap_.failure());
+        }
         KillGeneration(next_pid_, next_pid_);
         ReleaseNext();
         break;
@@ -812,8 +820,8 @@ void WorkerRunner::OnNextExec(uv_poll_t* handle, int status, int /*events*/) {
   if (!exec || exec->ok()) return;
   // The swap fails as at the next worker's exit (which follows: 126 or 127, reaped as any next
   // worker's in OnProcessExit), with the step's words rather than the exit code.
-  self->ExecuteSwap(self->swap_.Cancel("the next worker exited before it was ready (start failed: " +
-                                       exec->message() + ")"));
+  self->ExecuteSwap(self->swap_.Fail(
+      "the next worker exited before it was ready (start failed: " + exec->message() + ")"));
 }
 
 void WorkerRunner::CloseExecWatch() {

@@ -29,6 +29,7 @@ std::vector<WorkerSwap::Action> WorkerSwap::Begin(uint64_t now_ms) {
   BH_CHECK(phase_ == Phase::kIdle);
   options_ = next_options_;
   failure_.clear();
+  dropped_.clear();
   phase_ = Phase::kStarting;
   began_ms_ = now_ms;
   return {};
@@ -46,7 +47,7 @@ std::vector<WorkerSwap::Action> WorkerSwap::NextExited(const std::string& why) {
   std::vector<Action> actions;
   if (phase_ == Phase::kStarting) {
     // Its process group may hold what it forked: killed as after any worker's end.
-    Fail("the next worker exited before it was ready (" + why + ")", actions);
+    Abandon("the next worker exited before it was ready (" + why + ")", /*failed=*/true, actions);
   }
   phase_ = Phase::kIdle;
   return actions;
@@ -69,9 +70,9 @@ std::vector<WorkerSwap::Action> WorkerSwap::OnTimer(uint64_t now_ms) {
   std::vector<Action> actions;
   switch (phase_) {
     case Phase::kStarting:
-      Fail("the next worker was not ready within start_timeout (" +
-               std::to_string(options_.start_timeout_ms) + " ms)",
-           actions);
+      Abandon("the next worker was not ready within start_timeout (" +
+                  std::to_string(options_.start_timeout_ms) + " ms)",
+              /*failed=*/true, actions);
       break;
     case Phase::kDraining:
     case Phase::kSignalled:
@@ -87,9 +88,15 @@ std::vector<WorkerSwap::Action> WorkerSwap::OnTimer(uint64_t now_ms) {
   return actions;
 }
 
+std::vector<WorkerSwap::Action> WorkerSwap::Fail(const std::string& why) {
+  std::vector<Action> actions;
+  if (phase_ == Phase::kStarting) Abandon(why, /*failed=*/true, actions);
+  return actions;
+}
+
 std::vector<WorkerSwap::Action> WorkerSwap::Cancel(const std::string& why) {
   std::vector<Action> actions;
-  if (phase_ == Phase::kStarting) Fail(why, actions);
+  if (phase_ == Phase::kStarting) Abandon(why, /*failed=*/false, actions);
   return actions;
 }
 
@@ -116,7 +123,8 @@ std::string WorkerSwap::Detail() const {
       return "restart: the next worker starts beside the serving one, which takes every request "
              "until the next is ready";
     case Phase::kAbandoning:
-      return "restart failed: " + failure_ + "; waiting for the next worker's end";
+      return (failure_.empty() ? "restart cancelled: " + dropped_ : "restart failed: " + failure_) +
+             "; waiting for the next worker's end";
     case Phase::kDraining:
       return "restart: the next worker serves; the previous one finishes what it has in flight";
     case Phase::kSignalled:
@@ -127,8 +135,12 @@ std::string WorkerSwap::Detail() const {
   return {};
 }
 
-void WorkerSwap::Fail(std::string why, std::vector<Action>& actions) {
-  failure_ = std::move(why) + "; the previous worker serves on";
+void WorkerSwap::Abandon(std::string why, bool failed, std::vector<Action>& actions) {
+  if (failed) {
+    failure_ = std::move(why) + "; the previous worker serves on";
+  } else {
+    dropped_ = std::move(why);
+  }
   phase_ = Phase::kAbandoning;
   actions.push_back(Action{.type = Action::Type::kKillNext, .signal = 0});
 }

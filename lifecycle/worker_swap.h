@@ -83,8 +83,13 @@ class WorkerSwap {
   void PreviousExited();
   // Deadline() passed.
   std::vector<Action> OnTimer(uint64_t now_ms);
-  // The serving worker is going (stop, crash, stall) before the handover: the next one is killed
-  // and the restart is over. `why` for status. Ignored outside kStarting.
+  // The next worker cannot take over (its exec failed, the worker socket cannot be handed over):
+  // it is killed, the previous one serves on, and failure() says `why`. Ignored outside
+  // kStarting.
+  std::vector<Action> Fail(const std::string& why);
+  // The restart is superseded before the handover (a restart without overlap, a stop, the
+  // serving worker's crash or stall, each with its own outcome): the next worker is killed and the
+  // swap is over without a failure; dropped() says `why`, for the log. Ignored outside kStarting.
   std::vector<Action> Cancel(const std::string& why);
 
   Phase phase() const { return phase_; }
@@ -96,8 +101,13 @@ class WorkerSwap {
     return phase_ == Phase::kDraining || phase_ == Phase::kSignalled || phase_ == Phase::kKilled;
   }
   // Why the last swap failed ("the next worker exited before it was ready (exit 1); the previous
-  // one serves on"); empty when the last one succeeded or none ran. Kept until the next Begin.
+  // one serves on"); empty when the last one succeeded, was cancelled or none ran. Kept until the
+  // next Begin, or until ForgetFailure (a worker the lifecycle started runs: the cell was
+  // restarted after all).
   const std::string& failure() const { return failure_; }
+  void ForgetFailure() { failure_.clear(); }
+  // Why the last swap was cancelled (Cancel's `why`); empty when it was not.
+  const std::string& dropped() const { return dropped_; }
   // One line for status while a swap runs ("starting the next worker beside the serving one,
   // waiting for its readiness (start_timeout 90 s)"); empty in kIdle.
   std::string Detail() const;
@@ -106,7 +116,8 @@ class WorkerSwap {
   void SetOptions(Options options) { next_options_ = options; }
 
  private:
-  void Fail(std::string why, std::vector<Action>& actions);
+  // kStarting -> kAbandoning, the next worker killed; `failed`: failure_ is `why`, else dropped_.
+  void Abandon(std::string why, bool failed, std::vector<Action>& actions);
 
   Options options_;
   Options next_options_ = options_;
@@ -114,6 +125,7 @@ class WorkerSwap {
   uint64_t began_ms_ = 0;     // kStarting: the spawn
   uint64_t handover_ms_ = 0;  // kDraining, kSignalled: the handover
   std::string failure_;
+  std::string dropped_;
 };
 
 }  // namespace bulkhead::lifecycle

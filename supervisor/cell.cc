@@ -103,6 +103,8 @@ control::CellSnapshot Cell::Snapshot() const {
   s.name = config.name;
   s.state = lifecycle.state();
   s.state_since_ms = now - std::min(now, lifecycle.since_ms());
+  if (order_step_ == OrderStep::kWaitingToStart)
+    s.held_for_ms = now - std::min(now, held_since_ms_);
   s.state_detail = lifecycle.StateDetail();
   s.pid = runner_.pid();
   s.swap_phase = lifecycle::WorkerSwap::PhaseName(runner_.swap().phase());

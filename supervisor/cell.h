@@ -55,7 +55,10 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   // Where the cell stands in the start and stop order (supervisor/start_order.h); set by the
   // Supervisor only.
   OrderStep order_step() const { return order_step_; }
-  void set_order_step(OrderStep step) { order_step_ = step; }
+  void set_order_step(OrderStep step) {
+    if (step == OrderStep::kWaitingToStart && order_step_ != step) held_since_ms_ = time_->NowMs();
+    order_step_ = step;
+  }
   // Client connections open on the front socket now.
   size_t clients() const { return data_path_.clients(); }
   // Answer bytes its clients have not read yet (the data path's unsent_bytes).
@@ -163,6 +166,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   // Closes data_path_, runner_ and after_poll_ as its parts.
   loop::HandleGroup handles_;
   OrderStep order_step_ = OrderStep::kFree;
+  uint64_t held_since_ms_ = 0;  // kWaitingToStart: when the start was held (status's "waiting for")
 };
 
 }  // namespace bulkhead::supervisor

@@ -107,8 +107,11 @@ TEST(StatusJson, ShowsACrashLoopAndTheStartLimitAction) {
 TEST(StatusJson, AHeldStartsNeedInBackoffSaysWhenItStartsNext) {
   CellSnapshot s = SnapshotWithDistinctCounters();
   s.waiting_for = {{"catalog", "backoff", 45'000}, {"search", "starting", 0}};
+  s.state_since_ms = 7'200'000;  // stopped since bulkheadd began, two hours ago
+  s.held_for_ms = 3'000;         // the start held three seconds ago
   nlohmann::json j = CellStatusJson(s, Config());
   EXPECT_EQ(j["state"], "waiting");
+  EXPECT_EQ(j["state_since_ms"], 3'000) << "waiting since the start was held";
   EXPECT_EQ(j["waiting_for"],
             nlohmann::json::parse(R"([{"cell":"catalog","state":"backoff","next_start_in_ms":45000},
                                       {"cell":"search","state":"starting"}])"));

@@ -20,6 +20,14 @@ TEST(JudgeLifecycle, StopIsReachedWithoutAWorker) {
   EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("failed", 1)).verdict, LifecycleVerdict::kReached);
 }
 
+TEST(JudgeLifecycle, AStopIsReachedOnceAStartQueuedBehindItStartedAWorker) {
+  // `restart` or `start` during a stop is queued behind it: the cell may never show "stopped" to a
+  // status read, yet the stop is done once a worker started after it was sent.
+  EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("starting", 2)).verdict, LifecycleVerdict::kReached);
+  EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("running", 2)).verdict, LifecycleVerdict::kReached);
+  EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("backoff", 2)).verdict, LifecycleVerdict::kReached);
+}
+
 TEST(JudgeLifecycle, RestartWaitsForANewWorkerRunning) {
   // The old worker still runs, or drains: not yet.
   EXPECT_EQ(JudgeLifecycle("restart", 1, CellIn("running", 1)).verdict, LifecycleVerdict::kPending);

@@ -54,6 +54,22 @@ TEST(StatusView, EmptyWindowAndNoWorkerAreDashes) {
                 "0.25ms"));
 }
 
+// A cell stopped since bulkheadd made it, that never had a worker, has no age to show: its
+// "stopped for" would count from bulkheadd's start.
+TEST(StatusView, ACellThatNeverStartedShowsNoAge) {
+  nlohmann::json cell = Cell();
+  cell["state"] = "stopped";
+  cell["pid"] = nullptr;
+  cell["starts"] = 0;
+  Result<std::string> table = FormatActivityTable({{"cells", {cell}}});
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_THAT(*table, HasSubstr("payments  -      -       3"));
+  cell["starts"] = 1;
+  table = FormatActivityTable({{"cells", {cell}}});
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_THAT(*table, HasSubstr("payments  5m12s  -       3"));
+}
+
 TEST(StatusView, ErrorsNameTheField) {
   nlohmann::json cell = Cell();
   cell.erase("in_flight");

@@ -709,6 +709,37 @@ TEST_F(WorkerSwapTest, ACrashOfTheServingWorkerBeforeTheHandoverEndsTheSwap) {
   EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
 }
 
+TEST_F(WorkerSwapTest, ARestartWithoutOverlapDuringASwapCancelsItWithoutAFailure) {
+  // A reload whose change needs a new worker, while an overlapping restart waits for its next
+  // worker (Cell::RestartForReload): the next worker has the config of before and goes.
+  StartServing(SwapConfig());
+  launcher_.pids = {kNext, kNext + 1};
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  ASSERT_EQ(phase(), WorkerSwap::Phase::kStarting);
+  EXPECT_EQ(runner_->Restart(0, /*overlap=*/false), "ok");
+  EXPECT_THAT(launcher_.TakeKills(), ::testing::Contains(Pair(kNext, SIGKILL)));
+  EXPECT_TRUE(runner_->swap().failure().empty()) << runner_->swap().failure();
+  runner_->OnProcessExit(kNext, KilledBy(SIGKILL));
+  EXPECT_EQ(phase(), WorkerSwap::Phase::kIdle);
+  EXPECT_TRUE(runner_->swap().failure().empty());
+}
+
+TEST_F(WorkerSwapTest, AWorkerTheLifecycleStartsClearsAnEarlierSwapsFailure) {
+  StartServing(SwapConfig());
+  launcher_.pids = {kNext, kNext + 1};
+  runner_->Restart(0);
+  time_.Advance(1000);  // start_timeout: the swap fails
+  runner_->OnProcessExit(kNext, KilledBy(SIGKILL));
+  ASSERT_THAT(runner_->swap().failure(), HasSubstr("start_timeout"));
+  // The restart again, without overlap: stop, reap, start; the cell was restarted after all.
+  EXPECT_EQ(runner_->Restart(0, /*overlap=*/false), "ok");
+  EXPECT_THAT(runner_->swap().failure(), HasSubstr("start_timeout")) << "still the old worker";
+  runner_->OnProcessExit(kServing, KilledBy(SIGTERM));
+  ASSERT_EQ(state(), State::kRunning);
+  EXPECT_EQ(runner_->pid(), kNext + 1);
+  EXPECT_TRUE(runner_->swap().failure().empty()) << runner_->swap().failure();
+}
+
 TEST_F(WorkerSwapTest, WithRestartOverlapFalseARestartStopsTheWorkerFirst) {
   config::CellConfig config = SwapConfig();
   config.restart_overlap = false;

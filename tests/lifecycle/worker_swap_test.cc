@@ -83,5 +83,29 @@ TEST(WorkerSwap, CancelBeforeTheHandoverKillsTheNextOneAndIsIgnoredAfter) {
   EXPECT_EQ(swap.phase(), Phase::kDraining);
 }
 
+TEST(WorkerSwap, ACancelledSwapIsNoFailureAndAFailedOneSaysWhy) {
+  WorkerSwap swap = Swap();
+  swap.Begin(0);
+  EXPECT_THAT(swap.Cancel("the cell restarts without overlap"), ElementsAre(Of(Type::kKillNext)));
+  EXPECT_EQ(swap.phase(), Phase::kAbandoning);
+  EXPECT_TRUE(swap.failure().empty()) << "superseded, not failed: " << swap.failure();
+  EXPECT_EQ(swap.dropped(), "the cell restarts without overlap");
+  EXPECT_EQ(swap.Detail(),
+            "restart cancelled: the cell restarts without overlap; waiting for the next worker's "
+            "end");
+  swap.NextExited("signal 9");
+  EXPECT_TRUE(swap.failure().empty());
+
+  swap.Begin(10);
+  EXPECT_TRUE(swap.dropped().empty()) << "kept until the next swap";
+  EXPECT_THAT(swap.Fail("cannot hand the worker socket over: rename: EACCES"),
+              ElementsAre(Of(Type::kKillNext)));
+  EXPECT_EQ(swap.failure(),
+            "cannot hand the worker socket over: rename: EACCES; the previous worker serves on");
+  swap.NextExited("signal 9");
+  swap.ForgetFailure();
+  EXPECT_TRUE(swap.failure().empty());
+}
+
 }  // namespace
 }  // namespace bulkhead::lifecycle
