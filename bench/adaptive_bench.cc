@@ -24,7 +24,9 @@
 // measure bulkheadd's rejection path instead of the worker). With `--warmup-seconds W` each cell is
 // first offered the same load for W seconds that are not counted (nor the OOM kills in them): the
 // figures are then the steady state's, where the adaptive limit has settled (at a few answers a
-// second its first windows take most of a short run). Per cell it prints the answers per second,
+// second its first windows take most of a short run). With `--rounds R` the measured time is split
+// into R rounds, every cell loaded in turn in each: a machine whose speed drifts (a TCG guest on a
+// shared host) then moves every cell alike. Per cell it prints the answers per second,
 // the goodput (OK within `--deadline-ms`, per second), the rejections per second, the failures, the
 // p50 and p99 of the OK answers and that p99 over the unloaded one, the cell's OOM kills, and for
 // the adaptive cell its limit at the end, its bounds and its changes. With `--neighbour-clients N`,
@@ -79,6 +81,7 @@ struct Options {
   int clients = 64;
   double seconds = 5;
   double warmup_seconds = 0;
+  int rounds = 1;
   int work_us = 40000;
   int deadline_ms = 1000;
   int max_queue = 4;
@@ -131,13 +134,14 @@ struct Tally {
   std::string error;
 };
 
-// Summarize for samples in µs: Summarize reads its samples as ns, so its figures are scaled back.
-LatencySummary SummarizeUs(std::vector<uint32_t>& samples_us) {
-  LatencySummary s = Summarize(samples_us);
-  s.p50_us *= 1000;
-  s.p99_us *= 1000;
-  s.p999_us *= 1000;
-  return s;
+// Adds `from`'s counts and samples to `into`'s; the first error stays.
+void Add(Tally* into, Tally&& from) {
+  into->ok += from.ok;
+  into->ok_in_deadline += from.ok_in_deadline;
+  into->rejected += from.rejected;
+  into->failed += from.failed;
+  into->ok_us.insert(into->ok_us.end(), from.ok_us.begin(), from.ok_us.end());
+  if (into->error.empty()) into->error = std::move(from.error);
 }
 
 // `clients` callers on `socket` for `seconds`; see the file comment.
@@ -185,12 +189,7 @@ Tally Offer(const Options& options, const std::string& socket, int clients, doub
         }
       }
       std::lock_guard<std::mutex> lock(mu);
-      total.ok += mine.ok;
-      total.ok_in_deadline += mine.ok_in_deadline;
-      total.rejected += mine.rejected;
-      total.failed += mine.failed;
-      total.ok_us.insert(total.ok_us.end(), mine.ok_us.begin(), mine.ok_us.end());
-      if (total.error.empty()) total.error = mine.error;
+      Add(&total, std::move(mine));
     });
   }
   for (std::thread& t : callers) t.join();
@@ -234,6 +233,11 @@ int Main(int argc, char** argv) {
                  "steady state: the adaptive limit has settled, every worker has warmed)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 600.0));
+  app.add_option("--rounds", options.rounds,
+                 "--seconds is split into this many rounds, each offering every cell its share in "
+                 "turn")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   app.add_option("--work-us", options.work_us, "CPU time per request at the worker, µs")
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
@@ -279,16 +283,18 @@ int Main(int argc, char** argv) {
       // Long enough for a p99 of a few hundred answers where each takes a while (the VM).
       Tally alone = Offer(options, first->socket, 1, std::min(options.seconds, 5.0));
       if (!alone.error.empty()) status = Status::Error("unloaded: " + alone.error);
-      unloaded_p99_us = SummarizeUs(alone.ok_us).p99_us;
+      unloaded_p99_us = Summarize(alone.ok_us, SampleUnit::kUs).p99_us;
     }
   }
   if (status.ok()) {
     std::printf(
         "bulkhead-bench-adaptive: %d callers, %s per request, deadline %d ms, max_queue %d, "
-        "queue_timeout %d ms, backoff %d ms, %.1f s per cell after %.1f s of warm-up, cgroup %s "
-        "(cpu_max %s, memory_max %s), neighbour callers %d; unloaded p99 %.0f us\n",
+        "queue_timeout %d ms, backoff %d ms, %.1f s per cell in %d rounds after %.1f s of "
+        "warm-up, cgroup %s (cpu_max %s, memory_max %s), neighbour callers %d; unloaded p99 %.0f "
+        "us\n",
         options.clients, Payload(options).c_str(), options.deadline_ms, options.max_queue,
-        options.queue_timeout_ms, options.backoff_ms, options.seconds, options.warmup_seconds,
+        options.queue_timeout_ms, options.backoff_ms, options.seconds, options.rounds,
+        options.warmup_seconds,
         options.cgroup ? "required" : "off",
         options.cpu_max.empty() ? "none" : options.cpu_max.c_str(),
         options.memory_max.empty() ? "none" : options.memory_max.c_str(),
@@ -297,52 +303,72 @@ int Main(int argc, char** argv) {
                 "rejected/s", "failed", "p50 us", "p99 us", "p99 x", "ooms", "nbr p99 us",
                 "limit");
   }
-  for (const std::string& cell : cells) {
-    if (!status.ok() || g_interrupted.load()) break;
-    Result<proc::CellStatus> shown = bulkheadd->Cell(cell);
-    if (!shown.ok()) {
-      status = shown.status();
-      break;
-    }
-    // The warm-up: the same load, its answers not counted, nor the OOM kills it caused.
+  // What each cell got over the rounds; the warm-up's OOM kills are not its.
+  struct CellRun {
+    std::string socket;
     uint64_t ooms_before = 0;
-    if (options.warmup_seconds > 0) {
-      Tally warmup = Offer(options, shown->socket, options.clients, options.warmup_seconds);
-      if (!warmup.error.empty()) {
-        status = Status::Error(cell + " (warm-up): " + warmup.error);
-        break;
-      }
-      const nlohmann::json warmed = CellStatusJson(*bulkheadd, cell);
-      if (warmed.is_object()) ooms_before = warmed.value("oom_kills", uint64_t{0});
-    }
-    // The neighbour's callers run beside the loaded cell's, for the same time.
-    Tally neighbour;
-    std::optional<std::thread> beside;
-    if (options.neighbour_clients > 0) {
-      Result<proc::CellStatus> other = bulkheadd->Cell("neighbour");
-      if (!other.ok()) {
-        status = other.status();
-        break;
-      }
-      beside.emplace([&options, &neighbour, socket = other->socket] {
-        neighbour = Offer(options, socket, options.neighbour_clients, options.seconds);
-      });
-    }
-    Tally tally = Offer(options, shown->socket, options.clients, options.seconds);
-    if (beside) beside->join();
-    if (!neighbour.error.empty()) {
-      status = Status::Error("neighbour beside " + cell + ": " + neighbour.error);
+    Tally tally;
+    Tally neighbour;  // the neighbour's answers while this cell was loaded
+  };
+  std::vector<CellRun> runs(cells.size());
+  std::string neighbour_socket;
+  for (size_t i = 0; i < cells.size() && status.ok(); ++i) {
+    Result<proc::CellStatus> shown = bulkheadd->Cell(cells[i]);
+    status = shown.status();
+    if (shown.ok()) runs[i].socket = shown->socket;
+  }
+  if (status.ok() && options.neighbour_clients > 0) {
+    Result<proc::CellStatus> other = bulkheadd->Cell("neighbour");
+    status = other.status();
+    if (other.ok()) neighbour_socket = other->socket;
+  }
+  // The warm-up: the same load, its answers not counted, nor the OOM kills it caused.
+  for (size_t i = 0; i < cells.size() && status.ok() && options.warmup_seconds > 0; ++i) {
+    if (g_interrupted.load()) break;
+    Tally warmup = Offer(options, runs[i].socket, options.clients, options.warmup_seconds);
+    if (!warmup.error.empty()) {
+      status = Status::Error(cells[i] + " (warm-up): " + warmup.error);
       break;
     }
-    if (!tally.error.empty()) {
-      status = Status::Error(cell + ": " + tally.error);
-      break;
+    const nlohmann::json warmed = CellStatusJson(*bulkheadd, cells[i]);
+    if (warmed.is_object()) runs[i].ooms_before = warmed.value("oom_kills", uint64_t{0});
+  }
+  // Round after round, each cell in turn for its share of --seconds: a machine whose speed drifts
+  // (a TCG guest on a shared host) moves every cell's figures alike.
+  const double share = options.seconds / options.rounds;
+  for (int round = 0; round < options.rounds && status.ok(); ++round) {
+    for (size_t i = 0; i < cells.size() && status.ok(); ++i) {
+      if (g_interrupted.load()) {
+        status = Status::Error("interrupted");
+        break;
+      }
+      // The neighbour's callers run beside the loaded cell's, for the same time.
+      Tally neighbour;
+      std::optional<std::thread> beside;
+      if (!neighbour_socket.empty()) {
+        beside.emplace([&options, &neighbour, &neighbour_socket, share] {
+          neighbour = Offer(options, neighbour_socket, options.neighbour_clients, share);
+        });
+      }
+      Tally tally = Offer(options, runs[i].socket, options.clients, share);
+      if (beside) beside->join();
+      if (!neighbour.error.empty()) {
+        status = Status::Error("neighbour beside " + cells[i] + ": " + neighbour.error);
+      } else if (!tally.error.empty()) {
+        status = Status::Error(cells[i] + ": " + tally.error);
+      }
+      Add(&runs[i].tally, std::move(tally));
+      Add(&runs[i].neighbour, std::move(neighbour));
     }
-    const LatencySummary latency = SummarizeUs(tally.ok_us);
+  }
+  for (size_t i = 0; i < cells.size() && status.ok(); ++i) {
+    const std::string& cell = cells[i];
+    Tally& tally = runs[i].tally;
+    const LatencySummary latency = Summarize(tally.ok_us, SampleUnit::kUs);
     const nlohmann::json shown_json = CellStatusJson(*bulkheadd, cell);
     const uint64_t ooms_total =
         shown_json.is_object() ? shown_json.value("oom_kills", uint64_t{0}) : uint64_t{0};
-    const uint64_t ooms = ooms_total - std::min(ooms_total, ooms_before);
+    const uint64_t ooms = ooms_total - std::min(ooms_total, runs[i].ooms_before);
     std::string limit = "fixed";
     if (cell == "adaptive") {
       const nlohmann::json c =
@@ -360,7 +386,9 @@ int Main(int argc, char** argv) {
                 static_cast<unsigned long long>(tally.failed), latency.p50_us, latency.p99_us,
                 unloaded_p99_us > 0 ? latency.p99_us / unloaded_p99_us : 0,
                 static_cast<unsigned long long>(ooms),
-                options.neighbour_clients > 0 ? SummarizeUs(neighbour.ok_us).p99_us : 0.0,
+                options.neighbour_clients > 0
+                    ? Summarize(runs[i].neighbour.ok_us, SampleUnit::kUs).p99_us
+                    : 0.0,
                 limit.c_str());
     std::fflush(stdout);
     if (tally.ok == 0 || (tally.failed != 0 && options.workload == Workload::kCpu)) {

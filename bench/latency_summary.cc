@@ -8,23 +8,24 @@ namespace bulkhead::bench {
 
 namespace {
 
-// Nearest rank: the ceil(q * n)-th smallest sample (1-based). REQUIRES: sorted, not empty.
-double PercentileUs(const std::vector<uint32_t>& sorted, double q) {
+// Nearest rank: the ceil(q * n)-th smallest sample (1-based), in µs. REQUIRES: sorted, not empty.
+double PercentileUs(const std::vector<uint32_t>& sorted, double q, SampleUnit unit) {
   size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
   rank = std::clamp<size_t>(rank, 1, sorted.size());
-  return static_cast<double>(sorted[rank - 1]) / 1000.0;
+  const double sample = static_cast<double>(sorted[rank - 1]);
+  return unit == SampleUnit::kNs ? sample / 1000.0 : sample;
 }
 
 }  // namespace
 
-LatencySummary Summarize(std::vector<uint32_t>& samples_ns) {
+LatencySummary Summarize(std::vector<uint32_t>& samples, SampleUnit unit) {
   LatencySummary summary;
-  summary.count = samples_ns.size();
-  if (samples_ns.empty()) return summary;
-  std::sort(samples_ns.begin(), samples_ns.end());
-  summary.p50_us = PercentileUs(samples_ns, 0.50);
-  summary.p99_us = PercentileUs(samples_ns, 0.99);
-  summary.p999_us = PercentileUs(samples_ns, 0.999);
+  summary.count = samples.size();
+  if (samples.empty()) return summary;
+  std::sort(samples.begin(), samples.end());
+  summary.p50_us = PercentileUs(samples, 0.50, unit);
+  summary.p99_us = PercentileUs(samples, 0.99, unit);
+  summary.p999_us = PercentileUs(samples, 0.999, unit);
   return summary;
 }
 

@@ -17,9 +17,13 @@ struct LatencySummary {
   double p999_us = 0;
 };
 
-// Sorts `samples_ns` (nanoseconds) in place and reads p50, p99 and p99.9 off it: the smallest
+// The unit of the samples given to Summarize: nanoseconds (a uint32_t holds up to 4.29 s), or
+// microseconds for answers that may take longer (an overloaded cell in a VM).
+enum class SampleUnit : uint8_t { kNs, kUs };
+
+// Sorts `samples` (in `unit`) in place and reads p50, p99 and p99.9 off it, in µs: the smallest
 // sample with at least that fraction of samples at or below it. All zero for no samples.
-LatencySummary Summarize(std::vector<uint32_t>& samples_ns);
+LatencySummary Summarize(std::vector<uint32_t>& samples, SampleUnit unit = SampleUnit::kNs);
 
 // The median of `values`: the middle one for an odd count, the mean of the middle two for an even
 // count; 0 for none. Any unit (the caller's).

@@ -612,17 +612,21 @@ bool WorkerRunner::CanOverlap() const {
          NextSocketPath(config_.worker_socket).size() < sizeof(sockaddr_un::sun_path);
 }
 
+std::string WorkerRunner::RestartWithoutOverlap(uint32_t in_flight, const std::string& why) {
+  Log(LogLevel::kWarning, name(), pid_, "restart without overlap: " + why);
+  ReleaseNext();
+  RetireSwapGeneration();
+  operator_restart_ = true;
+  return Lifecycle::ReplyText(Handle(Event::RestartRequested(in_flight)).reply);
+}
+
 std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
   const std::string path = NextSocketPath(config_.worker_socket);
   Result<ipc::ListeningSocket> next = ipc::ClaimListeningSocket(
       path, WorkerBacklog(config_), ipc::Blocking::kBlocking, WorkerSocketAccess());
   if (!next.ok()) {
-    // Nothing started: the restart is done as without overlap.
-    Log(LogLevel::kWarning, name(), pid_,
-        "restart without overlap: cannot bind the next worker's socket: " +
-            next.status().message());
-    operator_restart_ = true;
-    return Lifecycle::ReplyText(Handle(Event::RestartRequested(in_flight)).reply);
+    return RestartWithoutOverlap(
+        in_flight, "cannot bind the next worker's socket: " + next.status().message());
   }
   next_file_ = std::move(next->file);
   next_listen_fd_ = std::move(next->fd);
@@ -652,14 +656,10 @@ std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
     // The next worker cannot fit beside the previous one (fork or clone3 EAGAIN: the cell's
     // pids.max, or the user's RLIMIT_NPROC), which is what a cell stuck at its limits looks
     // like: the restart the operator asked for is done as without overlap, the previous
-    // generation torn down whole first. Nothing of the swap started.
-    Log(LogLevel::kWarning, name(), pid_,
-        "restart without overlap: the next worker cannot start beside the previous one: " +
-            started.status().message());
-    ReleaseNext();
-    RetireSwapGeneration();
-    operator_restart_ = true;
-    return Lifecycle::ReplyText(Handle(Event::RestartRequested(in_flight)).reply);
+    // generation torn down whole first.
+    return RestartWithoutOverlap(
+        in_flight,
+        "the next worker cannot start beside the previous one: " + started.status().message());
   }
   ExecuteSwap(swap_.Begin(time_->NowMs()));
   if (!started.ok()) {

@@ -243,6 +243,10 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // starts watching its readiness. The answer to the restart command (`in_flight` for a restart
   // without overlap when the socket cannot be bound).
   std::string BeginSwap(uint32_t in_flight);
+  // BeginSwap could not start the next worker beside the serving one (`why`: its socket cannot be
+  // bound, clone3 EAGAIN at pids.max): what it made is released, and the restart goes as without
+  // overlap (stop, then start). The answer to the restart command.
+  std::string RestartWithoutOverlap(uint32_t in_flight, const std::string& why);
   void ExecuteSwap(const std::vector<WorkerSwap::Action>& actions);
   // The next worker is ready: its socket takes the worker socket's path, then the handover.
   void OnNextReady(const std::string& what);

@@ -30,6 +30,16 @@ TEST(LatencySummary, ReadsNearestRankPercentilesInMicroseconds) {
   EXPECT_EQ(summary.p999_us, 999.0);
 }
 
+TEST(LatencySummary, ReadsSamplesInMicrosecondsPastWhatNanosecondsHold) {
+  // Answers of up to 10 s (a uint32_t of ns holds 4.29 s): 10 ms .. 10 s.
+  std::vector<uint32_t> samples_us;
+  for (uint32_t i = 1; i <= 1000; ++i) samples_us.push_back(i * 10'000);
+  const LatencySummary summary = Summarize(samples_us, SampleUnit::kUs);
+  EXPECT_EQ(summary.p50_us, 5'000'000.0);
+  EXPECT_EQ(summary.p99_us, 9'900'000.0);
+  EXPECT_EQ(summary.p999_us, 9'990'000.0);
+}
+
 TEST(LatencySummary, IsAllZeroForNoSamples) {
   std::vector<uint32_t> none;
   const LatencySummary summary = Summarize(none);

@@ -24,12 +24,13 @@ run() {
   /bin/bulkhead-bench-adaptive --bin-dir /bench --cgroup --clients 64 --seconds "$seconds" \
     --deadline-ms 1000 "$@" || status=1
 }
-# ~14 answers a second at 20% of a CPU: 20 s per cell, so that the sweep's cells (whose best is
-# within a few answers of fixed-1 at this knee) differ by more than their noise.
-run 20 --workload cpu --cpu-max 20% --work-us 10000
+# ~14 answers a second at 20% of a CPU: 20 s per cell, in 4 rounds of 5 s each loading every cell
+# in turn, so that the sweep's cells (whose best is within a few answers of fixed-1 at this knee)
+# differ by more than their noise, and a host whose load drifts moves them all alike.
+run 20 --workload cpu --cpu-max 20% --work-us 10000 --rounds 4
 # ~3 answers a second at one at a time in the guest: the adaptive limit needs its first 50 answers
 # at the floor and windows of 10 answers each to settle, most of a 30 s run; 30 s of warm-up per
 # cell (every cell, for the same footing) measure the steady state.
-run 30 --workload memory --memory-max 64M --hold-mib 6 --hold-ms 100 --warmup-seconds 30
-run 8 --workload cpu --work-us 10000 --sweep 64 --neighbour-clients 4
+run 30 --workload memory --memory-max 64M --hold-mib 6 --hold-ms 100 --warmup-seconds 30 --rounds 4
+run 8 --workload cpu --work-us 10000 --sweep 64 --neighbour-clients 4 --rounds 2
 exit "$status"
