@@ -97,7 +97,7 @@ done
 # Like nginx -t: the installed config is valid, a broken one is refused with exit 3.
 out="$(/usr/sbin/bulkheadd --check-config --config /etc/bulkhead/bulkhead.toml 2>&1)" ||
   fail "bulkheadd --check-config on the installed config: $out"
-[ "$out" = "/etc/bulkhead/bulkhead.toml: ok (1 cells)" ] || fail "unexpected --check-config output: $out"
+[ "$out" = "/etc/bulkhead/bulkhead.toml: ok (1 cell)" ] || fail "unexpected --check-config output: $out"
 printf '[cells.x]\nmax_concurrent = 0\n' >"$tmp/bad.toml"
 rc=0
 /usr/sbin/bulkheadd --check-config --config "$tmp/bad.toml" >"$tmp/bad.out" 2>&1 || rc=$?
