@@ -2,9 +2,10 @@
 #include "base/closest_match.h"
 
 #include <algorithm>
-#include <cctype>
 #include <string>
 #include <vector>
+
+#include "base/ascii.h"
 
 namespace bulkhead {
 
@@ -24,34 +25,32 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-namespace {
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
-
 std::string_view ClosestMatch(std::string_view word, std::span<const std::string_view> candidates) {
   // Compared in lower case: the same word in other letter case ("Catalog", "MAX_QUEUE") is at
   // distance 0, and so the match whatever its length.
   constexpr size_t kMaxEdits = 2;
-  const std::string lower_word = Lower(word);
+  const std::string lower_word = ToLowerAscii(word);
   std::string_view best;
   size_t best_distance = kMaxEdits + 1;
   for (std::string_view candidate : candidates) {
     const size_t length_gap = word.size() > candidate.size() ? word.size() - candidate.size()
                                                              : candidate.size() - word.size();
     if (length_gap > kMaxEdits) continue;
-    const size_t distance = EditDistance(lower_word, Lower(candidate));
+    const size_t distance = EditDistance(lower_word, ToLowerAscii(candidate));
     if (distance < best_distance && distance < word.size()) {
       best = candidate;
       best_distance = distance;
     }
   }
   return best;
+}
+
+std::string DidYouMean(std::string_view word, std::span<const std::string_view> candidates) {
+  const std::string_view closest = ClosestMatch(word, candidates);
+  if (closest.empty()) return "";
+  std::string tail = "; did you mean \"";
+  tail.append(closest);
+  return tail + "\"?";
 }
 
 }  // namespace bulkhead

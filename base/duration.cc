@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "base/ascii.h"
+
 namespace bulkhead {
 namespace {
 
@@ -28,12 +30,6 @@ constexpr std::array<Unit, 4> kUnits = {{{"h", 3'600'000}, {"m", 60'000}, {"s", 
 // Any value above this is refused; saturating at it keeps every product and sum within int64_t.
 constexpr int64_t kLimitMs = kMaxDuration.count();
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 Status Refuse(std::string_view text, std::string_view problem) {
   std::string message = "invalid duration \"";
   message.append(text);
@@ -50,7 +46,7 @@ constexpr std::string_view kDecimals = "decimals are not allowed";
 std::string Scan(std::string_view text, int64_t* ms) {
   if (text.empty()) return "empty";
   for (char c : text) {
-    if (IsSpace(c)) return "spaces are not allowed";
+    if (IsAsciiSpace(c)) return "spaces are not allowed";
   }
   if (text.front() == '+' || text.front() == '-') return "a sign is not allowed";
 
@@ -61,7 +57,7 @@ std::string Scan(std::string_view text, int64_t* ms) {
     // The number: one or more digits, value saturating just above the limit.
     const size_t number_begin = i;
     int64_t number = 0;
-    while (i < text.size() && IsDigit(text[i])) {
+    while (i < text.size() && IsAsciiDigit(text[i])) {
       number = std::min<int64_t>(number * 10 + (text[i] - '0'), kLimitMs + 1);
       ++i;
     }
@@ -72,7 +68,7 @@ std::string Scan(std::string_view text, int64_t* ms) {
 
     // The unit: a run of letters.
     const size_t unit_begin = i;
-    while (i < text.size() && IsLetter(text[i])) ++i;
+    while (i < text.size() && IsAsciiLetter(text[i])) ++i;
     const std::string_view unit = text.substr(unit_begin, i - unit_begin);
 
     if (digits.empty() && unit.empty()) {
@@ -110,8 +106,7 @@ std::string Scan(std::string_view text, int64_t* ms) {
 // a size's unit (mebibytes) more often than minutes: none.
 int64_t UnitMs(std::string_view word) {
   if (word == "M") return 0;
-  std::string lower;
-  for (char c : word) lower.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+  const std::string lower = ToLowerAscii(word);
   struct Alias {
     std::string_view name;
     int64_t ms;
@@ -149,35 +144,38 @@ std::string FormatDuration(int64_t ms) {
   return out;
 }
 
-}  // namespace
-
-Result<milliseconds> ParseDuration(std::string_view text) {
-  int64_t ms = 0;
-  std::string problem = Scan(text, &ms);
-  if (problem.empty()) return milliseconds(ms);
-  if (std::optional<std::string> suggestion = SuggestDuration(text)) {
-    problem += "; write \"" + *suggestion + "\"";
-  } else if (problem == kDecimals) {
-    problem += "; use a smaller unit (\"1500ms\", not \"1.5s\")";
+// The accepted name of the unit of `ms` milliseconds (one of kUnits).
+std::string_view UnitName(int64_t ms) {
+  for (const Unit& unit : kUnits) {
+    if (unit.ms == ms) return unit.name;
   }
-  return Refuse(text, problem);
+  return "";
 }
 
-std::optional<std::string> SuggestDuration(std::string_view text) {
+// The accepted form of `text` (see SuggestDuration). With `round`, a value that is no whole
+// number of ms is rounded to the nearest (half up), and *rounded says so; a value that rounds to
+// 0 from above has none (0 turns many timeouts off).
+std::optional<std::string> Suggest(std::string_view text, bool round, bool* rounded) {
+  *rounded = false;
   int64_t accepted = 0;
   if (Scan(text, &accepted).empty()) return std::nullopt;
+  // Whole numbers with units largest first, each once ("90S", "2 mins", "1h 30min") keep their
+  // numbers, with the units' accepted names: "90s", not "1m30s".
+  std::string as_written;
+  int64_t last_unit = INT64_MAX;
   int64_t total = 0;
   bool any = false;
+  bool nonzero_fraction = false;
   size_t i = 0;
   auto skip_blanks = [&] {
-    while (i < text.size() && IsSpace(text[i])) ++i;
+    while (i < text.size() && IsAsciiSpace(text[i])) ++i;
   };
   skip_blanks();
   while (i < text.size()) {
     // <digits>[(.|,)<digits>] <blanks> <unit>
     int64_t whole = 0;
     const size_t whole_begin = i;
-    while (i < text.size() && IsDigit(text[i])) {
+    while (i < text.size() && IsAsciiDigit(text[i])) {
       whole = std::min<int64_t>(whole * 10 + (text[i] - '0'), kLimitMs + 1);
       ++i;
     }
@@ -187,8 +185,15 @@ std::optional<std::string> SuggestDuration(std::string_view text) {
     if (i < text.size() && (text[i] == '.' || text[i] == ',')) {
       ++i;
       const size_t fraction_begin = i;
-      while (i < text.size() && IsDigit(text[i])) {
-        if (scale > 1'000'000'000) return std::nullopt;  // more digits than any unit has ms
+      while (i < text.size() && IsAsciiDigit(text[i])) {
+        // Past as many digits as any unit has ms, a digit changes no whole ms: rounding ignores
+        // it; an exact suggestion has none.
+        if (scale > 1'000'000'000) {
+          if (!round) return std::nullopt;
+          nonzero_fraction = nonzero_fraction || text[i] != '0';
+          ++i;
+          continue;
+        }
         fraction = fraction * 10 + (text[i] - '0');
         scale *= 10;
         ++i;
@@ -197,16 +202,51 @@ std::optional<std::string> SuggestDuration(std::string_view text) {
     }
     skip_blanks();
     const size_t unit_begin = i;
-    while (i < text.size() && IsLetter(text[i])) ++i;
+    while (i < text.size() && IsAsciiLetter(text[i])) ++i;
     const int64_t unit = UnitMs(text.substr(unit_begin, i - unit_begin));
     if (unit == 0) return std::nullopt;
-    if (fraction * unit % scale != 0) return std::nullopt;  // not a whole number of ms
-    total = std::min<int64_t>(total + whole * unit + fraction * unit / scale, kLimitMs + 1);
+    int64_t part = fraction * unit / scale;
+    if (fraction * unit % scale != 0) {  // not a whole number of ms
+      if (!round) return std::nullopt;
+      *rounded = true;
+      if (2 * (fraction * unit % scale) >= scale) ++part;
+    }
+    nonzero_fraction = nonzero_fraction || fraction != 0;
+    if (scale == 1 && unit < last_unit) {
+      as_written += std::to_string(whole);
+      as_written.append(UnitName(unit));
+      last_unit = unit;
+    } else {
+      last_unit = 0;  // a decimal, or units out of order or repeated: the sum is written anew
+    }
+    total = std::min<int64_t>(total + whole * unit + part, kLimitMs + 1);
     any = true;
     skip_blanks();
   }
-  if (!any || total > kLimitMs) return std::nullopt;
-  return FormatDuration(total);
+  if (!any || total > kLimitMs || (total == 0 && nonzero_fraction)) return std::nullopt;
+  return last_unit > 0 ? as_written : FormatDuration(total);
+}
+
+}  // namespace
+
+Result<milliseconds> ParseDuration(std::string_view text) {
+  int64_t ms = 0;
+  std::string problem = Scan(text, &ms);
+  if (problem.empty()) return milliseconds(ms);
+  bool rounded = false;
+  if (std::optional<std::string> suggestion = Suggest(text, /*round=*/true, &rounded)) {
+    problem += rounded
+                   ? "; durations are whole milliseconds: the nearest is \"" + *suggestion + "\""
+                   : "; write \"" + *suggestion + "\"";
+  } else if (problem == kDecimals) {
+    problem += "; durations are whole milliseconds";
+  }
+  return Refuse(text, problem);
+}
+
+std::optional<std::string> SuggestDuration(std::string_view text) {
+  bool rounded = false;
+  return Suggest(text, /*round=*/false, &rounded);
 }
 
 }  // namespace bulkhead

@@ -20,14 +20,18 @@ inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24)
 // a sign, decimals, spaces, a bare number ("5"), unknown units ("5sec"), units out of order or
 // repeated ("30s1m"), and anything longer than kMaxDuration. Never overflows, however many digits.
 // On failure the message names the problem, the text to write instead when SuggestDuration has
-// one (`decimals are not allowed; write "1500ms"`), and the accepted form.
+// one (`decimals are not allowed; write "1500ms"`) or, for decimals finer than a millisecond, the
+// nearest whole ms (`durations are whole milliseconds: the nearest is "1s"` for "1.0001s"), and
+// the accepted form.
 Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
 
 // The accepted form of a duration written as people often write one: decimals ("1.5s" ->
 // "1500ms", "0.5m" -> "30s"), longer or upper-case unit names ("3sec", "2 mins", "1 hour", "5S"
 // -> "3s", "2m", "1h", "5s"), blanks between and around groups ("3 s", "1h 30m"). Units may come in
-// any order; a value that is no whole number of ms, longer than kMaxDuration, or with a unit that
-// names no duration has none. nullopt as well when ParseDuration accepts `text` as it is.
+// any order. Whole numbers with their units largest first, each once, are kept as written ("90S"
+// -> "90s", not "1m30s"); otherwise the total is written anew ("30s1m" -> "1m30s"). A value that
+// is no whole number of ms, longer than kMaxDuration, or with a unit that names no duration has
+// none. nullopt as well when ParseDuration accepts `text` as it is.
 std::optional<std::string> SuggestDuration(std::string_view text);
 
 }  // namespace bulkhead

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/ascii.h"
 #include "base/check.h"
 #include "config/cell_warnings.h"
 #include "config/config_keys.h"
@@ -90,9 +91,7 @@ std::optional<int> ExpectStopSignal(ValueReader& reader, const toml::node& node,
   message += " (the SIG prefix may be left out); got " + Quoted(*text);
   // Case and small typos: "sigterm", "TREM".
   std::string upper = *text;
-  for (char& c : upper) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  }
+  for (char& c : upper) c = ToUpperAscii(c);
   std::string_view bare = upper;
   if (bare.starts_with("SIG")) bare.remove_prefix(3);
   std::array<std::string_view, kStopSignals.size()> names;

@@ -71,7 +71,7 @@ void WarnAboutTimeouts(ValueReader& reader, const CellConfig& cell, const std::s
     reader.AddWarning(request_timeout_at, JoinKey(path, "request_timeout"),
                       "set without stall_timeout: a request answered FAILED timeout keeps its slot "
                       "until the worker answers, so a hung worker holds its slots, and the cell, "
-                      "forever; set stall_timeout too (docs/config.md, Timeouts)");
+                      "forever; set stall_timeout too (docs/config.md, Restarts, \"Timeouts\")");
   } else if (cell.request_timeout.count() > 0 && cell.stall_timeout < cell.request_timeout) {
     reader.AddWarning(stall_timeout_at, JoinKey(path, "stall_timeout"),
                       "is shorter than request_timeout (" + text(cell.request_timeout) +

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/ascii.h"
 namespace bulkhead::config {
 namespace {
 
@@ -13,11 +14,6 @@ constexpr std::string_view kAcceptedForm =
     "expected a share of one CPU as a percentage string such as \"50%\", \"150%\" (1.5 CPUs) or "
     "\"12.5%\" (at most 3 decimals)";
 constexpr size_t kMaxDecimals = 3;
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
 
 Status Refuse(std::string_view text, std::string_view problem) {
   std::string message = "invalid CPU share \"";
@@ -35,11 +31,11 @@ Result<uint64_t> ParseCpuShare(std::string_view text) {
   if (text.empty()) return Refuse(text, "empty");
   if (const size_t hash = text.find('#'); hash != std::string_view::npos) {
     std::string_view before = text.substr(0, hash);
-    while (!before.empty() && IsSpace(before.back())) before.remove_suffix(1);
+    while (!before.empty() && IsAsciiSpace(before.back())) before.remove_suffix(1);
     return Refuse(text, "a '#' inside the quotes is not a comment; end the string before it: \"" +
                             std::string(before) + "\"  # ...");
   }
-  if (std::any_of(text.begin(), text.end(), IsSpace)) {
+  if (std::any_of(text.begin(), text.end(), IsAsciiSpace)) {
     return Refuse(text, "spaces are not allowed");
   }
   if (text.front() == '+' || text.front() == '-') return Refuse(text, "a sign is not allowed");
@@ -47,7 +43,7 @@ Result<uint64_t> ParseCpuShare(std::string_view text) {
   // Whole percent, then up to kMaxDecimals decimals, in thousandths, saturating above the limit.
   size_t i = 0;
   uint64_t share = 0;
-  while (i < text.size() && IsDigit(text[i])) {
+  while (i < text.size() && IsAsciiDigit(text[i])) {
     share = std::min<uint64_t>(share * 10 + static_cast<uint64_t>(text[i] - '0'),
                                kMaxCpuShare / kCpuShareScale + 1);
     ++i;
@@ -64,7 +60,7 @@ Result<uint64_t> ParseCpuShare(std::string_view text) {
     ++i;
     const size_t decimals_begin = i;
     uint64_t place = kCpuShareScale;
-    while (i < text.size() && IsDigit(text[i])) {
+    while (i < text.size() && IsAsciiDigit(text[i])) {
       if (i - decimals_begin == kMaxDecimals) {
         return Refuse(text, "more than 3 decimals");
       }

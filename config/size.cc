@@ -7,6 +7,7 @@
 #include <array>
 #include <string>
 
+#include "base/ascii.h"
 namespace bulkhead::config {
 namespace {
 
@@ -19,12 +20,6 @@ constexpr std::array<Unit, 8> kUnits = {
 // For decimal hints: the unit of 1 << shift bytes, for shift 10, 20, 30, is kSmallerUnit[shift /
 // 10].
 constexpr std::array<std::string_view, 4> kSmallerUnit = {"", "K", "M", "G"};
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
 
 const Unit* FindUnit(std::string_view name) {
   for (const Unit& unit : kUnits) {
@@ -48,9 +43,7 @@ Status Refuse(std::string_view text, std::string_view problem) {
 std::string FixUnit(std::string_view unit) {
   std::string fixed(unit);
   if (fixed.size() > 1 && (fixed.back() == 'B' || fixed.back() == 'b')) fixed.pop_back();
-  if (!fixed.empty() && fixed.front() >= 'a' && fixed.front() <= 'z') {
-    fixed.front() = static_cast<char>(fixed.front() - 'a' + 'A');
-  }
+  if (!fixed.empty()) fixed.front() = ToUpperAscii(fixed.front());
   if (fixed.size() == 2 && fixed[1] == 'I') fixed[1] = 'i';
   return FindUnit(fixed) != nullptr ? fixed : "";
 }
@@ -89,11 +82,11 @@ Result<uint64_t> ParseSize(std::string_view text) {
   if (text.empty()) return Refuse(text, "empty");
   if (const size_t hash = text.find('#'); hash != std::string_view::npos) {
     std::string_view before = text.substr(0, hash);
-    while (!before.empty() && IsSpace(before.back())) before.remove_suffix(1);
+    while (!before.empty() && IsAsciiSpace(before.back())) before.remove_suffix(1);
     return Refuse(text, "a '#' inside the quotes is not a comment; end the string before it: \"" +
                             std::string(before) + "\"  # ...");
   }
-  if (std::any_of(text.begin(), text.end(), IsSpace)) {
+  if (std::any_of(text.begin(), text.end(), IsAsciiSpace)) {
     return Refuse(text, "spaces are not allowed");
   }
   if (text.front() == '+' || text.front() == '-') return Refuse(text, "a sign is not allowed");
@@ -106,7 +99,7 @@ Result<uint64_t> ParseSize(std::string_view text) {
   constexpr uint64_t kSaturated = kMaxSizeBytes + 1;
   size_t i = 0;
   uint64_t number = 0;
-  while (i < text.size() && IsDigit(text[i])) {
+  while (i < text.size() && IsAsciiDigit(text[i])) {
     const auto digit = static_cast<uint64_t>(text[i] - '0');
     number = number > (kSaturated - digit) / 10 ? kSaturated : number * 10 + digit;
     ++i;
@@ -115,7 +108,7 @@ Result<uint64_t> ParseSize(std::string_view text) {
   if (i < text.size() && (text[i] == '.' || text[i] == ',')) {
     const size_t fraction_begin = i + 1;
     size_t end = fraction_begin;
-    while (end < text.size() && IsDigit(text[end])) ++end;
+    while (end < text.size() && IsAsciiDigit(text[end])) ++end;
     const std::string_view fraction = text.substr(fraction_begin, end - fraction_begin);
     const Unit* unit = FindUnit(text.substr(end));
     if (text[i] == '.' && unit != nullptr && !digits.empty()) {
@@ -126,7 +119,7 @@ Result<uint64_t> ParseSize(std::string_view text) {
 
   // The unit: a run of letters, then nothing.
   const size_t unit_begin = i;
-  while (i < text.size() && IsLetter(text[i])) ++i;
+  while (i < text.size() && IsAsciiLetter(text[i])) ++i;
   const std::string_view unit_name = text.substr(unit_begin, i - unit_begin);
   if (digits.empty() && unit_name.empty()) {
     return Refuse(text, "unexpected character '" + std::string(1, text[i]) + "'");

@@ -9,14 +9,13 @@
 #include <string>
 #include <utility>
 
+#include "base/ascii.h"
 #include "base/duration.h"
 #include "config/size.h"
 #include "config/value_reader.h"
 
 namespace bulkhead::config {
 namespace {
-
-bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 // Characters that end a bare value on its line: TOML's separators and a comment.
 bool EndsToken(char c) {
@@ -236,14 +235,13 @@ std::string SyntaxHint(std::string_view toml_text, SourcePosition at) {
     while (number_end > 0 && (line[number_end - 1] == ' ' || line[number_end - 1] == '\t')) {
       --number_end;
     }
-    if (number_end < start && number_end > 0 && line[number_end - 1] >= '0' &&
-        line[number_end - 1] <= '9') {
+    if (number_end < start && number_end > 0 && IsAsciiDigit(line[number_end - 1])) {
       start = number_end;
       while (start > 0 && !EndsToken(line[start - 1])) --start;
     }
   }
   const std::string_view token = line.substr(start, end - start);
-  if (token.empty() || token.front() < '0' || token.front() > '9') return "";
+  if (token.empty() || !IsAsciiDigit(token.front())) return "";
 
   std::string_view what;
   std::string value(token);  // as it should read, quotes left out

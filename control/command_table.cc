@@ -27,13 +27,8 @@ std::string UnknownCommand(const nlohmann::json& command) {
   std::vector<std::string_view> names;
   names.reserve(kCommandRows.size());
   for (const CommandRow& row : kCommandRows) names.push_back(row.name);
-  std::string message = "unknown command " + command.dump();
-  const std::string_view closest = ClosestMatch(command.get<std::string>(), names);
-  if (!closest.empty()) {
-    message += "; did you mean \"";
-    message.append(closest);
-    message += "\"?";
-  }
+  std::string message =
+      "unknown command " + command.dump() + DidYouMean(command.get<std::string>(), names);
   message += " (commands:";
   for (size_t i = 0; i < names.size(); ++i) {
     message += i == 0 ? " " : ", ";
@@ -45,14 +40,7 @@ std::string UnknownCommand(const nlohmann::json& command) {
 // `no cell named Web; did you mean "web"?` (`bulkheadctl restart Web`).
 std::string UnknownCell(const std::string& cell, const std::vector<std::string>& names) {
   const std::vector<std::string_view> candidates(names.begin(), names.end());
-  std::string message = "no cell named " + cell;
-  const std::string_view closest = ClosestMatch(cell, candidates);
-  if (!closest.empty()) {
-    message += "; did you mean \"";
-    message.append(closest);
-    message += "\"?";
-  }
-  return message;
+  return "no cell named " + cell + DidYouMean(cell, candidates);
 }
 
 }  // namespace

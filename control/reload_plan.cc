@@ -174,14 +174,25 @@ ReloadPlan PlanReload(const config::Config& current, const config::Config& next)
   return plan;
 }
 
+void RetryRestarts(const std::set<std::string>& not_taken_over, ReloadPlan* plan) {
+  for (CellPlan& cell : plan->cells) {
+    const bool kept =
+        cell.action == CellPlan::Action::kUnchanged || cell.action == CellPlan::Action::kUpdate;
+    if (!kept || !not_taken_over.contains(cell.name)) continue;
+    cell.action = CellPlan::Action::kRestart;
+    cell.retried = true;
+  }
+}
+
 std::string ReloadPlan::Summary() const {
   std::vector<std::string> parts;
   if (log_level_changed) parts.push_back("log_level changed");
   for (const CellPlan& cell : cells) {
     std::string part = cell.name + " " + CellActionName(cell.action);
-    if (!cell.changed.empty()) {
-      part += " (" + Join(cell.changed, ", ") + " changed)";
-    }
+    std::vector<std::string> notes;
+    if (!cell.changed.empty()) notes.push_back(Join(cell.changed, ", ") + " changed");
+    if (cell.retried) notes.push_back("again: the new worker of an earlier reload never took over");
+    if (!notes.empty()) part += " (" + Join(notes, "; ") + ")";
     parts.push_back(std::move(part));
   }
   return Join(parts, ", ");

@@ -11,6 +11,7 @@
 // Likewise every [supervisor] key but log_level refuses the reload.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct CellPlan {
   bool cgroup_changed = false;     // cpu_max, cpu_max_period, cpu_weight, memory_*, pids_max,
                                    // oom_policy
   bool policy_changed = false;     // restart*, start_limit_*, *_timeout, stop_signal, kill_mode
+  // kRestart because an earlier reload's new worker for this cell never took over: this reload
+  // asks for it again (RetryRestarts).
+  bool retried = false;
 };
 
 struct ReloadPlan {
@@ -57,6 +61,15 @@ struct ReloadPlan {
 // [supervisor] key other than log_level, needing a restart of bulkheadd; a changed cell `socket`
 // (remove the cell in one reload and add it back in the next). Never throws.
 ReloadPlan PlanReload(const config::Config& current, const config::Config& next);
+
+// Makes each kUnchanged or kUpdate cell of `plan` named in `not_taken_over` a kRestart (`retried`;
+// live keys that changed are applied too, as for any restart). `not_taken_over`: the cells whose
+// new worker, asked for by an earlier reload, never took over (its overlapping restart failed and
+// the previous worker serves on with the config of before, or the cell is in backoff or failed).
+// A reload of that same file then restarts each again and reports it as the first reload did, a
+// failure included, instead of answering "unchanged" over a cell that does not run the file's
+// config.
+void RetryRestarts(const std::set<std::string>& not_taken_over, ReloadPlan* plan);
 
 // "unchanged", "updated", "restarted", "added", "removed".
 const char* CellActionName(CellPlan::Action action);

@@ -49,19 +49,22 @@ bool WriteAll(std::FILE* stream, const std::string& bytes) {
   return std::fflush(stream) == 0;
 }
 
+// Prints why `reply` has no response and returns the exit code for it.
+int ReportNoResponse(const ControlReply& reply) {
+  if (reply.unreachable) {
+    PrintError(DescribeUnreachable(reply));
+    return kExitUnreachable;
+  }
+  PrintError(reply.error);
+  return kExitFailure;
+}
+
 // Asks for the status of every cell or of `cell`. On failure prints why and sets *exit_code.
 std::optional<nlohmann::json> QueryStatus(const std::string& socket, const std::string& cell,
                                           Deadline deadline, int* exit_code) {
   ControlReply reply = QueryControl(socket, StatusRequest(cell), deadline);
   if (!reply.response) {
-    if (reply.unreachable) {
-      PrintError("cannot reach bulkheadd at " + reply.error +
-                 " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
-      *exit_code = kExitUnreachable;
-    } else {
-      PrintError(reply.error);
-      *exit_code = kExitFailure;
-    }
+    *exit_code = ReportNoResponse(reply);
     return std::nullopt;
   }
   const nlohmann::json& response = *reply.response;
@@ -120,17 +123,6 @@ void Pause(std::chrono::milliseconds interval) {
   timespec rest{static_cast<time_t>(interval.count() / 1000),
                 static_cast<long>(interval.count() % 1000) * 1'000'000L};
   ::nanosleep(&rest, nullptr);
-}
-
-// Prints why `reply` has no response and returns the exit code for it.
-int ReportNoResponse(const ControlReply& reply) {
-  if (reply.unreachable) {
-    PrintError("cannot reach bulkheadd at " + reply.error +
-               " (is it running? --socket or $BULKHEAD_SOCKET selects another control socket)");
-    return kExitUnreachable;
-  }
-  PrintError(reply.error);
-  return kExitFailure;
 }
 
 // The largest payload to read from stdin when the supervisor does not tell its max_payload_bytes:
@@ -276,33 +268,16 @@ int StatusCommand(const std::string& socket, const std::string& cell, bool json,
   return StatusExitCode(*response, cell);
 }
 
-// is-active / is-failed CELL...: prints each cell's state on its own line (unless `quiet`), as
-// `systemctl is-active` does, "unknown" for a cell the supervisor does not have; exits kExitOk
-// when at least one cell `matches` (IsActiveState / IsFailedState), else `not_matched` (systemctl:
-// 3 for is-active, 1 for is-failed).
 int IsStateCommand(const std::string& socket, const std::vector<std::string>& cells,
                    bool (*matches)(std::string_view), int not_matched, bool quiet,
                    Deadline deadline) {
   int exit_code = kExitOk;
   std::optional<nlohmann::json> response = QueryStatus(socket, "", deadline, &exit_code);
   if (!response) return exit_code;
-  std::map<std::string, std::string> states;
-  for (const nlohmann::json& cell : (*response)["cells"]) {
-    if (cell.contains("name") && cell["name"].is_string() && cell.contains("state") &&
-        cell["state"].is_string()) {
-      states[cell["name"].get<std::string>()] = cell["state"].get<std::string>();
-    }
-  }
-  bool any = false;
-  std::string out;
-  for (const std::string& cell : cells) {
-    auto it = states.find(cell);
-    const std::string state = it == states.end() ? "unknown" : it->second;
-    any = any || (it != states.end() && matches(state));
-    out += state + "\n";
-  }
-  if (!quiet && !WriteAll(stdout, out)) return kExitFailure;
-  return any ? kExitOk : not_matched;
+  const IsStateOutcome outcome = JudgeIsState(*response, cells, matches);
+  if (!quiet && !WriteAll(stdout, outcome.out)) return kExitFailure;
+  for (const std::string& error : outcome.errors) PrintError(error);
+  return outcome.any ? kExitOk : not_matched;
 }
 
 // status --watch: redraws every `interval` until SIGINT or SIGTERM, then exits 0. On a terminal
@@ -547,26 +522,32 @@ int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline) {
   for (const std::string& warning : outcome.warnings) {
     WriteStderrLine(LogLevel::kWarning, "warning: " + warning);
   }
-  std::string_view err = outcome.err;
-  while (!err.empty()) {
-    size_t end = err.find('\n');
-    WriteStderrLine(LogLevel::kError, err.substr(0, end));
-    err.remove_prefix(end == std::string_view::npos ? err.size() : end + 1);
-  }
-  if (!WriteAll(stdout, outcome.out)) return kExitFailure;
-  if (no_block || outcome.waits.empty()) return outcome.exit_code;
-  // The new workers come up after the answer: the reload is done once each runs, or failed for
-  // the cell whose new worker did not (its swap failed, it is in backoff), as `restart` judges.
-  std::vector<AwaitedCell> awaited;
-  for (const ReloadWait& wait : outcome.waits) {
-    awaited.push_back({.cell = wait.cell,
-                       .command = wait.command,
-                       .starts_before = wait.starts_before,
-                       .label = "reload: " + wait.cell});
-  }
+  auto print_errors = [](std::string_view err) {
+    while (!err.empty()) {
+      size_t end = err.find('\n');
+      WriteStderrLine(LogLevel::kError, err.substr(0, end));
+      err.remove_prefix(end == std::string_view::npos ? err.size() : end + 1);
+    }
+  };
+  print_errors(outcome.err);
   int exit_code = outcome.exit_code;
-  KeepFirstFailure(&exit_code,
-                   AwaitCells(socket, std::move(awaited), exchange_deadline, wait_deadline));
+  if (!no_block && !outcome.waits.empty()) {
+    // The new workers come up after the answer: the reload is done once each runs, or failed for
+    // the cell whose new worker did not (its swap failed, it is in backoff), as `restart` judges.
+    std::vector<AwaitedCell> awaited;
+    for (const ReloadWait& wait : outcome.waits) {
+      awaited.push_back({.cell = wait.cell,
+                         .command = wait.command,
+                         .starts_before = wait.starts_before,
+                         .label = "reload: " + wait.cell});
+    }
+    KeepFirstFailure(&exit_code,
+                     AwaitCells(socket, std::move(awaited), exchange_deadline, wait_deadline));
+  }
+  // "reloaded: ..." on stdout only for a reload that succeeded.
+  const ReloadSummary summary = SummaryAfterWaits(outcome, exit_code);
+  print_errors(summary.err);
+  if (!WriteAll(stdout, summary.out)) return kExitFailure;
   return exit_code;
 }
 

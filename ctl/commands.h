@@ -26,7 +26,8 @@ void PrintError(const std::string& message);
 int StatusCommand(const std::string& socket, const std::string& cell, bool json, Deadline deadline);
 
 // is-active / is-failed CELL...: prints each cell's state on its own line (unless `quiet`), as
-// `systemctl is-active` does, "unknown" for a cell the supervisor does not have; exits kExitOk
+// `systemctl is-active` does, "unknown" for a cell the supervisor does not have (named on stderr,
+// with the closest cell: JudgeIsState); exits kExitOk
 // when at least one cell `matches` (IsActiveState / IsFailedState), else `not_matched` (systemctl:
 // 3 for is-active, 1 for is-failed).
 int IsStateCommand(const std::string& socket, const std::vector<std::string>& cells,

@@ -5,10 +5,12 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "base/unique_fd.h"
 
@@ -79,6 +81,32 @@ CommandOutcome InterpretCellCommand(const std::string& command, const nlohmann::
   return outcome;
 }
 
+std::string DescribeUnreachable(const ControlReply& reply) {
+  constexpr std::string_view kOther = "--socket or $BULKHEAD_SOCKET selects another control socket";
+  std::string hint;
+  switch (reply.connect_error) {
+    case ENOENT:
+    case ECONNREFUSED:
+      hint = "is it running? ";
+      hint += kOther;
+      break;
+    case EACCES:
+    case EPERM:
+      hint =
+          "permission denied: run as root or as a member of the group that owns the socket "
+          "(control_socket_mode, control_socket_group: docs/config.md); ";
+      hint += kOther;
+      break;
+    case ENOTSOCK:
+      hint = "bulkheadd's control socket is not at this path; ";
+      hint += kOther;
+      break;
+    default:
+      hint = kOther;
+  }
+  return "cannot reach bulkheadd at " + reply.error + " (" + hint + ")";
+}
+
 ControlReply QueryControl(const std::string& socket_path, const nlohmann::json& request,
                           Deadline deadline) {
   sockaddr_un addr{};
@@ -97,7 +125,16 @@ ControlReply QueryControl(const std::string& socket_path, const nlohmann::json& 
     rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) {
-    return Unreachable(socket_path, std::string("cannot connect: ") + std::strerror(errno));
+    int error = errno;
+    struct stat st {};
+    if (error == ECONNREFUSED && ::stat(socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+      error = ENOTSOCK;
+    }
+    ControlReply reply = Unreachable(
+        socket_path, error == ENOTSOCK ? std::string("is not a socket")
+                                       : std::string("cannot connect: ") + std::strerror(error));
+    reply.connect_error = error;
+    return reply;
   }
 
   const std::string line = request.dump() + "\n";

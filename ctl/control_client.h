@@ -24,7 +24,16 @@ struct ControlReply {
   // On failure, one line naming the socket: "cannot connect to /run/bulkhead/control.sock: No
   // such file or directory", "... timed out waiting for a response", "... response is not JSON".
   std::string error;
+  // On a failed connect(2): its errno, or ENOTSOCK when the path is there but is no socket
+  // (connect(2) answers ECONNREFUSED for such a path). 0 when the connect succeeded.
+  int connect_error = 0;
 };
+
+// The line bulkheadctl prints for an unreachable `reply`: `cannot reach bulkheadd at PATH: WHAT
+// (HINT)`. The hint asks "is it running?" only when nothing listens at the path (no such file,
+// connection refused); a socket the caller may not open says who may, a file that is no socket
+// says so.
+std::string DescribeUnreachable(const ControlReply& reply);
 
 // Connects to `socket_path`, writes `request` as one line, reads one response line and closes.
 // Waits at most until `deadline` (no limit when empty) for all of it. Never throws.

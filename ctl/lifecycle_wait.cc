@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "ctl/lifecycle_wait.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/closest_match.h"
 #include "ctl/status_view.h"
 
 namespace bulkhead::ctl {
@@ -25,30 +30,27 @@ LifecycleProgress Failed(std::string detail) {
 // held for this wait when one in backoff starts next only after `wait_left_ms`.
 LifecycleProgress JudgeHeldStart(const nlohmann::json& cell, std::optional<uint64_t> wait_left_ms) {
   const std::string detail = StringOr(cell, "state_detail", "waiting for the cells it needs");
-  std::string idle;  // the needs that do not start by themselves, "catalog", "catalog and search"
-  std::string first_idle;
-  size_t idle_count = 0;
+  // One pass over the needs: the ones that do not start by themselves (stopped, failed), the next
+  // start of each one in backoff, and the first of those whose next start comes after the wait.
+  std::vector<std::string> idle;
   std::string next_starts;  // "; catalog's next start in 45s"
-  std::string late;         // the first need in backoff whose next start comes after the wait
-  std::string late_in;
+  std::string late;         // "catalog's next start in 2m0s"
+  std::string late_name;
   auto needs = cell.find("waiting_for");
   if (needs != cell.end() && needs->is_array()) {
     for (const nlohmann::json& need : *needs) {
       const std::string state = StringOr(need, "state", "");
       const std::string name = StringOr(need, "cell", "?");
-      if (auto next = need.find("next_start_in_ms");
-          state == "backoff" && next != need.end() && IsCount(*next)) {
-        const uint64_t ms = next->get<uint64_t>();
-        next_starts += "; " + name + "'s next start in " + FormatTimeLeft(ms);
-        if (late.empty() && wait_left_ms && ms > *wait_left_ms) {
-          late = name;
-          late_in = FormatTimeLeft(ms);
-        }
+      if (state == "stopped" || state == "failed") idle.push_back(name);
+      auto next = need.find("next_start_in_ms");
+      if (state != "backoff" || next == need.end() || !IsCount(*next)) continue;
+      const uint64_t ms = next->get<uint64_t>();
+      const std::string next_start = name + "'s next start in " + FormatTimeLeft(ms);
+      next_starts += "; " + next_start;
+      if (late.empty() && wait_left_ms && ms > *wait_left_ms) {
+        late = next_start;
+        late_name = name;
       }
-      if (state != "stopped" && state != "failed") continue;
-      if (first_idle.empty()) first_idle = name;
-      ++idle_count;
-      idle += (idle.empty() ? "" : " and ") + name;
     }
   }
   if (idle.empty() && late.empty()) {
@@ -56,18 +58,20 @@ LifecycleProgress JudgeHeldStart(const nlohmann::json& cell, std::optional<uint6
   }
   if (idle.empty()) {
     return {LifecycleVerdict::kHeld,
-            detail + "; " + late + "'s next start in " + late_in +
+            detail + "; " + late +
                 " comes after this wait ends (--timeout sets it), and this start goes on once it "
                 "runs (bulkheadctl status " +
-                late + ")",
+                late_name + ")",
             ""};
   }
-  const bool one = idle_count == 1;
+  const bool one = idle.size() == 1;
+  std::string names;  // "catalog", "catalog and search"
+  for (const std::string& name : idle) names += (names.empty() ? "" : " and ") + name;
   return {LifecycleVerdict::kHeld,
-          detail + "; " + idle +
+          detail + "; " + names +
               (one ? " does not start by itself" : " do not start by themselves") +
               ", and this start goes on once " + (one ? "it runs" : "they run") +
-              " (bulkheadctl start " + first_idle + ")",
+              " (bulkheadctl start " + idle.front() + ")",
           ""};
 }
 
@@ -118,6 +122,33 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
     return Failed(detail + ")");
   }
   return {};  // starting; or stopping, when a worker started since was already being replaced
+}
+
+IsStateOutcome JudgeIsState(const nlohmann::json& response, const std::vector<std::string>& cells,
+                            bool (*matches)(std::string_view)) {
+  std::map<std::string, std::string> states;
+  std::vector<std::string> names;
+  if (auto all = response.find("cells"); all != response.end() && all->is_array()) {
+    for (const nlohmann::json& cell : *all) {
+      const std::string name = StringOr(cell, "name", "");
+      if (name.empty()) continue;
+      names.push_back(name);
+      states[name] = StringOr(cell, "state", "unknown");
+    }
+  }
+  const std::vector<std::string_view> candidates(names.begin(), names.end());
+  IsStateOutcome outcome;
+  for (const std::string& cell : cells) {
+    auto it = states.find(cell);
+    if (it == states.end()) {
+      outcome.errors.push_back("no cell named " + cell + DidYouMean(cell, candidates));
+      outcome.out += "unknown\n";
+      continue;
+    }
+    outcome.any = outcome.any || matches(it->second);
+    outcome.out += it->second + "\n";
+  }
+  return outcome;
 }
 
 }  // namespace bulkhead::ctl

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bulkhead::ctl {
 
@@ -56,5 +57,17 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
 inline bool IsActiveState(std::string_view state) { return state == "running"; }
 // `is-failed`: the restart policy gave up on the cell.
 inline bool IsFailedState(std::string_view state) { return state == "failed"; }
+
+// What `is-active` / `is-failed` CELL... print for a status response of every cell.
+struct IsStateOutcome {
+  std::string out;  // each cell's state on its own line, in the order given; "unknown" for a cell
+                    // the supervisor does not have
+  // One line per unknown cell, as the supervisor words it for the other commands: `no cell named
+  // Web; did you mean "web"?`.
+  std::vector<std::string> errors;
+  bool any = false;  // at least one cell is in a state that `matches`
+};
+IsStateOutcome JudgeIsState(const nlohmann::json& response, const std::vector<std::string>& cells,
+                            bool (*matches)(std::string_view));
 
 }  // namespace bulkhead::ctl

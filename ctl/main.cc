@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/ascii.h"
 #include "base/closest_match.h"
 #include "base/duration.h"
 #include "base/exit_status.h"
@@ -21,8 +22,6 @@
 
 namespace bulkhead::ctl {
 namespace {
-
-bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
 // `--timeout: invalid duration "5": a unit is required...; expected ... such as "500ms"...`:
 // ParseDuration's message names the text and gives the accepted form, once; a zero duration
@@ -40,14 +39,8 @@ std::string UnknownCommand(CLI::App& app, const std::string& word) {
     names.push_back(sub->get_name());
   }
   const std::vector<std::string_view> candidates(names.begin(), names.end());
-  std::string message = "unknown command \"" + word + "\"";
-  const std::string_view suggestion = ClosestMatch(word, candidates);
-  if (!suggestion.empty()) {
-    message += "; did you mean \"";
-    message.append(suggestion);
-    message += "\"?";
-  }
-  return message + " (bulkheadctl --help lists the commands)";
+  return "unknown command \"" + word + "\"" + DidYouMean(word, candidates) +
+         " (bulkheadctl --help lists the commands)";
 }
 
 int Main(int argc, char** argv) {

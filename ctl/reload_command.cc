@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ctl/reload_command.h"
 
+#include <string_view>
+
 #include "base/exit_status.h"
 #include "ctl/control_client.h"
 
@@ -84,6 +86,15 @@ ReloadOutcome InterpretReload(const nlohmann::json& response) {
   // A caller without the privilege (docs/control.md, "Credentials") exits as every command does.
   outcome.exit_code = IsPermissionDenied(response) ? kExitPermissionDenied : kExitFailure;
   return outcome;
+}
+
+ReloadSummary SummaryAfterWaits(const ReloadOutcome& outcome, int exit_code) {
+  if (exit_code == kExitOk || outcome.out.empty()) return {.out = outcome.out, .err = ""};
+  std::string_view line = outcome.out;
+  if (line.ends_with('\n')) line.remove_suffix(1);
+  return {
+      .out = "",
+      .err = "bulkheadctl: " + std::string(line) + "; not every change is in force (see above)\n"};
 }
 
 }  // namespace bulkhead::ctl

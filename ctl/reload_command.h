@@ -39,4 +39,14 @@ struct ReloadOutcome {
 // `waits`.
 ReloadOutcome InterpretReload(const nlohmann::json& response);
 
+// Where an applied reload's summary goes once bulkheadctl knows its exit code (`exit_code`: the
+// response's, then the wait for the new workers'): stdout when the reload succeeded; else stderr,
+// after the failures, as a summary of what was applied and no claim of success ("bulkheadctl:
+// reloaded: web restarted (command changed); not every change is in force (see above)").
+struct ReloadSummary {
+  std::string out;
+  std::string err;
+};
+ReloadSummary SummaryAfterWaits(const ReloadOutcome& outcome, int exit_code);
+
 }  // namespace bulkhead::ctl

@@ -88,9 +88,11 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   // started its next worker with the config of before, so it is cancelled and this restart goes
   // without overlap. Never answered "restart in progress".
   std::string RestartForReload() {
-    const bool swapping = runner_.swap().phase() != lifecycle::WorkerSwap::Phase::kIdle;
-    return runner_.Restart(data_path_.bulkhead().running(), /*overlap=*/!swapping);
+    return runner_.Restart(data_path_.bulkhead().running(), /*overlap=*/!swapping());
   }
+  // A worker swap (an overlapping restart) is under way: its next worker has not taken over, or
+  // the previous one is still stopping.
+  bool swapping() const { return runner_.swap().phase() != lifecycle::WorkerSwap::Phase::kIdle; }
   // `on_stopped` (may be null) runs once the cell has no worker and is stopped; at once if it is.
   std::string Stop(std::function<void()> on_stopped) {
     return runner_.Stop(data_path_.bulkhead().running(), std::move(on_stopped));

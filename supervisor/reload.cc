@@ -72,6 +72,34 @@ void Supervisor::Retire(std::unique_ptr<Cell> cell, Retirement retirement) {
   });
 }
 
+Cell* Supervisor::FindCell(const std::string& name) const {
+  auto it = std::find_if(cells_.begin(), cells_.end(),
+                         [&name](const std::unique_ptr<Cell>& c) { return c->name() == name; });
+  return it == cells_.end() ? nullptr : it->get();
+}
+
+bool Supervisor::TookOver(const Cell& cell, uint64_t starts_before) {
+  return cell.state() == lifecycle::Lifecycle::State::kRunning && cell.starts() > starts_before;
+}
+
+std::set<std::string> Supervisor::NotTakenOver() {
+  using State = lifecycle::Lifecycle::State;
+  std::set<std::string> not_taken_over;
+  std::erase_if(reload_starts_, [this, &not_taken_over](const auto& entry) {
+    const auto& [name, starts_before] = entry;
+    const Cell* cell = FindCell(name);
+    if (cell == nullptr || TookOver(*cell, starts_before)) return true;
+    const State state = cell->state();
+    if (state == State::kStopped || state == State::kStopping) return true;
+    if (state == State::kBackoff || state == State::kFailed ||
+        (state == State::kRunning && !cell->swapping())) {
+      not_taken_over.insert(name);
+    }
+    return false;  // starting, or a swap under way: the new worker is on its way
+  });
+  return not_taken_over;
+}
+
 ReloadResult Supervisor::Reload() {
   // Before READY=1 the service manager still waits for the start; it is told only of the outcome.
   const bool tell = ready_sent_;
@@ -123,6 +151,7 @@ ReloadResult Supervisor::ApplyReload() {
   config::Config next = std::move(*loaded.config);
   if (!pinned_log_level_.empty()) next.supervisor.log_level = pinned_log_level_;
   result.plan = control::PlanReload(config_, next);
+  control::RetryRestarts(NotTakenOver(), &result.plan);
   result.errors = result.plan.errors;
   auto config_of = [&next](const std::string& name) -> const config::CellConfig& {
     return CellNamed(next, name);
@@ -222,6 +251,7 @@ ReloadResult Supervisor::ApplyReload() {
     }
   }
   BH_CHECK(cells_.empty() && next_added == added.size());
+  for (const auto& [name, starts] : result.starts_before) reload_starts_[name] = starts;
   cells_ = std::move(cells);
   config_ = std::move(next);
   // Cells added or removed, or max_connections changed: the descriptor budget is split anew.

@@ -437,6 +437,12 @@ void Supervisor::CloseAll() {
 void Supervisor::OnCellStateChanged() {
   if (!booted_) return;
   ScheduleOrder();
+  // A reload's new worker that runs is in force: a later crash of it is no reason to restart the
+  // cell at the next reload (NotTakenOver).
+  std::erase_if(reload_starts_, [this](const auto& entry) {
+    const Cell* cell = FindCell(entry.first);
+    return cell != nullptr && TookOver(*cell, entry.second);
+  });
   std::vector<lifecycle::Lifecycle::State> states;
   states.reserve(cells_.size());
   for (const auto& cell : cells_) states.push_back(cell->state());

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -150,6 +151,15 @@ class Supervisor {
   // "start", "stop" or "restart" (`command`) of the cell `name`.
   std::string CellCommandControl(std::string_view command, const std::string& name);
   std::string ReloadControl();
+  // The cells of reload_starts_ whose new worker never took over: in backoff or failed, or running
+  // only a worker from before the reload (its overlapping restart failed). Forgets the cells whose
+  // new worker runs, the ones stopped since (their next start takes the config as it is) and the
+  // ones gone.
+  std::set<std::string> NotTakenOver();
+  // The cell named `name` in service (not a retiring one); null when there is none.
+  Cell* FindCell(const std::string& name) const;
+  // A worker started after `starts_before` was read runs: a reload's new worker took over.
+  static bool TookOver(const Cell& cell, uint64_t starts_before);
   // Every cell's figures, in config order; and them in the Prometheus text format.
   std::vector<control::CellSnapshot> Snapshots() const;
   std::string RenderMetrics() const;
@@ -181,6 +191,10 @@ class Supervisor {
   std::unique_ptr<control::ControlServer> control_;
   std::unique_ptr<control::MetricsServer> metrics_;  // null without metrics_listen
   control::ReloadCounts reloads_;  // every Reload(), for bulkhead_config_reloads_total
+  // The cells a reload restarted or added, each with its "starts" before that reload, until a
+  // worker started since runs (then it is in force): a reload of the same file restarts again the
+  // ones whose new worker never took over (NotTakenOver, control::RetryRestarts).
+  std::map<std::string, uint64_t> reload_starts_;
   // The control socket's commands: control/command_table.h's rows with this supervisor's handlers.
   control::CommandTable commands_;
   // The signal handles (HandleSignals); the cells, control_, metrics_ and write_batch_ close as

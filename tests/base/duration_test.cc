@@ -96,7 +96,8 @@ TEST(SuggestDuration, GivesTheAcceptedFormOfWhatPeopleWrite) {
       {"3sec", "3s"},     {"3 s", "3s"},     {" 3s ", "3s"},        {"3 secs", "3s"},
       {"5S", "5s"},       {"2 mins", "2m"},  {"1 hour", "1h"},      {"1h 30m", "1h30m"},
       {"30s1m", "1m30s"}, {"1s1s", "2s"},    {"250 msec", "250ms"}, {"61.5s", "1m1500ms"},
-      {"1.0s", "1s"},     {"0.001s", "1ms"},
+      {"1.0s", "1s"},     {"0.001s", "1ms"}, {"90S", "90s"},        {"90 Sec", "90s"},
+      {"1H90S", "1h90s"}, {"5MS", "5ms"},
   };
   for (const auto& [text, accepted] : cases) {
     EXPECT_EQ(SuggestDuration(text), std::optional<std::string>(accepted)) << text;
@@ -112,9 +113,18 @@ TEST(SuggestDuration, GivesTheAcceptedFormOfWhatPeopleWrite) {
               HasSubstr("unknown unit \"sec\"; write \"3s\"; expected"));
   EXPECT_THAT(ParseDuration("3 s").status().message(),
               HasSubstr("spaces are not allowed; write \"3s\"; expected"));
-  // No suggestion: the general example.
+  // Finer than a millisecond: the nearest whole ms, said to be rounded; none when that is 0.
+  EXPECT_THAT(
+      ParseDuration("1.0001s").status().message(),
+      HasSubstr("decimals are not allowed; durations are whole milliseconds: the nearest is "
+                "\"1s\"; expected"));
   EXPECT_THAT(ParseDuration("1.0005s").status().message(),
-              HasSubstr("decimals are not allowed; use a smaller unit (\"1500ms\", not \"1.5s\")"));
+              HasSubstr("the nearest is \"1001ms\"; expected"));
+  EXPECT_THAT(ParseDuration("0.0001s").status().message(),
+              HasSubstr("decimals are not allowed; durations are whole milliseconds; expected"));
+  // Only the case is off: the number is kept.
+  EXPECT_THAT(ParseDuration("90S").status().message(),
+              HasSubstr("unknown unit \"S\"; write \"90s\"; expected"));
 }
 
 TEST(ParseDuration, DoesNotOverflowOnHugeNumbers) {

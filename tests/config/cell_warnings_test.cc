@@ -62,7 +62,7 @@ TEST_F(ConfigWarnings, RequestTimeoutWithoutStallTimeout) {
                              "set without stall_timeout: a request answered FAILED timeout keeps "
                              "its slot until the worker answers, so a hung worker holds its "
                              "slots, and the cell, forever; set stall_timeout too (docs/config.md, "
-                             "Timeouts)")));
+                             "Restarts, \"Timeouts\")")));
 }
 
 TEST_F(ConfigWarnings, StallTimeoutShorterThanRequestTimeout) {

@@ -366,5 +366,26 @@ TEST(ReloadPlan, ARemovedRefusedKeyPointsAtItsTable) {
                                              "protocol cannot change by reload"));
 }
 
+// The same file again, after its restart of catalog failed: catalog is restarted again, not
+// "unchanged" (nor only "updated"), so that the second reload fails as the first did.
+TEST(ReloadPlan, AnUnchangedCellWhoseNewWorkerNeverTookOverIsRestartedAgain) {
+  ReloadPlan plan = PlanReload(Parse(kBase), Parse(kBase));
+  RetryRestarts({"catalog", "gone"}, &plan);
+  ASSERT_EQ(plan.cells.size(), 2u);
+  EXPECT_EQ(plan.cells[0].action, Action::kUnchanged);
+  EXPECT_EQ(plan.cells[1].action, Action::kRestart);
+  EXPECT_TRUE(plan.cells[1].retried);
+  EXPECT_THAT(plan.cells[1].changed, IsEmpty());
+  EXPECT_EQ(plan.Summary(),
+            "payments unchanged, catalog restarted (again: the new worker of an earlier reload "
+            "never took over)");
+  ReloadPlan changed = PlanCatalogChange("max_queue = 3\n");
+  RetryRestarts({"catalog"}, &changed);
+  EXPECT_EQ(changed.cells[1].action, Action::kRestart);
+  EXPECT_EQ(changed.Summary(),
+            "payments unchanged, catalog restarted (max_queue changed; again: the new worker of an "
+            "earlier reload never took over)");
+}
+
 }  // namespace
 }  // namespace bulkhead::control

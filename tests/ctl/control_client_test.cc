@@ -3,9 +3,12 @@
 // supervisor that hangs up or never answers (the deadline holds), and an answer that is not JSON.
 #include "ctl/control_client.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
+#include <fstream>
 
 #include "tests/ctl/fake_server.h"
 
@@ -52,6 +55,31 @@ TEST(QueryControl, NoListenerIsUnreachableAndNamesThePath) {
   EXPECT_FALSE(reply.response.has_value());
   EXPECT_TRUE(reply.unreachable);
   EXPECT_EQ(reply.error, path + ": cannot connect: No such file or directory");
+}
+
+// Only a missing socket, or one nobody listens on, asks whether bulkheadd runs: a file that is no
+// socket, or a socket the caller may not open, says what failed.
+TEST(QueryControl, ASocketThatCannotBeOpenedSaysWhatFailed) {
+  testing::TempDir dir;
+  const std::string path = dir.Join("control.sock");
+  EXPECT_THAT(DescribeUnreachable(QueryControl(path, StatusRequest(), In(milliseconds(5000)))),
+              ::testing::HasSubstr("(is it running? "));
+  std::ofstream(path) << "not a socket";
+  ControlReply file = QueryControl(path, StatusRequest(), In(milliseconds(5000)));
+  EXPECT_TRUE(file.unreachable);
+  EXPECT_EQ(file.connect_error, ENOTSOCK);
+  EXPECT_EQ(DescribeUnreachable(file),
+            "cannot reach bulkheadd at " + path +
+                ": is not a socket (bulkheadd's control socket is not at this path; --socket or "
+                "$BULKHEAD_SOCKET selects another control socket)");
+  ControlReply denied;
+  denied.unreachable = true;
+  denied.error = path + ": cannot connect: Permission denied";
+  denied.connect_error = EACCES;
+  const std::string said = DescribeUnreachable(denied);
+  EXPECT_THAT(said, ::testing::HasSubstr("Permission denied (permission denied: run as root or as "
+                                         "a member of the group that owns the socket"));
+  EXPECT_THAT(said, ::testing::Not(::testing::HasSubstr("is it running")));
 }
 
 TEST(QueryControl, HangUpBeforeAnsweringIsUnreachable) {

@@ -167,5 +167,21 @@ TEST(JudgeLifecycle, AStartHeldForANeedInBackoffSaysItsNextStartAndGivesUpWhenIt
             "catalog)");
 }
 
+// `is-active Web` names the cell it does not know as every other command does, with the closest.
+TEST(JudgeIsState, AnUnknownCellIsNamedWithTheClosestOne) {
+  const nlohmann::json response = {
+      {"ok", true},
+      {"cells", {{{"name", "web"}, {"state", "running"}}, {{"name", "db"}, {"state", "failed"}}}}};
+  IsStateOutcome active = JudgeIsState(response, {"Web", "web", "queue"}, IsActiveState);
+  EXPECT_EQ(active.out, "unknown\nrunning\nunknown\n");
+  EXPECT_EQ(active.errors, (std::vector<std::string>{"no cell named Web; did you mean \"web\"?",
+                                                     "no cell named queue"}));
+  EXPECT_TRUE(active.any);
+  IsStateOutcome failed = JudgeIsState(response, {"Web"}, IsFailedState);
+  EXPECT_FALSE(failed.any);
+  EXPECT_EQ(JudgeIsState(response, {"db"}, IsFailedState).errors, std::vector<std::string>{});
+  EXPECT_TRUE(JudgeIsState(response, {"db"}, IsFailedState).any);
+}
+
 }  // namespace
 }  // namespace bulkhead::ctl

@@ -74,5 +74,26 @@ TEST(ReloadCommand, PermissionDeniedExitsNoPerm) {
             "bulkheadctl: reload: permission denied: uid 65534 may not run \"reload\"\n");
 }
 
+// A reload whose new worker did not take over, or whose limits are not in force, exits 1: its
+// summary ("web restarted") is no success line on stdout, but what was applied, on stderr.
+TEST(ReloadCommand, TheSummaryIsOnStdoutOnlyWhenTheReloadSucceeded) {
+  ReloadOutcome applied = InterpretReload({{"ok", true},
+                                           {"result", "reloaded: web restarted (command changed)"},
+                                           {"cells", nlohmann::json::array()}});
+  ReloadSummary ok = SummaryAfterWaits(applied, kExitOk);
+  EXPECT_EQ(ok.out, "reloaded: web restarted (command changed)\n");
+  EXPECT_EQ(ok.err, "");
+  ReloadSummary failed = SummaryAfterWaits(applied, kExitFailure);
+  EXPECT_EQ(failed.out, "");
+  EXPECT_EQ(failed.err,
+            "bulkheadctl: reloaded: web restarted (command changed); not every change is in force "
+            "(see above)\n");
+  ReloadOutcome refused = InterpretReload({{"ok", false},
+                                           {"error", "reload refused; nothing changed"},
+                                           {"errors", {"/b.toml:3:18: cells.a.x: unknown key"}}});
+  EXPECT_EQ(SummaryAfterWaits(refused, refused.exit_code).out, "");
+  EXPECT_EQ(SummaryAfterWaits(refused, refused.exit_code).err, "");
+}
+
 }  // namespace
 }  // namespace bulkhead::ctl

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -110,7 +109,7 @@ TEST(AccessLogE2e, EveryFrameAndHttpRequestGetsOneLineWithItsOutcome) {
     ASSERT_TRUE(h.WaitForCell("frames", [](const nlohmann::json& c) { return c["running"] == 1; }));
     Result<ipc::Client::Reply> full = h.Call("frames", "echo late");
     EXPECT_TRUE(IsReply(full, ReplyStatus::kRejected, Reason::kFull)) << Describe(full);
-    std::ofstream(go).put('x');
+    testing::CreateFlag(go);
     Result<ipc::Client::Reply> slept = busy->Receive();
     EXPECT_TRUE(IsReply(slept, ReplyStatus::kOk, Reason::kNone)) << Describe(slept);
   }

@@ -592,14 +592,26 @@ TEST(Bulkheadctl, ARestartWhoseWorkerCannotStartFails) {
   // The reload waits for the new worker as restart does, and fails the same way.
   ProcessResult reload = RunCtl(h, {"reload"});
   EXPECT_EQ(reload.exit_code(), kExitFailure) << reload.Describe();
-  EXPECT_THAT(reload.out, StartsWith("reloaded: payments restarted")) << reload.Describe();
+  // No success line on stdout: what was applied is said on stderr, after the failure.
+  EXPECT_EQ(reload.out, "") << reload.Describe();
   EXPECT_THAT(reload.err, HasSubstr("bulkheadctl: reload: payments: worker did not start: exit 1"))
+      << reload.Describe();
+  EXPECT_THAT(reload.err, HasSubstr("bulkheadctl: reloaded: payments restarted ("))
       << reload.Describe();
   EXPECT_EQ(h.Cell("payments")["state"], "backoff") << h.Status().dump();
   ProcessResult restart = RunCtl(h, {"restart", "payments"});
   EXPECT_EQ(restart.exit_code(), kExitFailure) << restart.Describe();
+  EXPECT_EQ(restart.out, "") << restart.Describe();
   EXPECT_THAT(restart.err, HasSubstr("bulkheadctl: restart payments: worker did not start: exit 1"))
       << restart.Describe();
+  // The same file again: the cell is restarted again (its new worker never took over), and the
+  // reload fails as the first did, not "payments unchanged".
+  ProcessResult again = RunCtl(h, {"reload"});
+  EXPECT_EQ(again.exit_code(), kExitFailure) << again.Describe();
+  EXPECT_EQ(again.out, "") << again.Describe();
+  EXPECT_THAT(again.err, HasSubstr("bulkheadctl: reload: payments: worker did not start: exit 1"))
+      << again.Describe();
+  EXPECT_THAT(again.err, HasSubstr("reloaded: payments restarted (again: ")) << again.Describe();
 }
 
 TEST(Bulkheadctl, NoBlockReturnsOnceAcceptedAndASecondRestartJoinsTheFirst) {

@@ -82,7 +82,7 @@ TEST(BulkheaddProcess, SigtermAnswersPendingRequestsStopsWorkersAndRemovesSocket
   ASSERT_TRUE(WaitFor([&] {
     return h.Log().find("received SIGTERM: stopping every cell") != std::string::npos;
   })) << h.Log();
-  std::ofstream(go).put('x');
+  testing::CreateFlag(go);
   Result<int> stopped = h.Stop();
   ASSERT_TRUE(stopped.ok()) << stopped.status().message();
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0)

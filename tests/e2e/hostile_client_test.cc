@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -114,7 +113,7 @@ TEST_P(HostileClient, FourGibHeaderIsRefusedAtOnceAndClosed) {
               HasSubstr("payload of 4294967283 bytes exceeds the maximum of 4194304"));
   ExpectClosed(*bad);
 
-  std::ofstream(go).put('x');
+  testing::CreateFlag(go);
   EXPECT_OK_REPLY(good->Receive(), "found " + go);
   EXPECT_OK_REPLY(good->Call("echo unaffected"), "unaffected");
   EXPECT_EQ(h.Cell("c")["bad_request"], 1);
@@ -314,7 +313,7 @@ TEST_P(HostileClient, IdleConnectionsAreClosedAfterIdleTimeoutAndTheirPlacesFree
   })) << h.Cell("c").dump();
 
   // The running request's connection is not idle: it stays and gets its answer.
-  std::ofstream(release).put('x');
+  testing::CreateFlag(release);
   Result<ipc::Client::Reply> answer = busy->Receive();
   EXPECT_OK_REPLY(answer, "found " + release);
   EXPECT_OK_REPLY(h.Call("c", "echo room again"), "room again");

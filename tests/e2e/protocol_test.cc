@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
-#include <fstream>
 #include <map>
 
 #include "tests/e2e/e2e_test.h"
@@ -51,7 +50,7 @@ void ExpectBadRequest(std::string_view bad_bytes, Reason reason, uint64_t reques
   EXPECT_THAT(after.status().message(), HasSubstr("connection closed"));
 
   // The other client is unaffected: its request in flight and a new one.
-  std::ofstream(go).put('x');
+  testing::CreateFlag(go);
   Result<ipc::Client::Reply> first = good->Receive();
   EXPECT_OK_REPLY(first, "found " + go);
   Result<ipc::Client::Reply> second = good->Call("echo still fine");

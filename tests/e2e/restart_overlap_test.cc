@@ -322,7 +322,10 @@ TEST(RestartOverlap, AReloadFailsNamingTheCellWhoseNextWorkerDidNotComeUp) {
   Result<ProcessResult> reload = h.Ctl({"reload"});
   ASSERT_TRUE(reload.ok()) << reload.status().message();
   EXPECT_EQ(reload->exit_code(), kExitFailure) << reload->Describe();
-  EXPECT_THAT(reload->out, HasSubstr("f restarted (command changed)")) << reload->Describe();
+  // No success line on stdout: what was applied is said on stderr, after the failure.
+  EXPECT_EQ(reload->out, "") << reload->Describe();
+  EXPECT_THAT(reload->err, HasSubstr("bulkheadctl: reloaded: f restarted (command changed)"))
+      << reload->Describe();
   const std::string failed =
       "bulkheadctl: reload: f: restart failed: the next worker exited before it was ready (start "
       "failed: exec /nonexistent-bulkhead-dir/worker: No such file or directory); the previous "
@@ -339,6 +342,18 @@ TEST(RestartOverlap, AReloadFailsNamingTheCellWhoseNextWorkerDidNotComeUp) {
   EXPECT_NE(g["pid"], g_pid) << g.dump();
   EXPECT_OK_REPLY(h.Call("f", "echo f"), "f");
   EXPECT_OK_REPLY(h.Call("g", "echo g"), "g");
+
+  // The same bad file again: f is restarted again (its new worker never took over), and the reload
+  // fails as the first did, not "f unchanged"; g's new worker runs, so g is unchanged.
+  reload = h.Ctl({"reload"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  EXPECT_EQ(reload->exit_code(), kExitFailure) << reload->Describe();
+  EXPECT_THAT(reload->err, HasSubstr(failed)) << reload->Describe();
+  EXPECT_THAT(reload->err,
+              HasSubstr("reloaded: f restarted (again: the new worker of an earlier reload never "
+                        "took over), g unchanged"))
+      << reload->Describe();
+  EXPECT_EQ(h.Cell("f")["pid"], f_pid) << h.Cell("f").dump();
 
   // Fixed: the reload exits 0 once f's new worker took over.
   h.RewriteConfig({good_f, new_g});

@@ -80,7 +80,8 @@ def config_seeds():
     def emit(name, text):
         write("config_fuzzer", name, text.encode())
 
-    emit("examples_shop.toml", (ROOT / "examples" / "shop.toml").read_text())
+    for example in sorted((ROOT / "examples").glob("*.toml")):
+        emit("examples_" + example.name, example.read_text())
     for doc in sorted((ROOT / "docs").glob("*.md")):
         for i, block in enumerate(re.findall(r"```toml\n(.*?)```", doc.read_text(), re.S)):
             emit("docs_%s_%d.toml" % (doc.stem, i), block)

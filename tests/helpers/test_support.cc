@@ -127,6 +127,14 @@ Status WriteFileAtomically(const std::string& path, std::string_view content) {
   return Status::Ok();
 }
 
+void CreateFlag(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd) {
+    std::fprintf(stderr, "CreateFlag: cannot create %s: %s\n", path.c_str(), std::strerror(errno));
+    std::abort();
+  }
+}
+
 std::optional<int> ChildGuard::WaitExit(std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return std::nullopt;
   int wait_status = 0;

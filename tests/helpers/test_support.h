@@ -69,6 +69,10 @@ bool WaitFor(const std::function<bool()>& done,
 std::optional<std::string> ReadFile(const std::string& path);
 // Writes `content` to path + ".tmp" then rename()s it over `path`, so readers see all or nothing.
 Status WriteFileAtomically(const std::string& path, std::string_view content);
+// Creates `path` as an empty file (one already there is kept): the flag a test raises for a worker
+// waiting on it (the test worker's `wait-file` command, --notify-ready-when-file). Aborts the test
+// binary if it cannot.
+void CreateFlag(const std::string& path);
 
 // Owns a process started by a test. The destructor, unless the process was already reaped,
 // sends SIGKILL to its process group (-pid: children spawned by cell::Spawn lead their own

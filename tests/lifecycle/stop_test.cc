@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <fstream>
 #include <set>
 
 #include "tests/lifecycle/lifecycle_fixture.h"
@@ -51,7 +50,7 @@ TEST(Stop, DrainsThenEscalatesFromSigtermToSigkill) {
   Result<ipc::Client::Reply> refused = queued->Receive();
   tally.Count(refused);
   EXPECT_TRUE(IsReply(refused, ReplyStatus::kRejected, Reason::kUnavailable)) << Describe(refused);
-  std::ofstream(go).close();
+  testing::CreateFlag(go);
   Result<ipc::Client::Reply> finished = running->Receive();
   tally.Count(finished);
   EXPECT_OK_REPLY(finished, "found " + go);
@@ -118,7 +117,7 @@ TEST(Stop, SecondRestartDuringASlowStopIsInProgressAndNeverTwoWorkers) {
     EXPECT_EQ(again["result"], "restart in progress") << command << ": " << again.dump();
     EXPECT_EQ(c["state"], "stopping") << c.dump();
   }
-  std::ofstream(go).close();
+  testing::CreateFlag(go);
 
   // Every status read until the new worker runs: one worker at most, and the old one is gone
   // (reaped) before a new pid shows.
