@@ -179,6 +179,8 @@ struct AwaitedCell {
   std::string cell;
   std::string command;  // "start", "stop" or "restart"
   uint64_t starts_before = 0;
+  // AutomaticRestarts before the command (start, restart); nullopt: not judged (reload).
+  std::optional<uint64_t> automatic_restarts_before;
   std::string label;  // what its messages start with: "restart web", "reload: web"
 };
 
@@ -212,7 +214,8 @@ int AwaitCells(const std::string& socket, std::vector<AwaitedCell> waiting,
           *wait_deadline - std::chrono::steady_clock::now());
       LifecycleProgress progress =
           JudgeLifecycle(awaited.command, awaited.starts_before, *it,
-                         static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
+                         static_cast<uint64_t>(std::max<int64_t>(0, left.count())),
+                         awaited.automatic_restarts_before);
       if (progress.verdict == LifecycleVerdict::kPending) {
         if (!progress.detail.empty() && said[cell] != progress.detail_key) {
           WriteAll(stdout, cell + ": " + progress.detail + "\n");
@@ -408,8 +411,12 @@ int CellCommands(const std::string& socket, const std::string& command,
   // The starts counter of each cell before the command: a start or restart is done once a worker
   // started after it runs.
   std::map<std::string, uint64_t> starts_before;
+  std::map<std::string, uint64_t> automatic_restarts_before;
   // Cells that were starting (a worker spawned, not yet READY=1) before the command.
   std::set<std::string> starting_before;
+  // Cells whose overlapping restart had handed over before the command (its swap draining,
+  // signalled or killed): the worker that took over is the one that restart started.
+  std::set<std::string> handed_over_before;
   if (all || !no_block) {
     std::optional<std::vector<nlohmann::json>> before =
         QueryCells(socket, exchange_deadline(), &exit_code);
@@ -418,7 +425,14 @@ int CellCommands(const std::string& socket, const std::string& command,
       const std::string name = cell["name"].get<std::string>();
       if (all) cells.push_back(name);
       starts_before[name] = cell.value("starts", uint64_t{0});
+      automatic_restarts_before[name] = AutomaticRestarts(cell);
       if (cell.value("state", std::string()) == "starting") starting_before.insert(name);
+      if (auto swap = cell.find("swap"); swap != cell.end() && swap->is_object()) {
+        const std::string phase = swap->value("phase", std::string());
+        if (phase == "draining" || phase == "signalled" || phase == "killed") {
+          handed_over_before.insert(name);
+        }
+      }
     }
   }
 
@@ -427,6 +441,7 @@ int CellCommands(const std::string& socket, const std::string& command,
     waiting.push_back({.cell = cell,
                        .command = command,
                        .starts_before = starts_before[cell],
+                       .automatic_restarts_before = automatic_restarts_before[cell],
                        .label = command + " " + cell});
   };
   for (const std::string& cell : cells) {
@@ -446,6 +461,14 @@ int CellCommands(const std::string& socket, const std::string& command,
         starts_before[cell] > 0) {
       // A start of a cell still starting waits for the start under way, as `systemctl start`
       // of an activating unit waits for its activation: that worker is the one to see running.
+      --starts_before[cell];
+      wait_for(cell);
+      continue;
+    }
+    if (command == "restart" && outcome.note == "restart in progress" &&
+        handed_over_before.contains(cell) && starts_before[cell] > 0) {
+      // Joining an overlapping restart past its handover: the worker it started already serves
+      // (the previous one drains), so the restart this one joins got where it was asked to go.
       --starts_before[cell];
       wait_for(cell);
       continue;
@@ -539,6 +562,7 @@ int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline) {
       awaited.push_back({.cell = wait.cell,
                          .command = wait.command,
                          .starts_before = wait.starts_before,
+                         .automatic_restarts_before = std::nullopt,
                          .label = "reload: " + wait.cell});
     }
     KeepFirstFailure(&exit_code,

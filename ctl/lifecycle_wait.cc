@@ -77,8 +77,19 @@ LifecycleProgress JudgeHeldStart(const nlohmann::json& cell, std::optional<uint6
 
 }  // namespace
 
+uint64_t AutomaticRestarts(const nlohmann::json& cell) {
+  uint64_t total = 0;
+  auto reasons = cell.find("restarts_by_reason");
+  if (reasons == cell.end() || !reasons->is_object()) return 0;
+  for (auto it = reasons->begin(); it != reasons->end(); ++it) {
+    if (it.key() != "operator" && IsCount(it.value())) total += it.value().get<uint64_t>();
+  }
+  return total;
+}
+
 LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_before,
-                                 const nlohmann::json& cell, std::optional<uint64_t> wait_left_ms) {
+                                 const nlohmann::json& cell, std::optional<uint64_t> wait_left_ms,
+                                 std::optional<uint64_t> automatic_restarts_before) {
   if (!cell.is_object() || !cell.contains("state") || !cell["state"].is_string() ||
       !cell.contains("starts") || !IsCount(cell["starts"])) {
     return Failed("status response has no \"state\" and \"starts\" for the cell: " + cell.dump());
@@ -97,6 +108,10 @@ LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_befor
   if (state == "failed") return Failed("cell failed: " + StringOr(cell, "reason", "-"));
   if (state == "stopped") return Failed("cell is stopped");
   if (state == "waiting") return JudgeHeldStart(cell, wait_left_ms);
+  if (automatic_restarts_before && AutomaticRestarts(cell) > *automatic_restarts_before) {
+    return Failed("worker did not start: " + StringOr(cell, "last_exit", "-") +
+                  " (the cell restarted it by itself since; state " + state + ")");
+  }
   if (!started_since) {
     // An overlapping restart (restart_overlap) that failed: the next worker never took over, the
     // previous one serves on (status says why until the next restart).

@@ -47,9 +47,19 @@ struct LifecycleProgress {
 // "backoff" has its next start ("next_start_in_ms" of its waiting_for entry) more than
 // `wait_left_ms` (the time the caller still waits; nullopt: no bound) away. A malformed cell is
 // kFailed with the reason.
+// `automatic_restarts_before` (AutomaticRestarts of the cell before the command; nullopt: not
+// known) makes a start or restart kFailed once the cell restarted a worker by itself since: the
+// command's worker ended (a crash, a failed start), though the status read may catch its
+// successor running (a worker that exits at once, restarted after restart_delay, can be "running"
+// at every read).
 LifecycleProgress JudgeLifecycle(std::string_view command, uint64_t starts_before,
                                  const nlohmann::json& cell,
-                                 std::optional<uint64_t> wait_left_ms = std::nullopt);
+                                 std::optional<uint64_t> wait_left_ms = std::nullopt,
+                                 std::optional<uint64_t> automatic_restarts_before = std::nullopt);
+
+// The restarts the cell made by itself (restarts_by_reason of its status, all but "operator"): a
+// worker's crash, exit, OOM kill, stall, missed watchdog or failed start.
+uint64_t AutomaticRestarts(const nlohmann::json& cell);
 
 // `is-active`: a cell in state "running" is active (systemctl's "active"); every other state is
 // not (starting, stopping and backoff are transitions, as systemctl's "activating" and

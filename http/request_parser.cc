@@ -425,7 +425,21 @@ bool RequestParser::ValidateHead() {
       return false;
     }
     if (!EqualsIgnoreCase(TrimWhitespace(transfer_encoding), "chunked")) {
-      Fail(501, "Transfer-Encoding other than chunked");
+      // Every coding chunked ("chunked, chunked", or two fields): a framing error, not a coding
+      // this gateway lacks (RFC 9112 section 6.1: chunked MUST NOT be applied more than once).
+      bool all_chunked = true;
+      for (size_t at = 0; at <= transfer_encoding.size() && all_chunked;) {
+        size_t comma = transfer_encoding.find(',', at);
+        if (comma == std::string::npos) comma = transfer_encoding.size();
+        all_chunked = EqualsIgnoreCase(
+            TrimWhitespace(std::string_view(transfer_encoding).substr(at, comma - at)), "chunked");
+        at = comma + 1;
+      }
+      if (all_chunked) {
+        Fail(400, "Transfer-Encoding applies chunked more than once (RFC 9112 section 6.1)");
+      } else {
+        Fail(501, "Transfer-Encoding other than chunked");
+      }
       return false;
     }
   }

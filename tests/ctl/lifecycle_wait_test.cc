@@ -28,6 +28,24 @@ TEST(JudgeLifecycle, AStopIsReachedOnceAStartQueuedBehindItStartedAWorker) {
   EXPECT_EQ(JudgeLifecycle("stop", 1, CellIn("backoff", 2)).verdict, LifecycleVerdict::kReached);
 }
 
+// A worker that exits at once is restarted by the cell after restart_delay; a status read may
+// catch its successor running, but the command's worker ended: the command fails.
+TEST(JudgeLifecycle, AStartWhoseWorkerTheCellRestartedByItselfSinceFails) {
+  nlohmann::json cell = CellIn("running", 3);
+  cell["last_exit"] = "exit 2";
+  cell["restarts_by_reason"] = {{"crash", 1}, {"exit", 0}, {"operator", 4}};
+  EXPECT_EQ(AutomaticRestarts(cell), 1u);
+  LifecycleProgress progress = JudgeLifecycle("start", 1, cell, std::nullopt, 0);
+  EXPECT_EQ(progress.verdict, LifecycleVerdict::kFailed);
+  EXPECT_EQ(progress.detail,
+            "worker did not start: exit 2 (the cell restarted it by itself since; state running)");
+  EXPECT_EQ(JudgeLifecycle("restart", 1, cell, std::nullopt, 0).verdict, LifecycleVerdict::kFailed);
+  // No restart of its own since (operator restarts are the commands'): reached.
+  EXPECT_EQ(JudgeLifecycle("start", 1, cell, std::nullopt, 1).verdict, LifecycleVerdict::kReached);
+  // Not known (a reload's wait): not judged.
+  EXPECT_EQ(JudgeLifecycle("start", 1, cell).verdict, LifecycleVerdict::kReached);
+}
+
 TEST(JudgeLifecycle, RestartWaitsForANewWorkerRunning) {
   // The old worker still runs, or drains: not yet.
   EXPECT_EQ(JudgeLifecycle("restart", 1, CellIn("running", 1)).verdict, LifecycleVerdict::kPending);

@@ -196,6 +196,40 @@ TEST(Gunicorn, ABodySentWith204NeverReachesTheClientAsItsNextAnswer) {
   EXPECT_EQ(Counter(c, "failed"), 0u) << c.dump();
 }
 
+// examples/http_worker.py, the worker a new user starts from (examples/http.toml): a chunked body
+// that bulkheadd streams on as chunks reaches it whole, and HEAD gets GET's head. It read only
+// Content-Length bodies (a streamed one was answered without it, and counted dropped) and had no
+// do_HEAD (501).
+TEST(ExampleWorker, EchoesAStreamedChunkedBodyAndAnswersHead) {
+  const Server example{"example", {"/usr/bin/python3", BULKHEAD_EXAMPLES_DIR "/http_worker.py"}};
+  Harness h(ServerOptions({ServerCell("hello", example, 2, 4)}));
+  ASSERT_STARTED(h);
+  std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("hello"));
+  ASSERT_TRUE(conn);
+  // 256 KiB in 16 KiB chunks: more than a head's read, so bulkheadd streams it on as chunks.
+  std::string body;
+  std::string chunks;
+  for (int i = 0; i < 16; ++i) {
+    const std::string chunk(16 * 1024, static_cast<char>('a' + i));
+    body += chunk;
+    chunks += "4000\r\n" + chunk + "\r\n";
+  }
+  ASSERT_TRUE(conn->Send("POST /big HTTP/1.1\r\nHost: hello\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                         chunks + "0\r\n\r\n"));
+  std::optional<Response> echoed = conn->Read();
+  ASSERT_TRUE(echoed && echoed->status == 200) << Describe(echoed);
+  EXPECT_EQ(echoed->body.size(), std::string("hello /big\n").size() + body.size());
+  EXPECT_TRUE(echoed->body == "hello /big\n" + body) << echoed->body.substr(0, 40);
+  ASSERT_TRUE(conn->Send("HEAD /x HTTP/1.1\r\nHost: hello\r\n\r\n"));
+  std::optional<Response> head = conn->ReadAnswerToHead();
+  ASSERT_TRUE(head && head->status == 200) << Describe(head);
+  EXPECT_EQ(head->Header("content-length"), "9") << "GET's: \"hello /x\\n\"";
+  EXPECT_EQ(head->body, "");
+  nlohmann::json c = h.Cell("hello");
+  EXPECT_EQ(Counter(c, "ok"), 2u) << c.dump();
+  EXPECT_EQ(Counter(c, "dropped"), 0u) << c.dump();
+}
+
 // tests/seeds over HTTP: payments (gunicorn) holds 2 running and 1 queued stalled charges; the
 // catalog (Node) still answers at once; a fourth charge is refused 503 with Retry-After and
 // Bulkhead-Outcome without reaching gunicorn; the three stalled ones then complete.

@@ -183,6 +183,44 @@ TEST(RestartOverlap, HttpCellUnderLoadLosesNothingAcrossBackToBackRestarts) {
 }
 
 // A next worker that exits before it is ready leaves the serving one serving, and status says why.
+// A second `bulkheadctl restart` while the first one's previous worker drains (past the handover:
+// the next worker already serves) joins it: "restart in progress" on stdout, exit 0 at once,
+// as docs/control.md says; it waited for a start after the handover that never came, then timed
+// out and failed.
+TEST(RestartOverlap, ASecondRestartDuringThePreviousWorkersDrainJoinsTheFirst) {
+  TempDir dir;
+  const std::string go = dir.Join("go");
+  // The drain lasts until the test creates `go`: stop_timeout is far away.
+  CellSpec cell{.name = "f", .command = {TestWorkerPath()}};
+  cell.extra_toml = "stop_timeout = \"60s\"\n";
+  Harness h(TestOptions({cell}));
+  ASSERT_STARTED(h);
+  Result<ipc::Client> held = h.Connect("f");
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  ASSERT_TRUE(held->SetTimeout(std::chrono::seconds(30)).ok());
+  ASSERT_TRUE(held->Send(1, "wait-file " + go).ok());
+  ASSERT_TRUE(h.WaitForCell("f", [](const nlohmann::json& c) { return c["running"] == 1; }))
+      << h.Cell("f").dump();
+
+  Result<ProcessResult> first = h.Ctl({"restart", "f"});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_EQ(first->exit_code(), 0) << first->Describe();
+  nlohmann::json c = h.Cell("f");
+  ASSERT_TRUE(c["swap"].is_object()) << c.dump();
+  ASSERT_EQ(c["swap"]["phase"], "draining") << c.dump();
+
+  // The wait is bounded so that the failure shows rather than hangs; the outcome is what counts.
+  Result<ProcessResult> second = h.Ctl({"--timeout", "20s", "restart", "f"});
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(second->exit_code(), 0) << second->Describe();
+  EXPECT_EQ(second->out, "f: restart in progress\n") << second->Describe();
+  EXPECT_EQ(h.Cell("f")["swap"]["phase"], "draining") << "joined, not waited out";
+
+  testing::CreateFlag(go);
+  Result<ipc::Client::Reply> reply = held->Receive();
+  EXPECT_OK_REPLY(reply, "found " + go);
+}
+
 TEST(RestartOverlap, ANextWorkerThatCannotStartLeavesThePreviousOneServing) {
   TempDir dir;
   const std::string flag = dir.Join("fail-next");

@@ -277,6 +277,13 @@ TEST(RequestParser, RefusesWhatCouldBeSmuggledOrIsMalformed) {
        "Transfer-Encoding"},
       {"gzip, chunked TE", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
        501, "Transfer-Encoding"},
+      {"chunked twice in one field",
+       "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, Chunked\r\n\r\n0\r\n\r\n", 400,
+       "chunked more than once"},
+      {"chunked in two fields",
+       "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+       400, "chunked more than once"},
       {"Upgrade", "GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
        501, "WebSocket"},
       {"Upgrade among others",
