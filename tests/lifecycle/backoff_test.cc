@@ -66,9 +66,7 @@ TEST(Backoff, GrowsToTheCapAndAWorkerThatStaysServes) {
 
   // A worker that stays serves; its crash is answered and restarted with a delay of the policy.
   CreateFlag(flag);
-  ASSERT_TRUE(h.WaitForCell("flappy", [](const nlohmann::json& c) {
-    return c["state"] == "running" && c["pid"].is_number_integer();
-  })) << h.Status().dump();
+  ASSERT_TRUE(WaitForWorkerThatSawTheFlag(h, "flappy")) << h.Status().dump() << "\n" << h.Log();
   EXPECT_TRUE(Served(h, "flappy", "echo up", "up", tally));
   const size_t delays_before = LoggedDelays(h, "flappy").size();
   RemoveFlag(flag);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "ctl/control_client.h"
 
@@ -179,6 +180,21 @@ std::vector<std::string> WorkerAfterStarts(const std::string& count_file, int fa
           "if [ \"$n\" -ge " +
               std::to_string(failures) + " ]; then exec \"$@\"; fi; exit 1",
           count_file, e2e::TestWorkerPath()};
+}
+
+bool WaitForWorkerThatSawTheFlag(Harness& h, const std::string& cell,
+                                 std::chrono::milliseconds timeout) {
+  const std::string worker = e2e::TestWorkerPath();
+  return h.WaitForCell(
+      cell,
+      [&](const nlohmann::json& c) {
+        if (c["state"] != "running" || !c["pid"].is_number_integer()) return false;
+        std::error_code error;
+        const std::filesystem::path exe = std::filesystem::read_symlink(
+            "/proc/" + std::to_string(c["pid"].get<int>()) + "/exe", error);
+        return !error && std::filesystem::equivalent(exe, worker, error) && !error;
+      },
+      timeout);
 }
 
 void CreateFlag(const std::string& path) {

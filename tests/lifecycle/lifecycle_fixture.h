@@ -110,6 +110,11 @@ std::vector<std::string> WorkerWhenFlagExists(const std::string& flag,
 // A worker command that exits 1 at its first `failures` starts and then runs bulkhead-test-worker
 // (exec): a worker that crash-loops and recovers by itself. `count_file` holds the starts so far.
 std::vector<std::string> WorkerAfterStarts(const std::string& count_file, int failures);
+// True once `cell` runs a worker that has exec'd bulkhead-test-worker: a WorkerWhenFlagExists
+// worker that saw its flag and stays. A worker merely `running` with a pid may be the /bin/sh that
+// looked before the flag existed and is about to exit 1. Waits up to `timeout`.
+bool WaitForWorkerThatSawTheFlag(Harness& h, const std::string& cell,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
 // Creates (empty) or removes `path`; fails the test when it cannot.
 void CreateFlag(const std::string& path);
 void RemoveFlag(const std::string& path);
