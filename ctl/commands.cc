@@ -457,18 +457,16 @@ int CellCommands(const std::string& socket, const std::string& command,
     }
     if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
     if (no_block) continue;
-    if (command == "start" && outcome.note == "already started" && starting_before.contains(cell) &&
-        starts_before[cell] > 0) {
-      // A start of a cell still starting waits for the start under way, as `systemctl start`
-      // of an activating unit waits for its activation: that worker is the one to see running.
-      --starts_before[cell];
-      wait_for(cell);
-      continue;
-    }
-    if (command == "restart" && outcome.note == "restart in progress" &&
-        handed_over_before.contains(cell) && starts_before[cell] > 0) {
-      // Joining an overlapping restart past its handover: the worker it started already serves
-      // (the previous one drains), so the restart this one joins got where it was asked to go.
+    // A start of a cell still starting waits for the start under way, as `systemctl start` of an
+    // activating unit waits for its activation; a restart joining an overlapping restart past its
+    // handover finds the worker that restart started already serving (the previous one drains).
+    // Either way the worker to see running was counted in starts_before already.
+    const bool joins_a_counted_start =
+        (command == "start" && outcome.note == "already started" &&
+         starting_before.contains(cell)) ||
+        (command == "restart" && outcome.note == "restart in progress" &&
+         handed_over_before.contains(cell));
+    if (joins_a_counted_start && starts_before[cell] > 0) {
       --starts_before[cell];
       wait_for(cell);
       continue;
