@@ -13,8 +13,16 @@
 // and no swap runs). It prints, per cell, the requests answered, those not OK, the cell's own
 // rejected and failed counts, the p50 and p99 of both runs and their p99 ratio, and the median
 // time a restart took. `--overlap false` runs the same with `restart_overlap = false` (stop, then
-// start), to show what the overlap saves. Exits 1 if any request was not answered OK (with the
-// overlap on) or the cell's counters do not match the replies; it judges no latency.
+// start), to show what the overlap saves. A third run per cell is the control: the same load while
+// the bench itself starts a bulkhead-bench-worker of the cell's protocol on a socket of its own
+// (as bulkheadd starts one: cell::Spawn's setup, fd 3), waits for its exec, connects once and
+// stops it with SIGTERM, `--restarts` times back to back, outside bulkheadd. Its p99 is what a
+// process start and exit cost the clients on this machine, whoever does them; `p99 x ctl` is the
+// restarts' p99 over it: what bulkheadd's restart machinery adds (docs/benchmarks.md). Exits 1 if
+// any request was not answered OK (with the overlap on) or the cell's counters do not match the
+// replies; it judges no latency.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -30,8 +38,11 @@
 #include "base/temp_dir.h"
 #include "bench/closed_loop.h"
 #include "bench/latency_summary.h"
+#include "bench/sockets.h"
 #include "bench/stage_support.h"
+#include "ipc/client.h"
 #include "proc/bulkheadd_process.h"
+#include "proc/child_process.h"
 
 namespace bulkhead::bench {
 namespace {
@@ -99,6 +110,26 @@ Result<pid_t> RestartOnce(BulkheaddProcess& bulkheadd, const std::string& cell, 
                        ": not over within 30 s: " + CellStatusJson(bulkheadd, cell).dump());
 }
 
+// The control's step: a bench worker of `cell`'s protocol started beside bulkheadd on a socket of
+// its own at `socket_path`, connected to once, then stopped (SIGTERM) and reaped.
+Status SpawnAndStopWorker(const Options& options, const CellSpec& cell,
+                          const std::string& socket_path) {
+  ::unlink(socket_path.c_str());
+  Result<UniqueFd> listener = ListenUnix(socket_path, 64);
+  if (!listener.ok()) return listener.status();
+  Result<proc::ChildProcess> worker = proc::ChildProcess::StartWorker(
+      {options.bin_dir + "/bench/bulkhead-bench-worker", "--protocol",
+       cell.protocol == LoadProtocol::kHttp ? "http" : "frames"},
+      listener->get());
+  if (!worker.ok()) return worker.status();
+  // A connection the worker accepts, as the next worker of a restart accepts its first links.
+  Result<UniqueFd> link = ipc::ConnectUnix(socket_path);
+  if (!link.ok()) return link.status();
+  Result<int> stopped = worker->Stop(kStepTimeout);
+  ::unlink(socket_path.c_str());
+  return stopped.ok() ? Status::Ok() : stopped.status();
+}
+
 struct Run {
   LoadResult load;
   LatencySummary latency;
@@ -117,15 +148,19 @@ LoadOptions LoadFor(const Options& options, const CellSpec& cell, const std::str
   return load;
 }
 
+// What runs beside the load: nothing (the baseline), planned restarts through bulkheadd, or the
+// control's worker starts outside it.
+enum class Beside { kNothing, kRestarts, kSpawns };
+
 Result<Run> Measure(BulkheaddProcess& bulkheadd, const Options& options, const CellSpec& cell,
-                    const std::string& socket, bool restarting) {
+                    const std::string& socket, Beside beside, const std::string& spawn_socket) {
   LoadOptions load = LoadFor(options, cell, socket);
   Run run;
-  if (!restarting) {
+  if (beside == Beside::kNothing) {
     load.duration = milliseconds(static_cast<int64_t>(options.seconds * 1000));
     run.load = RunClosedLoop(load);
   } else {
-    // The load runs until the restarts are over: `interrupted` ends it.
+    // The load runs until the restarts (or the control's starts) are over: `interrupted` ends it.
     std::atomic<bool> done{false};
     load.duration = milliseconds(600'000);
     load.interrupted = &done;
@@ -136,14 +171,19 @@ Result<Run> Measure(BulkheaddProcess& bulkheadd, const Options& options, const C
     Status status = Status::Ok();
     for (int i = 0; i < options.restarts && !g_interrupted.load(); ++i) {
       const Clock::time_point start = Clock::now();
-      Result<pid_t> next = RestartOnce(bulkheadd, cell.name, pid);
-      if (!next.ok()) {
-        status = next.status();
-        break;
+      if (beside == Beside::kSpawns) {
+        status = SpawnAndStopWorker(options, cell, spawn_socket);
+        if (!status.ok()) break;
+      } else {
+        Result<pid_t> next = RestartOnce(bulkheadd, cell.name, pid);
+        if (!next.ok()) {
+          status = next.status();
+          break;
+        }
+        pid = *next;
       }
       run.restart_ms.push_back(
           std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-      pid = *next;
     }
     std::this_thread::sleep_for(milliseconds(200));  // and after the last one
     done = true;
@@ -189,9 +229,9 @@ int Main(int argc, char** argv) {
         "bulkhead-bench-restart: %d clients per cell, %d restarts, restart_overlap = %s, "
         "max_queue = 0\n",
         options.clients, options.restarts, options.overlap ? "true" : "false");
-    std::printf("%-7s %9s %6s %8s %6s %9s %9s %9s %9s %7s %10s\n", "cell", "answered", "notok",
-                "rejected", "failed", "p50 base", "p99 base", "p50 rst", "p99 rst", "p99 x",
-                "restart ms");
+    std::printf("%-7s %9s %6s %8s %6s %9s %9s %9s %9s %7s %9s %9s %10s\n", "cell", "answered",
+                "notok", "rejected", "failed", "p50 base", "p99 base", "p50 rst", "p99 rst",
+                "p99 x", "p99 ctl", "p99 x ctl", "restart ms");
   }
   for (const CellSpec& cell : kCells) {
     if (!clean) break;
@@ -201,11 +241,18 @@ int Main(int argc, char** argv) {
       clean = false;
       break;
     }
-    Result<Run> base = Measure(*bulkheadd, options, cell, shown->socket, /*restarting=*/false);
-    Result<Run> restarts = base.ok() ? Measure(*bulkheadd, options, cell, shown->socket, true)
-                                     : Result<Run>(base.status());
-    if (!restarts.ok()) {
-      status = restarts.status();
+    const std::string spawn_socket = dir.Join("control-worker.sock");
+    Result<Run> base =
+        Measure(*bulkheadd, options, cell, shown->socket, Beside::kNothing, spawn_socket);
+    Result<Run> restarts =
+        base.ok() ? Measure(*bulkheadd, options, cell, shown->socket, Beside::kRestarts,
+                            spawn_socket)
+                  : Result<Run>(base.status());
+    Result<Run> spawns = restarts.ok() ? Measure(*bulkheadd, options, cell, shown->socket,
+                                                 Beside::kSpawns, spawn_socket)
+                                       : Result<Run>(restarts.status());
+    if (!spawns.ok()) {
+      status = spawns.status();
       clean = false;
       break;
     }
@@ -215,14 +262,19 @@ int Main(int argc, char** argv) {
       clean = false;
       break;
     }
-    const uint64_t answered = base->load.total_replies + restarts->load.total_replies;
-    const uint64_t not_ok = base->load.unexpected + restarts->load.unexpected;
-    std::printf("%-7s %9llu %6llu %8llu %6llu %9.0f %9.0f %9.0f %9.0f %7.2f %10.1f\n", cell.name,
-                static_cast<unsigned long long>(answered), static_cast<unsigned long long>(not_ok),
+    const uint64_t answered =
+        base->load.total_replies + restarts->load.total_replies + spawns->load.total_replies;
+    const uint64_t not_ok =
+        base->load.unexpected + restarts->load.unexpected + spawns->load.unexpected;
+    auto ratio = [](double over, double under) { return under > 0 ? over / under : 0; };
+    std::printf("%-7s %9llu %6llu %8llu %6llu %9.0f %9.0f %9.0f %9.0f %7.2f %9.0f %9.2f %10.1f\n",
+                cell.name, static_cast<unsigned long long>(answered),
+                static_cast<unsigned long long>(not_ok),
                 static_cast<unsigned long long>(after->rejected),
                 static_cast<unsigned long long>(after->failed), base->latency.p50_us,
                 base->latency.p99_us, restarts->latency.p50_us, restarts->latency.p99_us,
-                base->latency.p99_us > 0 ? restarts->latency.p99_us / base->latency.p99_us : 0,
+                ratio(restarts->latency.p99_us, base->latency.p99_us), spawns->latency.p99_us,
+                ratio(restarts->latency.p99_us, spawns->latency.p99_us),
                 Median(restarts->restart_ms));
     std::fflush(stdout);
     // Every reply the clients got is one the cell counted, and (overlapping) every one was OK.
