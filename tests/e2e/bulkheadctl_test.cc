@@ -849,6 +849,8 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"status", "--timeout", "0s"},
            std::vector<std::string>{"status", "a", "--watch", "soon"},
            std::vector<std::string>{"status", "--watch", "5"},
+           std::vector<std::string>{"status", "--watch", "-1"},
+           std::vector<std::string>{"status", "--watch", "1m90s"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -869,8 +871,9 @@ TEST(Bulkheadctl, UsageErrors) {
            // ParseDuration's examples once, not followed by "(e.g. 500ms, 2s)" again.
            std::pair{std::vector<std::string>{"status", "--timeout", "5"},
                      "bulkheadctl: --timeout: invalid duration \"5\": a unit is required, a bare "
-                     "number is ambiguous; expected one or more <integer><unit> groups, largest "
-                     "unit first, such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)\n"},
+                     "number is ambiguous; write \"5s\" for seconds; expected one or more "
+                     "<integer><unit> groups, largest unit first, such as \"500ms\", \"2s\" or "
+                     "\"1m30s\" (units: h, m, s, ms)\n"},
            std::pair{std::vector<std::string>{"status", "--timeout", "0s"},
                      "bulkheadctl: --timeout: \"0s\" must be more than 0\n"},
            std::pair{std::vector<std::string>{"status", "a", "--watch", "soon"},
@@ -878,6 +881,21 @@ TEST(Bulkheadctl, UsageErrors) {
                      "\"500ms\" or \"2s\"), and the cell is \"a\" already\n"},
            std::pair{std::vector<std::string>{"status", "--watch", "5"},
                      "bulkheadctl: --watch: invalid duration \"5\""},
+           // A bare number: the units and the reading as seconds.
+           std::pair{std::vector<std::string>{"status", "--watch", "1"},
+                     "bulkheadctl: --watch: invalid duration \"1\": a unit is required, a bare "
+                     "number is ambiguous; write \"1s\" for seconds; expected one or more "
+                     "<integer><unit> groups, largest unit first, such as \"500ms\", \"2s\" or "
+                     "\"1m30s\" (units: h, m, s, ms)\n"},
+           // No cell name starts with '-': it was taken for the cell "-1".
+           std::pair{std::vector<std::string>{"status", "--watch", "-1"},
+                     "bulkheadctl: --watch: invalid duration \"-1\": a sign is not allowed"},
+           std::pair{std::vector<std::string>{"status", "--watch", "-1", "a"},
+                     "bulkheadctl: --watch: invalid duration \"-1\": a sign is not allowed"},
+           std::pair{std::vector<std::string>{"status", "--watch", "1m90s"},
+                     "bulkheadctl: --watch: invalid duration \"1m90s\": \"90s\" is 1m or more, "
+                     "after a group in m (a group must be less than one of the unit before it); "
+                     "write \"2m30s\""},
            // CLI11 said only "A subcommand is required".
            std::pair{std::vector<std::string>{"stats"},
                      "bulkheadctl: unknown command \"stats\"; did you mean \"status\"?"},
