@@ -79,7 +79,8 @@ TEST(Bulkheadctl, StatusTableShowsTheSupervisorsFigures) {
       "payments +not enforced( +-){4}\n"
       "catalog +not enforced( +-){4}\n"
       "limits not enforced: .*\n"
-      "\nCELL +SINCE +UPTIME +IN FLIGHT +CANCELLED +DROPPED +UNDELIVERED +P50 +P99 +WAIT P50 +WAIT "
+      "\nCELL +IN STATE FOR +WORKER UPTIME +IN FLIGHT +CANCELLED +DROPPED +UNDELIVERED +P50 +P99 "
+      "+WAIT P50 +WAIT "
       "P99\n"
       "payments +[0-9.smhd]+ +[0-9.smhd]+ +0 +0 +0 +0 +[0-9.]+m?s +[0-9.]+m?s +[0-9.]+m?s +"
       "[0-9.]+m?s\n"
@@ -110,7 +111,7 @@ TEST(Bulkheadctl, StatusTableShowsLastExitOnceAWorkerExited) {
       "\nCELL +MEMORY +CPU +THROTTLED +TASKS +OOM KILLS\n"
       "payments +not enforced +- +- +- +-\n"
       "limits not enforced: .*\n"
-      "\nCELL +SINCE +UPTIME .*\n"
+      "\nCELL +IN STATE FOR +WORKER UPTIME .*\n"
       "payments .*\n");
   EXPECT_TRUE(std::regex_match(run.out, table)) << run.out;
 }
