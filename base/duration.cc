@@ -94,6 +94,15 @@ std::string Scan(std::string_view text, int64_t* ms) {
     if (unit_index < next_unit) {
       return std::string("units must go from largest to smallest, each at most once");
     }
+    // "1m90s": a group after another is less than one of that one's unit, as a clock reads. A group
+    // over kMaxDuration by itself is refused as that, below.
+    const int64_t group_ms = number * kUnits[unit_index].ms;
+    if (next_unit > 0 && group_ms >= kUnits[next_unit - 1].ms && group_ms <= kLimitMs) {
+      const std::string before(kUnits[next_unit - 1].name);
+      return "\"" + std::string(digits) + std::string(unit) + "\" is 1" + before +
+             " or more, after a group in " + before +
+             " (a group must be less than one of the unit before it)";
+    }
     next_unit = unit_index + 1;
     total_ms = std::min<int64_t>(total_ms + number * kUnits[unit_index].ms, kLimitMs + 1);
   }
@@ -212,7 +221,8 @@ std::optional<std::string> Suggest(std::string_view text, bool round, bool* roun
       if (2 * (fraction * unit % scale) >= scale) ++part;
     }
     nonzero_fraction = nonzero_fraction || fraction != 0;
-    if (scale == 1 && unit < last_unit) {
+    // A group after the first that is one of the unit before it or more ("1m90s") is carried.
+    if (scale == 1 && unit < last_unit && (last_unit == INT64_MAX || whole * unit < last_unit)) {
       as_written += std::to_string(whole);
       as_written.append(UnitName(unit));
       last_unit = unit;
@@ -240,6 +250,16 @@ Result<milliseconds> ParseDuration(std::string_view text) {
                    : "; write \"" + *suggestion + "\"";
   } else if (problem == kDecimals) {
     problem += "; durations are whole milliseconds";
+  } else if (!text.empty() && std::all_of(text.begin(), text.end(), IsAsciiDigit)) {
+    // A bare number (`--watch 5`, `timeout = "5"`): as seconds, as systemd.time(7) reads one, when
+    // that is not too long; else as milliseconds.
+    int64_t number = 0;
+    for (char c : text) number = std::min<int64_t>(number * 10 + (c - '0'), kLimitMs + 1);
+    if (number <= kLimitMs / 1'000) {
+      problem += "; write \"" + std::to_string(number) + "s\" for seconds";
+    } else if (number <= kLimitMs) {
+      problem += "; write \"" + std::to_string(number) + "ms\" for milliseconds";
+    }
   }
   return Refuse(text, problem);
 }

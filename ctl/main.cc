@@ -68,7 +68,7 @@ int Main(int argc, char** argv) {
       status
           ->add_option("-w,--watch", watch_text,
                        "redraw in place every INTERVAL (default 2s, e.g. 500ms) until Ctrl-C; "
-                       "a word that does not start with a digit is the cell, not INTERVAL")
+                       "a word that starts with a letter or '_' is the cell, not INTERVAL")
           ->expected(0, 1);
 
   CLI::App* metrics =
@@ -176,9 +176,11 @@ int Main(int argc, char** argv) {
 
   if (status->parsed() && watch_option->count() > 0) {
     std::chrono::milliseconds interval{2000};
-    // `status --watch web`: CLI11 gives --watch the word after it; an interval starts with a
-    // digit (ParseDuration's form), so a word that does not is the cell.
-    if (!watch_text.empty() && !IsAsciiDigit(watch_text.front())) {
+    // `status --watch web`: CLI11 gives --watch the word after it. A cell's name starts with a
+    // letter, '_' or a digit, never '-' (config/cell_table.h); an interval with a digit. A word
+    // that starts with a letter or '_' is the cell; any other ("5s", "-1", ".5s") is an interval,
+    // refused by ParseDuration when it is none, so `--watch -1` names --watch, not a cell "-1".
+    if (!watch_text.empty() && (IsAsciiLetter(watch_text.front()) || watch_text.front() == '_')) {
       if (!status_cell.empty()) {
         PrintError("--watch: \"" + watch_text +
                    "\" is not an interval (a duration such as \"500ms\" or \"2s\"), and the "

@@ -203,8 +203,8 @@ Result<std::string> FormatActivityTable(const nlohmann::json& response) {
   size_t index = 0;
   try {
     std::vector<std::vector<std::string>> rows;
-    rows.push_back({"CELL", "SINCE", "UPTIME", "IN FLIGHT", "CANCELLED", "DROPPED", "UNDELIVERED",
-                    "P50", "P99", "WAIT P50", "WAIT P99"});
+    rows.push_back({"CELL", "IN STATE FOR", "WORKER UPTIME", "IN FLIGHT", "CANCELLED", "DROPPED",
+                    "UNDELIVERED", "P50", "P99", "WAIT P50", "WAIT P99"});
     for (index = 0; index < cells.size(); ++index) {
       const nlohmann::json& cell = cells[index];
       const nlohmann::json& recent = Field(cell, "recent");

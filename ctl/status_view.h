@@ -45,11 +45,12 @@ std::string FormatAdaptiveState(const nlohmann::json& concurrency);
 // One row per cell of response["cells"], under a header, for supervisors whose cells carry
 // "recent" (empty string otherwise):
 //
-//   CELL      SINCE  UPTIME  IN FLIGHT  CANCELLED  DROPPED  UNDELIVERED  P50    P99   WAIT P50 WAIT
-//   P99 payments  5m12s  5m12s   3          0          0        0            1.2ms  12ms  0.1ms 3ms
+//   CELL      IN STATE FOR  WORKER UPTIME  IN FLIGHT  CANCELLED  DROPPED  UNDELIVERED  P50    ...
+//   payments  5m12s         5m12s          3          0          0        0            1.2ms  ...
 //
-// SINCE is how long the cell has been in its state, UPTIME the worker's age ("-" without a
-// worker), P50/P99 the request duration and WAIT the queue wait over the recent window.
+// IN STATE FOR is how long the cell has been in its state (the long form's "running for"),
+// WORKER UPTIME the worker's age ("-" without a worker), P50/P99 the request duration and WAIT
+// the queue wait over the recent window.
 Result<std::string> FormatActivityTable(const nlohmann::json& response);
 
 // The long form of one cell (like `systemctl status`): the state line, then one "key: value"

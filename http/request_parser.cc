@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "http/syntax.h"
 
@@ -82,6 +85,32 @@ Error ErrorOf(http_errno error) {
   }
 }
 
+// RFC 9110 section 15.6.6: 505 for `version` ("HTTP/2.0"), its body saying which versions we speak.
+Error VersionNotSupported(std::string_view version) {
+  return {505, std::string(version) + " is not supported (HTTP/1.0 and HTTP/1.1 are)"};
+}
+
+// The longest HTTP-version http-parser takes: "HTTP/" and 1 to 3 digits each side of the dot.
+constexpr size_t kVersionBytes = 12;
+
+// The major version of `word` when it is an HTTP-version ("HTTP/2.0": 2), else nullopt.
+std::optional<unsigned> MajorVersion(std::string_view word) {
+  if (!word.starts_with("HTTP/")) return std::nullopt;
+  word.remove_prefix(5);
+  const size_t dot = word.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const std::string_view major = word.substr(0, dot);
+  const std::string_view minor = word.substr(dot + 1);
+  auto digits = [](std::string_view part) {
+    return !part.empty() && part.size() <= 3 &&
+           part.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (!digits(major) || !digits(minor)) return std::nullopt;
+  unsigned value = 0;
+  for (char c : major) value = value * 10 + static_cast<unsigned>(c - '0');
+  return value;
+}
+
 }  // namespace
 
 std::optional<std::string_view> RequestHead::Find(std::string_view name) const {
@@ -108,29 +137,52 @@ RequestParser::Event RequestParser::JudgeUnknownMethod(std::string_view data, si
   // A method http-parser does not know ("BREW", "get") is a request this gateway cannot carry:
   // 501, as RFC 9110 section 9.1 has it for an unrecognised method (400 would say its syntax is
   // wrong, and it is not). Bytes that are no method ("G@T", "{GET", "BAD\r\n": no token followed
-  // by SP) are 400. Judged once the byte after the token arrived, so that the answer is the same
-  // however the bytes were split across reads.
+  // by SP) are 400. A version of another major than 1 outranks the method: "PRI * HTTP/2.0", the
+  // preface of an HTTP/2 client with prior knowledge, is refused for its version (505), as
+  // "GET / HTTP/2.0" is, so the 501 waits for the line's LF. Judged byte by byte, so that the
+  // answer is the same however the bytes were split across reads.
   constexpr size_t kLongestMethod = 64;
   for (size_t i = 0; i < data.size(); ++i) {
     const char c = data[i];
-    if (c != ' ' && IsToken(std::string_view(&c, 1)) && ++method_tail_ <= kLongestMethod) continue;
-    *consumed += i;
-    failed_ = true;
-    error_ = c == ' ' && method_tail_ > 0 ? Error{501, "method not implemented"}
-                                          : Error{400, "bad method"};
-    return Event::kError;
+    if (unknown_method_ == UnknownMethod::kToken) {
+      if (c != ' ' && IsToken(std::string_view(&c, 1)) && ++method_tail_ <= kLongestMethod) {
+        continue;
+      }
+      if (c == ' ' && method_tail_ > 0) {
+        unknown_method_ = UnknownMethod::kLine;
+        continue;
+      }
+      *consumed += i;
+      unknown_method_ = UnknownMethod::kNone;
+      failed_ = true;
+      error_ = Error{400, "bad method"};
+      return Event::kError;
+    }
+    // kLine: the version is the last word, before CRLF (or a bare LF, as a head may end lines).
+    if (c == '\n' || ++line_bytes_ > limits_.max_head_bytes) {
+      std::string_view word = last_word_;
+      if (word.ends_with('\r')) word.remove_suffix(1);
+      const std::optional<unsigned> major = c == '\n' ? MajorVersion(word) : std::nullopt;
+      *consumed += i;
+      unknown_method_ = UnknownMethod::kNone;
+      failed_ = true;
+      error_ =
+          major && *major != 1 ? VersionNotSupported(word) : Error{501, "method not implemented"};
+      return Event::kError;
+    }
+    if (c == ' ') {
+      last_word_.clear();
+    } else if (last_word_.size() <= kVersionBytes) {
+      last_word_ += c;  // one byte more than a version has: no version
+    }
   }
   *consumed += data.size();
-  method_pending_ = true;
   return Event::kNeedMore;
 }
 
 RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consumed) {
   *consumed = 0;
-  if (method_pending_) {
-    method_pending_ = false;
-    return JudgeUnknownMethod(data, consumed);
-  }
+  if (unknown_method_ != UnknownMethod::kNone) return JudgeUnknownMethod(data, consumed);
   if (failed_) return Event::kError;
   if (message_done_) {
     // The previous request was handed out whole: the next one starts here.
@@ -174,7 +226,10 @@ RequestParser::Event RequestParser::Parse(std::string_view data, size_t* consume
     if (error == HPE_INVALID_METHOD) {
       // http-parser stopped at the first byte no method it knows has there, every byte before it
       // a method's (upper-case letters): the rest of the method decides.
+      unknown_method_ = UnknownMethod::kToken;
       method_tail_ = 0;
+      line_bytes_ = 0;
+      last_word_.clear();
       return JudgeUnknownMethod(data.substr(n), consumed);
     }
     failed_ = true;
@@ -346,11 +401,10 @@ int RequestParser::OnHeadersComplete(http_parser* parser) {
 
 bool RequestParser::AcceptVersion(http_parser* parser) {
   if (RefuseVersionless()) return false;
-  const std::string version =
-      "HTTP/" + std::to_string(parser->http_major) + "." + std::to_string(parser->http_minor);
   if (parser->http_major != 1) {
-    // RFC 9110 section 15.6.6: the major version is refused, and the body says which we speak.
-    Fail(505, version + " is not supported (HTTP/1.0 and HTTP/1.1 are)");
+    Error refusal = VersionNotSupported("HTTP/" + std::to_string(parser->http_major) + "." +
+                                        std::to_string(parser->http_minor));
+    Fail(refusal.status, std::move(refusal.reason));
     return false;
   }
   head_.version_major = 1;

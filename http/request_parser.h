@@ -32,8 +32,10 @@
 //        that offers websocket (any other offer, h2c among them, is ignored: RFC 9110 section
 //        7.8; the field is hop-by-hop and never forwarded), a
 //        method that is a token but not one http-parser knows ("BREW", "get": RFC 9110 section
-//        9.1); a method that is no token ("{GET", "G\x01T") is 400
-//   505  an HTTP major version other than 1 ("HTTP/2.0", RFC 9110 section 15.6.6)
+//        9.1), judged at the end of its request line; a method that is no token ("{GET",
+//        "G\x01T") is 400
+//   505  an HTTP major version other than 1 ("HTTP/2.0", RFC 9110 section 15.6.6), whatever the
+//        method: HTTP/2's prior-knowledge preface "PRI * HTTP/2.0" too
 // HTTP/1.0 and HTTP/1.1 are taken; HTTP/1.2 and above are taken as HTTP/1.1 (RFC 9110 section 2.5).
 #pragma once
 
@@ -145,8 +147,9 @@ class RequestParser {
   bool in_message() const { return in_message_; }
 
  private:
-  // From the byte http-parser refused as a method's: 501 for a token then SP, else 400 (kError);
-  // kNeedMore, every byte consumed, while `data` ends inside the token.
+  // From the byte http-parser refused as a method's: 400 unless a token then SP; then, at the
+  // request line's LF, 505 for a version of another major than 1 (AcceptVersion's), else 501
+  // (kError). kNeedMore, every byte consumed, while `data` ends before that.
   Event JudgeUnknownMethod(std::string_view data, size_t* consumed);
   static int OnMessageBegin(http_parser* parser);
   static int OnUrl(http_parser* parser, const char* at, size_t length);
@@ -166,7 +169,7 @@ class RequestParser {
   // returns true.
   bool RefuseVersionless();
   // Checks the request line's HTTP version and fills head_'s: 400 without one (HTTP/0.9), 505 for
-  // a major version other than 1; HTTP/1.x above 1.1 is taken as HTTP/1.1.
+  // a major version other than 1 (VersionNotSupported); HTTP/1.x above 1.1 is taken as HTTP/1.1.
   bool AcceptVersion(http_parser* parser);
   // Checks the head once complete: framing, Host, Expect, Upgrade; fills the framing fields.
   bool ValidateHead();
@@ -188,11 +191,18 @@ class RequestParser {
   std::string body_;
   Error error_;
   bool failed_ = false;
-  // http-parser refused the method at a token byte: the rest of the method, up to its SP, decides
-  // between 501 and 400 (JudgeUnknownMethod), across reads. `method_tail_`: its bytes seen from
-  // the one refused.
-  bool method_pending_ = false;
+  // http-parser refused the method at a token byte: the rest of the request line decides between
+  // 400, 501 and 505 (JudgeUnknownMethod), across reads.
+  enum class UnknownMethod : uint8_t {
+    kNone,   // http-parser reads the bytes
+    kToken,  // in the method; `method_tail_`: its bytes seen from the one refused
+    kLine,   // past the method's SP, before the line's LF; `line_bytes_`: the bytes seen since,
+             // `last_word_`: those after the last SP (up to kVersionBytes: the version, if any)
+  };
+  UnknownMethod unknown_method_ = UnknownMethod::kNone;
   size_t method_tail_ = 0;
+  size_t line_bytes_ = 0;
+  std::string last_word_;
   bool in_message_ = false;
   bool in_head_ = true;  // the bytes being parsed belong to a head (else: body, trailers)
   bool message_done_ = false;

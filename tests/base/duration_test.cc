@@ -38,13 +38,17 @@ TEST(ParseDuration, AcceptsGroupsLargestUnitFirst) {
   EXPECT_EQ(Parsed("1s500ms"), milliseconds(1'500));
   EXPECT_EQ(Parsed("1h2m3s4ms"), milliseconds(3'723'004));
   EXPECT_EQ(Parsed("1h30s"), milliseconds(3'630'000));  // Units may be skipped.
-  EXPECT_EQ(Parsed("90s"), milliseconds(90'000));       // A group may exceed the next unit.
+  EXPECT_EQ(Parsed("90s"), milliseconds(90'000));       // A first group may exceed the next unit,
+  EXPECT_EQ(Parsed("1h90s"), milliseconds(3'690'000));  // and a later one the unit it skipped,
+  EXPECT_EQ(Parsed("1m59s999ms"), milliseconds(119'999));  // each below the unit before it.
+  EXPECT_EQ(Parsed("1s999ms"), milliseconds(1'999));
+  EXPECT_EQ(Parsed("0m59s"), milliseconds(59'000));
   EXPECT_EQ(Parsed("007s"), milliseconds(7'000));
 }
 
 TEST(ParseDuration, AcceptsUpToExactly24h) {
   EXPECT_EQ(Parsed("24h"), kMaxDuration);
-  EXPECT_EQ(Parsed("23h60m"), kMaxDuration);
+  EXPECT_EQ(Parsed("23h59m59s999ms"), kMaxDuration - milliseconds(1));
   EXPECT_EQ(Parsed("86400000ms"), kMaxDuration);
 }
 
@@ -56,7 +60,11 @@ struct Refused {
 TEST(ParseDuration, RefusesWithTheProblemAndTheAcceptedForm) {
   const Refused cases[] = {
       {"", "empty"},
-      {"5", "a unit is required, a bare number is ambiguous"},
+      {"5", "a unit is required, a bare number is ambiguous; write \"5s\" for seconds; expected"},
+      {"0", "a bare number is ambiguous; write \"0s\" for seconds"},
+      {"86400", "a bare number is ambiguous; write \"86400s\" for seconds"},
+      {"86401", "a bare number is ambiguous; write \"86401ms\" for milliseconds"},
+      {"86400001", "a bare number is ambiguous; expected"},
       {"-1s", "a sign is not allowed"},
       {"+1s", "a sign is not allowed"},
       {"1.5s", "decimals are not allowed"},
@@ -73,6 +81,21 @@ TEST(ParseDuration, RefusesWithTheProblemAndTheAcceptedForm) {
       {"30s1m", "units must go from largest to smallest, each at most once"},
       {"1s1s", "units must go from largest to smallest, each at most once"},
       {"1ms1s", "units must go from largest to smallest, each at most once"},
+      {"500ms1s", "units must go from largest to smallest, each at most once"},
+      // A group after the first is less than one of the unit before it: one spelling per value.
+      {"1m90s",
+       "\"90s\" is 1m or more, after a group in m (a group must be less than one of the "
+       "unit before it); write \"2m30s\"; expected"},
+      {"1m60s", "\"60s\" is 1m or more, after a group in m"},
+      {"23h60m",
+       "\"60m\" is 1h or more, after a group in h (a group must be less than one of the "
+       "unit before it); write \"24h\""},
+      {"1s1500ms",
+       "\"1500ms\" is 1s or more, after a group in s (a group must be less than one "
+       "of the unit before it); write \"2500ms\""},
+      {"1h60m", "write \"2h\""},
+      {"1h1m90s", "write \"1h2m30s\""},
+      {"1h3600s", "write \"2h\""},
       {"1s#", "unexpected character '#'"},
       {"25h", "longer than the maximum of 24h"},
       {"24h1ms", "longer than the maximum of 24h"},
@@ -99,6 +122,15 @@ TEST(SuggestDuration, GivesTheAcceptedFormOfWhatPeopleWrite) {
       {"1.0s", "1s"},     {"0.001s", "1ms"}, {"90S", "90s"},        {"90 Sec", "90s"},
       {"1H90S", "1h90s"}, {"5MS", "5ms"},
   };
+  // A group to carry: the total is written anew.
+  const std::pair<std::string_view, std::string_view> carried[] = {
+      {"1m90s", "2m30s"}, {"1MIN90S", "2m30s"},   {"1 min 90 s", "2m30s"},
+      {"23h60m", "24h"},  {"1s1500ms", "2500ms"},
+  };
+  for (const auto& [text, accepted] : carried) {
+    EXPECT_EQ(SuggestDuration(text), std::optional<std::string>(accepted)) << text;
+    EXPECT_TRUE(ParseDuration(accepted).ok()) << accepted;
+  }
   for (const auto& [text, accepted] : cases) {
     EXPECT_EQ(SuggestDuration(text), std::optional<std::string>(accepted)) << text;
     EXPECT_TRUE(ParseDuration(accepted).ok()) << accepted;

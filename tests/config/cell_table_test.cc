@@ -17,6 +17,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 TEST(ParseConfig, NestedTableInEnvironment) {
   EXPECT_THAT(Errors(R"([supervisor]
@@ -335,6 +336,26 @@ stop_signal = "TREM"
              "\"2s\")"),
           At(26, 1, "cells.c.stop_timout", "unknown key; did you mean \"stop_timeout\"?"),
           At(30, 15, "cells.d.stop_signal", signals + "\"TREM\"; did you mean \"SIGTERM\"?")));
+}
+
+// A duration's groups read as a clock's: "1m90s" and "500ms1s" are refused alike, at the value's
+// position, with the spelling to write.
+TEST(ParseConfig, ADurationWithAGroupToCarryIsRefusedWithItsSpelling) {
+  EXPECT_THAT(
+      Errors(R"([cells.a]
+command = ["x"]
+max_concurrent = 1
+request_timeout = "1m90s"
+stop_timeout = "500ms1s"
+)"),
+      ElementsAre(At(4, 19, "cells.a.request_timeout",
+                     "invalid duration \"1m90s\": \"90s\" is 1m or more, after a group "
+                     "in m (a group must be less than one of the unit before it); write "
+                     "\"2m30s\"; expected one or more <integer><unit> groups, largest "
+                     "unit first, such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, "
+                     "s, ms)"),
+                  At(5, 16, "cells.a.stop_timeout", ParseDuration("500ms1s").status().message())));
+  EXPECT_THAT(ParseDuration("500ms1s").status().message(), HasSubstr("write \"1500ms\""));
 }
 
 // worker_connections: "one-per-request" (the default) or "multiplex"; anything else names the

@@ -28,10 +28,10 @@ TEST(StatusView, ActivityTableMatchesTheDocumentedExample) {
   Result<std::string> table = FormatActivityTable({{"cells", {Cell()}}});
   ASSERT_TRUE(table.ok()) << table.status().message();
   EXPECT_EQ(*table,
-            "CELL      SINCE  UPTIME  IN FLIGHT  CANCELLED  DROPPED  UNDELIVERED  P50    P99   "
-            "WAIT P50  WAIT P99\n"
-            "payments  5m12s  5m12s   3          0          1        2            1.2ms  12ms  "
-            "0.25ms    3ms\n");
+            "CELL      IN STATE FOR  WORKER UPTIME  IN FLIGHT  CANCELLED  DROPPED  UNDELIVERED  "
+            "P50    P99   WAIT P50  WAIT P99\n"
+            "payments  5m12s         5m12s          3          0          1        2            "
+            "1.2ms  12ms  0.25ms    3ms\n");
 }
 
 TEST(StatusView, ActivityTableIsLeftOutForOlderSupervisors) {
@@ -50,8 +50,9 @@ TEST(StatusView, EmptyWindowAndNoWorkerAreDashes) {
   ASSERT_TRUE(table.ok());
   EXPECT_THAT(
       *table,
-      HasSubstr("payments  5m12s  -       3          0          1        2            -    -    "
-                "0.25ms"));
+      HasSubstr(
+          "payments  5m12s         -              3          0          1        2            -  "
+          "  -    0.25ms"));
 }
 
 // A cell stopped since bulkheadd made it, that never had a worker, has no age to show: its
@@ -63,11 +64,11 @@ TEST(StatusView, ACellThatNeverStartedShowsNoAge) {
   cell["starts"] = 0;
   Result<std::string> table = FormatActivityTable({{"cells", {cell}}});
   ASSERT_TRUE(table.ok()) << table.status().message();
-  EXPECT_THAT(*table, HasSubstr("payments  -      -       3"));
+  EXPECT_THAT(*table, HasSubstr("payments  -             -              3"));
   cell["starts"] = 1;
   table = FormatActivityTable({{"cells", {cell}}});
   ASSERT_TRUE(table.ok()) << table.status().message();
-  EXPECT_THAT(*table, HasSubstr("payments  5m12s  -       3"));
+  EXPECT_THAT(*table, HasSubstr("payments  5m12s         -              3"));
 }
 
 TEST(StatusView, ErrorsNameTheField) {

@@ -79,7 +79,8 @@ TEST(Bulkheadctl, StatusTableShowsTheSupervisorsFigures) {
       "payments +not enforced( +-){4}\n"
       "catalog +not enforced( +-){4}\n"
       "limits not enforced: .*\n"
-      "\nCELL +SINCE +UPTIME +IN FLIGHT +CANCELLED +DROPPED +UNDELIVERED +P50 +P99 +WAIT P50 +WAIT "
+      "\nCELL +IN STATE FOR +WORKER UPTIME +IN FLIGHT +CANCELLED +DROPPED +UNDELIVERED +P50 +P99 "
+      "+WAIT P50 +WAIT "
       "P99\n"
       "payments +[0-9.smhd]+ +[0-9.smhd]+ +0 +0 +0 +0 +[0-9.]+m?s +[0-9.]+m?s +[0-9.]+m?s +"
       "[0-9.]+m?s\n"
@@ -110,7 +111,7 @@ TEST(Bulkheadctl, StatusTableShowsLastExitOnceAWorkerExited) {
       "\nCELL +MEMORY +CPU +THROTTLED +TASKS +OOM KILLS\n"
       "payments +not enforced +- +- +- +-\n"
       "limits not enforced: .*\n"
-      "\nCELL +SINCE +UPTIME .*\n"
+      "\nCELL +IN STATE FOR +WORKER UPTIME .*\n"
       "payments .*\n");
   EXPECT_TRUE(std::regex_match(run.out, table)) << run.out;
 }
@@ -849,6 +850,8 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"status", "--timeout", "0s"},
            std::vector<std::string>{"status", "a", "--watch", "soon"},
            std::vector<std::string>{"status", "--watch", "5"},
+           std::vector<std::string>{"status", "--watch", "-1"},
+           std::vector<std::string>{"status", "--watch", "1m90s"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -869,8 +872,9 @@ TEST(Bulkheadctl, UsageErrors) {
            // ParseDuration's examples once, not followed by "(e.g. 500ms, 2s)" again.
            std::pair{std::vector<std::string>{"status", "--timeout", "5"},
                      "bulkheadctl: --timeout: invalid duration \"5\": a unit is required, a bare "
-                     "number is ambiguous; expected one or more <integer><unit> groups, largest "
-                     "unit first, such as \"500ms\", \"2s\" or \"1m30s\" (units: h, m, s, ms)\n"},
+                     "number is ambiguous; write \"5s\" for seconds; expected one or more "
+                     "<integer><unit> groups, largest unit first, such as \"500ms\", \"2s\" or "
+                     "\"1m30s\" (units: h, m, s, ms)\n"},
            std::pair{std::vector<std::string>{"status", "--timeout", "0s"},
                      "bulkheadctl: --timeout: \"0s\" must be more than 0\n"},
            std::pair{std::vector<std::string>{"status", "a", "--watch", "soon"},
@@ -878,6 +882,21 @@ TEST(Bulkheadctl, UsageErrors) {
                      "\"500ms\" or \"2s\"), and the cell is \"a\" already\n"},
            std::pair{std::vector<std::string>{"status", "--watch", "5"},
                      "bulkheadctl: --watch: invalid duration \"5\""},
+           // A bare number: the units and the reading as seconds.
+           std::pair{std::vector<std::string>{"status", "--watch", "1"},
+                     "bulkheadctl: --watch: invalid duration \"1\": a unit is required, a bare "
+                     "number is ambiguous; write \"1s\" for seconds; expected one or more "
+                     "<integer><unit> groups, largest unit first, such as \"500ms\", \"2s\" or "
+                     "\"1m30s\" (units: h, m, s, ms)\n"},
+           // No cell name starts with '-': it was taken for the cell "-1".
+           std::pair{std::vector<std::string>{"status", "--watch", "-1"},
+                     "bulkheadctl: --watch: invalid duration \"-1\": a sign is not allowed"},
+           std::pair{std::vector<std::string>{"status", "--watch", "-1", "a"},
+                     "bulkheadctl: --watch: invalid duration \"-1\": a sign is not allowed"},
+           std::pair{std::vector<std::string>{"status", "--watch", "1m90s"},
+                     "bulkheadctl: --watch: invalid duration \"1m90s\": \"90s\" is 1m or more, "
+                     "after a group in m (a group must be less than one of the unit before it); "
+                     "write \"2m30s\""},
            // CLI11 said only "A subcommand is required".
            std::pair{std::vector<std::string>{"stats"},
                      "bulkheadctl: unknown command \"stats\"; did you mean \"status\"?"},

@@ -486,12 +486,15 @@ TEST(HttpCell, RequestLineWithoutVersionGets400AndHttp2Gets505) {
   const std::vector<std::pair<std::string, int>> attempts = {
       {"GET /hello\r\n\r\n", 400},
       {"GET /hello HTTP/2.0\r\nHost: web\r\n\r\n", 505},
+      // RFC 9113 section 3.4: an HTTP/2 client with prior knowledge opens with this preface; its
+      // version is refused, not its method (it got 501).
+      {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505},
       // RFC 9112 section 3.2: HTTP/1.1 without Host.
       {"GET /hello HTTP/1.1\r\n\r\n", 400},
   };
   for (const auto& [attempt, status] : attempts) EXPECT_TRUE(RefusedAndClosed(h, attempt, status));
   nlohmann::json cell = h.Cell("web");
-  EXPECT_EQ(cell["bad_request"], 3) << cell.dump();
+  EXPECT_EQ(cell["bad_request"], 4) << cell.dump();
   EXPECT_EQ(cell["admitted"], 0) << cell.dump();
 }
 
