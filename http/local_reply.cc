@@ -48,6 +48,15 @@ std::string_view ReasonPhrase(int status_code) {
   }
 }
 
+namespace {
+
+// The retry-after hint of `detail` in whole seconds, rounded up (at least 1).
+uint32_t RetryAfterSeconds(const ipc::RejectDetail& detail) {
+  return detail.retry_after_ms == 0 ? 1 : (detail.retry_after_ms + 999) / 1000;
+}
+
+}  // namespace
+
 LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail) {
   LocalReply reply;
   reply.status_code = StatusCodeFor(ipc::ReplyStatus::kRejected, reason);
@@ -70,7 +79,14 @@ LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail) {
       reply.text = detail.cell + ": too many connections";
       break;
     default:
-      reply.text = detail.cell + " is unavailable";
+      // A start due (backoff, a crash loop) says when; none due is a cell that is stopped, gave up
+      // (failed) or stops: an operator's start brings it back, so no Retry-After invites retries.
+      reply.text = detail.cell + " is unavailable: " +
+                   (detail.retry_after_ms > 0 ? "its next worker starts in " +
+                                                    std::to_string(RetryAfterSeconds(detail)) + " s"
+                                              : std::string("no worker is due to start "
+                                                            "(stopped or failed: see bulkheadctl "
+                                                            "status)"));
       break;
   }
   reply.text += " (" + std::to_string(detail.running) + " running, " +
@@ -138,8 +154,10 @@ std::string FormatLocalReply(const LocalReply& reply) {
         "; running=" + std::to_string(reply.running) + "; queued=" + std::to_string(reply.queued);
   }
   out += "\r\n";
-  if (reply.status_code == 503) {
-    // Whole seconds, rounded up (RFC 9110 section 10.2.3); 1 when the cell gave no hint.
+  // Whole seconds, rounded up (RFC 9110 section 10.2.3); 1 when a busy cell gave no hint. None when
+  // the cell is unavailable with no start due: retrying would not help until an operator acts.
+  const bool nothing_due = reply.reason == "unavailable" && reply.retry_after_ms == 0;
+  if (reply.status_code == 503 && !nothing_due) {
     const uint32_t seconds = reply.retry_after_ms == 0 ? 1 : (reply.retry_after_ms + 999) / 1000;
     out += "Retry-After: " + std::to_string(seconds) + "\r\n";
   }

@@ -86,8 +86,23 @@ Result<int> OpenDestination(const std::string& destination) {
     if (fd < 0) return Status::FromErrno("dup stderr");
     return fd;
   }
-  const int fd = ::open(destination.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) return Status::FromErrno(destination);
+  // O_NONBLOCK so that the loop never waits in open(2): a named pipe with no reader would hold
+  // it until one comes (fifo(7)); non-blocking, that open fails with ENXIO at once. The writer
+  // thread then writes blocking (a slow reader stalls that thread, never the loop).
+  const int fd = ::open(destination.c_str(),
+                        O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0640);
+  if (fd < 0) {
+    if (errno == ENXIO) {
+      return Status::Error(destination + ": a named pipe with no reader (start its reader first)");
+    }
+    return Status::FromErrno(destination);
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    Status status = Status::FromErrno(destination + ": fcntl");
+    ::close(fd);
+    return status;
+  }
   return fd;
 }
 

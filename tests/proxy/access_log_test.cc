@@ -7,13 +7,18 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "base/temp_dir.h"
+#include "base/unique_fd.h"
 #include "tests/helpers/file_wait.h"
 #include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
@@ -370,6 +375,38 @@ TEST(AccessLog, OpenNamesTheFileItCannotOpen) {
             std::string::npos)
       << opened.status().message();
   EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+// A named pipe's open(2) for writing waits for a reader (fifo(7)); on the loop thread that froze
+// bulkheadd, startup and reload alike, until one came. The open is refused at once instead, naming
+// why. Without the refusal the open in the thread below waits: the test then opens a reader
+// itself, which lets that open return, and fails.
+TEST_F(AccessLogFile, ANamedPipeWithNoReaderIsRefusedAtOnceNotWaitedFor) {
+  const std::string fifo = dir_.path() + "/access.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::promise<Result<std::unique_ptr<AccessLog>>> done;
+  std::future<Result<std::unique_ptr<AccessLog>>> opened = done.get_future();
+  std::thread opener(
+      [&] { done.set_value(AccessLog::Open(&loop_, &time_, fifo, size_t{64} * 1024)); });
+  const bool waited = opened.wait_for(std::chrono::seconds(10)) == std::future_status::timeout;
+  UniqueFd rescue;
+  if (waited) rescue = UniqueFd(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  opener.join();
+  Result<std::unique_ptr<AccessLog>> result = opened.get();
+  EXPECT_FALSE(waited) << "Open waited for a reader of the named pipe";
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find(fifo + ": a named pipe with no reader"),
+            std::string::npos)
+      << result.status().message();
+
+  // With a reader, the pipe is a destination like a file: the line reaches the reader.
+  UniqueFd reader(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  ASSERT_TRUE(reader.valid());
+  Result<std::unique_ptr<AccessLog>> piped = AccessLog::Open(&loop_, &time_, fifo);
+  ASSERT_TRUE(piped.ok()) << piped.status().message();
+  (*piped)->Append(Sample(" client=a id=piped"));
+  CloseLog(piped->get());
+  EXPECT_NE(ReadAvailable(reader.get()).find("id=piped"), std::string::npos);
 }
 
 }  // namespace
