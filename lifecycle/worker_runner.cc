@@ -63,12 +63,6 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
       output_a_(loop, time, config_),
       output_b_(loop, time, config_),
       oom_watch_(loop, time, &config_.name, [this] { return pid_; }),
-      pressure_(
-          loop, time, &config_.name,
-          PressureWatch::Callbacks{
-              .on_fired = [this](admission::Signal s) { data_path_->PressureFired(s); },
-              .on_usage = [this](const cell::CgroupUsage& u) { data_path_->CgroupUsagePolled(u); },
-              .on_signals = [this](uint8_t live) { data_path_->AdaptiveSignals(live); }}),
       backoff_timer_(time->CreateTimer([this] { Handle(Event::BackoffElapsed()); })),
       stop_timer_(time->CreateTimer([this] { Handle(Event::StopTimeout()); })),
       watchdog_timer_(time->CreateTimer([this] { OnWatchdogTimer(); })),
@@ -81,9 +75,7 @@ WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::Cell
               .on_ready = [this](std::string what) { Handle(Event::ProbeReady(std::move(what))); },
               .on_stalled = [this](std::string why) { Handle(Event::Stalled(std::move(why))); }}),
       swap_(SwapOptionsFromConfig(config_)),
-      swap_timer_(time->CreateTimer([this] { ExecuteSwap(swap_.OnTimer(time_->NowMs())); })),
       loop_(loop),
-      accept_poll_timer_(time->CreateTimer([this] { OnAcceptPoll(); })),
       next_probe_(
           loop, time, after_poll, &config_.name,
           HealthProbe::Callbacks{.on_ready = [this](const std::string& what) { OnNextReady(what); },
@@ -418,7 +410,16 @@ void WorkerRunner::UpdatePressureWatch() {
       want.polled_signals |= admission::SignalBit(admission::Signal::kMemoryUsage);
     }
   }
-  pressure_.Follow(want);
+  if (!pressure_) {
+    if (want.cgroup == nullptr) return;  // nothing wanted, nothing open
+    pressure_ = std::make_unique<PressureWatch>(
+        loop_, time_, &config_.name,
+        PressureWatch::Callbacks{
+            .on_fired = [this](admission::Signal s) { data_path_->PressureFired(s); },
+            .on_usage = [this](const cell::CgroupUsage& u) { data_path_->CgroupUsagePolled(u); },
+            .on_signals = [this](uint8_t live) { data_path_->AdaptiveSignals(live); }});
+  }
+  pressure_->Follow(want);
 }
 
 Status WorkerRunner::WriteCellLimits() {
@@ -695,7 +696,7 @@ std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
       if (fd.valid() &&
           ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
         accept_probe_fd_ = std::move(fd);
-        accept_poll_timer_->Start(kAcceptPollMs);
+        AcceptPollTimer().Start(kAcceptPollMs);
       } else {
         OnNextReady("exec");  // cannot watch its accept: the exec is its readiness
       }
@@ -713,11 +714,23 @@ std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
   return Lifecycle::ReplyText(Lifecycle::Reply::kAccepted);
 }
 
+loop::Timer& WorkerRunner::SwapTimer() {
+  if (!swap_timer_) {
+    swap_timer_ = time_->CreateTimer([this] { ExecuteSwap(swap_.OnTimer(time_->NowMs())); });
+  }
+  return *swap_timer_;
+}
+
+loop::Timer& WorkerRunner::AcceptPollTimer() {
+  if (!accept_poll_timer_) accept_poll_timer_ = time_->CreateTimer([this] { OnAcceptPoll(); });
+  return *accept_poll_timer_;
+}
+
 void WorkerRunner::OnAcceptPoll() {
   if (swap_.phase() != WorkerSwap::Phase::kStarting || !next_listen_fd_.valid()) return;
   pollfd p{.fd = next_listen_fd_.get(), .events = POLLIN, .revents = 0};
   if (::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0) {
-    accept_poll_timer_->Start(kAcceptPollMs);  // our connection still waits
+    AcceptPollTimer().Start(kAcceptPollMs);  // our connection still waits
     return;
   }
   OnNextReady("first accept");
@@ -835,7 +848,7 @@ void WorkerRunner::CloseExecWatch() {
 
 void WorkerRunner::ReleaseNext() {
   CloseExecWatch();
-  accept_poll_timer_->Stop();
+  if (accept_poll_timer_) accept_poll_timer_->Stop();
   accept_probe_fd_.Reset();
   next_probe_.Follow(HealthProbe::State::kOff, 0, config_);
   next_file_.Remove();
@@ -845,11 +858,11 @@ void WorkerRunner::ReleaseNext() {
 void WorkerRunner::ArmSwapTimer() {
   const uint64_t deadline = swap_.Deadline();
   if (deadline == 0) {
-    swap_timer_->Stop();
+    if (swap_timer_) swap_timer_->Stop();
     return;
   }
   const uint64_t now = time_->NowMs();
-  swap_timer_->Start(deadline > now ? deadline - now : 0);
+  SwapTimer().Start(deadline > now ? deadline - now : 0);
 }
 
 bool WorkerRunner::IsWorker(pid_t pid) const {
@@ -940,9 +953,10 @@ void WorkerRunner::Close(std::function<void()> on_closed) {
     next_pid_ = prev_pid_ = prev_pgid_ = 0;
   }
   ReleaseNext();
-  swap_timer_->Stop();
+  if (swap_timer_) swap_timer_->Stop();
   swap_teardown_.Cancel();
-  pressure_.Close(handles_.Part());  // its descriptors first: they hold the cgroup's files open
+  // Its descriptors first: they hold the cgroup's files open.
+  if (pressure_) pressure_->Close(handles_.Part());
   if (cgroup_) {
     generation_.reset();
     swap_generation_.reset();

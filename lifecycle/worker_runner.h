@@ -266,6 +266,9 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // worker has not accepted its first connection.
   void ArmSwapTimer();
   void OnAcceptPoll();
+  // swap_timer_ and accept_poll_timer_, made at their first use (most cells never swap).
+  loop::Timer& SwapTimer();
+  loop::Timer& AcceptPollTimer();
 
   // The HTTP probe (ready = "http:/PATH", docs/config.md): readiness while the worker starts,
   // liveness while it runs with stall_timeout, off otherwise. Called after every event and
@@ -290,8 +293,9 @@ class WorkerRunner : private TeardownWatcher::Generation {
   WorkerOutput* swap_output_ = &output_b_;
   // OOM kills in cgroup_ (started with it).
   OomWatch oom_watch_;
-  // An adaptive cell's PSI triggers and usage poll on cgroup_ (UpdatePressureWatch).
-  PressureWatch pressure_;
+  // An adaptive cell's PSI triggers and usage poll on cgroup_ (UpdatePressureWatch); made when
+  // first wanted (an adaptive cell with a cgroup), so that the other cells do not carry it.
+  std::unique_ptr<PressureWatch> pressure_;
 
   ipc::SocketFile worker_file_;  // the worker socket file bound (removed on close if still ours)
   UniqueFd worker_listen_fd_;
