@@ -38,6 +38,11 @@ namespace bulkhead::admission {
 //                           reached the limit says nothing about more concurrency: no growth
 //                           (the drift guard of Netflix's VegasLimit and Gradient2Limit).
 //   otherwise               unchanged.
+// A request dispatched before the limit last fell (of any cause; its start is the sample's time
+// less its service time) is no sample: it ran at the concurrency the fall answered, and a window
+// of such requests, judged against the lower limit, cut again and again (TCP cuts its window once
+// per round trip for the same reason; on a noisy worker of 2 CPUs in a TCG guest the limit went
+// from 12 to 3 in three windows, each seeing the requests of the one before).
 // An increase that the very next window undoes (it fell by kLatency) was a failed probe: the next
 // increase waits 2 windows, then 4, 8, ... up to max_probe_backoff; a probe that holds resets the
 // wait. At a knee of one request (a cell with less than one CPU of cpu.max) the limit then sits at
@@ -48,8 +53,10 @@ namespace bulkhead::admission {
 // always run without queueing (so it should not exceed the worker's own parallelism), and a clean
 // window measures the service time without queueing that the limit admitted. Clean windows are
 // averaged per eighth of base_horizon_ms, and B is the lowest of those averages within the
-// horizon: an average, not the lowest single window, since the minimum of many noisy windows sits
-// far below the true service time and would shed for nothing (Netflix's note on Gradient2).
+// horizon that hold 50 requests or more (with none such, all of the horizon's clean windows
+// averaged together): an average of enough requests, not the lowest single window or the lowest
+// small slice, since the minimum of many noisy windows sits far below the true service time and
+// would shed for nothing (Netflix's note on Gradient2).
 // Windows above the floor never change B; with no clean window in the horizon, B stays as it was.
 // The limit starts at the floor, so the first windows are clean and measure B; until clean windows
 // of 50 requests have (a reload from a fixed limit leaves more running at first), nothing is
@@ -283,12 +290,12 @@ class AdaptiveLimit {
 
  private:
   static constexpr size_t kBaseBuckets = 8;
-  // The lowest qualifying window mean that fell into one slice of the horizon.
   // The clean windows that closed in one slice of the horizon: their means summed.
   struct BaseBucket {
     uint64_t opened_ms = 0;
     double sum_us = 0;
     uint32_t windows = 0;
+    uint32_t samples = 0;  // requests in those windows
     uint64_t last_ms = 0;  // when the last of them closed
 
     double mean_us() const { return sum_us / windows; }
@@ -330,6 +337,8 @@ class AdaptiveLimit {
   double stale_sum_us_ = 0;
   uint32_t stale_samples_ = 0;
   uint32_t last_ratio_permille_ = 0;
+  // When the limit last fell (any cause): samples of requests dispatched before are not taken.
+  std::optional<uint64_t> fell_at_ms_;
 
   // Probing: the window count after which the last increase happened (none: UINT64_MAX), the
   // current wait and the first window count at which growth may resume.

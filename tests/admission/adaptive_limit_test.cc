@@ -51,12 +51,13 @@ class AdaptiveLimitTest : public ::testing::Test {
   }
   AdaptiveLimit& lim() { return *limit_; }
 
-  // One whole window: window_samples samples of `ratio` x kBaseUs with `running` at the worker;
-  // the clock moves window_ms before the last one, which closes it.
+  // One whole window: the clock moves window_ms, then window_samples samples of `ratio` x kBaseUs
+  // with `running` at the worker end (each dispatched within the window: ratio < 10); the last
+  // one closes it.
   uint32_t Window(double ratio, uint32_t running) {
     const auto service_us = static_cast<uint64_t>(static_cast<double>(kBaseUs) * ratio);
-    for (uint32_t i = 0; i + 1 < options_.window_samples; ++i) lim().OnSample(service_us, running);
     clock_.AdvanceMs(options_.window_ms);
+    for (uint32_t i = 0; i + 1 < options_.window_samples; ++i) lim().OnSample(service_us, running);
     return lim().OnSample(service_us, running);
   }
   // A window that reached the limit: every sample saw the whole limit running.
@@ -323,6 +324,42 @@ TEST_F(AdaptiveLimitTableTest, ChangesRecordTheRatioOrTheMemoryShare) {
   EXPECT_EQ(lim().change(0).permille, 0u);
 }
 
+// A request dispatched before the limit fell ran at the concurrency the fall answered: its
+// service time is not judged against the lower limit (a window of them would be cut again, and
+// again: the cascade that took a limit from 12 to 3 in three windows on a noisy worker). From
+// avoidance at 8, each input that lowers the limit, then a window of samples of requests
+// dispatched just before it (not taken: no window closes, the limit stays) or just after it
+// (taken: R 9.9, halved).
+TEST_F(AdaptiveLimitTableTest, RequestsDispatchedBeforeAFallAreNotJudgedAtTheLowerLimit) {
+  struct Row {
+    Input fall;
+    bool dispatched_before;
+    uint32_t fallen_to;
+    uint32_t limit_after;
+  };
+  const std::vector<Row> rows = {
+      {Input::kTwiceTheMinimum, true, 5, 5}, {Input::kTwiceTheMinimum, false, 5, 2},
+      {Input::kCpuPressure, true, 6, 6},     {Input::kCpuPressure, false, 6, 3},
+      {Input::kMemoryPressure, true, 6, 6},  {Input::kMemoryPressure, false, 6, 3},
+      {Input::kMemoryAtCut, true, 6, 6},     {Input::kMemoryAtCut, false, 6, 3},
+      {Input::kCeilingLowered, true, 4, 4},  {Input::kCeilingLowered, false, 4, 2},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE("input " + std::to_string(static_cast<int>(row.fall)) +
+                 (row.dispatched_before ? ", dispatched before" : ", dispatched after"));
+    Arrange(From::kAvoidance);
+    Apply(row.fall);
+    ASSERT_EQ(lim().limit(), row.fallen_to);
+    const uint64_t windows = lim().windows_closed();
+    clock_.AdvanceMs(options_.window_ms);
+    const uint64_t service_us =
+        (options_.window_ms + (row.dispatched_before ? 1 : -1)) * 1000;  // R 10.1 or 9.9
+    for (uint32_t i = 0; i < options_.window_samples; ++i) lim().OnSample(service_us, 8);
+    EXPECT_EQ(lim().limit(), row.limit_after);
+    EXPECT_EQ(lim().windows_closed(), windows + (row.dispatched_before ? 0 : 1));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stories.
 
@@ -427,12 +464,34 @@ TEST_F(AdaptiveLimitTest, TheBaseIsTheLowestAverageWithinTheHorizon) {
   Make();
   MeasureBase();
   clock_.AdvanceMs(options_.base_horizon_ms / 2);
-  Window(1.4, 1);
+  for (int i = 0; i < 5; ++i) Window(1.4, 1);
   EXPECT_EQ(lim().base_us(), kBaseUs);
   // Once the first has aged out of the horizon, the second is the lowest.
   clock_.AdvanceMs(options_.base_horizon_ms / 2);
-  Window(1.5, 1);
+  for (int i = 0; i < 5; ++i) Window(1.5, 1);
   EXPECT_EQ(lim().base_us(), 14'000u);
+}
+
+// A slice of the horizon counts as a base of its own only once it holds 50 requests, as the
+// first base does: one fast window of 10 would be the base, and every window judged against it
+// slower than it is (here a window in the band would be cut).
+TEST_F(AdaptiveLimitTest, AFewFastRequestsInASliceDoNotBecomeTheBase) {
+  Make();
+  MeasureBase();  // 50 requests at 10 ms; slow start to 2
+  ASSERT_EQ(lim().limit(), 2u);
+  clock_.AdvanceMs(options_.base_horizon_ms / 8);
+  Window(0.6, 1);  // a new slice: 10 requests at 6 ms
+  EXPECT_EQ(lim().base_us(), kBaseUs);
+  EXPECT_EQ(Busy(1.4), 2u);  // R 1.4 against 10 ms: in the band (against 6 ms, 2.33: a cut)
+  EXPECT_EQ(lim().last_ratio_permille(), 1400u);
+  // With no slice of 50 in the horizon, the slices are pooled.
+  clock_.AdvanceMs(options_.base_horizon_ms);
+  Window(0.9, 1);
+  Window(1.3, 1);
+  EXPECT_EQ(lim().base_us(), 11'000u);
+  // Once the slice holds 50, its own average is the base.
+  for (int i = 0; i < 3; ++i) Window(0.9, 1);
+  EXPECT_EQ(lim().base_us(), 9'800u);
 }
 
 // The work gets twice as slow (a new worker, say). The base measured before is too low: the limit
