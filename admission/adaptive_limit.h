@@ -41,8 +41,9 @@ namespace bulkhead::admission {
 // A request dispatched before the limit last fell (of any cause; its start is the sample's time
 // less its service time) is no sample: it ran at the concurrency the fall answered, and a window
 // of such requests, judged against the lower limit, cut again and again (TCP cuts its window once
-// per round trip for the same reason; on a noisy worker of 2 CPUs in a TCG guest the limit went
-// from 12 to 3 in three windows, each seeing the requests of the one before).
+// per round trip for the same reason; in a simulation of the memory-bound bench's worker, noisy
+// work on 2 CPUs, the limit went from 12 to 3 in three windows, each seeing the requests of the
+// one before: adaptive_limit_simulation_test.cc).
 // An increase that the very next window undoes (it fell by kLatency) was a failed probe: the next
 // increase waits 2 windows, then 4, 8, ... up to max_probe_backoff; a probe that holds resets the
 // wait. At a knee of one request (a cell with less than one CPU of cpu.max) the limit then sits at
