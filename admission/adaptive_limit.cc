@@ -134,6 +134,9 @@ AdaptiveLimit::AdaptiveLimit(const Clock* clock, const Options& options)
 
 uint32_t AdaptiveLimit::OnSample(uint64_t service_us, uint32_t running) {
   const uint64_t now_ms = clock_->NowMs();
+  // Dispatched before the limit last fell: it ran at the concurrency that fall answered, so it
+  // says nothing about the lower limit (its window would be judged as the old one and cut again).
+  if (fell_at_ms_ && now_ms * 1000 < *fell_at_ms_ * 1000 + service_us) return limit_;
   ++window_count_;
   window_sum_us_ += service_us;
   window_sum_running_ += running;
@@ -224,13 +227,23 @@ bool AdaptiveLimit::UpdateBase(double mean_us, uint32_t samples, double concurre
   BaseBucket& current = buckets_[bucket_];
   current.sum_us += sum_us;
   current.windows += windows;
+  current.samples += samples;
   current.last_ms = now_ms;
   base_samples_ += samples;
+  // The lowest average of a slice that holds kBaseSamples requests; the slices of fewer are
+  // pooled instead: the lowest of a few small averages is the noise of a few fast requests, and
+  // every window judged against it would look slower than it is.
   const BaseBucket* lowest = nullptr;
+  BaseBucket pooled;
   for (const BaseBucket& bucket : buckets_) {
     if (bucket.windows == 0 || now_ms - bucket.opened_ms >= options_.base_horizon_ms) continue;
+    pooled.sum_us += bucket.sum_us;
+    pooled.windows += bucket.windows;
+    pooled.last_ms = std::max(pooled.last_ms, bucket.last_ms);
+    if (bucket.samples < kBaseSamples) continue;
     if (lowest == nullptr || bucket.mean_us() < lowest->mean_us()) lowest = &bucket;
   }
+  if (lowest == nullptr && pooled.windows > 0) lowest = &pooled;
   if (lowest != nullptr) {
     base_us_ = lowest->mean_us();
     base_at_ms_ = lowest->last_ms;
@@ -242,9 +255,9 @@ uint32_t AdaptiveLimit::OnPressure(Signal signal) {
   BH_CHECK(signal == Signal::kCpuPressure || signal == Signal::kMemoryPressure);
   const uint64_t now_ms = clock_->NowMs();
   pressure_hold_until_ms_ = std::max(pressure_hold_until_ms_, now_ms + options_.pressure_hold_ms);
-  Cut(options_.pressure_cut,
-      signal == Signal::kCpuPressure ? LimitCause::kCpuPressure : LimitCause::kMemoryPressure, 0,
-      now_ms);
+  if (signal == Signal::kMemoryPressure) {
+    Cut(options_.pressure_cut, LimitCause::kMemoryPressure, 0, now_ms);
+  }
   return limit_;
 }
 
@@ -338,6 +351,7 @@ void AdaptiveLimit::MoveTo(double estimate, LimitCause cause, uint32_t permille,
                          static_cast<double>(options_.ceiling));
   const auto limit = static_cast<uint32_t>(estimate_);
   if (limit == limit_) return;
+  if (limit < limit_) fell_at_ms_ = now_ms;
   changes_[change_next_] = LimitChange{now_ms, limit_, limit, cause, permille};
   change_next_ = (change_next_ + 1) % kRecentChanges;
   change_count_ = std::min(change_count_ + 1, kRecentChanges);

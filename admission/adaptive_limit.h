@@ -38,6 +38,12 @@ namespace bulkhead::admission {
 //                           reached the limit says nothing about more concurrency: no growth
 //                           (the drift guard of Netflix's VegasLimit and Gradient2Limit).
 //   otherwise               unchanged.
+// A request dispatched before the limit last fell (of any cause; its start is the sample's time
+// less its service time) is no sample: it ran at the concurrency the fall answered, and a window
+// of such requests, judged against the lower limit, cut again and again (TCP cuts its window once
+// per round trip for the same reason; in a simulation of the memory-bound bench's worker, noisy
+// work on 2 CPUs, the limit went from 12 to 3 in three windows, each seeing the requests of the
+// one before: adaptive_limit_simulation_test.cc).
 // An increase that the very next window undoes (it fell by kLatency) was a failed probe: the next
 // increase waits 2 windows, then 4, 8, ... up to max_probe_backoff; a probe that holds resets the
 // wait. At a knee of one request (a cell with less than one CPU of cpu.max) the limit then sits at
@@ -48,8 +54,10 @@ namespace bulkhead::admission {
 // always run without queueing (so it should not exceed the worker's own parallelism), and a clean
 // window measures the service time without queueing that the limit admitted. Clean windows are
 // averaged per eighth of base_horizon_ms, and B is the lowest of those averages within the
-// horizon: an average, not the lowest single window, since the minimum of many noisy windows sits
-// far below the true service time and would shed for nothing (Netflix's note on Gradient2).
+// horizon that hold 50 requests or more (with none such, all of the horizon's clean windows
+// averaged together): an average of enough requests, not the lowest single window or the lowest
+// small slice, since the minimum of many noisy windows sits far below the true service time and
+// would shed for nothing (Netflix's note on Gradient2).
 // Windows above the floor never change B; with no clean window in the horizon, B stays as it was.
 // The limit starts at the floor, so the first windows are clean and measure B; until clean windows
 // of 50 requests have (a reload from a fixed limit leaves more running at first), nothing is
@@ -71,9 +79,17 @@ namespace bulkhead::admission {
 //     limit more generous: the service time is still held within the tolerance of the old B, as
 //     before, until a lull or a cut reaches the floor; the kernel signals (2)-(4) still bound it.
 //
-// (2) PSI triggers (Documentation/accounting/psi.rst). OnPressure: the limit is multiplied by
-// pressure_cut and growth is held for pressure_hold_ms. The kernel sends at most one event per
-// trigger window, so sustained pressure keeps cutting once a window down to the floor.
+// (2) PSI triggers (Documentation/accounting/psi.rst). OnPressure: growth is held for
+// pressure_hold_ms, and a memory.pressure event multiplies the limit by pressure_cut. The kernel
+// sends at most one event per trigger window, so sustained memory pressure keeps cutting once a
+// window down to the floor. A cpu.pressure event only holds growth, as throttling (3) does: what
+// CPU stall costs a request is time, and the service time (1) shows it and cuts on it; stall that
+// does not show there costs the requests nothing, and part of it is the machine's other tasks
+// taking CPUs (in the VM bench the bench's own callers and bulkheadd on the guest's 2 CPUs), which
+// fewer requests of this cell do not relieve. Cutting on it cut a memory-bound cell, whose best
+// fixed setting is 8, 8 times by a quarter in 60 s (docs/benchmarks.md). Memory
+// stall is cut on at once because memory does not give warning in the service time before the
+// OOM killer takes the worker and every request in it.
 // (3) cpu.max throttling. OnCpuStat takes cpu.stat's cumulative nr_periods and nr_throttled; when
 // at least throttle_min_periods periods passed since the last evaluation and throttle_hold_share of
 // them were throttled, growth is held until an evaluation finds otherwise. It never cuts: a cell
@@ -108,7 +124,7 @@ enum class LimitCause : uint8_t {
   kSlowStart,       // service time at its minimum and the limit reached: doubled
   kHeadroom,        // service time within half the tolerance and the limit reached: + 1
   kLatency,         // service time above (1 + tolerance) x its minimum
-  kCpuPressure,     // a cpu.pressure PSI trigger fired
+  kCpuPressure,     // a cpu.pressure PSI trigger fired (no longer a cut: it only holds growth)
   kMemoryPressure,  // a memory.pressure PSI trigger fired
   kMemoryUsage,     // the working set reached memory_cut_ratio of memory.max
   kBounds,          // SetBounds moved the floor above it or the ceiling below it (a reload)
@@ -244,7 +260,8 @@ class AdaptiveLimit {
   // worker when it ended, itself included (>= 1). Requests that got no answer (the worker died,
   // the client's request was never sent) are not samples. O(1), no allocation.
   uint32_t OnSample(uint64_t service_us, uint32_t running);
-  // (2) A PSI trigger fired. `signal`: kCpuPressure or kMemoryPressure.
+  // (2) A PSI trigger fired. `signal`: kCpuPressure (holds growth) or kMemoryPressure (cuts and
+  // holds growth).
   uint32_t OnPressure(Signal signal);
   // (3) cpu.stat's cumulative nr_periods and nr_throttled. A counter that went back (a new cgroup)
   // starts the count anew.
@@ -283,12 +300,12 @@ class AdaptiveLimit {
 
  private:
   static constexpr size_t kBaseBuckets = 8;
-  // The lowest qualifying window mean that fell into one slice of the horizon.
   // The clean windows that closed in one slice of the horizon: their means summed.
   struct BaseBucket {
     uint64_t opened_ms = 0;
     double sum_us = 0;
     uint32_t windows = 0;
+    uint32_t samples = 0;  // requests in those windows
     uint64_t last_ms = 0;  // when the last of them closed
 
     double mean_us() const { return sum_us / windows; }
@@ -330,6 +347,8 @@ class AdaptiveLimit {
   double stale_sum_us_ = 0;
   uint32_t stale_samples_ = 0;
   uint32_t last_ratio_permille_ = 0;
+  // When the limit last fell (any cause): samples of requests dispatched before are not taken.
+  std::optional<uint64_t> fell_at_ms_;
 
   // Probing: the window count after which the last increase happened (none: UINT64_MAX), the
   // current wait and the first window count at which growth may resume.

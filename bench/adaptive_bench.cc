@@ -379,7 +379,7 @@ int Main(int argc, char** argv) {
                                   ", changes " + c.value("changes_by_cause", nlohmann::json()).dump()
                             : "?";
     }
-    std::printf("%-10s %9.0f %11.0f %11.0f %8llu %9.0f %9.0f %7.2f %5llu %11.0f  %s\n",
+    std::printf("%-10s %9.1f %11.1f %11.0f %8llu %9.0f %9.0f %7.2f %5llu %11.0f  %s\n",
                 cell.c_str(), static_cast<double>(tally.ok) / options.seconds,
                 static_cast<double>(tally.ok_in_deadline) / options.seconds,
                 static_cast<double>(tally.rejected) / options.seconds,

@@ -51,12 +51,13 @@ class AdaptiveLimitTest : public ::testing::Test {
   }
   AdaptiveLimit& lim() { return *limit_; }
 
-  // One whole window: window_samples samples of `ratio` x kBaseUs with `running` at the worker;
-  // the clock moves window_ms before the last one, which closes it.
+  // One whole window: the clock moves window_ms, then window_samples samples of `ratio` x kBaseUs
+  // with `running` at the worker end (each dispatched within the window: ratio < 10); the last
+  // one closes it.
   uint32_t Window(double ratio, uint32_t running) {
     const auto service_us = static_cast<uint64_t>(static_cast<double>(kBaseUs) * ratio);
-    for (uint32_t i = 0; i + 1 < options_.window_samples; ++i) lim().OnSample(service_us, running);
     clock_.AdvanceMs(options_.window_ms);
+    for (uint32_t i = 0; i + 1 < options_.window_samples; ++i) lim().OnSample(service_us, running);
     return lim().OnSample(service_us, running);
   }
   // A window that reached the limit: every sample saw the whole limit running.
@@ -218,7 +219,7 @@ const std::vector<Entry> kTable = {
     {From::kSlowStart, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
     {From::kSlowStart, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kSlowStart, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
-    {From::kSlowStart, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kSlowStart, Input::kCpuPressure, 8, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kSlowStart, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -236,7 +237,7 @@ const std::vector<Entry> kTable = {
     {From::kAvoidance, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
     {From::kAvoidance, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kAvoidance, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
-    {From::kAvoidance, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kAvoidance, Input::kCpuPressure, 8, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kAvoidance, Input::kMemoryAtHold, 8, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
@@ -255,7 +256,7 @@ const std::vector<Entry> kTable = {
     {From::kFloor, Input::kTwiceTheMinimum, 2, kNoCause, kAvoid},
     {From::kFloor, Input::kFiveTimes, 2, kNoCause, kAvoid},
     {From::kFloor, Input::kSlowAtTwoRunning, 2, kNoCause, kAvoid},
-    {From::kFloor, Input::kCpuPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
+    {From::kFloor, Input::kCpuPressure, 2, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryAtCut, 2, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
     {From::kFloor, Input::kMemoryAtHold, 2, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -273,7 +274,7 @@ const std::vector<Entry> kTable = {
     {From::kCeiling, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
     {From::kCeiling, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kCeiling, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
-    {From::kCeiling, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kCeiling, Input::kCpuPressure, 8, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kCeiling, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -319,8 +320,43 @@ TEST_F(AdaptiveLimitTableTest, ChangesRecordTheRatioOrTheMemoryShare) {
   lim().OnMemoryUsage(930, 1000);
   EXPECT_EQ(lim().change(0).cause, LimitCause::kMemoryUsage);
   EXPECT_EQ(lim().change(0).permille, 930u);
-  lim().OnPressure(Signal::kCpuPressure);
+  lim().OnPressure(Signal::kMemoryPressure);
   EXPECT_EQ(lim().change(0).permille, 0u);
+}
+
+// A request dispatched before the limit fell ran at the concurrency the fall answered: its
+// service time is not judged against the lower limit (a window of them would be cut again, and
+// again: the cascade that took a limit from 12 to 3 in three windows on a noisy worker). From
+// avoidance at 8, each input that lowers the limit, then a window of samples of requests
+// dispatched just before it (not taken: no window closes, the limit stays) or just after it
+// (taken: R 9.9, halved).
+TEST_F(AdaptiveLimitTableTest, RequestsDispatchedBeforeAFallAreNotJudgedAtTheLowerLimit) {
+  struct Row {
+    Input fall;
+    bool dispatched_before;
+    uint32_t fallen_to;
+    uint32_t limit_after;
+  };
+  const std::vector<Row> rows = {
+      {Input::kTwiceTheMinimum, true, 5, 5}, {Input::kTwiceTheMinimum, false, 5, 2},
+      {Input::kMemoryPressure, true, 6, 6},  {Input::kMemoryPressure, false, 6, 3},
+      {Input::kMemoryAtCut, true, 6, 6},     {Input::kMemoryAtCut, false, 6, 3},
+      {Input::kCeilingLowered, true, 4, 4},  {Input::kCeilingLowered, false, 4, 2},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE("input " + std::to_string(static_cast<int>(row.fall)) +
+                 (row.dispatched_before ? ", dispatched before" : ", dispatched after"));
+    Arrange(From::kAvoidance);
+    Apply(row.fall);
+    ASSERT_EQ(lim().limit(), row.fallen_to);
+    const uint64_t windows = lim().windows_closed();
+    clock_.AdvanceMs(options_.window_ms);
+    const uint64_t service_us =
+        (options_.window_ms + (row.dispatched_before ? 1 : -1)) * 1000;  // R 10.1 or 9.9
+    for (uint32_t i = 0; i < options_.window_samples; ++i) lim().OnSample(service_us, 8);
+    EXPECT_EQ(lim().limit(), row.limit_after);
+    EXPECT_EQ(lim().windows_closed(), windows + (row.dispatched_before ? 0 : 1));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -427,12 +463,34 @@ TEST_F(AdaptiveLimitTest, TheBaseIsTheLowestAverageWithinTheHorizon) {
   Make();
   MeasureBase();
   clock_.AdvanceMs(options_.base_horizon_ms / 2);
-  Window(1.4, 1);
+  for (int i = 0; i < 5; ++i) Window(1.4, 1);
   EXPECT_EQ(lim().base_us(), kBaseUs);
   // Once the first has aged out of the horizon, the second is the lowest.
   clock_.AdvanceMs(options_.base_horizon_ms / 2);
-  Window(1.5, 1);
+  for (int i = 0; i < 5; ++i) Window(1.5, 1);
   EXPECT_EQ(lim().base_us(), 14'000u);
+}
+
+// A slice of the horizon counts as a base of its own only once it holds 50 requests, as the
+// first base does: one fast window of 10 would be the base, and every window judged against it
+// slower than it is (here a window in the band would be cut).
+TEST_F(AdaptiveLimitTest, AFewFastRequestsInASliceDoNotBecomeTheBase) {
+  Make();
+  MeasureBase();  // 50 requests at 10 ms; slow start to 2
+  ASSERT_EQ(lim().limit(), 2u);
+  clock_.AdvanceMs(options_.base_horizon_ms / 8);
+  Window(0.6, 1);  // a new slice: 10 requests at 6 ms
+  EXPECT_EQ(lim().base_us(), kBaseUs);
+  EXPECT_EQ(Busy(1.4), 2u);  // R 1.4 against 10 ms: in the band (against 6 ms, 2.33: a cut)
+  EXPECT_EQ(lim().last_ratio_permille(), 1400u);
+  // With no slice of 50 in the horizon, the slices are pooled.
+  clock_.AdvanceMs(options_.base_horizon_ms);
+  Window(0.9, 1);
+  Window(1.3, 1);
+  EXPECT_EQ(lim().base_us(), 11'000u);
+  // Once the slice holds 50, its own average is the base.
+  for (int i = 0; i < 3; ++i) Window(0.9, 1);
+  EXPECT_EQ(lim().base_us(), 9'800u);
 }
 
 // The work gets twice as slow (a new worker, say). The base measured before is too low: the limit
@@ -474,15 +532,19 @@ TEST_F(AdaptiveLimitTest, APressureHoldEndsAfterItsTime) {
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
 }
 
-TEST_F(AdaptiveLimitTest, SustainedPressureCutsOnEveryEventDownToTheFloor) {
+TEST_F(AdaptiveLimitTest, SustainedMemoryPressureCutsOnEveryEventDownToTheFloorCpuPressureHolds) {
   StartAt(40, /*floor=*/2);
+  // cpu.pressure holds growth and never cuts.
+  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 40u);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
   std::vector<uint32_t> limits;
   for (int i = 0; i < 11; ++i) {
-    limits.push_back(lim().OnPressure(Signal::kCpuPressure));
+    limits.push_back(lim().OnPressure(Signal::kMemoryPressure));
     clock_.AdvanceMs(1000);  // the kernel's one event per trigger window
   }
   EXPECT_EQ(limits, (std::vector<uint32_t>{30, 22, 16, 12, 9, 7, 5, 4, 3, 2, 2}));
-  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 10u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kMemoryPressure), 10u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 0u);
 }
 
 TEST_F(AdaptiveLimitTest, MemoryNearTheMaxCutsAtMostOncePerInterval) {
@@ -537,7 +599,11 @@ TEST_F(AdaptiveLimitTest, TheRingKeepsTheLastChangesNewestFirstAndTheCountsKeepT
   StartAt(1000, /*floor=*/1);
   for (int i = 0; i < 20; ++i) {
     clock_.AdvanceMs(1000);
-    lim().OnPressure(i % 2 == 0 ? Signal::kCpuPressure : Signal::kMemoryPressure);
+    if (i % 2 == 0) {
+      lim().OnMemoryUsage(900, 1000);
+    } else {
+      lim().OnPressure(Signal::kMemoryPressure);
+    }
   }
   ASSERT_EQ(lim().change_count(), AdaptiveLimit::kRecentChanges);
   for (size_t i = 0; i < AdaptiveLimit::kRecentChanges; ++i) {
@@ -548,7 +614,7 @@ TEST_F(AdaptiveLimitTest, TheRingKeepsTheLastChangesNewestFirstAndTheCountsKeepT
   }
   EXPECT_EQ(lim().change(0).to, lim().limit());
   EXPECT_EQ(lim().change(0).cause, LimitCause::kMemoryPressure);
-  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 10u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kMemoryUsage), 10u);
   EXPECT_EQ(lim().changes_by(LimitCause::kMemoryPressure), 10u);
 }
 
