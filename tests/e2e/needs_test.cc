@@ -168,6 +168,50 @@ TEST(Needs, AStartHeldForANeedInALongBackoffSaysWhenItStartsAndDoesNotWaitPastIt
   EXPECT_EQ(StateOf(h.Cell("front")), "waiting") << h.Status().dump();
 }
 
+// A chain edge -> front -> db (db ready 1.5 s after its start): front's start is held for db,
+// so edge reads "waiting for front (waiting)", not the lifecycle's "stopped" of a worker-less
+// front; and `start --all` after `stop --all` waits for the chain instead of giving up on edge as
+// held for a need that does not start by itself.
+TEST(Needs, AChainOfHeldStartsReadsWaitingAndStartAllWaitsForIt) {
+  CellSpec db{.name = "db",
+              .command = {TestWorkerPath(), "--notify-ready-after-ms", "1500"},
+              .extra_toml = "ready = \"notify\"\n",
+              .wait_running = false};
+  CellSpec front{.name = "front", .extra_toml = "needs = [\"db\"]\n", .wait_running = false};
+  CellSpec edge{.name = "edge", .extra_toml = "needs = [\"front\"]\n", .wait_running = false};
+  Harness h(TestOptions({db, front, edge}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("edge", [](const nlohmann::json& c) {
+    return StateOf(c) == "waiting";
+  })) << h.Status().dump();
+  const nlohmann::json status = h.Status();
+  nlohmann::json front_now;
+  nlohmann::json edge_now;
+  for (const nlohmann::json& cell : status["cells"]) {
+    if (cell["name"] == "front") front_now = cell;
+    if (cell["name"] == "edge") edge_now = cell;
+  }
+  ASSERT_EQ(StateOf(front_now), "waiting") << status.dump();
+  EXPECT_EQ(front_now["state_detail"], "waiting for db (starting)") << status.dump();
+  EXPECT_EQ(edge_now["state_detail"], "waiting for front (waiting)") << status.dump();
+  EXPECT_EQ(edge_now["waiting_for"],
+            nlohmann::json::parse(R"([{"cell":"front","state":"waiting"}])"));
+  ASSERT_TRUE(h.WaitForCell("edge", [](const nlohmann::json& c) {
+    return StateOf(c) == "running";
+  })) << h.Status().dump();
+
+  Result<ProcessResult> stop = h.Ctl({"stop", "--all"});
+  ASSERT_TRUE(stop.ok()) << stop.status().message();
+  ASSERT_EQ(stop->exit_code(), kExitOk) << stop->Describe();
+  Result<ProcessResult> start = h.Ctl({"--timeout", "20s", "start", "--all"});
+  ASSERT_TRUE(start.ok()) << start.status().message();
+  EXPECT_EQ(start->exit_code(), kExitOk) << start->Describe();
+  EXPECT_THAT(start->out, HasSubstr("edge: waiting for front (waiting)")) << start->Describe();
+  for (const char* name : {"db", "front", "edge"}) {
+    EXPECT_EQ(StateOf(h.Cell(name)), "running") << name << ": " << h.Status().dump();
+  }
+}
+
 TEST(Needs, ReloadAddingACycleOrAnUnknownNameIsRefusedAtItsPlace) {
   CellSpec a{.name = "a"};
   CellSpec b{.name = "b", .extra_toml = "needs = [\"a\"]\n"};
