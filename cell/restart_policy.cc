@@ -89,6 +89,7 @@ void RestartPolicy::SetOptions(const Options& options) {
 
 void RestartPolicy::RecordStart(uint64_t now_ms) {
   has_start_ = true;
+  start_failed_ = false;
   last_start_ms_ = now_ms;
   if (options_.start_limit_interval_ms == 0) return;
   while (!starts_.empty() && now_ms - starts_.front() >= options_.start_limit_interval_ms) {
@@ -132,10 +133,15 @@ RestartPolicy::Decision RestartPolicy::OnExit(uint64_t now_ms, bool clean,
                                               std::string_view exit_description) {
   if (has_start_ && now_ms >= last_start_ms_ &&
       now_ms - last_start_ms_ >= options_.reset_after_ms) {
-    // It ran well: what follows is a new failure, not the same loop.
+    // It ran well: what follows is a new failure, not the same loop. The starts before this
+    // worker's are the old loop's (a crash loop at boot, say): they no longer count towards the
+    // start limit, which would otherwise call this one end crash-looping.
     steps_ = 0;
     short_runs_ = 0;
     crash_looping_ = false;
+    if (!start_failed_) {
+      std::erase_if(starts_, [this](uint64_t start) { return start < last_start_ms_; });
+    }
   } else {
     ++short_runs_;
   }
@@ -201,6 +207,7 @@ void RestartPolicy::Reset() {
   steps_ = 0;
   short_runs_ = 0;
   crash_looping_ = false;
+  start_failed_ = false;
   starts_.clear();
   has_start_ = false;
   last_start_ms_ = 0;

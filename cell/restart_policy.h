@@ -44,7 +44,7 @@ class RestartPolicy {
     // delay_ms.
     uint64_t max_delay_ms = 300'000;
     // A worker that ran at least this long (from its start to its end, in ms) sends the delay back
-    // to delay_ms.
+    // to delay_ms and clears the start limit's history but for its own start.
     uint64_t reset_after_ms = 10'000;
     // At most this many starts within start_limit_interval_ms; the restart that would make one
     // more gives up instead. REQUIRES: >= 1.
@@ -104,14 +104,22 @@ class RestartPolicy {
   // `exit_description` is shown in the give-up reason after "last ", as given: "exit 1",
   // "signal 9", "start failed: exec /bin/x: No such file or directory".
   //
-  // In order: an uptime of at least reset_after_ms resets the backoff to its first step and ends
-  // a crash loop; the restart mode may say to stay stopped; the next delay is the current step
-  // with jitter; if starting at now_ms + delay would make more than start_limit_burst starts
-  // within the start_limit_interval_ms that ends then, the start limit is hit: with kFail the
-  // policy gives up, with kBackoff the cell is crash-looping from here on. While crash-looping
+  // In order: an uptime of at least reset_after_ms resets the backoff to its first step, ends
+  // a crash loop and, unless MarkStartFailed was called, forgets the starts before this worker's
+  // (only its own start still counts
+  // towards the start limit, with either start_limit_action; systemd's start limit, which counts
+  // every start, differs here); the restart mode may say to stay stopped; the next delay is the
+  // current step with jitter; if starting at now_ms + delay would make more than start_limit_burst
+  // starts within the start_limit_interval_ms that ends then, the start limit is hit: with kFail
+  // the policy gives up, with kBackoff the cell is crash-looping from here on. While crash-looping
   // the step is at least CrashLoopStepMs(), jitter applied after. Then the step doubles for next
   // time (capped) and the decision is kRestart.
   Decision OnExit(uint64_t now_ms, bool clean, std::string_view exit_description);
+
+  // The worker of the last RecordStart did not come up: it was stopped at its start_timeout
+  // (systemd's TimeoutStartSec=). Its end then keeps the start limit's history, however long it
+  // ran: a start that failed is no run that ends a crash loop's count. Until the next RecordStart.
+  void MarkStartFailed() { start_failed_ = true; }
 
   // Forgets every start, goes back to the first backoff step and ends a crash loop (`bulkheadctl
   // restart`).
@@ -147,6 +155,7 @@ class RestartPolicy {
   Jitter jitter_;
   uint32_t steps_ = 0;
   bool crash_looping_ = false;
+  bool start_failed_ = false;  // MarkStartFailed since the last RecordStart
   uint32_t short_runs_ = 0;
   // How many start times are kept at most: start_limit_burst + 1, and at least 1024, so that
   // StartsWithin counts the real starts when a low max_delay_ms paces a crash loop faster than

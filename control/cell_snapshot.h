@@ -58,8 +58,9 @@ struct CellSnapshot {
   uint64_t state_since_ms = 0;  // how long the cell has been in `state`
   std::string state_detail;     // Lifecycle::StateDetail(): why it does not serve; empty if running
   // While the cell's start is held for the cells it needs (supervisor/start_order.h): those not
-  // running yet, in `needs` order, each with its state name ("starting") and, in backoff, the time
-  // until its next start; else empty.
+  // running yet, in `needs` order, each with its state name ("starting"; "waiting" when its own
+  // start is held too, supervisor::UnreadyStateName) and, in backoff, the time until its next
+  // start; else empty.
   struct Need {
     std::string cell;
     std::string state;

@@ -30,6 +30,7 @@
 #include "ctl/reload_command.h"
 #include "ctl/status_table.h"
 #include "ctl/status_view.h"
+#include "ctl/stop_waves.h"
 #include "ipc/frame.h"
 namespace bulkhead::ctl {
 namespace {
@@ -417,7 +418,10 @@ int CellCommands(const std::string& socket, const std::string& command,
   // Cells whose overlapping restart had handed over before the command (its swap draining,
   // signalled or killed): the worker that took over is the one that restart started.
   std::set<std::string> handed_over_before;
-  if (all || !no_block) {
+  // Each cell's "needs": a stop of several cells stops each before the cells it needs.
+  std::map<std::string, std::vector<std::string>> needs;
+  const bool stop_in_waves = command == "stop" && (all || cells.size() > 1);
+  if (all || !no_block || stop_in_waves) {
     std::optional<std::vector<nlohmann::json>> before =
         QueryCells(socket, exchange_deadline(), &exit_code);
     if (!before) return exit_code;
@@ -426,6 +430,11 @@ int CellCommands(const std::string& socket, const std::string& command,
       if (all) cells.push_back(name);
       starts_before[name] = cell.value("starts", uint64_t{0});
       automatic_restarts_before[name] = AutomaticRestarts(cell);
+      if (auto it = cell.find("needs"); it != cell.end() && it->is_array()) {
+        for (const nlohmann::json& need : *it) {
+          if (need.is_string()) needs[name].push_back(need.get<std::string>());
+        }
+      }
       if (cell.value("state", std::string()) == "starting") starting_before.insert(name);
       if (auto swap = cell.find("swap"); swap != cell.end() && swap->is_object()) {
         const std::string phase = swap->value("phase", std::string());
@@ -444,38 +453,59 @@ int CellCommands(const std::string& socket, const std::string& command,
                        .automatic_restarts_before = automatic_restarts_before[cell],
                        .label = command + " " + cell});
   };
-  for (const std::string& cell : cells) {
-    ControlReply reply =
-        QueryControl(socket, CellCommandRequest(command, cell), exchange_deadline());
-    if (!reply.response) return ReportNoResponse(reply);
-    CommandOutcome outcome = InterpretCellCommand(command, *reply.response);
-    if (!outcome.success) {
-      PrintError(command + " " + cell + ": " + outcome.error);
-      KeepFirstFailure(&exit_code,
-                       outcome.permission_denied ? kExitPermissionDenied : kExitFailure);
-      continue;
+  // Sends the command for each cell of `batch`, adding to `waiting` those to wait for; false when
+  // the supervisor did not answer (`exit_code` then says why).
+  auto send = [&](const std::vector<std::string>& batch) {
+    for (const std::string& cell : batch) {
+      ControlReply reply =
+          QueryControl(socket, CellCommandRequest(command, cell), exchange_deadline());
+      if (!reply.response) {
+        exit_code = ReportNoResponse(reply);
+        return false;
+      }
+      CommandOutcome outcome = InterpretCellCommand(command, *reply.response);
+      if (!outcome.success) {
+        PrintError(command + " " + cell + ": " + outcome.error);
+        KeepFirstFailure(&exit_code,
+                         outcome.permission_denied ? kExitPermissionDenied : kExitFailure);
+        continue;
+      }
+      if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
+      if (no_block) continue;
+      // A start of a cell still starting waits for the start under way, as `systemctl start` of an
+      // activating unit waits for its activation; a restart joining an overlapping restart past its
+      // handover finds the worker that restart started already serving (the previous one drains).
+      // Either way the worker to see running was counted in starts_before already.
+      const bool joins_a_counted_start =
+          (command == "start" && outcome.note == "already started" &&
+           starting_before.contains(cell)) ||
+          (command == "restart" && outcome.note == "restart in progress" &&
+           handed_over_before.contains(cell));
+      if (joins_a_counted_start && starts_before[cell] > 0) {
+        --starts_before[cell];
+        wait_for(cell);
+        continue;
+      }
+      // "already started" (running) / "already stopped": nothing to wait for.
+      if (outcome.note.rfind("already ", 0) != 0) wait_for(cell);
     }
-    if (!outcome.note.empty()) WriteAll(stdout, cell + ": " + outcome.note + "\n");
-    if (no_block) continue;
-    // A start of a cell still starting waits for the start under way, as `systemctl start` of an
-    // activating unit waits for its activation; a restart joining an overlapping restart past its
-    // handover finds the worker that restart started already serving (the previous one drains).
-    // Either way the worker to see running was counted in starts_before already.
-    const bool joins_a_counted_start =
-        (command == "start" && outcome.note == "already started" &&
-         starting_before.contains(cell)) ||
-        (command == "restart" && outcome.note == "restart in progress" &&
-         handed_over_before.contains(cell));
-    if (joins_a_counted_start && starts_before[cell] > 0) {
-      --starts_before[cell];
-      wait_for(cell);
-      continue;
-    }
-    // "already started" (running) / "already stopped": nothing to wait for.
-    if (outcome.note.rfind("already ", 0) != 0) wait_for(cell);
+    return true;
+  };
+  if (!stop_in_waves) {
+    if (!send(cells)) return exit_code;
+    KeepFirstFailure(&exit_code,
+                     AwaitCells(socket, std::move(waiting), exchange_deadline, wait_deadline));
+    return exit_code;
   }
-  KeepFirstFailure(&exit_code,
-                   AwaitCells(socket, std::move(waiting), exchange_deadline, wait_deadline));
+  // A cell stops before the cells it needs, as at bulkheadd's shutdown: each wave is sent once the
+  // one before has stopped (with --no-block, the stops are sent in that order without waiting). A
+  // wave that fails or times out does not hold back the next: the stop asked for goes on.
+  for (const std::vector<std::string>& wave : StopWaves(cells, needs)) {
+    if (!send(wave)) return exit_code;
+    KeepFirstFailure(&exit_code,
+                     AwaitCells(socket, std::move(waiting), exchange_deadline, wait_deadline));
+    waiting.clear();
+  }
   return exit_code;
 }
 

@@ -43,7 +43,8 @@ struct LifecycleProgress {
 // before the command was sent: a start or restart is reached once a worker started after it
 // (starts > starts_before) is "running", as `systemctl start` of a Type=notify unit waits for
 // READY=1. A start held for the cells it needs (state "waiting", docs/control.md) is kPending while
-// each of them is on its way, and kHeld once one is "stopped" or "failed", or once one in
+// each of them is on its way ("starting", "backoff", or "waiting": held for its own needs, which
+// that cell's own judgement weighs), and kHeld once one is "stopped" or "failed", or once one in
 // "backoff" has its next start ("next_start_in_ms" of its waiting_for entry) more than
 // `wait_left_ms` (the time the caller still waits; nullopt: no bound) away. A malformed cell is
 // kFailed with the reason.

@@ -97,7 +97,8 @@ int Main(int argc, char** argv) {
        }) {
     CLI::App* sub = app.add_subcommand(name, what);
     CLI::Option* cells_option = sub->add_option("cell", command_cells, "the cells");
-    CLI::Option* all_option = sub->add_flag("--all", all_cells, "every cell, in config order");
+    CLI::Option* all_option = sub->add_flag(
+        "--all", all_cells, "every cell, in config order (stop: a cell before the cells it needs)");
     cells_option->excludes(all_option);
     sub->add_flag("--no-block", no_block,
                   "return once the supervisor has accepted the command, without waiting");

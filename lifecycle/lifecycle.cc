@@ -747,6 +747,7 @@ void Lifecycle::StopUnready(const Event& e, Transition& t) {
   std::string why = "start timeout: no " + ReadyWhat() + " within " +
                     Ms(now_ms_ - worker_started_at_ms_) + " of the start";
   after_stop_ = AfterStop::kPolicy;
+  policy_.MarkStartFailed();
   BeginStop(/*in_flight=*/0, /*refuse=*/false, t);
   Log(t, LogLevel::kWarning, why + "; stopping worker (" + SignalText(options_.stop_signal) + ")");
   kill_reason_ = std::move(why);

@@ -21,7 +21,8 @@ std::vector<UnreadyNeed> UnreadyNeeds(std::span<const OrderNode> nodes, size_t i
     const OrderNode* node = Find(nodes, need);
     const lifecycle::Lifecycle::State state =
         node == nullptr ? lifecycle::Lifecycle::State::kStopped : node->state;
-    if (state != lifecycle::Lifecycle::State::kRunning) unready.push_back({need, state});
+    const bool held = node != nullptr && node->step == OrderStep::kWaitingToStart;
+    if (state != lifecycle::Lifecycle::State::kRunning) unready.push_back({need, state, held});
   }
   return unready;
 }
@@ -49,11 +50,15 @@ std::vector<size_t> CellsToStop(std::span<const OrderNode> nodes) {
   return stoppable;
 }
 
+const char* UnreadyStateName(const UnreadyNeed& need) {
+  return need.held ? "waiting" : lifecycle::Lifecycle::StateName(need.state);
+}
+
 std::string DescribeUnready(std::span<const UnreadyNeed> unready) {
   std::string text;
   for (const UnreadyNeed& need : unready) {
     if (!text.empty()) text += ", ";
-    text += need.cell + " (" + lifecycle::Lifecycle::StateName(need.state) + ")";
+    text += need.cell + " (" + UnreadyStateName(need) + ")";
   }
   return text;
 }

@@ -36,12 +36,19 @@ struct OrderNode {
   OrderStep step = OrderStep::kFree;
 };
 
-// A need that is not ready: the needed cell's name and lifecycle state.
+// A need that is not ready: the needed cell's name and lifecycle state, and whether its own start
+// is held for its needs (OrderStep::kWaitingToStart; its lifecycle state is then stopped or
+// failed, but it starts by itself once they run).
 struct UnreadyNeed {
   std::string cell;
   lifecycle::Lifecycle::State state = lifecycle::Lifecycle::State::kStopped;
+  bool held = false;
   bool operator==(const UnreadyNeed&) const = default;
 };
+
+// The state an operator reads for `need`, as status names a cell: "waiting" when its start is
+// held, else its lifecycle state's name ("starting", "backoff", "stopped", ...).
+const char* UnreadyStateName(const UnreadyNeed& need);
 
 // The needs of nodes[index] whose cell is not running (ready), in `needs` order.
 std::vector<UnreadyNeed> UnreadyNeeds(std::span<const OrderNode> nodes, size_t index);
@@ -53,7 +60,7 @@ std::vector<size_t> CellsToStart(std::span<const OrderNode> nodes);
 // dependents stop first, cells without relation together.
 std::vector<size_t> CellsToStop(std::span<const OrderNode> nodes);
 
-// "catalog (starting), auth (stopped)", for status and the log.
+// "catalog (starting), auth (stopped), search (waiting)", for status and the log.
 std::string DescribeUnready(std::span<const UnreadyNeed> unready);
 
 }  // namespace bulkhead::supervisor

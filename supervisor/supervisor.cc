@@ -482,8 +482,7 @@ std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
     snapshots.push_back(cells_[i]->Snapshot());
     if (cells_[i]->order_step() != OrderStep::kWaitingToStart) continue;
     for (const UnreadyNeed& need : UnreadyNeeds(nodes, i)) {
-      snapshots.back().waiting_for.push_back(
-          {need.cell, lifecycle::Lifecycle::StateName(need.state)});
+      snapshots.back().waiting_for.push_back({need.cell, UnreadyStateName(need)});
     }
   }
   // A need in backoff says when it starts next (`bulkheadctl start` of the held cell shows it).

@@ -329,6 +329,71 @@ TEST(RestartPolicy, AWorkerThatRanResetAfterEndsTheCrashLoop) {
   EXPECT_TRUE(again.crash_loop_began);
 }
 
+// The boot-time crash loop's starts do not make one crash after a recovery a crash loop: with
+// the defaults, 5 starts that exit at once, then a worker that serves past restart_reset_after and
+// is killed restarts after restart_delay (it used to wait 12 s, "crash-looping: 5 starts in 60s").
+TEST(RestartPolicy, OneEndAfterARecoveryStartsOverAtRestartDelayNotCrashLooping) {
+  RestartPolicy policy(RestartPolicy::Options{}, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  for (int i = 0; i < 4; ++i) ASSERT_FALSE(RunOnce(policy, &now, 10).crash_looping);
+  ASSERT_TRUE(RunOnce(policy, &now, 10).crash_loop_began);  // the fifth start hit the limit
+  // This one serves 15 s (restart_reset_after is 10 s), well within the 60 s window, then is
+  // killed.
+  RestartPolicy::Decision after = RunOnce(policy, &now, 15'000, "signal 9");
+  EXPECT_EQ(after.verdict, Verdict::kRestart);
+  EXPECT_FALSE(after.crash_looping);
+  EXPECT_TRUE(after.reason.empty());
+  EXPECT_EQ(after.delay_ms, 100u);
+  EXPECT_FALSE(policy.crash_looping());
+  // Only its own start is left from before: the restart is the second in the window.
+  EXPECT_EQ(policy.StartsWithin(now), 1u);
+  // The next ones are a new failure's backoff, as from a fresh start: 200, 400, 800 ms, and the
+  // start limit is hit again at the same count as at boot.
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 200u);
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 400u);
+  EXPECT_EQ(RunOnce(policy, &now, 10).delay_ms, 800u);
+  EXPECT_TRUE(RunOnce(policy, &now, 10).crash_loop_began);
+}
+
+// start_limit_action = "fail" counts the same starts: the ones before a worker that ran
+// restart_reset_after do not make a later crash give up (systemd counts every start in the
+// window; ours is a crash loop's limit, and a worker that ran well ended the loop).
+TEST(RestartPolicy, FailDoesNotCountTheStartsBeforeAWorkerThatRanResetAfter) {
+  RestartPolicy::Options options;
+  options.start_limit_action = StartLimitAction::kFail;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kRestart);
+  ASSERT_EQ(RunOnce(policy, &now, 10'000).verdict, Verdict::kRestart);  // it ran well
+  // Within 60 s of the first start: the fifth and sixth starts of the window, but the second and
+  // third since the loop ended.
+  EXPECT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kRestart);
+  EXPECT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kRestart);
+  // A new loop still gives up at the burst: five starts since the worker that ran well.
+  EXPECT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kRestart);
+  RestartPolicy::Decision gave_up = RunOnce(policy, &now, 10);
+  EXPECT_EQ(gave_up.verdict, Verdict::kGiveUp);
+  EXPECT_EQ(gave_up.reason, "gave up: 5 starts in 60s, last exit 1");
+}
+
+// A worker stopped at its start_timeout never came up: however long that took, its end keeps
+// the start limit's count (docs/config.md start_timeout: it counts towards start_limit_burst).
+TEST(RestartPolicy, AStartThatFailedKeepsTheStartLimitCountWhateverItsUptime) {
+  RestartPolicy::Options options = MakeOptions(100, 4000);
+  options.start_limit_burst = 2;
+  options.start_limit_interval_ms = 600'000;
+  options.start_limit_action = StartLimitAction::kFail;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  uint64_t now = 0;
+  ASSERT_EQ(RunOnce(policy, &now, 10).verdict, Verdict::kRestart);
+  policy.RecordStart(now);
+  policy.MarkStartFailed();
+  now += 90'000;  // restart_reset_after (10 s) and more, but never ready
+  RestartPolicy::Decision decision = policy.OnExit(now, false, "start timeout");
+  EXPECT_EQ(decision.verdict, Verdict::kGiveUp);
+  EXPECT_EQ(decision.reason, "gave up: 2 starts in 600s, last start timeout");
+}
+
 TEST(RestartPolicy, AZeroRestartDelayCrashLoopIsPacedByTheStartLimit) {
   RestartPolicy::Options options = MakeOptions(0, 300'000);
   options.start_limit_burst = 5;

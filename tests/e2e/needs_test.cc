@@ -2,9 +2,9 @@
 // `needs` with real processes (docs/config.md, "Dependencies"): a cell that needs another takes no
 // request, and status says what it waits for, until the needed worker is ready (READY=1 once a
 // file the test creates exists); once started it keeps running when its need stops; a start of it
-// while its need is stopped waits again; at shutdown it stops before its need; a reload that adds
-// a cycle or an unknown name is refused at the need's file:line:col with the running cells
-// untouched.
+// while its need is stopped waits again; at shutdown, and at `bulkheadctl stop --all`, it stops
+// before its need; a chain of held starts reads "waiting"; a reload that adds a cycle or an
+// unknown name is refused at the need's file:line:col with the running cells untouched.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -166,6 +166,79 @@ TEST(Needs, AStartHeldForANeedInALongBackoffSaysWhenItStartsAndDoesNotWaitPastIt
   EXPECT_THAT(start->err, Not(HasSubstr("timed out"))) << start->Describe();
   // The start stays held in the supervisor.
   EXPECT_EQ(StateOf(h.Cell("front")), "waiting") << h.Status().dump();
+}
+
+// A chain edge -> front -> db (db ready 1.5 s after its start): front's start is held for db,
+// so edge reads "waiting for front (waiting)", not the lifecycle's "stopped" of a worker-less
+// front; and `start --all` after `stop --all` waits for the chain instead of giving up on edge as
+// held for a need that does not start by itself.
+TEST(Needs, AChainOfHeldStartsReadsWaitingAndStartAllWaitsForIt) {
+  CellSpec db{.name = "db",
+              .command = {TestWorkerPath(), "--notify-ready-after-ms", "1500"},
+              .extra_toml = "ready = \"notify\"\n",
+              .wait_running = false};
+  CellSpec front{.name = "front", .extra_toml = "needs = [\"db\"]\n", .wait_running = false};
+  CellSpec edge{.name = "edge", .extra_toml = "needs = [\"front\"]\n", .wait_running = false};
+  Harness h(TestOptions({db, front, edge}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("edge", [](const nlohmann::json& c) {
+    return StateOf(c) == "waiting";
+  })) << h.Status().dump();
+  const nlohmann::json status = h.Status();
+  nlohmann::json front_now;
+  nlohmann::json edge_now;
+  for (const nlohmann::json& cell : status["cells"]) {
+    if (cell["name"] == "front") front_now = cell;
+    if (cell["name"] == "edge") edge_now = cell;
+  }
+  ASSERT_EQ(StateOf(front_now), "waiting") << status.dump();
+  EXPECT_EQ(front_now["state_detail"], "waiting for db (starting)") << status.dump();
+  EXPECT_EQ(edge_now["state_detail"], "waiting for front (waiting)") << status.dump();
+  EXPECT_EQ(edge_now["waiting_for"],
+            nlohmann::json::parse(R"([{"cell":"front","state":"waiting"}])"));
+  ASSERT_TRUE(h.WaitForCell("edge", [](const nlohmann::json& c) {
+    return StateOf(c) == "running";
+  })) << h.Status().dump();
+
+  Result<ProcessResult> stop = h.Ctl({"stop", "--all"});
+  ASSERT_TRUE(stop.ok()) << stop.status().message();
+  ASSERT_EQ(stop->exit_code(), kExitOk) << stop->Describe();
+  Result<ProcessResult> start = h.Ctl({"--timeout", "20s", "start", "--all"});
+  ASSERT_TRUE(start.ok()) << start.status().message();
+  EXPECT_EQ(start->exit_code(), kExitOk) << start->Describe();
+  EXPECT_THAT(start->out, HasSubstr("edge: waiting for front (waiting)")) << start->Describe();
+  for (const char* name : {"db", "front", "edge"}) {
+    EXPECT_EQ(StateOf(h.Cell(name)), "running") << name << ": " << h.Status().dump();
+  }
+}
+
+// `bulkheadctl stop --all` stops a cell before the cells it needs, as bulkheadd's shutdown does:
+// edge ignores SIGTERM (killed at its stop_timeout), and front and db are not signalled until it
+// has exited.
+TEST(Needs, StopAllStopsEachCellBeforeTheCellsItNeeds) {
+  CellSpec db{.name = "db",
+              .command = {TestWorkerPath(), "--notify-ready-after-ms", "10"},
+              .extra_toml = "ready = \"notify\"\n"};
+  CellSpec front{.name = "front", .extra_toml = "needs = [\"db\"]\n"};
+  CellSpec edge{.name = "edge",
+                .command = {TestWorkerPath(), "--ignore-sigterm"},
+                .extra_toml = "needs = [\"front\"]\nstop_timeout = \"1s\"\n"};
+  Harness h(TestOptions({db, front, edge}));
+  ASSERT_STARTED(h);
+  Result<ProcessResult> stop = h.Ctl({"stop", "--all"});
+  ASSERT_TRUE(stop.ok()) << stop.status().message();
+  EXPECT_EQ(stop->exit_code(), kExitOk) << stop->Describe();
+  for (const char* name : {"db", "front", "edge"}) {
+    EXPECT_EQ(StateOf(h.Cell(name)), "stopped") << name << ": " << h.Status().dump();
+  }
+  // The log's first line is the marker: every worker exit comes after it.
+  const std::string log = h.Log();
+  const size_t edge_exit = LineAfter(log, "", "cell=edge", "worker exited");
+  const size_t front_exit = LineAfter(log, "", "cell=front", "worker exited");
+  const size_t db_exit = LineAfter(log, "", "cell=db", "worker exited");
+  ASSERT_NE(db_exit, SIZE_MAX) << log;
+  EXPECT_LT(edge_exit, front_exit) << log;
+  EXPECT_LT(front_exit, db_exit) << log;
 }
 
 TEST(Needs, ReloadAddingACycleOrAnUnknownNameIsRefusedAtItsPlace) {

@@ -255,6 +255,31 @@ TEST_F(WorkerRunnerTest, AWorkerThatRanLongerThanRestartResetAfterStartsTheBacko
   EXPECT_EQ(runner_->lifecycle().last_exit(), "exit 3");
 }
 
+// The defaults (start_limit_burst 5 in 60s, "backoff", restart_reset_after 10s): a worker that
+// exits 1 at its first 5 starts (crash-looping at boot), then serves past restart_reset_after and
+// is killed, restarts after restart_delay, not crash-looping; the boot's starts are not held
+// against it (they were: "crash-looping: 5 starts in 60s; restarting in 10282 ms").
+TEST_F(WorkerRunnerTest, OneCrashAfterARecoveryRestartsAfterRestartDelayNotCrashLooping) {
+  CapturedLog log(LogLevel::kInfo);
+  Start(Config());
+  for (int start = 1; start <= 5; ++start) {
+    Reap(ExitedWith(1));
+    ASSERT_EQ(state(), State::kBackoff);
+    time_.Advance(BackoffLeft());
+  }
+  ASSERT_EQ(launcher_.spawn_times.size(), 6u);
+  EXPECT_TRUE(runner_->lifecycle().CrashLooping());
+  time_.Advance(10'000);  // restart_reset_after: the loop is over
+  EXPECT_FALSE(runner_->lifecycle().CrashLooping());
+  time_.Advance(5'000);
+  Reap(KilledBy(SIGKILL));
+  ASSERT_EQ(state(), State::kBackoff);
+  EXPECT_TRUE(DelayOfStep(BackoffLeft(), 100));
+  EXPECT_FALSE(runner_->lifecycle().CrashLooping());
+  EXPECT_EQ(log.Count("crash-looping: 5 starts in 60s"), 1u) << "only at boot:\n" << log.Text();
+  EXPECT_EQ(log.Count("crash-looping: 6 starts in 60s"), 0u) << log.Text();
+}
+
 TEST_F(WorkerRunnerTest, TheStartLimitGivesUpAndSpendsNothingUntilARestart) {
   CapturedLog log(LogLevel::kInfo);
   config::CellConfig config = Config();

@@ -142,5 +142,22 @@ TEST(StartOrder, UnreadyNeedsInNeedsOrder) {
   EXPECT_THAT(UnreadyNeeds(nodes, 1), IsEmpty());
 }
 
+// A need whose own start is held for its needs has no worker (its lifecycle is stopped or
+// failed) but starts by itself: it reads "waiting", as status names it, not "stopped".
+TEST(StartOrder, ANeedWhoseStartIsHeldReadsWaiting) {
+  const std::vector<Cell> cells = {{"db", {}, State::kStarting, kFree},
+                                   {"front", {"db"}, State::kStopped, kWait},
+                                   {"edge", {"front"}, State::kStopped, kWait},
+                                   {"admin", {"front"}, State::kFailed, kFree},
+                                   {"ops", {"admin"}, State::kStopped, kWait}};
+  const std::vector<OrderNode> nodes = Nodes(cells);
+  const std::vector<UnreadyNeed> unready = UnreadyNeeds(nodes, 2);
+  EXPECT_THAT(unready, ElementsAre(UnreadyNeed{"front", State::kStopped, /*held=*/true}));
+  EXPECT_STREQ(UnreadyStateName(unready[0]), "waiting");
+  EXPECT_EQ(DescribeUnready(unready), "front (waiting)");
+  // A failed need that nobody asked to start again is not waiting.
+  EXPECT_EQ(DescribeUnready(UnreadyNeeds(nodes, 4)), "admin (failed)");
+}
+
 }  // namespace
 }  // namespace bulkhead::supervisor
