@@ -255,9 +255,9 @@ uint32_t AdaptiveLimit::OnPressure(Signal signal) {
   BH_CHECK(signal == Signal::kCpuPressure || signal == Signal::kMemoryPressure);
   const uint64_t now_ms = clock_->NowMs();
   pressure_hold_until_ms_ = std::max(pressure_hold_until_ms_, now_ms + options_.pressure_hold_ms);
-  if (signal == Signal::kMemoryPressure) {
-    Cut(options_.pressure_cut, LimitCause::kMemoryPressure, 0, now_ms);
-  }
+  Cut(options_.pressure_cut,
+      signal == Signal::kCpuPressure ? LimitCause::kCpuPressure : LimitCause::kMemoryPressure, 0,
+      now_ms);
   return limit_;
 }
 

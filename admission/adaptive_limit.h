@@ -79,17 +79,9 @@ namespace bulkhead::admission {
 //     limit more generous: the service time is still held within the tolerance of the old B, as
 //     before, until a lull or a cut reaches the floor; the kernel signals (2)-(4) still bound it.
 //
-// (2) PSI triggers (Documentation/accounting/psi.rst). OnPressure: growth is held for
-// pressure_hold_ms, and a memory.pressure event multiplies the limit by pressure_cut. The kernel
-// sends at most one event per trigger window, so sustained memory pressure keeps cutting once a
-// window down to the floor. A cpu.pressure event only holds growth, as throttling (3) does: what
-// CPU stall costs a request is time, and the service time (1) shows it and cuts on it; stall that
-// does not show there costs the requests nothing, and part of it is the machine's other tasks
-// taking CPUs (in the VM bench the bench's own callers and bulkheadd on the guest's 2 CPUs), which
-// fewer requests of this cell do not relieve. Cutting on it cut a memory-bound cell, whose best
-// fixed setting is 8, 8 times by a quarter in 60 s (docs/benchmarks.md). Memory
-// stall is cut on at once because memory does not give warning in the service time before the
-// OOM killer takes the worker and every request in it.
+// (2) PSI triggers (Documentation/accounting/psi.rst). OnPressure: the limit is multiplied by
+// pressure_cut and growth is held for pressure_hold_ms. The kernel sends at most one event per
+// trigger window, so sustained pressure keeps cutting once a window down to the floor.
 // (3) cpu.max throttling. OnCpuStat takes cpu.stat's cumulative nr_periods and nr_throttled; when
 // at least throttle_min_periods periods passed since the last evaluation and throttle_hold_share of
 // them were throttled, growth is held until an evaluation finds otherwise. It never cuts: a cell
@@ -124,7 +116,7 @@ enum class LimitCause : uint8_t {
   kSlowStart,       // service time at its minimum and the limit reached: doubled
   kHeadroom,        // service time within half the tolerance and the limit reached: + 1
   kLatency,         // service time above (1 + tolerance) x its minimum
-  kCpuPressure,     // a cpu.pressure PSI trigger fired (no longer a cut: it only holds growth)
+  kCpuPressure,     // a cpu.pressure PSI trigger fired
   kMemoryPressure,  // a memory.pressure PSI trigger fired
   kMemoryUsage,     // the working set reached memory_cut_ratio of memory.max
   kBounds,          // SetBounds moved the floor above it or the ceiling below it (a reload)
@@ -260,8 +252,7 @@ class AdaptiveLimit {
   // worker when it ended, itself included (>= 1). Requests that got no answer (the worker died,
   // the client's request was never sent) are not samples. O(1), no allocation.
   uint32_t OnSample(uint64_t service_us, uint32_t running);
-  // (2) A PSI trigger fired. `signal`: kCpuPressure (holds growth) or kMemoryPressure (cuts and
-  // holds growth).
+  // (2) A PSI trigger fired. `signal`: kCpuPressure or kMemoryPressure.
   uint32_t OnPressure(Signal signal);
   // (3) cpu.stat's cumulative nr_periods and nr_throttled. A counter that went back (a new cgroup)
   // starts the count anew.

@@ -69,7 +69,7 @@ struct Workload {
   // After its work, each request waits this long holding its slot but no unit (the memory-bound
   // bench's worker: it touches its MiB, the work, then holds them, sleeping).
   double hold_us = 0;
-  uint32_t fixed = 64;       // the fixed setting when not adaptive
+  uint32_t fixed = 64;  // the fixed setting when not adaptive
   double work_us = kWorkUs;  // mean work per request at full speed
 };
 
@@ -95,7 +95,7 @@ Figures Simulate(const Workload& run, uint64_t seed) {
   std::vector<Caller> callers(kCallers);
   for (Caller& c : callers) c.wake_us = think(rng);
   std::vector<Caller*> running;
-  std::vector<double> remaining;   // work left, parallel to `running`
+  std::vector<double> remaining;  // work left, parallel to `running`
   std::vector<double> hold_until;  // when its hold ends; < 0 while it works
   double now = 0;
   double limit_area = 0;
@@ -109,8 +109,8 @@ Figures Simulate(const Workload& run, uint64_t seed) {
 
   auto caller_of = [](AdmissionEntry* e) { return static_cast<Caller*>(e); };
   auto working = [&] {
-    return static_cast<size_t>(
-        std::count_if(hold_until.begin(), hold_until.end(), [](double h) { return h < 0; }));
+    return static_cast<size_t>(std::count_if(hold_until.begin(), hold_until.end(),
+                                             [](double h) { return h < 0; }));
   };
   auto start = [&](Caller* c) {
     c->started_us = now;

@@ -219,7 +219,7 @@ const std::vector<Entry> kTable = {
     {From::kSlowStart, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
     {From::kSlowStart, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kSlowStart, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
-    {From::kSlowStart, Input::kCpuPressure, 8, kNoCause, kSlow, GrowthHold::kPressure},
+    {From::kSlowStart, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kSlowStart, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -237,7 +237,7 @@ const std::vector<Entry> kTable = {
     {From::kAvoidance, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
     {From::kAvoidance, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kAvoidance, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
-    {From::kAvoidance, Input::kCpuPressure, 8, kNoCause, kAvoid, GrowthHold::kPressure},
+    {From::kAvoidance, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kAvoidance, Input::kMemoryAtHold, 8, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
@@ -256,7 +256,7 @@ const std::vector<Entry> kTable = {
     {From::kFloor, Input::kTwiceTheMinimum, 2, kNoCause, kAvoid},
     {From::kFloor, Input::kFiveTimes, 2, kNoCause, kAvoid},
     {From::kFloor, Input::kSlowAtTwoRunning, 2, kNoCause, kAvoid},
-    {From::kFloor, Input::kCpuPressure, 2, kNoCause, kSlow, GrowthHold::kPressure},
+    {From::kFloor, Input::kCpuPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryAtCut, 2, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
     {From::kFloor, Input::kMemoryAtHold, 2, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -274,7 +274,7 @@ const std::vector<Entry> kTable = {
     {From::kCeiling, Input::kTwiceTheMinimum, 5, LimitCause::kLatency, kAvoid},
     {From::kCeiling, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kCeiling, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
-    {From::kCeiling, Input::kCpuPressure, 8, kNoCause, kSlow, GrowthHold::kPressure},
+    {From::kCeiling, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kCeiling, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -320,7 +320,7 @@ TEST_F(AdaptiveLimitTableTest, ChangesRecordTheRatioOrTheMemoryShare) {
   lim().OnMemoryUsage(930, 1000);
   EXPECT_EQ(lim().change(0).cause, LimitCause::kMemoryUsage);
   EXPECT_EQ(lim().change(0).permille, 930u);
-  lim().OnPressure(Signal::kMemoryPressure);
+  lim().OnPressure(Signal::kCpuPressure);
   EXPECT_EQ(lim().change(0).permille, 0u);
 }
 
@@ -339,6 +339,7 @@ TEST_F(AdaptiveLimitTableTest, RequestsDispatchedBeforeAFallAreNotJudgedAtTheLow
   };
   const std::vector<Row> rows = {
       {Input::kTwiceTheMinimum, true, 5, 5}, {Input::kTwiceTheMinimum, false, 5, 2},
+      {Input::kCpuPressure, true, 6, 6},     {Input::kCpuPressure, false, 6, 3},
       {Input::kMemoryPressure, true, 6, 6},  {Input::kMemoryPressure, false, 6, 3},
       {Input::kMemoryAtCut, true, 6, 6},     {Input::kMemoryAtCut, false, 6, 3},
       {Input::kCeilingLowered, true, 4, 4},  {Input::kCeilingLowered, false, 4, 2},
@@ -532,19 +533,15 @@ TEST_F(AdaptiveLimitTest, APressureHoldEndsAfterItsTime) {
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
 }
 
-TEST_F(AdaptiveLimitTest, SustainedMemoryPressureCutsOnEveryEventDownToTheFloorCpuPressureHolds) {
+TEST_F(AdaptiveLimitTest, SustainedPressureCutsOnEveryEventDownToTheFloor) {
   StartAt(40, /*floor=*/2);
-  // cpu.pressure holds growth and never cuts.
-  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 40u);
-  EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
   std::vector<uint32_t> limits;
   for (int i = 0; i < 11; ++i) {
-    limits.push_back(lim().OnPressure(Signal::kMemoryPressure));
+    limits.push_back(lim().OnPressure(Signal::kCpuPressure));
     clock_.AdvanceMs(1000);  // the kernel's one event per trigger window
   }
   EXPECT_EQ(limits, (std::vector<uint32_t>{30, 22, 16, 12, 9, 7, 5, 4, 3, 2, 2}));
-  EXPECT_EQ(lim().changes_by(LimitCause::kMemoryPressure), 10u);
-  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 0u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 10u);
 }
 
 TEST_F(AdaptiveLimitTest, MemoryNearTheMaxCutsAtMostOncePerInterval) {
@@ -599,11 +596,7 @@ TEST_F(AdaptiveLimitTest, TheRingKeepsTheLastChangesNewestFirstAndTheCountsKeepT
   StartAt(1000, /*floor=*/1);
   for (int i = 0; i < 20; ++i) {
     clock_.AdvanceMs(1000);
-    if (i % 2 == 0) {
-      lim().OnMemoryUsage(900, 1000);
-    } else {
-      lim().OnPressure(Signal::kMemoryPressure);
-    }
+    lim().OnPressure(i % 2 == 0 ? Signal::kCpuPressure : Signal::kMemoryPressure);
   }
   ASSERT_EQ(lim().change_count(), AdaptiveLimit::kRecentChanges);
   for (size_t i = 0; i < AdaptiveLimit::kRecentChanges; ++i) {
@@ -614,7 +607,7 @@ TEST_F(AdaptiveLimitTest, TheRingKeepsTheLastChangesNewestFirstAndTheCountsKeepT
   }
   EXPECT_EQ(lim().change(0).to, lim().limit());
   EXPECT_EQ(lim().change(0).cause, LimitCause::kMemoryPressure);
-  EXPECT_EQ(lim().changes_by(LimitCause::kMemoryUsage), 10u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 10u);
   EXPECT_EQ(lim().changes_by(LimitCause::kMemoryPressure), 10u);
 }
 
