@@ -79,14 +79,13 @@ LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail) {
       reply.text = detail.cell + ": too many connections";
       break;
     default:
-      // A start due (backoff, a crash loop) says when; none due is a cell that is stopped, gave up
-      // (failed) or stops: an operator's start brings it back, so no Retry-After invites retries.
-      reply.text = detail.cell + " is unavailable: " +
-                   (detail.retry_after_ms > 0 ? "its next worker starts in " +
-                                                    std::to_string(RetryAfterSeconds(detail)) + " s"
-                                              : std::string("no worker is due to start "
-                                                            "(stopped or failed: see bulkheadctl "
-                                                            "status)"));
+      // A start due at a known time (backoff, a crash loop) says when. A hint of 0 is no verdict:
+      // the cell may be stopped or failed, or starting, waiting for its needs or restarting.
+      reply.text = detail.cell + " is unavailable";
+      if (detail.retry_after_ms > 0) {
+        reply.text += ": its next worker starts in " + std::to_string(RetryAfterSeconds(detail)) +
+                      " s";
+      }
       break;
   }
   reply.text += " (" + std::to_string(detail.running) + " running, " +
@@ -154,10 +153,8 @@ std::string FormatLocalReply(const LocalReply& reply) {
         "; running=" + std::to_string(reply.running) + "; queued=" + std::to_string(reply.queued);
   }
   out += "\r\n";
-  // Whole seconds, rounded up (RFC 9110 section 10.2.3); 1 when a busy cell gave no hint. None when
-  // the cell is unavailable with no start due: retrying would not help until an operator acts.
-  const bool nothing_due = reply.reason == "unavailable" && reply.retry_after_ms == 0;
-  if (reply.status_code == 503 && !nothing_due) {
+  // Whole seconds, rounded up (RFC 9110 section 10.2.3); 1 when the cell gave no hint.
+  if (reply.status_code == 503) {
     const uint32_t seconds = reply.retry_after_ms == 0 ? 1 : (reply.retry_after_ms + 999) / 1000;
     out += "Retry-After: " + std::to_string(seconds) + "\r\n";
   }
