@@ -191,6 +191,14 @@ LoadResult Parse(std::string_view toml_text, const std::string& source_path,
     if (std::optional<std::string> problem = AccessLogFileProblem(access_log)) {
       reader.AddError(config.PositionOf("supervisor.access_log"), "supervisor.access_log",
                       std::move(*problem));
+    } else if (struct stat st {}; ::stat(access_log.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+      // Whether it has a reader is not looked at: opening it and closing it again would end the
+      // stream of a reader waiting in open(2) (fifo(7)), as `cat < F` does.
+      reader.AddWarning(config.PositionOf("supervisor.access_log"), "supervisor.access_log",
+                        access_log +
+                            " is a named pipe: bulkheadd opens it only while its reader runs "
+                            "(startup fails, a reload keeps the old file, without one); not "
+                            "checked here");
     }
   }
   return reader.Finish(std::move(config));

@@ -127,8 +127,9 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCoun
              "Access log lines queued for writing since bulkheadd started.");
     w.Sample("", access_log.lines);
     w.Family("bulkhead_access_log_dropped_total", "counter",
-             "Access log lines dropped because the log's buffer was full (its destination did not "
-             "keep up).");
+             "Access log lines not written: dropped because the log's buffer was full (its "
+             "destination did not keep up), or refused by the destination (a named pipe's "
+             "reader left).");
     w.Sample("", access_log.dropped);
   }
 

@@ -2,15 +2,23 @@
 #include "proxy/access_log.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <csignal>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -80,15 +88,26 @@ void AppendUtcTime(std::string* out, const timespec& time) {
   out->push_back('Z');
 }
 
+// Opens the destination so that a write that cannot go on now returns EAGAIN rather than waiting
+// (the writer thread then polls, where a reopen or the close's grace still reach it): files and
+// named pipes are opened O_NONBLOCK (a regular file ignores it). Stderr is bulkheadd's own: a
+// pipe, named pipe or terminal is opened again through /proc/self/fd/2, a description of our own
+// that can be made non-blocking without changing bulkheadd's stderr; a socket (journald's stream)
+// is dup'd and sent to with MSG_DONTWAIT; a regular file is dup'd.
 Result<int> OpenDestination(const std::string& destination) {
   if (destination == "stderr") {
+    struct stat st {};
+    if (::fstat(STDERR_FILENO, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISSOCK(st.st_mode)) {
+      const int fd = ::open("/proc/self/fd/2",
+                            O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+      if (fd >= 0) return fd;
+    }
     const int fd = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
     if (fd < 0) return Status::FromErrno("dup stderr");
     return fd;
   }
-  // O_NONBLOCK so that the loop never waits in open(2): a named pipe with no reader would hold
-  // it until one comes (fifo(7)); non-blocking, that open fails with ENXIO at once. The writer
-  // thread then writes blocking (a slow reader stalls that thread, never the loop).
+  // O_NONBLOCK also keeps the loop from waiting in open(2): a named pipe with no reader would hold
+  // it until one comes (fifo(7)); non-blocking, that open fails with ENXIO at once.
   const int fd = ::open(destination.c_str(),
                         O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0640);
   if (fd < 0) {
@@ -96,12 +115,6 @@ Result<int> OpenDestination(const std::string& destination) {
       return Status::Error(destination + ": a named pipe with no reader (start its reader first)");
     }
     return Status::FromErrno(destination);
-  }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-    Status status = Status::FromErrno(destination + ": fcntl");
-    ::close(fd);
-    return status;
   }
   return fd;
 }
@@ -151,42 +164,126 @@ void FormatAccessLine(const AccessRecord& record, std::string* out) {
   out->push_back('\n');
 }
 
-// The writer thread: copies the pipe to the destination with blocking writes, until the pipe's
-// write end closes. Reopen hands it a new destination descriptor under mutex_.
+// The writer thread: copies the pipe to the destination until the pipe's write end closes and
+// what followed it (the tail Finish hands over) is written. The loop never waits for it: a new
+// destination (Replace) and the close (Finish) reach it through atomics and the wake eventfd, and
+// it says it ended by `on_done` (the loop's async handle). A destination that takes nothing (a
+// pipe whose reader stopped reading) stalls this thread alone, in poll(2), where a wake still
+// reaches it: a reopened destination takes the bytes it holds, and after Finish it gives up once
+// the grace passed. What it cannot write (EPIPE: the reader left; the grace passed) is counted by
+// line ends in lost().
 class AccessLog::Writer {
  public:
-  Writer(int pipe_read, int destination, bool shared_stderr)
-      : pipe_read_(pipe_read), destination_(destination), shared_stderr_(shared_stderr) {
+  Writer(int pipe_read, int destination, bool shared_stderr, std::function<void()> on_done)
+      : pipe_read_(pipe_read),
+        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+        destination_(destination),
+        shared_stderr_(shared_stderr),
+        on_done_(std::move(on_done)) {
+    BH_CHECK(wake_ >= 0);
+    socket_ = IsSocket(destination_);
     thread_ = std::thread([this] { Run(); });
   }
   ~Writer() {
     if (thread_.joinable()) thread_.join();
     ::close(pipe_read_);
+    ::close(wake_);
     ::close(destination_);
+    const int pending = pending_.exchange(-1);
+    if (pending >= 0) ::close(pending);
   }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  // REQUIRES: the pipe's write end is closed (the thread then ends once it wrote everything).
+  // The thread ended (on_done ran, or is running): joins it at once.
   void Join() {
     if (thread_.joinable()) thread_.join();
   }
 
+  // Hands `destination` (owned from here) to the thread, which switches to it before its next
+  // write, a stalled one included. Never waits. A destination handed before and not taken yet is
+  // closed unused.
   void Replace(int destination) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    ::close(std::exchange(destination_, destination));
+    const int unused = pending_.exchange(destination);
+    if (unused >= 0) ::close(unused);
+    Wake();
   }
 
+  // Called before the pipe's write end closes: `tail` (lines the pipe had no room for) is written
+  // after what the pipe holds, and from now the destination gets at most `grace_ms` to take the
+  // rest when it takes nothing.
+  void Finish(std::string tail, uint64_t grace_ms) {
+    {
+      const std::lock_guard<std::mutex> lock(tail_mutex_);
+      tail_ = std::move(tail);
+    }
+    grace_ms_.store(grace_ms);
+    finishing_.store(true);
+    Wake();
+  }
+
+  // Lines written into the pipe that never reached the destination.
+  uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
+
  private:
+  static bool IsSocket(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+  }
+
+  void Wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(wake_, &one, sizeof one);
+  }
+
+  // Reads the wake counter to zero, switches to a destination handed over, and starts the
+  // grace's clock when Finish was called.
+  void Woken() {
+    uint64_t count;
+    [[maybe_unused]] const ssize_t n = ::read(wake_, &count, sizeof count);
+    const int next = pending_.exchange(-1);
+    if (next >= 0) {
+      ::close(std::exchange(destination_, next));
+      socket_ = IsSocket(destination_);
+    }
+    if (finishing_.load() && !deadline_) {
+      deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms_.load());
+    }
+  }
+
+  // Waits until `fd` is ready for `events` (or in error), or a wake came (handled by Woken), or
+  // the grace after Finish is over (at once if it is already).
+  enum class Waited { kReady, kWoken, kGraceOver };
+  Waited Wait(int fd, short events) {
+    int timeout = -1;
+    if (deadline_) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+          *deadline_ - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return Waited::kGraceOver;
+      timeout = static_cast<int>(std::min<int64_t>(left.count(), INT_MAX));
+    }
+    pollfd fds[2] = {{fd, events, 0}, {wake_, POLLIN, 0}};
+    const int n = ::poll(fds, 2, timeout);
+    if (n > 0 && (fds[1].revents & POLLIN) != 0) Woken();
+    if (n > 0 && fds[0].revents != 0) return Waited::kReady;  // POLLERR, POLLHUP too
+    return Waited::kWoken;  // or EINTR, or the poll's timeout: the caller looks again
+  }
+
   // Reads up to kWriterChunk bytes at a time into one buffer and writes the whole lines it holds
   // with one write (a line cut by the read waits at the front for the rest); a chunk with no
   // newline at all is written as it is.
   void Run() {
+    // Signals are the loop thread's (SIGPIPE included: a reader that left is EPIPE here).
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
     std::string chunk(kWriterChunk, '\0');
     size_t held = 0;  // chunk[0, held): read and not written yet
     for (;;) {
+      // After the grace the pipe's write end is closed: the read cannot wait.
+      if (Wait(pipe_read_, POLLIN) == Waited::kWoken) continue;
       const ssize_t n = ::read(pipe_read_, chunk.data() + held, chunk.size() - held);
-      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) break;  // EOF: the loop closed the pipe
       held += static_cast<size_t>(n);
       const size_t last_newline = std::string_view(chunk.data(), held).rfind('\n');
@@ -198,10 +295,17 @@ class AccessLog::Writer {
       held -= whole;
     }
     WriteAll(std::string_view(chunk.data(), held));
+    std::string tail;
+    {
+      const std::lock_guard<std::mutex> lock(tail_mutex_);
+      tail.swap(tail_);
+    }
+    WriteAll(tail);
+    on_done_();
   }
 
   void WriteAll(std::string_view bytes) {
-    const std::lock_guard<std::mutex> lock(mutex_);
+    if (pending_.load() >= 0) Woken();  // a reopen is in: what follows goes to the new file
     while (!bytes.empty()) {
       size_t size = bytes.size();
       if (shared_stderr_ && size > kAtomicWrite) {
@@ -209,17 +313,41 @@ class AccessLog::Writer {
         const size_t cut = bytes.substr(0, kAtomicWrite).rfind('\n');
         size = cut == std::string_view::npos ? kAtomicWrite : cut + 1;
       }
-      const ssize_t n = ::write(destination_, bytes.data(), size);
+      // A socket (journald's stdout stream) shares its file description with bulkheadd's own
+      // stderr, so it is not made non-blocking: each send is.
+      const ssize_t n = socket_ ? ::send(destination_, bytes.data(), size,
+                                         MSG_DONTWAIT | MSG_NOSIGNAL)
+                                : ::write(destination_, bytes.data(), size);
+      if (n > 0) {
+        bytes.remove_prefix(static_cast<size_t>(n));
+        continue;
+      }
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // a broken destination loses these lines; the next may pass
-      bytes.remove_prefix(static_cast<size_t>(n));
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+          Wait(destination_, POLLOUT) != Waited::kGraceOver) {
+        continue;
+      }
+      // EPIPE (the reader left), another error, or the grace over: these lines are lost; the
+      // next ones try again.
+      lost_.fetch_add(static_cast<uint64_t>(std::count(bytes.begin(), bytes.end(), '\n')),
+                      std::memory_order_relaxed);
+      return;
     }
   }
 
   int pipe_read_;
-  std::mutex mutex_;  // guards destination_
-  int destination_;
+  int wake_;                      // eventfd: Replace and Finish
+  int destination_;               // the writer thread's alone
+  bool socket_ = false;           // destination_ is a socket: send(MSG_DONTWAIT)
   bool shared_stderr_;
+  std::atomic<int> pending_{-1};  // a destination handed over, not taken yet
+  std::atomic<bool> finishing_{false};
+  std::atomic<uint64_t> grace_ms_{0};
+  std::optional<std::chrono::steady_clock::time_point> deadline_;  // set once finishing is seen
+  std::mutex tail_mutex_;         // guards tail_ (the loop sets it, the thread takes it at EOF)
+  std::string tail_;
+  std::atomic<uint64_t> lost_{0};
+  std::function<void()> on_done_;
   std::thread thread_;
 };
 
@@ -236,7 +364,10 @@ Result<std::unique_ptr<AccessLog>> AccessLog::Open(uv_loop_t* loop, loop::TimeSo
   ::fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes);  // a smaller pipe serves too
   auto log = std::make_unique<AccessLog>(loop, time, fds[1], buffer_bytes);
   log->destination_ = destination;
-  log->writer_ = std::make_unique<Writer>(fds[0], *out, destination == "stderr");
+  uv_async_t* done = log->handles_.Open(uv_async_init, loop, &AccessLog::OnWriterDone);
+  done->data = log.get();
+  log->writer_ = std::make_unique<Writer>(fds[0], *out, destination == "stderr",
+                                          [done] { uv_async_send(done); });
   return log;
 }
 
@@ -343,25 +474,36 @@ Status AccessLog::Reopen() {
   return Status::Ok();
 }
 
-void AccessLog::Close(std::function<void()> on_closed) {
+void AccessLog::Close(std::function<void()> on_closed, uint64_t grace_ms) {
   if (state_ == State::kClosed) return;
-  Flush();
-  if (state_ == State::kBlocked && writer_ != nullptr) {
-    // The pipe is full and shutdown waits for the writer thread anyway (below): the rest goes
-    // into the pipe as the thread drains it, rather than being lost after it was counted.
-    const int flags = ::fcntl(out_fd_, F_GETFL);
-    ::fcntl(out_fd_, F_SETFL, flags & ~O_NONBLOCK);
-    Flush();
-  }
-  Enter(State::kClosed);
+  Flush();  // what the pipe takes now; the rest is the tail
+  std::string tail(buffer_.data() + head_, end_ - head_);
+  head_ = end_ = 0;
+  Enter(State::kClosed);  // the poll stopped: the pipe may close
   flush_timer_.reset();
-  handles_.Close([this, on_closed = std::move(on_closed)] {
-    // The poll handle is closed: the pipe may close now; the writer writes what it holds and ends.
-    ::close(out_fd_);
-    out_fd_ = -1;
-    if (writer_ != nullptr) writer_->Join();
-    if (on_closed) on_closed();
-  });
+  if (writer_ == nullptr) {
+    dropped_ += static_cast<uint64_t>(std::count(tail.begin(), tail.end(), '\n'));
+    ::close(std::exchange(out_fd_, -1));
+    handles_.Close(std::move(on_closed));
+    return;
+  }
+  // The tail first, then the pipe's end: the thread writes it after what the pipe holds, and
+  // says it ended through the async handle (OnWriterDone), which closes the handles.
+  writer_->Finish(std::move(tail), grace_ms);
+  ::close(std::exchange(out_fd_, -1));
+  on_closed_ = std::move(on_closed);
+}
+
+void AccessLog::OnWriterDone(uv_async_t* async) {
+  auto* self = static_cast<AccessLog*>(async->data);
+  // The thread ends only at the pipe's EOF, i.e. after Close.
+  if (self->state_ != State::kClosed) return;
+  self->writer_->Join();
+  self->handles_.Close(std::move(self->on_closed_));
+}
+
+uint64_t AccessLog::dropped() const {
+  return dropped_ + (writer_ != nullptr ? writer_->lost() : 0);
 }
 
 }  // namespace bulkhead::proxy

@@ -7,8 +7,10 @@
 // (a timer armed only while lines wait), so that a busy loop pays a write and a thread wakeup per
 // ~100 lines rather than per turn (nginx's `access_log ... buffer= flush=`). When the pipe and the
 // buffer are both full a line is dropped and counted (bulkhead_access_log_dropped_total), as
-// HAProxy's log ring drops. A warm request allocates nothing here: the line is built in a string
-// whose capacity is kept, and the buffer is reserved whole when the log opens.
+// HAProxy's log ring drops; the writer thread counts what its destination refuses. Neither a
+// reopen nor the close waits for the writer thread. A warm request allocates nothing here: the
+// line is built in a string whose capacity is kept, and the buffer is reserved whole when the log
+// opens.
 // REQUIRES: Append, Reopen, Close and the figures on the loop thread only.
 #pragma once
 
@@ -92,18 +94,25 @@ class AccessLog {
   void Append(const AccessRecord& record);
   // Writes what the buffer holds into the pipe (as far as the pipe takes it), then has the file
   // opened again (logrotate's `postrotate`: reload bulkheadd); the writer thread writes what
-  // follows to the new file. Stderr: only the write. Errors: the file cannot be opened (the old
-  // one stays in use).
+  // follows to the new file, and switches to it at once even when stalled on the old one (a named
+  // pipe whose reader stopped reading). Never waits for the writer thread. Stderr: only the write.
+  // Errors: the file cannot be opened (the old one stays in use).
   Status Reopen();
-  // Writes what the buffer holds into the pipe (with the writer thread: waiting for it to drain a
-  // full pipe, as shutdown waits for it anyway; in tests: what the pipe takes now), closes the pipe
-  // and waits for the writer thread to write what it holds and end; `on_closed` runs once the log's
-  // handles are closed (HandleGroup::Part).
-  void Close(std::function<void()> on_closed);
+  // How long Close lets a destination that takes nothing (a named pipe whose reader stopped
+  // reading) hold the shutdown before the lines it has not taken are counted dropped.
+  static constexpr uint64_t kCloseGraceMs = 2000;
+  // Writes what the pipe takes now, hands the rest to the writer thread and closes the pipe; the
+  // thread writes what it holds and ends, giving a destination that takes nothing `grace_ms`;
+  // `on_closed` runs once it ended and the log's handles are closed (HandleGroup::Part). Never
+  // waits on the loop. In tests (no writer thread): what the pipe does not take is dropped.
+  void Close(std::function<void()> on_closed, uint64_t grace_ms = kCloseGraceMs);
 
   const std::string& destination() const { return destination_; }
   uint64_t lines() const { return lines_; }
-  uint64_t dropped() const { return dropped_; }
+  // Lines not written: dropped on the loop (the buffer full, or Append after Close) and lost by
+  // the writer thread (the destination failed, EPIPE: its reader left; or the close's grace
+  // passed), counted by their line ends.
+  uint64_t dropped() const;
   // Bytes queued and not yet in the pipe.
   size_t buffered() const { return end_ - head_; }
   size_t flush_bytes() const { return flush_bytes_; }
@@ -122,6 +131,8 @@ class AccessLog {
   };
 
   static void OnWritable(uv_poll_t* poll, int status, int events);
+  // The writer thread ended (after Close): joins it and closes the handles.
+  static void OnWriterDone(uv_async_t* async);
   // Writes the buffer into out_fd_ until done or EAGAIN, then moves to kEmpty or kBlocked.
   void Flush();
   // Enters `next`, starting and stopping the timer and the poll as it requires.
@@ -143,6 +154,7 @@ class AccessLog {
   std::string line_;  // reused: the line being formatted
   uint64_t lines_ = 0;
   uint64_t dropped_ = 0;
+  std::function<void()> on_closed_;  // Close's, run once the writer thread ended
 };
 
 }  // namespace bulkhead::proxy

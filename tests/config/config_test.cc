@@ -9,8 +9,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <optional>
@@ -572,6 +574,30 @@ TEST_F(LoadConfigFileTest, AnAccessLogFileThatCannotBeOpenedIsRefusedAtItsKey) {
     LoadResult result = LoadConfigFile(config_path);
     EXPECT_THAT(ErrorLines(result), IsEmpty()) << fine;
   }
+}
+
+// A named pipe is opened only while its reader runs (proxy::AccessLog::Open refuses it at once
+// without one). --check-config cannot tell whether one runs without ending a waiting reader's
+// stream, so it says so as a warning at the key rather than a silent "ok".
+TEST_F(LoadConfigFileTest, ANamedPipeAccessLogGetsAWarningThatItNeedsItsReader) {
+  const std::string fifo = dir_ + "/access.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string config_path = dir_ + "/bulkhead.toml";
+  Write("bulkhead.toml", "[supervisor]\naccess_log = \"" + fifo +
+                             "\"\n[cells.a]\ncommand = [\"x\"]\nmax_concurrent = 1\n");
+  LoadResult result = LoadConfigFile(config_path);
+  ASSERT_TRUE(result.config.has_value());
+  EXPECT_THAT(ErrorLines(result), IsEmpty());
+  // (The other warning is the cell's: no `x` command on this host.)
+  const auto warning =
+      std::find_if(result.warnings.begin(), result.warnings.end(),
+                   [](const ConfigError& w) { return w.key == "supervisor.access_log"; });
+  ASSERT_NE(warning, result.warnings.end());
+  EXPECT_EQ(warning->line, 2);
+  EXPECT_NE(warning->message.find(fifo + " is a named pipe: bulkheadd opens it only while its "
+                                         "reader runs"),
+            std::string::npos)
+      << warning->message;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
@@ -407,6 +408,130 @@ TEST_F(AccessLogFile, ANamedPipeWithNoReaderIsRefusedAtOnceNotWaitedFor) {
   (*piped)->Append(Sample(" client=a id=piped"));
   CloseLog(piped->get());
   EXPECT_NE(ReadAvailable(reader.get()).find("id=piped"), std::string::npos);
+}
+
+// A named pipe whose reader stopped reading: the writer thread fills it and then waits on it.
+class AccessLogStalledReader : public AccessLogFile {
+ protected:
+  void SetUp() override {
+    AccessLogFile::SetUp();
+    fifo_ = dir_.path() + "/access.fifo";
+    ASSERT_EQ(::mkfifo(fifo_.c_str(), 0600), 0);
+    reader_ = UniqueFd(::open(fifo_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    ASSERT_TRUE(reader_.valid());
+  }
+
+  // The log on the named pipe, stalled: lines appended until well over the named pipe's capacity
+  // went out, and the named pipe full, so the writer thread holds lines it cannot write.
+  std::unique_ptr<AccessLog> OpenStalled() {
+    Result<std::unique_ptr<AccessLog>> opened = AccessLog::Open(&loop_, &time_, fifo_);
+    EXPECT_TRUE(opened.ok()) << opened.status().message();
+    if (!opened.ok()) return nullptr;
+    const int capacity = ::fcntl(reader_.get(), F_GETPIPE_SZ);
+    EXPECT_GT(capacity, 0);
+    // Three times the named pipe's capacity, and the writer's 64 KiB read besides.
+    const size_t enough = 3 * static_cast<size_t>(capacity) + size_t{64} * 1024;
+    std::string line;
+    for (size_t sent = 0, i = 0; sent < enough; ++i) {
+      const std::string fields = " client=a id=" + std::to_string(i);
+      line.clear();
+      FormatAccessLine(Sample(fields), &line);
+      (*opened)->Append(Sample(fields));
+      sent += line.size();
+      RunOnce(&loop_);
+    }
+    time_.Advance(AccessLog::kFlushDelayMs);
+    RunOnce(&loop_);
+    // Full: a writer of the named pipe's own is not told it may write (pipe(7) counts its slots).
+    const UniqueFd probe(::open(fifo_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+    EXPECT_TRUE(probe.valid());
+    const bool full = bulkhead::testing::WaitFor([&] {
+      pollfd fd{probe.get(), POLLOUT, 0};
+      return ::poll(&fd, 1, 0) == 0;
+    });
+    EXPECT_TRUE(full) << "the named pipe never filled";
+    return std::move(opened).value();
+  }
+
+  // Reads the named pipe into read_ until `done` is ready (a call that waited for the writer
+  // thread, which the reads let go on).
+  template <typename T>
+  void DrainUntil(std::future<T>& done) {
+    while (done.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+      pollfd fd{reader_.get(), POLLIN, 0};
+      if (::poll(&fd, 1, 10) > 0) read_ += ReadAvailable(reader_.get());
+    }
+    read_ += ReadAvailable(reader_.get());
+  }
+
+  std::string fifo_;
+  UniqueFd reader_;
+  std::string read_;
+};
+
+// A reload reopens the log; with its reader stalled the writer thread sits in a write to the named
+// pipe. The reopen used to hand the new file over under a lock the writer held for its whole
+// write, so the loop waited as long as the reader did: bulkheadd froze, control socket and all.
+// Now the reopen never waits for the writer thread. Without that, Reopen (in a thread here) does
+// not return until the test drains the pipe, and the test fails.
+TEST_F(AccessLogStalledReader, AReopenNeverWaitsForAWriterStalledOnItsReader) {
+  std::unique_ptr<AccessLog> log = OpenStalled();
+  ASSERT_NE(log, nullptr);
+  const uint64_t dropped_before = log->dropped();
+  std::future<Status> reopened = std::async(std::launch::async, [&] { return log->Reopen(); });
+  const bool waited =
+      reopened.wait_for(bulkhead::testing::kDefaultTimeout) == std::future_status::timeout;
+  if (waited) DrainUntil(reopened);
+  EXPECT_FALSE(waited) << "Reopen waited for the writer thread stalled on the named pipe's reader";
+  EXPECT_TRUE(reopened.get().ok());
+  // The reader reads again: the lines the writer held go to the reopened pipe, none lost.
+  std::future<void> closed = std::async(std::launch::async, [&] { CloseLog(log.get()); });
+  DrainUntil(closed);
+  closed.get();
+  EXPECT_EQ(log->dropped(), dropped_before);
+  EXPECT_EQ(CountLines(read_), log->lines());
+}
+
+// Shutdown used to wait for the writer thread to write everything it held, without bound: with
+// the reader stalled, SIGTERM never ended bulkheadd. Now Close gives the named pipe a grace (none
+// here) and counts what it did not take as dropped: every line is read or counted, none twice.
+// Without the bound, Close (in a thread here) does not end until the test drains the pipe.
+TEST_F(AccessLogStalledReader, ShutdownGivesAStalledReaderItsGraceThenCountsTheRestDropped) {
+  std::unique_ptr<AccessLog> log = OpenStalled();
+  ASSERT_NE(log, nullptr);
+  const uint64_t dropped_before = log->dropped();  // by the loop: never among lines()
+  std::future<void> closed = std::async(std::launch::async, [&] {
+    log->Close(nullptr, /*grace_ms=*/0);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  });
+  const bool waited =
+      closed.wait_for(bulkhead::testing::kDefaultTimeout) == std::future_status::timeout;
+  if (waited) DrainUntil(closed);
+  closed.get();
+  EXPECT_FALSE(waited) << "Close waited for a named pipe whose reader does not read";
+  read_ += ReadAvailable(reader_.get());
+  const uint64_t lost = log->dropped() - dropped_before;
+  EXPECT_GT(lost, 0u);
+  EXPECT_EQ(CountLines(read_) + lost, log->lines());
+}
+
+// A reader that leaves: the writer's writes fail (EPIPE), and those lines used to vanish without a
+// count. They are counted in dropped(), exactly.
+TEST_F(AccessLogStalledReader, LinesAReaderThatLeftNeverGotAreCountedDropped) {
+  Result<std::unique_ptr<AccessLog>> opened = AccessLog::Open(&loop_, &time_, fifo_);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  AccessLog& log = **opened;
+  log.Append(Sample(" client=a id=read"));
+  time_.Advance(AccessLog::kFlushDelayMs);
+  ASSERT_TRUE(bulkhead::testing::WaitFor([&] {
+    read_ += ReadAvailable(reader_.get());
+    return CountLines(read_) == 1;
+  }));
+  reader_.Reset();
+  for (int i = 0; i < 5; ++i) log.Append(Sample(" client=a id=" + std::to_string(i)));
+  CloseLog(&log);
+  EXPECT_EQ(log.lines(), 6u);
+  EXPECT_EQ(log.dropped(), 5u);
 }
 
 }  // namespace
