@@ -50,14 +50,15 @@ std::string_view ReasonPhrase(int status_code) {
 
 namespace {
 
-// The retry-after hint of `detail` in whole seconds, rounded up (at least 1).
-uint32_t RetryAfterSeconds(const ipc::RejectDetail& detail) {
-  return detail.retry_after_ms == 0 ? 1 : (detail.retry_after_ms + 999) / 1000;
+// A retry-after hint in whole seconds, rounded up (RFC 9110 section 10.2.3); 1 when the cell gave
+// no hint (0).
+uint32_t RetryAfterSeconds(uint32_t retry_after_ms) {
+  return retry_after_ms == 0 ? 1 : (retry_after_ms + 999) / 1000;
 }
 
 }  // namespace
 
-LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail) {
+LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail, bool start_due) {
   LocalReply reply;
   reply.status_code = StatusCodeFor(ipc::ReplyStatus::kRejected, reason);
   reply.outcome = "rejected";
@@ -79,12 +80,16 @@ LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail) {
       reply.text = detail.cell + ": too many connections";
       break;
     default:
-      // A start due at a known time (backoff, a crash loop) says when. A hint of 0 is no verdict:
-      // the cell may be stopped or failed, or starting, waiting for its needs or restarting.
+      // A start due at a known time (backoff, a crash loop) says when; none due says so. A hint of
+      // 0 with a start due is no verdict: the cell is starting, waiting for its needs or
+      // restarting.
       reply.text = detail.cell + " is unavailable";
-      if (detail.retry_after_ms > 0) {
-        reply.text += ": its next worker starts in " + std::to_string(RetryAfterSeconds(detail)) +
-                      " s";
+      if (!start_due) {
+        reply.retry_after = false;
+        reply.text += ": no worker is due to start (stopped or failed)";
+      } else if (detail.retry_after_ms > 0) {
+        reply.text += ": its next worker starts in " +
+                      std::to_string(RetryAfterSeconds(detail.retry_after_ms)) + " s";
       }
       break;
   }
@@ -154,9 +159,8 @@ std::string FormatLocalReply(const LocalReply& reply) {
   }
   out += "\r\n";
   // Whole seconds, rounded up (RFC 9110 section 10.2.3); 1 when the cell gave no hint.
-  if (reply.status_code == 503) {
-    const uint32_t seconds = reply.retry_after_ms == 0 ? 1 : (reply.retry_after_ms + 999) / 1000;
-    out += "Retry-After: " + std::to_string(seconds) + "\r\n";
+  if (reply.status_code == 503 && reply.retry_after) {
+    out += "Retry-After: " + std::to_string(RetryAfterSeconds(reply.retry_after_ms)) + "\r\n";
   }
   out +=
       "Content-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +

@@ -46,6 +46,9 @@ struct LocalReply {
   uint32_t running = 0;
   uint32_t queued = 0;
   uint32_t retry_after_ms = 0;  // 0: unknown (Retry-After: 1)
+  // A 503 says when to retry (Retry-After): false when no start is due, so that a client is not
+  // invited to retry a cell that stays down until an operator starts it.
+  bool retry_after = true;
   // The connection is closed after this answer: "Connection: close" is sent.
   bool close = false;
   // The answer to a HEAD request: the head only, with the Content-Length a GET would get (RFC 9110
@@ -59,8 +62,10 @@ struct LocalReply {
   std::string text;
 };
 
-// A rejection (REJECTED) as an HTTP answer.
-LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail);
+// A rejection (REJECTED) as an HTTP answer. `start_due` (unavailable only): false when no worker
+// comes until an operator starts one (stopped, failed): no Retry-After then, and the text says so.
+LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail,
+                          bool start_due = true);
 // A failure (FAILED) of an admitted request; `detail` is what frame cells carry in the payload
 // ("exit 3", "signal 9", "request_timeout of 1000 ms").
 LocalReply FailureReply(ipc::Reason reason, std::string_view cell, std::string_view detail);

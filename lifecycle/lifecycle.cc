@@ -253,21 +253,28 @@ bool Lifecycle::has_worker() const {
   return false;
 }
 
-bool Lifecycle::RefusesRequests() const {
-  const uint64_t now = clock_->NowMs();
+admission::Availability Lifecycle::Availability() const {
+  using NextStart = admission::Availability::NextStart;
+  admission::Availability availability;
   switch (state_) {
     case State::kStopped:
     case State::kFailed:
-      return true;
+      return admission::Availability::NoneDue();
     case State::kStopping:
-      return after_stop_ == AfterStop::kStay;
+      if (after_stop_ == AfterStop::kStay) return admission::Availability::NoneDue();
+      break;
     case State::kBackoff:
-      return next_start_at_ms_ > now && next_start_at_ms_ - now > options_.queue_timeout_ms;
+      availability.next_start = NextStart::kAt;
+      availability.next_start_at_ms = next_start_at_ms_;
+      // Refused while the start is more than queue_timeout away; a request then waits for it.
+      availability.refuse_until_ms = next_start_at_ms_ - std::min(next_start_at_ms_,
+                                                                  options_.queue_timeout_ms);
+      break;
     case State::kStarting:
     case State::kRunning:
-      return false;
+      break;
   }
-  return true;
+  return availability;
 }
 
 std::string Lifecycle::StateDetail() const {
@@ -343,12 +350,7 @@ bool Lifecycle::CrashLooping() const {
            now - worker_started_at_ms_ >= options_.restart.reset_after_ms);
 }
 
-uint32_t Lifecycle::RetryAfterMs() const {
-  if (state_ != State::kBackoff) return 0;
-  const uint64_t now = clock_->NowMs();
-  const uint64_t left = next_start_at_ms_ > now ? next_start_at_ms_ - now : 1;
-  return static_cast<uint32_t>(std::clamp<uint64_t>(left, 1, UINT32_MAX));
-}
+uint32_t Lifecycle::RetryAfterMs() const { return Availability().RetryAfterMs(clock_->NowMs()); }
 
 // --- helpers ---
 

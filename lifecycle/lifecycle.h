@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "admission/availability.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "cell/restart_policy.h"
@@ -293,9 +294,15 @@ class Lifecycle {
     return state_ == State::kStopping && phase_ == StopPhase::kSignalled ? stop_deadline_ms_ : 0;
   }
 
+  // What admission may do with new requests (admission/availability.h), as the state says:
+  // refused until changed with no start due when stopped, failed or stopping for a stop; in a
+  // backoff, refused until queue_timeout_ms before its end, which it names; else admitted, with
+  // the next start's time unknown (starting, running, stopping for a restart). The runner pushes
+  // it to the data path whenever it changes (DataPathControl::SetAvailability).
+  admission::Availability Availability() const;
   // New requests must be REJECTED unavailable at once rather than admitted: stopped, failed,
   // stopping for a stop, or in a backoff that ends more than queue_timeout_ms from now.
-  bool RefusesRequests() const;
+  bool RefusesRequests() const { return Availability().Refuses(clock_->NowMs()); }
   // The retry-after hint for REJECTED unavailable, in ms: the time to the next start while in
   // backoff (at least 1; crash-looping, up to restart_max_delay), else 0 (unknown: no start is
   // due).

@@ -178,6 +178,8 @@ Lifecycle::Transition WorkerRunner::Handle(const Event& event) {
 
 void WorkerRunner::Execute(const Lifecycle::Transition& t) {
   if (!t.log.empty()) Log(t.log_level, name(), pid_ != 0 ? pid_ : pgid_, t.log);
+  // Before the actions: kRejectQueued's rejections say what the new state says of a start.
+  PushAvailability();
   bool was_executing = std::exchange(executing_, true);
   for (const Action& a : t.actions) {
     switch (a.type) {
@@ -236,7 +238,15 @@ void WorkerRunner::Execute(const Lifecycle::Transition& t) {
   NoteState();
 }
 
+void WorkerRunner::PushAvailability() {
+  const admission::Availability now = lifecycle_.Availability();
+  if (pushed_availability_ == now) return;
+  pushed_availability_ = now;
+  data_path_->SetAvailability(now);
+}
+
 void WorkerRunner::NoteState() {
+  PushAvailability();
   // The serving worker is going (stop, stall, crash) before the next one took over: the swap is
   // over, the lifecycle's own restart or stop goes on.
   if (swap_.phase() == WorkerSwap::Phase::kStarting &&
@@ -927,6 +937,7 @@ Status WorkerRunner::Reconfigure(const config::CellConfig& next,
     ::listen(worker_listen_fd_.get(), WorkerBacklog(config_));
   }
   lifecycle_.SetOptions(LifecycleOptionsFromConfig(config_));
+  PushAvailability();  // queue_timeout moves a backoff's refusal
   swap_.SetOptions(SwapOptionsFromConfig(config_));
   output_a_.SetOptions(config_);
   output_b_.SetOptions(config_);

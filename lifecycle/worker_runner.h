@@ -51,6 +51,10 @@ namespace bulkhead::lifecycle {
 class DataPathControl {
  public:
   virtual ~DataPathControl() = default;
+  // The lifecycle's Availability changed (or may have): what admission does with new requests
+  // and what a REJECTED unavailable says of the next start. Pushed before the actions of the
+  // transition that changed it run (so kRejectQueued's rejections carry the new one).
+  virtual void SetAvailability(const admission::Availability& availability) = 0;
   // Action kOpenAdmission: admit requests and start the queued ones on the worker.
   virtual void OpenAdmission() = 0;
   // Action kCloseAdmission: new requests are queued (or rejected when the queue is full).
@@ -145,9 +149,6 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // The live worker's pid, 0 when none (or when it was reaped and its cgroup is being emptied).
   pid_t pid() const { return pid_; }
   const Lifecycle& lifecycle() const { return lifecycle_; }
-  // While no worker takes requests (Lifecycle::RefusesRequests), and when to retry then.
-  bool RefusesRequests() const { return lifecycle_.RefusesRequests(); }
-  uint32_t RetryAfterMs() const { return lifecycle_.RetryAfterMs(); }
   // A connection waits unaccepted in the worker socket's backlog now.
   bool HasUnacceptedConnection() const;
   // The worker's last STATUS= (sd_notify), cleared at each spawn.
@@ -178,7 +179,9 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // it is handled at once, as the lifecycle requires).
   Lifecycle::Transition Handle(const Lifecycle::Event& event);
   void Execute(const Lifecycle::Transition& transition);
-  // Runs the state observer if the state changed since it last ran.
+  // Pushes the lifecycle's Availability to the data path if it changed since the last push.
+  void PushAvailability();
+  // Pushes the Availability; runs the state observer if the state changed since it last ran.
   void NoteState();
   void DoSpawn();
   // Spawns the worker and feeds the lifecycle Spawned or SpawnFailed.
@@ -309,6 +312,8 @@ class WorkerRunner : private TeardownWatcher::Generation {
   std::unique_ptr<loop::Timer> start_timer_;
   std::function<void()> state_observer_;
   Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
+  // The last Availability pushed to the data path (PushAvailability pushes only a change).
+  std::optional<admission::Availability> pushed_availability_;
 
   // The live worker (0: none). pgid_ stays set after the reap so KillAll reaches what it left.
   pid_t pid_ = 0;

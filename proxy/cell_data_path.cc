@@ -352,7 +352,7 @@ void CellDataPath::OnRequest(Client* conn, const RequestInfo& info, std::string_
   // The views are the front end's, valid during this call only.
   exchange->info.method = exchange->info.target = exchange->info.request_id = {};
   conn->Attach(exchange);
-  if (upstream_->RefusesRequests()) {
+  if (availability_.Refuses(exchange->admitted_at_ms)) {
     ++counters_.rejected_at_admission;
     Reject(exchange, ipc::Reason::kUnavailable);
     return;
@@ -713,10 +713,12 @@ void CellDataPath::Reject(Exchange* exchange, ipc::Reason reason) {
   uint64_t* counter = &counters_.rejected_unavailable;
   if (reason == ipc::Reason::kFull) counter = &counters_.rejected_full;
   if (reason == ipc::Reason::kQueueTimeout) counter = &counters_.rejected_queue_timeout;
-  const uint32_t retry_after_ms =
-      reason == ipc::Reason::kUnavailable ? upstream_->RetryAfterMs() : 0;
+  const bool unavailable = reason == ipc::Reason::kUnavailable;
   Complete(exchange, counter,
-           Outcome::Rejected(reason, bulkhead_.running(), bulkhead_.queued(), retry_after_ms));
+           Outcome::Rejected(reason, bulkhead_.running(), bulkhead_.queued(),
+                             unavailable ? availability_.RetryAfterMs(Now()) : 0,
+                             unavailable ? availability_.next_start
+                                         : admission::Availability::NextStart::kUnknown));
 }
 
 void CellDataPath::OnClientGone(Exchange* exchange) {

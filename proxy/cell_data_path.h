@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "admission/adaptive_limit.h"
+#include "admission/availability.h"
 #include "admission/bulkhead.h"
 #include "admission/cell_counters.h"
 #include "admission/latency_histogram.h"
@@ -53,10 +54,6 @@ class Upstream {
   // The worker's pid while one runs, 0 when none: only to tell whether one runs and to name it in
   // log lines.
   virtual pid_t worker_pid() const = 0;
-  // No worker will take requests before long (stopped, failed, in backoff): a new request is
-  // REJECTED unavailable with retry-after RetryAfterMs() (ms, 0: none).
-  virtual bool RefusesRequests() const = 0;
-  virtual uint32_t RetryAfterMs() const = 0;
   // A connection waits unaccepted in the worker socket's backlog now.
   virtual bool HasUnacceptedConnection() const = 0;
   // Requests ran with no reply for stall_timeout: `why` names the silence.
@@ -108,6 +105,11 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // that could have read the replies ending the silence (loop/after_poll.h).
   void OnAfterPoll();
 
+  // The worker's side tells whether new requests may wait for a worker and when the next one
+  // starts (pushed on every change; admission/availability.h). Until the first push: NoneDue.
+  void SetAvailability(const admission::Availability& availability) {
+    availability_ = availability;
+  }
   // The worker's side tells (lifecycle actions): admit and start the queued requests; queue new
   // ones; reject every queued one (unavailable); fail every running one with `reason` and close
   // every link to the worker generation that ended; a new worker is about to start.
@@ -261,6 +263,8 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   loop::WriteBatch* write_batch_;
   loop::AfterPoll* after_poll_;
   Upstream* upstream_;
+  // The worker side's last SetAvailability; until the first, as its lifecycle begins: stopped.
+  admission::Availability availability_ = admission::Availability::NoneDue();
   admission::Bulkhead bulkhead_;
   // concurrency = "adaptive": the limit the Bulkhead holds, fed by SampleServiceTime; its clock is
   // time_. Null in the fixed mode.

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admission/availability.h"
 #include "admission/bulkhead.h"
 #include "admission/request_deadlines.h"
 #include "ipc/frame.h"
@@ -78,14 +79,17 @@ struct Outcome {
   // client already through Exchange::SendResponse, and `text` is empty.
   static Outcome Ok(std::string_view body) { return Outcome{Kind::kOk, ipc::Reason::kNone, body}; }
   // A local decision (full, queue_timeout, unavailable): the worker never saw the request.
-  // `running` and `queued` are the cell's figures at the decision; `retry_after_ms` when to try
-  // again (0: unknown).
+  // `running` and `queued` are the cell's figures at the decision; for unavailable, what is known
+  // of the next start: `retry_after_ms` (0: not known, or none) and `next_start`.
+  using NextStart = admission::Availability::NextStart;
   static Outcome Rejected(ipc::Reason reason, uint32_t running, uint32_t queued,
-                          uint32_t retry_after_ms) {
+                          uint32_t retry_after_ms = 0,
+                          NextStart next_start = NextStart::kUnknown) {
     Outcome outcome{Kind::kRejected, reason, {}};
     outcome.running = running;
     outcome.queued = queued;
     outcome.retry_after_ms = retry_after_ms;
+    outcome.next_start = next_start;
     return outcome;
   }
   // The request was admitted and failed at or because of the worker (worker_error, worker_died,
@@ -100,7 +104,10 @@ struct Outcome {
   std::string_view text;
   uint32_t running = 0;
   uint32_t queued = 0;
+  // Rejected unavailable: when to try again (ms; 0: unknown or none), and whether a start is
+  // due at all (admission::Availability): kNone says no worker comes until an operator starts one.
   uint32_t retry_after_ms = 0;
+  NextStart next_start = NextStart::kUnknown;
 };
 
 // AdmissionEntry: its place in the cell's Bulkhead; DeadlineEntry: its request_timeout while it

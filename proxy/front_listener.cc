@@ -106,7 +106,7 @@ void FrontListener::OnConnection(uv_stream_t* server, int status) {
   std::string answer;
   wire.append_refusal(&answer, self->name(),
                       Outcome::Rejected(ipc::Reason::kTooManyConnections,
-                                        self->bulkhead_->running(), self->bulkhead_->queued(), 0));
+                                        self->bulkhead_->running(), self->bulkhead_->queued()));
   Refuse(server, answer);
   uint64_t now = self->time_->NowMs();
   ++self->refusals_unlogged_;

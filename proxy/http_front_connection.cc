@@ -65,7 +65,8 @@ http::LocalReply LocalReplyFor(const Outcome& outcome, std::string_view cell) {
     detail.running = outcome.running;
     detail.queued = outcome.queued;
     detail.retry_after_ms = outcome.retry_after_ms;
-    return http::RejectionReply(outcome.reason, detail);
+    return http::RejectionReply(outcome.reason, detail,
+                                outcome.next_start != admission::Availability::NextStart::kNone);
   }
   return http::FailureReply(outcome.reason, cell, outcome.text);
 }

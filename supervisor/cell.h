@@ -58,6 +58,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void set_order_step(OrderStep step) {
     if (step == OrderStep::kWaitingToStart && order_step_ != step) held_since_ms_ = time_->NowMs();
     order_step_ = step;
+    SetAvailability(lifecycle_availability_);  // a held start is a start due
   }
   // Client connections open on the front socket now.
   size_t clients() const { return data_path_.clients(); }
@@ -132,13 +133,22 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
  private:
   // proxy::Upstream: what the data path asks of the worker's side.
   pid_t worker_pid() const override { return runner_.pid(); }
-  bool RefusesRequests() const override { return runner_.RefusesRequests(); }
-  uint32_t RetryAfterMs() const override { return runner_.RetryAfterMs(); }
   bool HasUnacceptedConnection() const override { return runner_.HasUnacceptedConnection(); }
   void Stalled(std::string why) override { runner_.Stalled(std::move(why)); }
   void Drained() override { runner_.Drained(); }
   void RetiredLinksDrained() override { runner_.RetiredLinksDrained(); }
   // lifecycle::DataPathControl: what the lifecycle's actions ask of the data path.
+  // The lifecycle's Availability, except that a cell whose start is held for the cells it needs
+  // (stopped, with a start due) tells its callers a start is due (Retry-After), not none.
+  void SetAvailability(const admission::Availability& availability) override {
+    lifecycle_availability_ = availability;
+    admission::Availability shown = availability;
+    if (order_step_ == OrderStep::kWaitingToStart &&
+        shown.next_start == admission::Availability::NextStart::kNone) {
+      shown.next_start = admission::Availability::NextStart::kUnknown;
+    }
+    data_path_.SetAvailability(shown);
+  }
   void OpenAdmission() override { data_path_.OpenAdmission(); }
   void CloseAdmission() override { data_path_.CloseAdmission(); }
   void RejectQueued() override { data_path_.RejectQueued(); }
@@ -168,6 +178,8 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   // Closes data_path_, runner_ and after_poll_ as its parts.
   loop::HandleGroup handles_;
   OrderStep order_step_ = OrderStep::kFree;
+  // The runner's last SetAvailability (its lifecycle begins stopped).
+  admission::Availability lifecycle_availability_ = admission::Availability::NoneDue();
   uint64_t held_since_ms_ = 0;  // kWaitingToStart: when the start was held (status's "waiting for")
 };
 

@@ -322,6 +322,45 @@ TEST(HttpCell, FullCellAnswers503WithRetryAfterAndOutcome) {
   EXPECT_EQ(h.Cell("web")["rejected_by_reason"]["full"], 1) << h.Status().dump();
 }
 
+// An unavailable cell's 503 invites a retry (Retry-After) only when a worker is due: a cell whose
+// start is held until the cell it needs is ready says Retry-After: 1; a stopped one (or a failed
+// one) says no worker is due to start and sends no Retry-After. Both used to say Retry-After: 1.
+TEST(HttpCell, AnUnavailableCellSendsRetryAfterOnlyWhenAStartIsDue) {
+  testing::TempDir dir;
+  const std::string go_file = dir.Join("go");
+  CellSpec catalog{.name = "catalog",
+                   .command = {TestWorkerPath(), "--notify-ready-when-file", go_file},
+                   .extra_toml = "ready = \"notify\"\n",
+                   .wait_running = false};
+  CellSpec web = HttpCell("needs = [\"catalog\"]\n");
+  web.wait_running = false;
+  Harness h(TestOptions({catalog, web}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["state"] == "waiting"; }))
+      << h.Status().dump();
+  Result<ProcessResult> held = Curl(h, {"-i", "http://web/hello"});
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_NE(held->out.find("HTTP/1.1 503 Service Unavailable\r\n"), std::string::npos) << held->out;
+  EXPECT_NE(held->out.find("\r\nRetry-After: 1\r\n"), std::string::npos) << held->out;
+  EXPECT_EQ(held->out.find("no worker is due"), std::string::npos) << held->out;
+
+  ASSERT_TRUE(testing::WriteFileAtomically(go_file, "").ok());
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["state"] == "running"; }))
+      << h.Status().dump();
+  Result<ProcessResult> stop = h.Ctl({"stop", "web"});
+  ASSERT_TRUE(stop.ok()) << stop.status().message();
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["state"] == "stopped"; }))
+      << h.Status().dump();
+  Result<ProcessResult> stopped = Curl(h, {"-i", "http://web/hello"});
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_NE(stopped->out.find("HTTP/1.1 503 Service Unavailable\r\n"), std::string::npos)
+      << stopped->out;
+  EXPECT_EQ(stopped->out.find("Retry-After"), std::string::npos) << stopped->out;
+  EXPECT_NE(stopped->out.find("bulkhead: web is unavailable: no worker is due to start"),
+            std::string::npos)
+      << stopped->out;
+}
+
 // A HEAD answered by bulkheadd itself carries no body (RFC 9110 section 9.3.2), so the next
 // response on the connection starts right after its head: a HEAD and a GET pipelined on one
 // connection to a full cell get two 503 heads back to back, then the GET's body. The 503's body

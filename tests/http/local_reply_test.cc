@@ -85,6 +85,20 @@ TEST(LocalReply, AnUnavailableCellInBackoffSaysWhenItsNextWorkerStarts) {
   EXPECT_THAT(no_hint, HasSubstr("bulkhead: c is unavailable (0 running, 0 queued)\n"));
 }
 
+// A stopped or failed cell (no start due: admission::Availability::NextStart::kNone) used to
+// answer Retry-After: 1, inviting retries to a cell that stays down until an operator starts it.
+TEST(LocalReply, AnUnavailableCellWithNoStartDueSendsNoRetryAfterAndSaysSo) {
+  const std::string down = FormatLocalReply(RejectionReply(
+      ipc::Reason::kUnavailable, ipc::RejectDetail{.cell = "c"}, /*start_due=*/false));
+  EXPECT_THAT(down, ::testing::StartsWith("HTTP/1.1 503 Service Unavailable\r\n"));
+  EXPECT_THAT(down, ::testing::Not(HasSubstr("Retry-After")));
+  EXPECT_THAT(down, HasSubstr("bulkhead: c is unavailable: no worker is due to start (stopped or "
+                              "failed) (0 running, 0 queued)\n"));
+  // Full and queue_timeout are never about a start: start_due does not touch them.
+  EXPECT_THAT(FormatLocalReply(RejectionReply(ipc::Reason::kFull, {.cell = "c"}, false)),
+              HasSubstr("\r\nRetry-After: 1\r\n"));
+}
+
 TEST(LocalReply, TooManyConnectionsClosesTheConnection) {
   const std::string bytes =
       FormatLocalReply(RejectionReply(ipc::Reason::kTooManyConnections, {.cell = "c"}));

@@ -91,9 +91,16 @@ class FakeLauncher : public WorkerLauncher {
 
 class FakeDataPath : public DataPathControl {
  public:
+  void SetAvailability(const admission::Availability& pushed) override {
+    availability = pushed;
+    ++availability_pushes;
+  }
   void OpenAdmission() override { ++opened; }
   void CloseAdmission() override { ++closed; }
-  void RejectQueued() override { ++rejected; }
+  void RejectQueued() override {
+    ++rejected;
+    availability_at_reject = availability;
+  }
   void FailInFlight(ipc::Reason reason, const std::string& message) override {
     failed.emplace_back(reason, message);
   }
@@ -116,6 +123,12 @@ class FakeDataPath : public DataPathControl {
   int retired = 0;
   std::vector<std::string> previous_exited;
   bool retire_busy = false;  // what RetireWorkerLinks answers: links to the previous one are busy
+
+  // The last Availability pushed (the data path begins with NoneDue), and the one in force
+  // when RejectQueued last ran: what its rejections said.
+  admission::Availability availability = admission::Availability::NoneDue();
+  admission::Availability availability_at_reject;
+  int availability_pushes = 0;
 
   int opened = 0;
   int closed = 0;
@@ -295,8 +308,8 @@ TEST_F(WorkerRunnerTest, TheStartLimitGivesUpAndSpendsNothingUntilARestart) {
   Reap(ExitedWith(1));
   EXPECT_EQ(state(), State::kFailed);
   EXPECT_EQ(runner_->lifecycle().reason(), "gave up: 3 starts in 60s, last exit 1");
-  EXPECT_TRUE(runner_->RefusesRequests());
-  EXPECT_EQ(runner_->RetryAfterMs(), 0u);
+  EXPECT_TRUE(data_path_.availability.Refuses(time_.NowMs()));
+  EXPECT_EQ(data_path_.availability, admission::Availability::NoneDue()) << "no start is due";
   EXPECT_EQ(time_.armed_timers(), 0u) << "failed arms nothing";
   time_.Advance(120'000);
   EXPECT_EQ(launcher_.spawn_times.size(), 3u);
@@ -335,13 +348,49 @@ TEST_F(WorkerRunnerTest, ABackoffLongerThanQueueTimeoutRefusesWithRetryAfter) {
   Start(config);
   Reap(ExitedWith(1));
   ASSERT_EQ(state(), State::kBackoff);
-  EXPECT_TRUE(runner_->RefusesRequests());
-  EXPECT_EQ(runner_->RetryAfterMs(), BackoffLeft());
-  EXPECT_GT(runner_->RetryAfterMs(), 4000u);
-  // Once the next start is within queue_timeout, requests queue for it.
+  const admission::Availability& pushed = data_path_.availability;
+  EXPECT_TRUE(pushed.Refuses(time_.NowMs()));
+  EXPECT_EQ(pushed.next_start, admission::Availability::NextStart::kAt);
+  EXPECT_EQ(pushed.RetryAfterMs(time_.NowMs()), BackoffLeft());
+  EXPECT_GT(pushed.RetryAfterMs(time_.NowMs()), 4000u);
+  // Once the next start is within queue_timeout, requests queue for it: the same push says so.
+  const int pushes = data_path_.availability_pushes;
   time_.Advance(BackoffLeft() - 1000);
-  EXPECT_FALSE(runner_->RefusesRequests());
-  EXPECT_EQ(runner_->RetryAfterMs(), 1000u);
+  EXPECT_EQ(data_path_.availability_pushes, pushes);
+  EXPECT_FALSE(pushed.Refuses(time_.NowMs()));
+  EXPECT_EQ(pushed.RetryAfterMs(time_.NowMs()), 1000u);
+  // A reload that shortens queue_timeout refuses again at once (the window is pushed anew).
+  config.queue_timeout = std::chrono::milliseconds(500);
+  ASSERT_TRUE(runner_->Reconfigure(config, std::nullopt).ok());
+  EXPECT_TRUE(data_path_.availability.Refuses(time_.NowMs()));
+}
+
+// The transition into failed (the start limit) or into a stop rejects the queued requests; the
+// availability that says no start is due must be pushed before that transition's actions run, or
+// those rejections carry the backoff's or the running cell's (a Retry-After inviting retries).
+TEST_F(WorkerRunnerTest, TheAvailabilityIsPushedBeforeTheQueuedRequestsAreRejected) {
+  config::CellConfig config = Config();
+  config.restart_delay = std::chrono::milliseconds(50);
+  config.start_limit_burst = 2;
+  config.start_limit_action = config::StartLimitAction::kFail;
+  Start(config);
+  EXPECT_FALSE(data_path_.availability.Refuses(time_.NowMs())) << "running admits";
+  Reap(ExitedWith(1));
+  ASSERT_EQ(state(), State::kBackoff);
+  EXPECT_EQ(data_path_.availability.next_start, admission::Availability::NextStart::kAt);
+  time_.Advance(BackoffLeft());
+  Reap(ExitedWith(1));
+  ASSERT_EQ(state(), State::kFailed);
+  ASSERT_GE(data_path_.rejected, 1);
+  EXPECT_EQ(data_path_.availability_at_reject, admission::Availability::NoneDue());
+
+  const int rejected = data_path_.rejected;
+  EXPECT_EQ(runner_->Restart(0), "ok");
+  ASSERT_EQ(state(), State::kRunning);
+  EXPECT_FALSE(data_path_.availability.Refuses(time_.NowMs()));
+  runner_->Stop(0, nullptr);
+  ASSERT_GT(data_path_.rejected, rejected);
+  EXPECT_EQ(data_path_.availability_at_reject, admission::Availability::NoneDue());
 }
 
 TEST_F(WorkerRunnerTest, StopSendsTheStopSignalThenSigkillExactlyAtStopTimeout) {

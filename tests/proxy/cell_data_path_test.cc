@@ -41,14 +41,10 @@ using bulkhead::testing::WaitFor;
 // What the data path asks of, and tells, the worker's side: set by the test, recorded for it.
 struct FakeUpstream : Upstream {
   pid_t pid = 0;
-  bool refuses = true;
-  uint32_t retry_after_ms = 0;
   int drained = 0;
   std::vector<std::string> stalls;
 
   pid_t worker_pid() const override { return pid; }
-  bool RefusesRequests() const override { return refuses; }
-  uint32_t RetryAfterMs() const override { return retry_after_ms; }
   bool HasUnacceptedConnection() const override { return false; }
   void Stalled(std::string why) override { stalls.push_back(std::move(why)); }
   void Drained() override { ++drained; }
@@ -118,7 +114,7 @@ class CellDataPathTest : public ::testing::Test {
     data_path_->Reconfigure(next);
     data_path_->WorkerStarting();
     upstream_.pid = 4242;
-    upstream_.refuses = false;
+    data_path_->SetAvailability({});  // a worker comes: requests are admitted
     data_path_->OpenAdmission();
   }
 
@@ -170,7 +166,10 @@ class CellDataPathTest : public ::testing::Test {
 };
 
 TEST_F(CellDataPathTest, RefusesWhileTheUpstreamHasNoWorkerWithItsRetryAfter) {
-  upstream_.retry_after_ms = 1234;
+  // A backoff whose next start is 1234 ms away, beyond queue_timeout: refused, saying when.
+  data_path_->SetAvailability({.refuse_until_ms = time_.NowMs() + 234,
+                               .next_start = admission::Availability::NextStart::kAt,
+                               .next_start_at_ms = time_.NowMs() + 1234});
   Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
   ASSERT_TRUE(client.ok()) << client.status().message();
   ASSERT_TRUE(client->Send(7, "ping").ok());
@@ -188,11 +187,49 @@ TEST_F(CellDataPathTest, RefusesWhileTheUpstreamHasNoWorkerWithItsRetryAfter) {
   EXPECT_EQ(data_path_->worker_connections(), 0u) << "a refused request reached for the worker";
 }
 
+// A backoff refuses only while its end is more than queue_timeout away (the availability the
+// lifecycle pushed names that moment); from then on a request waits in the queue for the worker
+// that starts, on the simulated clock alone, with no new push.
+TEST_F(CellDataPathTest, ABackoffRefusesUntilItsEndIsWithinQueueTimeoutThenQueues) {
+  const uint64_t now = time_.NowMs();
+  data_path_->SetAvailability({.refuse_until_ms = now + 500,
+                               .next_start = admission::Availability::NextStart::kAt,
+                               .next_start_at_ms = now + 1500});
+  Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  ASSERT_TRUE(client->Send(1, "early").ok());
+  Result<ipc::Client::Reply> refused = Receive(*client);
+  ASSERT_TRUE(refused.ok()) << refused.status().message();
+  EXPECT_EQ(refused->header.reason, ipc::Reason::kUnavailable);
+  std::optional<ipc::RejectDetail> detail = ipc::DecodeRejectDetail(refused->payload);
+  ASSERT_TRUE(detail.has_value());
+  EXPECT_EQ(detail->retry_after_ms, 1500u);
+
+  time_.Advance(500);
+  ASSERT_TRUE(client->Send(2, "in time").ok());
+  EXPECT_TRUE(RunUntil([&] { return data_path_->bulkhead().queued() == 1; }));
+  EXPECT_EQ(data_path_->counters().rejected_at_admission, 1u);
+}
+
+// A cell that is stopped or failed (Availability::NoneDue, as every data path begins) refuses
+// with no retry-after: frames carry 0, and HTTP sends no Retry-After (LocalReply tests).
+TEST_F(CellDataPathTest, ACellWithNoStartDueRefusesWithNoRetryAfter) {
+  Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  ASSERT_TRUE(client->Send(3, "x").ok());
+  Result<ipc::Client::Reply> reply = Receive(*client);
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_EQ(reply->header.reason, ipc::Reason::kUnavailable);
+  std::optional<ipc::RejectDetail> detail = ipc::DecodeRejectDetail(reply->payload);
+  ASSERT_TRUE(detail.has_value());
+  EXPECT_EQ(detail->retry_after_ms, 0u);
+}
+
 TEST_F(CellDataPathTest, ForwardsToTheWorkerSocketAndTellsTheUpstreamWhenDrained) {
   Result<UniqueFd> worker_listen = ListenUnix(config_.worker_socket);
   ASSERT_TRUE(worker_listen.ok()) << worker_listen.status().message();
   upstream_.pid = 4242;  // a worker "runs": the data path only names it in logs
-  upstream_.refuses = false;
+  data_path_->SetAvailability({});  // a worker comes: requests are admitted
   data_path_->OpenAdmission();
 
   Result<ipc::Client> client = ipc::Client::Connect(config_.socket);
@@ -847,7 +884,7 @@ class AdaptiveDataPathTest : public MultiplexDataPathTest {
     data_path_->Reconfigure(next);
     data_path_->WorkerStarting();
     upstream_.pid = 4242;
-    upstream_.refuses = false;
+    data_path_->SetAvailability({});  // a worker comes: requests are admitted
     data_path_->OpenAdmission();
   }
 
