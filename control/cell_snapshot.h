@@ -65,6 +65,9 @@ struct CellSnapshot {
     std::string cell;
     std::string state;
     uint64_t next_start_in_ms = 0;  // state "backoff" only
+    // State "waiting" only: the stopped or failed cell down its chain of needs that holds it
+    // (supervisor::IdleCellBehind); "" when none does.
+    std::string held_by;
   };
   std::vector<Need> waiting_for;
   // With waiting_for: how long the start has been held (the "waiting" state's age, which

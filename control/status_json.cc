@@ -189,6 +189,7 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
   for (const CellSnapshot::Need& need : s.waiting_for) {
     nlohmann::json entry = {{"cell", need.cell}, {"state", need.state}};
     if (need.state == "backoff") entry["next_start_in_ms"] = need.next_start_in_ms;
+    if (!need.held_by.empty()) entry["held_by"] = need.held_by;
     waiting_for.push_back(std::move(entry));
     waiting_text += (waiting_text.empty() ? "" : ", ") + need.cell + " (" + need.state + ")";
   }

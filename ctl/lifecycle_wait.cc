@@ -42,6 +42,12 @@ LifecycleProgress JudgeHeldStart(const nlohmann::json& cell, std::optional<uint6
       const std::string state = StringOr(need, "state", "");
       const std::string name = StringOr(need, "cell", "?");
       if (state == "stopped" || state == "failed") idle.push_back(name);
+      // A need held itself, by a cell down its chain that does not start by itself.
+      if (state == "waiting") {
+        if (std::string behind = StringOr(need, "held_by", ""); !behind.empty()) {
+          idle.push_back(behind);
+        }
+      }
       auto next = need.find("next_start_in_ms");
       if (state != "backoff" || next == need.end() || !IsCount(*next)) continue;
       const uint64_t ms = next->get<uint64_t>();

@@ -256,7 +256,7 @@ ReloadResult Supervisor::ApplyReload() {
   config_ = std::move(next);
   // Cells added or removed, or max_connections changed: the descriptor budget is split anew.
   SetUpConnectionBudget();
-  for (Cell* cell : to_start) RequestStart(*cell, /*restart=*/false);
+  StartInNeedsOrder(to_start);
   // A reload may have changed what a held start waits for.
   ScheduleOrder();
 

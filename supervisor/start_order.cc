@@ -50,6 +50,58 @@ std::vector<size_t> CellsToStop(std::span<const OrderNode> nodes) {
   return stoppable;
 }
 
+std::vector<size_t> NeedsFirst(std::span<const OrderNode> nodes, std::span<const size_t> among) {
+  std::vector<size_t> order;
+  std::vector<size_t> left(among.begin(), among.end());
+  auto is_left = [&](std::string_view name) {
+    return std::any_of(left.begin(), left.end(), [&](size_t i) { return nodes[i].name == name; });
+  };
+  // Rounds of Kahn's algorithm over the few cells of a config: each round takes, in the given
+  // order, every node none of whose needs is still left.
+  while (!left.empty()) {
+    std::vector<size_t> ready;
+    for (size_t i : left) {
+      if (std::none_of(nodes[i].needs.begin(), nodes[i].needs.end(), is_left)) ready.push_back(i);
+    }
+    if (ready.empty()) break;  // a cycle: the config refuses one; the rest follow as given
+    for (size_t i : ready) {
+      order.push_back(i);
+      left.erase(std::find(left.begin(), left.end(), i));
+    }
+  }
+  order.insert(order.end(), left.begin(), left.end());
+  return order;
+}
+
+namespace {
+
+std::string IdleCellBehind(std::span<const OrderNode> nodes, std::string_view held_cell,
+                           std::vector<std::string_view>& seen) {
+  if (std::find(seen.begin(), seen.end(), held_cell) != seen.end()) return "";  // a cycle
+  seen.push_back(held_cell);
+  const OrderNode* node = Find(nodes, held_cell);
+  if (node == nullptr) return "";
+  for (const std::string& need : node->needs) {
+    const OrderNode* needed = Find(nodes, need);
+    if (needed == nullptr) continue;
+    if (needed->step == OrderStep::kWaitingToStart) {
+      std::string idle = IdleCellBehind(nodes, need, seen);
+      if (!idle.empty()) return idle;
+    } else if (needed->state == lifecycle::Lifecycle::State::kStopped ||
+               needed->state == lifecycle::Lifecycle::State::kFailed) {
+      return need;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string IdleCellBehind(std::span<const OrderNode> nodes, std::string_view held_cell) {
+  std::vector<std::string_view> seen;
+  return IdleCellBehind(nodes, held_cell, seen);
+}
+
 const char* UnreadyStateName(const UnreadyNeed& need) {
   return need.held ? "waiting" : lifecycle::Lifecycle::StateName(need.state);
 }

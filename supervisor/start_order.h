@@ -46,6 +46,12 @@ struct UnreadyNeed {
   bool operator==(const UnreadyNeed&) const = default;
 };
 
+// For a need whose own start is held (UnreadyNeed::held): the first cell down its chain of needs,
+// depth first in `needs` order, that is stopped or failed and not held itself, i.e. that does not
+// start by itself, which holds the whole chain until an operator starts it; "" when every held
+// start down the chain is on its way. (edge -> front (waiting) -> db (stopped): "db".)
+std::string IdleCellBehind(std::span<const OrderNode> nodes, std::string_view held_cell);
+
 // The state an operator reads for `need`, as status names a cell: "waiting" when its start is
 // held, else its lifecycle state's name ("starting", "backoff", "stopped", ...).
 const char* UnreadyStateName(const UnreadyNeed& need);
@@ -59,6 +65,13 @@ std::vector<size_t> CellsToStart(std::span<const OrderNode> nodes);
 // The indices, ascending, of the nodes in kStopHeld that no node in kStopHeld or kStopAsked needs:
 // dependents stop first, cells without relation together.
 std::vector<size_t> CellsToStop(std::span<const OrderNode> nodes);
+
+// The indices of `nodes` (or of those at `among`), each after the cells it needs that are among
+// them, else in the given order: the order in which to ask for their starts, so that a held
+// start names the cells it waits for as they are ("waiting", "starting"), not "stopped" before
+// their own start was asked. Needs form no cycle (the config refuses one); a node whose needs
+// cannot be ordered comes last, in the given order.
+std::vector<size_t> NeedsFirst(std::span<const OrderNode> nodes, std::span<const size_t> among);
 
 // "catalog (starting), auth (stopped), search (waiting)", for status and the log.
 std::string DescribeUnready(std::span<const UnreadyNeed> unready);

@@ -147,7 +147,9 @@ int Supervisor::Run() {
   LogInfo("bulkheadd started: " + std::to_string(cells_.size()) +
           (cells_.size() == 1 ? " cell" : " cells") + ", control socket " +
           config_.supervisor.control_socket);
-  for (auto& cell : cells_) RequestStart(*cell, /*restart=*/false);
+  std::vector<Cell*> all;
+  for (auto& cell : cells_) all.push_back(cell.get());
+  StartInNeedsOrder(all);
   booted_ = true;
   OnCellStateChanged();
   uv_run(&loop_, UV_RUN_DEFAULT);
@@ -335,6 +337,15 @@ std::vector<OrderNode> Supervisor::OrderNodes() const {
   return nodes;
 }
 
+void Supervisor::StartInNeedsOrder(std::span<Cell* const> cells) {
+  std::vector<size_t> among;
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    if (std::find(cells.begin(), cells.end(), cells_[i].get()) != cells.end()) among.push_back(i);
+  }
+  const std::vector<OrderNode> nodes = OrderNodes();
+  for (size_t i : NeedsFirst(nodes, among)) RequestStart(*cells_[i], /*restart=*/false);
+}
+
 std::string Supervisor::RequestStart(Cell& cell, bool restart) {
   using State = lifecycle::Lifecycle::State;
   if (cell.order_step() == OrderStep::kWaitingToStart) return "ok";
@@ -482,7 +493,9 @@ std::vector<control::CellSnapshot> Supervisor::Snapshots() const {
     snapshots.push_back(cells_[i]->Snapshot());
     if (cells_[i]->order_step() != OrderStep::kWaitingToStart) continue;
     for (const UnreadyNeed& need : UnreadyNeeds(nodes, i)) {
-      snapshots.back().waiting_for.push_back({need.cell, UnreadyStateName(need)});
+      std::string held_by = need.held ? IdleCellBehind(nodes, need.cell) : "";
+      snapshots.back().waiting_for.push_back(
+          {need.cell, UnreadyStateName(need), 0, std::move(held_by)});
     }
   }
   // A need in backoff says when it starts next (`bulkheadctl start` of the held cell shows it).

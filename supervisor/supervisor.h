@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,6 +120,9 @@ class Supervisor {
   // its start (kWaitingToStart) until they all are; AdvanceOrder lets it go. Returns the
   // lifecycle's answer, or "ok" for a held start. `restart` restarts a cell that has a worker.
   std::string RequestStart(Cell& cell, bool restart);
+  // RequestStart for each of `cells` (boot: all; a reload: those it added), each after the cells
+  // it needs among them (NeedsFirst), so that a held start's log line names its needs' states.
+  void StartInNeedsOrder(std::span<Cell* const> cells);
   // Starts the held cells whose needs now run and, in a shutdown, stops the cells no running
   // dependent needs any more. Never from inside a cell's state observer or on_stopped (it feeds
   // the cells events): OnCellStateChanged arms order_timer_ for it.

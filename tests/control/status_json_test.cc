@@ -106,7 +106,8 @@ TEST(StatusJson, ShowsACrashLoopAndTheStartLimitAction) {
 // `bulkheadctl start` of the held cell prints (and gives up on when it comes after its wait).
 TEST(StatusJson, AHeldStartsNeedInBackoffSaysWhenItStartsNext) {
   CellSnapshot s = SnapshotWithDistinctCounters();
-  s.waiting_for = {{"catalog", "backoff", 45'000}, {"search", "starting", 0}};
+  s.waiting_for = {{"catalog", "backoff", 45'000, ""}, {"search", "starting", 0, ""},
+                   {"front", "waiting", 0, "db"}};
   s.state_since_ms = 7'200'000;  // stopped since bulkheadd began, two hours ago
   s.held_for_ms = 3'000;         // the start held three seconds ago
   nlohmann::json j = CellStatusJson(s, Config());
@@ -114,7 +115,8 @@ TEST(StatusJson, AHeldStartsNeedInBackoffSaysWhenItStartsNext) {
   EXPECT_EQ(j["state_since_ms"], 3'000) << "waiting since the start was held";
   EXPECT_EQ(j["waiting_for"],
             nlohmann::json::parse(R"([{"cell":"catalog","state":"backoff","next_start_in_ms":45000},
-                                      {"cell":"search","state":"starting"}])"));
+                                      {"cell":"search","state":"starting"},
+                                      {"cell":"front","state":"waiting","held_by":"db"}])"));
 }
 
 // Issue 26: the limit in force, the mode, the bounds and the controller's last changes with their

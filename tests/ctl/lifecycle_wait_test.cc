@@ -166,6 +166,21 @@ TEST(JudgeLifecycle, AStartHeldForAStoppedOrFailedNeedStopsWaitingAndNamesIt) {
             LifecycleVerdict::kPending);
 }
 
+// A chain: edge waits for front, whose own start is held for db, which is stopped. The supervisor
+// names db in front's entry (held_by); the wait ends at once naming db, as for a direct need, where
+// it used to wait for front until its timeout.
+TEST(JudgeLifecycle, AStartHeldBehindAChainEndingInAStoppedCellStopsWaitingAndNamesIt) {
+  nlohmann::json cell = WaitingFor({{"front", "waiting"}});
+  LifecycleProgress on_its_way = JudgeLifecycle("start", 0, cell);
+  EXPECT_EQ(on_its_way.verdict, LifecycleVerdict::kPending) << "front's chain is on its way";
+  cell["waiting_for"][0]["held_by"] = "db";
+  LifecycleProgress held = JudgeLifecycle("start", 0, cell);
+  EXPECT_EQ(held.verdict, LifecycleVerdict::kHeld);
+  EXPECT_EQ(held.detail,
+            "waiting for front (waiting); db does not start by itself, and this start goes on "
+            "once it runs (bulkheadctl start db)");
+}
+
 // A need in a long backoff: the held start says when the need starts next, and prints it once (the
 // detail's key has no countdown); when that start comes after the wait ends, it stops waiting.
 TEST(JudgeLifecycle, AStartHeldForANeedInBackoffSaysItsNextStartAndGivesUpWhenItIsTooLate) {

@@ -129,6 +129,58 @@ TEST(StartOrder, CellsToStop) {
   }
 }
 
+// Boot and a reload ask for starts in this order: a cell after the cells it needs, so that its
+// held start's log line names them "waiting" or "starting", not "stopped" (edge was logged as
+// waiting for "front (stopped)" at boot when it came first in the file).
+TEST(StartOrder, NeedsFirst) {
+  using Needs = std::vector<std::string>;
+  const std::vector<Case> cases = {
+      {"no needs: as given", {{"a", Needs{}}, {"b", Needs{}}, {"c", Needs{}}}, {"a", "b", "c"}},
+      {"a chain written backwards",
+       {{"edge", Needs{"front"}}, {"front", Needs{"db"}}, {"db", Needs{}}},
+       {"db", "front", "edge"}},
+      {"two needing one, the others as given",
+       {{"x", Needs{"db"}}, {"y", Needs{}}, {"z", Needs{"db"}}, {"db", Needs{}}},
+       {"y", "db", "x", "z"}},
+      {"a need outside the config (refused by it) orders nothing",
+       {{"a", Needs{"gone"}}, {"b", Needs{}}},
+       {"a", "b"}},
+      {"a cycle (refused by the config) comes last as given",
+       {{"p", Needs{"q"}}, {"q", Needs{"p"}}, {"r", Needs{}}},
+       {"r", "p", "q"}},
+  };
+  for (const Case& c : cases) {
+    const std::vector<OrderNode> nodes = Nodes(c.cells);
+    std::vector<size_t> all(nodes.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    EXPECT_EQ(Names(c.cells, NeedsFirst(nodes, all)), c.expected) << c.label;
+  }
+  // Among a subset (a reload's added cells): needs outside it do not hold anything back.
+  const std::vector<Cell> cells = {
+      {"old", Needs{}}, {"new_edge", Needs{"new_db", "old"}}, {"new_db", Needs{}}};
+  const std::vector<size_t> added = {1, 2};
+  EXPECT_THAT(Names(cells, NeedsFirst(Nodes(cells), added)), ElementsAre("new_db", "new_edge"));
+}
+
+// The stopped or failed cell down a held need's chain that holds the whole chain.
+TEST(StartOrder, IdleCellBehindAHeldNeed) {
+  using Needs = std::vector<std::string>;
+  const std::vector<Cell> chain = {{"edge", Needs{"front"}, State::kStopped, kWait},
+                                   {"front", Needs{"db"}, State::kStopped, kWait},
+                                   {"db", Needs{}, State::kStopped, kFree}};
+  EXPECT_EQ(IdleCellBehind(Nodes(chain), "front"), "db");
+  EXPECT_EQ(IdleCellBehind(Nodes(chain), "edge"), "db");
+  std::vector<Cell> moving = chain;
+  moving[2].state = State::kStarting;
+  EXPECT_EQ(IdleCellBehind(Nodes(moving), "front"), "") << "db is on its way";
+  moving[2].state = State::kFailed;
+  EXPECT_EQ(IdleCellBehind(Nodes(moving), "edge"), "db");
+  // A cycle (the config refuses one) ends the search without an answer rather than looping.
+  const std::vector<Cell> cycle = {{"p", Needs{"q"}, State::kStopped, kWait},
+                                   {"q", Needs{"p"}, State::kStopped, kWait}};
+  EXPECT_EQ(IdleCellBehind(Nodes(cycle), "p"), "");
+}
+
 TEST(StartOrder, UnreadyNeedsInNeedsOrder) {
   const std::vector<Cell> cells = {{"db", {}, State::kStarting, kFree},
                                    {"auth", {}, State::kRunning, kFree},
