@@ -179,11 +179,15 @@ TEST(Needs, AChainOfHeldStartsReadsWaitingAndStartAllWaitsForIt) {
               .wait_running = false};
   CellSpec front{.name = "front", .extra_toml = "needs = [\"db\"]\n", .wait_running = false};
   CellSpec edge{.name = "edge", .extra_toml = "needs = [\"front\"]\n", .wait_running = false};
-  Harness h(TestOptions({db, front, edge}));
+  // Written dependents first: the starts are asked needs first all the same, so edge's held start
+  // is logged as waiting for front (waiting), not for front (stopped) before front's was asked.
+  Harness h(TestOptions({edge, front, db}));
   ASSERT_STARTED(h);
   ASSERT_TRUE(h.WaitForCell("edge", [](const nlohmann::json& c) {
     return StateOf(c) == "waiting";
   })) << h.Status().dump();
+  EXPECT_THAT(h.Log(), HasSubstr("cell=edge msg=\"start waits for front (waiting)\""));
+  EXPECT_THAT(h.Log(), Not(HasSubstr("(stopped)"))) << h.Log();
   const nlohmann::json status = h.Status();
   nlohmann::json front_now;
   nlohmann::json edge_now;
