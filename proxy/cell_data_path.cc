@@ -655,7 +655,9 @@ void CellDataPath::LogAccess(const Exchange& exchange, const Outcome& outcome,
       outcome_name.empty() ? kKindNames[static_cast<size_t>(outcome.kind)] : outcome_name;
   record.reason = outcome.reason == ipc::Reason::kNone ? "" : ipc::ReasonName(outcome.reason);
   // The worker's status when its response began; else bulkheadd's own answer's, if it gave one.
-  record.http_status = exchange.http_status;
+  // A client that left (dropped) got a status only if part of the response reached it.
+  const bool client_left = exchange.client == nullptr;
+  record.http_status = client_left && exchange.bytes_out == 0 ? 0 : exchange.http_status;
   if (record.http_status == 0 && outcome.kind != Outcome::Kind::kOk && outcome_name.empty()) {
     record.http_status = wire_->local_status(outcome);
   }
@@ -666,10 +668,12 @@ void CellDataPath::LogAccess(const Exchange& exchange, const Outcome& outcome,
   } else {
     record.queue_wait_us = (now_ns - exchange.admitted_at_ns) / 1000;
   }
-  record.bytes_in = exchange.bytes_in;
-  // A frame's reply payload comes in the outcome; an HTTP response was counted as it was relayed.
+  // What went to the worker: nothing for a request never dispatched (rejected, cancelled).
+  record.bytes_in = exchange.dispatched_at_ns != 0 ? exchange.bytes_in : 0;
+  // What reached the client: a frame's reply payload comes in the outcome; an HTTP response was
+  // counted as it was relayed to the client (Exchange::SendResponse).
   record.bytes_out = exchange.bytes_out;
-  if (outcome.kind == Outcome::Kind::kOk) record.bytes_out += outcome.text.size();
+  if (outcome.kind == Outcome::Kind::kOk && !client_left) record.bytes_out += outcome.text.size();
   record.worker_pid = exchange.worker_pid;
   if (adaptive_ != nullptr) record.limit = bulkhead_.limits().max_concurrent;
   access_log_->Append(record);

@@ -41,8 +41,8 @@ void Exchange::DropBody() {
 }
 
 bool Exchange::SendResponse(std::string_view bytes, bool must_close) {
+  if (client == nullptr) return true;  // its client left: the bytes reach no one
   bytes_out += bytes.size();
-  if (client == nullptr) return true;
   return client->OnResponseBytes(this, bytes, must_close) <= kHighWatermark;
 }
 

@@ -167,6 +167,7 @@ TEST(AccessLogE2e, EveryFrameAndHttpRequestGetsOneLineWithItsOutcome) {
   EXPECT_EQ(frames[1].at("reason"), "full");
   EXPECT_EQ(frames[1].at("worker_pid"), "0");
   EXPECT_EQ(frames[1].at("worker_ms"), "0.000");
+  EXPECT_EQ(frames[1].at("bytes_in"), "0") << "a rejected request sent nothing to the worker";
   EXPECT_EQ(frames[2].at("outcome"), "ok");
   EXPECT_EQ(frames[2].at("id"), "7");
   // Its time at the worker is measured (it waited there for the test's file), not left 0.
@@ -194,6 +195,7 @@ TEST(AccessLogE2e, EveryFrameAndHttpRequestGetsOneLineWithItsOutcome) {
   EXPECT_EQ(web[2].at("reason"), "full");
   EXPECT_EQ(web[2].at("status"), "503");
   EXPECT_EQ(web[2].at("bytes_out"), "0");
+  EXPECT_EQ(web[2].at("bytes_in"), "0") << "a rejected request sent nothing to the worker";
   EXPECT_EQ(web[3].at("target"), "/sleep/400");
   EXPECT_EQ(web[3].at("status"), "200");
   EXPECT_EQ(web[4].at("target"), "/exit");
@@ -207,6 +209,32 @@ TEST(AccessLogE2e, EveryFrameAndHttpRequestGetsOneLineWithItsOutcome) {
   EXPECT_NE(metrics->out.find("bulkhead_access_log_lines_total 9"), std::string::npos)
       << metrics->out;
   EXPECT_NE(metrics->out.find("bulkhead_access_log_dropped_total 0"), std::string::npos);
+
+  // Requests whose clients left while the worker ran them: `dropped`, and the answer the worker
+  // gave reached no one, so no status and no bytes out (both used to show the worker's).
+  {
+    const std::string go = h.dir() + "/go2.flag";
+    {
+      Result<ipc::Client> leaving = h.Connect("frames");
+      ASSERT_TRUE(leaving.ok());
+      ASSERT_TRUE(leaving->Send(8, "wait-file " + go).ok());
+      ASSERT_TRUE(
+          h.WaitForCell("frames", [](const nlohmann::json& c) { return c["running"] == 1; }));
+    }  // the client leaves
+    testing::CreateFlag(go);
+    std::optional<HttpConn> gone = HttpConn::Open(h.CellSocket("web"));
+    ASSERT_TRUE(gone && gone->Send("GET /sleep/300 HTTP/1.1\r\nHost: web\r\n\r\n"));
+    ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
+    gone.reset();
+  }
+  WaitFor([&] { return (all = ReadLines(path)).size() >= 11; }, std::chrono::seconds(10));
+  ASSERT_EQ(all.size(), 11u) << Dump(all) << h.Log();
+  for (size_t i = 9; i < 11; ++i) {
+    EXPECT_EQ(all[i].at("outcome"), "dropped") << Dump(all);
+    EXPECT_EQ(all[i].count("status"), 0u) << Dump(all);
+    EXPECT_EQ(all[i].at("bytes_out"), "0") << Dump(all);
+    EXPECT_NE(all[i].at("bytes_in"), "0") << "dispatched: its request went to the worker";
+  }
 }
 
 
