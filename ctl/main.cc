@@ -26,10 +26,27 @@ namespace {
 // `--timeout: invalid duration "5": a unit is required...; expected ... such as "500ms"...`:
 // ParseDuration's message names the text and gives the accepted form, once; a zero duration
 // `--watch: "0s" must be more than 0`.
+// Both flags must be more than 0: a bare zero ("0", "00") is told so, not told to write "0s".
 std::string DurationFlagError(const char* flag, const std::string& text,
                               const Result<std::chrono::milliseconds>& parsed) {
-  if (!parsed.ok()) return std::string(flag) + ": " + parsed.status().message();
-  return std::string(flag) + ": \"" + text + "\" must be more than 0";
+  const bool bare_zero = !text.empty() && text.find_first_not_of('0') == std::string::npos;
+  if (!parsed.ok() && !bare_zero) return std::string(flag) + ": " + parsed.status().message();
+  return std::string(flag) + ": \"" + text + "\" must be more than 0 (a duration such as " +
+         "\"500ms\" or \"2s\")";
+}
+
+// `--watch ""` (or `--watch=`): CLI11 reads it as --watch with no value, the 2 s default; an
+// empty interval given on purpose is refused instead. Returns the offending flag, or "".
+std::string EmptyWatchInterval(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--watch=" || arg == "-w=") return std::string(arg);
+    if ((arg == "--watch" || arg == "-w") && i + 1 < argc && argv[i + 1][0] == '\0') {
+      return std::string(arg) + " \"\"";
+    }
+    if (arg == "--") break;
+  }
+  return "";
 }
 
 // `unknown command "stats"; did you mean "status"? ...` for a word that names no subcommand.
@@ -176,6 +193,11 @@ int Main(int argc, char** argv) {
   const std::string socket = ControlSocketFromEnvironment(socket_flag);
 
   if (status->parsed() && watch_option->count() > 0) {
+    if (std::string empty = EmptyWatchInterval(argc, argv); !empty.empty()) {
+      PrintError("--watch: an empty interval (" + empty +
+                 "); give one such as \"500ms\" or \"2s\", or no value for 2s");
+      return kExitUsage;
+    }
     std::chrono::milliseconds interval{2000};
     // `status --watch web`: CLI11 gives --watch the word after it. A cell's name starts with a
     // letter, '_' or a digit, never '-' (config/cell_table.h); an interval with a digit. A word

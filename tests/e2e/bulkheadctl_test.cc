@@ -852,6 +852,9 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"status", "--watch", "5"},
            std::vector<std::string>{"status", "--watch", "-1"},
            std::vector<std::string>{"status", "--watch", "1m90s"},
+           std::vector<std::string>{"status", "--watch", "0"},
+           std::vector<std::string>{"status", "--watch", ""},
+           std::vector<std::string>{"status", "--watch="},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -876,7 +879,17 @@ TEST(Bulkheadctl, UsageErrors) {
                      "<integer><unit> groups, largest unit first, such as \"500ms\", \"2s\" or "
                      "\"1m30s\" (units: h, m, s, ms)\n"},
            std::pair{std::vector<std::string>{"status", "--timeout", "0s"},
-                     "bulkheadctl: --timeout: \"0s\" must be more than 0\n"},
+                     "bulkheadctl: --timeout: \"0s\" must be more than 0"},
+           // A bare 0 was told to write "0s", which was then refused.
+           std::pair{std::vector<std::string>{"status", "--watch", "0"},
+                     "bulkheadctl: --watch: \"0\" must be more than 0 (a duration such as "
+                     "\"500ms\" or \"2s\")\n"},
+           // An empty interval was taken as no value: the 2 s default.
+           std::pair{std::vector<std::string>{"status", "--watch", ""},
+                     "bulkheadctl: --watch: an empty interval (--watch \"\"); give one such as "
+                     "\"500ms\" or \"2s\", or no value for 2s\n"},
+           std::pair{std::vector<std::string>{"status", "-w="},
+                     "bulkheadctl: --watch: an empty interval (-w=)"},
            std::pair{std::vector<std::string>{"status", "a", "--watch", "soon"},
                      "bulkheadctl: --watch: \"soon\" is not an interval (a duration such as "
                      "\"500ms\" or \"2s\"), and the cell is \"a\" already\n"},
