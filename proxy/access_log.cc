@@ -366,6 +366,7 @@ Result<std::unique_ptr<AccessLog>> AccessLog::Open(uv_loop_t* loop, loop::TimeSo
   log->destination_ = destination;
   uv_async_t* done = log->handles_.Open(uv_async_init, loop, &AccessLog::OnWriterDone);
   done->data = log.get();
+  log->done_ = done;
   log->writer_ = std::make_unique<Writer>(fds[0], *out, destination == "stderr",
                                           [done] { uv_async_send(done); });
   return log;
@@ -492,12 +493,17 @@ void AccessLog::Close(std::function<void()> on_closed, uint64_t grace_ms) {
   writer_->Finish(std::move(tail), grace_ms);
   ::close(std::exchange(out_fd_, -1));
   on_closed_ = std::move(on_closed);
+  if (writer_ended_early_) OnWriterDone(done_);  // its async came and went before Close
 }
 
 void AccessLog::OnWriterDone(uv_async_t* async) {
   auto* self = static_cast<AccessLog*>(async->data);
-  // The thread ends only at the pipe's EOF, i.e. after Close.
-  if (self->state_ != State::kClosed) return;
+  // The thread ends at the pipe's EOF, i.e. after Close; before it only if a read of the pipe
+  // failed, which Close then finishes.
+  if (self->state_ != State::kClosed) {
+    self->writer_ended_early_ = true;
+    return;
+  }
   self->writer_->Join();
   self->handles_.Close(std::move(self->on_closed_));
 }

@@ -155,6 +155,8 @@ class AccessLog {
   uint64_t lines_ = 0;
   uint64_t dropped_ = 0;
   std::function<void()> on_closed_;  // Close's, run once the writer thread ended
+  uv_async_t* done_ = nullptr;       // the writer thread says it ended (OnWriterDone)
+  bool writer_ended_early_ = false;  // it ended before Close (a failed read of the pipe)
 };
 
 }  // namespace bulkhead::proxy
