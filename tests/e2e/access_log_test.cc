@@ -2,8 +2,11 @@
 // The access log end to end (docs/access-log.md): bulkheadd with `access_log` set, a frames cell
 // and an HTTP cell each sent requests that end ok, rejected and failed; the file holds one line per
 // request, in logfmt, with the fields each outcome has, and the metrics count the lines.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -273,6 +276,46 @@ TEST(AccessLogE2e, AReloadThatCannotReopenTheFileFailsAndKeepsWritingTheOldOne) 
           std::chrono::seconds(10));
   ASSERT_EQ(all.size(), 2u) << Dump(all) << h.Log();
   EXPECT_EQ(all[1].at("bytes_in"), std::to_string(std::string("echo two").size()));
+}
+
+// The access log on a named pipe whose reader stopped reading (a log shipper that hangs): the
+// writer thread stalls on it. A reload then froze bulkheadd (the reopen waited for that thread),
+// and SIGTERM never ended it. Now requests are served meanwhile, the reload answers, and
+// bulkheadd exits by itself once it gave the reader its grace.
+TEST(AccessLogE2e, AStalledNamedPipeReaderNeitherFreezesAReloadNorHoldsTheShutdown) {
+  HarnessOptions options = TestOptions(
+      {CellSpec{.name = "frames", .max_concurrent = 1, .extra_toml = std::string(kQuickStop)}});
+  TempDir logs;
+  const std::string fifo = logs.path() + "/access.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const UniqueFd reader(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // never reads
+  ASSERT_TRUE(reader.valid());
+  options.supervisor_toml = "access_log = \"" + fifo + "\"\n";
+  Harness h(std::move(options));
+  ASSERT_STARTED(h);
+  // Until the named pipe is full (its own writer is told no room), and more lines after.
+  const UniqueFd probe(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  ASSERT_TRUE(probe.valid());
+  auto full = [&] {
+    pollfd fd{probe.get(), POLLOUT, 0};
+    return ::poll(&fd, 1, 0) == 0;
+  };
+  int sent = 0;
+  for (; sent < 5000 && !full(); ++sent) {
+    Result<ipc::Client::Reply> reply = h.Call("frames", "echo fill");
+    ASSERT_TRUE(IsReply(reply, ReplyStatus::kOk, Reason::kNone)) << Describe(reply);
+  }
+  ASSERT_TRUE(full()) << "the named pipe never filled after " << sent << " requests";
+  for (int i = 0; i < 400; ++i) EXPECT_OK_REPLY(h.Call("frames", "echo more"), "more");
+
+  Result<ProcessResult> reload = h.Ctl({"reload"});
+  ASSERT_TRUE(reload.ok()) << reload.status().message();
+  EXPECT_EQ(reload->exit_code(), kExitOk) << reload->Describe();
+  EXPECT_OK_REPLY(h.Call("frames", "echo after"), "after");
+
+  Result<int> stopped = h.Stop();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << *stopped;
 }
 
 }  // namespace
