@@ -122,9 +122,6 @@ AdaptiveLimit::AdaptiveLimit(const Clock* clock, const Options& options)
   BH_CHECK(options.window_samples >= 1 && options.max_probe_backoff >= 2);
   BH_CHECK(options.base_horizon_ms >= kBaseBuckets);
   BH_CHECK(options.pressure_cut > 0 && options.pressure_cut < 1);
-  BH_CHECK(options.cpu_stall_window_ms > 0 && options.cpu_own_stall_share > 0 &&
-           options.cpu_own_stall_share <= 1 && options.cpu_used_share > 0 &&
-           options.cpu_used_share <= 1);
   BH_CHECK(options.memory_cut > 0 && options.memory_cut < 1);
   BH_CHECK(options.throttle_hold_share > 0 && options.throttle_hold_share <= 1);
   BH_CHECK(options.memory_hold_ratio > 0 && options.memory_hold_ratio <= options.memory_cut_ratio &&
@@ -258,65 +255,10 @@ uint32_t AdaptiveLimit::OnPressure(Signal signal) {
   BH_CHECK(signal == Signal::kCpuPressure || signal == Signal::kMemoryPressure);
   const uint64_t now_ms = clock_->NowMs();
   pressure_hold_until_ms_ = std::max(pressure_hold_until_ms_, now_ms + options_.pressure_hold_ms);
-  if (signal == Signal::kCpuPressure) {
-    const std::optional<CpuWindow> cpu = CpuWindowAt(now_ms);
-    if (cpu) {
-      cpu_own_stall_permille_ = Permille(cpu->own_stall);
-      cpu_used_permille_ = Permille(cpu->used);
-    }
-    if (cpu && cpu->own_stall < options_.cpu_own_stall_share &&
-        cpu->used < options_.cpu_used_share) {
-      // Its tasks waited while other cgroups held the CPUs, and it used little of them: a lower
-      // limit gives none back.
-      ++cpu_pressure_spared_;
-      return limit_;
-    }
-  }
   Cut(options_.pressure_cut,
       signal == Signal::kCpuPressure ? LimitCause::kCpuPressure : LimitCause::kMemoryPressure, 0,
       now_ms);
   return limit_;
-}
-
-void AdaptiveLimit::OnCpuStall(uint64_t some_us, uint64_t full_us, uint64_t usage_us,
-                               uint32_t cpus) {
-  if (cpu_stall_count_ > 0) {
-    const CpuStallReading& newest =
-        cpu_stall_[(cpu_stall_next_ + kCpuStallReadings - 1) % kCpuStallReadings];
-    if (some_us < newest.some_us || full_us < newest.full_us || usage_us < newest.usage_us) {
-      cpu_stall_count_ = 0;
-    }
-  }
-  cpu_stall_[cpu_stall_next_] =
-      CpuStallReading{clock_->NowMs(), some_us, full_us, usage_us, std::max(cpus, 1U)};
-  cpu_stall_next_ = (cpu_stall_next_ + 1) % kCpuStallReadings;
-  cpu_stall_count_ = std::min(cpu_stall_count_ + 1, kCpuStallReadings);
-}
-
-std::optional<AdaptiveLimit::CpuWindow> AdaptiveLimit::CpuWindowAt(uint64_t now_ms) const {
-  if (cpu_stall_count_ < 2) return std::nullopt;
-  auto reading = [this](size_t age) -> const CpuStallReading& {
-    return cpu_stall_[(cpu_stall_next_ + kCpuStallReadings - 1 - age) % kCpuStallReadings];
-  };
-  const CpuStallReading& newest = reading(0);
-  const uint64_t window_ms = options_.cpu_stall_window_ms;
-  if (now_ms - newest.at_ms > window_ms) return std::nullopt;
-  // The newest reading at least the window before the newest, else the oldest one.
-  const CpuStallReading* from = &reading(cpu_stall_count_ - 1);
-  for (size_t age = 1; age < cpu_stall_count_; ++age) {
-    if (newest.at_ms - reading(age).at_ms >= window_ms) {
-      from = &reading(age);
-      break;
-    }
-  }
-  const uint64_t span_ms = newest.at_ms - from->at_ms;
-  if (span_ms * 2 < window_ms || span_ms == 0) return std::nullopt;
-  const double span_us = static_cast<double>(span_ms) * 1000.0;
-  const uint64_t some = newest.some_us - from->some_us;
-  const uint64_t full = std::min(some, newest.full_us - from->full_us);
-  const double used = static_cast<double>(newest.usage_us - from->usage_us) /
-                      (span_us * static_cast<double>(newest.cpus));
-  return CpuWindow{static_cast<double>(some - full) / span_us, used};
 }
 
 uint32_t AdaptiveLimit::OnCpuStat(uint64_t nr_periods, uint64_t nr_throttled) {

@@ -82,27 +82,6 @@ namespace bulkhead::admission {
 // (2) PSI triggers (Documentation/accounting/psi.rst). OnPressure: the limit is multiplied by
 // pressure_cut and growth is held for pressure_hold_ms. The kernel sends at most one event per
 // trigger window, so sustained pressure keeps cutting once a window down to the floor.
-// A cpu.pressure event cuts only when the cell is what the CPUs are short of: its own tasks
-// queued behind each other, or it used half of the machine's CPUs itself. psi.rst: "some" is the
-// time in which at least some of the cgroup's tasks were stalled, "full" the time in which all of
-// its non-idle tasks were stalled at once; the kernel keeps these states per CPU
-// (kernel/sched/psi.c: cpu some while a CPU has more of the group's runnable tasks than it runs,
-// cpu full while it runs none of them). So "some" less "full" is time in which a task of the cell
-// waited on a CPU that was running another task of the same cell: queueing among its own
-// requests, which a lower limit relieves. "full" is time in which its tasks waited while none of
-// them ran: other cgroups held the CPUs (the neighbours, bulkheadd, the callers), which a lower
-// limit does not give back by itself. But a cell that waits for others while using much of the
-// CPUs is still one of those others to its neighbours: an overloaded cell at 2 requests on 2
-// CPUs beside a busy neighbour waits in "full" only, and cutting it to 1 hands the neighbour a
-// CPU (the isolation a cut on every event kept in the VM bench). OnCpuStall feeds cpu.pressure's
-// cumulative totals and cpu.stat's usage_usec at each poll; an event then cuts when, over the
-// last cpu_stall_window_ms, the own stall was at least cpu_own_stall_share of the time or the
-// cell used at least cpu_used_share of the machine's CPUs, and otherwise only holds growth (the
-// CPUs are short: more requests would only queue). With no readings spanning half that window
-// (no "full" line before Linux 5.13, no poll yet) it cuts, as before: an overloaded cell off its
-// neighbours' CPU is the first promise, a memory-bound cell's goodput the lesser one
-// (docs/benchmarks.md). In the VM bench a memory-bound cell at 4 requests and more is CPU-hungry
-// itself (touching memory is CPU work in a TCG guest), so this spares it only at lower limits.
 // (3) cpu.max throttling. OnCpuStat takes cpu.stat's cumulative nr_periods and nr_throttled; when
 // at least throttle_min_periods periods passed since the last evaluation and throttle_hold_share of
 // them were throttled, growth is held until an evaluation finds otherwise. It never cuts: a cell
@@ -232,13 +211,6 @@ class AdaptiveLimit {
     // PSI trigger: limit x pressure_cut, growth held pressure_hold_ms (two 1 s trigger windows).
     double pressure_cut = 0.75;
     uint64_t pressure_hold_ms = 2'000;
-    // A cpu.pressure event cuts when, over the last cpu_stall_window_ms (the trigger's window),
-    // cpu.pressure's "some" less "full" was >= cpu_own_stall_share of the time (half the stall
-    // kCpuTrigger fires at) or the cell used >= cpu_used_share of the machine's CPUs; otherwise
-    // it only holds growth.
-    uint64_t cpu_stall_window_ms = 1'000;
-    double cpu_own_stall_share = 0.25;
-    double cpu_used_share = 0.5;
     // cpu.stat: evaluated once >= throttle_min_periods periods passed; >= throttle_hold_share of
     // them throttled holds growth.
     uint32_t throttle_min_periods = 5;
@@ -280,13 +252,8 @@ class AdaptiveLimit {
   // worker when it ended, itself included (>= 1). Requests that got no answer (the worker died,
   // the client's request was never sent) are not samples. O(1), no allocation.
   uint32_t OnSample(uint64_t service_us, uint32_t running);
-  // (2) A PSI trigger fired. `signal`: kCpuPressure or kMemoryPressure. A cpu event cuts only
-  // when the readings (OnCpuStall) say the cell is what the CPUs are short of (above).
+  // (2) A PSI trigger fired. `signal`: kCpuPressure or kMemoryPressure.
   uint32_t OnPressure(Signal signal);
-  // cpu.pressure's cumulative totals, μs: the "some" and "full" lines' total= (psi.rst), and
-  // cpu.stat's usage_usec, with the CPUs the machine has (>= 1), one reading per poll. Totals
-  // that went back (a new cgroup) start the readings anew. Never moves the limit.
-  void OnCpuStall(uint64_t some_us, uint64_t full_us, uint64_t usage_us, uint32_t cpus);
   // (3) cpu.stat's cumulative nr_periods and nr_throttled. A counter that went back (a new cgroup)
   // starts the count anew.
   uint32_t OnCpuStat(uint64_t nr_periods, uint64_t nr_throttled);
@@ -315,14 +282,6 @@ class AdaptiveLimit {
   // the last memory sample, in thousandths.
   uint32_t throttled_permille() const { return throttled_permille_; }
   uint32_t memory_permille() const { return memory_permille_; }
-  // The cell's own cpu stall ("some" less "full") over the window judged at the last cpu.pressure
-  // event, in thousandths of the time, and its CPU use then in thousandths of the machine's CPUs;
-  // nullopt before one was judged so.
-  std::optional<uint32_t> cpu_own_stall_permille() const { return cpu_own_stall_permille_; }
-  std::optional<uint32_t> cpu_used_permille() const { return cpu_used_permille_; }
-  // cpu.pressure events that held growth and did not cut (the stall was not the cell's own, and
-  // it used less than cpu_used_share of the CPUs).
-  uint64_t cpu_pressure_spared() const { return cpu_pressure_spared_; }
   uint64_t windows_closed() const { return windows_closed_; }
   // The last changes, newest first: change(0) is the latest. REQUIRES: i < change_count().
   size_t change_count() const { return change_count_; }
@@ -353,14 +312,6 @@ class AdaptiveLimit {
   // A cut of any cause: leaves slow start.
   void Cut(double factor, LimitCause cause, uint32_t permille, uint64_t now_ms);
   GrowthHold HoldAt(uint64_t now_ms) const;
-  // Over the last cpu_stall_window_ms of readings: the cell's own cpu stall as a share of the
-  // time, and its CPU use as a share of the machine's CPUs; nullopt when the readings span less
-  // than half of it or the newest is older than it.
-  struct CpuWindow {
-    double own_stall = 0;
-    double used = 0;
-  };
-  std::optional<CpuWindow> CpuWindowAt(uint64_t now_ms) const;
 
   const Clock* clock_;
   Options options_;
@@ -398,21 +349,6 @@ class AdaptiveLimit {
 
   // Kernel signals.
   uint64_t pressure_hold_until_ms_ = 0;
-  // cpu.pressure readings (OnCpuStall), a ring: 8 polls of 250 ms span the 1 s window and more.
-  struct CpuStallReading {
-    uint64_t at_ms = 0;
-    uint64_t some_us = 0;
-    uint64_t full_us = 0;
-    uint64_t usage_us = 0;
-    uint32_t cpus = 1;
-  };
-  static constexpr size_t kCpuStallReadings = 8;
-  std::array<CpuStallReading, kCpuStallReadings> cpu_stall_{};
-  size_t cpu_stall_next_ = 0;  // where the next reading goes
-  size_t cpu_stall_count_ = 0;
-  std::optional<uint32_t> cpu_own_stall_permille_;
-  std::optional<uint32_t> cpu_used_permille_;
-  uint64_t cpu_pressure_spared_ = 0;
   bool has_cpu_stat_ = false;
   uint64_t cpu_periods_ = 0;
   uint64_t cpu_throttled_ = 0;

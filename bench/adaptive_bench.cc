@@ -376,9 +376,7 @@ int Main(int argc, char** argv) {
       limit = c.is_object() ? std::to_string(c.value("limit", 0)) + " of " +
                                   std::to_string(c.value("floor", 0)) + ".." +
                                   std::to_string(c.value("ceiling", 0)) +
-                                  ", changes " + c.value("changes_by_cause", nlohmann::json()).dump() +
-                                  ", cpu_pressure_spared " +
-                                  std::to_string(c.value("cpu_pressure_spared", uint64_t{0}))
+                                  ", changes " + c.value("changes_by_cause", nlohmann::json()).dump()
                             : "?";
     }
     std::printf("%-10s %9.1f %11.1f %11.0f %8llu %9.0f %9.0f %7.2f %5llu %11.0f  %s\n",

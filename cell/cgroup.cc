@@ -467,8 +467,6 @@ Result<CgroupUsage> CellCgroup::ReadUsage() const {
   Result<CpuStat> cpu = files.Parsed("cpu.stat", ParseCpuStat);
   if (!cpu.ok()) return cpu.status();
   usage.cpu = cpu.value();
-  Result<Pressure> pressure = files.Parsed("cpu.pressure", ParsePressure);
-  if (pressure.ok()) usage.cpu_pressure = pressure.value();
   return usage;
 }
 

@@ -136,9 +136,8 @@ class CellCgroup {
   Result<CgroupStats> ReadStats() const;
   // Reads memory.events alone (one small read), for watching OOM kills.
   Result<MemoryEvents> ReadMemoryEvents() const;
-  // Reads what the adaptive mode polls: cpu.stat, memory.current, memory.max, memory.stat and
-  // cpu.pressure (five small reads; the memory files only with the memory controller; a
-  // cpu.pressure that cannot be read is left out, not an error).
+  // Reads what the adaptive mode polls: cpu.stat, memory.current, memory.max and memory.stat
+  // (four small reads; the memory files only with the memory controller).
   Result<CgroupUsage> ReadUsage() const;
   // Reads <resource>.pressure: the stall averages and totals, for status. Triggers on the same
   // files: cell/pressure_trigger.h.

@@ -130,6 +130,21 @@ struct MemoryStat {
   uint64_t inactive_file = 0;  // page cache the kernel reclaims first
 };
 
+// What CellCgroup::ReadUsage() returns: the numbers the adaptive mode polls (docs/
+// adaptive-concurrency.md). The memory files are absent while the memory controller is not
+// enabled for the cell (has_memory false, the memory fields 0 / nullopt).
+struct CgroupUsage {
+  CpuStat cpu;                         // cpu.stat; its nr_/throttled_ keys need the cpu controller
+  bool has_memory = true;              // memory.current, memory.max, memory.stat were there
+  uint64_t memory_current = 0;         // memory.current, bytes
+  std::optional<uint64_t> memory_max;  // memory.max, bytes; nullopt = "max"
+  MemoryStat memory_stat;              // memory.stat
+
+  // memory.current less inactive_file: what the cell holds that reclaim would not readily give
+  // back, as the kubelet's working set counts it. Compared with memory.max by the adaptive mode.
+  uint64_t working_set() const;
+};
+
 // What ReadStats() returns: the kernel's own numbers for one cell. The files of a controller that
 // is not enabled for the cell are absent: its fields stay 0 / nullopt and its flag says so.
 struct CgroupStats {
@@ -197,24 +212,6 @@ struct Pressure {
 // "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=... total=...\n". The "some" line and
 // every line's total are required; unknown lines and keys are ignored (kernels add them).
 Result<Pressure> ParsePressure(std::string_view text);
-
-// What CellCgroup::ReadUsage() returns: the numbers the adaptive mode polls (docs/
-// adaptive-concurrency.md). The memory files are absent while the memory controller is not
-// enabled for the cell (has_memory false, the memory fields 0 / nullopt).
-struct CgroupUsage {
-  CpuStat cpu;                         // cpu.stat; its nr_/throttled_ keys need the cpu controller
-  bool has_memory = true;              // memory.current, memory.max, memory.stat were there
-  uint64_t memory_current = 0;         // memory.current, bytes
-  std::optional<uint64_t> memory_max;  // memory.max, bytes; nullopt = "max"
-  MemoryStat memory_stat;              // memory.stat
-  // cpu.pressure (its totals tell the adaptive mode whose CPU use its tasks waited for); nullopt
-  // when it could not be read (no PSI: CONFIG_PSI off, psi=0, cgroup.pressure 0).
-  std::optional<Pressure> cpu_pressure;
-
-  // memory.current less inactive_file: what the cell holds that reclaim would not readily give
-  // back, as the kubelet's working set counts it. Compared with memory.max by the adaptive mode.
-  uint64_t working_set() const;
-};
 
 // Which line a trigger watches.
 enum class PressureKind : uint8_t { kSome, kFull };

@@ -255,9 +255,6 @@ void CellDataPath::CgroupUsagePolled(const CgroupSample& sample) {
   if (adaptive_->signal_live(admission::Signal::kMemoryUsage) && sample.memory_max > 0) {
     limit = adaptive_->OnMemoryUsage(sample.working_set, sample.memory_max);
   }
-  if (adaptive_->signal_live(admission::Signal::kCpuPressure) && sample.has_cpu_stall) {
-    adaptive_->OnCpuStall(sample.cpu_some_us, sample.cpu_full_us, sample.cpu_usage_us, sample.cpus);
-  }
   TakeAdaptiveLimit(limit);
 }
 

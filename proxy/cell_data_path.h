@@ -136,20 +136,13 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // kCpuPressure or kMemoryPressure (AdaptiveLimit::OnPressure).
   void PressureFired(admission::Signal signal);
   // One poll of the cell's cgroup: cpu.stat's cumulative counters (AdaptiveLimit::OnCpuStat, while
-  // kCpuThrottling is live), the working set against memory.max (OnMemoryUsage, while
-  // kMemoryUsage is live), bytes; memory_max 0: "max"; and cpu.pressure's cumulative "some" and
-  // "full" totals and cpu.stat's usage_usec, μs, with the machine's online CPUs (OnCpuStall,
-  // while kCpuPressure is live and has_cpu_stall: the file had both lines).
+  // kCpuThrottling is live) and the working set against memory.max (OnMemoryUsage, while
+  // kMemoryUsage is live), bytes; memory_max 0: "max".
   struct CgroupSample {
     uint64_t nr_periods = 0;
     uint64_t nr_throttled = 0;
     uint64_t working_set = 0;
     uint64_t memory_max = 0;
-    bool has_cpu_stall = false;
-    uint64_t cpu_some_us = 0;
-    uint64_t cpu_full_us = 0;
-    uint64_t cpu_usage_us = 0;
-    uint32_t cpus = 1;
   };
   void CgroupUsagePolled(const CgroupSample& sample);
   // The kernel signals live now (admission::SignalBit of each), for status; kept for a controller

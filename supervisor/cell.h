@@ -9,12 +9,10 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "base/status.h"
 #include "cell/cgroup.h"
@@ -154,20 +152,10 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   }
   void PressureFired(admission::Signal signal) override { data_path_.PressureFired(signal); }
   void CgroupUsagePolled(const cell::CgroupUsage& usage) override {
-    // The machine's online CPUs (get_nprocs), once: what a cell's CPU use is a share of.
-    static const uint32_t cpus = std::max(1U, std::thread::hardware_concurrency());
-    data_path_.CgroupUsagePolled(
-        {.nr_periods = usage.cpu.nr_periods,
-         .nr_throttled = usage.cpu.nr_throttled,
-         .working_set = usage.has_memory ? usage.working_set() : 0,
-         .memory_max = usage.memory_max.value_or(0),
-         .has_cpu_stall = usage.cpu_pressure.has_value() && usage.cpu_pressure->full.has_value(),
-         .cpu_some_us = usage.cpu_pressure ? usage.cpu_pressure->some.total_us : 0,
-         .cpu_full_us = usage.cpu_pressure && usage.cpu_pressure->full
-                            ? usage.cpu_pressure->full->total_us
-                            : 0,
-         .cpu_usage_us = usage.cpu.usage_usec,
-         .cpus = cpus});
+    data_path_.CgroupUsagePolled({.nr_periods = usage.cpu.nr_periods,
+                                  .nr_throttled = usage.cpu.nr_throttled,
+                                  .working_set = usage.has_memory ? usage.working_set() : 0,
+                                  .memory_max = usage.memory_max.value_or(0)});
   }
   void AdaptiveSignals(uint8_t live) override { data_path_.SetKernelSignals(live); }
 

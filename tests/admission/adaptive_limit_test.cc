@@ -62,19 +62,6 @@ class AdaptiveLimitTest : public ::testing::Test {
   }
   // A window that reached the limit: every sample saw the whole limit running.
   uint32_t Busy(double ratio) { return Window(ratio, lim().limit()); }
-  // cpu.pressure's totals and cpu.stat's usage over the next second, in 4 polls of 250 ms on a
-  // machine of 2 CPUs: `some_ms` and `full_ms` of stall and `used_ms` of CPU in all (the clock
-  // moves 1 s).
-  void CpuStall(uint64_t some_ms, uint64_t full_ms, uint64_t used_ms = 0) {
-    lim().OnCpuStall(cpu_some_us_, cpu_full_us_, cpu_used_us_, 2);
-    for (int i = 0; i < 4; ++i) {
-      clock_.AdvanceMs(250);
-      cpu_some_us_ += some_ms * 1000 / 4;
-      cpu_full_us_ += full_ms * 1000 / 4;
-      cpu_used_us_ += used_ms * 1000 / 4;
-      lim().OnCpuStall(cpu_some_us_, cpu_full_us_, cpu_used_us_, 2);
-    }
-  }
   // cpu.stat: `throttled` of 10 periods throttled since the last call.
   void Throttled(uint64_t throttled) {
     periods_ += 10;
@@ -92,9 +79,6 @@ class AdaptiveLimitTest : public ::testing::Test {
   std::unique_ptr<AdaptiveLimit> limit_;
   uint64_t periods_ = 0;
   uint64_t throttled_ = 0;
-  uint64_t cpu_some_us_ = 5'000'000;
-  uint64_t cpu_full_us_ = 2'000'000;
-  uint64_t cpu_used_us_ = 9'000'000;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -117,19 +101,15 @@ enum class Input {
   kTwiceTheMinimum,      // window: R = 2.0, reached: to C x 1.25 / 2
   kFiveTimes,            // window: R = 5.0, reached: halved at most
   kSlowAtTwoRunning,     // window: R = 2.0 with only 2 running: to 2 x 1.25 / 2, halved at most
-  kCpuPressure,          // cpu.pressure trigger, no stall readings: cut
-  kCpuPressureOwnStall,  // cpu.pressure trigger after 1 s of readings: some 800 ms, full 100 ms
-  kCpuPressureOthers,    // after 1 s of readings: some 800 ms, full 700 ms (others held the CPUs),
-                         // 600 ms of CPU used (0.3 of 2 CPUs)
-  kCpuPressureOthersBusy,  // the same, but 1.2 s of CPU used (0.6 of 2 CPUs): still cut
-  kMemoryPressure,         // memory.pressure trigger
-  kMemoryAtCut,            // working set 900 per mille of memory.max
-  kMemoryAtHold,           // 800 per mille
-  kMemoryLow,              // 500 per mille
-  kThrottled,              // 6 of 10 periods throttled
-  kBarelyThrottled,        // 1 of 10
-  kFloorRaised,            // SetBounds(10, 64)
-  kCeilingLowered,         // SetBounds(1, 4)
+  kCpuPressure,          // cpu.pressure trigger
+  kMemoryPressure,       // memory.pressure trigger
+  kMemoryAtCut,          // working set 900 per mille of memory.max
+  kMemoryAtHold,         // 800 per mille
+  kMemoryLow,            // 500 per mille
+  kThrottled,            // 6 of 10 periods throttled
+  kBarelyThrottled,      // 1 of 10
+  kFloorRaised,          // SetBounds(10, 64)
+  kCeilingLowered,       // SetBounds(1, 4)
 };
 
 struct Entry {
@@ -194,18 +174,6 @@ class AdaptiveLimitTableTest : public AdaptiveLimitTest {
       case Input::kCpuPressure:
         lim().OnPressure(Signal::kCpuPressure);
         break;
-      case Input::kCpuPressureOwnStall:
-        CpuStall(800, 100);
-        lim().OnPressure(Signal::kCpuPressure);
-        break;
-      case Input::kCpuPressureOthers:
-        CpuStall(800, 700, 600);
-        lim().OnPressure(Signal::kCpuPressure);
-        break;
-      case Input::kCpuPressureOthersBusy:
-        CpuStall(800, 700, 1200);
-        lim().OnPressure(Signal::kCpuPressure);
-        break;
       case Input::kMemoryPressure:
         lim().OnPressure(Signal::kMemoryPressure);
         break;
@@ -252,9 +220,6 @@ const std::vector<Entry> kTable = {
     {From::kSlowStart, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kSlowStart, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
     {From::kSlowStart, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kSlowStart, Input::kCpuPressureOwnStall, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kSlowStart, Input::kCpuPressureOthersBusy, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kSlowStart, Input::kCpuPressureOthers, 8, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kSlowStart, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -273,9 +238,6 @@ const std::vector<Entry> kTable = {
     {From::kAvoidance, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kAvoidance, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
     {From::kAvoidance, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kAvoidance, Input::kCpuPressureOwnStall, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kAvoidance, Input::kCpuPressureOthersBusy, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kAvoidance, Input::kCpuPressureOthers, 8, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kAvoidance, Input::kMemoryAtHold, 8, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
@@ -295,9 +257,6 @@ const std::vector<Entry> kTable = {
     {From::kFloor, Input::kFiveTimes, 2, kNoCause, kAvoid},
     {From::kFloor, Input::kSlowAtTwoRunning, 2, kNoCause, kAvoid},
     {From::kFloor, Input::kCpuPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
-    {From::kFloor, Input::kCpuPressureOwnStall, 2, kNoCause, kAvoid, GrowthHold::kPressure},
-    {From::kFloor, Input::kCpuPressureOthersBusy, 2, kNoCause, kAvoid, GrowthHold::kPressure},
-    {From::kFloor, Input::kCpuPressureOthers, 2, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryAtCut, 2, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
     {From::kFloor, Input::kMemoryAtHold, 2, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -316,9 +275,6 @@ const std::vector<Entry> kTable = {
     {From::kCeiling, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kCeiling, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
     {From::kCeiling, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kCeiling, Input::kCpuPressureOwnStall, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kCeiling, Input::kCpuPressureOthersBusy, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
-    {From::kCeiling, Input::kCpuPressureOthers, 8, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kCeiling, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -331,7 +287,7 @@ const std::vector<Entry> kTable = {
 // clang-format on
 
 constexpr size_t kFromCount = 4;
-constexpr size_t kInputCount = 20;
+constexpr size_t kInputCount = 17;
 
 TEST_F(AdaptiveLimitTableTest, EveryEntry) {
   ASSERT_EQ(kTable.size(), kFromCount * kInputCount);
@@ -586,48 +542,6 @@ TEST_F(AdaptiveLimitTest, SustainedPressureCutsOnEveryEventDownToTheFloor) {
   }
   EXPECT_EQ(limits, (std::vector<uint32_t>{30, 22, 16, 12, 9, 7, 5, 4, 3, 2, 2}));
   EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 10u);
-}
-
-// A cpu.pressure event judges the last second of readings: "some" less "full" is the cell's tasks
-// waiting behind its own, "full" them waiting while none of its own ran. It cuts when the own
-// stall is a quarter of the time or the cell used half of the machine's CPUs itself; otherwise it
-// only holds growth. Readings too short or too old to judge, or totals that went back, cut as
-// before.
-TEST_F(AdaptiveLimitTest, ACpuEventCutsOnlyWhenTheCellIsWhatTheCpusAreShortOf) {
-  StartAt(16, /*floor=*/1);
-  CpuStall(600, 500, 900);  // own 100 ms of 1 s, 0.45 of 2 CPUs used
-  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 16u);
-  EXPECT_EQ(lim().cpu_own_stall_permille(), 100u);
-  EXPECT_EQ(lim().cpu_used_permille(), 450u);
-  EXPECT_EQ(lim().cpu_pressure_spared(), 1u);
-  EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
-  CpuStall(600, 500, 1000);  // half of the CPUs used: cut
-  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 12u);
-  EXPECT_EQ(lim().cpu_used_permille(), 500u);
-  CpuStall(600, 350);  // own 250 ms: cut
-  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 9u);
-  EXPECT_EQ(lim().cpu_own_stall_permille(), 250u);
-  EXPECT_EQ(lim().cpu_pressure_spared(), 1u);
-  // Only the last second is judged: 4 s of own stall and use before it do not count.
-  for (int i = 0; i < 4; ++i) CpuStall(900, 0, 1800);
-  CpuStall(700, 700);
-  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 9u);
-  EXPECT_EQ(lim().cpu_own_stall_permille(), 0u);
-  // The newest reading more than a window old: not judged, so cut.
-  clock_.AdvanceMs(1001);
-  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 6u);
-  // Totals that went back (a new cgroup): the readings start anew; one reading judges nothing.
-  lim().OnCpuStall(0, 0, 0, 2);
-  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 5u);
-  // Half a window of readings is enough: 2 polls of 250 ms, all of it others'.
-  clock_.AdvanceMs(250);
-  lim().OnCpuStall(200'000, 200'000, 100'000, 2);
-  clock_.AdvanceMs(250);
-  lim().OnCpuStall(400'000, 400'000, 200'000, 2);
-  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure), 5u);
-  EXPECT_EQ(lim().cpu_pressure_spared(), 3u);
-  // A memory.pressure event is never judged so.
-  EXPECT_EQ(lim().OnPressure(Signal::kMemoryPressure), 3u);
 }
 
 TEST_F(AdaptiveLimitTest, MemoryNearTheMaxCutsAtMostOncePerInterval) {

@@ -496,32 +496,6 @@ TEST_F(FakeCgroupTree, ReadUsageWithoutTheMemoryController) {
   EXPECT_EQ(usage->cpu.usage_usec, 600u);
 }
 
-// cpu.pressure's totals go with the poll (the adaptive mode judges a cpu trigger event by them);
-// a cpu.pressure that is absent (no PSI) or unreadable leaves them out and fails nothing.
-TEST_F(FakeCgroupTree, ReadUsageTakesCpuPressureWhenThere) {
-  Result<CgroupTree> tree = CgroupTree::Delegate(options_);
-  ASSERT_TRUE(tree.ok());
-  Result<CellCgroup> cell = CellCgroup::Create(tree.value(), "alpha");
-  ASSERT_TRUE(cell.ok());
-  fs::path dir = cell->path();
-  WriteText(dir / "cpu.stat", "usage_usec 600\n");
-  Result<CgroupUsage> usage = cell->ReadUsage();
-  ASSERT_TRUE(usage.ok()) << usage.status().message();
-  EXPECT_FALSE(usage->cpu_pressure.has_value());
-  WriteText(dir / "cpu.pressure",
-            "some avg10=60.00 avg60=1.00 avg300=0.10 total=800000\n"
-            "full avg10=10.00 avg60=0.50 avg300=0.05 total=100000\n");
-  usage = cell->ReadUsage();
-  ASSERT_TRUE(usage.ok()) << usage.status().message();
-  ASSERT_TRUE(usage->cpu_pressure.has_value());
-  EXPECT_EQ(usage->cpu_pressure->some.total_us, 800000u);
-  EXPECT_EQ(usage->cpu_pressure->full->total_us, 100000u);
-  WriteText(dir / "cpu.pressure", "garbage\n");
-  usage = cell->ReadUsage();
-  ASSERT_TRUE(usage.ok()) << usage.status().message();
-  EXPECT_FALSE(usage->cpu_pressure.has_value());
-}
-
 TEST_F(FakeCgroupTree, ReadPressureParsesTheCellsPressureFile) {
   Result<CgroupTree> tree = CgroupTree::Delegate(options_);
   ASSERT_TRUE(tree.ok());

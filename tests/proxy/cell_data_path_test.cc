@@ -1070,50 +1070,5 @@ TEST_F(AdaptiveDataPathTest, AMemoryPollCutsTheLimitOnlyWhileItsSignalIsLive) {
   EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 6u);
   EXPECT_EQ(controller->changes_by(admission::LimitCause::kMemoryUsage), 1u);
 }
-
-// A cpu.pressure event cuts only when the polled totals say the cell's own tasks queued for the
-// CPU ("some" less "full") or it used half of the CPUs; a poll feeds them only while the cpu
-// pressure signal is live and the file had a "full" line. Here it uses 0.2 of 2 CPUs.
-TEST_F(AdaptiveDataPathTest, ACpuTriggerEventSparesACellWhoseTasksWaitedForOthers) {
-  StartCell(config::ConcurrencyMode::kFixed, /*ceiling=*/8);
-  data_path_->SetKernelSignals(admission::SignalBit(admission::Signal::kCpuPressure));
-  data_path_->Reconfigure(Reloaded(config::ConcurrencyMode::kAdaptive, 8, 8));
-  data_path_->Reconfigure(Reloaded(config::ConcurrencyMode::kAdaptive, 1, 8));
-  const admission::AdaptiveLimit* controller = data_path_->adaptive();
-  ASSERT_NE(controller, nullptr);
-  ASSERT_EQ(controller->limit(), 8u);
-  // 1 s of polls: 800 ms of "some", 700 of them "full": others held the CPUs.
-  auto poll_second = [this](uint64_t* some, uint64_t* full, uint64_t own_ms, bool has_full) {
-    for (int i = 0; i <= 4; ++i) {
-      if (i > 0) {
-        Advance(250);
-        *some += 200'000;
-        *full += 200'000 - own_ms * 1000 / 4;
-      }
-      data_path_->CgroupUsagePolled({.has_cpu_stall = has_full,
-                                     .cpu_some_us = *some,
-                                     .cpu_full_us = *full,
-                                     .cpu_usage_us = static_cast<uint64_t>(i) * 100'000,
-                                     .cpus = 2});
-    }
-  };
-  uint64_t some = 1'000'000;
-  uint64_t full = 500'000;
-  poll_second(&some, &full, /*own_ms=*/100, /*has_full=*/true);
-  data_path_->PressureFired(admission::Signal::kCpuPressure);
-  EXPECT_EQ(controller->limit(), 8u);
-  EXPECT_EQ(controller->cpu_pressure_spared(), 1u);
-  // The cell's own queueing: cut, in the bulkhead too.
-  poll_second(&some, &full, /*own_ms=*/600, /*has_full=*/true);
-  data_path_->PressureFired(admission::Signal::kCpuPressure);
-  EXPECT_EQ(controller->limit(), 6u);
-  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 6u);
-  // Without a "full" line the totals are not fed: the last readings grow old and the event cuts.
-  poll_second(&some, &full, /*own_ms=*/0, /*has_full=*/false);
-  poll_second(&some, &full, /*own_ms=*/0, /*has_full=*/false);
-  data_path_->PressureFired(admission::Signal::kCpuPressure);
-  EXPECT_EQ(controller->limit(), 4u);
-  EXPECT_EQ(controller->cpu_pressure_spared(), 1u);
-}
 }  // namespace
 }  // namespace bulkhead::proxy
