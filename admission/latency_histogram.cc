@@ -54,6 +54,12 @@ void WindowedLatency::Record(uint64_t now_ns, uint64_t value_ns) {
   slice.histogram.Record(value_ns);
 }
 
+void WindowedLatency::RestoreTotal(const LatencyHistogram::Counts& total) {
+  if (total.count == 0 && histograms_ == nullptr) return;
+  if (histograms_ == nullptr) histograms_ = std::make_unique<Histograms>();
+  histograms_->total.Restore(total);
+}
+
 const LatencyHistogram::Counts& WindowedLatency::total() const {
   static const LatencyHistogram::Counts kNothing{};
   return histograms_ == nullptr ? kNothing : histograms_->total.counts();

@@ -41,6 +41,8 @@ class LatencyHistogram {
 
   void Record(uint64_t value_ns);
   const Counts& counts() const { return counts_; }
+  // Replaces the counts with `counts` (a re-exec carries them over, docs/reexec.md).
+  void Restore(const Counts& counts) { counts_ = counts; }
 
   // The q-quantile (0 <= q <= 1) in seconds, estimated as Prometheus' histogram_quantile does:
   // linear interpolation inside the bucket holding rank q * count (the first bucket starts at 0);
@@ -65,6 +67,9 @@ class WindowedLatency {
   void Record(uint64_t now_ns, uint64_t value_ns);
   // Everything since construction.
   const LatencyHistogram::Counts& total() const;
+  // The cumulative counts become `total` (the previous image's, at a re-exec: docs/reexec.md);
+  // the recent window starts empty. Allocates the histograms when `total` counted anything.
+  void RestoreTotal(const LatencyHistogram::Counts& total);
   // What was recorded in the current slice and the kSlices - 1 before it.
   LatencyHistogram::Counts Recent(uint64_t now_ns) const;
   // Whether the histograms were allocated, that is whether anything was recorded.

@@ -56,6 +56,7 @@ struct CommandHandlers {
   CommandHandler start;
   CommandHandler stop;
   CommandHandler restart;
+  CommandHandler reexec;
 };
 
 struct CommandRow {
@@ -68,7 +69,7 @@ struct CommandRow {
 };
 
 // Every command, one row each, in the order docs/control.md lists them.
-inline constexpr std::array<CommandRow, 7> kCommandRows = {{
+inline constexpr std::array<CommandRow, 8> kCommandRows = {{
     {"status", CommandAccess::kAnyone, CellArgument::kOptional, "", &CommandHandlers::status},
     {"metrics", CommandAccess::kAnyone, CellArgument::kNone, "", &CommandHandlers::metrics},
     {"start", CommandAccess::kOperator, CellArgument::kRequired, "start cells",
@@ -79,6 +80,8 @@ inline constexpr std::array<CommandRow, 7> kCommandRows = {{
      &CommandHandlers::restart},
     {"logs", CommandAccess::kOperator, CellArgument::kRequired, "", &CommandHandlers::logs},
     {"reload", CommandAccess::kOperator, CellArgument::kNone, "", &CommandHandlers::reload},
+    {"reexec", CommandAccess::kOperator, CellArgument::kNone, "re-execute bulkheadd",
+     &CommandHandlers::reexec},
 }};
 
 // The row named `name`, or nullptr when no command has that name.

@@ -46,6 +46,7 @@ class ControlProtocol : public ConnectionProtocol {
     }
     if (!responses.empty()) conn.Send(responses);
   }
+  bool BetweenRequests() const override { return line_.empty(); }
 
  private:
   const ControlServer::Handler& handler_;
@@ -98,6 +99,12 @@ ControlServer::ControlServer(uv_loop_t* loop, loop::TimeSource* time, Handler ha
               [this](StreamConnection& conn) -> std::unique_ptr<ConnectionProtocol> {
                 return std::make_unique<ControlProtocol>(handler_, PeerOfConnection(conn));
               }) {}
+
+Status ControlServer::Adopt(UniqueFd fd, const std::string& path) {
+  Status status = server_.AdoptUnix(std::move(fd), path, kBacklog);
+  if (!status.ok()) return Status::Error(path + ": " + status.message());
+  return Status::Ok();
+}
 
 Status ControlServer::Listen(const std::string& path,
                              const std::optional<ipc::SocketAccess>& access) {

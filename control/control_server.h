@@ -14,8 +14,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "control/control_access.h"
 #include "control/stream_server.h"
 #include "ipc/listen_socket.h"
@@ -59,6 +62,14 @@ class ControlServer {
   // before it listens, and starts accepting. Errors name the path.
   Status Listen(const std::string& path,
                 const std::optional<ipc::SocketAccess>& access = std::nullopt);
+  // A re-exec (docs/reexec.md): the listening socket's fd (owned here), and, in the new image
+  // instead of Listen, the socket taken back, bound at `path`. Errors name the path.
+  int listen_fd() const { return server_.listen_fd(); }
+  Status Adopt(UniqueFd fd, const std::string& path);
+  // The connections handed over and taken back at a re-exec (StreamServer's methods of the same
+  // names).
+  std::vector<UniqueFd> HandOver() { return server_.HandOver(); }
+  void AdoptConnection(UniqueFd fd) { server_.AdoptConnection(std::move(fd)); }
   // Closes the listener and every connection; `on_closed` runs after the last close callback.
   void Close(std::function<void()> on_closed);
 

@@ -110,6 +110,16 @@ MetricsServer::MetricsServer(uv_loop_t* loop, loop::TimeSource* time,
                 return std::make_unique<MetricsProtocol>(render_);
               }) {}
 
+Status MetricsServer::Adopt(UniqueFd fd, const config::ListenAddress& address,
+                            const std::string& bound) {
+  const std::string where = "metrics_listen " + address.ToString();
+  Status status = address.is_tcp() ? server_.AdoptTcp(std::move(fd), kBacklog)
+                                   : server_.AdoptUnix(std::move(fd), address.path, kBacklog);
+  if (!status.ok()) return Status::Error(where + ": " + status.message());
+  bound_ = bound;
+  return Status::Ok();
+}
+
 Status MetricsServer::Listen(const config::ListenAddress& address) {
   const std::string where = "metrics_listen " + address.ToString();
   if (!address.is_tcp()) {

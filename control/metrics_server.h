@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "config/listen_address.h"
 #include "control/stream_server.h"
 #include "loop/time_source.h"
@@ -37,6 +38,11 @@ class MetricsServer {
   // (claimed like the control socket: a live instance's socket is refused). Errors name the
   // address: "metrics_listen 127.0.0.1:9464: bind: address already in use".
   Status Listen(const config::ListenAddress& address);
+  // A re-exec (docs/reexec.md): the listening socket's fd (owned here), and, in the new image
+  // instead of Listen, the socket taken back: bound at `bound` (what bound_address() said in the
+  // previous image; a path for a Unix socket). Errors name the address.
+  int listen_fd() const { return server_.listen_fd(); }
+  Status Adopt(UniqueFd fd, const config::ListenAddress& address, const std::string& bound);
   // The address actually bound ("127.0.0.1:40123" when port 0 was asked), "" before Listen.
   const std::string& bound_address() const { return bound_; }
   // Closes the listener and every connection; `on_closed` runs after the last close callback.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "control/stream_server.h"
 
+#include <fcntl.h>
+
 #include <utility>
 #include <vector>
 
@@ -129,6 +131,35 @@ Status StreamServer::ListenUnix(ipc::ListeningSocket socket, int backlog) {
   return Status::Ok();
 }
 
+int StreamServer::listen_fd() const {
+  uv_os_fd_t fd = -1;
+  if (listener_ == nullptr ||
+      uv_fileno(reinterpret_cast<const uv_handle_t*>(listener_), &fd) != 0) {
+    return -1;
+  }
+  return fd;
+}
+
+Status StreamServer::AdoptUnix(UniqueFd fd, const std::string& path, int backlog) {
+  Result<ipc::SocketFile> file = ipc::SocketFile::Record(path);
+  if (!file.ok()) return file.status();
+  return ListenUnix(ipc::ListeningSocket{std::move(fd), std::move(file).value()}, backlog);
+}
+
+Status StreamServer::AdoptTcp(UniqueFd fd, int backlog) {
+  BH_CHECK(listener_ == nullptr);
+  tcp_ = true;
+  auto* tcp = handles_.Open(uv_tcp_init, loop_);
+  listener_ = reinterpret_cast<uv_stream_t*>(tcp);
+  listener_->data = this;
+  int rc = uv_tcp_open(tcp, fd.get());
+  if (rc != 0) return Status::Error(std::string("uv_tcp_open: ") + uv_strerror(rc));
+  fd.Release();
+  rc = uv_listen(listener_, backlog, &OnConnection);
+  if (rc != 0) return Status::Error(std::string("listen: ") + uv_strerror(rc));
+  return Status::Ok();
+}
+
 Status StreamServer::ListenTcp(const sockaddr* addr, int backlog) {
   BH_CHECK(listener_ == nullptr);
   tcp_ = true;
@@ -160,14 +191,45 @@ void StreamServer::OnConnection(uv_stream_t* listener, int status) {
   }
   auto* conn = new StreamConnection(self, self->tcp_);
   self->connections_.insert(conn);
-  if (uv_accept(listener, conn->stream()) != 0 ||
-      (self->limits_.max_connections != 0 &&
-       self->connections_.size() > self->limits_.max_connections)) {
+  self->Serve(conn, uv_accept(listener, conn->stream()));
+}
+
+void StreamServer::Serve(StreamConnection* conn, int attached) {
+  if (attached != 0 ||
+      (limits_.max_connections != 0 && connections_.size() > limits_.max_connections)) {
     conn->Close();
     return;
   }
-  conn->protocol_ = self->accept_(*conn);
+  conn->protocol_ = accept_(*conn);
   conn->Start();
+}
+
+std::vector<UniqueFd> StreamServer::HandOver() {
+  std::vector<UniqueFd> handed;
+  auto take = [&handed](const StreamConnection& conn) {
+    const int fd = conn.fd();
+    UniqueFd own(fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1);
+    if (own) handed.push_back(std::move(own));
+  };
+  std::vector<StreamConnection*> conns(connections_.begin(), connections_.end());
+  for (StreamConnection* conn : conns) {
+    if (conn->closing_ || conn->protocol_ == nullptr || !conn->protocol_->BetweenRequests() ||
+        !conn->writer_.idle()) {
+      continue;
+    }
+    take(*conn);
+    conn->Close();
+  }
+  return handed;
+}
+
+void StreamServer::AdoptConnection(UniqueFd fd) {
+  auto* conn = new StreamConnection(this, tcp_);
+  connections_.insert(conn);
+  int rc = tcp_ ? uv_tcp_open(reinterpret_cast<uv_tcp_t*>(conn->stream()), fd.get())
+                : uv_pipe_open(reinterpret_cast<uv_pipe_t*>(conn->stream()), fd.get());
+  if (rc == 0) fd.Release();
+  Serve(conn, rc);
 }
 
 void StreamServer::CloseTimedOutConnections() {

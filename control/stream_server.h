@@ -18,8 +18,10 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <vector>
 
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "ipc/listen_socket.h"
 #include "loop/after_poll.h"
 #include "loop/handle_group.h"
@@ -38,6 +40,9 @@ class ConnectionProtocol {
   // Bytes read from `conn`, in order. May call conn.Send(), CloseWhenSent() or Close(); `conn`
   // stays valid until this returns, whatever it called.
   virtual void OnBytes(StreamConnection& conn, std::string_view bytes) = 0;
+  // Nothing of a next request has been read: the connection may be handed over at a re-exec
+  // (StreamServer::HandOver). A protocol that does not say so is never handed over.
+  virtual bool BetweenRequests() const { return false; }
 };
 
 // One accepted client connection, owned by its StreamServer. It closes when the peer closes or
@@ -124,15 +129,32 @@ class StreamServer {
   Status ListenTcp(const sockaddr* addr, int backlog);
   // The address ListenTcp bound (the port the kernel chose for port 0).
   Result<sockaddr_storage> TcpAddress() const;
+  // A re-exec (docs/reexec.md): the listening socket's fd (owned by the listener; -1 before a
+  // Listen*), and, in the new image instead of Listen*, serving a listening socket taken back: a
+  // Unix one bound at `path` (whose file Close removes), or a TCP one. Errors as Listen*'s.
+  int listen_fd() const;
+  Status AdoptUnix(UniqueFd fd, const std::string& path, int backlog);
+  Status AdoptTcp(UniqueFd fd, int backlog);
 
   // Closes the listener and every connection; `on_closed` runs after the last close callback.
   void Close(std::function<void()> on_closed);
 
   size_t connections() const { return connections_.size(); }
 
+  // --- Re-exec (docs/reexec.md). ---
+  // The connections to hand over at the exec, as sockets of their own (FD_CLOEXEC), each closed
+  // here: those between two requests with nothing unsent (ConnectionProtocol::BetweenRequests;
+  // a request that waits unread in the socket is read by the new image). The others stay (and
+  // close at the exec). Accept goes on meanwhile: a connection accepted last is handed over too.
+  std::vector<UniqueFd> HandOver();
+  // A connection handed over: served from here as an accepted one.
+  void AdoptConnection(UniqueFd fd);
+
  private:
   friend class StreamConnection;
   static void OnConnection(uv_stream_t* listener, int status);
+  // Serves `conn`, attached (accepted or opened) when `attached` is 0, else closes it.
+  void Serve(StreamConnection* conn, int attached);
   void CloseTimedOutConnections();
 
   uv_loop_t* loop_;

@@ -27,6 +27,7 @@
 #include "ctl/default_socket.h"
 #include "ctl/lifecycle_wait.h"
 #include "ctl/log_command.h"
+#include "ctl/reexec_command.h"
 #include "ctl/reload_command.h"
 #include "ctl/status_table.h"
 #include "ctl/status_view.h"
@@ -601,6 +602,50 @@ int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline) {
   print_errors(summary.err);
   if (!WriteAll(stdout, summary.out)) return kExitFailure;
   return exit_code;
+}
+
+int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline) {
+  auto exchange_deadline = [&deadline]() -> Deadline {
+    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
+  };
+  const Deadline wait_deadline =
+      deadline ? deadline : std::chrono::steady_clock::now() + kDefaultWaitTimeout;
+  ControlReply reply = QueryControl(socket, ReexecRequest(), exchange_deadline());
+  if (!reply.response) return ReportNoResponse(reply);
+  const nlohmann::json& response = *reply.response;
+  if (response.value("ok", false) != true) {
+    auto error = response.find("error");
+    PrintError("reexec refused: " + (error != response.end() && error->is_string()
+                                         ? error->get<std::string>()
+                                         : response.dump()));
+    return IsPermissionDenied(response) ? kExitPermissionDenied : kExitFailure;
+  }
+  const uint64_t count_before = response.value("count", uint64_t{0});
+  if (no_block) {
+    return WriteAll(stdout, "re-executing " + response.value("binary", std::string()) + "\n")
+               ? kExitOk
+               : kExitFailure;
+  }
+  // The supervisor drains, then execs: the control socket stays open meanwhile (connections wait
+  // in its backlog), and the new image answers on it.
+  while (true) {
+    ControlReply status = QueryControl(socket, StatusRequest(), exchange_deadline());
+    if (status.response) {
+      const ReexecVerdict verdict = JudgeReexec(*status.response, count_before);
+      if (verdict.kind == ReexecVerdict::Kind::kDone) {
+        return WriteAll(stdout, verdict.text + "\n") ? kExitOk : kExitFailure;
+      }
+      if (verdict.kind == ReexecVerdict::Kind::kFailed) {
+        PrintError("reexec failed, bulkheadd goes on as it was: " + verdict.text);
+        return kExitFailure;
+      }
+    }
+    if (std::chrono::steady_clock::now() + kPollInterval >= *wait_deadline) {
+      PrintError("reexec: no new bulkheadd answered in time");
+      return kExitFailure;
+    }
+    Pause(kPollInterval);
+  }
 }
 
 }  // namespace bulkhead::ctl

@@ -73,4 +73,10 @@ int LogsCommand(const std::string& socket, const std::string& cell, bool follow,
 // the whole command), else each by kDefaultControlTimeout, and the wait by 90 s.
 int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline);
 
+// reexec: bulkheadd re-executes its binary in place (docs/reexec.md). Unless `no_block`, waits
+// until the new image answers status (prints "re-executed: ..." and exits kExitOk) or the old
+// one reports why the exec failed (kExitFailure, the reason on stderr); a refusal exits
+// kExitFailure at once. Bounded as ReloadCommand.
+int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline);
+
 }  // namespace bulkhead::ctl

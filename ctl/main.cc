@@ -160,6 +160,14 @@ int Main(int argc, char** argv) {
                    "return once the supervisor has applied the file, without waiting for the "
                    "restarted cells");
 
+  CLI::App* reexec = app.add_subcommand(
+      "reexec",
+      "make bulkheadd execute its binary as it is on disk now (an upgrade) in the same process, "
+      "keeping its workers, sockets and counters, and wait until the new one answers "
+      "(docs/reexec.md)");
+  reexec->add_flag("--no-block", no_block,
+                   "return once bulkheadd has begun, without waiting for the new image");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -234,6 +242,7 @@ int Main(int argc, char** argv) {
     return StatusCommand(socket, status_cell, json, deadline);
   }
   if (reload->parsed()) return ReloadCommand(socket, no_block, deadline);
+  if (reexec->parsed()) return ReexecCommand(socket, no_block, deadline);
   for (CLI::App* sub : cell_commands) {
     if (!sub->parsed()) continue;
     if (command_cells.empty() && !all_cells) {

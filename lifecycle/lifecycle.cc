@@ -391,6 +391,31 @@ std::vector<Lifecycle::Action> Lifecycle::WorkerReplaced() {
   return actions;
 }
 
+void Lifecycle::RestoreCounts(uint64_t starts, uint64_t restarts, std::string last_exit) {
+  BH_CHECK(state_ == State::kStopped && starts_ == 0 && !spawn_pending_);
+  starts_ = starts;
+  restarts_ = restarts;
+  last_exit_ = std::move(last_exit);
+}
+
+std::vector<Lifecycle::Action> Lifecycle::Adopt(uint64_t worker_uptime_ms) {
+  BH_CHECK(state_ == State::kStopped && !spawn_pending_);
+  now_ms_ = clock_->NowMs();
+  Enter(State::kRunning);
+  worker_started_at_ms_ = now_ms_ - std::min(now_ms_, worker_uptime_ms);
+  std::vector<Action> actions;
+  Action open;
+  open.type = ActionType::kOpenAdmission;
+  actions.push_back(open);
+  if (options_.watchdog_ms > 0) {
+    Action arm;
+    arm.type = ActionType::kArmWatchdog;
+    arm.ms = options_.watchdog_ms;
+    actions.push_back(arm);
+  }
+  return actions;
+}
+
 void Lifecycle::BeginStart(Transition& t) {
   Enter(State::kStarting);
   reason_.clear();

@@ -325,6 +325,16 @@ class Lifecycle {
   // watchdog's ms) when there is a watchdog, else nothing. REQUIRES: running.
   std::vector<Action> WorkerReplaced();
 
+  // A re-exec (docs/reexec.md), in the new image before anything started: `starts`, `restarts`
+  // and `last_exit` continue from the previous image. REQUIRES: stopped, no start yet.
+  void RestoreCounts(uint64_t starts, uint64_t restarts, std::string last_exit);
+  // A re-exec: the new image takes over a ready worker the previous image ran, outside the table,
+  // from stopped to running (RestoreCounts first). The worker has run `worker_uptime_ms` (its run
+  // time continues, as far as the clock allows); the RestartPolicy starts afresh. Returns the
+  // actions to run: kOpenAdmission, and kArmWatchdog when there is a watchdog. REQUIRES: stopped,
+  // no spawn pending.
+  std::vector<Action> Adopt(uint64_t worker_uptime_ms);
+
   // Reload: new options apply from the next event on (a stop already under way keeps the
   // deadline it set; the next stop uses the new stop_timeout). The RestartPolicy keeps its recorded
   // starts and backoff step (cell::RestartPolicy::SetOptions). REQUIRES: options valid, as for the

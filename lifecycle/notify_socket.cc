@@ -23,16 +23,25 @@ Status NotifySocket::Bind(const std::string& path, const std::optional<ipc::Sock
   }
   Result<ipc::SocketFile> file = ipc::BindSocketFile(fd.get(), path, access);
   if (!file.ok()) return file.status();
+  Status status = Serve(std::move(fd), path, std::move(file).value());
+  if (!status.ok()) file_.Remove();
+  return status;
+}
+
+Status NotifySocket::Adopt(UniqueFd fd, const std::string& path) {
+  Result<ipc::SocketFile> file = ipc::SocketFile::Record(path);
+  if (!file.ok()) return Status::Error(path + ": " + file.status().message());
+  return Serve(std::move(fd), path, std::move(file).value());
+}
+
+Status NotifySocket::Serve(UniqueFd fd, const std::string& path, ipc::SocketFile file) {
+  file_ = std::move(file);
   Result<uv_poll_t*> poll = handles_.TryOpen(uv_poll_init, loop_, fd.get());
-  if (!poll.ok()) {
-    file->Remove();
-    return Status::Error("uv_poll_init: " + poll.status().message());
-  }
+  if (!poll.ok()) return Status::Error("uv_poll_init: " + poll.status().message());
   poll_ = *poll;
   poll_->data = this;
   uv_poll_start(poll_, UV_READABLE, &NotifySocket::OnReadable);
   path_ = path;
-  file_ = std::move(file).value();
   fd_ = std::move(fd);
   return Status::Ok();
 }

@@ -35,6 +35,11 @@ class NotifySocket {
   Status Bind(const std::string& path,
               const std::optional<ipc::SocketAccess>& access = std::nullopt);
   const std::string& path() const { return path_; }
+  // A re-exec (docs/reexec.md): the bound socket's fd (owned here; -1 before Bind), and, in the
+  // new image instead of Bind, the same socket taken back, bound at `path` (whose file Close
+  // removes). Errors: uv_poll_init's.
+  int fd() const { return fd_.get(); }
+  Status Adopt(UniqueFd fd, const std::string& path);
 
   // Closes the poll handle; `on_closed` runs from its close callback (at once when never bound).
   // The file is unlinked if it is still the one Bind created (SocketFile::Remove).
@@ -43,6 +48,8 @@ class NotifySocket {
 
  private:
   static void OnReadable(uv_poll_t* handle, int status, int events);
+  // Reads datagrams from `fd`, bound at `path` as `file` records.
+  Status Serve(UniqueFd fd, const std::string& path, ipc::SocketFile file);
 
   uv_loop_t* loop_;
   Handler handler_;

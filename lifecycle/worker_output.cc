@@ -111,6 +111,24 @@ void WorkerOutput::Spawned(pid_t pid) {
   stderr_ = Open(std::move(stderr_read_), "stderr", pid);
 }
 
+namespace {
+
+int StreamFd(const uv_pipe_t* pipe) {
+  uv_os_fd_t fd = -1;
+  if (pipe == nullptr || uv_fileno(reinterpret_cast<const uv_handle_t*>(pipe), &fd) != 0) return -1;
+  return fd;
+}
+
+}  // namespace
+
+int WorkerOutput::stdout_fd() const { return stdout_ != nullptr ? StreamFd(stdout_->pipe) : -1; }
+int WorkerOutput::stderr_fd() const { return stderr_ != nullptr ? StreamFd(stderr_->pipe) : -1; }
+
+void WorkerOutput::Adopt(UniqueFd stdout_read, UniqueFd stderr_read, pid_t pid) {
+  if (stdout_read) stdout_ = Open(std::move(stdout_read), "stdout", pid);
+  if (stderr_read) stderr_ = Open(std::move(stderr_read), "stderr", pid);
+}
+
 WorkerOutput::Stream* WorkerOutput::Open(UniqueFd read_end, const char* name, pid_t pid) {
   auto* stream = new Stream(this, name, pid);
   stream->pipe = handles_.Open(uv_pipe_init, loop_, 0);

@@ -57,6 +57,14 @@ class WorkerOutput {
   // delay the next generation, which gets new pipes.
   void WorkerExited();
 
+  // A re-exec (docs/reexec.md). The read ends of the live worker's pipes, -1 for a stream not
+  // captured (they stay owned here), for the state; and, in the new image, the same taken back for
+  // the worker `pid`: read and logged from here as after Spawned (either may be invalid: not
+  // captured). A line the previous image had read only in part is lost at the exec.
+  int stdout_fd() const;
+  int stderr_fd() const;
+  void Adopt(UniqueFd stdout_read, UniqueFd stderr_read, pid_t pid);
+
   // Closes every handle (reporting a pending suppression first); `on_closed` runs once the last
   // close callback has run. REQUIRES: no worker (WorkerExited called, or never spawned).
   void Close(std::function<void()> on_closed);

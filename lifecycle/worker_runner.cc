@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <utility>
 
 #include "base/check.h"
@@ -114,6 +115,92 @@ Status WorkerRunner::BindSockets() {
   worker_file_ = std::move(worker->file);
   worker_listen_fd_ = std::move(worker->fd);
   return notify_.Bind(config_.notify_socket, NotifySocketAccess(config_));
+}
+
+// --- Re-exec (docs/reexec.md). ---
+
+std::string WorkerRunner::ReexecBlocker() const {
+  using State = Lifecycle::State;
+  if (swap_.phase() != WorkerSwap::Phase::kIdle || swap_generation_ || next_pid_ != 0 ||
+      prev_pid_ != 0) {
+    return "a worker swap (overlapping restart) is under way";
+  }
+  if (teardown_.watching()) return "its last worker generation is still being torn down";
+  if (executing_ || !pending_events_.empty()) return "its lifecycle is handling an event";
+  switch (lifecycle_.state()) {
+    case State::kRunning:
+      return pid_ != 0 ? "" : "its worker was reaped and is being torn down";
+    case State::kStopped:
+      return pid_ == 0 ? "" : "its worker has not exited yet";
+    case State::kStarting:
+    case State::kStopping:
+    case State::kBackoff:
+    case State::kFailed:
+      break;
+  }
+  return std::string("it is ") + Lifecycle::StateName(lifecycle_.state()) +
+         " (only running and stopped cells are carried across a re-exec)";
+}
+
+WorkerRunner::ReexecFds WorkerRunner::reexec_fds() const {
+  return {.worker_listen = worker_listen_fd_.get(),
+          .notify = notify_.fd(),
+          .stdout_read = output_->stdout_fd(),
+          .stderr_read = output_->stderr_fd()};
+}
+
+Status WorkerRunner::AdoptSockets(UniqueFd worker_listen, UniqueFd notify) {
+  Result<ipc::SocketFile> file = ipc::SocketFile::Record(config_.worker_socket);
+  if (!file.ok()) return Status::Error(config_.worker_socket + ": " + file.status().message());
+  worker_file_ = std::move(file).value();
+  worker_listen_fd_ = std::move(worker_listen);
+  return notify_.Adopt(std::move(notify), config_.notify_socket);
+}
+
+void WorkerRunner::AdoptStopped(uint64_t starts, uint64_t restarts, std::string last_exit,
+                                const RestartCounts& restarts_by_reason) {
+  lifecycle_.RestoreCounts(starts, restarts, std::move(last_exit));
+  restarts_by_reason_ = restarts_by_reason;
+  restarts_attributed_ = restarts;
+}
+
+Status WorkerRunner::AdoptWorker(AdoptedWorker worker) {
+  BH_CHECK(pid_ == 0 && lifecycle_.state() == Lifecycle::State::kStopped);
+  if (cgroup_ && !worker.cgroup_path.empty()) {
+    // Its leaf is "<cell's cgroup>/gen-N": opened as it is (CreateGeneration adopts an existing
+    // one), and the next generation is N + 1.
+    const std::string prefix = cgroup_->path() + "/gen-";
+    uint64_t generation = 0;
+    const std::string_view rest =
+        std::string_view(worker.cgroup_path)
+            .substr(worker.cgroup_path.starts_with(prefix) ? prefix.size()
+                                                           : worker.cgroup_path.size());
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), generation);
+    if (rest.empty() || ec != std::errc() || end != rest.data() + rest.size()) {
+      return Status::Error("cgroup " + worker.cgroup_path + " is not a generation of " +
+                           cgroup_->path());
+    }
+    Result<cell::CellCgroup> leaf = cgroup_->CreateGeneration(generation);
+    if (!leaf.ok())
+      return Status::Error("cgroup " + worker.cgroup_path + ": " + leaf.status().message());
+    generation_.emplace(std::move(leaf).value());
+    generations_made_ = std::max(generations_made_, generation);
+    oom_watch_.WorkerStarted();
+  }
+  // Its processes are this run's, not an earlier run's left in the cgroup.
+  stale_generation_ = false;
+  AdoptStopped(worker.starts, worker.restarts, std::move(worker.last_exit),
+               worker.restarts_by_reason);
+  pid_ = worker.pid;
+  pgid_ = worker.pgid;
+  output_->Adopt(std::move(worker.stdout_read), std::move(worker.stderr_read), pid_);
+  Lifecycle::Transition adopted;
+  adopted.from = Lifecycle::State::kStopped;
+  adopted.to = Lifecycle::State::kRunning;
+  adopted.actions = lifecycle_.Adopt(worker.uptime_ms);
+  adopted.log = "worker adopted from the previous bulkheadd image";
+  Execute(adopted);
+  return Status::Ok();
 }
 
 // --- Lifecycle plumbing. ---
@@ -618,8 +705,8 @@ bool WorkerRunner::InSwapGeneration(pid_t sender, pid_t leader) const {
 }
 
 bool WorkerRunner::CanOverlap() const {
-  return config_.restart_overlap && lifecycle_.state() == Lifecycle::State::kRunning &&
-         pid_ != 0 && swap_.phase() == WorkerSwap::Phase::kIdle && worker_listen_fd_.valid() &&
+  return config_.restart_overlap && lifecycle_.state() == Lifecycle::State::kRunning && pid_ != 0 &&
+         swap_.phase() == WorkerSwap::Phase::kIdle && worker_listen_fd_.valid() &&
          NextSocketPath(config_.worker_socket).size() < sizeof(sockaddr_un::sun_path);
 }
 
@@ -650,8 +737,8 @@ std::string WorkerRunner::BeginSwap(uint32_t in_flight) {
     // cgroup = "required": no worker starts outside its limits, the next one of a swap neither.
     Status limits = WriteCellLimits();
     if (!limits.ok() && compartment_.required) {
-      generation = Status::Error("cgroup = \"required\" but limits not enforced: " +
-                                 limits.message());
+      generation =
+          Status::Error("cgroup = \"required\" but limits not enforced: " + limits.message());
     }
   }
   if (swap_generation_) options.cgroup_fd = swap_generation_->dir_fd();
@@ -894,8 +981,8 @@ void WorkerRunner::OnProcessExit(pid_t pid, int wait_status) {
     RetireSwapGeneration();
     next_pid_ = 0;
     Log(LogLevel::kDebug, name(), pid, "next worker reaped: " + description);
-    ExecuteSwap(swap_.NextExited(exec && !exec->ok() ? "start failed: " + exec->message()
-                                                     : description));
+    ExecuteSwap(
+        swap_.NextExited(exec && !exec->ok() ? "start failed: " + exec->message() : description));
     return;
   }
   BH_CHECK(pid == prev_pid_);

@@ -2,11 +2,11 @@
 // WorkerRunner: one cell's worker over time, one generation at a time (s6-supervise's job for one
 // service), two while a worker swap overlaps them. Drives the lifecycle table (lifecycle.h) and
 // carries out its actions: spawn into a generation leaf of the cell's cgroup (cells/NAME/gen-N,
-// docs/config.md "Where the processes live") with the worker socket as fd 3, the notify socket and watchdog (sd_notify(3)),
-// output capture, teardown (stop_signal, kill_mode, cgroup.kill), the cgroup's limits, OOM kills
-// (memory.events), an adaptive cell's PSI triggers and usage poll (PressureWatch), restart reasons.
-// It never touches a request: what the table asks of the data path goes through DataPathControl.
-// REQUIRES: loop thread only.
+// docs/config.md "Where the processes live") with the worker socket as fd 3, the notify socket and
+// watchdog (sd_notify(3)), output capture, teardown (stop_signal, kill_mode, cgroup.kill), the
+// cgroup's limits, OOM kills (memory.events), an adaptive cell's PSI triggers and usage poll
+// (PressureWatch), restart reasons. It never touches a request: what the table asks of the data
+// path goes through DataPathControl. REQUIRES: loop thread only.
 #pragma once
 
 #include <sys/types.h>
@@ -158,6 +158,47 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // of it, and the pid of the swap's other worker (next or previous), 0 when none.
   const WorkerSwap& swap() const { return swap_; }
   pid_t swap_pid() const { return next_pid_ != 0 ? next_pid_ : prev_pid_; }
+
+  // --- Re-exec (docs/reexec.md). ---
+  // Why the cell cannot be carried across a re-exec now, "" when it can: it runs a ready worker
+  // and no worker swap or teardown is under way, or it is stopped with nothing left to tear down.
+  // (A cell starting, stopping, in backoff or failed is refused in the first slice: its timers
+  // and pending events are not carried.)
+  std::string ReexecBlocker() const;
+  // The descriptors the state names (owned here; -1 for a pipe not captured).
+  struct ReexecFds {
+    int worker_listen = -1;
+    int notify = -1;
+    int stdout_read = -1;
+    int stderr_read = -1;
+  };
+  ReexecFds reexec_fds() const;
+  // The live worker's generation cgroup directory, "" without cgroups.
+  std::string generation_path() const { return generation_ ? generation_->path() : ""; }
+  // In the new image, instead of BindSockets: the worker and notify sockets taken back.
+  // Errors: the notify socket's (NotifySocket::Adopt).
+  Status AdoptSockets(UniqueFd worker_listen, UniqueFd notify);
+  // In the new image, instead of Start: the ready worker the previous image ran is this cell's
+  // worker again, running (Lifecycle::Adopt), its output read from `stdout_read` and
+  // `stderr_read`, its generation leaf the cgroup at `cgroup_path` (a "gen-N" of this cell's
+  // cgroup; "" without cgroups). Errors (nothing adopted): a cgroup path that is not a generation
+  // of this cell. REQUIRES: AdoptSockets ran, CreateCgroup ran, nothing started.
+  struct AdoptedWorker {
+    pid_t pid = 0;
+    pid_t pgid = 0;
+    std::string cgroup_path;
+    UniqueFd stdout_read;
+    UniqueFd stderr_read;
+    uint64_t starts = 0;
+    uint64_t restarts = 0;
+    std::string last_exit;
+    uint64_t uptime_ms = 0;
+    RestartCounts restarts_by_reason{};
+  };
+  Status AdoptWorker(AdoptedWorker worker);
+  // In the new image, for a cell the previous one had stopped: its counts continue.
+  void AdoptStopped(uint64_t starts, uint64_t restarts, std::string last_exit,
+                    const RestartCounts& restarts_by_reason);
 
   // The compartment as the kernel holds it now, for status and metrics (control/cell_snapshot.h).
   struct CompartmentStatus {

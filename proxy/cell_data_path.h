@@ -81,6 +81,19 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Claims and binds the front sockets (FrontListener::Bind: the Unix socket with `access`, each
   // TCP address of `listen`) and starts accepting clients.
   Status Bind(const ipc::SocketAccess& access) { return front_.Bind(access); }
+  // The front sockets and their clients at a re-exec (docs/reexec.md; FrontListener's methods of
+  // the same names): accept paused and resumed, the listening fds and the connections held.
+  FrontListener& front() { return front_; }
+  const FrontListener& front() const { return front_; }
+  // At a re-exec, in the new image before any request: the counters and the cumulative
+  // histograms continue from the previous image's.
+  void RestoreCounters(const admission::CellCounters& counters,
+                       const admission::LatencyHistogram::Counts& queue_wait,
+                       const admission::LatencyHistogram::Counts& request_duration) {
+    counters_ = counters;
+    queue_wait_.RestoreTotal(queue_wait);
+    request_duration_.RestoreTotal(request_duration);
+  }
   // Reload: admission limits apply at once (Bulkhead::SetLimits: queued requests are kept above a
   // lowered max_queue, running ones above a lowered max_concurrent finish; a raised
   // max_concurrent starts queued requests now); a changed request_timeout or stall_timeout counts

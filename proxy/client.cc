@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/client.h"
 
+#include <fcntl.h>
+
 #include <cstddef>
 
 #include "base/check.h"
@@ -137,6 +139,12 @@ void Client::CloseAnswers() {
     Detach(exchange);
     owner_->OnClientGone(exchange);
   }
+}
+
+int Client::DuplicateSocket() const {
+  uv_os_fd_t fd = -1;
+  if (uv_fileno(reinterpret_cast<const uv_handle_t*>(stream_), &fd) != 0) return -1;
+  return ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }
 
 }  // namespace bulkhead::proxy

@@ -8,6 +8,7 @@
 // Owns itself: deleted in its handle's close callback. REQUIRES: loop thread only.
 #pragma once
 
+#include <unistd.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -96,6 +97,17 @@ class Client {
   // Closes the connection: queued requests are cancelled, running ones lose their client.
   virtual void Close() = 0;
 
+  // A re-exec (docs/reexec.md): when the connection sits between two requests (no live exchange,
+  // no answer unsent, nothing of a next request read, no EOF), it hands its socket over: a
+  // descriptor of its own (FD_CLOEXEC) goes to `*fd`, `*tcp` says whether it is TCP, and the
+  // connection closes here without a word or a count (what the client sends next waits in the
+  // socket for whoever serves it). Returns false, doing nothing, otherwise.
+  virtual bool HandOver(int* fd, bool* tcp) = 0;
+  // A re-exec's drain (docs/reexec.md): while `paused`, the connection reads only to complete a
+  // request it has begun; at a request boundary it stops reading, and what the client sends next
+  // waits in its socket (HandOver then hands it over). Unpaused, it reads as before.
+  virtual void PauseReads(bool paused) = 0;
+
   // Answer bytes held for this client, not yet written to its socket.
   size_t unsent_bytes() const { return writer_.backlog_bytes(); }
   // Loop time (ms) since when the client has accepted no byte while answers wait for it
@@ -138,6 +150,8 @@ class Client {
   void CloseAnswers();
   // Counts the answers written whole since the last call.
   void CountWritten();
+  // HandOver's common part: a descriptor of its own for the stream's socket, or -1.
+  int DuplicateSocket() const;
 
   ClientOwner* owner_;
   uv_stream_t* stream_;
@@ -177,6 +191,43 @@ bool InitLike(uv_stream_t* server, Handle* client) {
   }
   uv_pipe_init(server->loop, &client->pipe, 0);
   return false;
+}
+
+// Where a client connection comes from: a pending connection on a listening socket (`server`),
+// or a connected socket `fd` handed over by a re-exec (docs/reexec.md), a TCP one when `tcp`.
+struct ClientSource {
+  uv_stream_t* server = nullptr;
+  uv_loop_t* loop = nullptr;  // with `fd`
+  int fd = -1;
+  bool tcp = false;
+
+  static ClientSource Pending(uv_stream_t* listener) { return {.server = listener}; }
+  static ClientSource HandedOver(uv_loop_t* on, int socket, bool is_tcp) {
+    return {.loop = on, .fd = socket, .tcp = is_tcp};
+  }
+  bool is_tcp() const { return server != nullptr ? server->type == UV_TCP : tcp; }
+};
+
+// Initialises `client` (a union with `pipe`, `tcp` and `stream` members) for `source` and accepts
+// the pending connection, or opens the fd (the handle owns it then, also on failure: closing the
+// handle closes it; one it could not open is closed here). Returns libuv's error code, 0 on
+// success.
+template <typename Handle>
+int AttachClient(const ClientSource& source, Handle* client) {
+  if (source.server != nullptr) {
+    InitLike(source.server, client);
+    return uv_accept(source.server, reinterpret_cast<uv_stream_t*>(client));
+  }
+  int rc = 0;
+  if (source.tcp) {
+    uv_tcp_init(source.loop, &client->tcp);
+    rc = uv_tcp_open(&client->tcp, source.fd);
+  } else {
+    uv_pipe_init(source.loop, &client->pipe, 0);
+    rc = uv_pipe_open(&client->pipe, source.fd);
+  }
+  if (rc != 0) ::close(source.fd);  // the handle did not take it
+  return rc;
 }
 
 }  // namespace bulkhead::proxy

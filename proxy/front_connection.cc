@@ -59,10 +59,20 @@ FrontConnection::FrontConnection(Owner* owner, const ClientSettings& settings)
 }
 
 void FrontConnection::Accept(Owner* owner, uv_stream_t* server, const ClientSettings& settings) {
+  Start(owner, ClientSource::Pending(server), settings);
+}
+
+void FrontConnection::Adopt(Owner* owner, uv_loop_t* loop, int fd, bool tcp,
+                            const ClientSettings& settings) {
+  Start(owner, ClientSource::HandedOver(loop, fd, tcp), settings);
+}
+
+void FrontConnection::Start(Owner* owner, const ClientSource& source,
+                            const ClientSettings& settings) {
   auto* conn = new FrontConnection(owner, settings);
-  conn->tcp_ = InitLike(server, &conn->handle_);
+  conn->tcp_ = source.is_tcp();
+  int rc = AttachClient(source, &conn->handle_);
   conn->handle()->data = conn;
-  int rc = uv_accept(server, conn->stream());
   if (rc == 0 && conn->tcp_) {
     // Replies are written whole at once (one writev per read): Nagle would only delay them.
     rc = uv_tcp_nodelay(&conn->handle_.tcp, 1);
@@ -117,6 +127,20 @@ void FrontConnection::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t*
   if (nread == 0) return;
   self->decoder_.Commit(static_cast<size_t>(nread));
   self->ProcessFrames();
+  // A re-exec's drain: a whole frame read is the boundary where reading stops.
+  if (self->reads_paused_ && !self->closing_ && self->decoder_.buffered_bytes() == 0) {
+    uv_read_stop(stream);
+  }
+}
+
+void FrontConnection::PauseReads(bool paused) {
+  reads_paused_ = paused;
+  if (closing_ || read_closed_ || close_when_drained_) return;
+  if (!paused) {
+    uv_read_start(stream(), &FrontConnection::OnAlloc, &FrontConnection::OnRead);
+  } else if (decoder_.buffered_bytes() == 0) {
+    uv_read_stop(stream());
+  }
 }
 
 void FrontConnection::ProcessFrames() {
@@ -202,6 +226,18 @@ void FrontConnection::Close() {
   CloseAnswers();
   owner_->OnClientDisconnected(this);
   uv_close(handle(), &FrontConnection::OnClosed);
+}
+
+bool FrontConnection::HandOver(int* fd, bool* tcp) {
+  if (closing_ || !Idle() || read_closed_ || in_read_ || decoder_.buffered_bytes() > 0) {
+    return false;
+  }
+  const int own = DuplicateSocket();
+  if (own < 0) return false;
+  *fd = own;
+  *tcp = tcp_;
+  Close();
+  return true;
 }
 
 void FrontConnection::OnClosed(uv_handle_t* handle) {

@@ -29,6 +29,10 @@ class FrontConnection final : public Client {
   // Accepts one pending connection on `server` (a listening uv_pipe_t or uv_tcp_t) for `owner`.
   // Errors are logged; nothing to return. (Wire::accept)
   static void Accept(Owner* owner, uv_stream_t* server, const ClientSettings& settings);
+  // As Accept, for a connected socket (Unix, or TCP when `tcp`) handed over by a re-exec between
+  // two requests; it owns `fd` from here. (Wire::adopt)
+  static void Adopt(Owner* owner, uv_loop_t* loop, int fd, bool tcp,
+                    const ClientSettings& settings);
   // Appends the REPLY frame, request_id 0, that answers a connection refused at once.
   // (Wire::append_refusal)
   static void AppendRefusal(std::string* out, std::string_view cell, const Outcome& outcome);
@@ -45,10 +49,13 @@ class FrontConnection final : public Client {
   void OnOutcome(Exchange* exchange, const Outcome& outcome, uint64_t* counter) override;
 
   void Close() override;
+  bool HandOver(int* fd, bool* tcp) override;
+  void PauseReads(bool paused) override;
 
  private:
   FrontConnection(Owner* owner, const ClientSettings& settings);
   ~FrontConnection() override = default;
+  static void Start(Owner* owner, const ClientSource& source, const ClientSettings& settings);
 
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&handle_); }
   uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&handle_); }
@@ -75,7 +82,8 @@ class FrontConnection final : public Client {
   ipc::FrameDecoder decoder_;
   bool in_read_ = false;
   bool close_when_drained_ = false;
-  bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR))
+  bool read_closed_ = false;   // the client sent EOF (shutdown(SHUT_WR))
+  bool reads_paused_ = false;  // PauseReads: reading stops at the next frame boundary
   uint64_t idle_timeout_ms_;
   std::unique_ptr<loop::Timer> idle_timer_;  // null without an idle_timeout
   std::string scratch_;                      // a rejection's detail payload, reused

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/front_listener.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -65,12 +66,16 @@ Status FrontListener::ListenTcp(uv_loop_t* loop, const config::ListenAddress& ad
                        address.is_v6() ? UV_TCP_IPV6ONLY : 0);
   if (rc != 0) return Status::Error(std::string("bind: ") + uv_strerror(rc));
   // libuv may report bind(2)'s EADDRINUSE only here.
-  rc = uv_listen(reinterpret_cast<uv_stream_t*>(tcp.get()), kFrontBacklog,
-                 &FrontListener::OnConnection);
+  return StartTcp(tcp.get());
+}
+
+Status FrontListener::StartTcp(uv_tcp_t* tcp) {
+  int rc =
+      uv_listen(reinterpret_cast<uv_stream_t*>(tcp), kFrontBacklog, &FrontListener::OnConnection);
   if (rc != 0) return Status::Error(std::string("listen: ") + uv_strerror(rc));
   sockaddr_storage bound{};
   int len = sizeof bound;
-  rc = uv_tcp_getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&bound), &len);
+  rc = uv_tcp_getsockname(tcp, reinterpret_cast<sockaddr*>(&bound), &len);
   if (rc != 0) return Status::Error(std::string("getsockname: ") + uv_strerror(rc));
   Result<config::ListenAddress> bound_address =
       config::ListenAddressFromSockaddr(reinterpret_cast<const sockaddr*>(&bound));
@@ -89,14 +94,16 @@ void FrontListener::OnConnection(uv_stream_t* server, int status) {
     Log(LogLevel::kWarning, self->name(), 0, std::string("accept: ") + uv_strerror(status));
     return;
   }
+  if (self->paused_) {
+    // Not accepted: libuv keeps the connection it took and stops watching this socket until it
+    // is (ResumeAccept, TakeHeldConnections); the next ones wait in the backlog.
+    self->held_.push_back(server);
+    return;
+  }
   std::string refusal = self->Refusal();
   const Wire& wire = WireFor(self->config_->protocol);
   if (refusal.empty()) {
-    ClientSettings settings;
-    settings.max_payload = self->max_payload_;
-    settings.header_timeout_ms = static_cast<uint64_t>(self->config_->header_timeout.count());
-    settings.idle_timeout_ms = static_cast<uint64_t>(self->config_->idle_timeout.count());
-    wire.accept(self->owner_, server, settings);
+    wire.accept(self->owner_, server, self->Settings());
     return;
   }
   // libuv has accepted the connection already (it asks only whether to keep it): answer it once
@@ -146,6 +153,112 @@ std::string FrontListener::Refusal() const {
            ", from RLIMIT_NOFILE) is used up";
   }
   return {};
+}
+
+ClientSettings FrontListener::Settings() const {
+  ClientSettings settings;
+  settings.max_payload = max_payload_;
+  settings.header_timeout_ms = static_cast<uint64_t>(config_->header_timeout.count());
+  settings.idle_timeout_ms = static_cast<uint64_t>(config_->idle_timeout.count());
+  return settings;
+}
+
+void FrontListener::PauseAccept() { paused_ = true; }
+
+void FrontListener::ResumeAccept() {
+  paused_ = false;
+  std::vector<uv_stream_t*> held;
+  held.swap(held_);
+  for (uv_stream_t* server : held) OnConnection(server, 0);
+}
+
+int FrontListener::front_fd() const {
+  uv_os_fd_t fd = -1;
+  BH_CHECK(uv_fileno(reinterpret_cast<const uv_handle_t*>(&front_), &fd) == 0);
+  return fd;
+}
+
+std::vector<int> FrontListener::tcp_fds() const {
+  std::vector<int> fds;
+  for (const auto& tcp : tcp_fronts_) {
+    uv_os_fd_t fd = -1;
+    BH_CHECK(uv_fileno(reinterpret_cast<const uv_handle_t*>(tcp.get()), &fd) == 0);
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+std::vector<FrontListener::HeldConnection> FrontListener::TakeHeldConnections() {
+  BH_CHECK(paused_);
+  union AnyClient {
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+  };
+  std::vector<HeldConnection> taken;
+  std::vector<uv_stream_t*> held;
+  held.swap(held_);
+  for (uv_stream_t* server : held) {
+    auto* client = new AnyClient{};
+    const bool tcp = InitLike(server, client);
+    auto* handle = reinterpret_cast<uv_handle_t*>(client);
+    uv_os_fd_t fd = -1;
+    if (uv_accept(server, reinterpret_cast<uv_stream_t*>(client)) == 0 &&
+        uv_fileno(handle, &fd) == 0) {
+      // A descriptor of its own: the handle closes its one. libuv watches the listening socket
+      // again after uv_accept; paused_ holds what comes next.
+      UniqueFd own(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+      if (own) taken.push_back({std::move(own), tcp});
+    }
+    uv_close(handle, [](uv_handle_t* closed) { delete reinterpret_cast<AnyClient*>(closed); });
+  }
+  return taken;
+}
+
+void FrontListener::PauseClientReads(bool paused) {
+  for (Client* conn : clients_) conn->PauseReads(paused);
+}
+
+std::vector<FrontListener::HeldConnection> FrontListener::HandOverIdleClients() {
+  std::vector<HeldConnection> handed;
+  std::vector<Client*> clients(clients_.begin(), clients_.end());
+  for (Client* conn : clients) {
+    int fd = -1;
+    bool tcp = false;
+    if (conn->HandOver(&fd, &tcp)) handed.push_back({UniqueFd(fd), tcp});
+  }
+  return handed;
+}
+
+Status FrontListener::Adopt(UniqueFd front, std::vector<UniqueFd> tcp) {
+  const std::string& path = config_->socket;
+  Result<ipc::SocketFile> file = ipc::SocketFile::Record(path);
+  if (!file.ok()) return Status::Error("socket " + path + ": " + file.status().message());
+  front_file_ = std::move(file).value();
+  int rc = uv_pipe_open(&front_, front.get());
+  if (rc != 0) return Status::Error("uv_pipe_open " + path + ": " + uv_strerror(rc));
+  front.Release();
+  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog,
+                 &FrontListener::OnConnection);
+  if (rc != 0) return Status::Error("listen " + path + ": " + uv_strerror(rc));
+  for (size_t i = 0; i < tcp.size(); ++i) {
+    const std::string where =
+        i < config_->listen.size() ? config_->listen[i].ToString() : "fd " + std::to_string(i);
+    auto& handle = tcp_fronts_.emplace_back(std::make_unique<uv_tcp_t>());
+    uv_tcp_init(front_.loop, handle.get());
+    handle->data = this;
+    ++open_handles_;
+    rc = uv_tcp_open(handle.get(), tcp[i].get());
+    if (rc != 0) return Status::Error("listen " + where + ": uv_tcp_open: " + uv_strerror(rc));
+    tcp[i].Release();
+    Status status = StartTcp(handle.get());
+    if (!status.ok()) return Status::Error("listen " + where + ": " + status.message());
+  }
+  return Status::Ok();
+}
+
+void FrontListener::AdoptClient(HeldConnection connection, const ClientSettings& settings) {
+  WireFor(config_->protocol)
+      .adopt(owner_, front_.loop, connection.fd.Release(), connection.tcp, settings);
 }
 
 void FrontListener::DisconnectAll() {

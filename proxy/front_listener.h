@@ -21,6 +21,7 @@
 #include "admission/bulkhead.h"
 #include "admission/cell_counters.h"
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "config/config.h"
 #include "ipc/listen_socket.h"
 #include "loop/time_source.h"
@@ -62,6 +63,42 @@ class FrontListener {
   // Closes every client connection.
   void DisconnectAll();
 
+  // --- Re-exec (docs/reexec.md). ---
+  // Stops accepting: connections that arrive wait in the kernel backlog, except at most one per
+  // listening socket that libuv accepted already, which is held unread (TakeHeldConnections).
+  // REQUIRES: bound.
+  void PauseAccept();
+  // Accepts again, the held connections first.
+  void ResumeAccept();
+  bool paused() const { return paused_; }
+  // The listening sockets' fds: the Unix front socket's, and each TCP one's in tcp_addresses()
+  // order. Owned by their handles. REQUIRES: bound.
+  int front_fd() const;
+  std::vector<int> tcp_fds() const;
+  // A client's connected socket taken out of libuv, TCP when `tcp`.
+  struct HeldConnection {
+    UniqueFd fd;
+    bool tcp = false;
+  };
+  // The connections libuv accepted while paused, as sockets of their own (their handles close):
+  // for the re-exec state, or AdoptClient when the exec failed. REQUIRES: paused.
+  std::vector<HeldConnection> TakeHeldConnections();
+  // Every client connection reads only to complete a request begun (Client::PauseReads), or reads
+  // as before.
+  void PauseClientReads(bool paused);
+  // The client connections that sit between two requests (Client::HandOver), as sockets of their
+  // own, each closed here: for the re-exec state, or AdoptClient when the exec failed. The others
+  // stay (and close at the exec).
+  std::vector<HeldConnection> HandOverIdleClients();
+  // Instead of Bind, in an image a re-exec started: serves the listening sockets it handed over,
+  // `front` (bound at the config's socket, whose file Close removes) and `tcp` (in `listen`
+  // order), and starts accepting. Errors name the socket, as Bind's. Close() is still required.
+  Status Adopt(UniqueFd front, std::vector<UniqueFd> tcp);
+  // A client connection handed over: served from here as an accepted one.
+  void AdoptClient(HeldConnection connection, const ClientSettings& settings);
+  // What each accepted connection starts with.
+  ClientSettings Settings() const;
+
   // Closes the listening handles and removes the socket file if it is still the one bound;
   // `on_closed` runs from the last close callback.
   void Close(std::function<void()> on_closed);
@@ -84,6 +121,8 @@ class FrontListener {
   admission::CellCounters* counters_;
   // Binds one TCP address of `listen` and listens on it.
   Status ListenTcp(uv_loop_t* loop, const config::ListenAddress& address);
+  // Listens on the TCP handle `tcp` (opened or bound) and records the address it is bound to.
+  Status StartTcp(uv_tcp_t* tcp);
 
   uv_pipe_t front_{};
   // One listening handle per TCP address bound (initialised ones only; each closed by Close).
@@ -94,6 +133,9 @@ class FrontListener {
   ipc::SocketFile front_file_;  // the front socket file bound (removed on close if still ours)
   std::unordered_set<Client*> clients_;
   uint32_t connection_share_ = UINT32_MAX;
+  bool paused_ = false;
+  // While paused: the listening handles on which libuv holds an accepted connection.
+  std::vector<uv_stream_t*> held_;
   // When a refusal was last logged (one warning per second at most, under a flood).
   uint64_t refusal_logged_ms_ = 0;
   uint64_t refusals_unlogged_ = 0;

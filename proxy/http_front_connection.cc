@@ -82,10 +82,20 @@ HttpFrontConnection::HttpFrontConnection(ClientOwner* owner, const ClientSetting
 
 void HttpFrontConnection::Accept(ClientOwner* owner, uv_stream_t* server,
                                  const ClientSettings& settings) {
+  Start(owner, ClientSource::Pending(server), settings);
+}
+
+void HttpFrontConnection::Adopt(ClientOwner* owner, uv_loop_t* loop, int fd, bool tcp,
+                                const ClientSettings& settings) {
+  Start(owner, ClientSource::HandedOver(loop, fd, tcp), settings);
+}
+
+void HttpFrontConnection::Start(ClientOwner* owner, const ClientSource& source,
+                                const ClientSettings& settings) {
   auto* conn = new HttpFrontConnection(owner, settings);
-  const bool tcp = InitLike(server, &conn->handle_);
+  const bool tcp = source.is_tcp();
+  int rc = AttachClient(source, &conn->handle_);
   conn->handle_.handle.data = conn;
-  int rc = uv_accept(server, &conn->handle_.stream);
   if (rc != 0) {
     Log(LogLevel::kWarning, owner->name(), 0, std::string("accept failed: ") + uv_strerror(rc));
     conn->phase_ = Phase::kClosed;
@@ -166,7 +176,11 @@ void HttpFrontConnection::Update() {
   // Pipelined requests wait in in_ while one is answered: no more than one more head's worth is
   // read. A body is parsed as it is read, so it never fills in_.
   const bool room = in_end_ - in_pos_ <= parser_.limits().max_head_bytes;
-  const bool want = room && !read_closed_ && (phase_ == Phase::kAwaitingAnswer || Parsing());
+  // A re-exec's drain: nothing of a next request is read (it waits in the socket for HandOver).
+  const bool at_boundary = reads_paused_ && phase_ == Phase::kHead && in_pos_ == in_end_ &&
+                           !parser_.in_message() && !head_ready_;
+  const bool want =
+      room && !read_closed_ && !at_boundary && (phase_ == Phase::kAwaitingAnswer || Parsing());
   if (reading_ && !want) {
     uv_read_stop(&handle_.stream);
     reading_ = false;
@@ -509,6 +523,24 @@ void HttpFrontConnection::OnDrained() {
 void HttpFrontConnection::CloseIfDone() {
   if (processing_ || !writer_.idle()) return;
   if (phase_ == Phase::kClosing || (read_closed_ && phase_ == Phase::kHead)) Close();
+}
+
+bool HttpFrontConnection::HandOver(int* fd, bool* tcp) {
+  if (phase_ != Phase::kHead || processing_ || read_closed_ || head_ready_ ||
+      exchanges_ != nullptr || !writer_.idle() || in_pos_ != in_end_ || parser_.in_message()) {
+    return false;
+  }
+  const int own = DuplicateSocket();
+  if (own < 0) return false;
+  *fd = own;
+  *tcp = handle_.handle.type == UV_TCP;
+  Close();
+  return true;
+}
+
+void HttpFrontConnection::PauseReads(bool paused) {
+  reads_paused_ = paused;
+  Update();
 }
 
 void HttpFrontConnection::Close() {

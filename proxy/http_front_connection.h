@@ -81,6 +81,10 @@ class HttpFrontConnection final : public Client {
   // Accepts one pending connection on `server` (a uv_pipe_t or uv_tcp_t) for `owner`. Errors are
   // logged; nothing to return. (Wire::accept)
   static void Accept(ClientOwner* owner, uv_stream_t* server, const ClientSettings& settings);
+  // As Accept, for a connected socket (Unix, or TCP when `tcp`) handed over by a re-exec between
+  // two requests; it owns `fd` from here. (Wire::adopt)
+  static void Adopt(ClientOwner* owner, uv_loop_t* loop, int fd, bool tcp,
+                    const ClientSettings& settings);
   // Appends the 503 (Retry-After, Connection: close) that answers a connection refused at once.
   // (Wire::append_refusal)
   static void AppendRefusal(std::string* out, std::string_view cell, const Outcome& outcome);
@@ -92,11 +96,14 @@ class HttpFrontConnection final : public Client {
   size_t OnResponseBytes(Exchange* exchange, std::string_view bytes, bool must_close) override;
   void OnBodyFlow(Exchange* exchange) override;
   void Close() override;
+  bool HandOver(int* fd, bool* tcp) override;
+  void PauseReads(bool paused) override;
 
   Phase phase() const { return phase_; }
 
  private:
   HttpFrontConnection(ClientOwner* owner, const ClientSettings& settings);
+  static void Start(ClientOwner* owner, const ClientSource& source, const ClientSettings& settings);
   ~HttpFrontConnection() override = default;
 
   static void OnAlloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
@@ -160,10 +167,11 @@ class HttpFrontConnection final : public Client {
   uint64_t body_progress_ms_ = 0;   // kBody: the last body bytes read, or the body's first wanting
   uint64_t armed_deadline_ms_ = 0;  // the deadline timer_ is armed for, while armed
   // The flags beside the phase:
-  bool reading_ = false;      // uv_read_start is in effect (follows from the phase, Update)
-  bool processing_ = false;   // inside ProcessInput: re-entry (an answer during OnRequest) defers
-  bool read_closed_ = false;  // the client sent EOF (shutdown(SHUT_WR)): nothing more is read
-  bool head_ready_ = false;   // kHead: the parser gave a head not yet handed on
+  bool reading_ = false;       // uv_read_start is in effect (follows from the phase, Update)
+  bool processing_ = false;    // inside ProcessInput: re-entry (an answer during OnRequest) defers
+  bool read_closed_ = false;   // the client sent EOF (shutdown(SHUT_WR)): nothing more is read
+  bool head_ready_ = false;    // kHead: the parser gave a head not yet handed on
+  bool reads_paused_ = false;  // PauseReads: no read in kHead before a next request began
   // The current exchange: the connection closes after its answer (the request said so, or its
   // response is close-delimited); bytes of its response were queued; its body goes to the worker as
   // chunks; the client waits for "100 Continue" before it sends the body.

@@ -34,10 +34,10 @@ int HttpLocalStatus(const Outcome& outcome) {
                              outcome.reason);
 }
 
-constexpr Wire kFrames{&FrontConnection::Accept, &FrontConnection::AppendRefusal, &ConnectFrames,
-                       &NoStatus};
-constexpr Wire kHttp{&HttpFrontConnection::Accept, &HttpFrontConnection::AppendRefusal,
-                     &ConnectHttp, &HttpLocalStatus};
+constexpr Wire kFrames{&FrontConnection::Accept, &FrontConnection::Adopt,
+                       &FrontConnection::AppendRefusal, &ConnectFrames, &NoStatus};
+constexpr Wire kHttp{&HttpFrontConnection::Accept, &HttpFrontConnection::Adopt,
+                     &HttpFrontConnection::AppendRefusal, &ConnectHttp, &HttpLocalStatus};
 
 }  // namespace
 

@@ -24,6 +24,10 @@ struct Wire {
   // Accepts one pending connection on `server` (a listening uv_pipe_t or uv_tcp_t) as a client of
   // `owner`. Errors are logged; the client owns itself from here.
   void (*accept)(ClientOwner* owner, uv_stream_t* server, const ClientSettings& settings);
+  // Takes `fd`, a client's connected socket (TCP when `tcp`) handed over by a re-exec between two
+  // requests (docs/reexec.md), as a client of `owner`, as `accept` does a pending one.
+  void (*adopt)(ClientOwner* owner, uv_loop_t* loop, int fd, bool tcp,
+                const ClientSettings& settings);
   // Appends to `out` the whole answer to a connection refused before it was read (REJECTED
   // too_many_connections: a REPLY frame with request_id 0; an HTTP 503 that closes).
   void (*append_refusal)(std::string* out, std::string_view cell, const Outcome& outcome);

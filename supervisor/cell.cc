@@ -36,6 +36,87 @@ Status Cell::Bind() {
   return runner_.BindSockets();
 }
 
+void Cell::Capture(ReexecState* state) const {
+  const proxy::FrontListener& front = data_path_.front();
+  const config::CellConfig& config = runner_.config();
+  const lifecycle::WorkerRunner::ReexecFds fds = runner_.reexec_fds();
+  state->listeners.push_back({"front", config.name, front.front_fd(), config.socket});
+  const std::vector<int> tcp = front.tcp_fds();
+  for (size_t i = 0; i < tcp.size(); ++i) {
+    state->listeners.push_back({"listen", config.name, tcp[i], front.tcp_addresses()[i]});
+  }
+  state->listeners.push_back({"worker", config.name, fds.worker_listen, config.worker_socket});
+  state->listeners.push_back({"notify", config.name, fds.notify, config.notify_socket});
+
+  const lifecycle::Lifecycle& lifecycle = runner_.lifecycle();
+  ReexecState::Cell entry;
+  entry.name = config.name;
+  entry.state = lifecycle::Lifecycle::StateName(lifecycle.state());
+  entry.starts = lifecycle.starts();
+  entry.restarts = lifecycle.restarts();
+  entry.last_exit = lifecycle.last_exit();
+  for (size_t i = 0; i < lifecycle::kRestartReasonCount; ++i) {
+    const uint64_t count = runner_.restarts_by_reason()[i];
+    if (count > 0) {
+      entry.restarts_by_reason[std::string(
+          lifecycle::RestartReasonName(static_cast<lifecycle::RestartReason>(i)))] = count;
+    }
+  }
+  if (runner_.pid() != 0) {
+    const uint64_t now = time_->NowMs();
+    entry.worker =
+        ReexecState::Worker{.pid = runner_.pid(),
+                            .pgid = runner_.pid(),
+                            .cgroup_path = runner_.generation_path(),
+                            .stdout_fd = fds.stdout_read,
+                            .stderr_fd = fds.stderr_read,
+                            .ready = lifecycle.state() == lifecycle::Lifecycle::State::kRunning,
+                            .uptime_ms = now - std::min(now, lifecycle.worker_started_at_ms())};
+  }
+  entry.counters = data_path_.counters();
+  entry.queue_wait = data_path_.queue_wait().total();
+  entry.duration = data_path_.request_duration().total();
+  state->cells.push_back(std::move(entry));
+}
+
+Status Cell::Adopt(const ReexecState::Cell& entry, UniqueFd front, std::vector<UniqueFd> tcp,
+                   UniqueFd worker_listen, UniqueFd notify) {
+  Status cgroup = runner_.CreateCgroup();
+  if (!cgroup.ok()) return cgroup;
+  Status status = data_path_.front().Adopt(std::move(front), std::move(tcp));
+  if (!status.ok()) return status;
+  status = runner_.AdoptSockets(std::move(worker_listen), std::move(notify));
+  if (!status.ok()) return status;
+  data_path_.RestoreCounters(entry.counters, entry.queue_wait, entry.duration);
+  return Status::Ok();
+}
+
+Status Cell::AdoptWorker(const ReexecState::Cell& entry, UniqueFd stdout_read,
+                         UniqueFd stderr_read) {
+  lifecycle::RestartCounts by_reason{};
+  for (size_t i = 0; i < lifecycle::kRestartReasonCount; ++i) {
+    auto it = entry.restarts_by_reason.find(
+        std::string(lifecycle::RestartReasonName(static_cast<lifecycle::RestartReason>(i))));
+    if (it != entry.restarts_by_reason.end()) by_reason[i] = it->second;
+  }
+  if (!entry.worker) {
+    runner_.AdoptStopped(entry.starts, entry.restarts, entry.last_exit, by_reason);
+    return Status::Ok();
+  }
+  lifecycle::WorkerRunner::AdoptedWorker worker;
+  worker.pid = entry.worker->pid;
+  worker.pgid = entry.worker->pgid;
+  worker.cgroup_path = entry.worker->cgroup_path;
+  worker.stdout_read = std::move(stdout_read);
+  worker.stderr_read = std::move(stderr_read);
+  worker.starts = entry.starts;
+  worker.restarts = entry.restarts;
+  worker.last_exit = entry.last_exit;
+  worker.uptime_ms = entry.worker->uptime_ms;
+  worker.restarts_by_reason = by_reason;
+  return runner_.AdoptWorker(std::move(worker));
+}
+
 Status Cell::Reconfigure(const config::CellConfig& next,
                          const std::optional<cell::CgroupLimits>& cgroup_limits) {
   const config::CellConfig& now = runner_.config();

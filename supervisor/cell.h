@@ -13,8 +13,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "cell/cgroup.h"
 #include "config/config.h"
 #include "control/cell_snapshot.h"
@@ -27,6 +29,7 @@
 #include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
 #include "proxy/exchange.h"
+#include "supervisor/reexec_state.h"
 #include "supervisor/start_order.h"
 
 namespace bulkhead::supervisor {
@@ -125,6 +128,51 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void OnProcessExit(pid_t pid, int wait_status) { runner_.OnProcessExit(pid, wait_status); }
 
   control::CellSnapshot Snapshot() const;
+
+  // --- Re-exec (docs/reexec.md). ---
+  // Admitted requests without an outcome yet (CellDataPath::in_flight).
+  uint32_t in_flight() const { return data_path_.in_flight(); }
+  // A re-exec past its drain's deadline, as a shutdown answers them: queued requests REJECTED
+  // unavailable, running ones FAILED worker_died with `message` (their worker connections close).
+  void AbandonInFlight(const std::string& message) {
+    data_path_.RejectQueued();
+    data_path_.FailInFlight(ipc::Reason::kWorkerDied, message);
+  }
+  // Why the cell cannot be carried across a re-exec now, "" when it can
+  // (WorkerRunner::ReexecBlocker).
+  std::string ReexecBlocker() const { return runner_.ReexecBlocker(); }
+  // A re-exec's drain: accept paused on the front sockets and the clients' reads stopped at their
+  // next request boundary (FrontListener::PauseAccept, PauseClientReads); and both resumed.
+  void PauseAccept() {
+    data_path_.front().PauseAccept();
+    data_path_.front().PauseClientReads(true);
+  }
+  void ResumeAccept() {
+    data_path_.front().PauseClientReads(false);
+    data_path_.front().ResumeAccept();
+  }
+  // The client connections accepted while paused, not read yet (FrontListener::
+  // TakeHeldConnections); and one of them served here (the exec failed, or in the new image).
+  // Then those between two requests (FrontListener::HandOverIdleClients).
+  std::vector<proxy::FrontListener::HeldConnection> TakeHeldConnections() {
+    std::vector<proxy::FrontListener::HeldConnection> taken =
+        data_path_.front().TakeHeldConnections();
+    for (auto& idle : data_path_.front().HandOverIdleClients()) taken.push_back(std::move(idle));
+    return taken;
+  }
+  void AdoptClient(proxy::FrontListener::HeldConnection connection) {
+    data_path_.front().AdoptClient(std::move(connection), data_path_.front().Settings());
+  }
+  // Adds the cell to `state`: its listening sockets and its entry (lifecycle figures, worker,
+  // counters). REQUIRES: ReexecBlocker() is "".
+  void Capture(ReexecState* state) const;
+  // In the new image, instead of Bind: creates (opens) the cell's cgroup and serves the sockets
+  // taken back from the state, then restores the entry's counters. Errors name the socket.
+  Status Adopt(const ReexecState::Cell& entry, UniqueFd front, std::vector<UniqueFd> tcp,
+               UniqueFd worker_listen, UniqueFd notify);
+  // In the new image, instead of Start: the entry's worker is this cell's again (running), or,
+  // without one, the cell stays stopped with its counts. Errors: WorkerRunner::AdoptWorker's.
+  Status AdoptWorker(const ReexecState::Cell& entry, UniqueFd stdout_read, UniqueFd stderr_read);
 
   // Lowers the cell's limit on client connections below max_connections: its share of the
   // supervisor's descriptor budget (supervisor/connection_budget.h). Set before clients connect.

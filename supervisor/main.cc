@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "base/exit_status.h"
@@ -14,6 +15,7 @@
 #include "config/config.h"
 #include "supervisor/container.h"
 #include "supervisor/init_mode.h"
+#include "supervisor/reexec_state.h"
 #include "supervisor/supervisor.h"
 
 int main(int argc, char** argv) {
@@ -29,9 +31,17 @@ int main(int argc, char** argv) {
   CLI::App app{"bulkheadd: runs each cell's worker in its own compartment and admits requests"};
   std::string config_path = "/etc/bulkhead/bulkhead.toml";
   bool check_only = false;
+  bool reexec_state_versions = false;
+  int reexec_state_fd = -1;
   std::string log_level;
   app.add_option("-c,--config", config_path, "configuration file (TOML)");
   app.add_flag("--check-config", check_only, "validate the configuration and exit");
+  app.add_flag("--reexec-state-versions", reexec_state_versions,
+               "print the re-exec state versions this binary reads (docs/reexec.md) and exit");
+  app.add_option(
+         "--reexec-state", reexec_state_fd,
+         "set by bulkheadd when it re-executes itself: the fd of its state (docs/reexec.md)")
+      ->group("");
   app.add_option("--log-level", log_level,
                  "lines below this level are dropped; overrides [supervisor] log_level")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
@@ -41,6 +51,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
+  }
+  // Asked by a running bulkheadd of its new binary before it re-executes into it: no config read.
+  if (reexec_state_versions) {
+    std::printf("%s\n", supervisor::ReadableVersionsLine().c_str());
+    return kExitOk;
   }
 
   config::LoadResult loaded = config::LoadConfigFile(config_path);
@@ -93,11 +108,30 @@ int main(int argc, char** argv) {
     if (!subreaper.ok()) LogWarning(subreaper.message() + ": orphans of cells are not reaped here");
   }
 
+  // Started by a re-exec of bulkheadd (docs/reexec.md): its state first. The previous image
+  // checked that this binary reads its version, so a failure here is a bug; the workers it ran
+  // are lost with this process (failure 5 of docs/reexec.md).
+  std::optional<supervisor::ReexecState> reexec_state;
+  if (reexec_state_fd >= 0) {
+    Result<std::string> document = supervisor::ReadStateFd(reexec_state_fd);
+    ::close(reexec_state_fd);
+    Result<supervisor::ReexecState> state =
+        document.ok() ? supervisor::ReexecState::Decode(*document)
+                      : Result<supervisor::ReexecState>(document.status());
+    if (!state.ok()) {
+      LogError("re-exec: the state cannot be read, nothing is adopted: " +
+               state.status().message());
+      return kExitFailure;
+    }
+    reexec_state = std::move(state).value();
+  }
+
   const config::ShutdownAction on_shutdown = loaded.config->supervisor.on_shutdown;
   int exit_code = 0;
   {
     supervisor::Supervisor supervisor(std::move(*loaded.config));
     if (!log_level.empty()) supervisor.PinLogLevel(log_level);
+    if (reexec_state) supervisor.AdoptState(std::move(*reexec_state));
     exit_code = supervisor.Run();
   }
   return supervisor::EndProcess(on_shutdown, exit_code, pid1);

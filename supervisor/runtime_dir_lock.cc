@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 #include <string_view>
+
+#include "supervisor/reexec.h"
 
 namespace bulkhead::supervisor {
 
@@ -65,6 +68,21 @@ Result<RuntimeDirLock> RuntimeDirLock::Acquire(const std::string& runtime_dir) {
     return lock;
   }
   return Status::Error("cannot lock " + lock.path_ + ": it keeps being replaced");
+}
+
+Result<RuntimeDirLock> RuntimeDirLock::Adopt(UniqueFd fd, const std::string& runtime_dir) {
+  RuntimeDirLock lock;
+  lock.path_ = runtime_dir + "/" + kRuntimeDirLockName;
+  if (!SameFile(fd.get(), lock.path_)) {
+    return Status::Error("fd " + std::to_string(fd.get()) + " is not " + lock.path_);
+  }
+  // The flock belongs to the open file description: locking again through it succeeds at once
+  // when it holds the lock, and fails (EWOULDBLOCK) when another description does.
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return Status::FromErrno("flock " + lock.path_);
+  Status cloexec = SetCloexec(fd.get());
+  if (!cloexec.ok()) return Status::Error(lock.path_ + ": " + cloexec.message());
+  lock.fd_ = std::move(fd);
+  return lock;
 }
 
 void RuntimeDirLock::Release() {

@@ -30,6 +30,14 @@ class RuntimeDirLock {
   // with the path. REQUIRES: `runtime_dir` exists.
   static Result<RuntimeDirLock> Acquire(const std::string& runtime_dir);
 
+  // A re-exec (docs/reexec.md): the lock's fd (the flock belongs to its open file description,
+  // which the exec keeps), and, in the new image, the lock taken back from it: `fd` must hold
+  // LOCK_EX on `runtime_dir`/bulkheadd.pid (checked: a second LOCK_EX|LOCK_NB through the same
+  // description succeeds only then). Errors: fstat's, flock's, or "fd 5 is not
+  // /run/bulkhead/bulkheadd.pid".
+  int fd() const { return fd_.get(); }
+  static Result<RuntimeDirLock> Adopt(UniqueFd fd, const std::string& runtime_dir);
+
   // Removes the file if it is still the one this lock holds, then unlocks. Idempotent.
   void Release();
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "supervisor/supervisor.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,8 @@
 #include "ipc/listen_socket.h"
 #include "supervisor/container.h"
 #include "supervisor/reaper.h"
+#include "supervisor/reexec.h"
+#include "supervisor/reexec_state.h"
 #include "supervisor/runtime_dir_lock.h"
 
 namespace bulkhead::supervisor {
@@ -29,6 +32,12 @@ namespace {
 
 // How often the end of a shutdown looks again whether the clients have read their answers.
 constexpr uint64_t kClientDrainPollMs = 20;
+// How often a re-exec's drain looks again whether anything is in flight.
+constexpr uint64_t kReexecPollMs = 5;
+// After a re-exec's drain deadline: how long the answers of what was failed get to be written.
+constexpr uint64_t kReexecAnswerGraceMs = 1'000;
+// Bound on `NEW --reexec-state-versions` (it prints one line and exits: milliseconds).
+constexpr uint64_t kReexecCheckTimeoutMs = 5'000;
 
 // The "logs" control command (docs/control.md) for the cell `name` (the command table checked
 // that it exists).
@@ -85,6 +94,14 @@ int Supervisor::Run() {
   Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
       write_batch_->how());
   Status status = HandleSignals();
+  reexec_timer_ = time_.CreateTimer([this] { AdvanceReexec(); });
+  if (adopted_) {
+    // The previous image blocked these across the exec (ExecWithState): handled from here on.
+    UnblockReexecSignals();
+    started_at_ms_ -= std::min(started_at_ms_, adopted_->uptime_ms);
+    reloads_ = adopted_->reloads;
+    reexecs_ = adopted_->reexecs + 1;
+  }
 
   control_ = std::make_unique<control::ControlServer>(
       &loop_, &time_, [this](const std::string& line, const control::ControlPeer& peer) {
@@ -94,7 +111,10 @@ int Supervisor::Run() {
   // running one's cgroups, sockets or files (not even create its access log).
   if (status.ok()) status = ipc::MakeDirectories(config_.supervisor.runtime_dir, 0755);
   if (status.ok()) {
-    Result<RuntimeDirLock> lock = RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
+    Result<RuntimeDirLock> lock =
+        adopted_
+            ? RuntimeDirLock::Adopt(UniqueFd(adopted_->lock_fd), config_.supervisor.runtime_dir)
+            : RuntimeDirLock::Acquire(config_.supervisor.runtime_dir);
     if (lock.ok()) {
       runtime_dir_lock_ = std::move(lock).value();
     } else {
@@ -116,22 +136,27 @@ int Supervisor::Run() {
     cells_.push_back(MakeCell(cell_config));
   }
 
-  if (status.ok()) {
+  if (config_.supervisor.metrics_listen) {
+    metrics_ = std::make_unique<control::MetricsServer>(&loop_, &time_,
+                                                        [this] { return RenderMetrics(); });
+  }
+  if (status.ok() && adopted_) {
+    status = AdoptListeners();
+    if (!status.ok()) status = Status::Error("re-exec: " + status.message());
+  } else if (status.ok()) {
     ipc::SocketAccess control_access;
     control_access.mode = config_.supervisor.control_socket_mode;
     control_access.group = config_.supervisor.control_socket_group;
     status = control_->Listen(config_.supervisor.control_socket, control_access);
+    if (metrics_ && status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
+    for (auto& cell : cells_) {
+      if (!status.ok()) break;
+      status = cell->Bind();
+      if (!status.ok()) status = Status::Error("cells." + cell->name() + ": " + status.message());
+    }
   }
-  if (config_.supervisor.metrics_listen) {
-    metrics_ = std::make_unique<control::MetricsServer>(&loop_, &time_,
-                                                        [this] { return RenderMetrics(); });
-    if (status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
-    if (status.ok()) LogInfo("metrics endpoint: http://" + metrics_->bound_address() + "/metrics");
-  }
-  for (auto& cell : cells_) {
-    if (!status.ok()) break;
-    status = cell->Bind();
-    if (!status.ok()) status = Status::Error("cells." + cell->name() + ": " + status.message());
+  if (metrics_ && status.ok()) {
+    LogInfo("metrics endpoint: http://" + metrics_->bound_address() + "/metrics");
   }
   if (!status.ok()) {
     LogError("startup failed: " + status.message());
@@ -147,9 +172,13 @@ int Supervisor::Run() {
   LogInfo("bulkheadd started: " + std::to_string(cells_.size()) +
           (cells_.size() == 1 ? " cell" : " cells") + ", control socket " +
           config_.supervisor.control_socket);
-  std::vector<Cell*> all;
-  for (auto& cell : cells_) all.push_back(cell.get());
-  StartInNeedsOrder(all);
+  if (adopted_) {
+    AdoptWorkers();
+  } else {
+    std::vector<Cell*> all;
+    for (auto& cell : cells_) all.push_back(cell.get());
+    StartInNeedsOrder(all);
+  }
   booted_ = true;
   OnCellStateChanged();
   uv_run(&loop_, UV_RUN_DEFAULT);
@@ -276,9 +305,11 @@ void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
       self->Reload();
       break;
     case SIGUSR1:
+      LogWarning("SIGUSR1 has no meaning to bulkheadd: ignored");
+      break;
     case SIGUSR2:
-      LogWarning(std::string(signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2") +
-                 " has no meaning to bulkheadd: ignored");
+      // nginx's binary upgrade signal (docs/reexec.md); BeginReexec logs what it did.
+      self->BeginReexec("SIGUSR2");
       break;
   }
 }
@@ -312,6 +343,13 @@ void Supervisor::BeginShutdown(int signum) {
                      : signum == SIGRTMIN + 4 ? "SIGRTMIN+4 (poweroff)"
                                               : "SIGTERM";
   LogInfo(std::string("received ") + name + ": stopping every cell");
+  if (reexec_phase_ == ReexecPhase::kDraining) {
+    // The shutdown wins: the re-exec is dropped, the cells accept again to answer as they stop.
+    LogInfo("re-exec dropped: bulkheadd is shutting down");
+    reexec_phase_ = ReexecPhase::kIdle;
+    reexec_timer_->Stop();
+    for (auto& cell : cells_) cell->ResumeAccept();
+  }
   notifier_.Stopping();
   uint64_t longest_stop_ms = 0;
   for (auto& cell : cells_) longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
@@ -436,6 +474,7 @@ void Supervisor::CloseAll() {
   if (access_log_) access_log_->Close(handles_.Part());
   client_drain_timer_.reset();
   order_timer_.reset();
+  reexec_timer_.reset();
   // The signal handles close with the rest.
   handles_.Close([this] {
     cells_.clear();
@@ -542,6 +581,7 @@ control::CommandHandlers Supervisor::ControlHandlers() {
     return LogsResponse(call.request, call.cell, cell_logs_);
   };
   handlers.reload = [this](const control::CommandCall&) { return ReloadControl(); };
+  handlers.reexec = [this](const control::CommandCall&) { return ReexecControl(); };
   handlers.start = handlers.stop = handlers.restart = [this](const control::CommandCall& call) {
     return CellCommandControl(call.row.name, call.cell);
   };
@@ -575,7 +615,12 @@ std::string Supervisor::StatusControl(const std::string& only) {
         {"metrics_listen",
          metrics_ ? nlohmann::json(metrics_->bound_address()) : nlohmann::json(nullptr)},
         {"client_connections", client_connections},
-        {"client_connection_budget", client_budget_}}},
+        {"client_connection_budget", client_budget_},
+        {"reexec",
+         {{"phase", ReexecPhaseName(reexec_phase_)},
+          {"count", reexecs_},
+          {"last_error",
+           reexec_error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(reexec_error_)}}}}},
       {"cells", cells},
   };
   return response.dump();
@@ -601,6 +646,274 @@ std::string Supervisor::CellCommandControl(std::string_view command, const std::
     return response.dump();
   }
   return control::CommandError("no cell named " + name);
+}
+
+// --- Re-exec (docs/reexec.md). ---
+
+std::string Supervisor::ReexecControl() {
+  const uint64_t count = reexecs_;
+  std::string refused = BeginReexec("bulkheadctl reexec");
+  if (!refused.empty()) return control::CommandError(refused);
+  // The answer goes out before the exec closes this connection: the caller waits for a status
+  // whose reexec.count passed `count` (or whose last_error says why the exec failed).
+  return nlohmann::json({{"ok", true},
+                         {"result", "re-executing"},
+                         {"binary", reexec_binary_},
+                         {"pid", ::getpid()},
+                         {"count", count}})
+      .dump();
+}
+
+std::string Supervisor::BeginReexec(std::string_view why) {
+  auto refuse = [&](std::string reason) {
+    LogWarning(std::string(why) + ": re-exec refused: " + reason);
+    return reason;
+  };
+  if (shutting_down_) return refuse("bulkheadd is shutting down");
+  if (reexec_phase_ != ReexecPhase::kIdle) return refuse("a re-exec is already under way");
+  if (!retiring_.empty()) return refuse("cells removed by a reload are still draining");
+  for (const auto& cell : cells_) {
+    if (cell->order_step() != OrderStep::kFree && cell->order_step() != OrderStep::kStopped) {
+      return refuse("cells." + cell->name() + ": its start waits for the cells it needs");
+    }
+    if (std::string blocker = cell->ReexecBlocker(); !blocker.empty()) {
+      return refuse("cells." + cell->name() + ": " + blocker);
+    }
+  }
+  // The new image reads the config file again: it must be the one in force.
+  config::LoadResult loaded = config::LoadConfigFile(config_.source);
+  if (!loaded.config) {
+    return refuse("the new image reads " + config_.source +
+                  " again, and it is refused now: " + loaded.errors.front().ToString());
+  }
+  const control::ReloadPlan plan = control::PlanReload(config_, *loaded.config);
+  if (!plan.errors.empty()) {
+    return refuse("the new image reads " + config_.source +
+                  " again, and it differs from the config in force: " + plan.errors.front() +
+                  " (reload first)");
+  }
+  for (const control::CellPlan& cell : plan.cells) {
+    if (cell.action == control::CellPlan::Action::kUnchanged) continue;
+    return refuse("the new image reads " + config_.source +
+                  " again, and it differs from the config in force: cells." + cell.name + " " +
+                  control::CellActionName(cell.action) + " (reload first)");
+  }
+  Result<std::string> binary = OwnBinaryPath();
+  if (!binary.ok()) return refuse(binary.status().message());
+  Status readable = CheckStateVersions(*binary, ReexecState::kVersion, kReexecCheckTimeoutMs);
+  if (!readable.ok()) return refuse(readable.message());
+
+  reexec_binary_ = std::move(binary).value();
+  reexec_error_.clear();
+  reexec_phase_ = ReexecPhase::kDraining;
+  reexec_abandoned_ = false;
+  uint64_t longest_stop_ms = 0;
+  for (auto& cell : cells_) longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
+  reexec_deadline_ms_ = time_.NowMs() + longest_stop_ms;
+  LogInfo(std::string(why) + ": re-executing " + reexec_binary_ +
+          " once no request is in flight (at most " + std::to_string(longest_stop_ms) +
+          " ms); new connections wait in the backlog");
+  if (ready_sent_) notifier_.Reloading();
+  for (auto& cell : cells_) cell->PauseAccept();
+  reexec_timer_->Start(0);
+  return "";
+}
+
+void Supervisor::AdvanceReexec() {
+  if (reexec_phase_ != ReexecPhase::kDraining) return;
+  uint64_t in_flight = 0;
+  for (auto& cell : cells_) in_flight += cell->in_flight() + (cell->unsent_bytes() > 0 ? 1 : 0);
+  const uint64_t now = time_.NowMs();
+  if (in_flight > 0 && now >= reexec_deadline_ms_ && !reexec_abandoned_) {
+    // As a shutdown answers them: queued ones REJECTED unavailable, running ones FAILED. Their
+    // answers get kReexecAnswerGraceMs to be written before the exec.
+    LogWarning("re-exec: " + std::to_string(in_flight) +
+               " request(s) still in flight at the deadline: answered as at a shutdown");
+    for (auto& cell : cells_) cell->AbandonInFlight("bulkheadd re-executed before the answer");
+    reexec_abandoned_ = true;
+    reexec_deadline_ms_ = now + kReexecAnswerGraceMs;
+    in_flight = 1;  // looked at again at the next poll
+  }
+  if (in_flight > 0 && now < reexec_deadline_ms_) {
+    reexec_timer_->Start(kReexecPollMs);
+    return;
+  }
+  ExecNow();
+}
+
+void Supervisor::ExecNow() {
+  reexec_phase_ = ReexecPhase::kExecuting;
+  ReexecState state;
+  state.written_by = std::string(Version());
+  state.uptime_ms = time_.NowMs() - started_at_ms_;
+  state.reexecs = reexecs_;
+  state.reloads = reloads_;
+  state.lock_fd = runtime_dir_lock_.fd();
+  state.listeners.push_back(
+      {"control", "", control_->listen_fd(), config_.supervisor.control_socket});
+  if (metrics_) {
+    Result<std::string> address = SocketAddress(metrics_->listen_fd());
+    state.listeners.push_back({"metrics", "", metrics_->listen_fd(), address.ok() ? *address : ""});
+    state.metrics_bound = metrics_->bound_address();
+  }
+  // Held until the exec: their fds are in the state.
+  std::vector<std::pair<Cell*, proxy::FrontListener::HeldConnection>> held;
+  for (auto& cell : cells_) {
+    cell->Capture(&state);
+    for (proxy::FrontListener::HeldConnection& connection : cell->TakeHeldConnections()) {
+      state.connections.push_back({cell->name(), connection.fd.get(), connection.tcp});
+      held.emplace_back(cell.get(), std::move(connection));
+    }
+  }
+  // Control connections between two requests ("cell" empty in the state): a bulkheadctl that
+  // sent its request as the exec came gets its answer from the new image.
+  std::vector<UniqueFd> control_held = control_->HandOver();
+  for (const UniqueFd& fd : control_held) state.connections.push_back({"", fd.get(), false});
+  Result<UniqueFd> memfd = WriteStateMemfd(state.Encode());
+  Status status = memfd.ok() ? Status::Ok() : memfd.status();
+  Result<std::vector<std::string>> arguments = OwnArguments();
+  if (status.ok() && !arguments.ok()) status = arguments.status();
+  if (status.ok()) {
+    LogInfo("re-exec: exec " + reexec_binary_ + " (" + std::to_string(state.cells.size()) +
+            " cells, " + std::to_string(state.connections.size()) +
+            " connection(s) waiting to be read)");
+    status = ExecWithState(reexec_binary_, *arguments, memfd->get(), state.Fds());
+  }
+  // Only a failed exec returns: the connections taken out are served here after all.
+  for (auto& [cell, connection] : held) cell->AdoptClient(std::move(connection));
+  for (UniqueFd& fd : control_held) control_->AdoptConnection(std::move(fd));
+  ReexecFailed(status.message());
+}
+
+void Supervisor::ReexecFailed(const std::string& why) {
+  reexec_error_ = why;
+  reexec_phase_ = ReexecPhase::kIdle;
+  LogError("re-exec failed, this bulkheadd goes on serving: " + why);
+  for (auto& cell : cells_) cell->ResumeAccept();
+  if (ready_sent_) notifier_.Ready();
+}
+
+Status Supervisor::AdoptListeners() {
+  const ReexecState& state = *adopted_;
+  auto find = [&state](std::string_view role, const std::string& cell) {
+    std::vector<const ReexecState::Listener*> found;
+    for (const ReexecState::Listener& listener : state.listeners) {
+      if (listener.role == role && listener.cell == cell) found.push_back(&listener);
+    }
+    return found;
+  };
+  // The one socket of `role`, bound where `address` says ("" : wherever the state says).
+  auto take = [&find](std::string_view role, const std::string& cell,
+                      const std::string& address) -> Result<UniqueFd> {
+    std::vector<const ReexecState::Listener*> found = find(role, cell);
+    if (found.size() != 1) {
+      return Status::Error(std::string(cell.empty() ? "" : "cells." + cell + ": ") + "no single " +
+                           std::string(role) + " socket in the state");
+    }
+    Result<UniqueFd> fd =
+        TakeListeningFd(found.front()->fd, address.empty() ? found.front()->address : address);
+    if (!fd.ok()) {
+      return Status::Error(std::string(role) + " socket: " + fd.status().message());
+    }
+    return fd;
+  };
+  Result<UniqueFd> control = take("control", "", config_.supervisor.control_socket);
+  if (!control.ok()) return control.status();
+  Status status = control_->Adopt(std::move(control).value(), config_.supervisor.control_socket);
+  if (!status.ok()) return status;
+  if (metrics_) {
+    Result<UniqueFd> metrics = take("metrics", "", "");
+    if (!metrics.ok()) return metrics.status();
+    status = metrics_->Adopt(std::move(metrics).value(), *config_.supervisor.metrics_listen,
+                             state.metrics_bound);
+    if (!status.ok()) return status;
+  }
+  for (auto& cell : cells_) {
+    const config::CellConfig& c = ConfigOf(cell->name());
+    auto entry = std::find_if(state.cells.begin(), state.cells.end(),
+                              [&c](const ReexecState::Cell& e) { return e.name == c.name; });
+    if (entry == state.cells.end()) {
+      // Not in the previous image (the check before the exec refuses this): bound afresh.
+      status = cell->Bind();
+    } else {
+      Result<UniqueFd> front = take("front", c.name, c.socket);
+      Result<UniqueFd> worker = take("worker", c.name, c.worker_socket);
+      Result<UniqueFd> notify = take("notify", c.name, c.notify_socket);
+      std::vector<UniqueFd> tcp;
+      for (const ReexecState::Listener* listener : find("listen", c.name)) {
+        Result<UniqueFd> fd = TakeListeningFd(listener->fd, listener->address);
+        if (!fd.ok()) {
+          status = Status::Error("listen socket: " + fd.status().message());
+          break;
+        }
+        tcp.push_back(std::move(fd).value());
+      }
+      for (const Result<UniqueFd>* fd : {&front, &worker, &notify}) {
+        if (status.ok() && !fd->ok()) status = fd->status();
+      }
+      if (status.ok() && tcp.size() != c.listen.size()) {
+        status = Status::Error("the state has " + std::to_string(tcp.size()) +
+                               " listen socket(s), the config " + std::to_string(c.listen.size()));
+      }
+      if (status.ok()) {
+        status = cell->Adopt(*entry, std::move(front).value(), std::move(tcp),
+                             std::move(worker).value(), std::move(notify).value());
+      }
+    }
+    if (!status.ok()) return Status::Error("cells." + cell->name() + ": " + status.message());
+  }
+  return Status::Ok();
+}
+
+void Supervisor::AdoptWorkers() {
+  ReexecState state = std::move(*adopted_);
+  adopted_.reset();
+  for (auto& cell : cells_) {
+    auto entry =
+        std::find_if(state.cells.begin(), state.cells.end(),
+                     [&cell](const ReexecState::Cell& e) { return e.name == cell->name(); });
+    if (entry == state.cells.end()) {
+      RequestStart(*cell, /*restart=*/false);
+      continue;
+    }
+    UniqueFd out;
+    UniqueFd err;
+    if (entry->worker) {
+      for (auto [fd, into] :
+           {std::pair{entry->worker->stdout_fd, &out}, std::pair{entry->worker->stderr_fd, &err}}) {
+        if (fd >= 0 && SetCloexec(fd).ok()) into->Reset(fd);
+      }
+    }
+    Status adopted = cell->AdoptWorker(*entry, std::move(out), std::move(err));
+    if (!adopted.ok()) {
+      // It cannot be this cell's worker: it goes (with what it forked: its process group), and
+      // the cell starts afresh.
+      Log(LogLevel::kError, cell->name(), entry->worker->pid,
+          "re-exec: worker not adopted, killed and started afresh: " + adopted.message());
+      ::kill(-entry->worker->pgid, SIGKILL);
+      RequestStart(*cell, /*restart=*/false);
+    }
+  }
+  size_t connections = 0;
+  for (const ReexecState::Connection& connection : state.connections) {
+    if (connection.cell.empty() && SetCloexec(connection.fd).ok()) {
+      control_->AdoptConnection(UniqueFd(connection.fd));
+      continue;
+    }
+    Cell* cell = FindCell(connection.cell);
+    if (cell == nullptr || !SetCloexec(connection.fd).ok()) {
+      ::close(connection.fd);
+      continue;
+    }
+    cell->AdoptClient({UniqueFd(connection.fd), connection.tcp});
+    ++connections;
+  }
+  LogInfo("re-executed (re-exec " + std::to_string(reexecs_) + ", state written by bulkheadd " +
+          state.written_by + "): " + std::to_string(state.cells.size()) + " cells and " +
+          std::to_string(connections) + " waiting connection(s) taken over");
+  // A worker that exited during the exec is a zombie whose SIGCHLD came before our handler:
+  // reaped now that the cells know their workers.
+  ReapChildren();
 }
 
 }  // namespace bulkhead::supervisor

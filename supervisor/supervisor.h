@@ -34,6 +34,8 @@
 #include "proxy/exchange.h"
 #include "supervisor/cell.h"
 #include "supervisor/connection_budget.h"
+#include "supervisor/reexec.h"
+#include "supervisor/reexec_state.h"
 #include "supervisor/runtime_dir_lock.h"
 #include "supervisor/service_notifier.h"
 
@@ -77,6 +79,10 @@ class Supervisor {
   // at startup and at every reload. Call before Run().
   void PinLogLevel(std::string level) { pinned_log_level_ = std::move(level); }
 
+  // This image was started by a re-exec (docs/reexec.md): Run() takes the sockets, workers and
+  // counters of `state` over instead of binding and starting. Call before Run().
+  void AdoptState(ReexecState state) { adopted_ = std::move(state); }
+
   // Creates the runtime directory, claims and binds every socket, starts every worker and runs the
   // loop until a stop signal. Returns a process exit code (base/exit_status.h); a socket that
   // cannot be claimed fails startup before any worker starts.
@@ -88,6 +94,14 @@ class Supervisor {
   std::string HandleControl(const std::string& request_line, const control::ControlPeer& peer);
   // As above, from this process itself (every command allowed).
   std::string HandleControl(const std::string& request_line);
+
+  // Re-executes bulkheadd in place (docs/reexec.md), for SIGUSR2 and the control command
+  // "reexec" (`why` names which, for the log): checks that it can (no shutdown, reload or swap
+  // under way, every cell running or stopped, the config file's cells and sockets those in force)
+  // and that the binary on disk reads our state version, then drains (ReexecPhase::kDraining).
+  // Returns "" when the re-exec is under way, else why nothing changed (also logged).
+  // REQUIRES: loop thread, inside Run().
+  std::string BeginReexec(std::string_view why);
 
   // Re-reads the config file bulkheadd was started with (config.source) and applies it as a diff
   // (control/reload_plan.h, docs/config.md "Reload"): an invalid file, a changed [supervisor]
@@ -155,6 +169,19 @@ class Supervisor {
   // "start", "stop" or "restart" (`command`) of the cell `name`.
   std::string CellCommandControl(std::string_view command, const std::string& name);
   std::string ReloadControl();
+  std::string ReexecControl();
+  // The drain of a re-exec: execs once nothing is in flight, or past the deadline after failing
+  // what is left. Polled by reexec_timer_.
+  void AdvanceReexec();
+  // Writes the state and execs; returns only when the exec failed, after putting every cell back
+  // to serving. REQUIRES: kDraining.
+  void ExecNow();
+  // The exec failed (`why`): cells serve again as before the re-exec, the reason is kept.
+  void ReexecFailed(const std::string& why);
+  // Run()'s start of an adopted image: takes the state's sockets and workers; errors name what
+  // could not be taken back.
+  Status AdoptListeners();
+  void AdoptWorkers();
   // The cells of reload_starts_ whose new worker never took over: in backoff or failed, or running
   // only a worker from before the reload (its overlapping restart failed). Forgets the cells whose
   // new worker runs, the ones stopped since (their next start takes the config as it is) and the
@@ -216,6 +243,17 @@ class Supervisor {
   std::unique_ptr<loop::Timer> order_timer_;
   // systemd's $NOTIFY_SOCKET. The reload calls notifier_.Reloading(), then notifier_.Ready().
   ServiceNotifier notifier_;
+  // A re-exec (docs/reexec.md): the state this image was started with (until Run() took it over),
+  // the phase of one under way, its drain's deadline (loop ms), the binary it execs, how many
+  // re-execs led to this image, and why the last one failed ("" when none did).
+  std::optional<ReexecState> adopted_;
+  ReexecPhase reexec_phase_ = ReexecPhase::kIdle;
+  uint64_t reexec_deadline_ms_ = 0;
+  bool reexec_abandoned_ = false;  // past the deadline: what was in flight was answered
+  std::string reexec_binary_;
+  uint64_t reexecs_ = 0;
+  std::string reexec_error_;
+  std::unique_ptr<loop::Timer> reexec_timer_;
   bool booted_ = false;      // every cell was given its first start
   bool ready_sent_ = false;  // READY=1 was sent after boot
   int cells_running_ = 0;

@@ -44,7 +44,8 @@ class CommandTableTest : public ::testing::Test {
                            .reload = record,
                            .start = record,
                            .stop = record,
-                           .restart = record};
+                           .restart = record,
+                           .reexec = record};
   }
   nlohmann::json Ask(const std::string& line, uid_t uid = kOwnUid) {
     return nlohmann::json::parse(table_.Handle(line, Peer(uid)));
@@ -117,11 +118,11 @@ TEST_F(CommandTableTest, AnUnknownCommandNamesTheKnownOnesAndTheClosest) {
   EXPECT_EQ(answer["ok"], false);
   EXPECT_EQ(answer["error"],
             "unknown command \"restat\"; did you mean \"restart\"? (commands: status, metrics, "
-            "start, stop, restart, logs, reload)");
+            "start, stop, restart, logs, reload, reexec)");
   answer = Ask(R"({"command":"frobnicate"})");
   EXPECT_EQ(answer["error"],
             "unknown command \"frobnicate\" (commands: status, metrics, start, stop, restart, "
-            "logs, reload)");
+            "logs, reload, reexec)");
   EXPECT_TRUE(calls_.empty());
 }
 

@@ -97,14 +97,15 @@ std::vector<std::string> WithStderrAsJournal(const std::vector<std::string>& arg
 Harness::Harness(HarnessOptions options) : options_(std::move(options)) {
   // Workers orphaned by a killed bulkheadd are re-parented to us, so we can reap them by pid.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  daemon_.emplace(proc::BulkheaddOptions{.binary = BulkheaddPath(),
-                                         .config_path = config_path(),
-                                         .control_socket = control_socket(),
-                                         .log_path = log_path(),
-                                         .env = options_.env,
-                                         .max_open_files = options_.max_open_files,
-                                         .oom_score_adj = options_.oom_score_adj,
-                                         .stop_timeout = options_.stop_timeout});
+  daemon_.emplace(
+      proc::BulkheaddOptions{.binary = options_.binary.empty() ? BulkheaddPath() : options_.binary,
+                             .config_path = config_path(),
+                             .control_socket = control_socket(),
+                             .log_path = log_path(),
+                             .env = options_.env,
+                             .max_open_files = options_.max_open_files,
+                             .oom_score_adj = options_.oom_score_adj,
+                             .stop_timeout = options_.stop_timeout});
   WriteConfig();
 }
 

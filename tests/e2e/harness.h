@@ -69,6 +69,9 @@ struct HarnessOptions {
   std::vector<CellSpec> cells;
   // Extra lines for the [supervisor] table, e.g. "max_payload_bytes = 1024\n".
   std::string supervisor_toml;
+  // The bulkheadd binary to run; empty: BulkheaddPath(). (A re-exec test runs a copy it can
+  // replace.)
+  std::string binary;
   // How long Start waits for the control socket to answer and the cells to run.
   std::chrono::milliseconds start_timeout{10000};
   // How long Stop waits after SIGTERM before SIGKILL. Above what bulkheadd itself may take with

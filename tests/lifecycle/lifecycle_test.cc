@@ -552,6 +552,29 @@ TEST_F(LifecycleTest, StartsStoppedAndRefusesRequests) {
   EXPECT_EQ(lc().starts(), 0u);
 }
 
+// A re-exec (docs/reexec.md): the new image takes the previous one's ready worker over, outside
+// the table, with its counts; its exit is then a crash like any other.
+TEST_F(LifecycleTest, AdoptRunsTheWorkerOfTheImageBeforeWithItsCounts) {
+  options_.watchdog_ms = 3000;
+  Make();
+  lc().RestoreCounts(7, 6, "signal 9");
+  const std::vector<Action> actions = lc().Adopt(/*worker_uptime_ms=*/2500);
+  ASSERT_EQ(actions.size(), 2u);
+  EXPECT_EQ(actions[0].type, Action::Type::kOpenAdmission);
+  EXPECT_EQ(actions[1].type, Action::Type::kArmWatchdog);
+  EXPECT_EQ(actions[1].ms, 3000u);
+  EXPECT_EQ(lc().state(), State::kRunning);
+  EXPECT_TRUE(lc().has_worker());
+  EXPECT_FALSE(lc().RefusesRequests());
+  EXPECT_EQ(lc().starts(), 7u);
+  EXPECT_EQ(lc().restarts(), 6u);
+  EXPECT_EQ(lc().last_exit(), "signal 9");
+  EXPECT_EQ(lc().worker_started_at_ms(), kStartMs - 2500);
+  Do(Event::Exited(ExitStatus(1), "exit 1"));
+  EXPECT_EQ(lc().state(), State::kBackoff);
+  EXPECT_EQ(lc().last_exit(), "exit 1");
+}
+
 TEST_F(LifecycleTest, BackoffDoublesUpToTheCap) {
   options_.restart.start_limit_burst = 100;
   BootRunning();

@@ -223,6 +223,8 @@ class BackloggedClient : public Client {
   }
   void OnOutcome(Exchange*, const Outcome&, uint64_t*) override {}
   void Close() override {}
+  bool HandOver(int*, bool*) override { return false; }
+  void PauseReads(bool) override {}
 
   size_t backlog = 0;
   std::string received;

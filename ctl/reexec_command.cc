@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+#include "ctl/reexec_command.h"
+
+namespace bulkhead::ctl {
+
+nlohmann::json ReexecRequest() { return {{"command", "reexec"}}; }
+
+ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before) {
+  if (!status.is_object()) return {};
+  auto supervisor = status.find("supervisor");
+  if (supervisor == status.end() || !supervisor->is_object()) return {};
+  auto reexec = supervisor->find("reexec");
+  if (reexec == supervisor->end() || !reexec->is_object()) return {};
+  auto count = reexec->find("count");
+  if (count == reexec->end() || !count->is_number_unsigned()) return {};
+  if (count->get<uint64_t>() > count_before) {
+    return {.kind = ReexecVerdict::Kind::kDone,
+            .text = "re-executed: bulkheadd " + supervisor->value("version", std::string("?")) +
+                    ", pid " + std::to_string(supervisor->value("pid", 0)) + ", re-exec " +
+                    std::to_string(count->get<uint64_t>())};
+  }
+  auto error = reexec->find("last_error");
+  if (reexec->value("phase", std::string()) == "idle" && error != reexec->end() &&
+      error->is_string()) {
+    return {.kind = ReexecVerdict::Kind::kFailed, .text = error->get<std::string>()};
+  }
+  return {};
+}
+
+}  // namespace bulkhead::ctl

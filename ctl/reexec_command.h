@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// `bulkheadctl reexec`: the request, and how the status answers that follow it are judged
+// (docs/reexec.md, docs/control.md "reexec"). Pure: no I/O. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace bulkhead::ctl {
+
+// {"command":"reexec"}.
+nlohmann::json ReexecRequest();
+
+// Where a re-exec stands, judged from one status response after the "reexec" answer said
+// {"count": `count_before`}.
+struct ReexecVerdict {
+  enum class Kind { kWaiting, kDone, kFailed };
+  Kind kind = Kind::kWaiting;
+  // kDone: "re-executed: bulkheadd 0.1.0, pid 4242, re-exec 3"; kFailed: the supervisor's
+  // reexec.last_error.
+  std::string text;
+};
+// kDone once supervisor.reexec.count exceeds `count_before` (the new image runs); kFailed once the
+// phase is "idle" again with a last_error and the count unchanged (the old image goes on); else
+// kWaiting (draining, or a response without the fields).
+ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before);
+
+}  // namespace bulkhead::ctl

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// `bulkheadctl reexec` judging the status answers that follow its request (ctl/reexec_command.h):
+// done once the count passed, failed once the old image is idle again with a reason, waiting
+// otherwise.
+#include "ctl/reexec_command.h"
+
+#include <gtest/gtest.h>
+
+namespace bulkhead::ctl {
+namespace {
+
+nlohmann::json StatusWith(uint64_t count, const std::string& phase, nlohmann::json last_error) {
+  return {{"ok", true},
+          {"supervisor",
+           {{"pid", 4242},
+            {"version", "0.1.0"},
+            {"reexec", {{"phase", phase}, {"count", count}, {"last_error", last_error}}}}},
+          {"cells", nlohmann::json::array()}};
+}
+
+TEST(JudgeReexec, IsDoneOnceTheNewImageCountsTheReexec) {
+  const ReexecVerdict verdict = JudgeReexec(StatusWith(3, "idle", nullptr), 2);
+  EXPECT_EQ(verdict.kind, ReexecVerdict::Kind::kDone);
+  EXPECT_EQ(verdict.text, "re-executed: bulkheadd 0.1.0, pid 4242, re-exec 3");
+}
+
+TEST(JudgeReexec, HasFailedWhenTheOldImageIsIdleAgainWithAReason) {
+  const ReexecVerdict verdict =
+      JudgeReexec(StatusWith(2, "idle", "execve /usr/sbin/bulkheadd: Exec format error"), 2);
+  EXPECT_EQ(verdict.kind, ReexecVerdict::Kind::kFailed);
+  EXPECT_EQ(verdict.text, "execve /usr/sbin/bulkheadd: Exec format error");
+}
+
+TEST(JudgeReexec, WaitsWhileDrainingOrWithoutTheFields) {
+  EXPECT_EQ(JudgeReexec(StatusWith(2, "draining", nullptr), 2).kind, ReexecVerdict::Kind::kWaiting);
+  EXPECT_EQ(JudgeReexec(StatusWith(2, "idle", nullptr), 2).kind, ReexecVerdict::Kind::kWaiting);
+  EXPECT_EQ(JudgeReexec({{"ok", true}, {"supervisor", {{"pid", 1}}}}, 0).kind,
+            ReexecVerdict::Kind::kWaiting);
+  EXPECT_EQ(JudgeReexec(nlohmann::json::array(), 0).kind, ReexecVerdict::Kind::kWaiting);
+}
+
+}  // namespace
+}  // namespace bulkhead::ctl
