@@ -86,7 +86,7 @@ LocalReply RejectionReply(ipc::Reason reason, const ipc::RejectDetail& detail, b
       reply.text = detail.cell + " is unavailable";
       if (!start_due) {
         reply.retry_after = false;
-        reply.text += ": no worker is due to start (stopped or failed)";
+        reply.text += ": no worker is due to start";
       } else if (detail.retry_after_ms > 0) {
         reply.text += ": its next worker starts in " +
                       std::to_string(RetryAfterSeconds(detail.retry_after_ms)) + " s";

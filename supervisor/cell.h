@@ -60,8 +60,17 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   OrderStep order_step() const { return order_step_; }
   void set_order_step(OrderStep step) {
     if (step == OrderStep::kWaitingToStart && order_step_ != step) held_since_ms_ = time_->NowMs();
+    if (step != OrderStep::kWaitingToStart) start_stuck_ = false;
     order_step_ = step;
     SetAvailability(lifecycle_availability_);  // a held start is a start due
+  }
+  // While held (kWaitingToStart): a cell down the chain of its needs is stopped or failed
+  // (supervisor::IdleCellBehind), so no start is due until an operator starts that one: its
+  // callers are told so (no Retry-After), as a stopped cell's are. Set by the Supervisor only.
+  void set_start_stuck(bool stuck) {
+    if (stuck == start_stuck_) return;
+    start_stuck_ = stuck;
+    SetAvailability(lifecycle_availability_);
   }
   // Client connections open on the front socket now.
   size_t clients() const { return data_path_.clients(); }
@@ -191,7 +200,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void SetAvailability(const admission::Availability& availability) override {
     lifecycle_availability_ = availability;
     admission::Availability shown = availability;
-    if (order_step_ == OrderStep::kWaitingToStart &&
+    if (order_step_ == OrderStep::kWaitingToStart && !start_stuck_ &&
         shown.next_start == admission::Availability::NextStart::kNone) {
       shown.next_start = admission::Availability::NextStart::kUnknown;
     }
@@ -228,6 +237,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   OrderStep order_step_ = OrderStep::kFree;
   // The runner's last SetAvailability (its lifecycle begins stopped).
   admission::Availability lifecycle_availability_ = admission::Availability::NoneDue();
+  bool start_stuck_ = false;  // kWaitingToStart only: set_start_stuck
   uint64_t held_since_ms_ = 0;  // kWaitingToStart: when the start was held (status's "waiting for")
 };
 

@@ -395,6 +395,7 @@ std::string Supervisor::RequestStart(Cell& cell, bool restart) {
     if (!unready.empty()) {
       cell.set_order_step(OrderStep::kWaitingToStart);
       Log(LogLevel::kInfo, cell.name(), 0, "start waits for " + DescribeUnready(unready));
+      ScheduleOrder();  // AdvanceOrder tells whether it is stuck
       return "ok";
     }
   }
@@ -422,6 +423,13 @@ void Supervisor::AdvanceOrder() {
     cell->set_order_step(OrderStep::kFree);
     Log(LogLevel::kInfo, cell->name(), 0, "every cell it needs is running: starting");
     cell->Start();
+  }
+  // What each start still held waits for, once this round's starts went out: stuck behind a cell
+  // that does not start by itself, or on its way (what its callers are told).
+  const std::vector<OrderNode> held = OrderNodes();
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    if (cells_[i]->order_step() != OrderStep::kWaitingToStart) continue;
+    cells_[i]->set_start_stuck(!IdleCellBehind(held, cells_[i]->name()).empty());
   }
   for (Cell* cell : to_stop) {
     cell->set_order_step(OrderStep::kStopAsked);

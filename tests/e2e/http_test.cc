@@ -359,6 +359,28 @@ TEST(HttpCell, AnUnavailableCellSendsRetryAfterOnlyWhenAStartIsDue) {
   EXPECT_NE(stopped->out.find("bulkhead: web is unavailable: no worker is due to start"),
             std::string::npos)
       << stopped->out;
+
+  // Held behind a need that is stopped: no start is due until an operator starts catalog, and
+  // callers are told so; it used to say Retry-After: 1 for as long as catalog stayed stopped.
+  ASSERT_TRUE(h.Ctl({"stop", "catalog"}).ok());
+  ASSERT_TRUE(h.WaitForCell("catalog", [](const nlohmann::json& c) {
+    return c["state"] == "stopped";
+  })) << h.Status().dump();
+  Result<ProcessResult> held_start = h.Ctl({"start", "web"});
+  ASSERT_TRUE(held_start.ok()) << held_start.status().message();
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["state"] == "waiting"; }))
+      << h.Status().dump();
+  Result<ProcessResult> stuck = Curl(h, {"-i", "http://web/hello"});
+  ASSERT_TRUE(stuck.ok()) << stuck.status().message();
+  EXPECT_EQ(stuck->out.find("Retry-After"), std::string::npos) << stuck->out;
+  EXPECT_NE(stuck->out.find("no worker is due to start"), std::string::npos) << stuck->out;
+  // catalog started (its flag is there): web's held start goes, and it serves.
+  ASSERT_TRUE(h.Ctl({"start", "catalog"}).ok());
+  ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["state"] == "running"; }))
+      << h.Status().dump();
+  Result<ProcessResult> served = Curl(h, {"http://web/hello"});
+  ASSERT_TRUE(served.ok()) << served.status().message();
+  EXPECT_EQ(served->exit_code(), 0) << served->Describe();
 }
 
 // A HEAD answered by bulkheadd itself carries no body (RFC 9110 section 9.3.2), so the next

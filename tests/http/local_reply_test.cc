@@ -92,8 +92,8 @@ TEST(LocalReply, AnUnavailableCellWithNoStartDueSendsNoRetryAfterAndSaysSo) {
       ipc::Reason::kUnavailable, ipc::RejectDetail{.cell = "c"}, /*start_due=*/false));
   EXPECT_THAT(down, ::testing::StartsWith("HTTP/1.1 503 Service Unavailable\r\n"));
   EXPECT_THAT(down, ::testing::Not(HasSubstr("Retry-After")));
-  EXPECT_THAT(down, HasSubstr("bulkhead: c is unavailable: no worker is due to start (stopped or "
-                              "failed) (0 running, 0 queued)\n"));
+  EXPECT_THAT(down, HasSubstr("bulkhead: c is unavailable: no worker is due to start (0 running, "
+                              "0 queued)\n"));
   // Full and queue_timeout are never about a start: start_due does not touch them.
   EXPECT_THAT(FormatLocalReply(RejectionReply(ipc::Reason::kFull, {.cell = "c"}, false)),
               HasSubstr("\r\nRetry-After: 1\r\n"));
