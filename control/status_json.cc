@@ -191,7 +191,8 @@ nlohmann::json SnapshotJson(const CellSnapshot& s) {
     if (need.state == "backoff") entry["next_start_in_ms"] = need.next_start_in_ms;
     if (!need.held_by.empty()) entry["held_by"] = need.held_by;
     waiting_for.push_back(std::move(entry));
-    waiting_text += (waiting_text.empty() ? "" : ", ") + need.cell + " (" + need.state + ")";
+    waiting_text += (waiting_text.empty() ? "" : ", ") + need.cell + " (" + need.state +
+                    (need.held_by.empty() ? "" : ", held by " + need.held_by) + ")";
   }
   j["waiting_for"] = std::move(waiting_for);
   if (!s.waiting_for.empty()) {

@@ -117,6 +117,9 @@ TEST(StatusJson, AHeldStartsNeedInBackoffSaysWhenItStartsNext) {
             nlohmann::json::parse(R"([{"cell":"catalog","state":"backoff","next_start_in_ms":45000},
                                       {"cell":"search","state":"starting"},
                                       {"cell":"front","state":"waiting","held_by":"db"}])"));
+  // The human status names the cell that holds a chain too, not only the JSON.
+  EXPECT_EQ(j["state_detail"],
+            "waiting for catalog (backoff), search (starting), front (waiting, held by db)");
 }
 
 // Issue 26: the limit in force, the mode, the bounds and the controller's last changes with their
