@@ -124,7 +124,8 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCoun
   w.Sample("", uint64_t{reloads.last_refused ? 0U : 1U});
   if (access_log.open) {
     w.Family("bulkhead_access_log_lines_total", "counter",
-             "Access log lines queued for writing since bulkheadd started.");
+             "Access log lines made since bulkheadd started, one per answered request, the "
+             "dropped ones included.");
     w.Sample("", access_log.lines);
     w.Family("bulkhead_access_log_dropped_total", "counter",
              "Access log lines not written: dropped because the log's buffer was full (its "

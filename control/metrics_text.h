@@ -26,8 +26,9 @@ struct ReloadCounts {
   bool last_refused = false;  // the latest reload was refused; false before any reload
 };
 
-// The access log's lines since bulkheadd started (proxy/access_log.h): queued for writing, and not
-// written (AccessLog::dropped: its buffer full, or refused by the destination). Rendered as bulkhead_access_log_lines_total and
+// The access log's lines since bulkheadd started (proxy/access_log.h): made (one per answered
+// request), and among them not written (AccessLog::dropped: its buffer full, or refused by the
+// destination). Rendered as bulkhead_access_log_lines_total and
 // bulkhead_access_log_dropped_total, only when the log is open (docs/metrics.md).
 struct AccessLogCounts {
   bool open = false;

@@ -374,6 +374,7 @@ Result<std::unique_ptr<AccessLog>> AccessLog::Open(uv_loop_t* loop, loop::TimeSo
 
 AccessLog::AccessLog(uv_loop_t* loop, loop::TimeSource* time, int out_fd, size_t buffer_bytes)
     : loop_(loop),
+      time_(time),
       out_fd_(out_fd),
       flush_bytes_(std::max(size_t{1}, std::min(kFlushBytes, buffer_bytes / 2))) {
   const int flags = ::fcntl(out_fd_, F_GETFL);
@@ -393,6 +394,7 @@ AccessLog::~AccessLog() {
 }
 
 void AccessLog::Append(const AccessRecord& record) {
+  ++lines_;  // every line made; the dropped ones are counted among them too
   if (state_ == State::kClosed) {
     // A cell shutting down after the log closed.
     ++dropped_;
@@ -408,11 +410,11 @@ void AccessLog::Append(const AccessRecord& record) {
   }
   if (buffer_.size() - end_ < line_.size()) {
     ++dropped_;
+    WarnOfDrops(/*closing=*/false);
     return;
   }
   std::memcpy(buffer_.data() + end_, line_.data(), line_.size());
   end_ += line_.size();
-  ++lines_;
   if (state_ == State::kBlocked) return;  // the poll writes it when the pipe has room
   if (buffered() >= flush_bytes_) {
     Flush();
@@ -443,7 +445,21 @@ void AccessLog::OnWritable(uv_poll_t* poll, int status, int) {
   self->Flush();
 }
 
+void AccessLog::WarnOfDrops(bool closing) {
+  const uint64_t dropped_now = dropped();
+  if (dropped_now == dropped_told_) return;
+  const uint64_t now = time_->NowMs();
+  if (!closing && drop_warning_at_ms_ != 0 && now - drop_warning_at_ms_ < kDropWarningMs) return;
+  LogWarning("access log: " + std::to_string(dropped_now - dropped_told_) + " lines dropped (" +
+             std::to_string(dropped_now) + " of " + std::to_string(lines_) +
+             " since bulkheadd started): " + destination_ +
+             " does not keep up, or its reader left (bulkhead_access_log_dropped_total)");
+  dropped_told_ = dropped_now;
+  drop_warning_at_ms_ = std::max<uint64_t>(now, 1);
+}
+
 void AccessLog::Flush() {
+  WarnOfDrops(/*closing=*/false);  // the writer thread's, counted since the last flush
   while (head_ < end_) {
     const ssize_t n = ::write(out_fd_, buffer_.data() + head_, end_ - head_);
     if (n > 0) {
@@ -484,6 +500,7 @@ void AccessLog::Close(std::function<void()> on_closed, uint64_t grace_ms) {
   flush_timer_.reset();
   if (writer_ == nullptr) {
     dropped_ += static_cast<uint64_t>(std::count(tail.begin(), tail.end(), '\n'));
+    WarnOfDrops(/*closing=*/true);
     ::close(std::exchange(out_fd_, -1));
     handles_.Close(std::move(on_closed));
     return;
@@ -505,6 +522,7 @@ void AccessLog::OnWriterDone(uv_async_t* async) {
     return;
   }
   self->writer_->Join();
+  self->WarnOfDrops(/*closing=*/true);  // what the shutdown's grace cost, before the exit
   self->handles_.Close(std::move(self->on_closed_));
 }
 

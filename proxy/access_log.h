@@ -75,6 +75,9 @@ class AccessLog {
   // ... and at the latest this long after the oldest line it holds came, so that a quiet log's
   // lines reach the file within about this delay (plus the writer thread's write).
   static constexpr uint64_t kFlushDelayMs = 100;
+  // Dropped lines are logged (a warning with the count since the last one), at most once per
+  // this, and once more when the log closes with drops not yet told.
+  static constexpr uint64_t kDropWarningMs = 10'000;
 
   // Opens `destination` ("stderr", or a file path, created 0640 if missing, appended to) and
   // starts the writer thread; `time` arms the flush timer and must outlive the log. Errors: the
@@ -108,6 +111,8 @@ class AccessLog {
   void Close(std::function<void()> on_closed, uint64_t grace_ms = kCloseGraceMs);
 
   const std::string& destination() const { return destination_; }
+  // Lines made (one per Append), the dropped ones included: lines() - dropped() were written or
+  // are on their way.
   uint64_t lines() const { return lines_; }
   // Lines not written: dropped on the loop (the buffer full, or Append after Close) and lost by
   // the writer thread (the destination failed, EPIPE: its reader left; or the close's grace
@@ -137,8 +142,12 @@ class AccessLog {
   void Flush();
   // Enters `next`, starting and stopping the timer and the poll as it requires.
   void Enter(State next);
+  // Logs the lines dropped since the last warning, unless one came within kDropWarningMs
+  // (`closing`: whatever the time).
+  void WarnOfDrops(bool closing);
 
   uv_loop_t* loop_;
+  loop::TimeSource* time_;
   std::string destination_;
   int out_fd_ = -1;
   std::unique_ptr<Writer> writer_;  // null in tests
@@ -154,6 +163,8 @@ class AccessLog {
   std::string line_;  // reused: the line being formatted
   uint64_t lines_ = 0;
   uint64_t dropped_ = 0;
+  uint64_t dropped_told_ = 0;         // dropped() at the last warning
+  uint64_t drop_warning_at_ms_ = 0;   // its time; 0: none yet
   std::function<void()> on_closed_;  // Close's, run once the writer thread ended
   uv_async_t* done_ = nullptr;       // the writer thread says it ended (OnWriterDone)
   bool writer_ended_early_ = false;  // it ended before Close (a failed read of the pipe)

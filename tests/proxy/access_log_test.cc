@@ -20,6 +20,7 @@
 
 #include "base/temp_dir.h"
 #include "base/unique_fd.h"
+#include "tests/helpers/captured_log.h"
 #include "tests/helpers/file_wait.h"
 #include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
@@ -253,6 +254,7 @@ TEST_F(AccessLogPipe, FullPipeThenFullBufferDropsWholeLinesAndCountsThemThenReco
   // A buffer of 64 KiB behind a pipe nobody reads: the threshold's writes fill the pipe, then the
   // buffer fills, then lines are dropped, never the loop blocked.
   constexpr size_t kBuffer = size_t{64} * 1024;
+  bulkhead::testing::CapturedLog captured(LogLevel::kWarning);
   AccessLog log(&loop_, &time_, fds_[1], kBuffer);
   uint64_t appended = 0;
   while (log.dropped() == 0) {
@@ -267,7 +269,12 @@ TEST_F(AccessLogPipe, FullPipeThenFullBufferDropsWholeLinesAndCountsThemThenReco
   for (int i = 0; i < 9; ++i) log.Append(Sample(" client=a id=1"));
   time_.Advance(AccessLog::kFlushDelayMs);
   EXPECT_EQ(log.dropped(), 10u);
-  EXPECT_EQ(log.lines() + log.dropped(), appended + 9);
+  // Every line made is counted in lines(), the dropped among them too: dropped <= lines.
+  EXPECT_EQ(log.lines(), appended + 9);
+  // The drops are logged, not only counted: one warning for the first, the rest within
+  // kDropWarningMs told with the next one.
+  EXPECT_EQ(captured.Count("access log: 1 lines dropped (1 of "), 1u) << captured.Text();
+  EXPECT_EQ(captured.Count("lines dropped"), 1u) << captured.Text();
   EXPECT_LE(log.buffered(), kBuffer);
 
   // The reader catches up: what was queued is written, and lines are taken again.
@@ -279,7 +286,7 @@ TEST_F(AccessLogPipe, FullPipeThenFullBufferDropsWholeLinesAndCountsThemThenReco
   EXPECT_EQ(log.buffered(), 0u);
   all += ReadAvailable(fds_[0]);
   // Whole lines only: every line taken is written, complete.
-  EXPECT_EQ(CountLines(all), log.lines());
+  EXPECT_EQ(CountLines(all), log.lines() - log.dropped());
   EXPECT_EQ(all.back(), '\n');
   const uint64_t lines = log.lines();
   log.Append(Sample(" client=a id=1"));
@@ -288,6 +295,8 @@ TEST_F(AccessLogPipe, FullPipeThenFullBufferDropsWholeLinesAndCountsThemThenReco
   time_.Advance(AccessLog::kFlushDelayMs);
   EXPECT_EQ(CountLines(ReadAvailable(fds_[0])), 1u);
   CloseLog(&log);
+  // The close tells the drops not told yet.
+  EXPECT_EQ(captured.Count("access log: 9 lines dropped (10 of "), 1u) << captured.Text();
 }
 
 // A loop, a simulated clock and a file in a fresh directory for a log with its writer thread.
@@ -489,7 +498,7 @@ TEST_F(AccessLogStalledReader, AReopenNeverWaitsForAWriterStalledOnItsReader) {
   DrainUntil(closed);
   closed.get();
   EXPECT_EQ(log->dropped(), dropped_before);
-  EXPECT_EQ(CountLines(read_), log->lines());
+  EXPECT_EQ(CountLines(read_) + log->dropped(), log->lines());
 }
 
 // Shutdown used to wait for the writer thread to write everything it held, without bound: with
@@ -499,7 +508,8 @@ TEST_F(AccessLogStalledReader, AReopenNeverWaitsForAWriterStalledOnItsReader) {
 TEST_F(AccessLogStalledReader, ShutdownGivesAStalledReaderItsGraceThenCountsTheRestDropped) {
   std::unique_ptr<AccessLog> log = OpenStalled();
   ASSERT_NE(log, nullptr);
-  const uint64_t dropped_before = log->dropped();  // by the loop: never among lines()
+  bulkhead::testing::CapturedLog captured(LogLevel::kWarning);
+  const uint64_t dropped_before = log->dropped();  // by the loop, before the close
   std::future<void> closed = std::async(std::launch::async, [&] {
     log->Close(nullptr, /*grace_ms=*/0);
     uv_run(&loop_, UV_RUN_DEFAULT);
@@ -510,9 +520,11 @@ TEST_F(AccessLogStalledReader, ShutdownGivesAStalledReaderItsGraceThenCountsTheR
   closed.get();
   EXPECT_FALSE(waited) << "Close waited for a named pipe whose reader does not read";
   read_ += ReadAvailable(reader_.get());
-  const uint64_t lost = log->dropped() - dropped_before;
-  EXPECT_GT(lost, 0u);
-  EXPECT_EQ(CountLines(read_) + lost, log->lines());
+  EXPECT_GT(log->dropped(), dropped_before);
+  // Every line made is read or counted dropped, none twice; and the loss is logged before the
+  // exit, not only counted in a process about to end.
+  EXPECT_EQ(CountLines(read_) + log->dropped(), log->lines());
+  EXPECT_EQ(captured.Count("lines dropped"), 1u) << captured.Text();
 }
 
 // A reader that leaves: the writer's writes fail (EPIPE), and those lines used to vanish without a
