@@ -654,6 +654,8 @@ void CellDataPath::LogAccess(const Exchange& exchange, const Outcome& outcome,
   record.outcome =
       outcome_name.empty() ? kKindNames[static_cast<size_t>(outcome.kind)] : outcome_name;
   record.reason = outcome.reason == ipc::Reason::kNone ? "" : ipc::ReasonName(outcome.reason);
+  // A client that left: the reason the metrics give it (bulkhead_requests_total's client_gone).
+  if (!outcome_name.empty()) record.reason = "client_gone";
   // The worker's status when its response began; else bulkheadd's own answer's, if it gave one.
   // A client that left (dropped) got a status only if part of the response reached it.
   const bool client_left = exchange.client == nullptr;

@@ -421,7 +421,10 @@ void Supervisor::AdvanceOrder() {
   }
   for (Cell* cell : to_start) {
     cell->set_order_step(OrderStep::kFree);
-    Log(LogLevel::kInfo, cell->name(), 0, "every cell it needs is running: starting");
+    // A reload may have taken its needs away while it was held.
+    Log(LogLevel::kInfo, cell->name(), 0,
+        ConfigOf(cell->name()).needs.empty() ? "it needs no cell any more: starting"
+                                             : "every cell it needs is running: starting");
     cell->Start();
   }
   // What each start still held waits for, once this round's starts went out: stuck behind a cell

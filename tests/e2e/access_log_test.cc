@@ -234,6 +234,7 @@ TEST(AccessLogE2e, EveryFrameAndHttpRequestGetsOneLineWithItsOutcome) {
   ASSERT_EQ(all.size(), 11u) << Dump(all) << h.Log();
   for (size_t i = 9; i < 11; ++i) {
     EXPECT_EQ(all[i].at("outcome"), "dropped") << Dump(all);
+    EXPECT_EQ(all[i].at("reason"), "client_gone") << "as the metrics say";
     EXPECT_EQ(all[i].count("status"), 0u) << Dump(all);
     EXPECT_EQ(all[i].at("bytes_out"), "0") << Dump(all);
     EXPECT_NE(all[i].at("bytes_in"), "0") << "dispatched: its request went to the worker";
