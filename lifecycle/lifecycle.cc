@@ -367,6 +367,14 @@ void Lifecycle::Add(Transition& t, Action::Type type) {
   t.actions.push_back(std::move(action));
 }
 
+void Lifecycle::AddWatchdogArm(std::vector<Action>& actions) const {
+  if (options_.watchdog_ms == 0) return;
+  Action arm;
+  arm.type = ActionType::kArmWatchdog;
+  arm.ms = options_.watchdog_ms;
+  actions.push_back(arm);
+}
+
 void Lifecycle::Log(Transition& t, LogLevel level, std::string line) {
   t.log_level = level;
   t.log = std::move(line);
@@ -382,12 +390,7 @@ std::vector<Lifecycle::Action> Lifecycle::WorkerReplaced() {
   ++restarts_;
   worker_started_at_ms_ = now_ms_;
   std::vector<Action> actions;
-  if (options_.watchdog_ms > 0) {
-    Action arm;
-    arm.type = ActionType::kArmWatchdog;
-    arm.ms = options_.watchdog_ms;
-    actions.push_back(arm);
-  }
+  AddWatchdogArm(actions);
   return actions;
 }
 
@@ -407,12 +410,7 @@ std::vector<Lifecycle::Action> Lifecycle::Adopt(uint64_t worker_uptime_ms) {
   Action open;
   open.type = ActionType::kOpenAdmission;
   actions.push_back(open);
-  if (options_.watchdog_ms > 0) {
-    Action arm;
-    arm.type = ActionType::kArmWatchdog;
-    arm.ms = options_.watchdog_ms;
-    actions.push_back(arm);
-  }
+  AddWatchdogArm(actions);
   return actions;
 }
 
@@ -615,10 +613,7 @@ void Lifecycle::OnSpawned(const Event& e, Transition& t) {
   }
   spawn_pending_ = false;
   worker_started_at_ms_ = now_ms_;
-  if (options_.watchdog_ms > 0) {
-    Add(t, ActionType::kArmWatchdog);
-    t.actions.back().ms = options_.watchdog_ms;
-  }
+  AddWatchdogArm(t.actions);
   if (options_.ready == config::ReadyMode::kExec) {
     Enter(State::kRunning);
     Add(t, ActionType::kOpenAdmission);

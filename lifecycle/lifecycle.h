@@ -396,6 +396,8 @@ class Lifecycle {
   // What readiness waits for: "READY=1", or "2xx to GET /healthz".
   std::string ReadyWhat() const;
   static void Add(Transition& t, Action::Type type);
+  // kArmWatchdog for watchdog_ms appended to `actions`, when a watchdog is configured.
+  void AddWatchdogArm(std::vector<Action>& actions) const;
   static void Log(Transition& t, LogLevel level, std::string line);
 
   Options options_;
