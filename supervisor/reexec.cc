@@ -10,7 +10,6 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "base/clock.h"
 #include "config/listen_address.h"
 #include "supervisor/reexec_state.h"
 
@@ -31,12 +31,6 @@ namespace {
 
 constexpr std::string_view kDeleted = " (deleted)";
 constexpr std::string_view kStateFlag = "--reexec-state";
-
-uint64_t MonotonicMs() {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000 + static_cast<uint64_t>(now.tv_nsec) / 1'000'000;
-}
 
 // The signals bulkheadd handles (Supervisor::HandleSignals): none may take its default action
 // (termination, for most) between the exec and the new image's handlers.
@@ -134,11 +128,11 @@ Status CheckStateVersions(const std::string& binary, int version, uint64_t timeo
   write_end.Reset();
 
   // Its output until EOF, bounded by the deadline.
-  const uint64_t deadline = MonotonicMs() + timeout_ms;
+  const uint64_t deadline = MonotonicClock().NowMs() + timeout_ms;
   std::string output;
   bool timed_out = false;
   while (true) {
-    const uint64_t now = MonotonicMs();
+    const uint64_t now = MonotonicClock().NowMs();
     if (now >= deadline) {
       timed_out = true;
       break;
@@ -160,7 +154,7 @@ Status CheckStateVersions(const std::string& binary, int version, uint64_t timeo
     pid_t reaped = ::waitpid(pid, &wait_status, WNOHANG);
     if (reaped == pid) break;
     if (reaped < 0 && errno != EINTR) return Status::FromErrno(what + ": waitpid");
-    if (timed_out || MonotonicMs() >= deadline) {
+    if (timed_out || MonotonicClock().NowMs() >= deadline) {
       timed_out = true;
       ::kill(pid, SIGKILL);
       while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
