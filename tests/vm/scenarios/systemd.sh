@@ -135,12 +135,114 @@ check kill9.old_workers_gone "old pids [$old_pids]; now echo=[$(cell_pids echo)]
 check kill9.one_worker_each "echo=[$(cell_pids echo)] slow=[$(cell_pids slow)]" \
   test "$(wc -w <<<"$(cell_pids echo)")" -eq 1 -a "$(wc -w <<<"$(cell_pids slow)")" -eq 1
 
-# --- Upgrade (dpkg -i over the installed version): the running service is restarted.
+# --- Upgrade under load: dpkg -i of a higher version (upgrade/: the same files repacked with the
+# version bumped). postinst re-executes bulkheadd on the new binary (bulkheadctl reexec,
+# docs/reexec.md) instead of restarting it: while two clients keep calling the slow cell, no
+# request fails or is rejected, MainPID and every worker keep their pid, systemd counts no restart,
+# the counters continue and the new image sends READY=1 again (after its RELOADING=1).
+upgrade_deb="$(ls "$payload"/upgrade/bulkhead_*.deb)"
+load_dir=/run/bulkhead-vm-load
+mkdir -p "$load_dir"
+# load_client N: one bulkheadctl call after another on the slow cell (a "sleep 50" each, so
+# requests are in flight when the re-exec drains) until $load_dir/stop exists; after each reply
+# "OK FAILED REJECTED OTHER" in $load_dir/N (OTHER: any other exit, or an OK that is not the answer).
+load_client() {
+  local ok=0 failed=0 rejected=0 other=0 out rc
+  while [ ! -e "$load_dir/stop" ]; do
+    out="$(bulkheadctl --timeout 60s call slow --data "sleep 50" 2>&1)"
+    rc=$?
+    case "$rc" in
+      0) [ "$out" = "slept 50" ] && ok=$((ok + 1)) || other=$((other + 1)) ;;
+      4) rejected=$((rejected + 1)) ;;
+      5) failed=$((failed + 1)) ;;
+      *) other=$((other + 1)) ;;
+    esac
+    if [ "$rc:$out" != "0:slept 50" ] && [ ! -e "$load_dir/first.$1" ]; then
+      echo "rc=$rc $out" >"$load_dir/first.$1"
+    fi
+    echo "$ok $failed $rejected $other" >"$load_dir/$1.tmp" && mv "$load_dir/$1.tmp" "$load_dir/$1"
+  done
+}
+# load_sum FIELD: the clients' sum of field FIELD (1 ok, 2 failed, 3 rejected, 4 other).
+load_sum() { cat "$load_dir"/[0-9] 2>/dev/null | awk -v f="$1" '{ s += $f } END { print s + 0 }'; }
+load_ok_reaches() { [ "$(load_sum 1)" -ge "$1" ]; }
+# requests_total CELL OUTCOME: bulkhead_requests_total of CELL summed over the OUTCOME's reasons.
+requests_total() {
+  bulkheadctl metrics | awk -v cell="cell=\"$1\"" -v outcome="outcome=\"$2\"" \
+    'index($0, "bulkhead_requests_total{") == 1 && index($0, cell) && index($0, outcome) { s += $NF }
+     END { print s + 0 }'
+}
+reexec_count() { bulkheadctl status --json | grep -o '"reexec":{"count":[0-9]*' | grep -o '[0-9]*$'; }
+ready_lines() { journal_run info | grep -c "READY=1 sent to the service manager"; }
+ready_lines_reach() { [ "$(ready_lines)" -ge "$1" ]; }
+
 main_pid="$(show MainPID)"
-out="$(dpkg -i "$deb" 2>&1)" || echo "$out"
-wait_for 60 test "$(show ActiveState)" = active
-check upgrade.restarted "MainPID $main_pid -> $(show MainPID), state $(show ActiveState)" \
-  test "$(show MainPID)" != "$main_pid" -a "$(show ActiveState)" = active
+echo_pids="$(cell_pids echo)"
+slow_pids="$(cell_pids slow)"
+restarts="$(show NRestarts)"
+ok_before="$(requests_total slow ok)"
+failed_before="$(requests_total slow failed)"
+rejected_before="$(requests_total slow rejected)"
+ready_before="$(ready_lines)"
+load_pids=()
+for client in 1 2; do
+  load_client "$client" &
+  load_pids+=($!)
+done
+wait_for 60 load_ok_reaches 10
+ok_at_upgrade="$(load_sum 1)"
+out="$(dpkg -i "$upgrade_deb" 2>&1)"
+rc=$?
+ok_at_done="$(load_sum 1)"
+wait_for 60 load_ok_reaches $((ok_at_done + 10))
+ok_went_on=$?
+touch "$load_dir/stop"
+wait "${load_pids[@]}"
+tally="ok $(load_sum 1), failed $(load_sum 2), rejected $(load_sum 3), other $(load_sum 4)"
+firsts="$(cat "$load_dir"/first.* 2>/dev/null | tr '\n' '|')"
+echo "upgrade: dpkg -i rc=$rc: $(tr '\n' '|' <<<"$out")"
+check upgrade.dpkg_reexecuted "rc=$rc installed $(dpkg-query -W -f '${Version}' bulkhead), ok replies $ok_at_upgrade before dpkg -i and $ok_at_done after" \
+  bash -c '[ "$1" -eq 0 ] && [ "$2" = "$(dpkg-deb -f "$3" Version)" ] && grep -q "^re-executed: " <<<"$4" &&
+    ! grep -q "restarting bulkheadd.service instead" <<<"$4" && [ "$5" -ge 10 ]' \
+  _ "$rc" "$(dpkg-query -W -f '${Version}' bulkhead)" "$upgrade_deb" "$out" "$ok_at_upgrade"
+check upgrade.no_request_lost "$tally ($ok_at_done by the end of dpkg -i); first non-OK: [$firsts]" \
+  test "$(load_sum 2)" -eq 0 -a "$(load_sum 3)" -eq 0 -a "$(load_sum 4)" -eq 0 -a "$ok_went_on" -eq 0
+check upgrade.same_pids "MainPID $main_pid -> $(show MainPID), echo [$echo_pids] -> [$(cell_pids echo)], slow [$slow_pids] -> [$(cell_pids slow)], NRestarts $restarts -> $(show NRestarts)" \
+  test "$(show MainPID)" = "$main_pid" -a "$(cell_pids echo)" = "$echo_pids" \
+  -a "$(cell_pids slow)" = "$slow_pids" -a "$(show NRestarts)" = "$restarts" -a -n "$echo_pids"
+# Without the re-exec the old image would go on running its deleted file.
+exe="$(readlink "/proc/$main_pid/exe")"
+check upgrade.new_binary "/proc/$main_pid/exe -> $exe" test "$exe" = /usr/sbin/bulkheadd
+ok_after="$(requests_total slow ok)"
+check upgrade.counters_continue "slow ok $ok_before -> $ok_after (+$(load_sum 1) replies), failed $failed_before -> $(requests_total slow failed), rejected $rejected_before -> $(requests_total slow rejected)" \
+  test "$ok_after" -ge $((ok_before + $(load_sum 1))) \
+  -a "$(requests_total slow failed)" -eq "$failed_before" -a "$(requests_total slow rejected)" -eq "$rejected_before"
+check upgrade.reexec_count "supervisor.reexec.count $(reexec_count)" test "$(reexec_count)" = 1
+# RELOADING=1 before the drain puts the unit in "reloading"; the new image's READY=1 ends it.
+wait_for 10 ready_lines_reach $((ready_before + 1))
+check upgrade.ready_again "READY=1 lines $ready_before -> $(ready_lines), $(show ActiveState)/$(show SubState)" \
+  test "$(ready_lines)" -eq $((ready_before + 1)) -a "$(show ActiveState)" = active -a "$(show SubState)" = running
+
+# --- systemctl restart stays a full restart: a new MainPID and new workers.
+systemctl restart "$unit"
+rc=$?
+check restart.full "rc=$rc MainPID $main_pid -> $(show MainPID), echo [$echo_pids] -> [$(cell_pids echo)], state $(show ActiveState)" \
+  test "$rc" -eq 0 -a "$(show MainPID)" != "$main_pid" -a "$(cell_pids echo)" != "$echo_pids" \
+  -a "$(show ActiveState)" = active
+
+# --- A refused re-exec falls back to dh's restart, said on stderr: dpkg -i of the same version again
+# while the config file differs from the one in force (the new image would read it: refused).
+use_config reloaded.toml
+main_pid="$(show MainPID)"
+out="$(dpkg -i "$upgrade_deb" 2>&1)"
+rc=$?
+unit_active() { [ "$(show ActiveState)" = active ]; }
+wait_for 60 unit_active
+check upgrade.refused_restarts "rc=$rc MainPID $main_pid -> $(show MainPID), state $(show ActiveState): $(tr '\n' '|' <<<"$out")" \
+  bash -c '[ "$1" -eq 0 ] && [ "$2" != "$3" ] && [ "$4" = active ] &&
+    grep -q "differs from the config in force" <<<"$5" && grep -q "restarting bulkheadd.service instead" <<<"$5"' \
+  _ "$rc" "$(show MainPID)" "$main_pid" "$(show ActiveState)" "$out"
+use_config good.toml
 
 # --- systemctl stop: the cells' cgroups are empty.
 pids="$(show MainPID) $(cell_pids echo) $(cell_pids slow)"

@@ -3,8 +3,9 @@
 # systemd_test.sh BUILD_DIR TEST_WORKER: vm.systemd (docs/vm-tests.md, "vm.systemd"). Builds the
 # bulkhead .deb from BUILD_DIR with CPack, gets the Debian 12 systemd image with the package's
 # runtime Depends (build-image.sh: built once per machine, then cached), and boots it with a
-# payload disk holding the .deb, TEST_WORKER, the configs in conf/ and scenarios/systemd.sh as
-# run.sh, which installs the package and checks it under systemd 252 as PID 1.
+# payload disk holding the .deb, the same .deb repacked with a higher version (upgrade/: what an
+# upgrade installs, without a second build), TEST_WORKER, the configs in conf/ and
+# scenarios/systemd.sh as run.sh, which installs the package and checks it under systemd 252 as PID 1.
 # Exit: 0 pass, 1 fail, 77 skip (a VM tool missing, not root for the first image build, or
 # Debian's archive unreachable for it; the message says which).
 set -euo pipefail
@@ -24,6 +25,16 @@ deb="$(ls "$tmp"/out/bulkhead_*.deb)"
 depends="$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' -e 's/ //g' |
   sed '/^$/d' | paste -sd, -)"
 echo "systemd_test: $(basename "$deb") (Depends: $depends) in $((SECONDS - start_s)) s"
+# The upgrade: the same files and maintainer scripts under a higher version ("+vm1" sorts after
+# any version without it), so dpkg -i runs the upgrade path (postinst configure OLD-VERSION).
+version="$(dpkg-deb -f "$deb" Version)"
+mkdir -p "$tmp/upgrade" "$tmp/upgrade-out"
+dpkg-deb -R "$deb" "$tmp/upgrade/tree"
+sed -i "s/^Version: .*/Version: $version+vm1/" "$tmp/upgrade/tree/DEBIAN/control"
+dpkg-deb --root-owner-group -b "$tmp/upgrade/tree" "$tmp/upgrade-out" >/dev/null
+upgrade_deb="$(ls "$tmp"/upgrade-out/bulkhead_*.deb)"
+dpkg --compare-versions "$(dpkg-deb -f "$upgrade_deb" Version)" gt "$version" ||
+  { echo "FAIL: $upgrade_deb does not sort after $version"; exit 1; }
 
 rc=0
 image="$("$here/build-image.sh" --extra-packages "$depends")" || rc=$?
@@ -31,8 +42,9 @@ image="$("$here/build-image.sh" --extra-packages "$depends")" || rc=$?
 echo "systemd_test: image $image ready after $((SECONDS - start_s)) s"
 
 payload="$tmp/payload"
-mkdir -p "$payload/conf"
+mkdir -p "$payload/conf" "$payload/upgrade"
 cp "$deb" "$payload/"
+cp "$upgrade_deb" "$payload/upgrade/"
 cp "$here"/conf/*.toml "$payload/conf/"
 cp "$worker" "$payload/bulkhead-test-worker"
 strip --strip-debug "$payload/bulkhead-test-worker" 2>/dev/null || true
