@@ -134,7 +134,7 @@ TEST(ReexecState, RefusesAVersionItDoesNotReadSayingWhichItReads) {
   Result<ReexecState> decoded = ReexecState::Decode(document.dump());
   ASSERT_FALSE(decoded.ok());
   EXPECT_THAT(decoded.status().message(), HasSubstr("reexec state version 9 is not readable"));
-  EXPECT_THAT(decoded.status().message(), HasSubstr("(it reads 1)"));
+  EXPECT_THAT(decoded.status().message(), HasSubstr("(it reads 1 2)"));
 }
 
 TEST(ReexecState, RefusesWhatIsNotItsFormat) {
