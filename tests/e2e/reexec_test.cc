@@ -63,6 +63,63 @@ uint64_t Counter(const nlohmann::json& cell, const char* name) {
   return cell[name].is_number() ? cell[name].get<uint64_t>() : UINT64_MAX;
 }
 
+void Wrong(Tally& tally, const std::string& what) {
+  ++tally.wrong;
+  std::lock_guard lock(tally.mu);
+  if (tally.first_wrong.size() < 5) tally.first_wrong.push_back(what);
+}
+
+// One keep-alive client of a frames cell: one connection (counted in `connected` once open), its
+// request ids in order, each reply checked to be its own, until `stop` or the first wrong one.
+void KeepAliveFrames(Harness& h, const std::string& cell, int client, std::atomic<bool>& stop,
+                     Tally& tally, std::atomic<uint64_t>& sent, std::atomic<int>& connected) {
+  Result<ipc::Client> conn = h.Connect(cell);
+  ++connected;
+  if (!conn.ok()) return Wrong(tally, cell + ": connect: " + conn.status().message());
+  (void)conn->SetTimeout(std::chrono::seconds(30));
+  for (uint64_t id = 1; !stop.load(); ++id) {
+    const std::string text = std::to_string(client) + "-" + std::to_string(id);
+    ++sent;
+    Result<ipc::Client::Reply> reply =
+        conn->Send(id, "echo " + text).ok() ? conn->Receive() : Status::Error("send failed");
+    if (IsReply(reply, ipc::ReplyStatus::kOk, ipc::Reason::kNone) &&
+        reply->header.request_id == id && reply->payload == text) {
+      ++tally.ok;
+      continue;
+    }
+    return Wrong(tally, cell + " " + text + ": " + Describe(reply));
+  }
+}
+
+// A copy of bulkheadd in a directory of the test's, for the harness to run: the binary on disk
+// that a re-exec executes, which a test replaces (by rename, as a package upgrade does).
+class ReplaceableBinary {
+ public:
+  ReplaceableBinary() { std::filesystem::copy_file(BulkheaddPath(), path_); }
+  const std::string& path() const { return path_; }
+  std::string Join(const std::string& name) const { return dir_.Join(name); }
+  HarnessOptions Options() const {
+    HarnessOptions options = TestOptions({CellSpec{.name = "a"}});
+    options.binary = path_;
+    return options;
+  }
+  void ReplaceWithFile(const std::string& file) const {
+    const std::string next = Join("bulkheadd.next");
+    std::filesystem::copy_file(file, next);
+    std::filesystem::rename(next, path_);
+  }
+  void ReplaceWithScript(const std::string& text) const {
+    const std::string next = Join("bulkheadd.next");
+    std::ofstream(next) << text;
+    ::chmod(next.c_str(), 0755);
+    std::filesystem::rename(next, path_);
+  }
+
+ private:
+  TempDir dir_;
+  std::string path_ = dir_.Join("bulkheadd");
+};
+
 TEST(Reexec, UnderLoadLosesNothingKeepsEveryPidAndTheCountersContinue) {
   Harness h(TestOptions({CellSpec{.name = "a", .max_concurrent = 4, .max_queue = 64}}));
   ASSERT_STARTED(h);
@@ -117,30 +174,10 @@ TEST(Reexec, ConnectionsOpenBeforeAreServedAfterOnTheSameConnection) {
   std::atomic<uint64_t> sent{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> clients;
+  std::atomic<int> connected{0};
   for (int client = 0; client < kClients; ++client) {
-    clients.emplace_back([&, client] {
-      Result<ipc::Client> conn = h.Connect("a");
-      if (!conn.ok()) {
-        ++tally.wrong;
-        return;
-      }
-      (void)conn->SetTimeout(std::chrono::seconds(30));
-      for (uint64_t id = 1; !stop.load(); ++id) {
-        const std::string text = std::to_string(client) + "-" + std::to_string(id);
-        ++sent;
-        Result<ipc::Client::Reply> reply =
-            conn->Send(id, "echo " + text).ok() ? conn->Receive() : Status::Error("send failed");
-        if (IsReply(reply, ipc::ReplyStatus::kOk, ipc::Reason::kNone) &&
-            reply->header.request_id == id && reply->payload == text) {
-          ++tally.ok;
-          continue;
-        }
-        ++tally.wrong;
-        std::lock_guard lock(tally.mu);
-        tally.first_wrong.push_back(text + ": " + Describe(reply));
-        return;
-      }
-    });
+    clients.emplace_back(
+        [&, client] { KeepAliveFrames(h, "a", client, stop, tally, sent, connected); });
   }
   ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= 20; }, std::chrono::seconds(10)));
   for (int i = 1; i <= kReexecs; ++i) {
@@ -180,28 +217,18 @@ TEST(Reexec, Sigusr2ReexecutesAsTheCommandDoes) {
 // anything changes; the binary put back, the re-exec goes ahead. The replaced file also shows
 // that the binary on disk is the one executed, not the deleted one still running.
 TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
-  TempDir bin;
-  const std::string binary = bin.Join("bulkheadd");
-  std::filesystem::copy_file(BulkheaddPath(), binary);
-  HarnessOptions options = TestOptions({CellSpec{.name = "a"}});
-  options.binary = binary;
-  Harness h(std::move(options));
+  ReplaceableBinary binary;
+  Harness h(binary.Options());
   ASSERT_STARTED(h);
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
 
-  auto replace = [&](const std::string& script) {
-    const std::string next = bin.Join("bulkheadd.next");
-    std::ofstream(next) << script;
-    ::chmod(next.c_str(), 0755);
-    std::filesystem::rename(next, binary);
-  };
-  replace("#!/bin/sh\necho 9\n");
+  binary.ReplaceWithScript("#!/bin/sh\necho 9\n");
   Result<ProcessResult> newer = h.Ctl({"reexec"});
   ASSERT_TRUE(newer.ok());
   EXPECT_EQ(newer->exit_code(), kExitFailure) << newer->Describe();
   EXPECT_THAT(newer->err, HasSubstr("reads 9, this bulkheadd writes 2")) << newer->err;
 
-  replace("#!/bin/sh\necho \"unknown option\" >&2\nexit 2\n");
+  binary.ReplaceWithScript("#!/bin/sh\necho \"unknown option\" >&2\nexit 2\n");
   Result<ProcessResult> older = h.Ctl({"reexec"});
   ASSERT_TRUE(older.ok());
   EXPECT_EQ(older->exit_code(), kExitFailure) << older->Describe();
@@ -213,8 +240,7 @@ TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
   EXPECT_EQ(h.Cell("a")["pid"], worker);
   EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
 
-  std::filesystem::remove(binary);
-  std::filesystem::copy_file(BulkheaddPath(), binary);
+  binary.ReplaceWithFile(BulkheaddPath());
   Result<ProcessResult> good = h.Ctl({"reexec"});
   ASSERT_TRUE(good.ok());
   EXPECT_EQ(good->exit_code(), kExitOk) << good->Describe() << h.Log();
@@ -227,21 +253,12 @@ TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
 // old image kept open, with the same state: the workers keep their pids and serve, and status and
 // bulkheadctl say the fallback ran. The previous binary's file was replaced: it runs from its fd.
 TEST(Reexec, ANewBinaryThatCannotReadTheStateRunsThePreviousOneAgainAndKeepsTheWorkers) {
-  TempDir bin;
-  const std::string binary = bin.Join("bulkheadd");
-  std::filesystem::copy_file(BulkheaddPath(), binary);
-  HarnessOptions options = TestOptions({CellSpec{.name = "a"}});
-  options.binary = binary;
-  Harness h(std::move(options));
+  ReplaceableBinary binary;
+  Harness h(binary.Options());
   ASSERT_STARTED(h);
   const pid_t supervisor = h.pid();
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
-  auto replace = [&](const std::string& with) {
-    const std::string next = bin.Join("bulkheadd.next");
-    std::filesystem::copy_file(with, next);
-    std::filesystem::rename(next, binary);
-  };
-  replace(BULKHEAD_CANNOT_READ_STATE);
+  binary.ReplaceWithFile(BULKHEAD_CANNOT_READ_STATE);
 
   Result<ProcessResult> ctl = h.Ctl({"reexec"});
   ASSERT_TRUE(ctl.ok()) << ctl.status().message();
@@ -259,7 +276,7 @@ TEST(Reexec, ANewBinaryThatCannotReadTheStateRunsThePreviousOneAgainAndKeepsTheW
   EXPECT_THAT(h.Log(), HasSubstr("running the previous binary again with the same state"));
 
   // The good binary back: the next re-exec goes ahead, and the fallback's reason is gone.
-  replace(BulkheaddPath());
+  binary.ReplaceWithFile(BulkheaddPath());
   Result<ProcessResult> good = h.Ctl({"reexec"});
   ASSERT_TRUE(good.ok());
   EXPECT_EQ(good->exit_code(), kExitOk) << good->Describe() << h.Log();
@@ -316,25 +333,17 @@ TEST(Reexec, TheAccessLogKeepsEveryLineAcrossReexecsUnderLoad) {
 // bulkheadd, which answers status and serves requests meanwhile; once it answers, the re-exec
 // goes ahead.
 TEST(Reexec, ASlowVersionCheckDoesNotStopTheLoop) {
-  TempDir bin;
-  const std::string binary = bin.Join("bulkheadd");
-  std::filesystem::copy_file(BulkheaddPath(), binary);
-  HarnessOptions options = TestOptions({CellSpec{.name = "a"}});
-  options.binary = binary;
-  Harness h(std::move(options));
+  ReplaceableBinary binary;
+  Harness h(binary.Options());
   ASSERT_STARTED(h);
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
   // The binary on disk becomes a script that answers the check once the test opens the gate, and
   // is bulkheadd itself otherwise.
-  const std::string gate = bin.Join("gate");
+  const std::string gate = binary.Join("gate");
   ASSERT_EQ(::mkfifo(gate.c_str(), 0600), 0);
-  const std::string next = bin.Join("bulkheadd.next");
-  std::ofstream(next) << "#!/bin/sh\n"
-                      << "if [ \"$1\" = --reexec-state-versions ]; then read go < " << gate
-                      << "; exec " << BulkheaddPath() << " \"$1\"; fi\n"
-                      << "exec " << BulkheaddPath() << " \"$@\"\n";
-  ::chmod(next.c_str(), 0755);
-  std::filesystem::rename(next, binary);
+  binary.ReplaceWithScript("#!/bin/sh\nif [ \"$1\" = --reexec-state-versions ]; then read go < " +
+                           gate + "; exec " + BulkheaddPath() + " \"$1\"; fi\nexec " +
+                           BulkheaddPath() + " \"$@\"\n");
 
   Result<ProcessResult> asked = h.Ctl({"reexec", "--no-block"});
   ASSERT_TRUE(asked.ok());
@@ -463,46 +472,25 @@ TEST(Reexec, ThreeKindsOfCellWithKeepAliveClientsLoseNothingAcrossTwentyReexecs)
   }
   std::atomic<bool> stop{false};
   std::atomic<int> connected{0};
-  auto wrong = [](Tally& tally, const std::string& what) {
-    ++tally.wrong;
-    std::lock_guard lock(tally.mu);
-    if (tally.first_wrong.size() < 5) tally.first_wrong.push_back(what);
-  };
   auto frames = [&](const std::string& cell, int client) {
-    Tally& tally = tallies.at(cell);
-    Result<ipc::Client> conn = h.Connect(cell);
-    ++connected;
-    if (!conn.ok()) return wrong(tally, "connect: " + conn.status().message());
-    (void)conn->SetTimeout(std::chrono::seconds(30));
-    for (uint64_t id = 1; !stop.load(); ++id) {
-      const std::string text = std::to_string(client) + "-" + std::to_string(id);
-      ++sent.at(cell);
-      Result<ipc::Client::Reply> reply =
-          conn->Send(id, "echo " + text).ok() ? conn->Receive() : Status::Error("send failed");
-      if (IsReply(reply, ipc::ReplyStatus::kOk, ipc::Reason::kNone) &&
-          reply->header.request_id == id && reply->payload == text) {
-        ++tally.ok;
-        continue;
-      }
-      return wrong(tally, cell + " " + text + ": " + Describe(reply));
-    }
+    KeepAliveFrames(h, cell, client, stop, tallies.at(cell), sent.at(cell), connected);
   };
   auto http = [&](int client) {
     Tally& tally = tallies.at("web");
     std::optional<HttpConn> conn = HttpConn::Open(h.CellSocket("web"));
     ++connected;
-    if (!conn) return wrong(tally, "connect web");
+    if (!conn) return Wrong(tally, "connect web");
     for (uint64_t n = 1; !stop.load(); ++n) {
       ++sent.at("web");
       if (!conn->Send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")) {
-        return wrong(tally, "web send " + std::to_string(n));
+        return Wrong(tally, "web send " + std::to_string(n));
       }
       std::optional<Response> response = conn->Read(std::chrono::seconds(30));
       if (response && response->status == 200 && response->body == "hello") {
         ++tally.ok;
         continue;
       }
-      return wrong(tally, "web client " + std::to_string(client) + " request " + std::to_string(n) +
+      return Wrong(tally, "web client " + std::to_string(client) + " request " + std::to_string(n) +
                               ": " + Describe(response));
     }
   };
