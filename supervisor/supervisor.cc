@@ -743,8 +743,9 @@ std::string Supervisor::BeginReexec(std::string_view why) {
   if (std::string blocked = ReexecBlocked(); !blocked.empty()) return refuse(blocked);
   Result<std::string> binary = OwnBinaryPath();
   if (!binary.ok()) return refuse(binary.status().message());
-  Status started = reexec_check_->Start(*binary, ReexecState::kVersion, kReexecCheckTimeoutMs,
-                                        [this](Status readable) { OnReexecChecked(readable); });
+  Status started =
+      reexec_check_->Start(*binary, ReexecState::kVersion, kReexecCheckTimeoutMs,
+                           [this](const Status& readable) { OnReexecChecked(readable); });
   if (!started.ok()) return refuse(started.message());
   reexec_binary_ = std::move(binary).value();
   reexec_why_ = std::string(why);
@@ -753,7 +754,7 @@ std::string Supervisor::BeginReexec(std::string_view why) {
   return "";
 }
 
-void Supervisor::OnReexecChecked(Status readable) {
+void Supervisor::OnReexecChecked(const Status& readable) {
   BH_CHECK(reexec_phase_ == ReexecPhase::kChecking);
   // The cells may have changed while the check ran.
   std::string refused = readable.ok() ? ReexecBlocked() : readable.message();

@@ -187,7 +187,7 @@ class Supervisor {
   // The new binary's version check ended (ReexecCheck): drains (kDraining) when it reads our
   // version and nothing blocks the re-exec any more, else back to kIdle with the reason.
   // REQUIRES: kChecking.
-  void OnReexecChecked(Status readable);
+  void OnReexecChecked(const Status& readable);
   // Once the drain is over: closes the access log (kClosingLog) and execs from its close, or execs
   // now without one. REQUIRES: kDraining.
   void CloseLogAndExec();

@@ -91,6 +91,14 @@ void KeepAliveFrames(Harness& h, const std::string& cell, int client, std::atomi
   }
 }
 
+// `bulkheadctl reexec` fails (exit 1), saying `why` on stderr.
+void ExpectReexecFails(Harness& h, const std::string& why) {
+  Result<ProcessResult> ctl = h.Ctl({"reexec"});
+  ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+  EXPECT_EQ(ctl->exit_code(), kExitFailure) << ctl->Describe() << h.Log();
+  EXPECT_THAT(ctl->err, HasSubstr(why)) << ctl->err;
+}
+
 // A copy of bulkheadd in a directory of the test's, for the harness to run: the binary on disk
 // that a re-exec executes, which a test replaces (by rename, as a package upgrade does).
 class ReplaceableBinary {
@@ -223,16 +231,9 @@ TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
 
   binary.ReplaceWithScript("#!/bin/sh\necho 9\n");
-  Result<ProcessResult> newer = h.Ctl({"reexec"});
-  ASSERT_TRUE(newer.ok());
-  EXPECT_EQ(newer->exit_code(), kExitFailure) << newer->Describe();
-  EXPECT_THAT(newer->err, HasSubstr("reads 9, this bulkheadd writes 2")) << newer->err;
-
+  ExpectReexecFails(h, "reads 9, this bulkheadd writes 2");
   binary.ReplaceWithScript("#!/bin/sh\necho \"unknown option\" >&2\nexit 2\n");
-  Result<ProcessResult> older = h.Ctl({"reexec"});
-  ASSERT_TRUE(older.ok());
-  EXPECT_EQ(older->exit_code(), kExitFailure) << older->Describe();
-  EXPECT_THAT(older->err, HasSubstr("exit 2")) << older->err;
+  ExpectReexecFails(h, "exit 2");
 
   const nlohmann::json status = h.Status();
   EXPECT_EQ(status["supervisor"]["reexec"]["count"], 0);
@@ -260,12 +261,9 @@ TEST(Reexec, ANewBinaryThatCannotReadTheStateRunsThePreviousOneAgainAndKeepsTheW
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
   binary.ReplaceWithFile(BULKHEAD_CANNOT_READ_STATE);
 
-  Result<ProcessResult> ctl = h.Ctl({"reexec"});
-  ASSERT_TRUE(ctl.ok()) << ctl.status().message();
-  EXPECT_EQ(ctl->exit_code(), kExitFailure) << ctl->Describe() << h.Log();
-  EXPECT_THAT(ctl->err, HasSubstr("could not take the state over, the previous binary runs again"))
-      << ctl->err;
-  EXPECT_THAT(ctl->err, HasSubstr("this build cannot read re-exec states")) << ctl->err;
+  ExpectReexecFails(h,
+                    "could not take the state over, the previous binary runs again: the state "
+                    "cannot be read: this build cannot read re-exec states");
   const nlohmann::json status = h.Status();
   EXPECT_EQ(status["supervisor"]["pid"], supervisor);
   EXPECT_EQ(status["supervisor"]["reexec"]["count"], 1);
@@ -352,10 +350,7 @@ TEST(Reexec, ASlowVersionCheckDoesNotStopTheLoop) {
   const nlohmann::json during = h.Status();
   EXPECT_EQ(during["supervisor"]["reexec"]["phase"], "checking") << during.dump();
   EXPECT_OK_REPLY(h.Call("a", "echo during the check"), "during the check");
-  Result<ProcessResult> second = h.Ctl({"reexec"});
-  ASSERT_TRUE(second.ok());
-  EXPECT_EQ(second->exit_code(), kExitFailure) << second->Describe();
-  EXPECT_THAT(second->err, HasSubstr("a re-exec is already under way")) << second->err;
+  ExpectReexecFails(h, "a re-exec is already under way");
 
   std::ofstream(gate) << "go\n";  // blocks until the script opened the FIFO
   EXPECT_TRUE(WaitFor([&] { return h.Status()["supervisor"]["reexec"]["count"] == 1; })) << h.Log();
@@ -407,21 +402,30 @@ TEST(Reexec, CellsInBackoffAndFailedAreCarriedWithTheirTimeLeftAndReason) {
 // Cells starting, stopping, or swapping workers still refuse a re-exec, naming the cell and what
 // it is doing; nothing changes.
 TEST(Reexec, ACellStartingStoppingOrSwappingRefusesTheReexecAndSaysWhy) {
-  Harness h(
-      TestOptions({CellSpec{.name = "a"},
-                   CellSpec{.name = "starting",
-                            .command = {TestWorkerPath(), "--notify-ready-after-ms", "600000"},
-                            .extra_toml = "ready = \"notify\"\n",
-                            .wait_running = false},
-                   CellSpec{.name = "stopping",
-                            .command = {TestWorkerPath(), "--ignore-sigterm"},
-                            .extra_toml = "stop_timeout = \"4s\"\nrestart_overlap = false\n"}}));
+  // The swapping cell's workers are ready once their file exists: the first one's does, the one a
+  // reload starts beside it (another file) never comes up, so its swap stays under way.
+  TempDir files;
+  const std::string ready = files.Join("ready");
+  std::ofstream(ready) << "";
+  auto swapping = [](const std::string& ready_file) {
+    return CellSpec{.name = "swapping",
+                    .command = {TestWorkerPath(), "--notify-ready-when-file", ready_file},
+                    .extra_toml = "ready = \"notify\"\n"};
+  };
+  std::vector<CellSpec> cells = {
+      CellSpec{.name = "a"},
+      CellSpec{.name = "starting",
+               .command = {TestWorkerPath(), "--notify-ready-after-ms", "600000"},
+               .extra_toml = "ready = \"notify\"\n",
+               .wait_running = false},
+      CellSpec{.name = "stopping",
+               .command = {TestWorkerPath(), "--ignore-sigterm"},
+               .extra_toml = "stop_timeout = \"4s\"\nrestart_overlap = false\n"},
+      swapping(ready)};
+  Harness h(TestOptions(cells));
   ASSERT_STARTED(h);
   auto refused = [&](const std::string& why) {
-    Result<ProcessResult> ctl = h.Ctl({"reexec"});
-    ASSERT_TRUE(ctl.ok());
-    EXPECT_EQ(ctl->exit_code(), kExitFailure) << ctl->Describe();
-    EXPECT_THAT(ctl->err, HasSubstr(why)) << ctl->err;
+    ExpectReexecFails(h, why);
     EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 0);
   };
   ASSERT_TRUE(
@@ -430,6 +434,16 @@ TEST(Reexec, ACellStartingStoppingOrSwappingRefusesTheReexecAndSaysWhy) {
   Result<ProcessResult> stop = h.Ctl({"stop", "starting"});
   ASSERT_TRUE(stop.ok());
   ASSERT_EQ(stop->exit_code(), kExitOk) << stop->Describe();
+
+  cells.back() = swapping(files.Join("never"));
+  h.RewriteConfig(cells);
+  Result<ProcessResult> reload = h.Ctl({"reload", "--no-block"});
+  ASSERT_TRUE(reload.ok());
+  ASSERT_EQ(reload->exit_code(), kExitOk) << reload->Describe() << h.Log();
+  ASSERT_TRUE(h.WaitForCell("swapping", [](const nlohmann::json& c) {
+    return !c["swap"].is_null();
+  })) << h.Cell("swapping").dump();
+  refused("cells.swapping: a worker swap (overlapping restart) is under way");
 
   EXPECT_OK_REPLY(h.Call("stopping", "echo ready"), "ready");  // it ignores SIGTERM from here
   // Its stop lasts stop_timeout (4 s, then SIGKILL): the re-exec is asked well within it.
