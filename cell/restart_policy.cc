@@ -203,6 +203,8 @@ RestartPolicy::Decision RestartPolicy::OnExit(uint64_t now_ms, bool clean,
   return decision;
 }
 
+void RestartPolicy::RestoreSteps(uint32_t steps) { steps_ = std::min(steps, kMaxSteps); }
+
 void RestartPolicy::Reset() {
   steps_ = 0;
   short_runs_ = 0;

@@ -124,6 +124,9 @@ class RestartPolicy {
   // Forgets every start, goes back to the first backoff step and ends a crash loop (`bulkheadctl
   // restart`).
   void Reset();
+  // A re-exec (docs/reexec.md): the backoff step the previous image had reached (steps()), so
+  // that the next delay grows on from there. Capped as the policy caps it.
+  void RestoreSteps(uint32_t steps);
 
   // New options (a config reload) from the next call on. Recorded starts and the backoff step are
   // kept: a lower start_limit_burst or shorter interval counts the starts already made, a lower

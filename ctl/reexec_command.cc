@@ -13,15 +13,15 @@ ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before) {
   if (reexec == supervisor->end() || !reexec->is_object()) return {};
   auto count = reexec->find("count");
   if (count == reexec->end() || !count->is_number_unsigned()) return {};
-  if (count->get<uint64_t>() > count_before) {
+  auto error = reexec->find("last_error");
+  const bool failed = error != reexec->end() && error->is_string();
+  if (count->get<uint64_t>() > count_before && !failed) {
     return {.kind = ReexecVerdict::Kind::kDone,
             .text = "re-executed: bulkheadd " + supervisor->value("version", std::string("?")) +
                     ", pid " + std::to_string(supervisor->value("pid", 0)) + ", re-exec " +
                     std::to_string(count->get<uint64_t>())};
   }
-  auto error = reexec->find("last_error");
-  if (reexec->value("phase", std::string()) == "idle" && error != reexec->end() &&
-      error->is_string()) {
+  if (reexec->value("phase", std::string()) == "idle" && failed) {
     return {.kind = ReexecVerdict::Kind::kFailed, .text = error->get<std::string>()};
   }
   return {};

@@ -21,9 +21,11 @@ struct ReexecVerdict {
   // reexec.last_error.
   std::string text;
 };
-// kDone once supervisor.reexec.count exceeds `count_before` (the new image runs); kFailed once the
-// phase is "idle" again with a last_error and the count unchanged (the old image goes on); else
-// kWaiting (draining, or a response without the fields).
+// kDone once supervisor.reexec.count exceeds `count_before` without a last_error (the new image
+// runs); kFailed once the phase is "idle" again with a last_error: with the count unchanged the
+// old image goes on, with the count passed the new binary could not take the state over and the
+// previous binary runs again (failure 5 of docs/reexec.md); else kWaiting (draining, or a
+// response without the fields).
 ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before);
 
 }  // namespace bulkhead::ctl

@@ -267,8 +267,8 @@ admission::Availability Lifecycle::Availability() const {
       availability.next_start = NextStart::kAt;
       availability.next_start_at_ms = next_start_at_ms_;
       // Refused while the start is more than queue_timeout away; a request then waits for it.
-      availability.refuse_until_ms = next_start_at_ms_ - std::min(next_start_at_ms_,
-                                                                  options_.queue_timeout_ms);
+      availability.refuse_until_ms =
+          next_start_at_ms_ - std::min(next_start_at_ms_, options_.queue_timeout_ms);
       break;
     case State::kStarting:
     case State::kRunning:
@@ -412,6 +412,33 @@ std::vector<Lifecycle::Action> Lifecycle::Adopt(uint64_t worker_uptime_ms) {
   actions.push_back(open);
   AddWatchdogArm(actions);
   return actions;
+}
+
+std::vector<Lifecycle::Action> Lifecycle::AdoptBackoff(uint32_t consecutive_failures,
+                                                       uint64_t next_start_in_ms) {
+  BH_CHECK(state_ == State::kStopped && !spawn_pending_);
+  now_ms_ = clock_->NowMs();
+  policy_.RestoreSteps(consecutive_failures);
+  Enter(State::kBackoff);
+  next_start_at_ms_ = now_ms_ + next_start_in_ms;
+  std::vector<Action> actions;
+  Action open;
+  open.type = ActionType::kOpenAdmission;
+  actions.push_back(open);
+  Action arm;
+  arm.type = ActionType::kArmBackoff;
+  arm.ms = next_start_in_ms;
+  actions.push_back(arm);
+  return actions;
+}
+
+void Lifecycle::AdoptFailed(std::string reason, bool gave_up) {
+  BH_CHECK(state_ == State::kStopped && !spawn_pending_);
+  now_ms_ = clock_->NowMs();
+  Enter(State::kFailed);
+  next_start_at_ms_ = 0;
+  reason_ = std::move(reason);
+  gave_up_ = gave_up;
 }
 
 void Lifecycle::BeginStart(Transition& t) {

@@ -334,6 +334,21 @@ class Lifecycle {
   // actions to run: kOpenAdmission, and kArmWatchdog when there is a watchdog. REQUIRES: stopped,
   // no spawn pending.
   std::vector<Action> Adopt(uint64_t worker_uptime_ms);
+  // A re-exec: the previous image's cell was in backoff, its next start `next_start_in_ms` away
+  // (a duration: the clocks of the two images differ) after `consecutive_failures` failures in a
+  // row (the RestartPolicy's steps, so that the next backoff grows on from there). From stopped to
+  // backoff, outside the table (RestoreCounts first); the backoff's end is an ordinary
+  // BackoffElapsed. The crash loop's start window is not carried (it starts afresh). Returns the
+  // actions to run: kOpenAdmission (requests queue as in any backoff) and kArmBackoff with
+  // `next_start_in_ms`. REQUIRES: stopped, no spawn pending.
+  std::vector<Action> AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms);
+  // A re-exec: the previous image's cell had failed for `reason` (reason()); `gave_up`: it had
+  // hit its start limit (a crash loop given up). From stopped to failed, outside the table: no
+  // start is due, requests are refused until an operator's start. REQUIRES: stopped, no spawn
+  // pending.
+  void AdoptFailed(std::string reason, bool gave_up);
+  // Whether a failed cell gave up at its start limit (a crash loop), for a re-exec's state.
+  bool gave_up() const { return gave_up_; }
 
   // Reload: new options apply from the next event on (a stop already under way keeps the
   // deadline it set; the next stop uses the new stop_timeout). The RestartPolicy keeps its recorded

@@ -131,15 +131,16 @@ std::string WorkerRunner::ReexecBlocker() const {
     case State::kRunning:
       return pid_ != 0 ? "" : "its worker was reaped and is being torn down";
     case State::kStopped:
+    case State::kBackoff:
+    case State::kFailed:
       return pid_ == 0 ? "" : "its worker has not exited yet";
     case State::kStarting:
     case State::kStopping:
-    case State::kBackoff:
-    case State::kFailed:
       break;
   }
   return std::string("it is ") + Lifecycle::StateName(lifecycle_.state()) +
-         " (only running and stopped cells are carried across a re-exec)";
+         " (a cell starting or stopping is not carried across a re-exec: try again once it is "
+         "running or stopped)";
 }
 
 WorkerRunner::ReexecFds WorkerRunner::reexec_fds() const {
@@ -162,6 +163,25 @@ void WorkerRunner::AdoptStopped(uint64_t starts, uint64_t restarts, std::string 
   lifecycle_.RestoreCounts(starts, restarts, std::move(last_exit));
   restarts_by_reason_ = restarts_by_reason;
   restarts_attributed_ = restarts;
+}
+
+void WorkerRunner::AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms) {
+  Lifecycle::Transition adopted;
+  adopted.from = Lifecycle::State::kStopped;
+  adopted.to = Lifecycle::State::kBackoff;
+  adopted.actions = lifecycle_.AdoptBackoff(consecutive_failures, next_start_in_ms);
+  adopted.log = "backoff adopted from the previous bulkheadd image: next start in " +
+                std::to_string(next_start_in_ms) + " ms";
+  Execute(adopted);
+}
+
+void WorkerRunner::AdoptFailed(std::string reason, bool gave_up) {
+  lifecycle_.AdoptFailed(std::move(reason), gave_up);
+  Lifecycle::Transition adopted;
+  adopted.from = Lifecycle::State::kStopped;
+  adopted.to = Lifecycle::State::kFailed;
+  adopted.log = "failed, as in the previous bulkheadd image: " + lifecycle_.reason();
+  Execute(adopted);
 }
 
 Status WorkerRunner::AdoptWorker(AdoptedWorker worker) {

@@ -161,9 +161,9 @@ class WorkerRunner : private TeardownWatcher::Generation {
 
   // --- Re-exec (docs/reexec.md). ---
   // Why the cell cannot be carried across a re-exec now, "" when it can: it runs a ready worker
-  // and no worker swap or teardown is under way, or it is stopped with nothing left to tear down.
-  // (A cell starting, stopping, in backoff or failed is refused in the first slice: its timers
-  // and pending events are not carried.)
+  // and no worker swap or teardown is under way, or it is stopped, in backoff or failed with no
+  // worker and nothing left to tear down. (A cell starting or stopping is refused: the spawn's
+  // and the stop's timers and pending events are not carried.)
   std::string ReexecBlocker() const;
   // The descriptors the state names (owned here; -1 for a pipe not captured).
   struct ReexecFds {
@@ -199,6 +199,12 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // In the new image, for a cell the previous one had stopped: its counts continue.
   void AdoptStopped(uint64_t starts, uint64_t restarts, std::string last_exit,
                     const RestartCounts& restarts_by_reason);
+  // In the new image, for a cell the previous one had in backoff (AdoptStopped first): its next
+  // start `next_start_in_ms` from now, its failures in a row carried (Lifecycle::AdoptBackoff).
+  void AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms);
+  // In the new image, for a cell the previous one had failed (AdoptStopped first): failed still,
+  // for `reason` (Lifecycle::AdoptFailed).
+  void AdoptFailed(std::string reason, bool gave_up);
 
   // The compartment as the kernel holds it now, for status and metrics (control/cell_snapshot.h).
   struct CompartmentStatus {

@@ -55,6 +55,16 @@ void Cell::Capture(ReexecState* state) const {
   entry.starts = lifecycle.starts();
   entry.restarts = lifecycle.restarts();
   entry.last_exit = lifecycle.last_exit();
+  entry.consecutive_failures = lifecycle.policy().steps();
+  if (lifecycle.state() == lifecycle::Lifecycle::State::kBackoff) {
+    const uint64_t now = time_->NowMs();
+    entry.next_start_in_ms =
+        lifecycle.next_start_at_ms() - std::min(now, lifecycle.next_start_at_ms());
+  }
+  if (lifecycle.state() == lifecycle::Lifecycle::State::kFailed) {
+    entry.reason = lifecycle.reason();
+    entry.gave_up = lifecycle.gave_up();
+  }
   for (size_t i = 0; i < lifecycle::kRestartReasonCount; ++i) {
     const uint64_t count = runner_.restarts_by_reason()[i];
     if (count > 0) {
@@ -101,6 +111,11 @@ Status Cell::AdoptWorker(const ReexecState::Cell& entry, UniqueFd stdout_read,
   }
   if (!entry.worker) {
     runner_.AdoptStopped(entry.starts, entry.restarts, entry.last_exit, by_reason);
+    if (entry.state == "backoff") {
+      runner_.AdoptBackoff(entry.consecutive_failures, entry.next_start_in_ms);
+    } else if (entry.state == "failed") {
+      runner_.AdoptFailed(entry.reason, entry.gave_up);
+    }
     return Status::Ok();
   }
   lifecycle::WorkerRunner::AdoptedWorker worker;

@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "supervisor/container.h"
 #include "supervisor/init_mode.h"
+#include "supervisor/reexec.h"
 #include "supervisor/reexec_state.h"
 #include "supervisor/supervisor.h"
 
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
   bool check_only = false;
   bool reexec_state_versions = false;
   int reexec_state_fd = -1;
+  int reexec_fallback_exe_fd = -1;
+  std::string reexec_fell_back;
   std::string log_level;
   app.add_option("-c,--config", config_path, "configuration file (TOML)");
   app.add_flag("--check-config", check_only, "validate the configuration and exit");
@@ -41,6 +44,14 @@ int main(int argc, char** argv) {
   app.add_option(
          "--reexec-state", reexec_state_fd,
          "set by bulkheadd when it re-executes itself: the fd of its state (docs/reexec.md)")
+      ->group("");
+  app.add_option(std::string(supervisor::kFallbackExeFlag), reexec_fallback_exe_fd,
+                 "set by bulkheadd when it re-executes itself: its own binary, run again when the "
+                 "new one cannot read the state (docs/reexec.md, failure 5)")
+      ->group("");
+  app.add_option(std::string(supervisor::kFellBackFlag), reexec_fell_back,
+                 "set by a new bulkheadd that could not read the state when it runs the previous "
+                 "binary again: why (docs/reexec.md, failure 5)")
       ->group("");
   app.add_option("--log-level", log_level,
                  "lines below this level are dropped; overrides [supervisor] log_level")
@@ -109,18 +120,31 @@ int main(int argc, char** argv) {
   }
 
   // Started by a re-exec of bulkheadd (docs/reexec.md): its state first. The previous image
-  // checked that this binary reads its version, so a failure here is a bug; the workers it ran
-  // are lost with this process (failure 5 of docs/reexec.md).
+  // checked that this binary reads its version, so a failure here is a bug (failure 5 of
+  // docs/reexec.md): the previous binary, open as reexec_fallback_exe_fd, runs again with the same
+  // state and keeps the workers; without one (this image is that fallback) it exits, and the
+  // workers, which die with their parent, are lost.
   std::optional<supervisor::ReexecState> reexec_state;
+  supervisor::ReexecFallback reexec_fallback;
   if (reexec_state_fd >= 0) {
+    reexec_fallback.state.Reset(reexec_state_fd);
+    if (reexec_fallback_exe_fd >= 0) reexec_fallback.exe.Reset(reexec_fallback_exe_fd);
+    // Neither leaks into a worker; ExecFallback clears the state's FD_CLOEXEC again.
+    (void)supervisor::SetCloexec(reexec_state_fd);
+    if (reexec_fallback_exe_fd >= 0) (void)supervisor::SetCloexec(reexec_fallback_exe_fd);
     Result<std::string> document = supervisor::ReadStateFd(reexec_state_fd);
-    ::close(reexec_state_fd);
     Result<supervisor::ReexecState> state =
         document.ok() ? supervisor::ReexecState::Decode(*document)
                       : Result<supervisor::ReexecState>(document.status());
+#ifdef BULKHEAD_TEST_STATE_UNREADABLE
+    // Test-only build (tests/e2e/CMakeLists.txt: bulkheadd-cannot-read-state): a new binary that
+    // claims our version and cannot read the state, to drive failure 5 end to end.
+    state = Status::Error("this build cannot read re-exec states (test build)");
+#endif
     if (!state.ok()) {
-      LogError("re-exec: the state cannot be read, nothing is adopted: " +
-               state.status().message());
+      // The fds the state names were never touched here: still open, FD_CLOEXEC still clear.
+      supervisor::ReexecFallBack(std::move(reexec_fallback), {},
+                                 "the state cannot be read: " + state.status().message());
       return kExitFailure;
     }
     reexec_state = std::move(state).value();
@@ -131,7 +155,10 @@ int main(int argc, char** argv) {
   {
     supervisor::Supervisor supervisor(std::move(*loaded.config));
     if (!log_level.empty()) supervisor.PinLogLevel(log_level);
-    if (reexec_state) supervisor.AdoptState(std::move(*reexec_state));
+    if (reexec_state) {
+      supervisor.AdoptState(std::move(*reexec_state), std::move(reexec_fallback),
+                            std::move(reexec_fell_back));
+    }
     exit_code = supervisor.Run();
   }
   return supervisor::EndProcess(on_shutdown, exit_code, pid1);

@@ -2,7 +2,6 @@
 #include "supervisor/reexec.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -19,7 +18,7 @@
 #include <iterator>
 #include <string_view>
 
-#include "base/clock.h"
+#include "base/log.h"
 #include "config/listen_address.h"
 #include "supervisor/reexec_state.h"
 
@@ -30,7 +29,6 @@ namespace bulkhead::supervisor {
 namespace {
 
 constexpr std::string_view kDeleted = " (deleted)";
-constexpr std::string_view kStateFlag = "--reexec-state";
 
 // The signals bulkheadd handles (Supervisor::HandleSignals): none may take its default action
 // (termination, for most) between the exec and the new image's handlers.
@@ -50,8 +48,12 @@ const char* ReexecPhaseName(ReexecPhase phase) {
   switch (phase) {
     case ReexecPhase::kIdle:
       return "idle";
+    case ReexecPhase::kChecking:
+      return "checking";
     case ReexecPhase::kDraining:
       return "draining";
+    case ReexecPhase::kClosingLog:
+      return "closing-log";
     case ReexecPhase::kExecuting:
       return "executing";
   }
@@ -84,20 +86,28 @@ Result<std::vector<std::string>> OwnArguments() {
     at = end + 1;
   }
   if (arguments.empty()) return Status::Error("/proc/self/cmdline is empty");
-  // An earlier re-exec's state fd is long closed: drop the flag and its value.
+  // An earlier re-exec's fds are long closed: drop its flags and their values.
   std::vector<std::string> kept;
   for (size_t i = 0; i < arguments.size(); ++i) {
-    if (i > 0 && arguments[i] == kStateFlag) {
-      ++i;
-      continue;
+    bool dropped = false;
+    for (std::string_view flag : {kStateFlag, kFallbackExeFlag, kFellBackFlag}) {
+      if (i == 0) break;
+      if (arguments[i] == flag) {
+        ++i;
+        dropped = true;
+        break;
+      }
+      if (arguments[i].starts_with(std::string(flag) + "=")) {
+        dropped = true;
+        break;
+      }
     }
-    if (i > 0 && arguments[i].starts_with(std::string(kStateFlag) + "=")) continue;
-    kept.push_back(std::move(arguments[i]));
+    if (!dropped) kept.push_back(std::move(arguments[i]));
   }
   return kept;
 }
 
-Status CheckStateVersions(const std::string& binary, int version, uint64_t timeout_ms) {
+Result<VersionsChild> SpawnVersionsChild(const std::string& binary) {
   const std::string what = binary + " --reexec-state-versions";
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::FromErrno(what + ": pipe2");
@@ -125,48 +135,18 @@ Status CheckStateVersions(const std::string& binary, int version, uint64_t timeo
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (spawned != 0) return Status::FromErrno("exec " + binary, spawned);
-  write_end.Reset();
+  const int flags = ::fcntl(read_end.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(read_end.get(), F_SETFL, flags | O_NONBLOCK) != 0) {
+    Status status = Status::FromErrno(what + ": fcntl O_NONBLOCK");
+    ::kill(pid, SIGKILL);  // reaped by the reaper
+    return status;
+  }
+  return VersionsChild{.pid = pid, .stdout_read = std::move(read_end)};
+}
 
-  // Its output until EOF, bounded by the deadline.
-  const uint64_t deadline = MonotonicClock().NowMs() + timeout_ms;
-  std::string output;
-  bool timed_out = false;
-  while (true) {
-    const uint64_t now = MonotonicClock().NowMs();
-    if (now >= deadline) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{.fd = read_end.get(), .events = POLLIN, .revents = 0};
-    int ready = ::poll(&p, 1, static_cast<int>(std::min<uint64_t>(deadline - now, 1000)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    char buffer[256];
-    ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (output.size() < 4096) output.append(buffer, static_cast<size_t>(n));
-  }
-  // Once its stdout is closed it is exiting; a child that closed it and hangs is killed at the
-  // deadline all the same.
-  int wait_status = 0;
-  while (true) {
-    pid_t reaped = ::waitpid(pid, &wait_status, WNOHANG);
-    if (reaped == pid) break;
-    if (reaped < 0 && errno != EINTR) return Status::FromErrno(what + ": waitpid");
-    if (timed_out || MonotonicClock().NowMs() >= deadline) {
-      timed_out = true;
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-      }
-      break;
-    }
-    pollfd none_fd{.fd = -1, .events = 0, .revents = 0};
-    ::poll(&none_fd, 0, 5);  // a child past its EOF exits in microseconds
-  }
-  if (timed_out) {
-    return Status::Error(what + ": no answer within " + std::to_string(timeout_ms) + " ms");
-  }
+Status JudgeStateVersions(const std::string& binary, int version, std::string_view output,
+                          int wait_status) {
+  const std::string what = binary + " --reexec-state-versions";
   if (WIFSIGNALED(wait_status)) {
     return Status::Error(what + ": killed by signal " + std::to_string(WTERMSIG(wait_status)));
   }
@@ -185,13 +165,15 @@ Status CheckStateVersions(const std::string& binary, int version, uint64_t timeo
   return Status::Ok();
 }
 
-Status ExecWithState(const std::string& binary, const std::vector<std::string>& arguments,
-                     int state_fd, const std::vector<int>& keep) {
-  std::vector<int> fds = keep;
-  fds.push_back(state_fd);
+namespace {
+
+// Clears FD_CLOEXEC on `keep`, blocks the handled signals, runs `exec` (which returns only on
+// failure, with errno set), then puts the flags and the mask back. Returns exec's error.
+template <typename Exec>
+Status ExecKeeping(const std::vector<int>& keep, const std::string& what, Exec exec) {
   std::vector<int> cleared;
   Status status = Status::Ok();
-  for (int fd : fds) {
+  for (int fd : keep) {
     const int flags = ::fcntl(fd, F_GETFD);
     if (flags < 0 || ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) != 0) {
       status = Status::FromErrno("fcntl fd " + std::to_string(fd) + " F_SETFD");
@@ -200,22 +182,87 @@ Status ExecWithState(const std::string& binary, const std::vector<std::string>& 
     cleared.push_back(fd);
   }
   if (status.ok()) {
-    std::vector<std::string> args = arguments;
-    args.emplace_back(kStateFlag);
-    args.push_back(std::to_string(state_fd));
-    std::vector<char*> argv;
-    argv.reserve(args.size() + 1);
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
     const sigset_t handled = HandledSignals();
     sigset_t before;
     ::pthread_sigmask(SIG_BLOCK, &handled, &before);
-    ::execve(binary.c_str(), argv.data(), environ);
-    status = Status::FromErrno("execve " + binary);
+    exec();
+    status = Status::FromErrno(what);
     ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
   for (int fd : cleared) (void)SetCloexec(fd);
   return status;
+}
+
+std::vector<char*> Argv(std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  return argv;
+}
+
+}  // namespace
+
+Result<UniqueFd> OpenOwnBinary() {
+  const int fd = ::open("/proc/self/exe", O_PATH | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("open /proc/self/exe");
+  return UniqueFd(fd);
+}
+
+Status ExecWithState(const std::string& binary, const std::vector<std::string>& arguments,
+                     int state_fd, const std::vector<int>& keep, int fallback_exe_fd) {
+  std::vector<int> fds = keep;
+  fds.push_back(state_fd);
+  std::vector<std::string> args = arguments;
+  args.emplace_back(kStateFlag);
+  args.push_back(std::to_string(state_fd));
+  if (fallback_exe_fd >= 0) {
+    fds.push_back(fallback_exe_fd);
+    args.emplace_back(kFallbackExeFlag);
+    args.push_back(std::to_string(fallback_exe_fd));
+  }
+  std::vector<char*> argv = Argv(args);
+  return ExecKeeping(fds, "execve " + binary,
+                     [&] { ::execve(binary.c_str(), argv.data(), environ); });
+}
+
+Status ExecFallback(int exe_fd, const std::vector<std::string>& arguments, int state_fd,
+                    const std::vector<int>& keep, const std::string& why) {
+  std::vector<int> fds = keep;
+  fds.push_back(state_fd);
+  std::vector<std::string> args = arguments;
+  args.emplace_back(kStateFlag);
+  args.push_back(std::to_string(state_fd));
+  args.emplace_back(kFellBackFlag);
+  args.push_back(why);
+  std::vector<char*> argv = Argv(args);
+  // Not kept: the previous binary's fd would leak into it (an ELF runs from a CLOEXEC fd).
+  (void)SetCloexec(exe_fd);
+  return ExecKeeping(fds, "execveat fd " + std::to_string(exe_fd) + " (the previous binary)", [&] {
+    ::syscall(SYS_execveat, exe_fd, "", argv.data(), environ, AT_EMPTY_PATH);
+  });
+}
+
+void ReexecFallBack(ReexecFallback fallback, const std::vector<int>& keep, const std::string& why) {
+  LogError("re-exec: this image cannot take the state over: " + why);
+  if (!fallback.exe) {
+    LogError("re-exec: no previous binary to run again (this image is the fallback): exiting");
+    return;
+  }
+  Result<std::vector<std::string>> arguments = OwnArguments();
+  Status status = arguments.ok() ? Status::Ok() : arguments.status();
+  if (status.ok()) {
+    LogError(
+        "re-exec: running the previous binary again with the same state; its workers keep "
+        "their pids");
+    // A fd this image failed to adopt because it is closed cannot be kept; the others are.
+    std::vector<int> open;
+    for (int fd : keep) {
+      if (::fcntl(fd, F_GETFD) >= 0) open.push_back(fd);
+    }
+    status = ExecFallback(fallback.exe.get(), *arguments, fallback.state.get(), open, why);
+  }
+  LogError("re-exec: the previous binary cannot be run again, exiting: " + status.message());
 }
 
 void UnblockReexecSignals() {

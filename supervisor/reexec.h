@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -16,49 +17,106 @@
 
 namespace bulkhead::supervisor {
 
-// Where a re-exec stands in the image that was asked for it. (Checking the new binary runs inside
-// the request, before kDraining; adopting runs in the new image, before its loop: neither is a
-// phase the loop ever sees.)
+// Where a re-exec stands in the image that was asked for it. (Adopting runs in the new image,
+// before its loop: not a phase the loop ever sees.)
 enum class ReexecPhase : uint8_t {
   // No re-exec under way: every cell accepts and admits as usual.
   kIdle,
+  // The request's checks passed (no shutdown, reload or swap under way, cells carried, the config
+  // file the one in force, the binary found) and the new binary is being asked which state
+  // versions it reads (ReexecCheck: a child process, read on the loop, bounded by a timer). Every
+  // cell accepts and admits as in kIdle; a second re-exec is refused; a shutdown cancels the
+  // check. Its end leads to kDraining (the checks pass again), or back to kIdle with the reason
+  // kept for status.
+  kChecking,
   // The new binary was found and reads our state version. Accept is paused on every front socket
   // (new connections wait in the kernel backlog, their listening fds kept open); connections
   // already open are served; the re-exec waits until no request is in flight (running, queued or
   // an answer unsent), or until the drain deadline, the longest stop_timeout from its start.
   kDraining,
+  // Nothing is in flight (or the deadline passed as for kExecuting), and the access log is
+  // closing: its writer thread writes every line it was handed and ends (AccessLog::Close), so
+  // that no line of the last moments is lost with the thread at the exec. Accept stays paused;
+  // no request runs, so no line is added. Only with an access log; its close leads to kExecuting
+  // (or, when a shutdown dropped the re-exec meanwhile, to a log opened again).
+  kClosingLog,
   // Nothing is in flight, or the deadline passed and what was left was answered as on shutdown.
   // The state is in a memfd and execve runs; a return from it is a failure that puts the cells
   // back to kIdle as they were (accept resumed), logged and kept for status.
   kExecuting,
 };
-// "idle", "draining", "executing": as status shows it.
+// "idle", "checking", "draining", "closing-log", "executing": as status shows it.
 const char* ReexecPhaseName(ReexecPhase phase);
 
 // The file /proc/self/exe names now, without the " (deleted)" the kernel appends once a package
 // upgrade replaced it: the binary on disk, the new one after an upgrade. Errors: readlink's.
 Result<std::string> OwnBinaryPath();
 
-// This process's command line (/proc/self/cmdline) without any "--reexec-state FD" of an earlier
-// re-exec. Errors: reading the file.
+// This process's command line (/proc/self/cmdline) without the flags an earlier re-exec added
+// (kStateFlag, kFallbackExeFlag, kFellBackFlag and their values). Errors: reading the file.
 Result<std::vector<std::string>> OwnArguments();
 
-// Runs `binary --reexec-state-versions` (stdin /dev/null, stdout a pipe, stderr inherited) and
-// checks that `version` is among the versions it prints. Waits at most `timeout_ms` for it to
-// exit (then SIGKILLs and reaps it). Errors, one line naming the binary: it cannot be started
-// ("exec /usr/sbin/bulkheadd: No such file or directory"), it exits non-zero (a binary too old
-// to know the flag: CLI11 exits 2), it prints no version, or not ours ("reads 2 3, this bulkheadd
-// writes 1"), or it times out.
-Status CheckStateVersions(const std::string& binary, int version, uint64_t timeout_ms);
+// `binary --reexec-state-versions` started (stdin /dev/null, stdout a pipe, stderr inherited, no
+// signal blocked, every signal at its default): its pid and the pipe's read end (O_NONBLOCK).
+// ReexecCheck reads it on the loop; the caller's reaper reaps the child. Errors: the spawn's
+// ("exec /usr/sbin/bulkheadd: No such file or directory"), pipe2's, fcntl's.
+struct VersionsChild {
+  pid_t pid = 0;
+  UniqueFd stdout_read;
+};
+Result<VersionsChild> SpawnVersionsChild(const std::string& binary);
+// Whether a binary that printed `output` and ended with `wait_status` (waitpid's) reads
+// `version`. Errors, one line naming the binary: killed by a signal, exit non-zero (a binary too
+// old to know the flag: CLI11 exits 2), no version printed, or not ours ("reads 2 3, this
+// bulkheadd writes 1").
+Status JudgeStateVersions(const std::string& binary, int version, std::string_view output,
+                          int wait_status);
 
-// Execs `binary` with `arguments` (argv[0] first) plus "--reexec-state STATE_FD", keeping
-// `state_fd` and every fd of `keep` open across it (FD_CLOEXEC cleared) with the signals bulkheadd
-// handles blocked, so that none arrives between the exec and the new image's handlers (the signal
-// mask survives execve; the new image unblocks them: UnblockReexecSignals). Returns only on
-// failure, after putting FD_CLOEXEC and the signal mask back as they were: execve's errno
-// ("execve /usr/sbin/bulkheadd: Exec format error"), or fcntl's.
+// The command-line flags a re-exec adds (argv, not the environment: workers inherit bulkheadd's
+// environment and must not see them), each followed by its value:
+// "--reexec-state FD": the state's memfd;
+inline constexpr std::string_view kStateFlag = "--reexec-state";
+// "--reexec-fallback-exe FD": the previous image's binary (OpenOwnBinary), for failure 5. On the
+// command line, not in the state, since it must be found when the state cannot be read.
+inline constexpr std::string_view kFallbackExeFlag = "--reexec-fallback-exe";
+// "--reexec-fell-back WHY": this image is the previous binary run again by a new image that
+// could not take the state over (failure 5), WHY being what that image said. It has no fallback:
+// a second failure exits.
+inline constexpr std::string_view kFellBackFlag = "--reexec-fell-back";
+
+// The binary this process runs, opened O_PATH | O_CLOEXEC through /proc/self/exe: the running
+// file even once an upgrade replaced it on disk (execveat runs it by this fd). Errors: open's.
+Result<UniqueFd> OpenOwnBinary();
+
+// Execs `binary` with `arguments` (argv[0] first) plus "--reexec-state STATE_FD" and, when
+// `fallback_exe_fd` >= 0, "--reexec-fallback-exe FALLBACK_EXE_FD", keeping those fds and every fd
+// of `keep` open across it (FD_CLOEXEC cleared) with the signals bulkheadd handles blocked, so
+// that none arrives between the exec and the new image's handlers (the signal mask survives
+// execve; the new image unblocks them: UnblockReexecSignals). Returns only on failure, after
+// putting FD_CLOEXEC and the signal mask back as they were: execve's errno ("execve
+// /usr/sbin/bulkheadd: Exec format error"), or fcntl's.
 Status ExecWithState(const std::string& binary, const std::vector<std::string>& arguments,
-                     int state_fd, const std::vector<int>& keep);
+                     int state_fd, const std::vector<int>& keep, int fallback_exe_fd = -1);
+
+// Failure 5 of docs/reexec.md, in a new image that cannot take the state over: execs the previous
+// image's binary by `exe_fd` (execveat AT_EMPTY_PATH) with `arguments` plus "--reexec-state
+// STATE_FD --reexec-fell-back WHY", keeping `state_fd` and `keep` open as ExecWithState does.
+// `exe_fd` itself is not kept. Returns only on failure: execveat's errno, or fcntl's.
+Status ExecFallback(int exe_fd, const std::vector<std::string>& arguments, int state_fd,
+                    const std::vector<int>& keep, const std::string& why);
+
+// What a new image keeps until it has taken the state over, to run the previous binary again if
+// it cannot (failure 5): the state's memfd and the previous binary (kFallbackExeFlag; not open
+// in an image that is itself the fallback).
+struct ReexecFallback {
+  UniqueFd state;
+  UniqueFd exe;
+};
+// Logs `why` at error and, when `fallback.exe` is open, execs it (ExecFallback) with this
+// process's arguments (OwnArguments), the same state and `keep` (the fds the state names that
+// this image set FD_CLOEXEC on again). Returns when it cannot, after logging why: the caller
+// exits.
+void ReexecFallBack(ReexecFallback fallback, const std::vector<int>& keep, const std::string& why);
 
 // The signals ExecWithState blocks; the new image unblocks them once its handlers are installed,
 // and a signal that came meanwhile is delivered then.

@@ -149,6 +149,8 @@ void DecodeCell(const json& value, const std::string& path, std::string* error,
   reader.String("last_exit", &cell->last_exit);
   reader.Unsigned("consecutive_failures", &cell->consecutive_failures);
   reader.Unsigned("next_start_in_ms", &cell->next_start_in_ms);
+  reader.String("reason", &cell->reason);
+  reader.Bool("gave_up", &cell->gave_up);
   if (const json* restarts = reader.Find("restarts_by_reason"); restarts != nullptr) {
     Reader by_reason(*restarts, reader.PathOf("restarts_by_reason"), error);
     if (by_reason.ok()) {
@@ -232,6 +234,8 @@ std::string ReexecState::Encode() const {
                           {"restarts_by_reason", c.restarts_by_reason},
                           {"consecutive_failures", c.consecutive_failures},
                           {"next_start_in_ms", c.next_start_in_ms},
+                          {"reason", c.reason},
+                          {"gave_up", c.gave_up},
                           {"worker", worker},
                           {"counters", counters},
                           {"queue_wait", EncodeCounts(c.queue_wait)},

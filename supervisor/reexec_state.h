@@ -26,8 +26,10 @@ namespace bulkhead::supervisor {
 struct ReexecState {
   // The version this build writes, and every version it reads (docs/reexec.md, "Versions"): a
   // change an older reader would misread bumps kVersion and keeps the older ones readable.
-  static constexpr int kVersion = 1;
-  static constexpr std::array<int, 1> kReadableVersions = {1};
+  // 2: cells in backoff and failed are carried (an older reader would take them for stopped);
+  // a version 1 state holds none, and reads as before.
+  static constexpr int kVersion = 2;
+  static constexpr std::array<int, 2> kReadableVersions = {1, 2};
   // The document's "format" tag: anything else is not a state of ours.
   static constexpr std::string_view kFormat = "bulkheadd-reexec-state";
 
@@ -84,6 +86,9 @@ struct ReexecState {
     // In backoff: ms left until the next start, as a duration (the new image's loop clock starts
     // afresh); 0 otherwise.
     uint64_t next_start_in_ms = 0;
+    // Failed: why (Lifecycle::reason), and whether it gave up at its start limit.
+    std::string reason;
+    bool gave_up = false;
     std::optional<Worker> worker;
     admission::CellCounters counters;
     // Cumulative histograms (the recent window is not kept).
@@ -111,7 +116,7 @@ struct ReexecState {
   // Reads a document any version of kReadableVersions wrote. Keys it does not know are ignored; a
   // key it knows but misses takes its default. Errors, one line each: not JSON, not an object,
   // another format ("not a bulkheadd re-exec state"), a version this build does not read ("reexec
-  // state version 9 is not readable by this bulkheadd 0.1.0 (it reads 1)"), a field of the wrong
+  // state version 9 is not readable by this bulkheadd 0.1.0 (it reads 1 2)"), a field of the wrong
   // type or out of range ("cells[0].counters.ok: ...").
   static Result<ReexecState> Decode(std::string_view document);
 

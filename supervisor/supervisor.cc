@@ -95,12 +95,21 @@ int Supervisor::Run() {
       write_batch_->how());
   Status status = HandleSignals();
   reexec_timer_ = time_.CreateTimer([this] { AdvanceReexec(); });
+  reexec_check_ = std::make_unique<ReexecCheck>(&loop_, &time_, &handles_);
   if (adopted_) {
     // The previous image blocked these across the exec (ExecWithState): handled from here on.
     UnblockReexecSignals();
     started_at_ms_ -= std::min(started_at_ms_, adopted_->uptime_ms);
     reloads_ = adopted_->reloads;
     reexecs_ = adopted_->reexecs + 1;
+    if (!reexec_fell_back_.empty()) {
+      // Failure 5: status says so until the next re-exec (bulkheadctl reexec reports it).
+      reexec_error_ =
+          "the new binary could not take the state over, the previous binary runs "
+          "again: " +
+          reexec_fell_back_;
+      LogError("re-exec: " + reexec_error_);
+    }
   }
 
   control_ = std::make_unique<control::ControlServer>(
@@ -157,6 +166,10 @@ int Supervisor::Run() {
   }
   if (metrics_ && status.ok()) {
     LogInfo("metrics endpoint: http://" + metrics_->bound_address() + "/metrics");
+  }
+  if (!status.ok() && adopted_) {
+    // Failure 5: nothing was started or stopped yet; the previous binary takes the state back.
+    ReexecFallBack(std::move(reexec_fallback_), adopted_->Fds(), status.message());
   }
   if (!status.ok()) {
     LogError("startup failed: " + status.message());
@@ -319,6 +332,7 @@ void Supervisor::ReapChildren() {
   // (supervisor/init_mode.h) orphans are our children too. A worker's status goes to its cell;
   // anything else is an orphan, reaped and forgotten. (Exec failures are reaped inside Spawn.)
   int reaped = ReapExitedChildren(WaitAnyChild, [this](pid_t pid, int wait_status) {
+    if (reexec_check_ && reexec_check_->OnChildExit(pid, wait_status)) return;
     // Looked up at each reap, not from a table built before the loop: OnWorkerExit may start the
     // next worker at once, and that one may exit before this loop ends.
     // Cells a reload retired are still draining: their workers are ours until they exit.
@@ -343,8 +357,14 @@ void Supervisor::BeginShutdown(int signum) {
                      : signum == SIGRTMIN + 4 ? "SIGRTMIN+4 (poweroff)"
                                               : "SIGTERM";
   LogInfo(std::string("received ") + name + ": stopping every cell");
-  if (reexec_phase_ == ReexecPhase::kDraining) {
-    // The shutdown wins: the re-exec is dropped, the cells accept again to answer as they stop.
+  if (reexec_phase_ == ReexecPhase::kChecking) {
+    LogInfo("re-exec dropped: bulkheadd is shutting down");
+    reexec_check_->Cancel();
+    reexec_phase_ = ReexecPhase::kIdle;
+  }
+  if (reexec_phase_ == ReexecPhase::kDraining || reexec_phase_ == ReexecPhase::kClosingLog) {
+    // The shutdown wins: the re-exec is dropped, the cells accept again to answer as they stop
+    // (an access log closing opens again once closed: ReopenAccessLog).
     LogInfo("re-exec dropped: bulkheadd is shutting down");
     reexec_phase_ = ReexecPhase::kIdle;
     reexec_timer_->Stop();
@@ -482,10 +502,16 @@ void Supervisor::CloseAll() {
   control_->Close(handles_.Part());
   if (metrics_) metrics_->Close(handles_.Part());
   write_batch_->Close(handles_.Part());
-  if (access_log_) access_log_->Close(handles_.Part());
+  if (access_log_ && access_log_closing_) {
+    access_log_part_ = handles_.Part();  // run when the re-exec's close of the log ends
+  } else if (access_log_) {
+    access_log_->Close(handles_.Part());
+  }
   client_drain_timer_.reset();
   order_timer_.reset();
   reexec_timer_.reset();
+  if (reexec_check_) reexec_check_->Cancel();
+  reexec_check_.reset();
   // The signal handles close with the rest.
   handles_.Close([this] {
     cells_.clear();
@@ -675,6 +701,38 @@ std::string Supervisor::ReexecControl() {
       .dump();
 }
 
+std::string Supervisor::ReexecBlocked() {
+  if (shutting_down_) return "bulkheadd is shutting down";
+  if (!retiring_.empty()) return "cells removed by a reload are still draining";
+  for (const auto& cell : cells_) {
+    if (cell->order_step() != OrderStep::kFree && cell->order_step() != OrderStep::kStopped) {
+      return "cells." + cell->name() + ": its start waits for the cells it needs";
+    }
+    if (std::string blocker = cell->ReexecBlocker(); !blocker.empty()) {
+      return "cells." + cell->name() + ": " + blocker;
+    }
+  }
+  // The new image reads the config file again: it must be the one in force.
+  config::LoadResult loaded = config::LoadConfigFile(config_.source);
+  if (!loaded.config) {
+    return "the new image reads " + config_.source +
+           " again, and it is refused now: " + loaded.errors.front().ToString();
+  }
+  const control::ReloadPlan plan = control::PlanReload(config_, *loaded.config);
+  if (!plan.errors.empty()) {
+    return "the new image reads " + config_.source +
+           " again, and it differs from the config in force: " + plan.errors.front() +
+           " (reload first)";
+  }
+  for (const control::CellPlan& cell : plan.cells) {
+    if (cell.action == control::CellPlan::Action::kUnchanged) continue;
+    return "the new image reads " + config_.source +
+           " again, and it differs from the config in force: cells." + cell.name + " " +
+           control::CellActionName(cell.action) + " (reload first)";
+  }
+  return "";
+}
+
 std::string Supervisor::BeginReexec(std::string_view why) {
   auto refuse = [&](std::string reason) {
     LogWarning(std::string(why) + ": re-exec refused: " + reason);
@@ -682,52 +740,41 @@ std::string Supervisor::BeginReexec(std::string_view why) {
   };
   if (shutting_down_) return refuse("bulkheadd is shutting down");
   if (reexec_phase_ != ReexecPhase::kIdle) return refuse("a re-exec is already under way");
-  if (!retiring_.empty()) return refuse("cells removed by a reload are still draining");
-  for (const auto& cell : cells_) {
-    if (cell->order_step() != OrderStep::kFree && cell->order_step() != OrderStep::kStopped) {
-      return refuse("cells." + cell->name() + ": its start waits for the cells it needs");
-    }
-    if (std::string blocker = cell->ReexecBlocker(); !blocker.empty()) {
-      return refuse("cells." + cell->name() + ": " + blocker);
-    }
-  }
-  // The new image reads the config file again: it must be the one in force.
-  config::LoadResult loaded = config::LoadConfigFile(config_.source);
-  if (!loaded.config) {
-    return refuse("the new image reads " + config_.source +
-                  " again, and it is refused now: " + loaded.errors.front().ToString());
-  }
-  const control::ReloadPlan plan = control::PlanReload(config_, *loaded.config);
-  if (!plan.errors.empty()) {
-    return refuse("the new image reads " + config_.source +
-                  " again, and it differs from the config in force: " + plan.errors.front() +
-                  " (reload first)");
-  }
-  for (const control::CellPlan& cell : plan.cells) {
-    if (cell.action == control::CellPlan::Action::kUnchanged) continue;
-    return refuse("the new image reads " + config_.source +
-                  " again, and it differs from the config in force: cells." + cell.name + " " +
-                  control::CellActionName(cell.action) + " (reload first)");
-  }
+  if (std::string blocked = ReexecBlocked(); !blocked.empty()) return refuse(blocked);
   Result<std::string> binary = OwnBinaryPath();
   if (!binary.ok()) return refuse(binary.status().message());
-  Status readable = CheckStateVersions(*binary, ReexecState::kVersion, kReexecCheckTimeoutMs);
-  if (!readable.ok()) return refuse(readable.message());
-
+  Status started =
+      reexec_check_->Start(*binary, ReexecState::kVersion, kReexecCheckTimeoutMs,
+                           [this](const Status& readable) { OnReexecChecked(readable); });
+  if (!started.ok()) return refuse(started.message());
   reexec_binary_ = std::move(binary).value();
+  reexec_why_ = std::string(why);
   reexec_error_.clear();
+  reexec_phase_ = ReexecPhase::kChecking;
+  return "";
+}
+
+void Supervisor::OnReexecChecked(const Status& readable) {
+  BH_CHECK(reexec_phase_ == ReexecPhase::kChecking);
+  // The cells may have changed while the check ran.
+  std::string refused = readable.ok() ? ReexecBlocked() : readable.message();
+  if (!refused.empty()) {
+    reexec_phase_ = ReexecPhase::kIdle;
+    reexec_error_ = refused;
+    LogError(reexec_why_ + ": re-exec refused, nothing changed: " + refused);
+    return;
+  }
   reexec_phase_ = ReexecPhase::kDraining;
   reexec_abandoned_ = false;
   uint64_t longest_stop_ms = 0;
   for (auto& cell : cells_) longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
   reexec_deadline_ms_ = time_.NowMs() + longest_stop_ms;
-  LogInfo(std::string(why) + ": re-executing " + reexec_binary_ +
+  LogInfo(reexec_why_ + ": re-executing " + reexec_binary_ +
           " once no request is in flight (at most " + std::to_string(longest_stop_ms) +
           " ms); new connections wait in the backlog");
   if (ready_sent_) notifier_.Reloading();
   for (auto& cell : cells_) cell->PauseAccept();
   reexec_timer_->Start(0);
-  return "";
 }
 
 void Supervisor::AdvanceReexec() {
@@ -749,10 +796,55 @@ void Supervisor::AdvanceReexec() {
     reexec_timer_->Start(kReexecPollMs);
     return;
   }
-  ExecNow();
+  CloseLogAndExec();
+}
+
+void Supervisor::CloseLogAndExec() {
+  if (!access_log_) {
+    ExecNow();
+    return;
+  }
+  reexec_phase_ = ReexecPhase::kClosingLog;
+  access_log_closing_ = true;
+  access_log_->Close([this] {
+    access_log_closing_ = false;
+    if (access_log_part_) {
+      // CloseAll came meanwhile: this close was its part.
+      std::function<void()> part = std::move(access_log_part_);
+      part();
+      return;
+    }
+    if (reexec_phase_ == ReexecPhase::kClosingLog) {
+      ExecNow();
+    } else {
+      ReopenAccessLog();  // a shutdown dropped the re-exec: its answers are logged
+    }
+  });
+}
+
+void Supervisor::ReopenAccessLog() {
+  Result<std::unique_ptr<proxy::AccessLog>> log =
+      proxy::AccessLog::Open(&loop_, &time_, config_.supervisor.access_log);
+  if (!log.ok()) {
+    // The cells keep the closed log, which drops (and counts) their lines.
+    LogError("re-exec: the access log cannot be opened again, its lines are dropped: " +
+             log.status().message());
+    return;
+  }
+  for (auto* cells : {&cells_, &retiring_}) {
+    for (auto& cell : *cells) cell->SetAccessLog(log->get());
+  }
+  access_log_ = std::move(log).value();
 }
 
 void Supervisor::ExecNow() {
+  // A cell may have changed during the drain (a worker crashed, and its restart is starting).
+  for (const auto& cell : cells_) {
+    if (std::string blocker = cell->ReexecBlocker(); !blocker.empty()) {
+      ReexecFailed("at the exec, cells." + cell->name() + ": " + blocker);
+      return;
+    }
+  }
   reexec_phase_ = ReexecPhase::kExecuting;
   ReexecState state;
   state.written_by = std::string(Version());
@@ -788,7 +880,12 @@ void Supervisor::ExecNow() {
     LogInfo("re-exec: exec " + reexec_binary_ + " (" + std::to_string(state.cells.size()) +
             " cells, " + std::to_string(state.connections.size()) +
             " connection(s) waiting to be read)");
-    status = ExecWithState(reexec_binary_, *arguments, memfd->get(), state.Fds());
+    // This binary, run again by the new image if it cannot read the state (failure 5). Without
+    // it the exec goes ahead: the new binary claimed our version.
+    Result<UniqueFd> fallback = OpenOwnBinary();
+    if (!fallback.ok()) LogWarning("re-exec: no fallback: " + fallback.status().message());
+    status = ExecWithState(reexec_binary_, *arguments, memfd->get(), state.Fds(),
+                           fallback.ok() ? fallback->get() : -1);
   }
   // Only a failed exec returns: the connections taken out are served here after all.
   for (auto& [cell, connection] : held) cell->AdoptClient(std::move(connection));
@@ -800,6 +897,7 @@ void Supervisor::ReexecFailed(const std::string& why) {
   reexec_error_ = why;
   reexec_phase_ = ReexecPhase::kIdle;
   LogError("re-exec failed, this bulkheadd goes on serving: " + why);
+  if (access_log_) ReopenAccessLog();  // CloseLogAndExec closed it
   for (auto& cell : cells_) cell->ResumeAccept();
   if (ready_sent_) notifier_.Ready();
 }
@@ -879,6 +977,8 @@ Status Supervisor::AdoptListeners() {
 void Supervisor::AdoptWorkers() {
   ReexecState state = std::move(*adopted_);
   adopted_.reset();
+  // Taken over from here on: no way back to the previous binary.
+  reexec_fallback_ = {};
   for (auto& cell : cells_) {
     auto entry =
         std::find_if(state.cells.begin(), state.cells.end(),

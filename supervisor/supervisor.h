@@ -35,6 +35,7 @@
 #include "supervisor/cell.h"
 #include "supervisor/connection_budget.h"
 #include "supervisor/reexec.h"
+#include "supervisor/reexec_check.h"
 #include "supervisor/reexec_state.h"
 #include "supervisor/runtime_dir_lock.h"
 #include "supervisor/service_notifier.h"
@@ -80,8 +81,14 @@ class Supervisor {
   void PinLogLevel(std::string level) { pinned_log_level_ = std::move(level); }
 
   // This image was started by a re-exec (docs/reexec.md): Run() takes the sockets, workers and
-  // counters of `state` over instead of binding and starting. Call before Run().
-  void AdoptState(ReexecState state) { adopted_ = std::move(state); }
+  // counters of `state` over instead of binding and starting; if it cannot before its loop runs,
+  // it runs the previous binary again through `fallback` (failure 5). `fell_back`: this image is
+  // that previous binary, and why the new one could not ("" when not). Call before Run().
+  void AdoptState(ReexecState state, ReexecFallback fallback, std::string fell_back) {
+    adopted_ = std::move(state);
+    reexec_fallback_ = std::move(fallback);
+    reexec_fell_back_ = std::move(fell_back);
+  }
 
   // Creates the runtime directory, claims and binds every socket, starts every worker and runs the
   // loop until a stop signal. Returns a process exit code (base/exit_status.h); a socket that
@@ -98,8 +105,9 @@ class Supervisor {
   // Re-executes bulkheadd in place (docs/reexec.md), for SIGUSR2 and the control command
   // "reexec" (`why` names which, for the log): checks that it can (no shutdown, reload or swap
   // under way, every cell running or stopped, the config file's cells and sockets those in force)
-  // and that the binary on disk reads our state version, then drains (ReexecPhase::kDraining).
-  // Returns "" when the re-exec is under way, else why nothing changed (also logged).
+  // and asks the binary on disk whether it reads our state version (ReexecPhase::kChecking), then
+  // drains (kDraining). Returns "" when the re-exec is under way, else why nothing changed (also
+  // logged); a failed version check is logged and kept as reexec.last_error for status.
   // REQUIRES: loop thread, inside Run().
   std::string BeginReexec(std::string_view why);
 
@@ -173,8 +181,21 @@ class Supervisor {
   // The drain of a re-exec: execs once nothing is in flight, or past the deadline after failing
   // what is left. Polled by reexec_timer_.
   void AdvanceReexec();
+  // Why a re-exec cannot go ahead now ("" when it can): a shutdown, a reload's retiring cells, a
+  // cell that cannot be carried, a config file that is not the one in force.
+  std::string ReexecBlocked();
+  // The new binary's version check ended (ReexecCheck): drains (kDraining) when it reads our
+  // version and nothing blocks the re-exec any more, else back to kIdle with the reason.
+  // REQUIRES: kChecking.
+  void OnReexecChecked(const Status& readable);
+  // Once the drain is over: closes the access log (kClosingLog) and execs from its close, or execs
+  // now without one. REQUIRES: kDraining.
+  void CloseLogAndExec();
+  // Opens the access log again after CloseLogAndExec closed it (the exec failed, or a shutdown
+  // dropped the re-exec) and hands it to every cell; logs why not when it cannot be opened.
+  void ReopenAccessLog();
   // Writes the state and execs; returns only when the exec failed, after putting every cell back
-  // to serving. REQUIRES: kDraining.
+  // to serving. REQUIRES: kDraining or kClosingLog.
   void ExecNow();
   // The exec failed (`why`): cells serve again as before the re-exec, the reason is kept.
   void ReexecFailed(const std::string& why);
@@ -213,6 +234,10 @@ class Supervisor {
   std::optional<loop::WriteBatch> write_batch_;
   // `access_log` (docs/access-log.md): from Run() until CloseAll() closes it; null without one.
   std::unique_ptr<proxy::AccessLog> access_log_;
+  // CloseLogAndExec closed access_log_ and its close has not ended yet; CloseAll meanwhile leaves
+  // its part of the handles to that close (access_log_part_).
+  bool access_log_closing_ = false;
+  std::function<void()> access_log_part_;
   uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;
   // Cells retired by a reload, until their handles are closed. Their workers are still reaped.
@@ -247,6 +272,8 @@ class Supervisor {
   // the phase of one under way, its drain's deadline (loop ms), the binary it execs, how many
   // re-execs led to this image, and why the last one failed ("" when none did).
   std::optional<ReexecState> adopted_;
+  ReexecFallback reexec_fallback_;  // until the state is taken over (AdoptWorkers)
+  std::string reexec_fell_back_;
   ReexecPhase reexec_phase_ = ReexecPhase::kIdle;
   uint64_t reexec_deadline_ms_ = 0;
   bool reexec_abandoned_ = false;  // past the deadline: what was in flight was answered
@@ -254,6 +281,9 @@ class Supervisor {
   uint64_t reexecs_ = 0;
   std::string reexec_error_;
   std::unique_ptr<loop::Timer> reexec_timer_;
+  std::string reexec_why_;  // BeginReexec's `why`, for the log lines of its later steps
+  // Runs the new binary's version check (kChecking); from Run() until CloseAll().
+  std::unique_ptr<ReexecCheck> reexec_check_;
   bool booted_ = false;      // every cell was given its first start
   bool ready_sent_ = false;  // READY=1 was sent after boot
   int cells_running_ = 0;

@@ -31,6 +31,15 @@ TEST(JudgeReexec, HasFailedWhenTheOldImageIsIdleAgainWithAReason) {
   EXPECT_EQ(verdict.text, "execve /usr/sbin/bulkheadd: Exec format error");
 }
 
+// Failure 5 of docs/reexec.md: the count passed, but the image that counts it is the previous
+// binary run again, and says why.
+TEST(JudgeReexec, HasFailedWhenThePreviousBinaryRunsAgainAfterTheNewOneCouldNotReadTheState) {
+  const ReexecVerdict verdict = JudgeReexec(
+      StatusWith(3, "idle", "the new binary could not take the state over, ...: bad state"), 2);
+  EXPECT_EQ(verdict.kind, ReexecVerdict::Kind::kFailed);
+  EXPECT_EQ(verdict.text, "the new binary could not take the state over, ...: bad state");
+}
+
 TEST(JudgeReexec, WaitsWhileDrainingOrWithoutTheFields) {
   EXPECT_EQ(JudgeReexec(StatusWith(2, "draining", nullptr), 2).kind, ReexecVerdict::Kind::kWaiting);
   EXPECT_EQ(JudgeReexec(StatusWith(2, "idle", nullptr), 2).kind, ReexecVerdict::Kind::kWaiting);

@@ -575,6 +575,52 @@ TEST_F(LifecycleTest, AdoptRunsTheWorkerOfTheImageBeforeWithItsCounts) {
   EXPECT_EQ(lc().last_exit(), "exit 1");
 }
 
+// A re-exec of a cell in backoff: the new image's backoff ends when the previous one's would have
+// (the time left, on the new clock), its start is an ordinary restart, and the next backoff grows
+// on from the failures carried.
+TEST_F(LifecycleTest, AdoptBackoffKeepsTheTimeLeftAndTheFailuresInARow) {
+  options_.restart.start_limit_burst = 100;
+  Make();
+  lc().RestoreCounts(3, 2, "exit 1");
+  const std::vector<Action> actions =
+      lc().AdoptBackoff(/*consecutive_failures=*/2, /*next_start_in_ms=*/350);
+  ASSERT_EQ(actions.size(), 2u);
+  EXPECT_EQ(actions[0].type, Action::Type::kOpenAdmission);
+  EXPECT_EQ(actions[1].type, Action::Type::kArmBackoff);
+  EXPECT_EQ(actions[1].ms, 350u);
+  EXPECT_EQ(lc().state(), State::kBackoff);
+  EXPECT_EQ(lc().next_start_at_ms(), kStartMs + 350);
+  EXPECT_EQ(lc().policy().steps(), 2u);
+  EXPECT_FALSE(lc().has_worker());
+  clock_.AdvanceMs(100);
+  EXPECT_EQ(lc().RetryAfterMs(), 250u);
+  EXPECT_EQ(lc().last_exit(), "exit 1");
+  RestartFromBackoff();
+  EXPECT_EQ(lc().starts(), 4u);
+  EXPECT_EQ(lc().restarts(), 3u);
+  // Two failures carried: the next delay is the third step (100, 200, 400).
+  clock_.AdvanceMs(10);
+  const Transition t = Do(Event::Exited(ExitStatus(1), "exit 1"));
+  ASSERT_EQ(t.to, State::kBackoff);
+  EXPECT_EQ(t.actions.back().ms, 400u);
+}
+
+// A re-exec of a failed cell: it stays failed with its reason, refuses requests with no start
+// due, and starts again on an operator's start.
+TEST_F(LifecycleTest, AdoptFailedKeepsTheReasonUntilAnOperatorStartsIt) {
+  Make();
+  lc().RestoreCounts(5, 4, "exit 1");
+  lc().AdoptFailed("gave up: 5 starts in 60s, last exit 1", /*gave_up=*/true);
+  EXPECT_EQ(lc().state(), State::kFailed);
+  EXPECT_EQ(lc().reason(), "gave up: 5 starts in 60s, last exit 1");
+  EXPECT_TRUE(lc().gave_up());
+  EXPECT_TRUE(lc().RefusesRequests());
+  EXPECT_EQ(lc().RetryAfterMs(), 0u);
+  EXPECT_EQ(lc().next_start_at_ms(), 0u);
+  EXPECT_EQ(Describe(Do(Event::StartRequested())), Actions{"Spawn"});
+  EXPECT_EQ(lc().starts(), 6u);
+}
+
 TEST_F(LifecycleTest, BackoffDoublesUpToTheCap) {
   options_.restart.start_limit_burst = 100;
   BootRunning();

@@ -64,7 +64,12 @@ ReexecState SampleState() {
   catalog.name = "catalog";
   catalog.state = "backoff";
   catalog.next_start_in_ms = 1500;
-  state.cells = {payments, catalog};
+  ReexecState::Cell search;
+  search.name = "search";
+  search.state = "failed";
+  search.reason = "gave up: 5 starts in 60s, last exit 1";
+  search.gave_up = true;
+  state.cells = {payments, catalog, search};
   return state;
 }
 
@@ -92,7 +97,7 @@ TEST(ReexecState, RoundTripsEveryField) {
   EXPECT_EQ(decoded->connections[1].fd, 14);
   EXPECT_TRUE(decoded->connections[1].tcp);
   EXPECT_FALSE(decoded->connections[0].tcp);
-  ASSERT_EQ(decoded->cells.size(), 2u);
+  ASSERT_EQ(decoded->cells.size(), 3u);
   const ReexecState::Cell& payments = decoded->cells[0];
   EXPECT_EQ(payments.name, "payments");
   EXPECT_EQ(payments.state, "running");
@@ -122,6 +127,10 @@ TEST(ReexecState, RoundTripsEveryField) {
   EXPECT_EQ(catalog.state, "backoff");
   EXPECT_EQ(catalog.next_start_in_ms, 1500u);
   EXPECT_FALSE(catalog.worker.has_value());
+  const ReexecState::Cell& search = decoded->cells[2];
+  EXPECT_EQ(search.state, "failed");
+  EXPECT_EQ(search.reason, "gave up: 5 starts in 60s, last exit 1");
+  EXPECT_TRUE(search.gave_up);
 }
 
 TEST(ReexecState, NamesEveryFdThatMustSurviveTheExec) {
@@ -134,7 +143,7 @@ TEST(ReexecState, RefusesAVersionItDoesNotReadSayingWhichItReads) {
   Result<ReexecState> decoded = ReexecState::Decode(document.dump());
   ASSERT_FALSE(decoded.ok());
   EXPECT_THAT(decoded.status().message(), HasSubstr("reexec state version 9 is not readable"));
-  EXPECT_THAT(decoded.status().message(), HasSubstr("(it reads 1)"));
+  EXPECT_THAT(decoded.status().message(), HasSubstr("(it reads 1 2)"));
 }
 
 TEST(ReexecState, RefusesWhatIsNotItsFormat) {
@@ -201,10 +210,10 @@ TEST(ReexecState, TravelsThroughASealedMemfd) {
 }
 
 TEST(ReexecVersionsLine, PrintsAndParsesTheReadableVersions) {
-  EXPECT_EQ(ReadableVersionsLine(), "1");
+  EXPECT_EQ(ReadableVersionsLine(), "1 2");
   Result<std::vector<int>> versions = ParseVersionsLine(ReadableVersionsLine() + "\n");
   ASSERT_TRUE(versions.ok());
-  EXPECT_THAT(*versions, ElementsAre(ReexecState::kVersion));
+  EXPECT_THAT(*versions, ElementsAre(1, ReexecState::kVersion));
   EXPECT_THAT(ParseVersionsLine("1 2 3").value(), ElementsAre(1, 2, 3));
   EXPECT_FALSE(ParseVersionsLine("").ok());
   EXPECT_FALSE(ParseVersionsLine("\n").ok());
