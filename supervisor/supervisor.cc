@@ -369,8 +369,8 @@ std::vector<OrderNode> Supervisor::OrderNodes() const {
   std::vector<OrderNode> nodes;
   nodes.reserve(cells_.size());
   for (const auto& cell : cells_) {
-    nodes.push_back(
-        {cell->name(), ConfigOf(cell->name()).needs, cell->state(), cell->order_step()});
+    nodes.push_back({cell->name(), ConfigOf(cell->name()).needs, cell->state(), cell->order_step(),
+                     cell->next_start_at_ms()});
   }
   return nodes;
 }
@@ -428,11 +428,12 @@ void Supervisor::AdvanceOrder() {
     cell->Start();
   }
   // What each start still held waits for, once this round's starts went out: stuck behind a cell
-  // that does not start by itself, or on its way (what its callers are told).
+  // that does not start by itself, or on its way, at its needs' next start when one is in backoff
+  // (what its callers are told).
   const std::vector<OrderNode> held = OrderNodes();
   for (size_t i = 0; i < cells_.size(); ++i) {
     if (cells_[i]->order_step() != OrderStep::kWaitingToStart) continue;
-    cells_[i]->set_start_stuck(!IdleCellBehind(held, cells_[i]->name()).empty());
+    cells_[i]->set_held_start(HeldStartOf(held, cells_[i]->name()));
   }
   for (Cell* cell : to_stop) {
     cell->set_order_step(OrderStep::kStopAsked);
