@@ -472,12 +472,12 @@ void Supervisor::FinishShutdown() {
                " bytes of answers unread by clients at the stop deadline: " +
                "their connections close (counted undelivered)");
   }
-  LogInfo("every cell stopped; exiting");
   exit_code_ = kExitOk;
-  CloseAll();
+  // Told once every handle closed: the access log's close tells what its grace cost first.
+  CloseAll("every cell stopped; exiting");
 }
 
-void Supervisor::CloseAll() {
+void Supervisor::CloseAll(std::string closed_message) {
   for (auto& cell : cells_) cell->DisconnectClients();
   for (auto& cell : cells_) cell->CloseHandles(handles_.Part());
   control_->Close(handles_.Part());
@@ -488,11 +488,12 @@ void Supervisor::CloseAll() {
   order_timer_.reset();
   reexec_timer_.reset();
   // The signal handles close with the rest.
-  handles_.Close([this] {
+  handles_.Close([this, closed_message = std::move(closed_message)] {
     cells_.clear();
     control_.reset();
     metrics_.reset();
     access_log_.reset();
+    if (!closed_message.empty()) LogInfo(closed_message);
   });
 }
 

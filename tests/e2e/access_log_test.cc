@@ -317,6 +317,14 @@ TEST(AccessLogE2e, AStalledNamedPipeReaderNeitherFreezesAReloadNorHoldsTheShutdo
   Result<int> stopped = h.Stop();
   ASSERT_TRUE(stopped.ok()) << stopped.status().message();
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << *stopped;
+  // The lines the close's grace cost are told before bulkheadd says it exits (they were told
+  // after it).
+  const std::string log = h.Log();
+  const size_t dropped = log.rfind("access log: ");
+  const size_t exiting = log.find("every cell stopped; exiting");
+  ASSERT_NE(dropped, std::string::npos) << log;
+  ASSERT_NE(exiting, std::string::npos) << log;
+  EXPECT_LT(dropped, exiting) << log;
 }
 
 }  // namespace
