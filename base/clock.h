@@ -24,10 +24,13 @@ class Clock {
 // uv_now(loop), the loop's cached time that its timers are measured against.
 class MonotonicClock final : public Clock {
  public:
-  uint64_t NowMs() const override {
+  uint64_t NowMs() const override { return NowUs() / 1000; }
+  // The same clock in microseconds, for what must name it so (sd_notify(3)'s MONOTONIC_USEC, which
+  // the service manager compares with its own CLOCK_MONOTONIC reading).
+  uint64_t NowUs() const {
     timespec now{};
     BH_CHECK(clock_gettime(CLOCK_MONOTONIC, &now) == 0);
-    return static_cast<uint64_t>(now.tv_sec) * 1000 + static_cast<uint64_t>(now.tv_nsec) / 1000000;
+    return static_cast<uint64_t>(now.tv_sec) * 1000000 + static_cast<uint64_t>(now.tv_nsec) / 1000;
   }
 };
 

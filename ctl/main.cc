@@ -35,6 +35,9 @@ std::string DurationFlagError(const char* flag, const std::string& text,
          "\"500ms\" or \"2s\")";
 }
 
+// The shortest `status --watch` interval, as watch(1)'s 0.1 s minimum.
+constexpr std::chrono::milliseconds kMinWatchInterval{100};
+
 // `--watch ""` (or `--watch=`): CLI11 reads it as --watch with no value, the 2 s default; an
 // empty interval given on purpose is refused instead. Returns the offending flag, or "".
 std::string EmptyWatchInterval(int argc, char** argv) {
@@ -84,8 +87,9 @@ int Main(int argc, char** argv) {
   CLI::Option* watch_option =
       status
           ->add_option("-w,--watch", watch_text,
-                       "redraw in place every INTERVAL (default 2s, e.g. 500ms) until Ctrl-C; "
-                       "a word that starts with a letter or '_' is the cell, not INTERVAL")
+                       "redraw in place every INTERVAL (default 2s, at least 100ms, e.g. "
+                       "500ms) until Ctrl-C; a word that starts with a letter or '_' is the "
+                       "cell, not INTERVAL")
           ->expected(0, 1);
 
   CLI::App* metrics =
@@ -225,6 +229,14 @@ int Main(int argc, char** argv) {
       Result<std::chrono::milliseconds> parsed = ParseDuration(watch_text);
       if (!parsed.ok() || parsed->count() <= 0) {
         PrintError(DurationFlagError("--watch", watch_text, parsed));
+        return kExitUsage;
+      }
+      // watch(1)'s floor: a shorter interval redraws faster than anyone reads and turns the
+      // watch into a load on bulkheadd's control socket.
+      if (*parsed < kMinWatchInterval) {
+        PrintError("--watch: \"" + watch_text + "\" is less than the minimum interval, " +
+                   std::to_string(kMinWatchInterval.count()) + "ms (a duration such as " +
+                   "\"500ms\" or \"2s\")");
         return kExitUsage;
       }
       interval = *parsed;

@@ -60,18 +60,21 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   OrderStep order_step() const { return order_step_; }
   void set_order_step(OrderStep step) {
     if (step == OrderStep::kWaitingToStart && order_step_ != step) held_since_ms_ = time_->NowMs();
-    if (step != OrderStep::kWaitingToStart) start_stuck_ = false;
+    if (step != OrderStep::kWaitingToStart) held_start_ = {};
     order_step_ = step;
     SetAvailability(lifecycle_availability_);  // a held start is a start due
   }
-  // While held (kWaitingToStart): a cell down the chain of its needs is stopped or failed
-  // (supervisor::IdleCellBehind), so no start is due until an operator starts that one: its
-  // callers are told so (no Retry-After), as a stopped cell's are. Set by the Supervisor only.
-  void set_start_stuck(bool stuck) {
-    if (stuck == start_stuck_) return;
-    start_stuck_ = stuck;
+  // While held (kWaitingToStart), what its callers are told of the start (HeldStartOf): stuck
+  // behind a stopped or failed cell down the chain of its needs, no start is due until an
+  // operator starts that one (no Retry-After, as a stopped cell's callers); else due when the
+  // last of its needs in backoff starts again, or at a time not known. Set by the Supervisor only.
+  void set_held_start(const HeldStart& held) {
+    if (held == held_start_) return;
+    held_start_ = held;
     SetAvailability(lifecycle_availability_);
   }
+  // When its next worker starts (Clock ms), read in backoff only.
+  uint64_t next_start_at_ms() const { return runner_.lifecycle().next_start_at_ms(); }
   // Client connections open on the front socket now.
   size_t clients() const { return data_path_.clients(); }
   // Answer bytes its clients have not read yet (the data path's unsent_bytes).
@@ -196,15 +199,11 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void RetiredLinksDrained() override { runner_.RetiredLinksDrained(); }
   // lifecycle::DataPathControl: what the lifecycle's actions ask of the data path.
   // The lifecycle's Availability, except that a cell whose start is held for the cells it needs
-  // (stopped, with a start due) tells its callers a start is due (Retry-After), not none.
+  // (stopped, with a start due) tells its callers a start is due (Retry-After), not none
+  // (ShownAvailability).
   void SetAvailability(const admission::Availability& availability) override {
     lifecycle_availability_ = availability;
-    admission::Availability shown = availability;
-    if (order_step_ == OrderStep::kWaitingToStart && !start_stuck_ &&
-        shown.next_start == admission::Availability::NextStart::kNone) {
-      shown.next_start = admission::Availability::NextStart::kUnknown;
-    }
-    data_path_.SetAvailability(shown);
+    data_path_.SetAvailability(ShownAvailability(availability, order_step_, held_start_));
   }
   void OpenAdmission() override { data_path_.OpenAdmission(); }
   void CloseAdmission() override { data_path_.CloseAdmission(); }
@@ -237,7 +236,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   OrderStep order_step_ = OrderStep::kFree;
   // The runner's last SetAvailability (its lifecycle begins stopped).
   admission::Availability lifecycle_availability_ = admission::Availability::NoneDue();
-  bool start_stuck_ = false;  // kWaitingToStart only: set_start_stuck
+  HeldStart held_start_;        // kWaitingToStart only: set_held_start
   uint64_t held_since_ms_ = 0;  // kWaitingToStart: when the start was held (status's "waiting for")
 };
 

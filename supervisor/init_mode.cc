@@ -16,6 +16,7 @@
 #include <cstring>
 #include <optional>
 
+#include "base/clock.h"
 #include "base/unique_fd.h"
 
 namespace bulkhead::supervisor {
@@ -127,20 +128,16 @@ int AttachConsole() {
   return static_cast<int>(closed.size());
 }
 
-uint64_t NowMs() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
-}
-
 // Reaps every child until none is left (ECHILD) or `timeout_ms` passes; true when none is left.
 bool ReapUntilNoChildren(int timeout_ms) {
-  const uint64_t deadline = NowMs() + static_cast<uint64_t>(timeout_ms);
+  // After the loop ended: the clock read on every call.
+  const MonotonicClock clock;
+  const uint64_t deadline = clock.NowMs() + static_cast<uint64_t>(timeout_ms);
   while (true) {
     pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
     if (pid > 0 || (pid < 0 && errno == EINTR)) continue;
     if (pid < 0) return true;  // ECHILD: none left
-    if (NowMs() >= deadline) return false;
+    if (clock.NowMs() >= deadline) return false;
     timespec pause{0, kReapPollMs * 1000000L};
     ::nanosleep(&pause, nullptr);
   }

@@ -139,7 +139,13 @@ ReloadResult Supervisor::ApplyReload() {
   config::LoadResult loaded = config::LoadConfigFile(config_.source);
   // Warnings are shown whether or not the file is refused: fixing one error should not reveal a
   // second round of news.
+  // But a named-pipe access_log's warning (its key's only one) was given when bulkheadd started
+  // or when the path changed: it is news again only with another path (a file refused whole may
+  // have changed it: told then too).
+  const bool same_access_log =
+      loaded.config && loaded.config->supervisor.access_log == config_.supervisor.access_log;
   for (const config::ConfigError& warning : loaded.warnings) {
+    if (same_access_log && warning.key == "supervisor.access_log") continue;
     result.warnings.push_back(warning.ToString());
     LogWarning("reload: " + warning.ToString());
   }

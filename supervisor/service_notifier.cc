@@ -2,12 +2,12 @@
 #include "supervisor/service_notifier.h"
 
 #include <systemd/sd-daemon.h>
-#include <time.h>
 
 #include <array>
 #include <cstdlib>
 #include <cstring>
 
+#include "base/clock.h"
 #include "base/log.h"
 
 namespace bulkhead::supervisor {
@@ -34,11 +34,9 @@ ServiceNotifier::ServiceNotifier() {
 void ServiceNotifier::Ready() { Send("READY=1"); }
 
 void ServiceNotifier::Reloading() {
-  struct timespec now {};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  uint64_t usec =
-      static_cast<uint64_t>(now.tv_sec) * 1000000 + static_cast<uint64_t>(now.tv_nsec) / 1000;
-  Send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec));
+  // Read now, not the loop's cached time: it must not be older than the SIGHUP that asked for
+  // the reload.
+  Send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(MonotonicClock().NowUs()));
 }
 
 void ServiceNotifier::Stopping() { Send("STOPPING=1"); }

@@ -102,6 +102,48 @@ std::string IdleCellBehind(std::span<const OrderNode> nodes, std::string_view he
   return IdleCellBehind(nodes, held_cell, seen);
 }
 
+namespace {
+
+// The latest next start among held_cell's needs in backoff, and among those of its held needs.
+uint64_t LastNeedStartAtMs(std::span<const OrderNode> nodes, std::string_view held_cell,
+                           std::vector<std::string_view>& seen) {
+  if (std::find(seen.begin(), seen.end(), held_cell) != seen.end()) return 0;  // a cycle
+  seen.push_back(held_cell);
+  const OrderNode* node = Find(nodes, held_cell);
+  if (node == nullptr) return 0;
+  uint64_t last = 0;
+  for (const std::string& need : node->needs) {
+    const OrderNode* needed = Find(nodes, need);
+    if (needed == nullptr) continue;
+    if (needed->step == OrderStep::kWaitingToStart) {
+      last = std::max(last, LastNeedStartAtMs(nodes, need, seen));
+    } else if (needed->state == lifecycle::Lifecycle::State::kBackoff) {
+      last = std::max(last, needed->next_start_at_ms);
+    }
+  }
+  return last;
+}
+
+}  // namespace
+
+HeldStart HeldStartOf(std::span<const OrderNode> nodes, std::string_view held_cell) {
+  if (!IdleCellBehind(nodes, held_cell).empty()) return {.stuck = true};
+  std::vector<std::string_view> seen;
+  return {.due_at_ms = LastNeedStartAtMs(nodes, held_cell, seen)};
+}
+
+admission::Availability ShownAvailability(const admission::Availability& lifecycle, OrderStep step,
+                                          const HeldStart& held) {
+  using NextStart = admission::Availability::NextStart;
+  admission::Availability shown = lifecycle;
+  if (step != OrderStep::kWaitingToStart || held.stuck || shown.next_start != NextStart::kNone) {
+    return shown;
+  }
+  shown.next_start = held.due_at_ms == 0 ? NextStart::kUnknown : NextStart::kAt;
+  shown.next_start_at_ms = held.due_at_ms;
+  return shown;
+}
+
 const char* UnreadyStateName(const UnreadyNeed& need) {
   return need.held ? "waiting" : lifecycle::Lifecycle::StateName(need.state);
 }

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admission/availability.h"
 #include "lifecycle/lifecycle.h"
 
 namespace bulkhead::supervisor {
@@ -34,6 +35,7 @@ struct OrderNode {
   std::span<const std::string> needs;
   lifecycle::Lifecycle::State state = lifecycle::Lifecycle::State::kStopped;
   OrderStep step = OrderStep::kFree;
+  uint64_t next_start_at_ms = 0;  // kBackoff: when its next worker starts (Clock ms); else unread
 };
 
 // A need that is not ready: the needed cell's name and lifecycle state, and whether its own start
@@ -51,6 +53,24 @@ struct UnreadyNeed {
 // start by itself, which holds the whole chain until an operator starts it; "" when every held
 // start down the chain is on its way. (edge -> front (waiting) -> db (stopped): "db".)
 std::string IdleCellBehind(std::span<const OrderNode> nodes, std::string_view held_cell);
+
+// What the callers of a cell whose start is held (kWaitingToStart) are told of that start.
+struct HeldStart {
+  bool stuck = false;      // IdleCellBehind names a cell: no start is due until an operator's
+  uint64_t due_at_ms = 0;  // not stuck: the latest next start (Clock ms) of a need in backoff,
+                           // down the chain of held needs too; 0 when none is in backoff
+  bool operator==(const HeldStart&) const = default;
+};
+
+// The held start of `held_cell` as its needs stand: stuck behind an idle cell, else due no
+// sooner than the last of its needs in backoff starts again (a retry before that is refused).
+HeldStart HeldStartOf(std::span<const OrderNode> nodes, std::string_view held_cell);
+
+// What a cell's callers are told (admission::Availability) given its lifecycle's availability
+// and its start order: a held start that is not stuck is a start due (Retry-After), at its
+// needs' next start when one is in backoff, else at a time not known; a stuck one is none due.
+admission::Availability ShownAvailability(const admission::Availability& lifecycle, OrderStep step,
+                                          const HeldStart& held);
 
 // The state an operator reads for `need`, as status names a cell: "waiting" when its start is
 // held, else its lifecycle state's name ("starting", "backoff", "stopped", ...).

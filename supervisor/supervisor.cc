@@ -389,8 +389,8 @@ std::vector<OrderNode> Supervisor::OrderNodes() const {
   std::vector<OrderNode> nodes;
   nodes.reserve(cells_.size());
   for (const auto& cell : cells_) {
-    nodes.push_back(
-        {cell->name(), ConfigOf(cell->name()).needs, cell->state(), cell->order_step()});
+    nodes.push_back({cell->name(), ConfigOf(cell->name()).needs, cell->state(), cell->order_step(),
+                     cell->next_start_at_ms()});
   }
   return nodes;
 }
@@ -448,11 +448,12 @@ void Supervisor::AdvanceOrder() {
     cell->Start();
   }
   // What each start still held waits for, once this round's starts went out: stuck behind a cell
-  // that does not start by itself, or on its way (what its callers are told).
+  // that does not start by itself, or on its way, at its needs' next start when one is in backoff
+  // (what its callers are told).
   const std::vector<OrderNode> held = OrderNodes();
   for (size_t i = 0; i < cells_.size(); ++i) {
     if (cells_[i]->order_step() != OrderStep::kWaitingToStart) continue;
-    cells_[i]->set_start_stuck(!IdleCellBehind(held, cells_[i]->name()).empty());
+    cells_[i]->set_held_start(HeldStartOf(held, cells_[i]->name()));
   }
   for (Cell* cell : to_stop) {
     cell->set_order_step(OrderStep::kStopAsked);
@@ -491,12 +492,12 @@ void Supervisor::FinishShutdown() {
                " bytes of answers unread by clients at the stop deadline: " +
                "their connections close (counted undelivered)");
   }
-  LogInfo("every cell stopped; exiting");
   exit_code_ = kExitOk;
-  CloseAll();
+  // Told once every handle closed: the access log's close tells what its grace cost first.
+  CloseAll("every cell stopped; exiting");
 }
 
-void Supervisor::CloseAll() {
+void Supervisor::CloseAll(std::string closed_message) {
   for (auto& cell : cells_) cell->DisconnectClients();
   for (auto& cell : cells_) cell->CloseHandles(handles_.Part());
   control_->Close(handles_.Part());
@@ -513,11 +514,12 @@ void Supervisor::CloseAll() {
   if (reexec_check_) reexec_check_->Cancel();
   reexec_check_.reset();
   // The signal handles close with the rest.
-  handles_.Close([this] {
+  handles_.Close([this, closed_message = std::move(closed_message)] {
     cells_.clear();
     control_.reset();
     metrics_.reset();
     access_log_.reset();
+    if (!closed_message.empty()) LogInfo(closed_message);
   });
 }
 

@@ -131,7 +131,9 @@ class Supervisor {
   void ReapChildren();
   void BeginShutdown(int signum);
   void FinishShutdown();
-  void CloseAll();
+  // Closes every handle; `closed_message` (if any) is logged once all closed, after what their
+  // closes logged (the access log's last drop warning).
+  void CloseAll(std::string closed_message = "");
   // A cell changed state: sends READY=1 once every cell has left `starting` after boot, and the
   // STATUS= summary (supervisor/service_notifier.h).
   void OnCellStateChanged();

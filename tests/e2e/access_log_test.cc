@@ -317,6 +317,52 @@ TEST(AccessLogE2e, AStalledNamedPipeReaderNeitherFreezesAReloadNorHoldsTheShutdo
   Result<int> stopped = h.Stop();
   ASSERT_TRUE(stopped.ok()) << stopped.status().message();
   EXPECT_TRUE(WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << *stopped;
+  // The lines the close's grace cost are told before bulkheadd says it exits (they were told
+  // after it).
+  const std::string log = h.Log();
+  const size_t dropped = log.rfind("access log: ");
+  const size_t exiting = log.find("every cell stopped; exiting");
+  ASSERT_NE(dropped, std::string::npos) << log;
+  ASSERT_NE(exiting, std::string::npos) << log;
+  EXPECT_LT(dropped, exiting) << log;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A named-pipe access_log is warned of at startup (it needs its reader); a reload that keeps the
+// path does not warn again (every reload repeated it), one that changes it does.
+TEST(AccessLogE2e, TheNamedPipeWarningRepeatsAtAReloadOnlyWhenThePathChanged) {
+  const CellSpec cell{.name = "frames", .extra_toml = std::string(kQuickStop)};
+  HarnessOptions options = TestOptions({cell});
+  TempDir logs;
+  const std::string fifo = logs.path() + "/access.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const UniqueFd reader(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  ASSERT_TRUE(reader.valid());
+  options.supervisor_toml = "access_log = \"" + fifo + "\"\n";
+  Harness h(std::move(options));
+  ASSERT_STARTED(h);
+  const std::string warning = fifo + " is a named pipe";
+  EXPECT_EQ(Count(h.Log(), warning), 1u) << h.Log();
+
+  Result<ProcessResult> same = h.Ctl({"reload"});
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  EXPECT_EQ(same->exit_code(), kExitOk) << same->Describe();
+  EXPECT_EQ(same->err.find(warning), std::string::npos) << same->Describe();
+  EXPECT_EQ(Count(h.Log(), warning), 1u) << h.Log();
+
+  // Another named pipe: news (the reload is refused, access_log needs a restart).
+  const std::string other = logs.path() + "/other.fifo";
+  ASSERT_EQ(::mkfifo(other.c_str(), 0600), 0);
+  h.RewriteConfig({cell}, "access_log = \"" + other + "\"\n");
+  Result<ProcessResult> changed = h.Ctl({"reload"});
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  EXPECT_NE(changed->err.find(other + " is a named pipe"), std::string::npos)
+      << changed->Describe();
 }
 
 }  // namespace

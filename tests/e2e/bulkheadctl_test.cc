@@ -683,7 +683,7 @@ TEST(Bulkheadctl, WatchWritesNoScreenCodesWhenStdoutIsNotATerminal) {
   ASSERT_STARTED(h);
   // Ends by the time limit (SIGKILL); what it wrote until then is kept.
   Result<ProcessResult> run =
-      RunProcess({BulkheadctlPath(), "--socket", h.control_socket(), "status", "--watch", "50ms"},
+      RunProcess({BulkheadctlPath(), "--socket", h.control_socket(), "status", "--watch", "100ms"},
                  "", milliseconds(1500));
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_THAT(run->out, HasSubstr("CELL")) << run->Describe();
@@ -855,6 +855,8 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"status", "--watch", "0"},
            std::vector<std::string>{"status", "--watch", ""},
            std::vector<std::string>{"status", "--watch="},
+           std::vector<std::string>{"status", "--watch", "1ms"},
+           std::vector<std::string>{"status", "--watch", "99ms"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -888,6 +890,12 @@ TEST(Bulkheadctl, UsageErrors) {
            std::pair{std::vector<std::string>{"status", "--watch", ""},
                      "bulkheadctl: --watch: an empty interval (--watch \"\"); give one such as "
                      "\"500ms\" or \"2s\", or no value for 2s\n"},
+           // 1ms was accepted: a redraw (and a control query) 1000 times a second.
+           std::pair{std::vector<std::string>{"status", "--watch", "1ms"},
+                     "bulkheadctl: --watch: \"1ms\" is less than the minimum interval, 100ms "
+                     "(a duration such as \"500ms\" or \"2s\")\n"},
+           std::pair{std::vector<std::string>{"status", "payments", "-w", "99ms"},
+                     "bulkheadctl: --watch: \"99ms\" is less than the minimum interval, 100ms"},
            std::pair{std::vector<std::string>{"status", "-w="},
                      "bulkheadctl: --watch: an empty interval (-w=)"},
            std::pair{std::vector<std::string>{"status", "a", "--watch", "soon"},

@@ -134,8 +134,9 @@ TEST(Needs, DependentTakesNoRequestUntilItsNeedIsReady) {
       << h.Log();
 }
 
-// A need in a long backoff: `bulkheadctl start` of the dependent says when the need starts next,
-// and fails at once when that is after its wait ends, instead of waiting it out in silence.
+// A need in a long backoff: the dependent's callers are told to retry when the need starts next,
+// and `bulkheadctl start` of the dependent says when that is, and fails at once when that is after
+// its wait ends, instead of waiting it out in silence.
 TEST(Needs, AStartHeldForANeedInALongBackoffSaysWhenItStartsAndDoesNotWaitPastIt) {
   CellSpec catalog{.name = "catalog",
                    .command = {"/bin/false"},
@@ -152,6 +153,13 @@ TEST(Needs, AStartHeldForANeedInALongBackoffSaysWhenItStartsAndDoesNotWaitPastIt
   ASSERT_EQ(need.size(), 1u) << h.Status().dump();
   EXPECT_EQ(need[0]["state"], "backoff") << need.dump();
   EXPECT_GT(need[0]["next_start_in_ms"].get<uint64_t>(), 5'000u) << need.dump();
+  // Its callers are told to retry no sooner than catalog's next start (they were told nothing:
+  // a time not known, HTTP's Retry-After: 1).
+  Result<ProcessResult> call = h.Ctl({"call", "front", "--data", "echo x"});
+  ASSERT_TRUE(call.ok()) << call.status().message();
+  const size_t hint = call->err.find("rejected: unavailable (retry after ");
+  ASSERT_NE(hint, std::string::npos) << call->Describe();
+  EXPECT_GT(std::stoull(call->err.substr(hint + 35)), 5'000u) << call->Describe();
 
   ASSERT_TRUE(h.Ctl({"stop", "front"}).ok());
   Result<ProcessResult> start = h.Ctl({"--timeout", "5s", "start", "front"});

@@ -22,11 +22,14 @@ struct Cell {
   std::vector<std::string> needs;
   State state = State::kStopped;
   OrderStep step = OrderStep::kFree;
+  uint64_t next_start_at_ms = 0;
 };
 
 std::vector<OrderNode> Nodes(const std::vector<Cell>& cells) {
   std::vector<OrderNode> nodes;
-  for (const Cell& c : cells) nodes.push_back({c.name, c.needs, c.state, c.step});
+  for (const Cell& c : cells) {
+    nodes.push_back({c.name, c.needs, c.state, c.step, c.next_start_at_ms});
+  }
   return nodes;
 }
 
@@ -179,6 +182,42 @@ TEST(StartOrder, IdleCellBehindAHeldNeed) {
   const std::vector<Cell> cycle = {{"p", Needs{"q"}, State::kStopped, kWait},
                                    {"q", Needs{"p"}, State::kStopped, kWait}};
   EXPECT_EQ(IdleCellBehind(Nodes(cycle), "p"), "");
+}
+
+// A start held behind a need in backoff is due when that need starts again, the last of them
+// when several are (down the chain of held needs too); it was "a time not known" (Retry-After: 1
+// however long the backoff).
+TEST(StartOrder, AHeldStartIsDueWhenItsNeedsInBackoffStartAgain) {
+  using Needs = std::vector<std::string>;
+  std::vector<Cell> cells = {{"edge", Needs{"front"}, State::kStopped, kWait},
+                             {"front", Needs{"db", "cache"}, State::kStopped, kWait},
+                             {"db", Needs{}, State::kBackoff, kFree, 30'000},
+                             {"cache", Needs{}, State::kBackoff, kFree, 12'000},
+                             {"auth", Needs{}, State::kStarting, kFree}};
+  EXPECT_EQ(HeldStartOf(Nodes(cells), "front"), (HeldStart{.due_at_ms = 30'000}));
+  EXPECT_EQ(HeldStartOf(Nodes(cells), "edge"), (HeldStart{.due_at_ms = 30'000}));
+  cells[2].state = State::kStarting;
+  EXPECT_EQ(HeldStartOf(Nodes(cells), "front"), (HeldStart{.due_at_ms = 12'000}));
+  cells[3].state = State::kRunning;
+  EXPECT_EQ(HeldStartOf(Nodes(cells), "front"), HeldStart{}) << "db is on its way, time unknown";
+  cells[2].state = State::kStopped;
+  EXPECT_EQ(HeldStartOf(Nodes(cells), "edge"), HeldStart{.stuck = true});
+}
+
+// What a held cell's callers are told: the lifecycle's own availability when it is not held;
+// held, a start due at its needs' next start, at a time not known, or none when stuck.
+TEST(StartOrder, ShownAvailabilityOfAHeldStart) {
+  using NextStart = admission::Availability::NextStart;
+  const admission::Availability stopped = admission::Availability::NoneDue();
+  const admission::Availability at =
+      ShownAvailability(stopped, kWait, HeldStart{.due_at_ms = 30'000});
+  EXPECT_EQ(at.next_start, NextStart::kAt);
+  EXPECT_EQ(at.next_start_at_ms, 30'000u);
+  EXPECT_TRUE(at.Refuses(29'000));
+  EXPECT_EQ(at.RetryAfterMs(20'500), 9'500u) << "Retry-After: 10 (seconds, rounded up)";
+  EXPECT_EQ(ShownAvailability(stopped, kWait, HeldStart{}).next_start, NextStart::kUnknown);
+  EXPECT_EQ(ShownAvailability(stopped, kWait, HeldStart{.stuck = true}), stopped);
+  EXPECT_EQ(ShownAvailability(stopped, kFree, HeldStart{.due_at_ms = 30'000}), stopped);
 }
 
 TEST(StartOrder, UnreadyNeedsInNeedsOrder) {
