@@ -251,10 +251,14 @@ bool AdaptiveLimit::UpdateBase(double mean_us, uint32_t samples, double concurre
   return base_measured();
 }
 
-uint32_t AdaptiveLimit::OnPressure(Signal signal) {
+uint32_t AdaptiveLimit::OnPressure(Signal signal, CpuNeighbours neighbours) {
   BH_CHECK(signal == Signal::kCpuPressure || signal == Signal::kMemoryPressure);
   const uint64_t now_ms = clock_->NowMs();
   pressure_hold_until_ms_ = std::max(pressure_hold_until_ms_, now_ms + options_.pressure_hold_ms);
+  if (signal == Signal::kCpuPressure && neighbours == CpuNeighbours::kNoneWaiting) {
+    ++cpu_pressure_spared_;
+    return limit_;
+  }
   Cut(options_.pressure_cut,
       signal == Signal::kCpuPressure ? LimitCause::kCpuPressure : LimitCause::kMemoryPressure, 0,
       now_ms);

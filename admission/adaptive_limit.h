@@ -82,6 +82,15 @@ namespace bulkhead::admission {
 // (2) PSI triggers (Documentation/accounting/psi.rst). OnPressure: the limit is multiplied by
 // pressure_cut and growth is held for pressure_hold_ms. The kernel sends at most one event per
 // trigger window, so sustained pressure keeps cutting once a window down to the floor.
+// A cpu.pressure event cuts only when a cut can give a CPU to another cell: the owner says
+// (CpuNeighbours) whether another cell's tasks waited for a CPU over the trigger's window. When
+// none did (the cell runs alone, or its neighbours are idle or not short of CPU) the event only
+// holds growth (the CPUs are short: more requests would only queue) and counts as
+// cpu_pressure_spared; the waiting it saw is its own tasks' or processes' outside every cell (the
+// callers, bulkheadd), which a lower limit does not relieve: its service time does, through (1).
+// When the owner cannot tell (no readings yet), the event cuts, as isolation comes first.
+// (docs/adaptive-concurrency.md, "Whose CPU"; the VM bench's memory-bound cell, CPU-hungry itself
+// in a TCG guest, was cut to 1 to 3 by its cpu events alone where 4 to 8 served best.)
 // (3) cpu.max throttling. OnCpuStat takes cpu.stat's cumulative nr_periods and nr_throttled; when
 // at least throttle_min_periods periods passed since the last evaluation and throttle_hold_share of
 // them were throttled, growth is held until an evaluation finds otherwise. It never cuts: a cell
@@ -157,6 +166,14 @@ std::string_view SignalName(Signal signal);
 inline constexpr uint8_t SignalBit(Signal signal) {
   return static_cast<uint8_t>(1u << static_cast<unsigned>(signal));
 }
+
+// At a cpu.pressure event: whether another cell's tasks waited for a CPU over the trigger's window
+// (the owner's judgment, supervisor/: admission::StallWindow per cell).
+enum class CpuNeighbours : uint8_t {
+  kUnknown,      // not judged (no readings yet, no cgroup v2 on the others): the event cuts
+  kWaiting,      // another cell stalled at least the threshold share: the event cuts
+  kNoneWaiting,  // no other cell did (or none runs): the event holds growth only
+};
 
 // One change of the limit.
 struct LimitChange {
@@ -252,8 +269,9 @@ class AdaptiveLimit {
   // worker when it ended, itself included (>= 1). Requests that got no answer (the worker died,
   // the client's request was never sent) are not samples. O(1), no allocation.
   uint32_t OnSample(uint64_t service_us, uint32_t running);
-  // (2) A PSI trigger fired. `signal`: kCpuPressure or kMemoryPressure.
-  uint32_t OnPressure(Signal signal);
+  // (2) A PSI trigger fired. `signal`: kCpuPressure or kMemoryPressure. `neighbours` matters for
+  // kCpuPressure only: kNoneWaiting holds growth without a cut (above).
+  uint32_t OnPressure(Signal signal, CpuNeighbours neighbours = CpuNeighbours::kUnknown);
   // (3) cpu.stat's cumulative nr_periods and nr_throttled. A counter that went back (a new cgroup)
   // starts the count anew.
   uint32_t OnCpuStat(uint64_t nr_periods, uint64_t nr_throttled);
@@ -282,6 +300,8 @@ class AdaptiveLimit {
   // the last memory sample, in thousandths.
   uint32_t throttled_permille() const { return throttled_permille_; }
   uint32_t memory_permille() const { return memory_permille_; }
+  // cpu.pressure events that held growth without a cut (no other cell was waiting for a CPU).
+  uint64_t cpu_pressure_spared() const { return cpu_pressure_spared_; }
   uint64_t windows_closed() const { return windows_closed_; }
   // The last changes, newest first: change(0) is the latest. REQUIRES: i < change_count().
   size_t change_count() const { return change_count_; }
@@ -349,6 +369,7 @@ class AdaptiveLimit {
 
   // Kernel signals.
   uint64_t pressure_hold_until_ms_ = 0;
+  uint64_t cpu_pressure_spared_ = 0;
   bool has_cpu_stat_ = false;
   uint64_t cpu_periods_ = 0;
   uint64_t cpu_throttled_ = 0;

@@ -87,6 +87,7 @@ struct Options {
   int max_queue = 4;
   int queue_timeout_ms = 100;
   int backoff_ms = 100;
+  int latency_tolerance = 0;  // percent; 0: the adaptive cell's default
   std::vector<int> sweep = {1, 2, 4, 8, 16, 32, 64};
 };
 
@@ -98,6 +99,9 @@ std::string CellToml(const Options& options, const std::string& name, int max_co
                      "\nmax_queue = " + std::to_string(options.max_queue) +
                      "\nqueue_timeout = \"" + std::to_string(options.queue_timeout_ms) + "ms\"\n";
   if (adaptive) toml += "concurrency = \"adaptive\"\nmin_concurrent = 1\n";
+  if (adaptive && options.latency_tolerance > 0) {
+    toml += "latency_tolerance = \"" + std::to_string(options.latency_tolerance) + "%\"\n";
+  }
   if (options.cgroup && name != "neighbour") {
     if (!options.cpu_max.empty()) toml += "cpu_max = " + TomlString(options.cpu_max) + "\n";
     if (!options.memory_max.empty()) {
@@ -218,6 +222,10 @@ int Main(int argc, char** argv) {
   app.add_option("--hold-ms", options.hold_ms, "memory workload: how long it holds them, ms")
       ->capture_default_str()
       ->check(CLI::Range(0, 600'000));
+  app.add_option("--latency-tolerance", options.latency_tolerance,
+                 "the adaptive cell's latency_tolerance, percent (0: its default, 50%)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 400));
   app.add_option("--neighbour-clients", options.neighbour_clients,
                  "callers of a neighbour cell run beside each loaded cell (0: none)")
       ->capture_default_str()
@@ -290,15 +298,18 @@ int Main(int argc, char** argv) {
     std::printf(
         "bulkhead-bench-adaptive: %d callers, %s per request, deadline %d ms, max_queue %d, "
         "queue_timeout %d ms, backoff %d ms, %.1f s per cell in %d rounds after %.1f s of "
-        "warm-up, cgroup %s (cpu_max %s, memory_max %s), neighbour callers %d; unloaded p99 %.0f "
-        "us\n",
+        "warm-up, cgroup %s (cpu_max %s, memory_max %s), neighbour callers %d, adaptive "
+        "latency_tolerance %s; unloaded p99 %.0f us\n",
         options.clients, Payload(options).c_str(), options.deadline_ms, options.max_queue,
         options.queue_timeout_ms, options.backoff_ms, options.seconds, options.rounds,
         options.warmup_seconds,
         options.cgroup ? "required" : "off",
         options.cpu_max.empty() ? "none" : options.cpu_max.c_str(),
         options.memory_max.empty() ? "none" : options.memory_max.c_str(),
-        options.neighbour_clients, unloaded_p99_us);
+        options.neighbour_clients,
+        options.latency_tolerance > 0 ? (std::to_string(options.latency_tolerance) + "%").c_str()
+                                      : "50% (default)",
+        unloaded_p99_us);
     std::printf("%-10s %9s %11s %11s %8s %9s %9s %7s %5s %11s  %s\n", "cell", "ok/s", "goodput/s",
                 "rejected/s", "failed", "p50 us", "p99 us", "p99 x", "ooms", "nbr p99 us",
                 "limit");
@@ -376,7 +387,10 @@ int Main(int argc, char** argv) {
       limit = c.is_object() ? std::to_string(c.value("limit", 0)) + " of " +
                                   std::to_string(c.value("floor", 0)) + ".." +
                                   std::to_string(c.value("ceiling", 0)) +
-                                  ", changes " + c.value("changes_by_cause", nlohmann::json()).dump()
+                                  ", changes " +
+                                  c.value("changes_by_cause", nlohmann::json()).dump() +
+                                  ", cpu_pressure_spared " +
+                                  std::to_string(c.value("cpu_pressure_spared", uint64_t{0}))
                             : "?";
     }
     std::printf("%-10s %9.1f %11.1f %11.0f %8llu %9.0f %9.0f %7.2f %5llu %11.0f  %s\n",

@@ -37,6 +37,8 @@ struct ConcurrencySnapshot {
   uint32_t ratio_permille = 0;  // of the last closed window; 0 before the first
   uint32_t throttled_permille = 0;
   uint32_t memory_permille = 0;
+  // cpu.pressure events that held growth without a cut (no other cell was waiting for a CPU).
+  uint64_t cpu_pressure_spared = 0;
   // The wall-clock time (ms since the Unix epoch) the snapshot was taken: each change's wall time
   // is wall_now_ms - its ago_ms, so bulkheadctl prints what the JSON says.
   uint64_t wall_now_ms = 0;

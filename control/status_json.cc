@@ -129,6 +129,7 @@ nlohmann::json ConcurrencyJson(const ConcurrencySnapshot& c) {
       {"memory_share", c.memory_permille / 1000.0},
       {"changes", std::move(changes)},
       {"changes_by_cause", std::move(by_cause)},
+      {"cpu_pressure_spared", c.cpu_pressure_spared},
   };
 }
 

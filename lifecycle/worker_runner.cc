@@ -119,6 +119,13 @@ Status WorkerRunner::BindSockets() {
 
 // --- Re-exec (docs/reexec.md). ---
 
+std::optional<uint64_t> WorkerRunner::CpuStallTotalUs() const {
+  if (!cgroup_ || pid_ == 0) return std::nullopt;
+  Result<cell::Pressure> pressure = cgroup_->ReadPressure(cell::PressureResource::kCpu);
+  if (!pressure.ok()) return std::nullopt;
+  return pressure->some.total_us;
+}
+
 std::string WorkerRunner::ReexecBlocker() const {
   using State = Lifecycle::State;
   if (swap_.phase() != WorkerSwap::Phase::kIdle || swap_generation_ || next_pid_ != 0 ||

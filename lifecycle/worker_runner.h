@@ -175,6 +175,11 @@ class WorkerRunner : private TeardownWatcher::Generation {
   ReexecFds reexec_fds() const;
   // The live worker's generation cgroup directory, "" without cgroups.
   std::string generation_path() const { return generation_ ? generation_->path() : ""; }
+  // The cell's cgroup's cpu.pressure "some" total (μs, cumulative: psi.rst) while a worker runs
+  // in it; nullopt without a cgroup, without a worker, or when the file cannot be read.
+  std::optional<uint64_t> CpuStallTotalUs() const;
+  // The cell's processes live in a cgroup of their own (limits enforced).
+  bool has_cgroup() const { return cgroup_.has_value(); }
   // In the new image, instead of BindSockets: the worker and notify sockets taken back.
   // Errors: the notify socket's (NotifySocket::Adopt).
   Status AdoptSockets(UniqueFd worker_listen, UniqueFd notify);

@@ -242,8 +242,8 @@ void CellDataPath::ApplyConcurrency() {
   bulkhead_.SetMaxConcurrent(adaptive_->limit());
 }
 
-void CellDataPath::PressureFired(admission::Signal signal) {
-  if (adaptive_ != nullptr) TakeAdaptiveLimit(adaptive_->OnPressure(signal));
+void CellDataPath::PressureFired(admission::Signal signal, admission::CpuNeighbours neighbours) {
+  if (adaptive_ != nullptr) TakeAdaptiveLimit(adaptive_->OnPressure(signal, neighbours));
 }
 
 void CellDataPath::CgroupUsagePolled(const CgroupSample& sample) {

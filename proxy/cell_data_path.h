@@ -149,7 +149,10 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // the worker's side; a fixed cell ignores them. Each can only lower the limit or hold its growth
   // (running requests finish, queued ones keep their place). A PSI trigger fired: `signal`
   // kCpuPressure or kMemoryPressure (AdaptiveLimit::OnPressure).
-  void PressureFired(admission::Signal signal);
+  // `neighbours`: for kCpuPressure, whether another cell waited for a CPU (the supervisor's
+  // judgment; AdaptiveLimit::OnPressure).
+  void PressureFired(admission::Signal signal,
+                     admission::CpuNeighbours neighbours = admission::CpuNeighbours::kUnknown);
   // One poll of the cell's cgroup: cpu.stat's cumulative counters (AdaptiveLimit::OnCpuStat, while
   // kCpuThrottling is live) and the working set against memory.max (OnMemoryUsage, while
   // kMemoryUsage is live), bytes; memory_max 0: "max".

@@ -174,6 +174,7 @@ control::ConcurrencySnapshot ConcurrencyOf(const proxy::CellDataPath& data_path,
   c.ratio_permille = adaptive->last_ratio_permille();
   c.throttled_permille = adaptive->throttled_permille();
   c.memory_permille = adaptive->memory_permille();
+  c.cpu_pressure_spared = adaptive->cpu_pressure_spared();
   timespec wall{};
   clock_gettime(CLOCK_REALTIME, &wall);
   c.wall_now_ms =
@@ -246,6 +247,20 @@ control::CellSnapshot Cell::Snapshot() const {
   s.recent_queue_wait = data_path_.queue_wait().Recent(now_ns);
   s.recent_request_duration = data_path_.request_duration().Recent(now_ns);
   return s;
+}
+
+void Cell::RecordCpuStall(uint64_t now_ms) {
+  const std::optional<uint64_t> total = runner_.CpuStallTotalUs();
+  if (total) {
+    cpu_stall_.Record(now_ms, *total);
+  } else {
+    cpu_stall_.Clear();
+  }
+}
+
+Cell::CpuStall Cell::CpuStallOver(uint64_t now_ms, uint64_t window_ms) const {
+  if (!runner_.has_cgroup() || runner_.pid() == 0) return {};
+  return {.running = true, .share = cpu_stall_.Share(now_ms, window_ms)};
 }
 
 }  // namespace bulkhead::supervisor

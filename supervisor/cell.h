@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "admission/adaptive_limit.h"
+#include "admission/stall_window.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "cell/cgroup.h"
@@ -54,6 +56,25 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   // of the event that moved it ran. It may read any cell's state() but must feed no cell an event.
   void SetStateObserver(std::function<void()> observer) {
     runner_.SetStateObserver(std::move(observer));
+  }
+  // --- Whose CPU (docs/adaptive-concurrency.md, "Whose CPU"). ---
+  // One reading of the cumulative "some" stall of the cell's cgroup's cpu.pressure, at `now_ms`:
+  // kept while a worker runs in a cgroup; otherwise (or unreadable) the readings are dropped.
+  void RecordCpuStall(uint64_t now_ms);
+  // The cell's cpu stall over the last `window_ms` (StallWindow::Share); nullopt when it runs no
+  // worker in a cgroup (it cannot be waiting) or has too few readings. `running` says which.
+  struct CpuStall {
+    bool running = false;
+    std::optional<double> share;
+  };
+  CpuStall CpuStallOver(uint64_t now_ms, uint64_t window_ms) const;
+  // Who says, at this cell's cpu.pressure events, whether another cell waits for a CPU; unset:
+  // kUnknown (every event cuts).
+  void SetCpuNeighboursJudge(std::function<admission::CpuNeighbours()> judge) {
+    cpu_neighbours_judge_ = std::move(judge);
+  }
+  bool adaptive() const {
+    return runner_.config().concurrency == config::ConcurrencyMode::kAdaptive;
   }
   // Where the cell stands in the start and stop order (supervisor/start_order.h); set by the
   // Supervisor only.
@@ -216,7 +237,13 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void PreviousWorkerExited(const std::string& message) override {
     data_path_.PreviousWorkerExited(message);
   }
-  void PressureFired(admission::Signal signal) override { data_path_.PressureFired(signal); }
+  void PressureFired(admission::Signal signal) override {
+    const admission::CpuNeighbours neighbours =
+        signal == admission::Signal::kCpuPressure && cpu_neighbours_judge_
+            ? cpu_neighbours_judge_()
+            : admission::CpuNeighbours::kUnknown;
+    data_path_.PressureFired(signal, neighbours);
+  }
   void CgroupUsagePolled(const cell::CgroupUsage& usage) override {
     data_path_.CgroupUsagePolled({.nr_periods = usage.cpu.nr_periods,
                                   .nr_throttled = usage.cpu.nr_throttled,
@@ -226,6 +253,9 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void AdaptiveSignals(uint8_t live) override { data_path_.SetKernelSignals(live); }
 
   loop::TimeSource* time_;
+  // The cpu stall of the cell's cgroup (RecordCpuStall), and who judges its cpu.pressure events.
+  admission::StallWindow cpu_stall_;
+  std::function<admission::CpuNeighbours()> cpu_neighbours_judge_;
   // Shared by the runner (watchdog) and the data path (stall, request_timeout): a timer whose
   // deadline passed asks it for a verdict after the next poll, the watchdog's taken first.
   loop::AfterPoll after_poll_;

@@ -43,6 +43,8 @@ std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config
   cell->SetAccessLog(access_log_.get());
   // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
   cell->SetStateObserver([this] { OnCellStateChanged(); });
+  Cell* raw = cell.get();
+  cell->SetCpuNeighboursJudge([this, raw] { return JudgeCpuNeighbours(*raw); });
   return cell;
 }
 
@@ -265,6 +267,8 @@ ReloadResult Supervisor::ApplyReload() {
   StartInNeedsOrder(to_start);
   // A reload may have changed what a held start waits for.
   ScheduleOrder();
+  // A reload may have made a cell adaptive, or the last adaptive one fixed.
+  UpdateCpuStallPoll();
 
   result.ok = true;
   result.summary = "reloaded: " + result.plan.Summary();

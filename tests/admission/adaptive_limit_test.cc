@@ -101,7 +101,9 @@ enum class Input {
   kTwiceTheMinimum,      // window: R = 2.0, reached: to C x 1.25 / 2
   kFiveTimes,            // window: R = 5.0, reached: halved at most
   kSlowAtTwoRunning,     // window: R = 2.0 with only 2 running: to 2 x 1.25 / 2, halved at most
-  kCpuPressure,          // cpu.pressure trigger
+  kCpuPressure,          // cpu.pressure trigger, whose CPU not judged (kUnknown)
+  kCpuNeighbourWaits,    // cpu.pressure trigger, another cell waiting for a CPU
+  kCpuNoneWaiting,       // cpu.pressure trigger, no other cell waiting: spared
   kMemoryPressure,       // memory.pressure trigger
   kMemoryAtCut,          // working set 900 per mille of memory.max
   kMemoryAtHold,         // 800 per mille
@@ -174,6 +176,12 @@ class AdaptiveLimitTableTest : public AdaptiveLimitTest {
       case Input::kCpuPressure:
         lim().OnPressure(Signal::kCpuPressure);
         break;
+      case Input::kCpuNeighbourWaits:
+        lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kWaiting);
+        break;
+      case Input::kCpuNoneWaiting:
+        lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kNoneWaiting);
+        break;
       case Input::kMemoryPressure:
         lim().OnPressure(Signal::kMemoryPressure);
         break;
@@ -220,6 +228,8 @@ const std::vector<Entry> kTable = {
     {From::kSlowStart, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kSlowStart, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
     {From::kSlowStart, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kSlowStart, Input::kCpuNeighbourWaits, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kSlowStart, Input::kCpuNoneWaiting, 8, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kSlowStart, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -238,6 +248,8 @@ const std::vector<Entry> kTable = {
     {From::kAvoidance, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kAvoidance, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
     {From::kAvoidance, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kAvoidance, Input::kCpuNeighbourWaits, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kAvoidance, Input::kCpuNoneWaiting, 8, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kAvoidance, Input::kMemoryAtHold, 8, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
@@ -257,6 +269,8 @@ const std::vector<Entry> kTable = {
     {From::kFloor, Input::kFiveTimes, 2, kNoCause, kAvoid},
     {From::kFloor, Input::kSlowAtTwoRunning, 2, kNoCause, kAvoid},
     {From::kFloor, Input::kCpuPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
+    {From::kFloor, Input::kCpuNeighbourWaits, 2, kNoCause, kAvoid, GrowthHold::kPressure},
+    {From::kFloor, Input::kCpuNoneWaiting, 2, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryAtCut, 2, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
     {From::kFloor, Input::kMemoryAtHold, 2, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -275,6 +289,8 @@ const std::vector<Entry> kTable = {
     {From::kCeiling, Input::kFiveTimes, 4, LimitCause::kLatency, kAvoid},
     {From::kCeiling, Input::kSlowAtTwoRunning, 4, LimitCause::kLatency, kAvoid},
     {From::kCeiling, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kCeiling, Input::kCpuNeighbourWaits, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
+    {From::kCeiling, Input::kCpuNoneWaiting, 8, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kCeiling, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -287,7 +303,7 @@ const std::vector<Entry> kTable = {
 // clang-format on
 
 constexpr size_t kFromCount = 4;
-constexpr size_t kInputCount = 17;
+constexpr size_t kInputCount = 19;
 
 TEST_F(AdaptiveLimitTableTest, EveryEntry) {
   ASSERT_EQ(kTable.size(), kFromCount * kInputCount);
@@ -520,6 +536,26 @@ TEST_F(AdaptiveLimitTest, APauseOfTheWorkerDoesNotReplaceTheBase) {
   Window(3.0, 1);  // the fifth in a row, 50 requests: the base was stale
   EXPECT_EQ(lim().base_us(), 3 * kBaseUs);
   EXPECT_EQ(lim().phase(), Phase::kSlowStart);
+}
+
+// Whose CPU: an event no other cell waits behind holds growth for its time and is counted
+// spared; one with a waiting neighbour, or unjudged, cuts; memory events cut whatever is said.
+TEST_F(AdaptiveLimitTest, ACpuEventCutsOnlyWhenAnotherCellWaitsAndIsCountedSparedOtherwise) {
+  GrowTo(8);
+  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kNoneWaiting), 8u);
+  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kNoneWaiting), 8u);
+  EXPECT_EQ(lim().cpu_pressure_spared(), 2u);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 0u);
+  clock_.AdvanceMs(options_.pressure_hold_ms - options_.window_ms - 1);
+  EXPECT_EQ(Busy(1.0), 8u);  // still held
+  EXPECT_EQ(Busy(1.0), 16u);  // the hold is over; no cut left slow start
+  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kWaiting), 12u);
+  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kUnknown), 9u);
+  EXPECT_EQ(lim().OnPressure(Signal::kMemoryPressure, CpuNeighbours::kNoneWaiting), 6u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 2u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kMemoryPressure), 1u);
+  EXPECT_EQ(lim().cpu_pressure_spared(), 2u);
 }
 
 TEST_F(AdaptiveLimitTest, APressureHoldEndsAfterItsTime) {

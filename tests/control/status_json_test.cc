@@ -144,6 +144,7 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   s.concurrency.changes = {{4'000, 14, 6, admission::LimitCause::kMemoryPressure, 0},
                            {9'000, 7, 14, admission::LimitCause::kSlowStart, 0}};
   s.concurrency.changes_by_cause[static_cast<size_t>(admission::LimitCause::kLatency)] = 3;
+  s.concurrency.cpu_pressure_spared = 5;
   j = CellStatusJson(s, Config());
   const nlohmann::json& c = j.at("concurrency");
   EXPECT_EQ(c.at("mode"), "adaptive");
@@ -166,6 +167,7 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   EXPECT_EQ(c.at("changes")[1].at("cause"), "slow_start");
   EXPECT_EQ(c.at("changes_by_cause").at("latency"), 3);
   EXPECT_EQ(c.at("changes_by_cause").size(), admission::kLimitCauseCount);
+  EXPECT_EQ(c.at("cpu_pressure_spared"), 5);
 }
 
 TEST(StatusJson, ShowsTheProtocolAndAnHttpCellsHeaderTimeout) {

@@ -913,6 +913,21 @@ TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellsUsageIsPolledEvery250msWhileItsWor
   EXPECT_EQ(data_path_.usages.size(), 4u) << "polled with no worker";
 }
 
+// Whose CPU: the supervisor reads every cell's cpu.pressure "some" total, fixed cells too, while
+// a worker runs; none without one.
+TEST_F(WorkerRunnerCgroupTest, TheCpuStallTotalIsReadWhileAWorkerRunsInTheCellsCgroup) {
+  FakeCgroupTree::Write(cell_dir_ + "/cpu.pressure",
+                        "some avg10=12.50 avg60=3.00 avg300=1.00 total=1234567\n"
+                        "full avg10=0.00 avg60=0.00 avg300=0.00 total=89\n");
+  StartInCgroup(CgroupConfig(config::ConcurrencyMode::kFixed));
+  EXPECT_TRUE(runner_->has_cgroup());
+  EXPECT_EQ(runner_->CpuStallTotalUs(), std::optional<uint64_t>(1234567));
+  FakeCgroupTree::Write(cell_dir_ + "/cpu.pressure", "garbage\n");
+  EXPECT_EQ(runner_->CpuStallTotalUs(), std::nullopt) << "an unreadable file";
+  StopWorker();
+  EXPECT_EQ(runner_->CpuStallTotalUs(), std::nullopt) << "no worker any more";
+}
+
 TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellWithoutMemoryHighGetsItAt90PercentOfMemoryMax) {
   StartInCgroup(CgroupConfig(config::ConcurrencyMode::kAdaptive));
   EXPECT_EQ(File("memory.max"), "1073741824");

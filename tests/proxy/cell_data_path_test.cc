@@ -1107,5 +1107,26 @@ TEST_F(AdaptiveDataPathTest, AMemoryPollCutsTheLimitOnlyWhileItsSignalIsLive) {
   EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 6u);
   EXPECT_EQ(controller->changes_by(admission::LimitCause::kMemoryUsage), 1u);
 }
+
+// The supervisor's judgment of whose CPU reaches the controller: spared, the limit (and the
+// bulkhead's) stays; a waiting neighbour cuts both.
+TEST_F(AdaptiveDataPathTest, ACpuTriggerEventCutsOnlyWhenTheSupervisorSaysAnotherCellWaits) {
+  StartCell(config::ConcurrencyMode::kFixed, /*ceiling=*/8);
+  data_path_->SetKernelSignals(admission::SignalBit(admission::Signal::kCpuPressure));
+  data_path_->Reconfigure(Reloaded(config::ConcurrencyMode::kAdaptive, 8, 8));
+  data_path_->Reconfigure(Reloaded(config::ConcurrencyMode::kAdaptive, 1, 8));
+  const admission::AdaptiveLimit* controller = data_path_->adaptive();
+  ASSERT_NE(controller, nullptr);
+  ASSERT_EQ(controller->limit(), 8u);
+  data_path_->PressureFired(admission::Signal::kCpuPressure,
+                            admission::CpuNeighbours::kNoneWaiting);
+  EXPECT_EQ(controller->limit(), 8u);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 8u);
+  EXPECT_EQ(controller->cpu_pressure_spared(), 1u);
+  data_path_->PressureFired(admission::Signal::kCpuPressure, admission::CpuNeighbours::kWaiting);
+  EXPECT_EQ(controller->limit(), 6u);
+  EXPECT_EQ(data_path_->bulkhead().limits().max_concurrent, 6u);
+  EXPECT_EQ(controller->cpu_pressure_spared(), 1u);
+}
 }  // namespace
 }  // namespace bulkhead::proxy

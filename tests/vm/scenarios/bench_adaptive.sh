@@ -30,7 +30,11 @@ run() {
 run 20 --workload cpu --cpu-max 20% --work-us 10000 --rounds 4
 # ~3 answers a second at one at a time in the guest: the adaptive limit needs its first 50 answers
 # at the floor and windows of 10 answers each to settle, most of a 30 s run; 30 s of warm-up per
-# cell (every cell, for the same footing) measure the steady state.
-run 30 --workload memory --memory-max 64M --hold-mib 6 --hold-ms 100 --warmup-seconds 30 --rounds 4
+# cell (every cell, for the same footing) measure the steady state. Goodput first, as issue 26
+# judges this workload: the operator's latency_tolerance is 100% (the service time may double
+# before the limit falls; the 1 s deadline is 4 to 5 times the unloaded p99), where the default
+# 50% keeps the latency of the CPU-bound workload above. Memory is guarded by its own signals.
+run 30 --workload memory --memory-max 64M --hold-mib 6 --hold-ms 100 --warmup-seconds 30 --rounds 4 \
+  --latency-tolerance 100
 run 8 --workload cpu --work-us 10000 --sweep 64 --neighbour-clients 4 --rounds 2
 exit "$status"
