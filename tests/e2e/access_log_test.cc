@@ -225,10 +225,15 @@ TEST(AccessLogE2e, EveryFrameAndHttpRequestGetsOneLineWithItsOutcome) {
           h.WaitForCell("frames", [](const nlohmann::json& c) { return c["running"] == 1; }));
     }  // the client leaves
     testing::CreateFlag(go);
+    // Held by a flag, not a sleep: a timed request could end before a poll of a busy host saw
+    // it running.
+    const std::string go_web = h.dir() + "/go3.flag";
     std::optional<HttpConn> gone = HttpConn::Open(h.CellSocket("web"));
-    ASSERT_TRUE(gone && gone->Send("GET /sleep/300 HTTP/1.1\r\nHost: web\r\n\r\n"));
+    ASSERT_TRUE(gone &&
+                gone->Send("GET /wait?file=" + go_web + " HTTP/1.1\r\nHost: web\r\n\r\n"));
     ASSERT_TRUE(h.WaitForCell("web", [](const nlohmann::json& c) { return c["running"] == 1; }));
     gone.reset();
+    testing::CreateFlag(go_web);
   }
   WaitFor([&] { return (all = ReadLines(path)).size() >= 11; }, std::chrono::seconds(10));
   ASSERT_EQ(all.size(), 11u) << Dump(all) << h.Log();
