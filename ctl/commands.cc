@@ -630,6 +630,14 @@ int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline) {
   // in its backlog), and the new image answers on it.
   while (true) {
     ControlReply status = QueryControl(socket, StatusRequest(), exchange_deadline());
+    if (!status.response &&
+        (status.connect_error == ECONNREFUSED || status.connect_error == ENOENT)) {
+      // The control socket stays open across the exec, so nothing listening there means no
+      // bulkheadd: it exited (the new binary failed, or a shutdown came first).
+      PrintError("reexec failed: bulkheadd exited during the re-exec (" + status.error +
+                 "); its log says why");
+      return kExitFailure;
+    }
     if (status.response) {
       const ReexecVerdict verdict = JudgeReexec(*status.response, count_before);
       if (verdict.kind == ReexecVerdict::Kind::kDone) {

@@ -40,13 +40,12 @@ WorkerSwap::Options SwapOptionsFromConfig(const config::CellConfig& config) {
       .stop_signal = config.stop_signal};
 }
 
-// Where the next worker's socket is bound until the handover renames it onto the worker socket.
-std::string NextSocketPath(const std::string& worker_socket) { return worker_socket + ".next"; }
-
 // How often a next worker with ready = "exec" is looked at for its first accept, ms.
 constexpr uint64_t kAcceptPollMs = 5;
 
 }  // namespace
+
+std::string NextSocketPath(const std::string& worker_socket) { return worker_socket + ".next"; }
 
 WorkerRunner::WorkerRunner(uv_loop_t* loop, loop::TimeSource* time, config::CellConfig config,
                            CellCompartment compartment, uint32_t max_payload,

@@ -86,6 +86,10 @@ class DataPathControl {
   virtual void AdaptiveSignals(uint8_t live) = 0;
 };
 
+// Where a worker swap binds its next worker's socket until the handover renames it onto
+// `worker_socket`. getsockname(2) of that socket keeps this path after the rename.
+std::string NextSocketPath(const std::string& worker_socket);
+
 class WorkerRunner : private TeardownWatcher::Generation {
  public:
   // Reads time and arms its timers (backoff, stop, watchdog, start; the probe's, the teardown's,

@@ -296,7 +296,7 @@ Result<std::string> SocketAddress(int fd) {
   return tcp->ToString();
 }
 
-Result<UniqueFd> TakeListeningFd(int fd, const std::string& address) {
+Result<UniqueFd> TakeListeningFd(int fd, const std::string& address, const std::string& also) {
   const std::string where = "fd " + std::to_string(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Status::FromErrno(where);
@@ -308,7 +308,7 @@ Result<UniqueFd> TakeListeningFd(int fd, const std::string& address) {
   }
   Result<std::string> bound = SocketAddress(fd);
   if (!bound.ok()) return bound.status();
-  if (*bound != address) {
+  if (*bound != address && (also.empty() || *bound != also)) {
     return Status::Error(where + ": bound to " + *bound + ", not " + address);
   }
   Status cloexec = SetCloexec(fd);

@@ -125,8 +125,11 @@ void UnblockReexecSignals();
 // Takes back an fd named in the state: it must be a listening socket of the kind and address the
 // state says (`address`: a path for a Unix socket, "HOST:PORT" or "[V6]:PORT" for TCP, compared
 // with SocketAddress). FD_CLOEXEC is set again. Errors say what it is instead ("fd 7: not a
-// socket", "fd 7: not listening", "fd 7: bound to /x, not /y").
-Result<UniqueFd> TakeListeningFd(int fd, const std::string& address);
+// socket", "fd 7: not listening", "fd 7: bound to /x, not /y"). `also`, when not empty, is a
+// second address accepted: a worker socket a swap bound at its next path and renamed into place
+// (lifecycle::NextSocketPath), whose getsockname still names the path it was bound at.
+Result<UniqueFd> TakeListeningFd(int fd, const std::string& address,
+                                 const std::string& also = "");
 // What getsockname says of `fd`, spelled as the state keeps it: a Unix socket's path, or a TCP
 // socket's "127.0.0.1:8080" / "[::1]:8080" (config::ListenAddress::ToString). Errors:
 // getsockname's, or another family.

@@ -946,15 +946,15 @@ Status Supervisor::AdoptListeners() {
     return found;
   };
   // The one socket of `role`, bound where `address` says ("" : wherever the state says).
-  auto take = [&find](std::string_view role, const std::string& cell,
-                      const std::string& address) -> Result<UniqueFd> {
+  auto take = [&find](std::string_view role, const std::string& cell, const std::string& address,
+                      const std::string& also = "") -> Result<UniqueFd> {
     std::vector<const ReexecState::Listener*> found = find(role, cell);
     if (found.size() != 1) {
       return Status::Error(std::string(cell.empty() ? "" : "cells." + cell + ": ") + "no single " +
                            std::string(role) + " socket in the state");
     }
-    Result<UniqueFd> fd =
-        TakeListeningFd(found.front()->fd, address.empty() ? found.front()->address : address);
+    Result<UniqueFd> fd = TakeListeningFd(
+        found.front()->fd, address.empty() ? found.front()->address : address, also);
     if (!fd.ok()) {
       return Status::Error(std::string(role) + " socket: " + fd.status().message());
     }
@@ -980,7 +980,10 @@ Status Supervisor::AdoptListeners() {
       status = cell->Bind();
     } else {
       Result<UniqueFd> front = take("front", c.name, c.socket);
-      Result<UniqueFd> worker = take("worker", c.name, c.worker_socket);
+      // After an overlapping restart the worker socket is the one its swap bound at the next
+      // path and renamed into place.
+      Result<UniqueFd> worker =
+          take("worker", c.name, c.worker_socket, lifecycle::NextSocketPath(c.worker_socket));
       Result<UniqueFd> notify = take("notify", c.name, c.notify_socket);
       std::vector<UniqueFd> tcp;
       for (const ReexecState::Listener* listener : find("listen", c.name)) {
@@ -1001,6 +1004,13 @@ Status Supervisor::AdoptListeners() {
       if (status.ok()) {
         status = cell->Adopt(*entry, std::move(front).value(), std::move(tcp),
                              std::move(worker).value(), std::move(notify).value());
+      } else {
+        // Failure 5: the previous binary takes the state back (ReexecFallBack), so what was
+        // taken of this cell stays open: closed here, its fd numbers would name nothing there.
+        for (Result<UniqueFd>* fd : {&front, &worker, &notify}) {
+          if (fd->ok()) (void)(*fd)->Release();
+        }
+        for (UniqueFd& fd : tcp) (void)fd.Release();
       }
     }
     if (!status.ok()) return Status::Error("cells." + cell->name() + ": " + status.message());

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -205,6 +206,52 @@ TEST(Reexec, ConnectionsOpenBeforeAreServedAfterOnTheSameConnection) {
   EXPECT_EQ(Counter(cell, "ok"), tally.ok.load()) << cell.dump();
   EXPECT_EQ(Counter(cell, "failed"), 0u) << cell.dump();
   EXPECT_EQ(Counter(cell, "rejected"), 0u) << cell.dump();
+}
+
+// An overlapping restart binds its next worker's socket at the next path and renames it onto the
+// worker socket; getsockname keeps the next path. The new image took that for another socket and
+// refused the whole state, and bulkheadd exited with every worker (a new user's trial: restart,
+// then reexec). Twice, so that the second swap's socket (bound in the new image) is taken too.
+TEST(Reexec, AfterAnOverlappingRestartTheWorkerSocketIsTakenOverAndTheWorkerKept) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  for (int round = 1; round <= 2; ++round) {
+    Result<ProcessResult> restart = h.Ctl({"restart", "a"});
+    ASSERT_TRUE(restart.ok() && restart->exit_code() == kExitOk)
+        << (restart.ok() ? restart->Describe() : restart.status().message());
+    ASSERT_TRUE(h.WaitForCell("a", [&](const nlohmann::json& c) {
+      return c["pid"].is_number() && c["swap"].is_null() && c["pid"].get<pid_t>() != worker;
+    })) << h.Cell("a").dump();
+    worker = h.Cell("a")["pid"].get<pid_t>();
+    Result<ProcessResult> ctl = h.Ctl({"reexec"});
+    ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+    ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+    EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], round);
+    EXPECT_EQ(h.Cell("a")["pid"], worker) << "the worker was replaced";
+    EXPECT_OK_REPLY(h.Call("a", "echo round " + std::to_string(round)),
+                    "round " + std::to_string(round));
+  }
+}
+
+// A new binary that passes the version check and then exits takes bulkheadd with it:
+// `bulkheadctl reexec` says so as soon as nothing listens on the control socket, instead of
+// waiting out its whole timeout for an answer that cannot come (a new user's trial).
+TEST(Reexec, BulkheadctlSaysAtOnceWhenBulkheaddExitedDuringTheReexec) {
+  ReplaceableBinary binary;
+  Harness h(binary.Options());
+  ASSERT_STARTED(h);
+  binary.ReplaceWithScript(
+      "#!/bin/sh\n[ \"$1\" = --reexec-state-versions ] && { echo 1 2; exit 0; }\nexit 7\n");
+  Result<ProcessResult> ctl = h.Ctl({"reexec"});
+  ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+  EXPECT_EQ(ctl->exit_code(), kExitFailure) << ctl->Describe();
+  EXPECT_THAT(ctl->err, HasSubstr("bulkheadd exited during the re-exec")) << ctl->Describe();
+  // The script's exit is bulkheadd's (same process); its workers died with it (PDEATHSIG).
+  Result<int> ended = h.Stop();
+  ASSERT_TRUE(ended.ok()) << ended.status().message();
+  EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 7) << *ended;
+  h.KillOrphanedWorkers();
 }
 
 TEST(Reexec, Sigusr2ReexecutesAsTheCommandDoes) {
