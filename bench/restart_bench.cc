@@ -42,6 +42,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -163,15 +164,15 @@ Result<int64_t> ReexecOnce(BulkheaddProcess& bulkheadd) {
 // A log line's timestamp ("2026-12-05T04:31:52.123Z level=..."), ms since the epoch; nullopt for
 // a line without one.
 std::optional<int64_t> LineTimeMs(std::string_view line) {
+  if (line.size() < 24 || line[19] != '.' || line[23] != 'Z') return std::nullopt;
   tm utc{};
+  const std::string seconds(line.substr(0, 19));
+  const char* end = strptime(seconds.c_str(), "%Y-%m-%dT%H:%M:%S", &utc);
   int ms = 0;
-  const std::string head(line.substr(0, 24));
-  if (std::sscanf(head.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &utc.tm_year, &utc.tm_mon, &utc.tm_mday,
-                  &utc.tm_hour, &utc.tm_min, &utc.tm_sec, &ms) != 7) {
+  const auto [ms_end, error] = std::from_chars(line.data() + 20, line.data() + 23, ms);
+  if (end == nullptr || *end != '\0' || error != std::errc() || ms_end != line.data() + 23) {
     return std::nullopt;
   }
-  utc.tm_year -= 1900;
-  utc.tm_mon -= 1;
   return static_cast<int64_t>(timegm(&utc)) * 1000 + ms;
 }
 
