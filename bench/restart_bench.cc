@@ -21,14 +21,32 @@
 // restarts' p99 over it: what bulkheadd's restart machinery adds (docs/benchmarks.md). Exits 1 if
 // any request was not answered OK (with the overlap on) or the cell's counters do not match the
 // replies; it judges no latency.
+//
+// `--reexec N` measures re-execs instead (docs/reexec.md; issue 24 section 2): per cell, the
+// baseline as above, then the same load while bulkheadd is asked to re-execute itself N times in
+// a row, each as `bulkheadctl reexec` does it (the request, then status until the new image
+// answers with the next re-exec count), the next once the one before is over. It prints the
+// requests answered and not OK, the cell's rejected and failed counts, the worker starts during
+// the re-execs (0: every worker kept its pid, each cell's pid compared before and after), whether
+// the cell's counters continued (its ok + rejected + failed grew by exactly the replies the
+// clients got: a counter that restarted from 0 would not), p50 and p99 of both runs and their
+// ratio, and how long a re-exec took: the whole request as bulkheadctl waits for it, and its
+// drain and exec from bulkheadd's own info lines (millisecond timestamps: the drain from
+// "re-executing ... once no request is in flight" to "re-exec: exec", the exec from there to the
+// new image's "re-executed", which it logs once it has taken every cell over), median and max.
+// Exits 1 if a re-exec failed, a request was not answered OK, a worker was started, or a counter
+// did not continue; it judges no latency.
+#include <time.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -40,6 +58,8 @@
 #include "bench/latency_summary.h"
 #include "bench/sockets.h"
 #include "bench/stage_support.h"
+#include "ctl/control_client.h"
+#include "ctl/reexec_command.h"
 #include "ipc/client.h"
 #include "proc/bulkheadd_process.h"
 #include "proc/child_process.h"
@@ -61,6 +81,7 @@ struct Options {
   int clients = 16;
   double seconds = 3;
   bool overlap = true;
+  int reexecs = 0;  // > 0: the re-exec mode, this many re-execs per cell
 };
 
 struct CellSpec {
@@ -76,7 +97,9 @@ constexpr CellSpec kCells[] = {
 };
 
 std::string Config(const Options& options, const std::string& root) {
-  std::string config = BenchSupervisorToml(root);
+  // The re-exec mode reads the drain's and the exec's times off bulkheadd's info lines.
+  std::string config =
+      BenchSupervisorToml(root, "off", options.reexecs > 0 ? "info" : "warning");
   for (const CellSpec& cell : kCells) {
     const bool http = cell.protocol == LoadProtocol::kHttp;
     config += std::string("\n[cells.") + cell.name + "]\ncommand = [" +
@@ -110,6 +133,115 @@ Result<pid_t> RestartOnce(BulkheaddProcess& bulkheadd, const std::string& cell, 
                        ": not over within 30 s: " + CellStatusJson(bulkheadd, cell).dump());
 }
 
+// One re-exec as `bulkheadctl reexec` runs it (ctl/reexec_command.h): the request, then status
+// every 2 ms until the new image answers with the next count. Returns when it was asked, on the
+// wall clock (bulkheadd's log lines are stamped with it), in ms since the epoch.
+Result<int64_t> ReexecOnce(BulkheaddProcess& bulkheadd) {
+  const int64_t asked_ms = std::chrono::duration_cast<milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  ctl::ControlReply reply = bulkheadd.Control(ctl::ReexecRequest());
+  if (!reply.response) return Status::Error("reexec: " + reply.error);
+  if (!(*reply.response).value("ok", false)) {
+    return Status::Error("reexec refused: " + reply.response->dump());
+  }
+  const uint64_t count_before = reply.response->value("count", uint64_t{0});
+  const Clock::time_point deadline = Clock::now() + kStepTimeout;
+  while (Clock::now() < deadline && !g_interrupted.load()) {
+    ctl::ControlReply status = bulkheadd.Control(ctl::StatusRequest());
+    if (status.response) {
+      const ctl::ReexecVerdict verdict = ctl::JudgeReexec(*status.response, count_before);
+      if (verdict.kind == ctl::ReexecVerdict::Kind::kDone) return asked_ms;
+      if (verdict.kind == ctl::ReexecVerdict::Kind::kFailed) {
+        return Status::Error("reexec failed: " + verdict.text);
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return Status::Error("reexec: no new bulkheadd answered within 30 s");
+}
+
+// A log line's timestamp ("2026-12-05T04:31:52.123Z level=..."), ms since the epoch; nullopt for
+// a line without one.
+std::optional<int64_t> LineTimeMs(std::string_view line) {
+  if (line.size() < 24 || line[19] != '.' || line[23] != 'Z') return std::nullopt;
+  tm utc{};
+  const std::string seconds(line.substr(0, 19));
+  const char* end = strptime(seconds.c_str(), "%Y-%m-%dT%H:%M:%S", &utc);
+  int ms = 0;
+  const auto [ms_end, error] = std::from_chars(line.data() + 20, line.data() + 23, ms);
+  if (end == nullptr || *end != '\0' || error != std::errc() || ms_end != line.data() + 23) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(timegm(&utc)) * 1000 + ms;
+}
+
+// How long each re-exec's steps took, ms, read off bulkheadd's info lines (`log`, from where the
+// run began) and the times the re-execs were asked (`asked_ms`): the check (asked to the drain's
+// start: the new binary asked which state versions it reads), the drain (to "re-exec: exec") and
+// the exec (to the new image's "re-executed"). Lines are matched in order, one set per re-exec.
+struct ReexecSteps {
+  std::vector<double> check_ms;
+  std::vector<double> drain_ms;
+  std::vector<double> exec_ms;
+};
+ReexecSteps StepsFromLog(std::string_view log, const std::vector<int64_t>& asked_ms) {
+  std::vector<int64_t> drains;
+  std::vector<int64_t> execs;
+  std::vector<int64_t> adopted;
+  while (!log.empty()) {
+    const size_t end = log.find('\n');
+    const std::string_view line = log.substr(0, end);
+    log = end == std::string_view::npos ? std::string_view() : log.substr(end + 1);
+    const std::optional<int64_t> at = LineTimeMs(line);
+    if (!at) continue;
+    if (line.find(": re-executing ") != std::string_view::npos &&
+        line.find("once no request is in flight") != std::string_view::npos) {
+      drains.push_back(*at);
+    } else if (line.find("msg=\"re-exec: exec ") != std::string_view::npos) {
+      execs.push_back(*at);
+    } else if (line.find("msg=\"re-executed (re-exec ") != std::string_view::npos) {
+      adopted.push_back(*at);
+    }
+  }
+  ReexecSteps steps;
+  for (size_t i = 0; i < drains.size() && i < asked_ms.size(); ++i) {
+    steps.check_ms.push_back(static_cast<double>(drains[i] - asked_ms[i]));
+  }
+  for (size_t i = 0; i < drains.size() && i < execs.size(); ++i) {
+    steps.drain_ms.push_back(static_cast<double>(execs[i] - drains[i]));
+  }
+  for (size_t i = 0; i < execs.size() && i < adopted.size(); ++i) {
+    steps.exec_ms.push_back(static_cast<double>(adopted[i] - execs[i]));
+  }
+  return steps;
+}
+
+// What the re-exec mode compares before and after: every cell's worker pid and starts, and the
+// measured cell's outcome counters.
+struct Snapshot {
+  std::map<std::string, pid_t> pids;
+  std::map<std::string, uint64_t> starts;
+  uint64_t answered = 0;  // the measured cell's ok + rejected + failed
+};
+Result<Snapshot> TakeSnapshot(BulkheaddProcess& bulkheadd, const std::string& measured) {
+  ctl::ControlReply reply = bulkheadd.Control(ctl::StatusRequest());
+  if (!reply.response || !(*reply.response)["cells"].is_array()) {
+    return Status::Error("status: " + reply.error);
+  }
+  Snapshot snapshot;
+  for (const nlohmann::json& cell : (*reply.response)["cells"]) {
+    const std::string name = cell.value("name", std::string());
+    snapshot.pids[name] = cell.value("pid", pid_t{0});
+    snapshot.starts[name] = cell.value("starts", uint64_t{0});
+    if (name == measured) {
+      snapshot.answered = cell.value("ok", uint64_t{0}) + cell.value("rejected", uint64_t{0}) +
+                          cell.value("failed", uint64_t{0});
+    }
+  }
+  return snapshot;
+}
+
 // The control's step: a bench worker of `cell`'s protocol started beside bulkheadd on a socket of
 // its own at `socket_path`, connected to once, then stopped (SIGTERM) and reaped.
 Status SpawnAndStopWorker(const Options& options, const CellSpec& cell,
@@ -133,7 +265,8 @@ Status SpawnAndStopWorker(const Options& options, const CellSpec& cell,
 struct Run {
   LoadResult load;
   LatencySummary latency;
-  std::vector<double> restart_ms;
+  std::vector<double> restart_ms;  // each restart's or re-exec's request until it was over
+  std::vector<int64_t> asked_ms;   // re-execs: when each was asked (wall clock, ms)
 };
 
 LoadOptions LoadFor(const Options& options, const CellSpec& cell, const std::string& socket) {
@@ -148,9 +281,9 @@ LoadOptions LoadFor(const Options& options, const CellSpec& cell, const std::str
   return load;
 }
 
-// What runs beside the load: nothing (the baseline), planned restarts through bulkheadd, or the
-// control's worker starts outside it.
-enum class Beside { kNothing, kRestarts, kSpawns };
+// What runs beside the load: nothing (the baseline), planned restarts through bulkheadd, the
+// control's worker starts outside it, or re-execs of bulkheadd.
+enum class Beside { kNothing, kRestarts, kSpawns, kReexecs };
 
 Result<Run> Measure(BulkheaddProcess& bulkheadd, const Options& options, const CellSpec& cell,
                     const std::string& socket, Beside beside, const std::string& spawn_socket) {
@@ -169,9 +302,17 @@ Result<Run> Measure(BulkheaddProcess& bulkheadd, const Options& options, const C
     nlohmann::json c = CellStatusJson(bulkheadd, cell.name);
     pid_t pid = c.is_object() && c["pid"].is_number() ? c["pid"].get<pid_t>() : 0;
     Status status = Status::Ok();
-    for (int i = 0; i < options.restarts && !g_interrupted.load(); ++i) {
+    const int steps = beside == Beside::kReexecs ? options.reexecs : options.restarts;
+    for (int i = 0; i < steps && !g_interrupted.load(); ++i) {
       const Clock::time_point start = Clock::now();
-      if (beside == Beside::kSpawns) {
+      if (beside == Beside::kReexecs) {
+        Result<int64_t> asked = ReexecOnce(bulkheadd);
+        if (!asked.ok()) {
+          status = asked.status();
+          break;
+        }
+        run.asked_ms.push_back(*asked);
+      } else if (beside == Beside::kSpawns) {
         status = SpawnAndStopWorker(options, cell, spawn_socket);
         if (!status.ok()) break;
       } else {
@@ -195,6 +336,95 @@ Result<Run> Measure(BulkheaddProcess& bulkheadd, const Options& options, const C
   return run;
 }
 
+double Max(const std::vector<double>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
+// The re-exec mode (`--reexec N`): per cell, the baseline, then N re-execs under the same load;
+// prints one line per cell. Returns false when a re-exec failed, a request was not answered OK, a
+// worker was started or a counter did not continue (what went wrong on stderr); `*status` takes
+// an error that stopped the run.
+bool RunReexecs(BulkheaddProcess& bulkheadd, const Options& options, Status* status) {
+  std::printf("bulkhead-bench-restart: %d clients per cell, %d re-execs in a row per cell, "
+              "max_queue = 0\n",
+              options.clients, options.reexecs);
+  std::printf("%-7s %9s %6s %8s %6s %6s %9s %9s %9s %9s %9s %7s %7s %8s %8s %9s %7s %8s\n",
+              "cell", "answered", "notok", "rejected", "failed", "starts", "counters", "p50 base",
+              "p99 base", "p50 rx", "p99 rx", "p99 x", "rx ms", "check ms", "drain ms",
+              "drain max", "exec ms", "exec max");
+  bool clean = true;
+  for (const CellSpec& cell : kCells) {
+    Result<proc::CellStatus> shown = bulkheadd.Cell(cell.name);
+    if (!shown.ok()) {
+      *status = shown.status();
+      return false;
+    }
+    Result<Run> base = Measure(bulkheadd, options, cell, shown->socket, Beside::kNothing, "");
+    Result<Snapshot> before =
+        base.ok() ? TakeSnapshot(bulkheadd, cell.name) : Result<Snapshot>(base.status());
+    const size_t log_from = bulkheadd.Log().size();
+    Result<Run> reexecs =
+        before.ok() ? Measure(bulkheadd, options, cell, shown->socket, Beside::kReexecs, "")
+                    : Result<Run>(before.status());
+    Result<Snapshot> after =
+        reexecs.ok() ? TakeSnapshot(bulkheadd, cell.name) : Result<Snapshot>(reexecs.status());
+    if (!after.ok()) {
+      *status = Status::Error(std::string(cell.name) + ": " + after.status().message());
+      return false;
+    }
+    const std::string log = bulkheadd.Log();
+    const ReexecSteps steps = StepsFromLog(
+        std::string_view(log).substr(std::min(log_from, log.size())), reexecs->asked_ms);
+    uint64_t starts = 0;
+    bool pids_kept = true;
+    for (const auto& [name, pid] : before->pids) {
+      starts += after->starts[name] - before->starts[name];
+      pids_kept = pids_kept && after->pids[name] == pid && pid != 0;
+    }
+    // What the cell counted during the re-execs is exactly what its clients got.
+    const bool counters_continue =
+        after->answered == before->answered + reexecs->load.total_replies;
+    Result<proc::CellStatus> totals = bulkheadd.Cell(cell.name);
+    const uint64_t answered = base->load.total_replies + reexecs->load.total_replies;
+    const uint64_t not_ok = base->load.unexpected + reexecs->load.unexpected;
+    const uint64_t rejected = totals.ok() ? totals->rejected : 0;
+    const uint64_t failed = totals.ok() ? totals->failed : 0;
+    std::printf(
+        "%-7s %9llu %6llu %8llu %6llu %6llu %9s %9.0f %9.0f %9.0f %9.0f %7.2f %7.1f %8.1f %8.1f "
+        "%9.1f %7.1f %8.1f\n",
+        cell.name, static_cast<unsigned long long>(answered),
+        static_cast<unsigned long long>(not_ok), static_cast<unsigned long long>(rejected),
+        static_cast<unsigned long long>(failed), static_cast<unsigned long long>(starts),
+        counters_continue ? "continue" : "BROKEN", base->latency.p50_us, base->latency.p99_us,
+        reexecs->latency.p50_us, reexecs->latency.p99_us,
+        base->latency.p99_us > 0 ? reexecs->latency.p99_us / base->latency.p99_us : 0,
+        Median(reexecs->restart_ms), Median(steps.check_ms), Median(steps.drain_ms),
+        Max(steps.drain_ms), Median(steps.exec_ms), Max(steps.exec_ms));
+    std::fflush(stdout);
+    if (not_ok != 0 || rejected != 0 || failed != 0) {
+      std::fprintf(stderr, "%s: requests were not answered OK during re-execs\n", cell.name);
+      clean = false;
+    }
+    if (starts != 0 || !pids_kept) {
+      std::fprintf(stderr, "%s: a worker was started or replaced during re-execs\n", cell.name);
+      clean = false;
+    }
+    if (!counters_continue) {
+      std::fprintf(stderr,
+                   "%s: the cell counted %llu answers during the re-execs, its clients got %llu\n",
+                   cell.name, static_cast<unsigned long long>(after->answered - before->answered),
+                   static_cast<unsigned long long>(reexecs->load.total_replies));
+      clean = false;
+    }
+    if (steps.exec_ms.size() != static_cast<size_t>(options.reexecs)) {
+      std::fprintf(stderr, "%s: %zu of %d re-execs found in bulkheadd's log\n", cell.name,
+                   steps.exec_ms.size(), options.reexecs);
+      clean = false;
+    }
+  }
+  return clean;
+}
+
 int Main(int argc, char** argv) {
   Options options;
   options.bin_dir = proc::BuildDirOfThisProgram();
@@ -212,6 +442,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 600.0));
   app.add_option("--overlap", options.overlap, "restart_overlap of the cells")
       ->capture_default_str();
+  app.add_option("--reexec", options.reexecs,
+                 "re-execs of bulkheadd in a row per cell, measured instead of restarts")
+      ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
   CatchStopSignals();
 
@@ -224,7 +457,9 @@ int Main(int argc, char** argv) {
   }
   if (status.ok()) status = bulkheadd->WaitUntilRunning({"frames", "mux", "http"}, kStepTimeout);
   bool clean = status.ok();
-  if (clean) {
+  if (clean && options.reexecs > 0) {
+    clean = RunReexecs(*bulkheadd, options, &status);
+  } else if (clean) {
     std::printf(
         "bulkhead-bench-restart: %d clients per cell, %d restarts, restart_overlap = %s, "
         "max_queue = 0\n",
@@ -234,7 +469,7 @@ int Main(int argc, char** argv) {
                 "p99 x", "p99 ctl", "p99 x ctl", "restart ms");
   }
   for (const CellSpec& cell : kCells) {
-    if (!clean) break;
+    if (!clean || options.reexecs > 0) break;
     Result<proc::CellStatus> shown = bulkheadd->Cell(cell.name);
     if (!shown.ok()) {
       status = shown.status();

@@ -29,9 +29,10 @@ std::string ReadText(const std::string& path) {
   return text.str();
 }
 
-std::string BenchSupervisorToml(const std::string& root, const std::string& cgroup) {
+std::string BenchSupervisorToml(const std::string& root, const std::string& cgroup,
+                                const std::string& log_level) {
   std::string toml = "[supervisor]\nruntime_dir = " + proc::TomlString(root + "/run") +
-                     "\nlog_level = \"warning\"\n";
+                     "\nlog_level = " + proc::TomlString(log_level) + "\n";
   if (!cgroup.empty()) toml += "cgroup = " + proc::TomlString(cgroup) + "\n";
   return toml;
 }

@@ -24,9 +24,12 @@ Status WriteText(const std::string& path, const std::string& text);
 std::string ReadText(const std::string& path);
 
 // The [supervisor] table every bench's config starts with: runtime_dir ROOT/run (what
-// StartBenchBulkheadd expects), log_level "warning", and `cgroup` when not empty ("off" keeps
-// bulkheadd away from the host's /sys/fs/cgroup; "" leaves the key out). Ends with a newline.
-std::string BenchSupervisorToml(const std::string& root, const std::string& cgroup = "off");
+// StartBenchBulkheadd expects), `log_level` ("warning": nothing per request or per restart; a
+// bench that reads bulkheadd's info lines asks for "info"), and `cgroup` when not empty ("off"
+// keeps bulkheadd away from the host's /sys/fs/cgroup; "" leaves the key out). Ends with a
+// newline.
+std::string BenchSupervisorToml(const std::string& root, const std::string& cgroup = "off",
+                                const std::string& log_level = "warning");
 
 // Writes `config` to ROOT/bench.toml and starts BIN_DIR/supervisor/bulkheadd on it into `*out`
 // (control socket ROOT/run/control.sock, log ROOT/bulkheadd.log, 10 s deadlines), giving up when

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "base/check.h"
@@ -142,19 +143,24 @@ FrameDecoder::FrameDecoder(FrameType accepted, uint32_t max_payload)
 
 std::span<char> FrameDecoder::PrepareWrite(size_t min_size) {
   if (begin_ == end_) begin_ = end_ = 0;
-  if (buffer_.size() - end_ < min_size) {
+  if (capacity_ - end_ < min_size) {
     // Compact first: move the unconsumed tail to the front.
     if (begin_ > 0) {
-      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+      std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
       end_ -= begin_;
       begin_ = 0;
     }
-    if (buffer_.size() - end_ < min_size) {
-      buffer_.resize(std::max({buffer_.size() * 2, end_ + min_size, kMinBufferSize}));
+    if (capacity_ - end_ < min_size) {
+      // Grown without zeroing the new bytes (a vector's resize writes every one of them).
+      const size_t grown = std::max({capacity_ * 2, end_ + min_size, kMinBufferSize});
+      auto bigger = std::make_unique_for_overwrite<char[]>(grown);
+      if (end_ > 0) std::memcpy(bigger.get(), buffer_.get(), end_);
+      buffer_ = std::move(bigger);
+      capacity_ = grown;
     }
   }
-  prepared_ = buffer_.size() - end_;
-  return std::span<char>(buffer_.data() + end_, prepared_);
+  prepared_ = capacity_ - end_;
+  return std::span<char>(buffer_.get() + end_, prepared_);
 }
 
 void FrameDecoder::Commit(size_t n) {
@@ -178,13 +184,13 @@ DecodeResult FrameDecoder::Next(FrameView* out) {
   if (!ParseHeader(&header)) return DecodeResult::kError;
   if (end_ - begin_ - kHeaderSize < header.payload_size) return DecodeResult::kNeedMore;
   out->header = header;
-  out->payload = std::string_view(buffer_.data() + begin_ + kHeaderSize, header.payload_size);
+  out->payload = std::string_view(buffer_.get() + begin_ + kHeaderSize, header.payload_size);
   begin_ += kHeaderSize + header.payload_size;
   return DecodeResult::kFrame;
 }
 
 bool FrameDecoder::ParseHeader(FrameHeader* header) {
-  const char* in = buffer_.data() + begin_;
+  const char* in = buffer_.get() + begin_;
   const uint8_t version = static_cast<uint8_t>(in[kOffsetVersion]);
   if (version != kProtocolVersion) {
     Fail(Reason::kMalformed, "unsupported protocol version " + std::to_string(version), 0);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -133,7 +134,7 @@ class FrameDecoder {
   // Bytes received and not yet returned as a frame.
   size_t buffered_bytes() const { return end_ - begin_; }
   // Size of the internal buffer in bytes (for tests and memory accounting).
-  size_t buffer_capacity() const { return buffer_.size(); }
+  size_t buffer_capacity() const { return capacity_; }
   FrameType accepted() const { return accepted_; }
   uint32_t max_payload() const { return max_payload_; }
 
@@ -144,7 +145,11 @@ class FrameDecoder {
 
   FrameType accepted_;
   uint32_t max_payload_;
-  std::vector<char> buffer_;
+  // capacity_ bytes, never zeroed: only [begin_, end_) is read, and bytes come in only through
+  // PrepareWrite's region. A worker link's first read asks for 64 KiB, and a one-per-request
+  // cell opens a link per slot at each worker swap: zeroing them was a cost of the handover.
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
   size_t begin_ = 0;     // first unconsumed byte
   size_t end_ = 0;       // one past the last buffered byte
   size_t prepared_ = 0;  // size of the region handed out by PrepareWrite, 0 once committed

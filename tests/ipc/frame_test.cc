@@ -466,5 +466,28 @@ TEST(RejectDetail, RefusesShortPayload) {
   }
 }
 
+// The buffer grows without zeroing (a worker link's first read asks for 64 KiB): a growth after a
+// frame was taken compacts first and keeps the part of the next frame already read, byte for byte.
+TEST(FrameDecoder, GrowingKeepsThePartOfAFrameAlreadyRead) {
+  FrameDecoder decoder(FrameType::kRequest);
+  const std::string first = Request(1, "first");
+  const std::string second = Request(2, std::string(3000, 'q') + "end");
+  decoder.Feed(first + second.substr(0, 40));
+  FrameView frame;
+  ASSERT_EQ(decoder.Next(&frame), DecodeResult::kFrame);
+  EXPECT_EQ(frame.payload, "first");
+  ASSERT_EQ(decoder.Next(&frame), DecodeResult::kNeedMore);
+  const size_t before = decoder.buffer_capacity();
+  std::span<char> region = decoder.PrepareWrite(before * 4);
+  ASSERT_GE(region.size(), before * 4);
+  EXPECT_GT(decoder.buffer_capacity(), before);
+  std::memcpy(region.data(), second.data() + 40, second.size() - 40);
+  decoder.Commit(second.size() - 40);
+  ASSERT_EQ(decoder.Next(&frame), DecodeResult::kFrame);
+  EXPECT_EQ(frame.header.request_id, 2u);
+  EXPECT_EQ(frame.payload, std::string(3000, 'q') + "end");
+  EXPECT_EQ(decoder.buffered_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace bulkhead::ipc
