@@ -184,10 +184,13 @@ void AdaptiveLimit::CloseWindow(uint64_t now_ms) {
   if (ratio > 1 + options_.tolerance / 2 || !reached_limit) return;
   if (HoldAt(now_ms) != GrowthHold::kNone || limit_ >= options_.ceiling) return;
   increased_at_window_ = windows_closed_;
+  // Growth goes no further than the memory fit (HoldAt held it at the fit already).
+  const double most = memory_fit_ ? static_cast<double>(*memory_fit_) : options_.ceiling;
   if (phase_ == Phase::kSlowStart) {
-    MoveTo(std::max(estimate_ * 2, estimate_ + 1), LimitCause::kSlowStart, 0, now_ms);
+    MoveTo(std::min(most, std::max(estimate_ * 2, estimate_ + 1)), LimitCause::kSlowStart, 0,
+           now_ms);
   } else {
-    MoveTo(estimate_ + 1, LimitCause::kHeadroom, 0, now_ms);
+    MoveTo(std::min(most, estimate_ + 1), LimitCause::kHeadroom, 0, now_ms);
   }
 }
 
@@ -289,11 +292,21 @@ uint32_t AdaptiveLimit::OnCpuStat(uint64_t nr_periods, uint64_t nr_throttled) {
   return limit_;
 }
 
-uint32_t AdaptiveLimit::OnMemoryUsage(uint64_t working_set, uint64_t memory_max) {
+uint32_t AdaptiveLimit::OnMemoryUsage(uint64_t working_set, uint64_t memory_max,
+                                      uint32_t running) {
   BH_CHECK(memory_max > 0);
   const uint64_t now_ms = clock_->NowMs();
   const double ratio = static_cast<double>(working_set) / static_cast<double>(memory_max);
   memory_permille_ = Permille(ratio);
+  if (running > 0) {
+    memory_shares_[memory_share_next_] = std::max<uint64_t>(1, working_set / running);
+    memory_share_next_ = (memory_share_next_ + 1) % kMemoryShares;
+    // Slots never filled are 0 and leave the largest as it is.
+    const uint64_t share = *std::max_element(memory_shares_.begin(), memory_shares_.end());
+    const double fit = options_.memory_cut_ratio * static_cast<double>(memory_max) /
+                       static_cast<double>(share);
+    memory_fit_ = static_cast<uint32_t>(std::min(fit, static_cast<double>(UINT32_MAX)));
+  }
   if (ratio >= options_.memory_cut_ratio &&
       (!memory_cut_at_ms_ || now_ms - *memory_cut_at_ms_ >= options_.memory_cut_interval_ms)) {
     memory_cut_at_ms_ = now_ms;
@@ -327,7 +340,10 @@ GrowthHold AdaptiveLimit::growth_hold() const { return HoldAt(clock_->NowMs()); 
 
 GrowthHold AdaptiveLimit::HoldAt(uint64_t now_ms) const {
   if (now_ms < pressure_hold_until_ms_) return GrowthHold::kPressure;
-  if (memory_permille_ >= Permille(options_.memory_hold_ratio)) return GrowthHold::kMemoryUsage;
+  if (memory_fit_ ? limit_ >= *memory_fit_
+                  : memory_permille_ >= Permille(options_.memory_hold_ratio)) {
+    return GrowthHold::kMemoryUsage;
+  }
   if (throttled_) return GrowthHold::kCpuThrottled;
   if (windows_closed_ < probe_allowed_at_window_) return GrowthHold::kProbeBackoff;
   return GrowthHold::kNone;

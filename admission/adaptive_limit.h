@@ -99,10 +99,19 @@ namespace bulkhead::admission {
 // drives a well-sized cell below its knee and back (the sawtooth of an AIMD fed by throttling).
 // The oversubscription shows in the service time, and (1) cuts on that.
 // (4) Memory. OnMemoryUsage takes the working set (memory.current less memory.stat's
-// inactive_file, as the kubelet counts it: clean page cache is reclaimed, not an OOM risk) and
-// memory.max, the ratio Envoy's overload manager watches: at memory_hold_ratio growth is held; at
-// memory_cut_ratio the limit is multiplied by memory_cut, at most once per memory_cut_interval_ms
-// (the requests holding memory need time to finish before a second cut could show).
+// inactive_file, as the kubelet counts it: clean page cache is reclaimed, not an OOM risk),
+// memory.max and the requests running at the worker then: the ratio Envoy's overload manager
+// watches. At memory_cut_ratio the limit is multiplied by memory_cut, at most once per
+// memory_cut_interval_ms (the requests holding memory need time to finish before a second cut
+// could show). Growth stops at the memory fit: the most requests whose working set stays under
+// memory_cut_ratio of memory.max if each takes the largest share per running request (working
+// set / running, the worker's own memory shared out among them, so an upper bound) of the last
+// kMemoryShares samples that had one running. A fixed hold ratio cannot tell a cell at 80% with
+// room for one more request from one that a single request takes past the cut; in the VM bench's
+// memory-bound cell (64M, 6 MiB per request, ~5 MiB of its own) the old hold at 75% stopped it
+// at 7 where 8 fit, and its overshoots into memory.high cost it a third of the best fixed
+// setting's goodput. Until a sample with a running request came, memory_hold_ratio holds growth
+// instead.
 // Growth holds are derived in one place, growth_hold(), from the state above.
 //
 // memory.high: decided. In the adaptive mode, when memory_max is set and memory_high is not, the
@@ -115,7 +124,8 @@ namespace bulkhead::admission {
 // only slowed, not killed. Meta's Senpai moves memory.high continuously to find a workload's
 // working set and offload the rest to swap; with no swap that probing would only throttle
 // anonymous memory that cannot go anywhere, so the adaptive mode sets one fixed band instead. The
-// layers, from the bottom: memory_hold_ratio 75% (stop growing), memory_cut_ratio 85% (cut, from
+// layers, from the bottom: the memory fit (stop growing where one more request's share would pass
+// memory_cut_ratio; memory_hold_ratio 75% before it is known), memory_cut_ratio 85% (cut, from
 // polling), memory.high 90% (the kernel throttles at allocation speed, PSI cuts), memory.max 100%
 // (OOM kill, the last resort). An operator's memory_high wins; memory_high = memory_max turns the
 // band off.
@@ -143,7 +153,8 @@ std::string_view LimitCauseText(LimitCause cause);
 enum class GrowthHold : uint8_t {
   kNone,
   kPressure,      // a PSI trigger fired less than pressure_hold_ms ago
-  kMemoryUsage,   // the last working set was at or above memory_hold_ratio of memory.max
+  kMemoryUsage,   // the limit is at the memory fit (or, before it is known, the last working
+                  // set was at or above memory_hold_ratio of memory.max)
   kCpuThrottled,  // the last cpu.stat evaluation found throttle_hold_share of periods throttled
   kProbeBackoff,  // the last increase was undone by the window after it; waiting some windows
 };
@@ -232,8 +243,9 @@ class AdaptiveLimit {
     // them throttled holds growth.
     uint32_t throttle_min_periods = 5;
     double throttle_hold_share = 0.5;
-    // Working set / memory.max: >= memory_hold_ratio holds growth; >= memory_cut_ratio cuts by
-    // memory_cut, at most once per memory_cut_interval_ms.
+    // Working set / memory.max: >= memory_cut_ratio cuts by memory_cut, at most once per
+    // memory_cut_interval_ms; growth stops at the memory fit (above), or, before any sample with a
+    // running request, at memory_hold_ratio.
     double memory_hold_ratio = 0.75;
     double memory_cut_ratio = 0.85;
     double memory_cut = 0.75;
@@ -275,8 +287,9 @@ class AdaptiveLimit {
   // (3) cpu.stat's cumulative nr_periods and nr_throttled. A counter that went back (a new cgroup)
   // starts the count anew.
   uint32_t OnCpuStat(uint64_t nr_periods, uint64_t nr_throttled);
-  // (4) The working set (bytes) against memory.max (bytes, > 0).
-  uint32_t OnMemoryUsage(uint64_t working_set, uint64_t memory_max);
+  // (4) The working set (bytes) against memory.max (bytes, > 0), with `running` requests at the
+  // worker when it was read (0: none, which leaves the memory fit as it was).
+  uint32_t OnMemoryUsage(uint64_t working_set, uint64_t memory_max, uint32_t running);
   // New bounds (a reload): the limit is clamped into them (cause kBounds when that moves it); the
   // base and the phase stay. REQUIRES: 1 <= floor <= ceiling.
   uint32_t SetBounds(uint32_t floor, uint32_t ceiling);
@@ -300,6 +313,8 @@ class AdaptiveLimit {
   // the last memory sample, in thousandths.
   uint32_t throttled_permille() const { return throttled_permille_; }
   uint32_t memory_permille() const { return memory_permille_; }
+  // The memory fit (above), or nullopt before a memory sample with a running request.
+  std::optional<uint32_t> memory_fit() const { return memory_fit_; }
   // cpu.pressure events that held growth without a cut (no other cell was waiting for a CPU).
   uint64_t cpu_pressure_spared() const { return cpu_pressure_spared_; }
   uint64_t windows_closed() const { return windows_closed_; }
@@ -311,6 +326,9 @@ class AdaptiveLimit {
 
  private:
   static constexpr size_t kBaseBuckets = 8;
+  // Memory samples (with a running request) whose share per request the memory fit takes: 2 s of
+  // the runner's 250 ms polls.
+  static constexpr size_t kMemoryShares = 8;
   // The clean windows that closed in one slice of the horizon: their means summed.
   struct BaseBucket {
     uint64_t opened_ms = 0;
@@ -377,6 +395,10 @@ class AdaptiveLimit {
   uint32_t throttled_permille_ = 0;
   uint32_t memory_permille_ = 0;
   std::optional<uint64_t> memory_cut_at_ms_;
+  // Working set / running of the last memory samples with a running request (bytes), a ring.
+  std::array<uint64_t, kMemoryShares> memory_shares_{};
+  size_t memory_share_next_ = 0;
+  std::optional<uint32_t> memory_fit_;
 
   uint8_t live_signals_ = 1;  // bit per Signal; kServiceTime
 

@@ -253,7 +253,8 @@ void CellDataPath::CgroupUsagePolled(const CgroupSample& sample) {
     limit = adaptive_->OnCpuStat(sample.nr_periods, sample.nr_throttled);
   }
   if (adaptive_->signal_live(admission::Signal::kMemoryUsage) && sample.memory_max > 0) {
-    limit = adaptive_->OnMemoryUsage(sample.working_set, sample.memory_max);
+    limit =
+        adaptive_->OnMemoryUsage(sample.working_set, sample.memory_max, bulkhead_.running());
   }
   TakeAdaptiveLimit(limit);
 }

@@ -108,6 +108,10 @@ enum class Input {
   kMemoryAtCut,          // working set 900 per mille of memory.max
   kMemoryAtHold,         // 800 per mille
   kMemoryLow,            // 500 per mille
+  // With the requests running: 800 per mille at 10 running (80 each: 850 fits 10), then a
+  // window at the minimum that reached the limit; the fit, not the 750 hold, stops growth.
+  kMemoryFitsTenThenGrows,
+  kMemoryFitsEight,      // 700 per mille at 7 running (100 each: 850 fits 8)
   kThrottled,            // 6 of 10 periods throttled
   kBarelyThrottled,      // 1 of 10
   kFloorRaised,          // SetBounds(10, 64)
@@ -186,13 +190,20 @@ class AdaptiveLimitTableTest : public AdaptiveLimitTest {
         lim().OnPressure(Signal::kMemoryPressure);
         break;
       case Input::kMemoryAtCut:
-        lim().OnMemoryUsage(900, 1000);
+        lim().OnMemoryUsage(900, 1000, 0);
         break;
       case Input::kMemoryAtHold:
-        lim().OnMemoryUsage(800, 1000);
+        lim().OnMemoryUsage(800, 1000, 0);
         break;
       case Input::kMemoryLow:
-        lim().OnMemoryUsage(500, 1000);
+        lim().OnMemoryUsage(500, 1000, 0);
+        break;
+      case Input::kMemoryFitsTenThenGrows:
+        lim().OnMemoryUsage(800, 1000, 10);
+        Busy(1.0);
+        break;
+      case Input::kMemoryFitsEight:
+        lim().OnMemoryUsage(700, 1000, 7);
         break;
       case Input::kThrottled:
         Throttled(0);  // the first cpu.stat is the baseline
@@ -234,6 +245,8 @@ const std::vector<Entry> kTable = {
     {From::kSlowStart, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kSlowStart, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
     {From::kSlowStart, Input::kMemoryLow, 8, kNoCause, kSlow},
+    {From::kSlowStart, Input::kMemoryFitsTenThenGrows, 10, LimitCause::kSlowStart, kSlow, GrowthHold::kMemoryUsage},
+    {From::kSlowStart, Input::kMemoryFitsEight, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
     {From::kSlowStart, Input::kThrottled, 8, kNoCause, kSlow, GrowthHold::kCpuThrottled},
     {From::kSlowStart, Input::kBarelyThrottled, 8, kNoCause, kSlow},
     {From::kSlowStart, Input::kFloorRaised, 10, LimitCause::kBounds, kSlow},
@@ -254,6 +267,8 @@ const std::vector<Entry> kTable = {
     {From::kAvoidance, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kAvoidance, Input::kMemoryAtHold, 8, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
     {From::kAvoidance, Input::kMemoryLow, 8, kNoCause, kAvoid},
+    {From::kAvoidance, Input::kMemoryFitsTenThenGrows, 9, LimitCause::kHeadroom, kAvoid},
+    {From::kAvoidance, Input::kMemoryFitsEight, 8, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
     {From::kAvoidance, Input::kThrottled, 8, kNoCause, kAvoid, GrowthHold::kCpuThrottled},
     {From::kAvoidance, Input::kBarelyThrottled, 8, kNoCause, kAvoid},
     {From::kAvoidance, Input::kFloorRaised, 10, LimitCause::kBounds, kAvoid},
@@ -275,6 +290,8 @@ const std::vector<Entry> kTable = {
     {From::kFloor, Input::kMemoryAtCut, 2, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
     {From::kFloor, Input::kMemoryAtHold, 2, kNoCause, kSlow, GrowthHold::kMemoryUsage},
     {From::kFloor, Input::kMemoryLow, 2, kNoCause, kSlow},
+    {From::kFloor, Input::kMemoryFitsTenThenGrows, 4, LimitCause::kSlowStart, kSlow},
+    {From::kFloor, Input::kMemoryFitsEight, 2, kNoCause, kSlow},
     {From::kFloor, Input::kThrottled, 2, kNoCause, kSlow, GrowthHold::kCpuThrottled},
     {From::kFloor, Input::kBarelyThrottled, 2, kNoCause, kSlow},
     {From::kFloor, Input::kFloorRaised, 10, LimitCause::kBounds, kSlow},
@@ -295,6 +312,8 @@ const std::vector<Entry> kTable = {
     {From::kCeiling, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kCeiling, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
     {From::kCeiling, Input::kMemoryLow, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kMemoryFitsTenThenGrows, 8, kNoCause, kSlow},
+    {From::kCeiling, Input::kMemoryFitsEight, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
     {From::kCeiling, Input::kThrottled, 8, kNoCause, kSlow, GrowthHold::kCpuThrottled},
     {From::kCeiling, Input::kBarelyThrottled, 8, kNoCause, kSlow},
     {From::kCeiling, Input::kFloorRaised, 10, LimitCause::kBounds, kSlow},
@@ -303,7 +322,7 @@ const std::vector<Entry> kTable = {
 // clang-format on
 
 constexpr size_t kFromCount = 4;
-constexpr size_t kInputCount = 19;
+constexpr size_t kInputCount = 21;
 
 TEST_F(AdaptiveLimitTableTest, EveryEntry) {
   ASSERT_EQ(kTable.size(), kFromCount * kInputCount);
@@ -333,7 +352,7 @@ TEST_F(AdaptiveLimitTableTest, ChangesRecordTheRatioOrTheMemoryShare) {
   Busy(2.0);
   EXPECT_EQ(lim().change(0).permille, 2000u);
   EXPECT_EQ(lim().last_ratio_permille(), 2000u);
-  lim().OnMemoryUsage(930, 1000);
+  lim().OnMemoryUsage(930, 1000, 0);
   EXPECT_EQ(lim().change(0).cause, LimitCause::kMemoryUsage);
   EXPECT_EQ(lim().change(0).permille, 930u);
   lim().OnPressure(Signal::kCpuPressure);
@@ -582,15 +601,37 @@ TEST_F(AdaptiveLimitTest, SustainedPressureCutsOnEveryEventDownToTheFloor) {
 
 TEST_F(AdaptiveLimitTest, MemoryNearTheMaxCutsAtMostOncePerInterval) {
   StartAt(40, /*floor=*/1);
-  EXPECT_EQ(lim().OnMemoryUsage(870, 1000), 30u);
+  EXPECT_EQ(lim().OnMemoryUsage(870, 1000, 0), 30u);
   clock_.AdvanceMs(options_.memory_cut_interval_ms - 1);
-  EXPECT_EQ(lim().OnMemoryUsage(990, 1000), 30u);  // the first cut has not shown yet
+  EXPECT_EQ(lim().OnMemoryUsage(990, 1000, 0), 30u);  // the first cut has not shown yet
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryUsage);
   clock_.AdvanceMs(1);
-  EXPECT_EQ(lim().OnMemoryUsage(870, 1000), 22u);
+  EXPECT_EQ(lim().OnMemoryUsage(870, 1000, 0), 22u);
   EXPECT_EQ(lim().memory_permille(), 870u);
-  lim().OnMemoryUsage(600, 1000);
+  lim().OnMemoryUsage(600, 1000, 0);
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+}
+
+// The memory-bound bench cell's shape: the worker's own 5 MiB and 6 MiB per request, memory.max
+// 64 MiB. The fit (the cut at 85%: 54.4 MiB) is 8, where 9 would take the working set to 59.
+TEST_F(AdaptiveLimitTest, TheMemoryFitTakesTheLargestRecentShareAndForgetsOlderOnes) {
+  constexpr uint64_t kMiB = 1 << 20;
+  constexpr uint64_t kMax = 64 * kMiB;
+  options_.ceiling = 64;
+  GrowTo(4);
+  EXPECT_FALSE(lim().memory_fit().has_value());
+  lim().OnMemoryUsage((5 + 6 * 4) * kMiB, kMax, 4);  // 7.25 MiB a request: 54.4 / 7.25 fits 7
+  EXPECT_EQ(lim().memory_fit(), 7u);
+  lim().OnMemoryUsage((5 + 6) * kMiB, kMax, 1);  // 11 MiB a request (the worker's own share)
+  EXPECT_EQ(lim().memory_fit(), 4u);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryUsage);
+  lim().OnMemoryUsage(5 * kMiB, kMax, 0);  // nothing running: no share, the fit stays
+  EXPECT_EQ(lim().memory_fit(), 4u);
+  // Eight samples at 8 running push the share of 11 out of the ring: 53 / 8 = 6.6 MiB fits 8.
+  for (int i = 0; i < 8; ++i) lim().OnMemoryUsage((5 + 6 * 8) * kMiB, kMax, 8);
+  EXPECT_EQ(lim().memory_fit(), 8u);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);  // the limit is 4: it may grow to 8
+  EXPECT_EQ(lim().memory_permille(), 828u);  // past the 750 that held growth before the fit
 }
 
 TEST_F(AdaptiveLimitTest, CpuStatIsJudgedOverEnoughPeriodsAndRestartsWhenItsCountersGoBack) {
@@ -621,7 +662,7 @@ TEST_F(AdaptiveLimitTest, HoldsAreReportedInOneOrder) {
   lim().OnCpuStat(0, 0);
   lim().OnCpuStat(10, 10);
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kCpuThrottled);
-  lim().OnMemoryUsage(800, 1000);
+  lim().OnMemoryUsage(800, 1000, 0);
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryUsage);
   lim().OnPressure(Signal::kCpuPressure);
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
