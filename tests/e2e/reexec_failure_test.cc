@@ -30,7 +30,10 @@ using ::testing::HasSubstr;
 // A drain bound far above what the tests hold a request for: only failure 2's test reaches it.
 const std::string kLongDrain = "stop_timeout = \"20s\"\n";
 
-HarnessOptions FaultOptions(const std::string& fault, std::vector<CellSpec> cells) {
+// bulkheadd-reexec-faults with `fault`, and `cells` (by default two, a and b).
+HarnessOptions FaultOptions(const std::string& fault,
+                            std::vector<CellSpec> cells = {CellSpec{.name = "a"},
+                                                           CellSpec{.name = "b"}}) {
   HarnessOptions options = TestOptions(std::move(cells));
   options.binary = BULKHEAD_REEXEC_FAULTS;
   options.env = {"BULKHEAD_TEST_REEXEC_FAULT=" + fault};
@@ -40,6 +43,13 @@ HarnessOptions FaultOptions(const std::string& fault, std::vector<CellSpec> cell
 pid_t WorkerPid(Harness& h, const std::string& cell) {
   const nlohmann::json c = h.Cell(cell);
   return c["pid"].is_number() ? c["pid"].get<pid_t>() : 0;
+}
+
+// Polls until `cell` runs a worker other than `old`.
+bool WaitForAnotherWorker(Harness& h, const std::string& cell, pid_t old) {
+  return h.WaitForCell(cell, [old](const nlohmann::json& c) {
+    return c["state"] == "running" && c["pid"].is_number() && c["pid"].get<pid_t>() != old;
+  });
 }
 
 // `bulkheadctl reexec` goes ahead: exit 0, the new image answering with re-exec `count`.
@@ -238,7 +248,7 @@ TEST(ReexecFailure, AnExecThatReturnsLeavesEverythingServingAndALaterReexecWorks
 // connection. (Before, the new image refused the whole state, and the previous binary, given the
 // same state, exited with every worker.)
 TEST(ReexecFailure, AFrontSocketThatIsNotTheOneNamedIsBoundAfreshAndTheWorkerKept) {
-  Harness h(FaultOptions("swap-front:a", {CellSpec{.name = "a"}, CellSpec{.name = "b"}}));
+  Harness h(FaultOptions("swap-front:a"));
   ASSERT_STARTED(h);
   const pid_t a = WorkerPid(h, "a");
   const pid_t b = WorkerPid(h, "b");
@@ -260,17 +270,12 @@ TEST(ReexecFailure, AFrontSocketThatIsNotTheOneNamedIsBoundAfreshAndTheWorkerKep
 // process group and its cell started afresh, its counts carried (starts goes on from 1); the
 // other cell's worker keeps its pid.
 TEST(ReexecFailure, AWorkerThatCannotBeAdoptedIsKilledAndItsCellStartedAfresh) {
-  Harness h(FaultOptions("refuse-worker:a", {CellSpec{.name = "a"}, CellSpec{.name = "b"}}));
+  Harness h(FaultOptions("refuse-worker:a"));
   ASSERT_STARTED(h);
   const pid_t a = WorkerPid(h, "a");
   const pid_t b = WorkerPid(h, "b");
   ExpectReexecs(h, 1);
-  ASSERT_TRUE(h.WaitForCell("a",
-                            [&](const nlohmann::json& c) {
-                              return c["state"] == "running" && c["pid"].is_number() &&
-                                     c["pid"].get<pid_t>() != a;
-                            }))
-      << h.Cell("a").dump() << h.Log();
+  ASSERT_TRUE(WaitForAnotherWorker(h, "a", a)) << h.Cell("a").dump() << h.Log();
   // Killed, and reaped by bulkheadd as an orphan.
   EXPECT_TRUE(WaitFor([&] { return ::kill(a, 0) != 0 && errno == ESRCH; }));
   EXPECT_EQ(h.Cell("a")["starts"], 2) << h.Cell("a").dump();
@@ -286,17 +291,12 @@ TEST(ReexecFailure, AWorkerThatCannotBeAdoptedIsKilledAndItsCellStartedAfresh) {
 // new image once it adopted it, and its cell restarts it as for any crash; the other cell's
 // worker keeps its pid.
 TEST(ReexecFailure, AWorkerThatExitsDuringTheExecIsReapedAndRestartedAsACrash) {
-  Harness h(FaultOptions("kill-worker:a", {CellSpec{.name = "a"}, CellSpec{.name = "b"}}));
+  Harness h(FaultOptions("kill-worker:a"));
   ASSERT_STARTED(h);
   const pid_t a = WorkerPid(h, "a");
   const pid_t b = WorkerPid(h, "b");
   ExpectReexecs(h, 1);
-  ASSERT_TRUE(h.WaitForCell("a",
-                            [&](const nlohmann::json& c) {
-                              return c["state"] == "running" && c["pid"].is_number() &&
-                                     c["pid"].get<pid_t>() != a;
-                            }))
-      << h.Cell("a").dump() << h.Log();
+  ASSERT_TRUE(WaitForAnotherWorker(h, "a", a)) << h.Cell("a").dump() << h.Log();
   const nlohmann::json cell = h.Cell("a");
   EXPECT_EQ(cell["restarts_by_reason"]["crash"], 1) << cell.dump();
   EXPECT_EQ(cell["restarts"], 1) << cell.dump();
