@@ -35,22 +35,32 @@ FrontListener::FrontListener(uv_loop_t* loop, loop::TimeSource* time,
 FrontListener::~FrontListener() { BH_CHECK(open_handles_ == 0); }
 
 Status FrontListener::Bind(const ipc::SocketAccess& access) {
-  const std::string& path = config_->socket;
-  Result<ipc::ListeningSocket> front =
-      ipc::ClaimListeningSocket(path, kFrontBacklog, ipc::Blocking::kNonBlocking, access);
-  if (!front.ok()) return front.status();
-  front_file_ = std::move(front->file);
-  int rc = uv_pipe_open(&front_, front->fd.get());
-  if (rc != 0) return Status::Error("uv_pipe_open " + path + ": " + uv_strerror(rc));
-  front->fd.Release();
-  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog,
-                 &FrontListener::OnConnection);
-  if (rc != 0) return Status::Error("listen " + path + ": " + uv_strerror(rc));
+  Status front = BindFront(access);
+  if (!front.ok()) return front;
   for (const config::ListenAddress& address : config_->listen) {
     Status status = ListenTcp(front_.loop, address);
     if (!status.ok())
       return Status::Error("listen " + address.ToString() + ": " + status.message());
   }
+  return Status::Ok();
+}
+
+Status FrontListener::BindFront(const ipc::SocketAccess& access) {
+  Result<ipc::ListeningSocket> front = ipc::ClaimListeningSocket(
+      config_->socket, kFrontBacklog, ipc::Blocking::kNonBlocking, access);
+  if (!front.ok()) return front.status();
+  front_file_ = std::move(front->file);
+  return ServeFront(std::move(front->fd));
+}
+
+Status FrontListener::ServeFront(UniqueFd fd) {
+  const std::string& path = config_->socket;
+  int rc = uv_pipe_open(&front_, fd.get());
+  if (rc != 0) return Status::Error("uv_pipe_open " + path + ": " + uv_strerror(rc));
+  fd.Release();
+  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog,
+                 &FrontListener::OnConnection);
+  if (rc != 0) return Status::Error("listen " + path + ": " + uv_strerror(rc));
   return Status::Ok();
 }
 
@@ -229,25 +239,34 @@ std::vector<FrontListener::HeldConnection> FrontListener::HandOverIdleClients() 
   return handed;
 }
 
-Status FrontListener::Adopt(UniqueFd front, std::vector<UniqueFd> tcp) {
-  const std::string& path = config_->socket;
-  Result<ipc::SocketFile> file = ipc::SocketFile::Record(path);
-  if (!file.ok()) return Status::Error("socket " + path + ": " + file.status().message());
-  front_file_ = std::move(file).value();
-  int rc = uv_pipe_open(&front_, front.get());
-  if (rc != 0) return Status::Error("uv_pipe_open " + path + ": " + uv_strerror(rc));
-  front.Release();
-  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&front_), kFrontBacklog,
-                 &FrontListener::OnConnection);
-  if (rc != 0) return Status::Error("listen " + path + ": " + uv_strerror(rc));
+Status FrontListener::Adopt(UniqueFd front, std::vector<UniqueFd> tcp,
+                            const ipc::SocketAccess& access) {
+  if (front) {
+    const std::string& path = config_->socket;
+    Result<ipc::SocketFile> file = ipc::SocketFile::Record(path);
+    if (!file.ok()) return Status::Error("socket " + path + ": " + file.status().message());
+    front_file_ = std::move(file).value();
+    Status served = ServeFront(std::move(front));
+    if (!served.ok()) return served;
+  } else {
+    Status bound = BindFront(access);
+    if (!bound.ok()) return bound;
+  }
   for (size_t i = 0; i < tcp.size(); ++i) {
     const std::string where =
         i < config_->listen.size() ? config_->listen[i].ToString() : "fd " + std::to_string(i);
+    if (!tcp[i]) {
+      Status bound = i < config_->listen.size()
+                         ? ListenTcp(front_.loop, config_->listen[i])
+                         : Status::Error("not in the config, cannot be bound afresh");
+      if (!bound.ok()) return Status::Error("listen " + where + ": " + bound.message());
+      continue;
+    }
     auto& handle = tcp_fronts_.emplace_back(std::make_unique<uv_tcp_t>());
     uv_tcp_init(front_.loop, handle.get());
     handle->data = this;
     ++open_handles_;
-    rc = uv_tcp_open(handle.get(), tcp[i].get());
+    const int rc = uv_tcp_open(handle.get(), tcp[i].get());
     if (rc != 0) return Status::Error("listen " + where + ": uv_tcp_open: " + uv_strerror(rc));
     tcp[i].Release();
     Status status = StartTcp(handle.get());

@@ -91,9 +91,11 @@ class FrontListener {
   // stay (and close at the exec).
   std::vector<HeldConnection> HandOverIdleClients();
   // Instead of Bind, in an image a re-exec started: serves the listening sockets it handed over,
-  // `front` (bound at the config's socket, whose file Close removes) and `tcp` (in `listen`
-  // order), and starts accepting. Errors name the socket, as Bind's. Close() is still required.
-  Status Adopt(UniqueFd front, std::vector<UniqueFd> tcp);
+  // `front` (bound at the config's socket, whose file Close removes) and `tcp` (one per address
+  // of `listen`, in its order), and starts accepting. A socket given as an empty fd (the state
+  // named one that is not it: docs/reexec.md, failure 6) is bound afresh as Bind binds it, the
+  // Unix one with `access`. Errors name the socket, as Bind's. Close() is still required.
+  Status Adopt(UniqueFd front, std::vector<UniqueFd> tcp, const ipc::SocketAccess& access);
   // A client connection handed over: served from here as an accepted one.
   void AdoptClient(HeldConnection connection, const ClientSettings& settings);
   // What each accepted connection starts with.
@@ -119,6 +121,10 @@ class FrontListener {
   ClientOwner* owner_;
   const admission::Bulkhead* bulkhead_;
   admission::CellCounters* counters_;
+  // Claims and binds the Unix front socket with `access` (Bind's first step), then ServeFront.
+  Status BindFront(const ipc::SocketAccess& access);
+  // Listens on `fd`, the Unix front socket, through front_.
+  Status ServeFront(UniqueFd fd);
   // Binds one TCP address of `listen` and listens on it.
   Status ListenTcp(uv_loop_t* loop, const config::ListenAddress& address);
   // Listens on the TCP handle `tcp` (opened or bound) and records the address it is bound to.

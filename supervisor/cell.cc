@@ -93,7 +93,8 @@ Status Cell::Adopt(const ReexecState::Cell& entry, UniqueFd front, std::vector<U
                    UniqueFd worker_listen, UniqueFd notify) {
   Status cgroup = runner_.CreateCgroup();
   if (!cgroup.ok()) return cgroup;
-  Status status = data_path_.front().Adopt(std::move(front), std::move(tcp));
+  Status status = data_path_.front().Adopt(std::move(front), std::move(tcp),
+                                           lifecycle::FrontSocketAccess(runner_.config()));
   if (!status.ok()) return status;
   status = runner_.AdoptSockets(std::move(worker_listen), std::move(notify));
   if (!status.ok()) return status;

@@ -200,7 +200,8 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   // counters). REQUIRES: ReexecBlocker() is "".
   void Capture(ReexecState* state) const;
   // In the new image, instead of Bind: creates (opens) the cell's cgroup and serves the sockets
-  // taken back from the state, then restores the entry's counters. Errors name the socket.
+  // taken back from the state, then restores the entry's counters. A front or TCP socket given as
+  // an empty fd is bound afresh (FrontListener::Adopt). Errors name the socket.
   Status Adopt(const ReexecState::Cell& entry, UniqueFd front, std::vector<UniqueFd> tcp,
                UniqueFd worker_listen, UniqueFd notify);
   // In the new image, instead of Start: the entry's worker is this cell's again (running), or,

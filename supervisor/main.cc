@@ -18,6 +18,9 @@
 #include "supervisor/reexec.h"
 #include "supervisor/reexec_state.h"
 #include "supervisor/supervisor.h"
+#ifdef BULKHEAD_TEST_REEXEC_FAULTS
+#include "tests/e2e/reexec_faults.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace bulkhead;
@@ -155,6 +158,11 @@ int main(int argc, char** argv) {
   {
     supervisor::Supervisor supervisor(std::move(*loaded.config));
     if (!log_level.empty()) supervisor.PinLogLevel(log_level);
+#ifdef BULKHEAD_TEST_REEXEC_FAULTS
+    // Test-only build (tests/e2e/CMakeLists.txt: bulkheadd-reexec-faults): the fault that
+    // $BULKHEAD_TEST_REEXEC_FAULT names, at its failure point of docs/reexec.md.
+    supervisor.SetReexecHooks(e2e::ReexecFaultsFromEnvironment());
+#endif
     if (reexec_state) {
       supervisor.AdoptState(std::move(*reexec_state), std::move(reexec_fallback),
                             std::move(reexec_fell_back));

@@ -906,7 +906,10 @@ void Supervisor::ExecNow() {
   // sent its request as the exec came gets its answer from the new image.
   std::vector<UniqueFd> control_held = control_->HandOver();
   for (const UniqueFd& fd : control_held) state.connections.push_back({"", fd.get(), false});
-  Result<UniqueFd> memfd = WriteStateMemfd(state.Encode());
+  const Status written =
+      reexec_hooks_.write_state ? reexec_hooks_.write_state(state) : Status::Ok();
+  Result<UniqueFd> memfd =
+      written.ok() ? WriteStateMemfd(state.Encode()) : Result<UniqueFd>(written);
   Status status = memfd.ok() ? Status::Ok() : memfd.status();
   Result<std::vector<std::string>> arguments = OwnArguments();
   if (status.ok() && !arguments.ok()) status = arguments.status();
@@ -918,6 +921,7 @@ void Supervisor::ExecNow() {
     // it the exec goes ahead: the new binary claimed our version.
     Result<UniqueFd> fallback = OpenOwnBinary();
     if (!fallback.ok()) LogWarning("re-exec: no fallback: " + fallback.status().message());
+    if (reexec_hooks_.before_exec) reexec_hooks_.before_exec(state);
     status = ExecWithState(reexec_binary_, *arguments, memfd->get(), state.Fds(),
                            fallback.ok() ? fallback->get() : -1);
   }
@@ -953,8 +957,8 @@ Status Supervisor::AdoptListeners() {
       return Status::Error(std::string(cell.empty() ? "" : "cells." + cell + ": ") + "no single " +
                            std::string(role) + " socket in the state");
     }
-    Result<UniqueFd> fd = TakeListeningFd(
-        found.front()->fd, address.empty() ? found.front()->address : address, also);
+    Result<UniqueFd> fd = TakeListeningFd(found.front()->fd,
+                                          address.empty() ? found.front()->address : address, also);
     if (!fd.ok()) {
       return Status::Error(std::string(role) + " socket: " + fd.status().message());
     }
@@ -979,7 +983,20 @@ Status Supervisor::AdoptListeners() {
       // Not in the previous image (the check before the exec refuses this): bound afresh.
       status = cell->Bind();
     } else {
+      // Failure 6: a client-facing listener (front, listen) that is not the socket the state
+      // names is bound afresh by the cell (an empty fd), logged at error; its worker is still
+      // adopted. The fd is left open as it is (this image may have opened it since), with
+      // FD_CLOEXEC set so that no worker inherits it.
+      auto afresh = [&c](const std::vector<const ReexecState::Listener*>& named,
+                         const Status& why) -> Result<UniqueFd> {
+        for (const ReexecState::Listener* listener : named) (void)SetCloexec(listener->fd);
+        Log(LogLevel::kError, c.name, 0,
+            "re-exec: " + why.message() +
+                ": bound afresh (connections waiting on the old socket are lost)");
+        return UniqueFd();
+      };
       Result<UniqueFd> front = take("front", c.name, c.socket);
+      if (!front.ok()) front = afresh(find("front", c.name), front.status());
       // After an overlapping restart the worker socket is the one its swap bound at the next
       // path and renamed into place.
       Result<UniqueFd> worker =
@@ -988,10 +1005,8 @@ Status Supervisor::AdoptListeners() {
       std::vector<UniqueFd> tcp;
       for (const ReexecState::Listener* listener : find("listen", c.name)) {
         Result<UniqueFd> fd = TakeListeningFd(listener->fd, listener->address);
-        if (!fd.ok()) {
-          status = Status::Error("listen socket: " + fd.status().message());
-          break;
-        }
+        if (!fd.ok())
+          fd = afresh({listener}, Status::Error("listen socket: " + fd.status().message()));
         tcp.push_back(std::move(fd).value());
       }
       for (const Result<UniqueFd>* fd : {&front, &worker, &notify}) {
@@ -1039,13 +1054,20 @@ void Supervisor::AdoptWorkers() {
         if (fd >= 0 && SetCloexec(fd).ok()) into->Reset(fd);
       }
     }
-    Status adopted = cell->AdoptWorker(*entry, std::move(out), std::move(err));
+    Status adopted = entry->worker && reexec_hooks_.adopt_worker
+                         ? reexec_hooks_.adopt_worker(*entry)
+                         : Status::Ok();
+    if (adopted.ok()) adopted = cell->AdoptWorker(*entry, std::move(out), std::move(err));
     if (!adopted.ok()) {
-      // It cannot be this cell's worker: it goes (with what it forked: its process group), and
-      // the cell starts afresh.
+      // Failure 6: it cannot be this cell's worker. It goes (with what it forked: its process
+      // group; reaped as an orphan), and the cell starts afresh with its counts carried.
       Log(LogLevel::kError, cell->name(), entry->worker->pid,
           "re-exec: worker not adopted, killed and started afresh: " + adopted.message());
       ::kill(-entry->worker->pgid, SIGKILL);
+      ReexecState::Cell stopped = *entry;
+      stopped.worker.reset();
+      stopped.state = "stopped";
+      (void)cell->AdoptWorker(stopped, UniqueFd(), UniqueFd());
       RequestStart(*cell, /*restart=*/false);
     }
   }

@@ -36,6 +36,7 @@
 #include "supervisor/connection_budget.h"
 #include "supervisor/reexec.h"
 #include "supervisor/reexec_check.h"
+#include "supervisor/reexec_hooks.h"
 #include "supervisor/reexec_state.h"
 #include "supervisor/runtime_dir_lock.h"
 #include "supervisor/service_notifier.h"
@@ -89,6 +90,10 @@ class Supervisor {
     reexec_fallback_ = std::move(fallback);
     reexec_fell_back_ = std::move(fell_back);
   }
+
+  // Test-only faults at a re-exec's failure points (supervisor/reexec_hooks.h); bulkheadd never
+  // calls it. Call before Run().
+  void SetReexecHooks(ReexecHooks hooks) { reexec_hooks_ = std::move(hooks); }
 
   // Creates the runtime directory, claims and binds every socket, starts every worker and runs the
   // loop until a stop signal. Returns a process exit code (base/exit_status.h); a socket that
@@ -293,7 +298,8 @@ class Supervisor {
   uint64_t reexecs_ = 0;
   std::string reexec_error_;
   std::unique_ptr<loop::Timer> reexec_timer_;
-  std::string reexec_why_;  // BeginReexec's `why`, for the log lines of its later steps
+  std::string reexec_why_;    // BeginReexec's `why`, for the log lines of its later steps
+  ReexecHooks reexec_hooks_;  // every hook empty but in the test build bulkheadd-reexec-faults
   // Runs the new binary's version check (kChecking); from Run() until CloseAll().
   std::unique_ptr<ReexecCheck> reexec_check_;
   // Whose CPU (docs/adaptive-concurrency.md): while an adaptive cell runs with cgroups enforced,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // FrontListener on a real libuv loop with a fake Owner that answers every request itself: the Unix
 // socket and the TCP addresses of `listen` side by side, one connection limit over all of them,
-// the TCP client's peer address, and a bind error that names the address.
+// the TCP client's peer address, a bind error that names the address, and an adopting listener
+// that binds afresh a socket handed over as an empty fd (a re-exec's failure 6).
 #include "proxy/front_listener.h"
 
 #include <gmock/gmock.h>
@@ -20,6 +21,7 @@
 #include "config/listen_address.h"
 #include "ipc/client.h"
 #include "ipc/frame.h"
+#include "ipc/listen_socket.h"
 #include "proxy/front_connection.h"
 #include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
@@ -78,6 +80,11 @@ bool Readable(int fd) {
   return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
+// The reply's payload, or "error: ..." when there is none.
+std::string Payload(const Result<ipc::Client::Reply>& reply) {
+  return reply.ok() ? reply->payload : "error: " + reply.status().message();
+}
+
 class FrontListenerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,8 +106,8 @@ class FrontListenerTest : public ::testing::Test {
     EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
   }
 
-  // Binds a listener on config_ (with `listen`); the owner tracks its clients for it.
-  Status Bind(const std::vector<std::string>& listen) {
+  // Makes a listener on config_ (with `listen`); the owner tracks its clients for it.
+  void Make(const std::vector<std::string>& listen) {
     for (const std::string& text : listen) {
       config_.listen.push_back(config::ParseListenAddress(text).value());
     }
@@ -108,6 +115,10 @@ class FrontListenerTest : public ::testing::Test {
                       &owner_.counters);
     owner_.on_connected = [this](Client* conn) { listener_->Opened(conn); };
     owner_.on_disconnected = [this](Client* conn) { listener_->Closed(conn); };
+  }
+  // Make, then Bind.
+  Status Bind(const std::vector<std::string>& listen) {
+    Make(listen);
     return listener_->Bind(ipc::SocketAccess{});
   }
 
@@ -231,6 +242,32 @@ TEST_F(FrontListenerTest, OneConnectionLimitCountsUnixAndTcpClientsTogether) {
   Result<ipc::Client::Reply> reply = Call(tcp, "kept");
   ASSERT_TRUE(reply.ok()) << reply.status().message();
   EXPECT_EQ(reply->payload, "kept");
+}
+
+// In an image a re-exec started, a socket the state named wrongly comes as an empty fd
+// (docs/reexec.md, failure 6): Adopt binds it afresh, the Unix one over the stale file its closed
+// socket left, and serves it beside the TCP socket it was handed.
+TEST_F(FrontListenerTest, AdoptBindsAfreshTheSocketsGivenAsEmptyFds) {
+  // A listening socket closed, its file left behind.
+  ASSERT_TRUE(ipc::ClaimListeningSocket(config_.socket, 4).ok());
+  Result<testing::TcpListener> handed = testing::ListenTcpLoopback();
+  ASSERT_TRUE(handed.ok()) << handed.status().message();
+  Make({handed->address, "127.0.0.1:0"});
+  std::vector<UniqueFd> tcp;
+  tcp.push_back(std::move(handed->fd));
+  tcp.emplace_back();
+  Status adopted = listener_->Adopt(UniqueFd(), std::move(tcp), ipc::SocketAccess{});
+  ASSERT_TRUE(adopted.ok()) << adopted.message();
+  ASSERT_EQ(listener_->tcp_addresses().size(), 2u);
+  EXPECT_EQ(listener_->tcp_addresses()[0], handed->address);
+  EXPECT_NE(listener_->tcp_addresses()[1], "127.0.0.1:0");
+  for (size_t i = 0; i < 2; ++i) {
+    ipc::Client client = TcpClient(i);
+    EXPECT_EQ(Payload(Call(client, "over tcp")), "over tcp");
+  }
+  Result<ipc::Client> unix_client = ipc::Client::Connect(config_.socket);
+  ASSERT_TRUE(unix_client.ok()) << unix_client.status().message();
+  EXPECT_EQ(Payload(Call(*unix_client, "over unix")), "over unix");
 }
 
 TEST_F(FrontListenerTest, ABindErrorNamesTheAddress) {
