@@ -21,13 +21,12 @@ Result<cell::PressureTrigger> RegisterOnCgroup(const cell::CellCgroup& cgroup,
 
 }  // namespace
 
-PressureWatch::PressureWatch(uv_loop_t* loop, loop::TimeSource* time, const std::string* cell_name,
-                             Callbacks callbacks, Registrar registrar)
+PressureWatch::PressureWatch(uv_loop_t* loop, const std::string* cell_name, Callbacks callbacks,
+                             Registrar registrar)
     : loop_(loop),
       cell_name_(cell_name),
       callbacks_(std::move(callbacks)),
-      registrar_(registrar ? std::move(registrar) : Registrar(RegisterOnCgroup)),
-      timer_(time->CreateTimer([this] { OnTimer(); })) {
+      registrar_(registrar ? std::move(registrar) : Registrar(RegisterOnCgroup)) {
   triggers_[0].threshold = admission::kMemoryTrigger;
   triggers_[1].signal = admission::Signal::kCpuPressure;
   triggers_[1].resource = cell::PressureResource::kCpu;
@@ -46,12 +45,6 @@ void PressureWatch::Follow(const Want& want) {
   Sync(&triggers_[0], on && want.memory_trigger);
   Sync(&triggers_[1], on && want.cpu_trigger);
   polled_signals_ = on ? want.polled_signals : 0;
-  if (on && want.poll) {
-    if (!timer_->armed()) timer_->Start(kPollMs);
-  } else {
-    timer_->Stop();
-    read_failed_ = false;
-  }
   TellSignals();
 }
 
@@ -144,20 +137,6 @@ void PressureWatch::OnPoll(uv_poll_t* handle, int status, int events) {
   }
 }
 
-void PressureWatch::OnTimer() {
-  timer_->Start(kPollMs);
-  if (cgroup_ == nullptr) return;
-  Result<cell::CgroupUsage> usage = cgroup_->ReadUsage();
-  if (!usage.ok()) {
-    if (!std::exchange(read_failed_, true)) {
-      Log(LogLevel::kWarning, *cell_name_, 0, "adaptive: " + usage.status().message());
-    }
-    return;
-  }
-  read_failed_ = false;
-  if (callbacks_.on_usage) callbacks_.on_usage(*usage);
-}
-
 void PressureWatch::TellSignals() {
   uint8_t live = polled_signals_;
   for (const Trigger& t : triggers_) {
@@ -171,7 +150,6 @@ void PressureWatch::TellSignals() {
 void PressureWatch::Close(std::function<void()> on_closed) {
   for (Trigger& t : triggers_) Release(&t, TriggerState::kOff);
   cgroup_ = nullptr;
-  timer_->Stop();
   handles_.Close(std::move(on_closed));
 }
 

@@ -118,11 +118,23 @@ Status WorkerRunner::BindSockets() {
 
 // --- Re-exec (docs/reexec.md). ---
 
-std::optional<uint64_t> WorkerRunner::CpuStallTotalUs() const {
+std::optional<uint64_t> WorkerRunner::PollCgroup() {
   if (!cgroup_ || pid_ == 0) return std::nullopt;
-  Result<cell::Pressure> pressure = cgroup_->ReadPressure(cell::PressureResource::kCpu);
-  if (!pressure.ok()) return std::nullopt;
-  return pressure->some.total_us;
+  if (config_.concurrency != config::ConcurrencyMode::kAdaptive) {
+    Result<cell::Pressure> pressure = cgroup_->ReadPressure(cell::PressureResource::kCpu);
+    if (!pressure.ok()) return std::nullopt;
+    return pressure->some.total_us;
+  }
+  Result<cell::CgroupUsage> usage = cgroup_->ReadUsage();
+  if (!usage.ok()) {
+    if (!std::exchange(usage_read_failed_, true)) {
+      Log(LogLevel::kWarning, name(), pid_, "adaptive: " + usage.status().message());
+    }
+    return std::nullopt;
+  }
+  usage_read_failed_ = false;
+  data_path_->CgroupUsagePolled(*usage);
+  return usage->cpu_stall_us;
 }
 
 std::string WorkerRunner::ReexecBlocker() const {
@@ -525,7 +537,6 @@ void WorkerRunner::UpdatePressureWatch() {
     want.memory_trigger = memory;
     want.cpu_trigger = admission::RegistersCpuTrigger(
         limits.cpu_quota_us, limits.cpu_period_us.value_or(cell::kDefaultCpuPeriodUs));
-    want.poll = pid_ != 0;
     if (cpu && limits.cpu_quota_us) {
       want.polled_signals |= admission::SignalBit(admission::Signal::kCpuThrottling);
     }
@@ -536,10 +547,9 @@ void WorkerRunner::UpdatePressureWatch() {
   if (!pressure_) {
     if (want.cgroup == nullptr) return;  // nothing wanted, nothing open
     pressure_ = std::make_unique<PressureWatch>(
-        loop_, time_, &config_.name,
+        loop_, &config_.name,
         PressureWatch::Callbacks{
             .on_fired = [this](admission::Signal s) { data_path_->PressureFired(s); },
-            .on_usage = [this](const cell::CgroupUsage& u) { data_path_->CgroupUsagePolled(u); },
             .on_signals = [this](uint8_t live) { data_path_->AdaptiveSignals(live); }});
   }
   pressure_->Follow(want);

@@ -249,18 +249,4 @@ control::CellSnapshot Cell::Snapshot() const {
   return s;
 }
 
-void Cell::RecordCpuStall(uint64_t now_ms) {
-  const std::optional<uint64_t> total = runner_.CpuStallTotalUs();
-  if (total) {
-    cpu_stall_.Record(now_ms, *total);
-  } else {
-    cpu_stall_.Clear();
-  }
-}
-
-Cell::CpuStall Cell::CpuStallOver(uint64_t now_ms, uint64_t window_ms) const {
-  if (!runner_.has_cgroup() || runner_.pid() == 0) return {};
-  return {.running = true, .share = cpu_stall_.Share(now_ms, window_ms)};
-}
-
 }  // namespace bulkhead::supervisor
