@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // CgroupPoll, the supervisor's one timer over the cells' cgroups, in simulated time on cgroups of
 // plain files (tests/lifecycle/fake_cgroup_tree.h): each cell's cgroup read once per tick while an
-// adaptive cell runs with cgroups.
+// adaptive cell runs with cgroups, and a cpu.pressure event of one cell judged by the stall its
+// neighbour's cpu.pressure file shows, down to the controller's cut or spared event.
 #include "supervisor/cgroup_poll.h"
 
 #include <gtest/gtest.h>
@@ -90,6 +91,32 @@ class CgroupPollTest : public ::testing::Test {
   CgroupPoll poll_{&time_};
 };
 
+// The wiring end to end: batch's stall grows, so pay's cpu event cuts pay's limit; once batch's
+// stall stops growing, pay's next event only holds growth (spared). Pay's own stall, 90% all
+// along, counts for neither.
+TEST_F(CgroupPollTest, ANeighboursGrowingStallMakesACpuEventCutAndItsIdleOneSparesIt) {
+  admission::AdaptiveLimit limit(&time_, admission::AdaptiveLimit::Options{});
+  limit.SetBounds(16, 64);  // the limit at 16, then the floor back at 1: a cut shows
+  limit.SetBounds(1, 64);
+  ASSERT_EQ(limit.limit(), 16u);
+  Follow();
+  time_.RunDue();
+
+  Run(1'000, 0.9, 0.4);
+  EXPECT_EQ(poll_.Judge(pay_), CpuNeighbours::kWaiting);
+  limit.OnPressure(Signal::kCpuPressure, poll_.Judge(pay_));
+  EXPECT_EQ(limit.limit(), 12u);
+  EXPECT_EQ(limit.changes_by(LimitCause::kCpuPressure), 1u);
+
+  Run(1'250, 0.9, 0.0);
+  EXPECT_EQ(poll_.Judge(pay_), CpuNeighbours::kNoneWaiting);
+  limit.OnPressure(Signal::kCpuPressure, poll_.Judge(pay_));
+  EXPECT_EQ(limit.limit(), 12u) << "cut with no cell waiting";
+  EXPECT_EQ(limit.cpu_pressure_spared(), 1u);
+  // Pay waits for a CPU too, all along: batch's events would cut.
+  EXPECT_EQ(poll_.Judge(batch_), CpuNeighbours::kWaiting);
+}
+
 TEST_F(CgroupPollTest, ReadsEachCellsCgroupOncePerTickOnlyWhileAnAdaptiveCellRunsWithCgroups) {
   Follow(/*cgroups=*/false);
   time_.Advance(1'000);
@@ -123,6 +150,28 @@ TEST_F(CgroupPollTest, ReadsEachCellsCgroupOncePerTickOnlyWhileAnAdaptiveCellRun
   Follow(/*cgroups=*/true, /*shutting_down=*/true);
   time_.Advance(1'000);
   EXPECT_EQ(batch_.reads, 8) << "read while shutting down";
+}
+
+TEST_F(CgroupPollTest, ANeighbourWithoutAWorkerWaitsForNothingAndOneJustStartedIsUnknown) {
+  Follow();
+  time_.RunDue();
+  Run(1'000, 0.9, 0.4);
+  batch_.runs = false;
+  EXPECT_EQ(poll_.Judge(pay_), CpuNeighbours::kNoneWaiting) << "its worker ended";
+  time_.Advance(CgroupPoll::kPollMs);
+  batch_.runs = true;  // a new worker: one reading since, too few to judge
+  time_.Advance(CgroupPoll::kPollMs);
+  EXPECT_EQ(poll_.Judge(pay_), CpuNeighbours::kUnknown);
+  Run(1'000, 0.9, 0.4);
+  EXPECT_EQ(poll_.Judge(pay_), CpuNeighbours::kWaiting);
+
+  // A reload removed batch: pay alone has no neighbour.
+  std::vector<CgroupPoll::Polled*> pay_only{&pay_};
+  poll_.Follow(pay_only, true, false);
+  EXPECT_EQ(poll_.Judge(pay_), CpuNeighbours::kNoneWaiting);
+  // Given back, it starts from fresh readings.
+  Follow();
+  EXPECT_EQ(poll_.Judge(pay_), CpuNeighbours::kUnknown);
 }
 
 }  // namespace
