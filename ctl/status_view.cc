@@ -187,8 +187,13 @@ std::string FormatAdaptiveState(const nlohmann::json& concurrency) {
     if (!signals.empty()) signals += ",";
     signals += Scalar(signal);
   }
-  return Text(concurrency, "phase") + ", " + base + ", ratio " + ratio + ", holding " +
-         Text(concurrency, "hold") + ", signals " + signals;
+  std::string out = Text(concurrency, "phase") + ", " + base + ", ratio " + ratio + ", holding " +
+                    Text(concurrency, "hold") + ", signals " + signals;
+  // Older bulkheadd have no "cpu_pressure_spared".
+  if (concurrency.contains("cpu_pressure_spared")) {
+    out += ", cpu events spared " + std::to_string(Number(concurrency, "cpu_pressure_spared"));
+  }
+  return out;
 }
 
 Result<std::string> FormatActivityTable(const nlohmann::json& response) {

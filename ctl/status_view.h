@@ -39,7 +39,7 @@ std::string FormatSwap(const nlohmann::json& cell);
 // latest change (its time in UTC, as the JSON's "at"), "(adaptive; no change yet)" before one.
 std::string FormatConcurrency(const nlohmann::json& concurrency);
 // An adaptive cell's controller: "slow_start, base 10.2ms (12.0s ago), ratio 1.31, holding
-// none, signals service_time".
+// none, signals service_time, cpu events spared 0" (the spared count from bulkheadd that give it).
 std::string FormatAdaptiveState(const nlohmann::json& concurrency);
 
 // One row per cell of response["cells"], under a header, for supervisors whose cells carry

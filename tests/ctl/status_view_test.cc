@@ -163,6 +163,11 @@ TEST(StatusView, ConcurrencyShowsTheLimitItsBoundsAndTheLastChange) {
   EXPECT_EQ(FormatAdaptiveState(adaptive),
             "avoidance, base 10.2ms (12.0s ago), ratio 1.31, holding none, signals "
             "service_time,memory_pressure");
+  // cpu.pressure events that only held growth (no other cell waiting for a CPU).
+  adaptive["cpu_pressure_spared"] = 3;
+  EXPECT_EQ(FormatAdaptiveState(adaptive),
+            "avoidance, base 10.2ms (12.0s ago), ratio 1.31, holding none, signals "
+            "service_time,memory_pressure, cpu events spared 3");
   adaptive["base_us"] = nullptr;
   EXPECT_THAT(FormatAdaptiveState(adaptive), HasSubstr("base measuring"));
 }
