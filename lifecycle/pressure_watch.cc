@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "base/check.h"
 #include "base/log.h"
 
 namespace bulkhead::lifecycle {
@@ -76,19 +77,21 @@ void PressureWatch::Register(Trigger* t) {
   }
   const std::string what = std::string(admission::SignalName(t->signal));
   if (!made.ok()) {
-    // ENOENT: no PSI (CONFIG_PSI off, or psi=0); status shows the signal off.
-    Log(made.status().error_number() == ENOENT ? LogLevel::kInfo : LogLevel::kWarning, *cell_name_,
-        0, what + " signal off: " + made.status().message());
+    // ENOENT: no PSI (CONFIG_PSI off, or psi=0); status shows the signal off, and why.
+    const bool no_psi = made.status().error_number() == ENOENT;
+    Log(no_psi ? LogLevel::kInfo : LogLevel::kWarning, *cell_name_, 0,
+        what + " signal off: " + made.status().message());
     t->state = TriggerState::kFailed;
+    t->failure = (no_psi ? "no PSI: " : "trigger refused: ") + made.status().message();
     return;
   }
   Result<uv_poll_t*> poll = handles_.TryOpen(uv_poll_init, loop_, made->fd());
   int rc = poll.ok() ? uv_poll_start(*poll, UV_PRIORITIZED, &PressureWatch::OnPoll) : 0;
   if (!poll.ok() || rc != 0) {
     if (poll.ok()) handles_.Close(*poll);
-    Log(LogLevel::kWarning, *cell_name_, 0,
-        what + " signal off: cannot watch " + made->path() + ": " +
-            (poll.ok() ? std::string(uv_strerror(rc)) : poll.status().message()));
+    t->failure = "cannot watch " + made->path() + ": " +
+                 (poll.ok() ? std::string(uv_strerror(rc)) : poll.status().message());
+    Log(LogLevel::kWarning, *cell_name_, 0, what + " signal off: " + t->failure);
     t->state = TriggerState::kFailed;
     return;
   }
@@ -96,6 +99,7 @@ void PressureWatch::Register(Trigger* t) {
   t->trigger.emplace(std::move(made).value());
   t->poll = *poll;
   t->state = TriggerState::kWatched;
+  t->failure.clear();
   Log(LogLevel::kDebug, *cell_name_, 0,
       "PSI trigger on " + t->trigger->path() + ": " +
           cell::FormatPressureThreshold(t->trigger->threshold()));
@@ -109,6 +113,12 @@ void PressureWatch::Release(Trigger* t, TriggerState state) {
   }
   t->trigger.reset();  // closing the descriptor removes the trigger
   t->state = state;
+  if (state != TriggerState::kFailed) t->failure.clear();
+}
+
+const std::string& PressureWatch::failure(admission::Signal signal) const {
+  BH_CHECK(signal == admission::Signal::kCpuPressure || signal == admission::Signal::kMemoryPressure);
+  return triggers_[signal == admission::Signal::kCpuPressure ? 1 : 0].failure;
 }
 
 void PressureWatch::OnPoll(uv_poll_t* handle, int status, int events) {
@@ -122,13 +132,14 @@ void PressureWatch::OnPoll(uv_poll_t* handle, int status, int events) {
                  : t->trigger->Check();
   if (!now.ok() || *now == cell::PressureTrigger::Event::kGone) {
     // POLLERR: the cgroup was removed (or the descriptor broke).
+    std::string why = t->trigger->path() + ": " +
+                      (status < 0 ? std::string(uv_strerror(status))
+                       : now.ok() ? std::string("POLLERR (its cgroup was removed)")
+                                  : now.status().message());
     Log(LogLevel::kWarning, *self->cell_name_, 0,
-        std::string(admission::SignalName(t->signal)) + " signal off: " + t->trigger->path() +
-            ": " +
-            (status < 0 ? std::string(uv_strerror(status))
-             : now.ok() ? std::string("POLLERR (its cgroup was removed)")
-                        : now.status().message()));
+        std::string(admission::SignalName(t->signal)) + " signal off: " + why);
     self->Release(t, TriggerState::kFailed);
+    t->failure = std::move(why);
     self->TellSignals();
     return;
   }

@@ -61,6 +61,10 @@ class PressureWatch {
   void Follow(const Want& want);
   // The signals live now (SignalBit of each).
   uint8_t live() const { return live_; }
+  // Why `signal`'s trigger (kCpuPressure or kMemoryPressure) is off though wanted: its
+  // registration or its watch failed ("no PSI: ..." when the kernel has none, ENOENT); "" when
+  // it is watched or not wanted. For status (docs/control.md, "signals_off").
+  const std::string& failure(admission::Signal signal) const;
   // Closes the triggers; `on_closed` runs from the last close callback.
   void Close(std::function<void()> on_closed);
 
@@ -78,6 +82,7 @@ class PressureWatch {
     TriggerState state = TriggerState::kOff;
     std::optional<cell::PressureTrigger> trigger;  // kWatched
     uv_poll_t* poll = nullptr;                     // kWatched
+    std::string failure;                           // kFailed: why
     PressureWatch* watch = nullptr;
   };
 

@@ -188,6 +188,13 @@ class WorkerRunner : private TeardownWatcher::Generation {
   std::optional<uint64_t> PollCgroup();
   // The cell's processes live in a cgroup of their own (limits enforced).
   bool has_cgroup() const { return cgroup_.has_value(); }
+  // For an adaptive cell, why each kernel signal (indexed by admission::Signal) is off now, "" for
+  // one that is live (and for kServiceTime, never off): no cgroup for the cell (limits not
+  // enforced, with the supervisor's reason: no cgroup v2, cgroup = "off"; or its cgroup could not
+  // be made), its controller not enabled for the cells, its limit unset (cpu_max, memory_max),
+  // cpu_max below one CPU (no cpu trigger: admission::RegistersCpuTrigger), or its trigger's
+  // failure (PressureWatch::failure: no PSI, refused, not watchable). All "" for a fixed cell.
+  std::array<std::string, admission::kSignalCount> KernelSignalsOff() const;
   // In the new image, instead of BindSockets: the worker and notify sockets taken back.
   // Errors: the notify socket's (NotifySocket::Adopt).
   Status AdoptSockets(UniqueFd worker_listen, UniqueFd notify);

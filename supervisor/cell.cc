@@ -232,6 +232,7 @@ control::CellSnapshot Cell::Snapshot() const {
   s.limits = data_path_.bulkhead().limits();
   s.limits.max_concurrent = config.max_concurrent;
   s.concurrency = ConcurrencyOf(data_path_, now);
+  if (s.concurrency.adaptive) s.concurrency.signals_off = runner_.KernelSignalsOff();
   s.running = data_path_.bulkhead().running();
   s.queued = data_path_.bulkhead().queued();
   s.clients = static_cast<uint32_t>(data_path_.clients());

@@ -147,6 +147,11 @@ TEST_F(PressureWatchTest, WithoutPsiTheSignalStaysOffAndIsNotTriedAtEveryEvent) 
   watch_->Follow(Adaptive());
   EXPECT_EQ(calls, 2) << "one try per trigger";
   EXPECT_EQ(watch_->live(), SignalBit(Signal::kMemoryUsage));
+  // Status says why (docs/control.md, "signals_off").
+  EXPECT_EQ(watch_->failure(Signal::kMemoryPressure),
+            "no PSI: open memory.pressure: " + std::string(std::strerror(ENOENT)));
+  EXPECT_EQ(watch_->failure(Signal::kCpuPressure),
+            "no PSI: open memory.pressure: " + std::string(std::strerror(ENOENT)));
   EXPECT_THAT(signals_, ElementsAre(SignalBit(Signal::kMemoryUsage)));
   // A reload to fixed and back tries again.
   watch_->Follow(PressureWatch::Want{});
@@ -163,6 +168,9 @@ TEST_F(PressureWatchTest, OnAPlainFileTheTriggerIsWrittenButNotWatchable) {
   EXPECT_EQ(FakeCgroupTree::Read(dir_ + "/cpu.pressure"), std::string("some 500000 1000000\0", 20));
   // epoll refuses a regular file (EPERM): the signal is off, as status shows.
   EXPECT_EQ(watch_->live(), SignalBit(Signal::kMemoryUsage));
+  EXPECT_THAT(watch_->failure(Signal::kMemoryPressure), ::testing::StartsWith("cannot watch "));
+  watch_->Follow(PressureWatch::Want{});
+  EXPECT_EQ(watch_->failure(Signal::kMemoryPressure), "") << "no longer wanted";
 }
 
 TEST_F(PressureWatchTest, TurnedOffItClosesTheTriggersAndTellsTheSignalsOff) {

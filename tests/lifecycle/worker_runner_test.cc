@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -940,6 +941,48 @@ TEST_F(WorkerRunnerCgroupTest, AFixedCellsPollReadsOnlyItsCpuStallTotalWhileAWor
   EXPECT_EQ(runner_->PollCgroup(), std::nullopt) << "an unreadable file";
   StopWorker();
   EXPECT_EQ(runner_->PollCgroup(), std::nullopt) << "no worker any more";
+}
+
+// Status says why each kernel signal is off (docs/control.md, "signals_off").
+TEST_F(WorkerRunnerCgroupTest, StatusSaysWhyEachKernelSignalOfAnAdaptiveCellIsOff) {
+  config::CellConfig config = CgroupConfig(config::ConcurrencyMode::kAdaptive);
+  config.memory_max.reset();
+  StartInCgroup(config);
+  auto off = [&](Signal signal) {
+    return runner_->KernelSignalsOff()[static_cast<size_t>(signal)];
+  };
+  EXPECT_EQ(off(Signal::kServiceTime), "");
+  EXPECT_THAT(off(Signal::kCpuPressure), HasSubstr("cpu_max is below one CPU"));
+  // The kernel's trigger on a plain file: written, but epoll refuses to watch it.
+  EXPECT_THAT(off(Signal::kMemoryPressure), StartsWith("cannot watch "));
+  EXPECT_EQ(off(Signal::kCpuThrottling), "") << "live";
+  EXPECT_EQ(off(Signal::kMemoryUsage), "no memory_max");
+
+  config.cpu_max_quota_us.reset();
+  ASSERT_TRUE(runner_->Reconfigure(config, LimitsOf(config)).ok());
+  EXPECT_EQ(off(Signal::kCpuThrottling), "no cpu_max");
+  EXPECT_THAT(off(Signal::kCpuPressure), StartsWith("cannot watch ")) << "no quota: registered";
+
+  ASSERT_TRUE(
+      runner_->Reconfigure(CgroupConfig(config::ConcurrencyMode::kFixed), std::nullopt).ok());
+  for (const std::string& why : runner_->KernelSignalsOff()) EXPECT_EQ(why, "");
+}
+
+// Without cgroup v2 (this host) every kernel signal is off for the supervisor's reason.
+TEST_F(WorkerRunnerTest, WithoutACgroupEveryKernelSignalIsOffForTheSupervisorsReason) {
+  config::CellConfig config = Config();
+  config.concurrency = config::ConcurrencyMode::kAdaptive;
+  CellCompartment compartment;
+  compartment.not_enforced_reason = "no cgroup v2 at /sys/fs/cgroup";
+  runner_.emplace(&loop_, &time_, config, std::move(compartment), ipc::kDefaultMaxPayload,
+                  &*after_poll_, &data_path_, &launcher_);
+  const std::array<std::string, admission::kSignalCount> off = runner_->KernelSignalsOff();
+  EXPECT_EQ(off[static_cast<size_t>(Signal::kServiceTime)], "");
+  for (Signal signal : {Signal::kCpuPressure, Signal::kMemoryPressure, Signal::kCpuThrottling,
+                        Signal::kMemoryUsage}) {
+    EXPECT_EQ(off[static_cast<size_t>(signal)],
+              "no cgroup for the cell: limits not enforced (no cgroup v2 at /sys/fs/cgroup)");
+  }
 }
 
 TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellWithoutMemoryHighGetsItAt90PercentOfMemoryMax) {
