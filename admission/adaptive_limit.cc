@@ -257,8 +257,7 @@ uint32_t AdaptiveLimit::OnPressure(Signal signal, CpuNeighbours neighbours) {
   pressure_hold_until_ms_ = std::max(pressure_hold_until_ms_, now_ms + options_.pressure_hold_ms);
   // Spared: nobody a cut could give a CPU to, or a cell its own quota holds (throttled), whose
   // cut would only leave quota idle.
-  if (signal == Signal::kCpuPressure &&
-      (neighbours == CpuNeighbours::kNoneWaiting || throttled_)) {
+  if (signal == Signal::kCpuPressure && (neighbours == CpuNeighbours::kNoneWaiting || throttled_)) {
     ++cpu_pressure_spared_;
     return limit_;
   }

@@ -35,7 +35,7 @@ struct ConcurrencySnapshot {
   // Why each kernel signal is off ("" when live; always "" for service_time), indexed by
   // admission::Signal: lifecycle::WorkerRunner::KernelSignalsOff.
   std::array<std::string, admission::kSignalCount> signals_off{};
-  std::optional<uint64_t> base_us;                      // nullopt while being measured
+  std::optional<uint64_t> base_us;  // nullopt while being measured
   uint64_t base_age_ms = 0;
   uint32_t ratio_permille = 0;  // of the last closed window; 0 before the first
   uint32_t throttled_permille = 0;

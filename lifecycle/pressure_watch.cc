@@ -117,7 +117,8 @@ void PressureWatch::Release(Trigger* t, TriggerState state) {
 }
 
 const std::string& PressureWatch::failure(admission::Signal signal) const {
-  BH_CHECK(signal == admission::Signal::kCpuPressure || signal == admission::Signal::kMemoryPressure);
+  BH_CHECK(signal == admission::Signal::kCpuPressure ||
+           signal == admission::Signal::kMemoryPressure);
   return triggers_[signal == admission::Signal::kCpuPressure ? 1 : 0].failure;
 }
 

@@ -54,10 +54,11 @@ class PressureWatch {
   PressureWatch& operator=(const PressureWatch&) = delete;
 
   // Registers the triggers wanted and not yet tried, closes those no longer wanted (all of them
-  // when the cgroup changes), and tells on_signals when what is live changed. Cheap when nothing changed: call it after every event. A trigger that failed (no PSI:
-  // ENOENT; refused; its watch failed, or POLLERR: the cgroup went) is not tried again until it is
-  // no longer wanted. A write refused with EPERM (no CAP_SYS_RESOURCE on Linux >= 6.5, which then
-  // takes only windows of whole 2 s) is tried again with a 2 s window and twice the stall.
+  // when the cgroup changes), and tells on_signals when what is live changed. Cheap when nothing
+  // changed: call it after every event. A trigger that failed (no PSI: ENOENT; refused; its watch
+  // failed, or POLLERR: the cgroup went) is not tried again until it is no longer wanted. A write
+  // refused with EPERM (no CAP_SYS_RESOURCE on Linux >= 6.5, which then takes only windows of whole
+  // 2 s) is tried again with a 2 s window and twice the stall.
   void Follow(const Want& want);
   // The signals live now (SignalBit of each).
   uint8_t live() const { return live_; }

@@ -174,12 +174,12 @@ std::array<std::string, admission::kSignalCount> WorkerRunner::KernelSignalsOff(
           ? trigger(Signal::kCpuPressure)
           : "cpu_max is below one CPU: its quota alone shows as CPU stall (cpu_throttling "
             "stands in)");
-  set(Signal::kCpuThrottling, !cpu                  ? no_cpu
+  set(Signal::kCpuThrottling, !cpu                   ? no_cpu
                               : !limits.cpu_quota_us ? std::string("no cpu_max")
                                                      : std::string("not polled"));
-  set(Signal::kMemoryUsage, !memory                 ? no_memory
-                            : !limits.memory_max     ? std::string("no memory_max")
-                                                     : std::string("not polled"));
+  set(Signal::kMemoryUsage, !memory              ? no_memory
+                            : !limits.memory_max ? std::string("no memory_max")
+                                                 : std::string("not polled"));
   return off;
 }
 

@@ -5,8 +5,9 @@
 // docs/config.md "Where the processes live") with the worker socket as fd 3, the notify socket and
 // watchdog (sd_notify(3)), output capture, teardown (stop_signal, kill_mode, cgroup.kill), the
 // cgroup's limits, OOM kills (memory.events), an adaptive cell's PSI triggers (PressureWatch)
-// and the reads of the supervisor's cgroup poll (PollCgroup), restart reasons. It never touches a request: what the table asks of the data
-// path goes through DataPathControl. REQUIRES: loop thread only.
+// and the reads of the supervisor's cgroup poll (PollCgroup), restart reasons. It never touches a
+// request: what the table asks of the data path goes through DataPathControl. REQUIRES: loop thread
+// only.
 #pragma once
 
 #include <sys/types.h>
@@ -78,9 +79,9 @@ class DataPathControl {
   virtual void PreviousWorkerExited(const std::string& message) = 0;
   // The kernel signals of an adaptive cell with a cgroup (docs/adaptive-concurrency.md, "Who owns
   // what"), which the data path feeds to its admission::AdaptiveLimit: a PSI trigger fired
-  // (`signal`: kCpuPressure or kMemoryPressure); one poll of the cgroup's usage (PollCgroup, every 250
-  // ms while a worker runs); the kernel signals live now changed (admission::SignalBit of each; 0 for a
-  // fixed cell or one without a cgroup), for status.
+  // (`signal`: kCpuPressure or kMemoryPressure); one poll of the cgroup's usage (PollCgroup, every
+  // 250 ms while a worker runs); the kernel signals live now changed (admission::SignalBit of each;
+  // 0 for a fixed cell or one without a cgroup), for status.
   virtual void PressureFired(admission::Signal signal) = 0;
   virtual void CgroupUsagePolled(const cell::CgroupUsage& usage) = 0;
   virtual void AdaptiveSignals(uint8_t live) = 0;

@@ -9,8 +9,7 @@ namespace bulkhead::supervisor {
 CgroupPoll::CgroupPoll(loop::TimeSource* time)
     : time_(time), timer_(time->CreateTimer([this] { Tick(); })) {}
 
-void CgroupPoll::Follow(std::span<Polled* const> cells, bool cgroups_enforced,
-                        bool shutting_down) {
+void CgroupPoll::Follow(std::span<Polled* const> cells, bool cgroups_enforced, bool shutting_down) {
   std::vector<Entry> entries;
   entries.reserve(cells.size());
   for (Polled* cell : cells) {

@@ -578,7 +578,7 @@ TEST_F(AdaptiveLimitTest, ACpuEventCutsOnlyWhenAnotherCellWaitsAndIsCountedSpare
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
   EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 0u);
   clock_.AdvanceMs(options_.pressure_hold_ms - options_.window_ms - 1);
-  EXPECT_EQ(Busy(1.0), 8u);  // still held
+  EXPECT_EQ(Busy(1.0), 8u);   // still held
   EXPECT_EQ(Busy(1.0), 16u);  // the hold is over; no cut left slow start
   EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kWaiting), 12u);
   EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kUnknown), 9u);

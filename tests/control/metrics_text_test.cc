@@ -131,8 +131,7 @@ TEST(MetricsText, TheConcurrencyLimitItsBoundsAndItsChangesByCause) {
   EXPECT_THAT(text,
               HasSubstr("bulkhead_concurrency_limit_changes_total{cell=\"b\",cause=\"bounds\"} "
                         "0\n"));
-  EXPECT_THAT(text,
-              HasSubstr("# TYPE bulkhead_concurrency_cpu_pressure_spared_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_concurrency_cpu_pressure_spared_total counter\n"));
   EXPECT_THAT(text, HasSubstr("bulkhead_concurrency_cpu_pressure_spared_total{cell=\"b\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("bulkhead_service_time_base_seconds{cell=\"b\"} 0.0125\n"));
   // A fixed cell has no bounds, changes, spared events or base.

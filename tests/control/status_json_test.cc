@@ -106,7 +106,8 @@ TEST(StatusJson, ShowsACrashLoopAndTheStartLimitAction) {
 // `bulkheadctl start` of the held cell prints (and gives up on when it comes after its wait).
 TEST(StatusJson, AHeldStartsNeedInBackoffSaysWhenItStartsNext) {
   CellSnapshot s = SnapshotWithDistinctCounters();
-  s.waiting_for = {{"catalog", "backoff", 45'000, ""}, {"search", "starting", 0, ""},
+  s.waiting_for = {{"catalog", "backoff", 45'000, ""},
+                   {"search", "starting", 0, ""},
                    {"front", "waiting", 0, "db"}};
   s.state_since_ms = 7'200'000;  // stopped since bulkheadd began, two hours ago
   s.held_for_ms = 3'000;         // the start held three seconds ago

@@ -178,13 +178,13 @@ TEST(StatusView, SignalsOffSayWhyWithTheSignalsOfOneReasonTogether) {
   EXPECT_EQ(FormatSignalsOff({{"signals_off", nlohmann::json::object()}}), "");
   const std::string no_cgroup =
       "no cgroup for the cell: limits not enforced (cgroup = \"off\" in the config)";
-  EXPECT_EQ(FormatSignalsOff({{"signals_off",
-                               {{"cpu_pressure", no_cgroup},
-                                {"cpu_throttling", "no cpu_max"},
-                                {"memory_pressure", no_cgroup},
-                                {"memory_usage", no_cgroup}}}}),
-            "cpu_pressure, memory_pressure, memory_usage: " + no_cgroup +
-                "; cpu_throttling: no cpu_max");
+  EXPECT_EQ(
+      FormatSignalsOff({{"signals_off",
+                         {{"cpu_pressure", no_cgroup},
+                          {"cpu_throttling", "no cpu_max"},
+                          {"memory_pressure", no_cgroup},
+                          {"memory_usage", no_cgroup}}}}),
+      "cpu_pressure, memory_pressure, memory_usage: " + no_cgroup + "; cpu_throttling: no cpu_max");
 }
 
 }  // namespace

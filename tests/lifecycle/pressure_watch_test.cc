@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // PressureWatch on a cgroup of plain files (tests/lifecycle/fake_cgroup_tree.h): the triggers
 // registered, retried and left off as the kernel answers, and a trigger's POLLPRI as one fired
-// signal (the usage poll is the supervisor's: tests/supervisor/cgroup_poll_test.cc). The kernel's trigger is
-// stood in for by a Unix socket whose urgent byte (MSG_OOB) polls POLLPRI; a real one fires in the
-// VM (vm.supervisor_compartments).
+// signal (the usage poll is the supervisor's: tests/supervisor/cgroup_poll_test.cc). The kernel's
+// trigger is stood in for by a Unix socket whose urgent byte (MSG_OOB) polls POLLPRI; a real one
+// fires in the VM (vm.supervisor_compartments).
 #include "lifecycle/pressure_watch.h"
 
 #include <arpa/inet.h>
@@ -54,11 +54,11 @@ class PressureWatchTest : public ::testing::Test {
 
   // A watch whose triggers register through `registrar` (null: the kernel's, on the plain files).
   void MakeWatch(PressureWatch::Registrar registrar = nullptr) {
-    watch_.emplace(&loop_, &name_,
-                   PressureWatch::Callbacks{
-                       .on_fired = [this](Signal s) { fired_.push_back(s); },
-                       .on_signals = [this](uint8_t live) { signals_.push_back(live); }},
-                   std::move(registrar));
+    watch_.emplace(
+        &loop_, &name_,
+        PressureWatch::Callbacks{.on_fired = [this](Signal s) { fired_.push_back(s); },
+                                 .on_signals = [this](uint8_t live) { signals_.push_back(live); }},
+        std::move(registrar));
   }
   // What an adaptive cell with memory.max and no cpu.max quota asks.
   PressureWatch::Want Adaptive() const {

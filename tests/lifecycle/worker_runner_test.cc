@@ -57,12 +57,11 @@ class FakeLauncher : public WorkerLauncher {
     spawn_times.push_back(time_->NowMs());
     listen_fd = options.listen_fd;
     std::error_code ignored;
-    cgroup_dirs.push_back(options.cgroup_fd < 0 ? std::string()
-                                                : std::filesystem::read_symlink(
-                                                      "/proc/self/fd/" +
-                                                          std::to_string(options.cgroup_fd),
-                                                      ignored)
-                                                      .string());
+    cgroup_dirs.push_back(options.cgroup_fd < 0
+                              ? std::string()
+                              : std::filesystem::read_symlink(
+                                    "/proc/self/fd/" + std::to_string(options.cgroup_fd), ignored)
+                                    .string());
     if (!fail_with.empty()) {
       return fail_errno != 0 ? Status::FromErrno(fail_with, fail_errno) : Status::Error(fail_with);
     }

@@ -50,10 +50,10 @@ class FileCell final : public CgroupPoll::Polled {
   // cpu.pressure as the kernel shows it, "some" stalled `total_us` since the cgroup was made.
   void SetStall(uint64_t total_us) {
     stall_us_ = total_us;
-    FakeCgroupTree::Write(dir_ + "/cpu.pressure",
-                          "some avg10=0.00 avg60=0.00 avg300=0.00 total=" +
-                              std::to_string(total_us) +
-                              "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    FakeCgroupTree::Write(
+        dir_ + "/cpu.pressure",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + std::to_string(total_us) +
+            "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
   }
   void AddStall(uint64_t us) { SetStall(stall_us_ + us); }
 
