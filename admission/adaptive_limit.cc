@@ -258,7 +258,9 @@ uint32_t AdaptiveLimit::OnPressure(Signal signal, CpuNeighbours neighbours) {
   BH_CHECK(signal == Signal::kCpuPressure || signal == Signal::kMemoryPressure);
   const uint64_t now_ms = clock_->NowMs();
   pressure_hold_until_ms_ = std::max(pressure_hold_until_ms_, now_ms + options_.pressure_hold_ms);
-  if (signal == Signal::kCpuPressure && neighbours == CpuNeighbours::kNoneWaiting) {
+  // Spared: nobody a cut could give a CPU to, or a cell its own quota holds (throttled), whose
+  // cut would only leave quota idle.
+  if (signal == Signal::kCpuPressure && (neighbours == CpuNeighbours::kNoneWaiting || throttled_)) {
     ++cpu_pressure_spared_;
     return limit_;
   }

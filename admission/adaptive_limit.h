@@ -89,6 +89,14 @@ namespace bulkhead::admission {
 // cpu_pressure_spared; the waiting it saw is its own tasks' or processes' outside every cell (the
 // callers, bulkheadd), which a lower limit does not relieve: its service time does, through (1).
 // When the owner cannot tell (no readings yet), the event cuts, as isolation comes first.
+// Nor does an event cut while the last cpu.stat evaluation (3) found the cell throttled (its
+// quota used up in throttle_hold_share of the periods): it is spared, whoever waits. A throttled
+// cell's CPU use is its cpu.max quota at every concurrency that keeps the quota busy, and its
+// tasks' throttled time is itself CPU stall (the reason RegistersCpuTrigger leaves quotas below
+// one CPU out), so its events are its own quota's; a cut frees a CPU for a neighbour only once
+// it drives the cell below that concurrency, leaving the quota the operator gave it idle, which
+// a fixed limit at the ceiling would not. A cell waiting behind a busy neighbour is not
+// throttled (nr_throttled counts only its quota running out), so this does not spare it.
 // (docs/adaptive-concurrency.md, "Whose CPU"; the VM bench's memory-bound cell, CPU-hungry itself
 // in a TCG guest, was cut to 1 to 3 by its cpu events alone where 4 to 8 served best.)
 // (3) cpu.max throttling. OnCpuStat takes cpu.stat's cumulative nr_periods and nr_throttled; when

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // StallWindow: the share of recent time in which a cgroup's tasks stalled, from readings of a
 // pressure file's cumulative "some" total (Documentation/accounting/psi.rst: total= is the stall
-// time in μs since the cgroup was made). The supervisor keeps one per cell, fed by its poll of
-// every running cell's cpu.pressure, and asks it, when one adaptive cell's cpu.pressure trigger
-// fires, whether another cell is waiting for a CPU (docs/adaptive-concurrency.md, "Whose CPU").
-// Not the kernel's avg10: that is a 10 s average, so a cell whose load ended 15 s ago still
-// shows a stall there; the window here is the trigger's own second. Pure: no I/O, times are the
-// caller's ms (loop::TimeSource::NowMs). O(1), no allocation.
+// time in μs since the cgroup was made). The supervisor's poll (supervisor/cgroup_poll.h) keeps
+// one per cell, fed by its read of every running cell's cgroup, and asks it, when one adaptive
+// cell's cpu.pressure trigger fires, whether another cell is waiting for a CPU
+// (docs/adaptive-concurrency.md, "Whose CPU"). Not the kernel's avg10: that is a 10 s average, so a
+// cell whose load ended 15 s ago still shows a stall there; the window here is the trigger's own
+// second. Pure: no I/O, times are the caller's ms (loop::TimeSource::NowMs). O(1), no allocation.
 #pragma once
 
 #include <array>

@@ -28,8 +28,10 @@
 // into R rounds, every cell loaded in turn in each: a machine whose speed drifts (a TCG guest on a
 // shared host) then moves every cell alike. Per cell it prints the answers per second,
 // the goodput (OK within `--deadline-ms`, per second), the rejections per second, the failures, the
-// p50 and p99 of the OK answers and that p99 over the unloaded one, the cell's OOM kills, and for
-// the adaptive cell its limit at the end, its bounds and its changes. With `--neighbour-clients N`,
+// p50 and p99 of the OK answers and that p99 over the unloaded one, the cell's OOM kills, for
+// the adaptive cell its limit at the end, its bounds and its changes, and with --cgroup the CPU the
+// cell's cgroup used over the measured rounds, as a share of its cpu_max quota, and the share of
+// its periods throttled (bench/cgroup_cpu_use.h). With `--neighbour-clients N`,
 // a cell `neighbour` (the same work, a fixed limit of N, no cpu_max: the machine's CPUs are the
 // budget both share) is offered N callers beside each loaded cell, and its p99 is printed per
 // loaded cell. It judges nothing: the figures are for docs/benchmarks.md. Exits 1 if bulkheadd or a
@@ -51,6 +53,7 @@
 
 #include "base/status.h"
 #include "base/temp_dir.h"
+#include "bench/cgroup_cpu_use.h"
 #include "bench/latency_summary.h"
 #include "bench/stage_support.h"
 #include "ipc/client.h"
@@ -319,7 +322,8 @@ int Main(int argc, char** argv) {
     std::string socket;
     uint64_t ooms_before = 0;
     Tally tally;
-    Tally neighbour;  // the neighbour's answers while this cell was loaded
+    Tally neighbour;   // the neighbour's answers while this cell was loaded
+    CgroupCpuUse cpu;  // its cgroup's cpu.stat over the measured rounds (with --cgroup)
   };
   std::vector<CellRun> runs(cells.size());
   std::string neighbour_socket;
@@ -361,7 +365,13 @@ int Main(int argc, char** argv) {
           neighbour = Offer(options, neighbour_socket, options.neighbour_clients, share);
         });
       }
+      const CgroupCpuUse cpu_before = CgroupCpuUse::Of(CellStatusJson(*bulkheadd, cells[i]));
+      const auto offered_at = std::chrono::steady_clock::now();
       Tally tally = Offer(options, runs[i].socket, options.clients, share);
+      const double offered_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - offered_at).count();
+      runs[i].cpu.Add(cpu_before, CgroupCpuUse::Of(CellStatusJson(*bulkheadd, cells[i])),
+                      offered_s);
       if (beside) beside->join();
       if (!neighbour.error.empty()) {
         status = Status::Error("neighbour beside " + cells[i] + ": " + neighbour.error);
@@ -381,6 +391,7 @@ int Main(int argc, char** argv) {
         shown_json.is_object() ? shown_json.value("oom_kills", uint64_t{0}) : uint64_t{0};
     const uint64_t ooms = ooms_total - std::min(ooms_total, runs[i].ooms_before);
     std::string limit = "fixed";
+    const std::string quota = runs[i].cpu.Describe();
     if (cell == "adaptive") {
       const nlohmann::json c =
           shown_json.is_object() ? shown_json.value("concurrency", nlohmann::json()) : nullptr;
@@ -393,6 +404,7 @@ int Main(int argc, char** argv) {
                                   std::to_string(c.value("cpu_pressure_spared", uint64_t{0}))
                             : "?";
     }
+    if (!quota.empty()) limit += "; " + quota;
     std::printf("%-10s %9.1f %11.1f %11.0f %8llu %9.0f %9.0f %7.2f %5llu %11.0f  %s\n",
                 cell.c_str(), static_cast<double>(tally.ok) / options.seconds,
                 static_cast<double>(tally.ok_in_deadline) / options.seconds,

@@ -467,6 +467,10 @@ Result<CgroupUsage> CellCgroup::ReadUsage() const {
   Result<CpuStat> cpu = files.Parsed("cpu.stat", ParseCpuStat);
   if (!cpu.ok()) return cpu.status();
   usage.cpu = cpu.value();
+  // Only the neighbours' judge reads it: a cpu.pressure that cannot be read leaves it unjudged
+  // (nullopt) and keeps the controller's own numbers.
+  Result<Pressure> stall = files.Parsed("cpu.pressure", ParsePressure);
+  if (stall.ok()) usage.cpu_stall_us = stall->some.total_us;
   return usage;
 }
 

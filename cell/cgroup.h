@@ -136,8 +136,10 @@ class CellCgroup {
   Result<CgroupStats> ReadStats() const;
   // Reads memory.events alone (one small read), for watching OOM kills.
   Result<MemoryEvents> ReadMemoryEvents() const;
-  // Reads what the adaptive mode polls: cpu.stat, memory.current, memory.max and memory.stat
-  // (four small reads; the memory files only with the memory controller).
+  // Reads what the adaptive mode polls: cpu.stat, cpu.pressure, memory.current, memory.max and
+  // memory.stat (five small reads; the memory files only with the memory controller). Errors:
+  // those of the cpu.stat and memory files; cpu.pressure absent (no PSI) or unreadable only
+  // leaves cpu_stall_us nullopt.
   Result<CgroupUsage> ReadUsage() const;
   // Reads <resource>.pressure: the stall averages and totals, for status. Triggers on the same
   // files: cell/pressure_trigger.h.

@@ -134,7 +134,11 @@ struct MemoryStat {
 // adaptive-concurrency.md). The memory files are absent while the memory controller is not
 // enabled for the cell (has_memory false, the memory fields 0 / nullopt).
 struct CgroupUsage {
-  CpuStat cpu;                         // cpu.stat; its nr_/throttled_ keys need the cpu controller
+  CpuStat cpu;  // cpu.stat; its nr_/throttled_ keys need the cpu controller
+  // cpu.pressure's "some" total= (μs of stall since the cgroup was made: psi.rst), which the
+  // supervisor keeps to judge whose CPU ("Whose CPU"); nullopt without PSI (no cpu.pressure) or
+  // when the file could not be read or parsed.
+  std::optional<uint64_t> cpu_stall_us;
   bool has_memory = true;              // memory.current, memory.max, memory.stat were there
   uint64_t memory_current = 0;         // memory.current, bytes
   std::optional<uint64_t> memory_max;  // memory.max, bytes; nullopt = "max"

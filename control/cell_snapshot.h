@@ -32,7 +32,10 @@ struct ConcurrencySnapshot {
   admission::AdaptiveLimit::Phase phase = admission::AdaptiveLimit::Phase::kSlowStart;
   admission::GrowthHold hold = admission::GrowthHold::kNone;
   std::array<bool, admission::kSignalCount> signals{};  // live, indexed by admission::Signal
-  std::optional<uint64_t> base_us;                      // nullopt while being measured
+  // Why each kernel signal is off ("" when live; always "" for service_time), indexed by
+  // admission::Signal: lifecycle::WorkerRunner::KernelSignalsOff.
+  std::array<std::string, admission::kSignalCount> signals_off{};
+  std::optional<uint64_t> base_us;  // nullopt while being measured
   uint64_t base_age_ms = 0;
   uint32_t ratio_permille = 0;  // of the last closed window; 0 before the first
   uint32_t throttled_permille = 0;

@@ -229,6 +229,12 @@ std::string MetricsText(const std::vector<CellSnapshot>& cells, const ReloadCoun
       w.Sample(l + ",cause=\"" + cause + "\"", s.concurrency.changes_by_cause[i]);
     }
   });
+  w.Family("bulkhead_concurrency_cpu_pressure_spared_total", "counter",
+           "An adaptive cell's cpu.pressure events that held growth without a cut: no other cell "
+           "was waiting for a CPU.");
+  ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {
+    if (s.concurrency.adaptive) w.Sample(l, s.concurrency.cpu_pressure_spared);
+  });
   w.Family("bulkhead_service_time_base_seconds", "gauge",
            "An adaptive cell's base service time (without queueing), once measured.");
   ForEachCell(cells, [&](const CellSnapshot& s, const std::string& l) {

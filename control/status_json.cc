@@ -109,6 +109,13 @@ nlohmann::json ConcurrencyJson(const ConcurrencySnapshot& c) {
         {"text", admission::LimitCauseText(change.cause)},
     });
   }
+  // The kernel signals that are off, each with why (WorkerRunner::KernelSignalsOff).
+  nlohmann::json signals_off = nlohmann::json::object();
+  for (size_t i = 0; i < admission::kSignalCount; ++i) {
+    if (c.signals[i] || c.signals_off[i].empty()) continue;
+    signals_off[std::string(admission::SignalName(static_cast<admission::Signal>(i)))] =
+        c.signals_off[i];
+  }
   nlohmann::json by_cause = nlohmann::json::object();
   for (size_t i = 0; i < admission::kLimitCauseCount; ++i) {
     by_cause[std::string(admission::LimitCauseName(static_cast<admission::LimitCause>(i)))] =
@@ -122,6 +129,7 @@ nlohmann::json ConcurrencyJson(const ConcurrencySnapshot& c) {
       {"phase", admission::AdaptiveLimit::PhaseName(c.phase)},
       {"hold", admission::GrowthHoldName(c.hold)},
       {"signals", std::move(signals)},
+      {"signals_off", std::move(signals_off)},
       {"base_us", c.base_us ? nlohmann::json(*c.base_us) : nlohmann::json(nullptr)},
       {"base_age_ms", c.base_age_ms},
       {"ratio", c.ratio_permille / 1000.0},

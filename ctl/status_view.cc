@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "ctl/status_view.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "ctl/status_table.h"
@@ -187,8 +189,35 @@ std::string FormatAdaptiveState(const nlohmann::json& concurrency) {
     if (!signals.empty()) signals += ",";
     signals += Scalar(signal);
   }
-  return Text(concurrency, "phase") + ", " + base + ", ratio " + ratio + ", holding " +
-         Text(concurrency, "hold") + ", signals " + signals;
+  std::string out = Text(concurrency, "phase") + ", " + base + ", ratio " + ratio + ", holding " +
+                    Text(concurrency, "hold") + ", signals " + signals;
+  // Older bulkheadd have no "cpu_pressure_spared".
+  if (concurrency.contains("cpu_pressure_spared")) {
+    out += ", cpu events spared " + std::to_string(Number(concurrency, "cpu_pressure_spared"));
+  }
+  return out;
+}
+
+std::string FormatSignalsOff(const nlohmann::json& concurrency) {
+  if (!concurrency.contains("signals_off") || !concurrency["signals_off"].is_object()) return "";
+  // Reasons in order of first appearance, each with its signals.
+  std::vector<std::pair<std::string, std::string>> groups;
+  for (const auto& [signal, why] : concurrency["signals_off"].items()) {
+    const std::string reason = Scalar(why);
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& g) { return g.first == reason; });
+    if (group == groups.end()) {
+      groups.emplace_back(reason, signal);
+    } else {
+      group->second += ", " + signal;
+    }
+  }
+  std::string out;
+  for (const auto& [reason, signals] : groups) {
+    if (!out.empty()) out += "; ";
+    out += signals + ": " + reason;
+  }
+  return out;
 }
 
 Result<std::string> FormatActivityTable(const nlohmann::json& response) {
@@ -288,6 +317,8 @@ Result<std::string> FormatCellLong(const nlohmann::json& cell) {
       line("concurrency", FormatConcurrency(concurrency));
       if (Text(concurrency, "mode") == "adaptive") {
         line("adaptive", FormatAdaptiveState(concurrency));
+        const std::string off = FormatSignalsOff(concurrency);
+        if (!off.empty()) line("signals off", off);
       }
     }
     line("running", FormatRunning(cell));

@@ -39,8 +39,13 @@ std::string FormatSwap(const nlohmann::json& cell);
 // latest change (its time in UTC, as the JSON's "at"), "(adaptive; no change yet)" before one.
 std::string FormatConcurrency(const nlohmann::json& concurrency);
 // An adaptive cell's controller: "slow_start, base 10.2ms (12.0s ago), ratio 1.31, holding
-// none, signals service_time".
+// none, signals service_time, cpu events spared 0" (the spared count from bulkheadd that give it).
 std::string FormatAdaptiveState(const nlohmann::json& concurrency);
+// An adaptive cell's kernel signals that are off, and why (the JSON's "signals_off"), signals
+// with the same reason together: "cpu_pressure, memory_pressure: no cgroup for the cell: limits
+// not enforced (cgroup = "off" in the config); cpu_throttling: no cpu_max". "" when none is off
+// (or bulkheadd gives no reasons).
+std::string FormatSignalsOff(const nlohmann::json& concurrency);
 
 // One row per cell of response["cells"], under a header, for supervisors whose cells carry
 // "recent" (empty string otherwise):

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "base/check.h"
 #include "base/log.h"
 
 namespace bulkhead::lifecycle {
@@ -21,13 +22,12 @@ Result<cell::PressureTrigger> RegisterOnCgroup(const cell::CellCgroup& cgroup,
 
 }  // namespace
 
-PressureWatch::PressureWatch(uv_loop_t* loop, loop::TimeSource* time, const std::string* cell_name,
-                             Callbacks callbacks, Registrar registrar)
+PressureWatch::PressureWatch(uv_loop_t* loop, const std::string* cell_name, Callbacks callbacks,
+                             Registrar registrar)
     : loop_(loop),
       cell_name_(cell_name),
       callbacks_(std::move(callbacks)),
-      registrar_(registrar ? std::move(registrar) : Registrar(RegisterOnCgroup)),
-      timer_(time->CreateTimer([this] { OnTimer(); })) {
+      registrar_(registrar ? std::move(registrar) : Registrar(RegisterOnCgroup)) {
   triggers_[0].threshold = admission::kMemoryTrigger;
   triggers_[1].signal = admission::Signal::kCpuPressure;
   triggers_[1].resource = cell::PressureResource::kCpu;
@@ -46,12 +46,6 @@ void PressureWatch::Follow(const Want& want) {
   Sync(&triggers_[0], on && want.memory_trigger);
   Sync(&triggers_[1], on && want.cpu_trigger);
   polled_signals_ = on ? want.polled_signals : 0;
-  if (on && want.poll) {
-    if (!timer_->armed()) timer_->Start(kPollMs);
-  } else {
-    timer_->Stop();
-    read_failed_ = false;
-  }
   TellSignals();
 }
 
@@ -83,19 +77,21 @@ void PressureWatch::Register(Trigger* t) {
   }
   const std::string what = std::string(admission::SignalName(t->signal));
   if (!made.ok()) {
-    // ENOENT: no PSI (CONFIG_PSI off, or psi=0); status shows the signal off.
-    Log(made.status().error_number() == ENOENT ? LogLevel::kInfo : LogLevel::kWarning, *cell_name_,
-        0, what + " signal off: " + made.status().message());
+    // ENOENT: no PSI (CONFIG_PSI off, or psi=0); status shows the signal off, and why.
+    const bool no_psi = made.status().error_number() == ENOENT;
+    Log(no_psi ? LogLevel::kInfo : LogLevel::kWarning, *cell_name_, 0,
+        what + " signal off: " + made.status().message());
     t->state = TriggerState::kFailed;
+    t->failure = (no_psi ? "no PSI: " : "trigger refused: ") + made.status().message();
     return;
   }
   Result<uv_poll_t*> poll = handles_.TryOpen(uv_poll_init, loop_, made->fd());
   int rc = poll.ok() ? uv_poll_start(*poll, UV_PRIORITIZED, &PressureWatch::OnPoll) : 0;
   if (!poll.ok() || rc != 0) {
     if (poll.ok()) handles_.Close(*poll);
-    Log(LogLevel::kWarning, *cell_name_, 0,
-        what + " signal off: cannot watch " + made->path() + ": " +
-            (poll.ok() ? std::string(uv_strerror(rc)) : poll.status().message()));
+    t->failure = "cannot watch " + made->path() + ": " +
+                 (poll.ok() ? std::string(uv_strerror(rc)) : poll.status().message());
+    Log(LogLevel::kWarning, *cell_name_, 0, what + " signal off: " + t->failure);
     t->state = TriggerState::kFailed;
     return;
   }
@@ -103,6 +99,7 @@ void PressureWatch::Register(Trigger* t) {
   t->trigger.emplace(std::move(made).value());
   t->poll = *poll;
   t->state = TriggerState::kWatched;
+  t->failure.clear();
   Log(LogLevel::kDebug, *cell_name_, 0,
       "PSI trigger on " + t->trigger->path() + ": " +
           cell::FormatPressureThreshold(t->trigger->threshold()));
@@ -116,6 +113,13 @@ void PressureWatch::Release(Trigger* t, TriggerState state) {
   }
   t->trigger.reset();  // closing the descriptor removes the trigger
   t->state = state;
+  if (state != TriggerState::kFailed) t->failure.clear();
+}
+
+const std::string& PressureWatch::failure(admission::Signal signal) const {
+  BH_CHECK(signal == admission::Signal::kCpuPressure ||
+           signal == admission::Signal::kMemoryPressure);
+  return triggers_[signal == admission::Signal::kCpuPressure ? 1 : 0].failure;
 }
 
 void PressureWatch::OnPoll(uv_poll_t* handle, int status, int events) {
@@ -129,33 +133,20 @@ void PressureWatch::OnPoll(uv_poll_t* handle, int status, int events) {
                  : t->trigger->Check();
   if (!now.ok() || *now == cell::PressureTrigger::Event::kGone) {
     // POLLERR: the cgroup was removed (or the descriptor broke).
+    std::string why = t->trigger->path() + ": " +
+                      (status < 0 ? std::string(uv_strerror(status))
+                       : now.ok() ? std::string("POLLERR (its cgroup was removed)")
+                                  : now.status().message());
     Log(LogLevel::kWarning, *self->cell_name_, 0,
-        std::string(admission::SignalName(t->signal)) + " signal off: " + t->trigger->path() +
-            ": " +
-            (status < 0 ? std::string(uv_strerror(status))
-             : now.ok() ? std::string("POLLERR (its cgroup was removed)")
-                        : now.status().message()));
+        std::string(admission::SignalName(t->signal)) + " signal off: " + why);
     self->Release(t, TriggerState::kFailed);
+    t->failure = std::move(why);
     self->TellSignals();
     return;
   }
   if ((events & UV_PRIORITIZED) != 0 && self->callbacks_.on_fired) {
     self->callbacks_.on_fired(t->signal);
   }
-}
-
-void PressureWatch::OnTimer() {
-  timer_->Start(kPollMs);
-  if (cgroup_ == nullptr) return;
-  Result<cell::CgroupUsage> usage = cgroup_->ReadUsage();
-  if (!usage.ok()) {
-    if (!std::exchange(read_failed_, true)) {
-      Log(LogLevel::kWarning, *cell_name_, 0, "adaptive: " + usage.status().message());
-    }
-    return;
-  }
-  read_failed_ = false;
-  if (callbacks_.on_usage) callbacks_.on_usage(*usage);
 }
 
 void PressureWatch::TellSignals() {
@@ -171,7 +162,6 @@ void PressureWatch::TellSignals() {
 void PressureWatch::Close(std::function<void()> on_closed) {
   for (Trigger& t : triggers_) Release(&t, TriggerState::kOff);
   cgroup_ = nullptr;
-  timer_->Stop();
   handles_.Close(std::move(on_closed));
 }
 

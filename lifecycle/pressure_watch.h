@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // PressureWatch: the kernel signals of an adaptive cell (docs/adaptive-concurrency.md, "The runner
 // (lifecycle side)"): its PSI triggers on cpu.pressure and memory.pressure (cell::PressureTrigger),
-// watched on the loop for POLLPRI, and the polling of cpu.stat and memory.* every kPollMs while a
-// worker runs. Hands what it sees to its callbacks (the runner's DataPathControl); never holds the
-// controller. REQUIRES: loop thread only.
+// watched on the loop for POLLPRI, and which signals are live (the triggers watched, and those fed
+// by the supervisor's poll of cpu.stat and memory.*: supervisor/cgroup_poll.h, which owns the one
+// timer that reads the cells' cgroups). Hands what it sees to its callbacks (the runner's
+// DataPathControl); never holds the controller. REQUIRES: loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -11,7 +12,6 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,21 +20,14 @@
 #include "cell/cgroup.h"
 #include "cell/pressure_trigger.h"
 #include "loop/handle_group.h"
-#include "loop/time_source.h"
 
 namespace bulkhead::lifecycle {
 
 class PressureWatch {
  public:
-  // How often a running worker's cgroup usage is read, ms: 2.5 cpu.max periods of 100 ms (the
-  // controller judges throttling once 5 have passed).
-  static constexpr uint64_t kPollMs = 250;
-
   struct Callbacks {
     // A trigger's POLLPRI: kCpuPressure or kMemoryPressure.
     std::function<void(admission::Signal)> on_fired;
-    // One poll of the cell's cgroup (CellCgroup::ReadUsage).
-    std::function<void(const cell::CgroupUsage&)> on_usage;
     // The kernel signals live now changed: admission::SignalBit of each (kServiceTime never).
     std::function<void(uint8_t)> on_signals;
   };
@@ -47,30 +40,33 @@ class PressureWatch {
     const cell::CellCgroup* cgroup = nullptr;
     bool memory_trigger = false;  // the memory controller is enabled for the cell
     bool cpu_trigger = false;     // admission::RegistersCpuTrigger(cpu.max)
-    bool poll = false;            // a worker runs
-    // What the polls feed: SignalBit(kCpuThrottling) with a cpu.max quota, SignalBit(kMemoryUsage)
-    // with memory.max (each with its controller enabled).
+    // What the supervisor's polls feed: SignalBit(kCpuThrottling) with a cpu.max quota,
+    // SignalBit(kMemoryUsage) with memory.max (each with its controller enabled).
     uint8_t polled_signals = 0;
   };
 
-  // Log lines name `cell_name`; the poll timer runs on `time`. Both outlive the watch. A null
-  // `registrar`: the kernel's (PressureTrigger::Register).
-  PressureWatch(uv_loop_t* loop, loop::TimeSource* time, const std::string* cell_name,
-                Callbacks callbacks, Registrar registrar = nullptr);
+  // Log lines name `cell_name`, which outlives the watch. A null `registrar`: the kernel's
+  // (PressureTrigger::Register).
+  PressureWatch(uv_loop_t* loop, const std::string* cell_name, Callbacks callbacks,
+                Registrar registrar = nullptr);
   ~PressureWatch();
   PressureWatch(const PressureWatch&) = delete;
   PressureWatch& operator=(const PressureWatch&) = delete;
 
   // Registers the triggers wanted and not yet tried, closes those no longer wanted (all of them
-  // when the cgroup changes), starts or stops the poll, and tells on_signals when what is live
-  // changed. Cheap when nothing changed: call it after every event. A trigger that failed (no PSI:
-  // ENOENT; refused; its watch failed, or POLLERR: the cgroup went) is not tried again until it is
-  // no longer wanted. A write refused with EPERM (no CAP_SYS_RESOURCE on Linux >= 6.5, which then
-  // takes only windows of whole 2 s) is tried again with a 2 s window and twice the stall.
+  // when the cgroup changes), and tells on_signals when what is live changed. Cheap when nothing
+  // changed: call it after every event. A trigger that failed (no PSI: ENOENT; refused; its watch
+  // failed, or POLLERR: the cgroup went) is not tried again until it is no longer wanted. A write
+  // refused with EPERM (no CAP_SYS_RESOURCE on Linux >= 6.5, which then takes only windows of whole
+  // 2 s) is tried again with a 2 s window and twice the stall.
   void Follow(const Want& want);
   // The signals live now (SignalBit of each).
   uint8_t live() const { return live_; }
-  // Closes the triggers and the timer; `on_closed` runs from the last close callback.
+  // Why `signal`'s trigger (kCpuPressure or kMemoryPressure) is off though wanted: its
+  // registration or its watch failed ("no PSI: ..." when the kernel has none, ENOENT); "" when
+  // it is watched or not wanted. For status (docs/control.md, "signals_off").
+  const std::string& failure(admission::Signal signal) const;
+  // Closes the triggers; `on_closed` runs from the last close callback.
   void Close(std::function<void()> on_closed);
 
  private:
@@ -87,6 +83,7 @@ class PressureWatch {
     TriggerState state = TriggerState::kOff;
     std::optional<cell::PressureTrigger> trigger;  // kWatched
     uv_poll_t* poll = nullptr;                     // kWatched
+    std::string failure;                           // kFailed: why
     PressureWatch* watch = nullptr;
   };
 
@@ -95,7 +92,6 @@ class PressureWatch {
   // Closes its watch and its descriptor; `state` next.
   void Release(Trigger* t, TriggerState state);
   static void OnPoll(uv_poll_t* handle, int status, int events);
-  void OnTimer();
   void TellSignals();
 
   uv_loop_t* loop_;
@@ -107,9 +103,7 @@ class PressureWatch {
   uint8_t polled_signals_ = 0;
   uint8_t live_ = 0;
   bool eperm_logged_ = false;
-  bool read_failed_ = false;  // the last poll's read failed (logged once per streak)
   loop::HandleGroup handles_;
-  std::unique_ptr<loop::Timer> timer_;
 };
 
 }  // namespace bulkhead::lifecycle

@@ -118,11 +118,69 @@ Status WorkerRunner::BindSockets() {
 
 // --- Re-exec (docs/reexec.md). ---
 
-std::optional<uint64_t> WorkerRunner::CpuStallTotalUs() const {
+std::optional<uint64_t> WorkerRunner::PollCgroup() {
   if (!cgroup_ || pid_ == 0) return std::nullopt;
-  Result<cell::Pressure> pressure = cgroup_->ReadPressure(cell::PressureResource::kCpu);
-  if (!pressure.ok()) return std::nullopt;
-  return pressure->some.total_us;
+  if (config_.concurrency != config::ConcurrencyMode::kAdaptive) {
+    Result<cell::Pressure> pressure = cgroup_->ReadPressure(cell::PressureResource::kCpu);
+    if (!pressure.ok()) return std::nullopt;
+    return pressure->some.total_us;
+  }
+  Result<cell::CgroupUsage> usage = cgroup_->ReadUsage();
+  if (!usage.ok()) {
+    if (!std::exchange(usage_read_failed_, true)) {
+      Log(LogLevel::kWarning, name(), pid_, "adaptive: " + usage.status().message());
+    }
+    return std::nullopt;
+  }
+  usage_read_failed_ = false;
+  data_path_->CgroupUsagePolled(*usage);
+  return usage->cpu_stall_us;
+}
+
+std::array<std::string, admission::kSignalCount> WorkerRunner::KernelSignalsOff() const {
+  using admission::Signal;
+  std::array<std::string, admission::kSignalCount> off;
+  if (config_.concurrency != config::ConcurrencyMode::kAdaptive) return off;
+  const uint8_t live = pressure_ ? pressure_->live() : 0;
+  const auto set = [&](Signal signal, const std::string& why) {
+    if ((live & admission::SignalBit(signal)) == 0) off[static_cast<size_t>(signal)] = why;
+  };
+  const Signal kernel[] = {Signal::kCpuPressure, Signal::kMemoryPressure, Signal::kCpuThrottling,
+                           Signal::kMemoryUsage};
+  if (!cgroup_) {
+    const std::string why =
+        compartment_.tree == nullptr
+            ? "no cgroup for the cell: limits not enforced (" +
+                  (compartment_.not_enforced_reason.empty() ? std::string("no cgroup v2")
+                                                            : compartment_.not_enforced_reason) +
+                  ")"
+            : std::string("no cgroup for the cell: it could not be created (see the log)");
+    for (Signal signal : kernel) set(signal, why);
+    return off;
+  }
+  const cell::CgroupLimits& limits = compartment_.limits;
+  const std::string no_memory = "the memory controller is not enabled for the cells";
+  const std::string no_cpu = "the cpu controller is not enabled for the cells";
+  const bool memory = ControllerEnabled("memory");
+  const bool cpu = ControllerEnabled("cpu");
+  const auto trigger = [&](Signal signal) {
+    std::string failure = pressure_ ? pressure_->failure(signal) : std::string();
+    return failure.empty() ? std::string("its PSI trigger is not watched") : failure;
+  };
+  set(Signal::kMemoryPressure, memory ? trigger(Signal::kMemoryPressure) : no_memory);
+  set(Signal::kCpuPressure,
+      admission::RegistersCpuTrigger(limits.cpu_quota_us,
+                                     limits.cpu_period_us.value_or(cell::kDefaultCpuPeriodUs))
+          ? trigger(Signal::kCpuPressure)
+          : "cpu_max is below one CPU: its quota alone shows as CPU stall (cpu_throttling "
+            "stands in)");
+  set(Signal::kCpuThrottling, !cpu                   ? no_cpu
+                              : !limits.cpu_quota_us ? std::string("no cpu_max")
+                                                     : std::string("not polled"));
+  set(Signal::kMemoryUsage, !memory              ? no_memory
+                            : !limits.memory_max ? std::string("no memory_max")
+                                                 : std::string("not polled"));
+  return off;
 }
 
 std::string WorkerRunner::ReexecBlocker() const {
@@ -525,7 +583,6 @@ void WorkerRunner::UpdatePressureWatch() {
     want.memory_trigger = memory;
     want.cpu_trigger = admission::RegistersCpuTrigger(
         limits.cpu_quota_us, limits.cpu_period_us.value_or(cell::kDefaultCpuPeriodUs));
-    want.poll = pid_ != 0;
     if (cpu && limits.cpu_quota_us) {
       want.polled_signals |= admission::SignalBit(admission::Signal::kCpuThrottling);
     }
@@ -536,10 +593,9 @@ void WorkerRunner::UpdatePressureWatch() {
   if (!pressure_) {
     if (want.cgroup == nullptr) return;  // nothing wanted, nothing open
     pressure_ = std::make_unique<PressureWatch>(
-        loop_, time_, &config_.name,
+        loop_, &config_.name,
         PressureWatch::Callbacks{
             .on_fired = [this](admission::Signal s) { data_path_->PressureFired(s); },
-            .on_usage = [this](const cell::CgroupUsage& u) { data_path_->CgroupUsagePolled(u); },
             .on_signals = [this](uint8_t live) { data_path_->AdaptiveSignals(live); }});
   }
   pressure_->Follow(want);

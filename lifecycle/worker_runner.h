@@ -4,9 +4,10 @@
 // carries out its actions: spawn into a generation leaf of the cell's cgroup (cells/NAME/gen-N,
 // docs/config.md "Where the processes live") with the worker socket as fd 3, the notify socket and
 // watchdog (sd_notify(3)), output capture, teardown (stop_signal, kill_mode, cgroup.kill), the
-// cgroup's limits, OOM kills (memory.events), an adaptive cell's PSI triggers and usage poll
-// (PressureWatch), restart reasons. It never touches a request: what the table asks of the data
-// path goes through DataPathControl. REQUIRES: loop thread only.
+// cgroup's limits, OOM kills (memory.events), an adaptive cell's PSI triggers (PressureWatch)
+// and the reads of the supervisor's cgroup poll (PollCgroup), restart reasons. It never touches a
+// request: what the table asks of the data path goes through DataPathControl. REQUIRES: loop thread
+// only.
 #pragma once
 
 #include <sys/types.h>
@@ -78,9 +79,9 @@ class DataPathControl {
   virtual void PreviousWorkerExited(const std::string& message) = 0;
   // The kernel signals of an adaptive cell with a cgroup (docs/adaptive-concurrency.md, "Who owns
   // what"), which the data path feeds to its admission::AdaptiveLimit: a PSI trigger fired
-  // (`signal`: kCpuPressure or kMemoryPressure); one poll of the cgroup's usage (every 250 ms while
-  // a worker runs); the kernel signals live now changed (admission::SignalBit of each; 0 for a
-  // fixed cell or one without a cgroup), for status.
+  // (`signal`: kCpuPressure or kMemoryPressure); one poll of the cgroup's usage (PollCgroup, every
+  // 250 ms while a worker runs); the kernel signals live now changed (admission::SignalBit of each;
+  // 0 for a fixed cell or one without a cgroup), for status.
   virtual void PressureFired(admission::Signal signal) = 0;
   virtual void CgroupUsagePolled(const cell::CgroupUsage& usage) = 0;
   virtual void AdaptiveSignals(uint8_t live) = 0;
@@ -179,11 +180,22 @@ class WorkerRunner : private TeardownWatcher::Generation {
   ReexecFds reexec_fds() const;
   // The live worker's generation cgroup directory, "" without cgroups.
   std::string generation_path() const { return generation_ ? generation_->path() : ""; }
-  // The cell's cgroup's cpu.pressure "some" total (μs, cumulative: psi.rst) while a worker runs
-  // in it; nullopt without a cgroup, without a worker, or when the file cannot be read.
-  std::optional<uint64_t> CpuStallTotalUs() const;
+  // One read of the cell's cgroup while a worker runs in it: the supervisor's poll, every 250 ms
+  // (supervisor/cgroup_poll.h). An adaptive cell's whole usage (CellCgroup::ReadUsage, cpu.pressure
+  // included) goes to the data path (DataPathControl::CgroupUsagePolled; a failed read is logged
+  // once per streak); any other cell's cpu.pressure alone is read. Returns cpu.pressure's "some"
+  // total (μs, cumulative: psi.rst); nullopt without a cgroup, without a worker, or when it could
+  // not be read.
+  std::optional<uint64_t> PollCgroup();
   // The cell's processes live in a cgroup of their own (limits enforced).
   bool has_cgroup() const { return cgroup_.has_value(); }
+  // For an adaptive cell, why each kernel signal (indexed by admission::Signal) is off now, "" for
+  // one that is live (and for kServiceTime, never off): no cgroup for the cell (limits not
+  // enforced, with the supervisor's reason: no cgroup v2, cgroup = "off"; or its cgroup could not
+  // be made), its controller not enabled for the cells, its limit unset (cpu_max, memory_max),
+  // cpu_max below one CPU (no cpu trigger: admission::RegistersCpuTrigger), or its trigger's
+  // failure (PressureWatch::failure: no PSI, refused, not watchable). All "" for a fixed cell.
+  std::array<std::string, admission::kSignalCount> KernelSignalsOff() const;
   // In the new image, instead of BindSockets: the worker and notify sockets taken back.
   // Errors: the notify socket's (NotifySocket::Adopt).
   Status AdoptSockets(UniqueFd worker_listen, UniqueFd notify);
@@ -280,8 +292,8 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // admission::AdaptiveMemoryHigh(memory.max) for an adaptive cell with memory_max and no
   // memory_high (docs/adaptive-concurrency.md, "memory.high").
   cell::CgroupLimits EffectiveLimits() const;
-  // The PSI triggers and the usage poll follow the config, the cgroup and the worker (an adaptive
-  // cell with a cgroup only). Called after every event and reload, beside UpdateProbe.
+  // The PSI triggers and the live signals follow the config and the cgroup (an adaptive cell with
+  // a cgroup only). Called after every event and reload, beside UpdateProbe.
   void UpdatePressureWatch();
   // `controller` ("memory", "cpu") is enabled for the cells (not among the tree's missing ones).
   bool ControllerEnabled(std::string_view controller) const;
@@ -352,9 +364,10 @@ class WorkerRunner : private TeardownWatcher::Generation {
   WorkerOutput* swap_output_ = &output_b_;
   // OOM kills in cgroup_ (started with it).
   OomWatch oom_watch_;
-  // An adaptive cell's PSI triggers and usage poll on cgroup_ (UpdatePressureWatch); made when
-  // first wanted (an adaptive cell with a cgroup), so that the other cells do not carry it.
+  // An adaptive cell's PSI triggers on cgroup_ (UpdatePressureWatch); made when first wanted (an
+  // adaptive cell with a cgroup), so that the other cells do not carry it.
   std::unique_ptr<PressureWatch> pressure_;
+  bool usage_read_failed_ = false;  // PollCgroup's last usage read failed (logged once per streak)
 
   ipc::SocketFile worker_file_;  // the worker socket file bound (removed on close if still ours)
   UniqueFd worker_listen_fd_;

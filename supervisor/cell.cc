@@ -233,6 +233,7 @@ control::CellSnapshot Cell::Snapshot() const {
   s.limits = data_path_.bulkhead().limits();
   s.limits.max_concurrent = config.max_concurrent;
   s.concurrency = ConcurrencyOf(data_path_, now);
+  if (s.concurrency.adaptive) s.concurrency.signals_off = runner_.KernelSignalsOff();
   s.running = data_path_.bulkhead().running();
   s.queued = data_path_.bulkhead().queued();
   s.clients = static_cast<uint32_t>(data_path_.clients());
@@ -248,20 +249,6 @@ control::CellSnapshot Cell::Snapshot() const {
   s.recent_queue_wait = data_path_.queue_wait().Recent(now_ns);
   s.recent_request_duration = data_path_.request_duration().Recent(now_ns);
   return s;
-}
-
-void Cell::RecordCpuStall(uint64_t now_ms) {
-  const std::optional<uint64_t> total = runner_.CpuStallTotalUs();
-  if (total) {
-    cpu_stall_.Record(now_ms, *total);
-  } else {
-    cpu_stall_.Clear();
-  }
-}
-
-Cell::CpuStall Cell::CpuStallOver(uint64_t now_ms, uint64_t window_ms) const {
-  if (!runner_.has_cgroup() || runner_.pid() == 0) return {};
-  return {.running = true, .share = cpu_stall_.Share(now_ms, window_ms)};
 }
 
 }  // namespace bulkhead::supervisor

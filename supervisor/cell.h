@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "admission/adaptive_limit.h"
-#include "admission/stall_window.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "cell/cgroup.h"
@@ -31,12 +30,15 @@
 #include "loop/write_batch.h"
 #include "proxy/cell_data_path.h"
 #include "proxy/exchange.h"
+#include "supervisor/cgroup_poll.h"
 #include "supervisor/reexec_state.h"
 #include "supervisor/start_order.h"
 
 namespace bulkhead::supervisor {
 
-class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
+class Cell : public CgroupPoll::Polled,
+             private proxy::Upstream,
+             private lifecycle::DataPathControl {
  public:
   // `time` (the clock and timers of both halves), `pool` and `write_batch` outlive the cell.
   Cell(uv_loop_t* loop, loop::TimeSource* time, const config::CellConfig& config,
@@ -57,24 +59,17 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void SetStateObserver(std::function<void()> observer) {
     runner_.SetStateObserver(std::move(observer));
   }
-  // --- Whose CPU (docs/adaptive-concurrency.md, "Whose CPU"). ---
-  // One reading of the cumulative "some" stall of the cell's cgroup's cpu.pressure, at `now_ms`:
-  // kept while a worker runs in a cgroup; otherwise (or unreadable) the readings are dropped.
-  void RecordCpuStall(uint64_t now_ms);
-  // The cell's cpu stall over the last `window_ms` (StallWindow::Share); nullopt when it runs no
-  // worker in a cgroup (it cannot be waiting) or has too few readings. `running` says which.
-  struct CpuStall {
-    bool running = false;
-    std::optional<double> share;
-  };
-  CpuStall CpuStallOver(uint64_t now_ms, uint64_t window_ms) const;
-  // Who says, at this cell's cpu.pressure events, whether another cell waits for a CPU; unset:
-  // kUnknown (every event cuts).
+  // --- The supervisor's cgroup poll and whose CPU (docs/adaptive-concurrency.md). ---
+  // CgroupPoll::Polled: one read of the cell's cgroup (WorkerRunner::PollCgroup).
+  std::optional<uint64_t> PollCgroup() override { return runner_.PollCgroup(); }
+  bool RunsInCgroup() const override { return runner_.has_cgroup() && runner_.pid() != 0; }
+  bool adaptive() const override {
+    return runner_.config().concurrency == config::ConcurrencyMode::kAdaptive;
+  }
+  // Who says, at this cell's cpu.pressure events, whether another cell waits for a CPU
+  // (CgroupPoll::Judge); unset: kUnknown (every event cuts).
   void SetCpuNeighboursJudge(std::function<admission::CpuNeighbours()> judge) {
     cpu_neighbours_judge_ = std::move(judge);
-  }
-  bool adaptive() const {
-    return runner_.config().concurrency == config::ConcurrencyMode::kAdaptive;
   }
   // Where the cell stands in the start and stop order (supervisor/start_order.h); set by the
   // Supervisor only.
@@ -254,8 +249,7 @@ class Cell : private proxy::Upstream, private lifecycle::DataPathControl {
   void AdaptiveSignals(uint8_t live) override { data_path_.SetKernelSignals(live); }
 
   loop::TimeSource* time_;
-  // The cpu stall of the cell's cgroup (RecordCpuStall), and who judges its cpu.pressure events.
-  admission::StallWindow cpu_stall_;
+  // Who judges its cpu.pressure events.
   std::function<admission::CpuNeighbours()> cpu_neighbours_judge_;
   // Shared by the runner (watchdog) and the data path (stall, request_timeout): a timer whose
   // deadline passed asks it for a verdict after the next poll, the watchdog's taken first.

@@ -44,7 +44,9 @@ std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config
   // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
   cell->SetStateObserver([this] { OnCellStateChanged(); });
   Cell* raw = cell.get();
-  cell->SetCpuNeighboursJudge([this, raw] { return JudgeCpuNeighbours(*raw); });
+  cell->SetCpuNeighboursJudge([this, raw] {
+    return cgroup_poll_ ? cgroup_poll_->Judge(*raw) : admission::CpuNeighbours::kUnknown;
+  });
   return cell;
 }
 
@@ -267,8 +269,9 @@ ReloadResult Supervisor::ApplyReload() {
   StartInNeedsOrder(to_start);
   // A reload may have changed what a held start waits for.
   ScheduleOrder();
-  // A reload may have made a cell adaptive, or the last adaptive one fixed.
-  UpdateCpuStallPoll();
+  // A reload may have made a cell adaptive, or the last adaptive one fixed, and added or removed
+  // cells.
+  FollowCgroupPoll();
 
   result.ok = true;
   result.summary = "reloaded: " + result.plan.Summary();

@@ -96,7 +96,7 @@ int Supervisor::Run() {
   Status status = HandleSignals();
   reexec_timer_ = time_.CreateTimer([this] { AdvanceReexec(); });
   reexec_check_ = std::make_unique<ReexecCheck>(&loop_, &time_, &handles_);
-  cpu_stall_timer_ = time_.CreateTimer([this] { PollCpuStalls(); });
+  cgroup_poll_ = std::make_unique<CgroupPoll>(&time_);
   if (adopted_) {
     // The previous image blocked these across the exec (ExecWithState): handled from here on.
     UnblockReexecSignals();
@@ -195,7 +195,7 @@ int Supervisor::Run() {
   }
   booted_ = true;
   OnCellStateChanged();
-  UpdateCpuStallPoll();
+  FollowCgroupPoll();
   uv_run(&loop_, UV_RUN_DEFAULT);
   // Every socket file is removed by now: the next instance may take the runtime_dir.
   runtime_dir_lock_.Release();
@@ -373,7 +373,7 @@ void Supervisor::BeginShutdown(int signum) {
     for (auto& cell : cells_) cell->ResumeAccept();
   }
   notifier_.Stopping();
-  cpu_stall_timer_->Stop();
+  FollowCgroupPoll();
   uint64_t longest_stop_ms = 0;
   for (auto& cell : cells_) longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
   client_drain_deadline_ms_ = time_.NowMs() + longest_stop_ms;
@@ -516,7 +516,7 @@ void Supervisor::CloseAll(std::string closed_message) {
   reexec_timer_.reset();
   if (reexec_check_) reexec_check_->Cancel();
   reexec_check_.reset();
-  cpu_stall_timer_.reset();
+  cgroup_poll_.reset();
   // The signal handles close with the rest.
   handles_.Close([this, closed_message = std::move(closed_message)] {
     cells_.clear();
@@ -527,32 +527,11 @@ void Supervisor::CloseAll(std::string closed_message) {
   });
 }
 
-void Supervisor::UpdateCpuStallPoll() {
-  const bool any_adaptive =
-      std::any_of(cells_.begin(), cells_.end(), [](const auto& c) { return c->adaptive(); });
-  const bool wanted = cgroup_tree_.has_value() && !shutting_down_ && any_adaptive;
-  if (!wanted) {
-    cpu_stall_timer_->Stop();
-  } else if (!cpu_stall_timer_->armed()) {
-    cpu_stall_timer_->Start(0);
-  }
-}
-
-void Supervisor::PollCpuStalls() {
-  const uint64_t now = time_.NowMs();
-  for (auto& cell : cells_) cell->RecordCpuStall(now);
-  cpu_stall_timer_->Start(kCpuStallPollMs);
-}
-
-admission::CpuNeighbours Supervisor::JudgeCpuNeighbours(const Cell& fired) const {
-  const uint64_t now = time_.NowMs();
-  std::vector<std::optional<double>> others;
-  for (const auto& cell : cells_) {
-    if (cell.get() == &fired) continue;
-    const Cell::CpuStall stall = cell->CpuStallOver(now, kCpuStallWindowMs);
-    if (stall.running) others.push_back(stall.share);
-  }
-  return admission::JudgeCpuNeighbours(others, kCpuWaitingShare);
+void Supervisor::FollowCgroupPoll() {
+  std::vector<CgroupPoll::Polled*> polled;
+  polled.reserve(cells_.size());
+  for (auto& cell : cells_) polled.push_back(cell.get());
+  cgroup_poll_->Follow(polled, cgroup_tree_.has_value(), shutting_down_);
 }
 
 void Supervisor::OnCellStateChanged() {

@@ -33,6 +33,7 @@
 #include "proxy/access_log.h"
 #include "proxy/exchange.h"
 #include "supervisor/cell.h"
+#include "supervisor/cgroup_poll.h"
 #include "supervisor/connection_budget.h"
 #include "supervisor/reexec.h"
 #include "supervisor/reexec_check.h"
@@ -156,16 +157,9 @@ class Supervisor {
   // dependent needs any more. Never from inside a cell's state observer or on_stopped (it feeds
   // the cells events): OnCellStateChanged arms order_timer_ for it.
   void AdvanceOrder();
-  // Whose CPU: the poll runs while UpdateCpuStallPoll finds an adaptive cell and cgroups (at
-  // boot, after a reload), and stops at shutdown.
-  static constexpr uint64_t kCpuStallPollMs = 250;
-  // The window judged: the cpu trigger's own (admission::kCpuTrigger, 1 s).
-  static constexpr uint64_t kCpuStallWindowMs = 1000;
-  // A cell whose tasks stalled for a CPU this share of the window is waiting.
-  static constexpr double kCpuWaitingShare = 0.10;
-  void UpdateCpuStallPoll();
-  void PollCpuStalls();
-  admission::CpuNeighbours JudgeCpuNeighbours(const Cell& fired) const;
+  // The cgroup poll follows the cells, the cgroups and the shutdown (CgroupPoll::Follow): at
+  // boot, after a reload, at shutdown.
+  void FollowCgroupPoll();
   // Arms order_timer_ when some cell's start or stop is held.
   void ScheduleOrder();
   // Delegates the cgroup subtree per the config's `cgroup` mode. Fails only in "required" mode.
@@ -302,10 +296,9 @@ class Supervisor {
   ReexecHooks reexec_hooks_;  // every hook empty but in the test build bulkheadd-reexec-faults
   // Runs the new binary's version check (kChecking); from Run() until CloseAll().
   std::unique_ptr<ReexecCheck> reexec_check_;
-  // Whose CPU (docs/adaptive-concurrency.md): while an adaptive cell runs with cgroups enforced,
-  // every cell's cpu.pressure is read each kCpuStallPollMs (Cell::RecordCpuStall), so that one
-  // cell's cpu.pressure event can be judged by whether another cell is waiting for a CPU.
-  std::unique_ptr<loop::Timer> cpu_stall_timer_;
+  // The one timer that reads the cells' cgroups, for their controllers and to judge whose CPU
+  // (supervisor/cgroup_poll.h); from Run() until CloseAll().
+  std::unique_ptr<CgroupPoll> cgroup_poll_;
   bool booted_ = false;      // every cell was given its first start
   bool ready_sent_ = false;  // READY=1 was sent after boot
   int cells_running_ = 0;

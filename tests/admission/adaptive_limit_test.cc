@@ -104,6 +104,8 @@ enum class Input {
   kCpuPressure,          // cpu.pressure trigger, whose CPU not judged (kUnknown)
   kCpuNeighbourWaits,    // cpu.pressure trigger, another cell waiting for a CPU
   kCpuNoneWaiting,       // cpu.pressure trigger, no other cell waiting: spared
+  kCpuWaitsThrottled,    // 6 of 10 periods throttled, then a cpu.pressure trigger with another
+                         // cell waiting: spared (the cell's own quota holds it)
   kMemoryPressure,       // memory.pressure trigger
   kMemoryAtCut,          // working set 900 per mille of memory.max
   kMemoryAtHold,         // 800 per mille
@@ -186,6 +188,11 @@ class AdaptiveLimitTableTest : public AdaptiveLimitTest {
       case Input::kCpuNoneWaiting:
         lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kNoneWaiting);
         break;
+      case Input::kCpuWaitsThrottled:
+        Throttled(0);
+        Throttled(6);
+        lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kWaiting);
+        break;
       case Input::kMemoryPressure:
         lim().OnPressure(Signal::kMemoryPressure);
         break;
@@ -241,6 +248,7 @@ const std::vector<Entry> kTable = {
     {From::kSlowStart, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kSlowStart, Input::kCpuNeighbourWaits, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kSlowStart, Input::kCpuNoneWaiting, 8, kNoCause, kSlow, GrowthHold::kPressure},
+    {From::kSlowStart, Input::kCpuWaitsThrottled, 8, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kSlowStart, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kSlowStart, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -263,6 +271,7 @@ const std::vector<Entry> kTable = {
     {From::kAvoidance, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kCpuNeighbourWaits, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kCpuNoneWaiting, 8, kNoCause, kAvoid, GrowthHold::kPressure},
+    {From::kAvoidance, Input::kCpuWaitsThrottled, 8, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kAvoidance, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kAvoidance, Input::kMemoryAtHold, 8, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
@@ -286,6 +295,7 @@ const std::vector<Entry> kTable = {
     {From::kFloor, Input::kCpuPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kFloor, Input::kCpuNeighbourWaits, 2, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kFloor, Input::kCpuNoneWaiting, 2, kNoCause, kSlow, GrowthHold::kPressure},
+    {From::kFloor, Input::kCpuWaitsThrottled, 2, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryPressure, 2, kNoCause, kAvoid, GrowthHold::kPressure},
     {From::kFloor, Input::kMemoryAtCut, 2, kNoCause, kAvoid, GrowthHold::kMemoryUsage},
     {From::kFloor, Input::kMemoryAtHold, 2, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -308,6 +318,7 @@ const std::vector<Entry> kTable = {
     {From::kCeiling, Input::kCpuPressure, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kCeiling, Input::kCpuNeighbourWaits, 6, LimitCause::kCpuPressure, kAvoid, GrowthHold::kPressure},
     {From::kCeiling, Input::kCpuNoneWaiting, 8, kNoCause, kSlow, GrowthHold::kPressure},
+    {From::kCeiling, Input::kCpuWaitsThrottled, 8, kNoCause, kSlow, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryPressure, 6, LimitCause::kMemoryPressure, kAvoid, GrowthHold::kPressure},
     {From::kCeiling, Input::kMemoryAtCut, 6, LimitCause::kMemoryUsage, kAvoid, GrowthHold::kMemoryUsage},
     {From::kCeiling, Input::kMemoryAtHold, 8, kNoCause, kSlow, GrowthHold::kMemoryUsage},
@@ -322,7 +333,7 @@ const std::vector<Entry> kTable = {
 // clang-format on
 
 constexpr size_t kFromCount = 4;
-constexpr size_t kInputCount = 21;
+constexpr size_t kInputCount = 22;
 
 TEST_F(AdaptiveLimitTableTest, EveryEntry) {
   ASSERT_EQ(kTable.size(), kFromCount * kInputCount);
@@ -557,6 +568,25 @@ TEST_F(AdaptiveLimitTest, APauseOfTheWorkerDoesNotReplaceTheBase) {
   EXPECT_EQ(lim().phase(), Phase::kSlowStart);
 }
 
+// A cell its own quota holds (throttled in half its periods or more) is spared at a cpu event,
+// whoever waits or whether or not it was judged: its CPU use is its quota at any concurrency that
+// keeps the quota busy, and a cut would only leave some of it idle. Once an evaluation finds it
+// no longer throttled, events cut again.
+TEST_F(AdaptiveLimitTest, ACpuEventSparesACellItsOwnQuotaThrottlesUntilItIsNoLongerThrottled) {
+  GrowTo(8);
+  Throttled(0);
+  Throttled(7);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kCpuThrottled);
+  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kWaiting), 8u);
+  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kUnknown), 8u);
+  EXPECT_EQ(lim().cpu_pressure_spared(), 2u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 0u);
+  EXPECT_EQ(lim().OnPressure(Signal::kMemoryPressure), 6u) << "memory events cut regardless";
+  Throttled(2);  // 2 of 10: no longer held by its quota
+  EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kWaiting), 4u);
+  EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 1u);
+}
+
 // Whose CPU: an event no other cell waits behind holds growth for its time and is counted
 // spared; one with a waiting neighbour, or unjudged, cuts; memory events cut whatever is said.
 TEST_F(AdaptiveLimitTest, ACpuEventCutsOnlyWhenAnotherCellWaitsAndIsCountedSparedOtherwise) {
@@ -567,7 +597,7 @@ TEST_F(AdaptiveLimitTest, ACpuEventCutsOnlyWhenAnotherCellWaitsAndIsCountedSpare
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
   EXPECT_EQ(lim().changes_by(LimitCause::kCpuPressure), 0u);
   clock_.AdvanceMs(options_.pressure_hold_ms - options_.window_ms - 1);
-  EXPECT_EQ(Busy(1.0), 8u);  // still held
+  EXPECT_EQ(Busy(1.0), 8u);   // still held
   EXPECT_EQ(Busy(1.0), 16u);  // the hold is over; no cut left slow start
   EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kWaiting), 12u);
   EXPECT_EQ(lim().OnPressure(Signal::kCpuPressure, CpuNeighbours::kUnknown), 9u);

@@ -467,8 +467,12 @@ TEST_F(FakeCgroupTree, ReadUsageReadsWhatTheAdaptiveModePolls) {
   WriteText(dir / "cpu.stat",
             "usage_usec 600\nuser_usec 500\nsystem_usec 100\nnr_periods 30\nnr_throttled 28\n"
             "throttled_usec 2400000\n");
+  WriteText(dir / "cpu.pressure",
+            "some avg10=1.00 avg60=0.50 avg300=0.10 total=7654321\n"
+            "full avg10=0.00 avg60=0.00 avg300=0.00 total=12\n");
   Result<CgroupUsage> usage = cell->ReadUsage();
   ASSERT_TRUE(usage.ok()) << usage.status().message();
+  EXPECT_EQ(usage->cpu_stall_us, std::optional<uint64_t>(7654321));
   EXPECT_TRUE(usage->has_memory);
   EXPECT_EQ(usage->memory_current, 16777216u);
   EXPECT_EQ(usage->memory_max, std::optional<uint64_t>(268435456));
@@ -489,8 +493,11 @@ TEST_F(FakeCgroupTree, ReadUsageWithoutTheMemoryController) {
   ASSERT_TRUE(cell.ok());
   WriteText(fs::path(cell->path()) / "cpu.stat",
             "usage_usec 600\nuser_usec 500\nsystem_usec 100\n");
+  std::error_code ignored;
+  fs::remove(fs::path(cell->path()) / "cpu.pressure", ignored);
   Result<CgroupUsage> usage = cell->ReadUsage();
   ASSERT_TRUE(usage.ok()) << usage.status().message();
+  EXPECT_EQ(usage->cpu_stall_us, std::nullopt) << "no PSI: no cpu.pressure";
   EXPECT_FALSE(usage->has_memory);
   EXPECT_FALSE(usage->memory_max.has_value());
   EXPECT_EQ(usage->cpu.usage_usec, 600u);

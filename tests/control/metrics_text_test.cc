@@ -116,6 +116,7 @@ TEST(MetricsText, TheConcurrencyLimitItsBoundsAndItsChangesByCause) {
   adaptive.concurrency.ceiling = 64;
   adaptive.concurrency.base_us = 12'500;
   adaptive.concurrency.changes_by_cause[static_cast<size_t>(admission::LimitCause::kLatency)] = 4;
+  adaptive.concurrency.cpu_pressure_spared = 3;
   const std::string text = MetricsText({fixed, adaptive});
   EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_concurrency_limit gauge\n"));
   EXPECT_THAT(text, HasSubstr("bulkhead_concurrency_limit{cell=\"a\"} 8\n"));
@@ -130,8 +131,11 @@ TEST(MetricsText, TheConcurrencyLimitItsBoundsAndItsChangesByCause) {
   EXPECT_THAT(text,
               HasSubstr("bulkhead_concurrency_limit_changes_total{cell=\"b\",cause=\"bounds\"} "
                         "0\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE bulkhead_concurrency_cpu_pressure_spared_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("bulkhead_concurrency_cpu_pressure_spared_total{cell=\"b\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("bulkhead_service_time_base_seconds{cell=\"b\"} 0.0125\n"));
-  // A fixed cell has no bounds, changes or base.
+  // A fixed cell has no bounds, changes, spared events or base.
+  EXPECT_THAT(text, Not(HasSubstr("bulkhead_concurrency_cpu_pressure_spared_total{cell=\"a\"")));
   EXPECT_THAT(text, Not(HasSubstr("bulkhead_concurrency_limit_bound{cell=\"a\"")));
   EXPECT_THAT(text, Not(HasSubstr("bulkhead_concurrency_limit_changes_total{cell=\"a\"")));
   EXPECT_THAT(text, Not(HasSubstr("bulkhead_service_time_base_seconds{cell=\"a\"")));

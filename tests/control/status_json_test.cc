@@ -106,7 +106,8 @@ TEST(StatusJson, ShowsACrashLoopAndTheStartLimitAction) {
 // `bulkheadctl start` of the held cell prints (and gives up on when it comes after its wait).
 TEST(StatusJson, AHeldStartsNeedInBackoffSaysWhenItStartsNext) {
   CellSnapshot s = SnapshotWithDistinctCounters();
-  s.waiting_for = {{"catalog", "backoff", 45'000, ""}, {"search", "starting", 0, ""},
+  s.waiting_for = {{"catalog", "backoff", 45'000, ""},
+                   {"search", "starting", 0, ""},
                    {"front", "waiting", 0, "db"}};
   s.state_since_ms = 7'200'000;  // stopped since bulkheadd began, two hours ago
   s.held_for_ms = 3'000;         // the start held three seconds ago
@@ -145,6 +146,9 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
                            {9'000, 7, 14, admission::LimitCause::kSlowStart, 0}};
   s.concurrency.changes_by_cause[static_cast<size_t>(admission::LimitCause::kLatency)] = 3;
   s.concurrency.cpu_pressure_spared = 5;
+  s.concurrency.signals_off[static_cast<size_t>(admission::Signal::kCpuPressure)] =
+      "no cgroup for the cell: limits not enforced (cgroup = \"off\" in the config)";
+  s.concurrency.signals_off[static_cast<size_t>(admission::Signal::kMemoryUsage)] = "no memory_max";
   j = CellStatusJson(s, Config());
   const nlohmann::json& c = j.at("concurrency");
   EXPECT_EQ(c.at("mode"), "adaptive");
@@ -154,6 +158,11 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   EXPECT_EQ(c.at("phase"), "avoidance");
   EXPECT_EQ(c.at("hold"), "cpu_throttled");
   EXPECT_EQ(c.at("signals"), nlohmann::json::array({"service_time"}));
+  EXPECT_EQ(c.at("signals_off"),
+            nlohmann::json({{"cpu_pressure",
+                             "no cgroup for the cell: limits not enforced (cgroup = \"off\" in "
+                             "the config)"},
+                            {"memory_usage", "no memory_max"}}));
   EXPECT_EQ(c.at("base_us"), 10'234);
   EXPECT_EQ(c.at("base_age_ms"), 12'000);
   EXPECT_DOUBLE_EQ(c.at("ratio").get<double>(), 1.31);

@@ -163,8 +163,28 @@ TEST(StatusView, ConcurrencyShowsTheLimitItsBoundsAndTheLastChange) {
   EXPECT_EQ(FormatAdaptiveState(adaptive),
             "avoidance, base 10.2ms (12.0s ago), ratio 1.31, holding none, signals "
             "service_time,memory_pressure");
+  // cpu.pressure events that only held growth (no other cell waiting for a CPU).
+  adaptive["cpu_pressure_spared"] = 3;
+  EXPECT_EQ(FormatAdaptiveState(adaptive),
+            "avoidance, base 10.2ms (12.0s ago), ratio 1.31, holding none, signals "
+            "service_time,memory_pressure, cpu events spared 3");
   adaptive["base_us"] = nullptr;
   EXPECT_THAT(FormatAdaptiveState(adaptive), HasSubstr("base measuring"));
+}
+
+// Why kernel signals are off, one reason once with every signal it holds off.
+TEST(StatusView, SignalsOffSayWhyWithTheSignalsOfOneReasonTogether) {
+  EXPECT_EQ(FormatSignalsOff({{"mode", "adaptive"}}), "") << "an older bulkheadd";
+  EXPECT_EQ(FormatSignalsOff({{"signals_off", nlohmann::json::object()}}), "");
+  const std::string no_cgroup =
+      "no cgroup for the cell: limits not enforced (cgroup = \"off\" in the config)";
+  EXPECT_EQ(
+      FormatSignalsOff({{"signals_off",
+                         {{"cpu_pressure", no_cgroup},
+                          {"cpu_throttling", "no cpu_max"},
+                          {"memory_pressure", no_cgroup},
+                          {"memory_usage", no_cgroup}}}}),
+      "cpu_pressure, memory_pressure, memory_usage: " + no_cgroup + "; cpu_throttling: no cpu_max");
 }
 
 }  // namespace

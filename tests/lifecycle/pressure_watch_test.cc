@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// PressureWatch on a cgroup of plain files (tests/lifecycle/fake_cgroup_tree.h), in simulated
-// time: the usage poll every 250 ms while a worker runs, the triggers registered, retried and left
-// off as the kernel answers, and a trigger's POLLPRI as one fired signal. The kernel's trigger is
-// stood in for by a Unix socket whose urgent byte (MSG_OOB) polls POLLPRI; a real one fires in the
-// VM (vm.supervisor_compartments).
+// PressureWatch on a cgroup of plain files (tests/lifecycle/fake_cgroup_tree.h): the triggers
+// registered, retried and left off as the kernel answers, and a trigger's POLLPRI as one fired
+// signal (the usage poll is the supervisor's: tests/supervisor/cgroup_poll_test.cc). The kernel's
+// trigger is stood in for by a Unix socket whose urgent byte (MSG_OOB) polls POLLPRI; a real one
+// fires in the VM (vm.supervisor_compartments).
 #include "lifecycle/pressure_watch.h"
 
 #include <arpa/inet.h>
@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-#include "tests/helpers/simulated_time_source.h"
 #include "tests/lifecycle/fake_cgroup_tree.h"
 
 namespace bulkhead::lifecycle {
@@ -30,7 +29,6 @@ namespace {
 using admission::Signal;
 using admission::SignalBit;
 using bulkhead::testing::FakeCgroupTree;
-using bulkhead::testing::SimulatedTimeSource;
 using ::testing::ElementsAre;
 
 class PressureWatchTest : public ::testing::Test {
@@ -56,19 +54,17 @@ class PressureWatchTest : public ::testing::Test {
 
   // A watch whose triggers register through `registrar` (null: the kernel's, on the plain files).
   void MakeWatch(PressureWatch::Registrar registrar = nullptr) {
-    watch_.emplace(&loop_, &time_, &name_,
-                   PressureWatch::Callbacks{
-                       .on_fired = [this](Signal s) { fired_.push_back(s); },
-                       .on_usage = [this](const cell::CgroupUsage& u) { usages_.push_back(u); },
-                       .on_signals = [this](uint8_t live) { signals_.push_back(live); }},
-                   std::move(registrar));
+    watch_.emplace(
+        &loop_, &name_,
+        PressureWatch::Callbacks{.on_fired = [this](Signal s) { fired_.push_back(s); },
+                                 .on_signals = [this](uint8_t live) { signals_.push_back(live); }},
+        std::move(registrar));
   }
   // What an adaptive cell with memory.max and no cpu.max quota asks.
-  PressureWatch::Want Adaptive(bool worker_runs) const {
+  PressureWatch::Want Adaptive() const {
     return PressureWatch::Want{.cgroup = &*cgroup_,
                                .memory_trigger = true,
                                .cpu_trigger = true,
-                               .poll = worker_runs,
                                .polled_signals = SignalBit(Signal::kMemoryUsage)};
   }
   // A registrar whose triggers are sockets: urgent data on the peer (Urgent) is a kernel event.
@@ -94,14 +90,12 @@ class PressureWatchTest : public ::testing::Test {
   void RunOnce() { uv_run(&loop_, UV_RUN_NOWAIT); }
 
   uv_loop_t loop_{};
-  SimulatedTimeSource time_;
   FakeCgroupTree tree_;
   std::string dir_;
   std::optional<cell::CellCgroup> cgroup_;
   std::string name_ = "pay";
   std::optional<PressureWatch> watch_;
   std::vector<Signal> fired_;
-  std::vector<cell::CgroupUsage> usages_;
   std::vector<uint8_t> signals_;
   UniqueFd peers_[3];
   std::vector<cell::PressureThreshold> thresholds_;
@@ -109,7 +103,7 @@ class PressureWatchTest : public ::testing::Test {
 
 TEST_F(PressureWatchTest, ATriggersPollpriIsOneFiredSignalOfItsResource) {
   MakeWatch(SocketTriggers());
-  watch_->Follow(Adaptive(/*worker_runs=*/true));
+  watch_->Follow(Adaptive());
   EXPECT_EQ(watch_->live(), SignalBit(Signal::kMemoryUsage) | SignalBit(Signal::kMemoryPressure) |
                                 SignalBit(Signal::kCpuPressure));
   ASSERT_EQ(thresholds_.size(), 2u);
@@ -123,29 +117,6 @@ TEST_F(PressureWatchTest, ATriggersPollpriIsOneFiredSignalOfItsResource) {
   EXPECT_THAT(fired_, ElementsAre(Signal::kMemoryPressure));
 }
 
-TEST_F(PressureWatchTest, PollsTheCgroupEvery250msOnlyWhileAWorkerRuns) {
-  MakeWatch(SocketTriggers());
-  FakeCgroupTree::Write(dir_ + "/memory.current", "900\n");
-  FakeCgroupTree::Write(dir_ + "/memory.max", "1000\n");
-  FakeCgroupTree::Write(dir_ + "/memory.stat", "anon 800\nfile 100\ninactive_file 50\n");
-  watch_->Follow(Adaptive(/*worker_runs=*/false));
-  time_.Advance(1'000);
-  EXPECT_TRUE(usages_.empty()) << "polled without a worker";
-  watch_->Follow(Adaptive(/*worker_runs=*/true));
-  time_.Advance(249);
-  EXPECT_TRUE(usages_.empty());
-  time_.Advance(1);
-  ASSERT_EQ(usages_.size(), 1u);
-  EXPECT_EQ(usages_[0].working_set(), 850u);
-  EXPECT_EQ(usages_[0].memory_max, std::optional<uint64_t>(1000));
-  watch_->Follow(Adaptive(/*worker_runs=*/true));  // after every event: the period stays
-  time_.Advance(750);
-  EXPECT_EQ(usages_.size(), 4u);
-  watch_->Follow(Adaptive(/*worker_runs=*/false));
-  time_.Advance(1'000);
-  EXPECT_EQ(usages_.size(), 4u) << "polled after the worker ended";
-}
-
 TEST_F(PressureWatchTest, ARefusedOneSecondWindowIsRetriedWithTwoSecondsAndTwiceTheStall) {
   int calls = 0;
   PressureWatch::Registrar sockets = SocketTriggers();
@@ -155,7 +126,7 @@ TEST_F(PressureWatchTest, ARefusedOneSecondWindowIsRetriedWithTwoSecondsAndTwice
     if (threshold.window_us < 2'000'000) return Status::FromErrno("write", EPERM);
     return sockets(cgroup, resource, threshold);
   });
-  watch_->Follow(Adaptive(/*worker_runs=*/false));
+  watch_->Follow(Adaptive());
   EXPECT_EQ(calls, 4);
   ASSERT_EQ(thresholds_.size(), 2u);
   EXPECT_EQ(thresholds_[0].stall_us, 200'000u);
@@ -172,31 +143,39 @@ TEST_F(PressureWatchTest, WithoutPsiTheSignalStaysOffAndIsNotTriedAtEveryEvent) 
     ++calls;
     return Status::FromErrno("open memory.pressure", ENOENT);
   });
-  watch_->Follow(Adaptive(/*worker_runs=*/true));
-  watch_->Follow(Adaptive(/*worker_runs=*/true));
+  watch_->Follow(Adaptive());
+  watch_->Follow(Adaptive());
   EXPECT_EQ(calls, 2) << "one try per trigger";
   EXPECT_EQ(watch_->live(), SignalBit(Signal::kMemoryUsage));
+  // Status says why (docs/control.md, "signals_off").
+  EXPECT_EQ(watch_->failure(Signal::kMemoryPressure),
+            "no PSI: open memory.pressure: " + std::string(std::strerror(ENOENT)));
+  EXPECT_EQ(watch_->failure(Signal::kCpuPressure),
+            "no PSI: open memory.pressure: " + std::string(std::strerror(ENOENT)));
   EXPECT_THAT(signals_, ElementsAre(SignalBit(Signal::kMemoryUsage)));
   // A reload to fixed and back tries again.
   watch_->Follow(PressureWatch::Want{});
   EXPECT_EQ(watch_->live(), 0);
-  watch_->Follow(Adaptive(/*worker_runs=*/true));
+  watch_->Follow(Adaptive());
   EXPECT_EQ(calls, 4);
 }
 
 TEST_F(PressureWatchTest, OnAPlainFileTheTriggerIsWrittenButNotWatchable) {
   MakeWatch();  // the kernel's registration, on the fake tree's plain pressure files
-  watch_->Follow(Adaptive(/*worker_runs=*/false));
+  watch_->Follow(Adaptive());
   EXPECT_EQ(FakeCgroupTree::Read(dir_ + "/memory.pressure"),
             std::string("some 100000 1000000\0", 20));
   EXPECT_EQ(FakeCgroupTree::Read(dir_ + "/cpu.pressure"), std::string("some 500000 1000000\0", 20));
   // epoll refuses a regular file (EPERM): the signal is off, as status shows.
   EXPECT_EQ(watch_->live(), SignalBit(Signal::kMemoryUsage));
+  EXPECT_THAT(watch_->failure(Signal::kMemoryPressure), ::testing::StartsWith("cannot watch "));
+  watch_->Follow(PressureWatch::Want{});
+  EXPECT_EQ(watch_->failure(Signal::kMemoryPressure), "") << "no longer wanted";
 }
 
 TEST_F(PressureWatchTest, TurnedOffItClosesTheTriggersAndTellsTheSignalsOff) {
   MakeWatch(SocketTriggers());
-  watch_->Follow(Adaptive(/*worker_runs=*/true));
+  watch_->Follow(Adaptive());
   watch_->Follow(PressureWatch::Want{});
   EXPECT_EQ(watch_->live(), 0);
   ASSERT_EQ(signals_.size(), 2u);
@@ -233,7 +212,7 @@ TEST_F(PressureWatchTest, AnErrorOnTheTriggerClosesItsWatchAndTheSignalGoesOff) 
     memory_fd = fd.get();
     return cell::PressureTrigger::Adopt(std::move(fd), "memory.pressure", threshold);
   });
-  watch_->Follow(Adaptive(/*worker_runs=*/false));
+  watch_->Follow(Adaptive());
   ASSERT_NE(memory_fd, -1);
   ASSERT_NE(watch_->live() & SignalBit(Signal::kMemoryPressure), 0);
   const char byte = '!';
@@ -244,7 +223,7 @@ TEST_F(PressureWatchTest, AnErrorOnTheTriggerClosesItsWatchAndTheSignalGoesOff) 
   EXPECT_EQ(watch_->live(), SignalBit(Signal::kMemoryUsage) | SignalBit(Signal::kCpuPressure));
   EXPECT_EQ(signals_.back(), watch_->live());
   EXPECT_TRUE(fired_.empty());
-  watch_->Follow(Adaptive(/*worker_runs=*/false));
+  watch_->Follow(Adaptive());
   EXPECT_EQ(calls, 2) << "a failed trigger was tried again while still wanted";
 }
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -56,12 +57,11 @@ class FakeLauncher : public WorkerLauncher {
     spawn_times.push_back(time_->NowMs());
     listen_fd = options.listen_fd;
     std::error_code ignored;
-    cgroup_dirs.push_back(options.cgroup_fd < 0 ? std::string()
-                                                : std::filesystem::read_symlink(
-                                                      "/proc/self/fd/" +
-                                                          std::to_string(options.cgroup_fd),
-                                                      ignored)
-                                                      .string());
+    cgroup_dirs.push_back(options.cgroup_fd < 0
+                              ? std::string()
+                              : std::filesystem::read_symlink(
+                                    "/proc/self/fd/" + std::to_string(options.cgroup_fd), ignored)
+                                    .string());
     if (!fail_with.empty()) {
       return fail_errno != 0 ? Status::FromErrno(fail_with, fail_errno) : Status::Error(fail_with);
     }
@@ -887,45 +887,101 @@ class WorkerRunnerCgroupTest : public WorkerRunnerTest {
   std::function<void()> before_start_;
 };
 
-TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellsUsageIsPolledEvery250msWhileItsWorkerRuns) {
+// The supervisor's poll (supervisor/cgroup_poll.h) reads an adaptive cell's cgroup once per tick:
+// the usage goes to the data path, the cpu.pressure total it carries comes back for the judge.
+TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellsPollHandsItsUsageToTheDataPathWhileItsWorkerRuns) {
   FakeCgroupTree::Write(cell_dir_ + "/memory.current", "943718400\n");
   FakeCgroupTree::Write(cell_dir_ + "/memory.max", "1073741824\n");
   FakeCgroupTree::Write(cell_dir_ + "/cpu.stat",
                         "usage_usec 9\nuser_usec 9\nsystem_usec 0\nnr_periods 20\n"
                         "nr_throttled 19\nthrottled_usec 1\n");
+  FakeCgroupTree::Write(cell_dir_ + "/cpu.pressure",
+                        "some avg10=12.50 avg60=3.00 avg300=1.00 total=1234567\n"
+                        "full avg10=0.00 avg60=0.00 avg300=0.00 total=89\n");
   StartInCgroup(CgroupConfig(config::ConcurrencyMode::kAdaptive));
-  time_.Advance(249);
-  EXPECT_TRUE(data_path_.usages.empty());
-  time_.Advance(1);
+  time_.Advance(1'000);
+  EXPECT_TRUE(data_path_.usages.empty()) << "the runner polls on a timer of its own";
+  EXPECT_EQ(runner_->PollCgroup(), std::optional<uint64_t>(1234567));
   ASSERT_EQ(data_path_.usages.size(), 1u);
   EXPECT_EQ(data_path_.usages[0].memory_current, 943718400u);
   EXPECT_EQ(data_path_.usages[0].cpu.nr_throttled, 19u);
-  time_.Advance(750);
-  EXPECT_EQ(data_path_.usages.size(), 4u);
+  EXPECT_EQ(data_path_.usages[0].cpu_stall_us, std::optional<uint64_t>(1234567));
   // The quota is below one CPU: no cpu trigger (RegistersCpuTrigger); the memory trigger was
   // written, but a plain file cannot be polled, so its signal is off; the polls feed the rest.
   EXPECT_EQ(File("memory.pressure"), std::string("some 100000 1000000\0", 20));
-  EXPECT_EQ(File("cpu.pressure"), "");
   EXPECT_EQ(data_path_.signals,
             SignalBit(Signal::kCpuThrottling) | SignalBit(Signal::kMemoryUsage));
+  // A cpu.pressure that cannot be read leaves the stall unjudged, not the controller unfed.
+  FakeCgroupTree::Write(cell_dir_ + "/cpu.pressure", "garbage\n");
+  EXPECT_EQ(runner_->PollCgroup(), std::nullopt);
+  EXPECT_EQ(data_path_.usages.size(), 2u);
+  // A usage that cannot be read feeds nothing, and is logged once per streak.
+  FakeCgroupTree::Write(cell_dir_ + "/cpu.stat", "garbage\n");
+  CapturedLog log;
+  EXPECT_EQ(runner_->PollCgroup(), std::nullopt);
+  EXPECT_EQ(runner_->PollCgroup(), std::nullopt);
+  EXPECT_EQ(data_path_.usages.size(), 2u);
+  EXPECT_EQ(log.Count("adaptive: "), 1u);
   StopWorker();
-  time_.Advance(1'000);
-  EXPECT_EQ(data_path_.usages.size(), 4u) << "polled with no worker";
+  EXPECT_EQ(runner_->PollCgroup(), std::nullopt) << "no worker any more";
+  EXPECT_EQ(data_path_.usages.size(), 2u) << "polled with no worker";
 }
 
-// Whose CPU: the supervisor reads every cell's cpu.pressure "some" total, fixed cells too, while
-// a worker runs; none without one.
-TEST_F(WorkerRunnerCgroupTest, TheCpuStallTotalIsReadWhileAWorkerRunsInTheCellsCgroup) {
+// Whose CPU: a fixed cell's poll reads its cpu.pressure "some" total alone, while a worker runs.
+TEST_F(WorkerRunnerCgroupTest, AFixedCellsPollReadsOnlyItsCpuStallTotalWhileAWorkerRuns) {
   FakeCgroupTree::Write(cell_dir_ + "/cpu.pressure",
                         "some avg10=12.50 avg60=3.00 avg300=1.00 total=1234567\n"
                         "full avg10=0.00 avg60=0.00 avg300=0.00 total=89\n");
   StartInCgroup(CgroupConfig(config::ConcurrencyMode::kFixed));
   EXPECT_TRUE(runner_->has_cgroup());
-  EXPECT_EQ(runner_->CpuStallTotalUs(), std::optional<uint64_t>(1234567));
+  EXPECT_EQ(runner_->PollCgroup(), std::optional<uint64_t>(1234567));
+  EXPECT_TRUE(data_path_.usages.empty()) << "a fixed cell's usage went to the data path";
   FakeCgroupTree::Write(cell_dir_ + "/cpu.pressure", "garbage\n");
-  EXPECT_EQ(runner_->CpuStallTotalUs(), std::nullopt) << "an unreadable file";
+  EXPECT_EQ(runner_->PollCgroup(), std::nullopt) << "an unreadable file";
   StopWorker();
-  EXPECT_EQ(runner_->CpuStallTotalUs(), std::nullopt) << "no worker any more";
+  EXPECT_EQ(runner_->PollCgroup(), std::nullopt) << "no worker any more";
+}
+
+// Status says why each kernel signal is off (docs/control.md, "signals_off").
+TEST_F(WorkerRunnerCgroupTest, StatusSaysWhyEachKernelSignalOfAnAdaptiveCellIsOff) {
+  config::CellConfig config = CgroupConfig(config::ConcurrencyMode::kAdaptive);
+  config.memory_max.reset();
+  StartInCgroup(config);
+  auto off = [&](Signal signal) {
+    return runner_->KernelSignalsOff()[static_cast<size_t>(signal)];
+  };
+  EXPECT_EQ(off(Signal::kServiceTime), "");
+  EXPECT_THAT(off(Signal::kCpuPressure), HasSubstr("cpu_max is below one CPU"));
+  // The kernel's trigger on a plain file: written, but epoll refuses to watch it.
+  EXPECT_THAT(off(Signal::kMemoryPressure), StartsWith("cannot watch "));
+  EXPECT_EQ(off(Signal::kCpuThrottling), "") << "live";
+  EXPECT_EQ(off(Signal::kMemoryUsage), "no memory_max");
+
+  config.cpu_max_quota_us.reset();
+  ASSERT_TRUE(runner_->Reconfigure(config, LimitsOf(config)).ok());
+  EXPECT_EQ(off(Signal::kCpuThrottling), "no cpu_max");
+  EXPECT_THAT(off(Signal::kCpuPressure), StartsWith("cannot watch ")) << "no quota: registered";
+
+  ASSERT_TRUE(
+      runner_->Reconfigure(CgroupConfig(config::ConcurrencyMode::kFixed), std::nullopt).ok());
+  for (const std::string& why : runner_->KernelSignalsOff()) EXPECT_EQ(why, "");
+}
+
+// Without cgroup v2 (this host) every kernel signal is off for the supervisor's reason.
+TEST_F(WorkerRunnerTest, WithoutACgroupEveryKernelSignalIsOffForTheSupervisorsReason) {
+  config::CellConfig config = Config();
+  config.concurrency = config::ConcurrencyMode::kAdaptive;
+  CellCompartment compartment;
+  compartment.not_enforced_reason = "no cgroup v2 at /sys/fs/cgroup";
+  runner_.emplace(&loop_, &time_, config, std::move(compartment), ipc::kDefaultMaxPayload,
+                  &*after_poll_, &data_path_, &launcher_);
+  const std::array<std::string, admission::kSignalCount> off = runner_->KernelSignalsOff();
+  EXPECT_EQ(off[static_cast<size_t>(Signal::kServiceTime)], "");
+  for (Signal signal : {Signal::kCpuPressure, Signal::kMemoryPressure, Signal::kCpuThrottling,
+                        Signal::kMemoryUsage}) {
+    EXPECT_EQ(off[static_cast<size_t>(signal)],
+              "no cgroup for the cell: limits not enforced (no cgroup v2 at /sys/fs/cgroup)");
+  }
 }
 
 TEST_F(WorkerRunnerCgroupTest, AnAdaptiveCellWithoutMemoryHighGetsItAt90PercentOfMemoryMax) {
@@ -964,21 +1020,21 @@ TEST_F(WorkerRunnerCgroupTest, AReloadTogglesTheTriggersThePollAndMemoryHigh) {
   EXPECT_EQ(File("memory.pressure"), std::string("some 100000 1000000\0", 20));
   EXPECT_EQ(data_path_.signals,
             SignalBit(Signal::kCpuThrottling) | SignalBit(Signal::kMemoryUsage));
-  time_.Advance(250);
+  runner_->PollCgroup();
   EXPECT_EQ(data_path_.usages.size(), 1u);
 
   ASSERT_TRUE(runner_->Reconfigure(fixed, std::nullopt).ok());
   EXPECT_EQ(File("memory.high"), "max");
   EXPECT_EQ(data_path_.signals, 0);
-  time_.Advance(1'000);
-  EXPECT_EQ(data_path_.usages.size(), 1u) << "polled after the switch to fixed";
+  runner_->PollCgroup();
+  EXPECT_EQ(data_path_.usages.size(), 1u) << "a fixed cell's usage went to the data path";
   EXPECT_EQ(runner_->pid(), pid) << "the switch restarted the worker";
 
   // Back to adaptive: the trigger is registered anew (the file emptied shows the new write).
   FakeCgroupTree::Write(cell_dir_ + "/memory.pressure", "");
   ASSERT_TRUE(runner_->Reconfigure(adaptive, std::nullopt).ok());
   EXPECT_EQ(File("memory.pressure"), std::string("some 100000 1000000\0", 20));
-  time_.Advance(250);
+  runner_->PollCgroup();
   EXPECT_EQ(data_path_.usages.size(), 2u);
 }
 
