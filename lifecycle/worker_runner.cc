@@ -145,8 +145,8 @@ std::string WorkerRunner::ReexecBlocker() const {
       break;
   }
   return std::string("it is ") + Lifecycle::StateName(lifecycle_.state()) +
-         " (a cell starting or stopping is not carried across a re-exec: try again once it is "
-         "running or stopped)";
+         " (a cell starting or stopping is carried across a re-exec once it runs, is stopped or "
+         "in backoff)";
 }
 
 WorkerRunner::ReexecFds WorkerRunner::reexec_fds() const {

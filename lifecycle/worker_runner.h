@@ -166,8 +166,8 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // --- Re-exec (docs/reexec.md). ---
   // Why the cell cannot be carried across a re-exec now, "" when it can: it runs a ready worker
   // and no worker swap or teardown is under way, or it is stopped, in backoff or failed with no
-  // worker and nothing left to tear down. (A cell starting or stopping is refused: the spawn's
-  // and the stop's timers and pending events are not carried.)
+  // worker and nothing left to tear down. (A cell starting or stopping is not carried: the
+  // spawn's and the stop's timers and pending events are not; a re-exec waits for it to settle.)
   std::string ReexecBlocker() const;
   // The descriptors the state names (owned here; -1 for a pipe not captured).
   struct ReexecFds {

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -43,11 +44,12 @@ struct Tally {
 
 // One request per connection, as many as it can until `stop`: "sleep 2" keeps some in flight when
 // a re-exec begins, "echo" checks each reply is its own.
-void Load(Harness& h, std::atomic<bool>& stop, int client, Tally& tally) {
+void Load(Harness& h, const std::string& cell, std::atomic<bool>& stop, int client,
+          Tally& tally) {
   for (uint64_t i = 0; !stop.load(); ++i) {
     const bool sleeper = i % 4 == 0;
     const std::string text = "c" + std::to_string(client) + "-" + std::to_string(i);
-    Result<ipc::Client::Reply> reply = h.Call("a", sleeper ? "sleep 2" : "echo " + text);
+    Result<ipc::Client::Reply> reply = h.Call(cell, sleeper ? "sleep 2" : "echo " + text);
     const bool good = IsReply(reply, ipc::ReplyStatus::kOk, ipc::Reason::kNone) &&
                       reply->payload == (sleeper ? "slept 2" : text);
     if (good) {
@@ -58,6 +60,42 @@ void Load(Harness& h, std::atomic<bool>& stop, int client, Tally& tally) {
     std::lock_guard lock(tally.mu);
     if (tally.first_wrong.size() < 5) tally.first_wrong.push_back(Describe(reply));
   }
+}
+
+// kClients clients of Load on one cell, from StartLoad until Stop (or the end of the test).
+class RunningLoad {
+ public:
+  RunningLoad(Harness& h, const std::string& cell) {
+    for (int i = 0; i < kClients; ++i) {
+      clients_.emplace_back([this, &h, cell, i] { Load(h, cell, stop_, i, tally_); });
+    }
+  }
+  ~RunningLoad() { Stop(); }
+  RunningLoad(const RunningLoad&) = delete;
+  RunningLoad& operator=(const RunningLoad&) = delete;
+  // Ends every client once its request under way is answered.
+  void Stop() {
+    stop_ = true;
+    for (std::thread& t : clients_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  Tally& tally() { return tally_; }
+
+ private:
+  Tally tally_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> clients_;
+};
+
+// Starts the load on `cell` and waits until its clients saw 20 answers (null when they did not
+// within 10 s: the test fails).
+std::unique_ptr<RunningLoad> StartLoad(Harness& h, const std::string& cell) {
+  auto load = std::make_unique<RunningLoad>(h, cell);
+  if (!WaitFor([&] { return load->tally().ok.load() >= 20; }, std::chrono::seconds(10))) {
+    return nullptr;
+  }
+  return load;
 }
 
 uint64_t Counter(const nlohmann::json& cell, const char* name) {
@@ -135,13 +173,9 @@ TEST(Reexec, UnderLoadLosesNothingKeepsEveryPidAndTheCountersContinue) {
   const pid_t supervisor = h.pid();
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
 
-  Tally tally;
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> clients;
-  for (int i = 0; i < kClients; ++i) {
-    clients.emplace_back([&, i] { Load(h, stop, i, tally); });
-  }
-  ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= 20; }, std::chrono::seconds(10)));
+  std::unique_ptr<RunningLoad> load = StartLoad(h, "a");
+  ASSERT_NE(load, nullptr) << h.Log();
+  Tally& tally = load->tally();
   const uint64_t ok_before = Counter(h.Cell("a"), "ok");
   for (int i = 1; i <= kReexecs; ++i) {
     Result<ProcessResult> ctl = h.Ctl({"reexec"});
@@ -156,8 +190,7 @@ TEST(Reexec, UnderLoadLosesNothingKeepsEveryPidAndTheCountersContinue) {
     const uint64_t ok_now = tally.ok.load();
     ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= ok_now + 10; }, std::chrono::seconds(10)));
   }
-  stop = true;
-  for (std::thread& t : clients) t.join();
+  load->Stop();
 
   EXPECT_EQ(tally.wrong.load(), 0u) << ::testing::PrintToString(tally.first_wrong) << h.Log();
   const nlohmann::json cell = h.Cell("a");
@@ -344,13 +377,9 @@ TEST(Reexec, TheAccessLogKeepsEveryLineAcrossReexecsUnderLoad) {
   options.supervisor_toml = "access_log = \"" + path + "\"\n";
   Harness h(std::move(options));
   ASSERT_STARTED(h);
-  Tally tally;
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> clients;
-  for (int i = 0; i < kClients; ++i) {
-    clients.emplace_back([&, i] { Load(h, stop, i, tally); });
-  }
-  ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= 20; }, std::chrono::seconds(10)));
+  std::unique_ptr<RunningLoad> load = StartLoad(h, "a");
+  ASSERT_NE(load, nullptr) << h.Log();
+  Tally& tally = load->tally();
   for (int i = 1; i <= kReexecs; ++i) {
     Result<ProcessResult> ctl = h.Ctl({"reexec"});
     ASSERT_TRUE(ctl.ok()) << ctl.status().message();
@@ -358,8 +387,7 @@ TEST(Reexec, TheAccessLogKeepsEveryLineAcrossReexecsUnderLoad) {
     const uint64_t ok_now = tally.ok.load();
     ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= ok_now + 10; }, std::chrono::seconds(10)));
   }
-  stop = true;
-  for (std::thread& t : clients) t.join();
+  load->Stop();
   EXPECT_EQ(tally.wrong.load(), 0u) << ::testing::PrintToString(tally.first_wrong) << h.Log();
 
   auto lines = [&path] {
@@ -446,9 +474,63 @@ TEST(Reexec, CellsInBackoffAndFailedAreCarriedWithTheirTimeLeftAndReason) {
   EXPECT_THAT(h.Log(), HasSubstr("backoff adopted from the previous bulkheadd image"));
 }
 
-// Cells starting, stopping, or swapping workers still refuse a re-exec, naming the cell and what
-// it is doing; nothing changes.
-TEST(Reexec, ACellStartingStoppingOrSwappingRefusesTheReexecAndSaysWhy) {
+// A re-exec asked while a cell is starting (a worker slow to become ready) waits for it to settle
+// (phase "settling"), every cell serving meanwhile, and goes ahead once it is ready: the
+// starting worker is carried with its pid, and the cell under load meanwhile loses nothing.
+TEST(Reexec, AReexecAskedWhileACellStartsWaitsUntilItIsReadyThenGoesAhead) {
+  TempDir files;
+  const std::string ready = files.Join("ready");
+  Harness h(TestOptions(
+      {CellSpec{.name = "a", .max_concurrent = 4, .max_queue = 64},
+       CellSpec{.name = "slow",
+                .command = {TestWorkerPath(), "--notify-ready-when-file", ready},
+                .extra_toml = "ready = \"notify\"\n",
+                .wait_running = false}}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(
+      h.WaitForCell("slow", [](const nlohmann::json& c) { return c["state"] == "starting"; }));
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  const pid_t slow = h.Cell("slow")["pid"].get<pid_t>();
+  std::unique_ptr<RunningLoad> load = StartLoad(h, "a");
+  ASSERT_NE(load, nullptr) << h.Log();
+
+  std::optional<Result<ProcessResult>> reexec;
+  std::thread asker([&] { reexec = h.Ctl({"reexec"}); });
+  EXPECT_TRUE(WaitFor([&] { return h.Status()["supervisor"]["reexec"]["phase"] == "settling"; }))
+      << h.Log();
+  // The cells serve while it waits, and a second re-exec is refused.
+  const uint64_t ok_now = load->tally().ok.load();
+  EXPECT_TRUE(WaitFor([&] { return load->tally().ok.load() >= ok_now + 10; }));
+  ExpectReexecFails(h, "a re-exec is already under way");
+  EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 0);
+
+  std::ofstream(ready) << "";
+  asker.join();
+  ASSERT_TRUE(reexec && reexec->ok()) << h.Log();
+  EXPECT_EQ((*reexec)->exit_code(), kExitOk) << (*reexec)->Describe() << h.Log();
+  EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 1);
+  const uint64_t ok_after = load->tally().ok.load();
+  EXPECT_TRUE(WaitFor([&] { return load->tally().ok.load() >= ok_after + 10; }));
+  load->Stop();
+
+  EXPECT_EQ(load->tally().wrong.load(), 0u)
+      << ::testing::PrintToString(load->tally().first_wrong) << h.Log();
+  const nlohmann::json a = h.Cell("a");
+  EXPECT_EQ(a["pid"], worker);
+  EXPECT_EQ(Counter(a, "ok"), load->tally().ok.load()) << a.dump();
+  EXPECT_EQ(Counter(a, "rejected"), 0u) << a.dump();
+  EXPECT_EQ(Counter(a, "failed"), 0u) << a.dump();
+  const nlohmann::json after = h.Cell("slow");
+  EXPECT_EQ(after["state"], "running") << after.dump();
+  EXPECT_EQ(after["pid"], slow) << "the slow worker was replaced";
+  EXPECT_EQ(after["starts"], 1) << after.dump();
+  EXPECT_THAT(h.Log(), HasSubstr("the re-exec waits for the cells to settle"));
+}
+
+// A cell that stays starting, stopping or swapping workers past the settling's bound (here
+// `--settle-timeout 1s`) refuses the re-exec, naming the cell and what it is doing; nothing
+// changes.
+TEST(Reexec, ACellStartingStoppingOrSwappingPastTheSettleTimeoutRefusesTheReexecAndSaysWhy) {
   // The swapping cell's workers are ready once their file exists: the first one's does, the one a
   // reload starts beside it (another file) never comes up, so its swap stays under way.
   TempDir files;
@@ -472,7 +554,11 @@ TEST(Reexec, ACellStartingStoppingOrSwappingRefusesTheReexecAndSaysWhy) {
   Harness h(TestOptions(cells));
   ASSERT_STARTED(h);
   auto refused = [&](const std::string& why) {
-    ExpectReexecFails(h, why);
+    Result<ProcessResult> ctl = h.Ctl({"reexec", "--settle-timeout", "1s"});
+    ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+    EXPECT_EQ(ctl->exit_code(), kExitFailure) << ctl->Describe() << h.Log();
+    EXPECT_THAT(ctl->err, HasSubstr(why)) << ctl->err;
+    EXPECT_THAT(ctl->err, HasSubstr("ms of waiting for the cells to settle")) << ctl->err;
     EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 0);
   };
   ASSERT_TRUE(
@@ -493,7 +579,8 @@ TEST(Reexec, ACellStartingStoppingOrSwappingRefusesTheReexecAndSaysWhy) {
   refused("cells.swapping: a worker swap (overlapping restart) is under way");
 
   EXPECT_OK_REPLY(h.Call("stopping", "echo ready"), "ready");  // it ignores SIGTERM from here
-  // Its stop lasts stop_timeout (4 s, then SIGKILL): the re-exec is asked well within it.
+  // Its stop lasts stop_timeout (4 s, then SIGKILL): the re-exec's 1 s of settling ends well
+  // within it.
   Result<ProcessResult> stopping = h.Ctl({"stop", "--no-block", "stopping"});
   ASSERT_TRUE(stopping.ok());
   ASSERT_TRUE(
