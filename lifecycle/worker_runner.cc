@@ -171,7 +171,9 @@ void WorkerRunner::AdoptStopped(uint64_t starts, uint64_t restarts, std::string 
   restarts_attributed_ = restarts;
 }
 
-void WorkerRunner::AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms) {
+void WorkerRunner::AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms,
+                                const Lifecycle::CarriedCrashLoop& crash_loop) {
+  lifecycle_.RestoreCrashLoop(crash_loop);
   Lifecycle::Transition adopted;
   adopted.from = Lifecycle::State::kStopped;
   adopted.to = Lifecycle::State::kBackoff;
@@ -217,6 +219,7 @@ Status WorkerRunner::AdoptWorker(AdoptedWorker worker) {
   stale_generation_ = false;
   AdoptStopped(worker.starts, worker.restarts, std::move(worker.last_exit),
                worker.restarts_by_reason);
+  lifecycle_.RestoreCrashLoop(worker.crash_loop);
   pid_ = worker.pid;
   pgid_ = worker.pgid;
   output_->Adopt(std::move(worker.stdout_read), std::move(worker.stderr_read), pid_);

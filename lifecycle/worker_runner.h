@@ -203,14 +203,18 @@ class WorkerRunner : private TeardownWatcher::Generation {
     std::string last_exit;
     uint64_t uptime_ms = 0;
     RestartCounts restarts_by_reason{};
+    // The start limit's window and crash loop (Lifecycle::RestoreCrashLoop).
+    Lifecycle::CarriedCrashLoop crash_loop;
   };
   Status AdoptWorker(AdoptedWorker worker);
   // In the new image, for a cell the previous one had stopped: its counts continue.
   void AdoptStopped(uint64_t starts, uint64_t restarts, std::string last_exit,
                     const RestartCounts& restarts_by_reason);
   // In the new image, for a cell the previous one had in backoff (AdoptStopped first): its next
-  // start `next_start_in_ms` from now, its failures in a row carried (Lifecycle::AdoptBackoff).
-  void AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms);
+  // start `next_start_in_ms` from now, its failures in a row and its start limit's window and
+  // crash loop carried (Lifecycle::RestoreCrashLoop, Lifecycle::AdoptBackoff).
+  void AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms,
+                    const Lifecycle::CarriedCrashLoop& crash_loop);
   // In the new image, for a cell the previous one had failed (AdoptStopped first): failed still,
   // for `reason` (Lifecycle::AdoptFailed).
   void AdoptFailed(std::string reason, bool gave_up);

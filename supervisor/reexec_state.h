@@ -28,8 +28,11 @@ struct ReexecState {
   // change an older reader would misread bumps kVersion and keeps the older ones readable.
   // 2: cells in backoff and failed are carried (an older reader would take them for stopped);
   // a version 1 state holds none, and reads as before.
-  static constexpr int kVersion = 2;
-  static constexpr std::array<int, 2> kReadableVersions = {1, 2};
+  // 3: the start limit's window and crash loop of each cell are carried (an older reader would
+  // count a crash-looping cell's starts afresh and let it run on past its start limit); a version
+  // 1 or 2 state has none, and reads as before (the window starts afresh).
+  static constexpr int kVersion = 3;
+  static constexpr std::array<int, 3> kReadableVersions = {1, 2, 3};
   // The document's "format" tag: anything else is not a state of ours.
   static constexpr std::string_view kFormat = "bulkheadd-reexec-state";
 
@@ -89,6 +92,14 @@ struct ReexecState {
     // Failed: why (Lifecycle::reason), and whether it gave up at its start limit.
     std::string reason;
     bool gave_up = false;
+    // The start limit's window (version 3; cell::RestartPolicy::Window): each start recorded as
+    // its age in ms at the exec, oldest first; whether the cell is crash-looping and its short
+    // runs in a row; in backoff while crash-looping, the state detail's words for it
+    // ("crash-looping: 5 starts in 60s"), "" otherwise.
+    std::vector<uint64_t> start_ages_ms;
+    bool crash_looping = false;
+    uint32_t short_runs = 0;
+    std::string crash_loop;
     std::optional<Worker> worker;
     admission::CellCounters counters;
     // Cumulative histograms (the recent window is not kept).
@@ -107,6 +118,10 @@ struct ReexecState {
   control::ReloadCounts reloads;
   // The runtime_dir lock's fd (it holds the flock: supervisor/runtime_dir_lock.h).
   int lock_fd = -1;
+  // The access log's counters at the exec (bulkhead_access_log_lines_total, ..._dropped_total),
+  // so that the new image's continue from them; 0 without an access log.
+  uint64_t access_log_lines = 0;
+  uint64_t access_log_dropped = 0;
   std::vector<Listener> listeners;
   std::vector<Connection> connections;
   std::vector<Cell> cells;

@@ -107,6 +107,8 @@ int Supervisor::Run() {
     started_at_ms_ -= std::min(started_at_ms_, adopted_->uptime_ms);
     reloads_ = adopted_->reloads;
     reexecs_ = adopted_->reexecs + 1;
+    access_log_lines_before_ = adopted_->access_log_lines;
+    access_log_dropped_before_ = adopted_->access_log_dropped;
     if (!reexec_fell_back_.empty()) {
       // Failure 5: status says so until the next re-exec (bulkheadctl reexec reports it).
       reexec_error_ =
@@ -633,8 +635,8 @@ std::string Supervisor::RenderMetrics() const {
   control::AccessLogCounts access_log;
   if (access_log_) {
     access_log.open = true;
-    access_log.lines = access_log_->lines();
-    access_log.dropped = access_log_->dropped();
+    access_log.lines = access_log_lines_before_ + access_log_->lines();
+    access_log.dropped = access_log_dropped_before_ + access_log_->dropped();
   }
   return control::MetricsText(Snapshots(), reloads_, access_log);
 }
@@ -982,6 +984,11 @@ void Supervisor::ReopenAccessLog() {
   for (auto* cells : {&cells_, &retiring_}) {
     for (auto& cell : *cells) cell->SetAccessLog(log->get());
   }
+  if (access_log_) {
+    // The counters go on from the closed log's.
+    access_log_lines_before_ += access_log_->lines();
+    access_log_dropped_before_ += access_log_->dropped();
+  }
   access_log_ = std::move(log).value();
 }
 
@@ -1000,6 +1007,10 @@ void Supervisor::ExecNow() {
   state.reexecs = reexecs_;
   state.reloads = reloads_;
   state.lock_fd = runtime_dir_lock_.fd();
+  if (access_log_) {
+    state.access_log_lines = access_log_lines_before_ + access_log_->lines();
+    state.access_log_dropped = access_log_dropped_before_ + access_log_->dropped();
+  }
   state.listeners.push_back(
       {"control", "", control_->listen_fd(), config_.supervisor.control_socket});
   if (metrics_) {

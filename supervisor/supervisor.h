@@ -266,6 +266,10 @@ class Supervisor {
   // its part of the handles to that close (access_log_part_).
   bool access_log_closing_ = false;
   std::function<void()> access_log_part_;
+  // The counters of the access logs before access_log_ (earlier images, carried in the re-exec
+  // state, and logs ReopenAccessLog replaced), which the metrics add to access_log_'s.
+  uint64_t access_log_lines_before_ = 0;
+  uint64_t access_log_dropped_before_ = 0;
   uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;
   // Cells retired by a reload, until their handles are closed. Their workers are still reaped.

@@ -275,7 +275,7 @@ TEST(Reexec, BulkheadctlSaysAtOnceWhenBulkheaddExitedDuringTheReexec) {
   Harness h(binary.Options());
   ASSERT_STARTED(h);
   binary.ReplaceWithScript(
-      "#!/bin/sh\n[ \"$1\" = --reexec-state-versions ] && { echo 1 2; exit 0; }\nexit 7\n");
+      "#!/bin/sh\n[ \"$1\" = --reexec-state-versions ] && { echo 1 2 3; exit 0; }\nexit 7\n");
   Result<ProcessResult> ctl = h.Ctl({"reexec"});
   ASSERT_TRUE(ctl.ok()) << ctl.status().message();
   EXPECT_EQ(ctl->exit_code(), kExitFailure) << ctl->Describe();
@@ -311,7 +311,7 @@ TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
 
   binary.ReplaceWithScript("#!/bin/sh\necho 9\n");
-  ExpectReexecFails(h, "reads 9, this bulkheadd writes 2");
+  ExpectReexecFails(h, "reads 9, this bulkheadd writes 3");
   binary.ReplaceWithScript("#!/bin/sh\necho \"unknown option\" >&2\nexit 2\n");
   ExpectReexecFails(h, "exit 2");
 
@@ -399,6 +399,14 @@ TEST(Reexec, TheAccessLogKeepsEveryLineAcrossReexecsUnderLoad) {
   (void)WaitFor([&] { return lines() >= answered; }, std::chrono::seconds(10));
   EXPECT_EQ(lines(), answered) << "lines lost (or doubled) across the re-execs\n" << h.Log();
   EXPECT_EQ(Counter(h.Cell("a"), "ok"), answered);
+  // Its counters continue across the images too: a scrape after adds up.
+  Result<ProcessResult> metrics = h.Ctl({"metrics"});
+  ASSERT_TRUE(metrics.ok() && metrics->exit_code() == kExitOk);
+  EXPECT_THAT(metrics->out, HasSubstr("\nbulkhead_access_log_lines_total " +
+                                      std::to_string(answered) + "\n"))
+      << metrics->out;
+  EXPECT_THAT(metrics->out, HasSubstr("\nbulkhead_access_log_dropped_total 0\n"))
+      << metrics->out;
 }
 
 // The new binary's version check runs off the loop (ReexecPhase::kChecking): a binary slow to
@@ -444,9 +452,16 @@ TEST(Reexec, CellsInBackoffAndFailedAreCarriedWithTheirTimeLeftAndReason) {
        CellSpec{.name = "c",
                 .command = {"/bin/false"},
                 .extra_toml = "restart = \"never\"\n",
+                .wait_running = false},
+       // Crash-looping from its first end (start_limit_burst 1): its next start a minute away.
+       CellSpec{.name = "d",
+                .command = {"/bin/false"},
+                .extra_toml = "start_limit_burst = 1\n",
                 .wait_running = false}}));
   ASSERT_STARTED(h);
   ASSERT_TRUE(h.WaitForCell("b", [](const nlohmann::json& c) { return c["state"] == "backoff"; }));
+  ASSERT_TRUE(h.WaitForCell("d", [](const nlohmann::json& c) { return c["state"] == "backoff"; }));
+  ASSERT_THAT(h.Cell("d")["state_detail"].get<std::string>(), HasSubstr("crash-looping"));
   ASSERT_TRUE(h.WaitForCell("c", [](const nlohmann::json& c) { return c["state"] == "failed"; }));
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
   const nlohmann::json b_before = h.Cell("b");
@@ -470,6 +485,11 @@ TEST(Reexec, CellsInBackoffAndFailedAreCarriedWithTheirTimeLeftAndReason) {
   EXPECT_EQ(c["reason"], c_before["reason"]) << c.dump();
   EXPECT_FALSE(c["reason"].is_null()) << c.dump();
   EXPECT_EQ(c["starts"], c_before["starts"]) << c.dump();
+  // The crash loop goes on as one (its start limit's window travelled, state version 3).
+  const nlohmann::json d = h.Cell("d");
+  EXPECT_EQ(d["state"], "backoff") << d.dump();
+  EXPECT_THAT(d["state_detail"].get<std::string>(), HasSubstr("crash-looping: 1 start in 60s"))
+      << d.dump();
   EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
   EXPECT_THAT(h.Log(), HasSubstr("backoff adopted from the previous bulkheadd image"));
 }
