@@ -432,6 +432,11 @@ std::vector<Lifecycle::Action> Lifecycle::AdoptBackoff(uint32_t consecutive_fail
   return actions;
 }
 
+void Lifecycle::RestoreInStateFor(uint64_t in_state_ms) {
+  const uint64_t now = clock_->NowMs();
+  since_ms_ = now - std::min(now, in_state_ms);
+}
+
 Lifecycle::CarriedCrashLoop Lifecycle::CarryCrashLoop() const {
   return {.window = policy_.CarryWindow(clock_->NowMs()), .words = crash_loop_};
 }

@@ -357,6 +357,11 @@ class Lifecycle {
     std::string words;
   };
   CarriedCrashLoop CarryCrashLoop() const;
+  // A re-exec, in the new image once the cell is in the state the previous image had it in (Adopt,
+  // AdoptBackoff, AdoptFailed, or stopped): it entered that state `in_state_ms` ago (a duration:
+  // the clocks of the two images differ), as far as the clock allows, so that status's "in state
+  // for" goes on (since_ms).
+  void RestoreInStateFor(uint64_t in_state_ms);
   // A re-exec, in the new image before Adopt or AdoptBackoff: the start limit counts the starts
   // of the previous image, and a crash loop goes on as one (its backoff keeps its words).
   // REQUIRES: stopped, no start yet.

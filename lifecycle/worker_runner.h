@@ -215,6 +215,9 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // crash loop carried (Lifecycle::RestoreCrashLoop, Lifecycle::AdoptBackoff).
   void AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms,
                     const Lifecycle::CarriedCrashLoop& crash_loop);
+  // In the new image, once the cell is adopted in its state: it entered it `in_state_ms` ago
+  // (Lifecycle::RestoreInStateFor).
+  void AdoptInStateFor(uint64_t in_state_ms) { lifecycle_.RestoreInStateFor(in_state_ms); }
   // In the new image, for a cell the previous one had failed (AdoptStopped first): failed still,
   // for `reason` (Lifecycle::AdoptFailed).
   void AdoptFailed(std::string reason, bool gave_up);

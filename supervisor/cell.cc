@@ -55,6 +55,7 @@ void Cell::Capture(ReexecState* state) const {
   entry.starts = lifecycle.starts();
   entry.restarts = lifecycle.restarts();
   entry.last_exit = lifecycle.last_exit();
+  entry.in_state_ms = time_->NowMs() - std::min(time_->NowMs(), lifecycle.since_ms());
   entry.consecutive_failures = lifecycle.policy().steps();
   lifecycle::Lifecycle::CarriedCrashLoop crash_loop = lifecycle.CarryCrashLoop();
   entry.start_ages_ms = std::move(crash_loop.window.start_ages_ms);
@@ -126,6 +127,7 @@ Status Cell::AdoptWorker(const ReexecState::Cell& entry, UniqueFd stdout_read,
     } else if (entry.state == "failed") {
       runner_.AdoptFailed(entry.reason, entry.gave_up);
     }
+    runner_.AdoptInStateFor(entry.in_state_ms);
     return Status::Ok();
   }
   lifecycle::WorkerRunner::AdoptedWorker worker;
@@ -141,7 +143,9 @@ Status Cell::AdoptWorker(const ReexecState::Cell& entry, UniqueFd stdout_read,
   worker.restarts_by_reason = by_reason;
   worker.crash_loop = crash_loop;
   worker.crash_loop.words.clear();  // a running cell has none (Lifecycle::StateDetail)
-  return runner_.AdoptWorker(std::move(worker));
+  Status adopted = runner_.AdoptWorker(std::move(worker));
+  if (adopted.ok()) runner_.AdoptInStateFor(entry.in_state_ms);
+  return adopted;
 }
 
 Status Cell::Reconfigure(const config::CellConfig& next,

@@ -57,7 +57,9 @@ enum class ReexecPhase : uint8_t {
 const char* ReexecPhaseName(ReexecPhase phase);
 
 // The file /proc/self/exe names now, without the " (deleted)" the kernel appends once a package
-// upgrade replaced it: the binary on disk, the new one after an upgrade. Errors: readlink's.
+// upgrade replaced it: the binary on disk, the new one after an upgrade (but the old one when it
+// was moved aside: the Supervisor reads it at the first start and re-executes that path).
+// Errors: readlink's.
 Result<std::string> OwnBinaryPath();
 
 // This process's command line (/proc/self/cmdline) without the flags an earlier re-exec added

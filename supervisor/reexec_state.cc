@@ -147,6 +147,7 @@ void DecodeCell(const json& value, const std::string& path, std::string* error,
   reader.Unsigned("starts", &cell->starts);
   reader.Unsigned("restarts", &cell->restarts);
   reader.String("last_exit", &cell->last_exit);
+  reader.Unsigned("in_state_ms", &cell->in_state_ms);
   reader.Unsigned("consecutive_failures", &cell->consecutive_failures);
   reader.Unsigned("next_start_in_ms", &cell->next_start_in_ms);
   reader.String("reason", &cell->reason);
@@ -241,6 +242,7 @@ std::string ReexecState::Encode() const {
                           {"starts", c.starts},
                           {"restarts", c.restarts},
                           {"last_exit", c.last_exit},
+                          {"in_state_ms", c.in_state_ms},
                           {"restarts_by_reason", c.restarts_by_reason},
                           {"consecutive_failures", c.consecutive_failures},
                           {"next_start_in_ms", c.next_start_in_ms},
@@ -262,6 +264,7 @@ std::string ReexecState::Encode() const {
       {"uptime_ms", uptime_ms},
       {"reexecs", reexecs},
       {"metrics_bound", metrics_bound},
+      {"binary", binary},
       {"reloads",
        {{"applied", reloads.applied},
         {"refused", reloads.refused},
@@ -303,6 +306,7 @@ Result<ReexecState> ReexecState::Decode(std::string_view document) {
   reader.Unsigned("uptime_ms", &state.uptime_ms);
   reader.Unsigned("reexecs", &state.reexecs);
   reader.String("metrics_bound", &state.metrics_bound);
+  reader.String("binary", &state.binary);
   if (const json* reloads = reader.Find("reloads"); reloads != nullptr) {
     Reader reload_reader(*reloads, "reloads", &error);
     reload_reader.Unsigned("applied", &state.reloads.applied);

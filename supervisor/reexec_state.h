@@ -81,6 +81,8 @@ struct ReexecState {
     uint64_t restarts = 0;
     // How the last worker ended ("exit 3", ...; Lifecycle::last_exit), "" before any end.
     std::string last_exit;
+    // How long it had been in `state` at the exec, in ms (status's state_since_ms goes on).
+    uint64_t in_state_ms = 0;
     // Restarts per reason, by RestartReasonName ("crash", "oom", ...); a reason a newer build adds
     // is kept by name and ignored by an older reader.
     std::map<std::string, uint64_t> restarts_by_reason;
@@ -115,6 +117,9 @@ struct ReexecState {
   uint64_t reexecs = 0;
   // The metrics endpoint's address as status shows it ("127.0.0.1:40123"), "" without one.
   std::string metrics_bound;
+  // The binary bulkheadd was first started as (an absolute path; /proc/self/exe then): what a
+  // re-exec executes, also once the running file was moved aside. "" when not known.
+  std::string binary;
   control::ReloadCounts reloads;
   // The runtime_dir lock's fd (it holds the flock: supervisor/runtime_dir_lock.h).
   int lock_fd = -1;

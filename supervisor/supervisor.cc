@@ -101,6 +101,11 @@ int Supervisor::Run() {
   reexec_timer_ = time_.CreateTimer([this] { AdvanceReexec(); });
   reexec_check_ = std::make_unique<ReexecCheck>(&loop_, &time_, &handles_);
   cpu_stall_timer_ = time_.CreateTimer([this] { PollCpuStalls(); });
+  if (!adopted_) {
+    // The path it was started as, before anyone moves the file aside (a re-exec runs this path).
+    Result<std::string> binary = OwnBinaryPath();
+    if (binary.ok()) binary_path_ = std::move(binary).value();
+  }
   if (adopted_) {
     // The previous image blocked these across the exec (ExecWithState): handled from here on.
     UnblockReexecSignals();
@@ -109,6 +114,7 @@ int Supervisor::Run() {
     reexecs_ = adopted_->reexecs + 1;
     access_log_lines_before_ = adopted_->access_log_lines;
     access_log_dropped_before_ = adopted_->access_log_dropped;
+    binary_path_ = adopted_->binary;
     if (!reexec_fell_back_.empty()) {
       // Failure 5: status says so until the next re-exec (bulkheadctl reexec reports it).
       reexec_error_ =
@@ -241,7 +247,8 @@ Status Supervisor::SetUpCgroups() {
     for (const std::string& controller : cgroup_tree_->missing_controllers()) {
       missing += (missing.empty() ? "" : " ") + controller;
     }
-    if (!missing.empty()) {
+    // Said at the first start, not again by every image a re-exec makes.
+    if (!missing.empty() && !adopted_) {
       LogWarning("cgroup controller(s) " + missing + " not available in " +
                  cgroup_tree_->controllers_file() +
                  ": the limits they hold are NOT enforced, the others are. Delegate them, or set "
@@ -257,8 +264,11 @@ Status Supervisor::SetUpCgroups() {
     return Status::Error("cgroup = \"required\" but limits cannot be enforced: " + reason);
   }
   cgroup_note_ = std::move(reason);
-  LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
-             ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
+  // Said at the first start, not again by every image a re-exec makes (status keeps saying it).
+  if (!adopted_) {
+    LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
+               ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
+  }
   return Status::Ok();
 }
 
@@ -804,7 +814,7 @@ std::string Supervisor::BeginReexec(std::string_view why,
   if (shutting_down_) return refuse("bulkheadd is shutting down");
   if (reexec_phase_ != ReexecPhase::kIdle) return refuse("a re-exec is already under way");
   if (std::string refused = ReexecRefused(); !refused.empty()) return refuse(refused);
-  Result<std::string> binary = OwnBinaryPath();
+  Result<std::string> binary = ReexecBinaryPath();
   if (!binary.ok()) return refuse(binary.status().message());
   reexec_binary_ = std::move(binary).value();
   reexec_why_ = std::string(why);
@@ -831,6 +841,11 @@ std::string Supervisor::BeginReexec(std::string_view why,
   Status started = StartReexecCheck();
   if (!started.ok()) return refuse(started.message());
   return "";
+}
+
+Result<std::string> Supervisor::ReexecBinaryPath() const {
+  if (!binary_path_.empty()) return binary_path_;
+  return OwnBinaryPath();
 }
 
 Status Supervisor::StartReexecCheck() {
@@ -1005,6 +1020,7 @@ void Supervisor::ExecNow() {
   state.written_by = std::string(Version());
   state.uptime_ms = time_.NowMs() - started_at_ms_;
   state.reexecs = reexecs_;
+  state.binary = binary_path_;
   state.reloads = reloads_;
   state.lock_fd = runtime_dir_lock_.fd();
   if (access_log_) {

@@ -206,6 +206,8 @@ class Supervisor {
   // One look of kSettling (JudgeSettle): waits, refuses past the deadline, or goes on to the
   // version check (kChecking), or to kDraining when the binary was checked already.
   void SettleReexec();
+  // What a re-exec executes: binary_path_, else OwnBinaryPath(). Errors: OwnBinaryPath's.
+  Result<std::string> ReexecBinaryPath() const;
   // Starts the version check of reexec_binary_ (kChecking). Errors: ReexecCheck::Start's.
   Status StartReexecCheck();
   // Back to kIdle with `why` kept as reexec.last_error, logged.
@@ -318,6 +320,11 @@ class Supervisor {
   bool reexec_told_reloading_ = false;
   bool reexec_abandoned_ = false;  // past the deadline: what was in flight was answered
   std::string reexec_binary_;
+  // The binary bulkheadd was first started as (/proc/self/exe at the first start, or the state's
+  // `binary` in an adopting image): what a re-exec executes, also once the running file was moved
+  // aside (`mv bulkheadd bulkheadd.old`, which /proc/self/exe follows). "" when not known: then
+  // /proc/self/exe as it is at the re-exec (ReexecBinaryPath).
+  std::string binary_path_;
   uint64_t reexecs_ = 0;
   std::string reexec_error_;
   std::unique_ptr<loop::Timer> reexec_timer_;

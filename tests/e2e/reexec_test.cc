@@ -329,6 +329,70 @@ TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
   EXPECT_OK_REPLY(h.Call("a", "echo after"), "after");
 }
 
+// An upgrade that moves the running binary aside and puts the new one in its place (`mv bulkheadd
+// bulkheadd.old; cp new bulkheadd`): /proc/self/exe then names bulkheadd.old, and a re-exec of it
+// ran the old binary again. The path bulkheadd was first started as is what is executed (here a
+// "newer" file that reads only version 9, refused: it was the one asked), and the path is carried
+// across a re-exec.
+TEST(Reexec, ABinaryMovedAsideIsNotTheOneExecutedThePathItWasStartedAsIs) {
+  ReplaceableBinary binary;
+  Harness h(binary.Options());
+  ASSERT_STARTED(h);
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  const std::string aside = binary.Join("bulkheadd.old");
+  for (int round = 1; round <= 2; ++round) {
+    std::filesystem::rename(binary.path(), aside);
+    binary.ReplaceWithScript("#!/bin/sh\necho 9\n");
+    ExpectReexecFails(h, binary.path() + " --reexec-state-versions: reads 9");
+    // The real one back in place: the re-exec executes it.
+    std::filesystem::remove(binary.path());
+    std::filesystem::rename(aside, binary.path());
+    Result<ProcessResult> good = h.Ctl({"reexec"});
+    ASSERT_TRUE(good.ok());
+    ASSERT_EQ(good->exit_code(), kExitOk) << good->Describe() << h.Log();
+    EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], round);
+  }
+  EXPECT_EQ(h.Cell("a")["pid"], worker);
+}
+
+// Status's state_since_ms ("IN STATE FOR") goes on across a re-exec instead of starting at 0: the
+// time the cell entered its state travels as a duration.
+TEST(Reexec, TheTimeInStateGoesOnAcrossAReexec) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell(
+      "a", [](const nlohmann::json& c) { return c["state_since_ms"].get<uint64_t>() >= 1'500; }));
+  const uint64_t before = h.Cell("a")["state_since_ms"].get<uint64_t>();
+  Result<ProcessResult> ctl = h.Ctl({"reexec"});
+  ASSERT_TRUE(ctl.ok());
+  ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+  EXPECT_GE(h.Cell("a")["state_since_ms"].get<uint64_t>(), before);
+}
+
+// The warning that cell limits are not enforced (a host that does not delegate cgroups to the
+// test) is logged at the first start, not again by each image a re-exec makes.
+TEST(Reexec, TheLimitsWarningIsLoggedAtTheFirstStartOnly) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  auto warnings = [&h] {
+    const std::string log = h.Log();
+    size_t count = 0;
+    for (size_t at = log.find("NOT enforced"); at != std::string::npos;
+         at = log.find("NOT enforced", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  const size_t at_start = warnings();
+  for (int i = 1; i <= 2; ++i) {
+    Result<ProcessResult> ctl = h.Ctl({"reexec"});
+    ASSERT_TRUE(ctl.ok());
+    ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+  }
+  EXPECT_EQ(warnings(), at_start) << h.Log();
+  if (at_start == 0) std::fprintf(stderr, "limits are enforced here: the warning is not shown\n");
+}
+
 // docs/reexec.md, failure 5: a new binary that claims our version but cannot read the state (a
 // bug; here a test build that fails every read) runs the previous binary again, by the fd the
 // old image kept open, with the same state: the workers keep their pids and serve, and status and

@@ -630,6 +630,18 @@ TEST_F(LifecycleTest, AdoptBackoffWithItsCrashLoopGoesOnCrashLooping) {
   EXPECT_NE(t.log.find("crash-looping: 3 starts in 60s"), std::string::npos) << t.log;
 }
 
+// A re-exec: the time in state goes on from the previous image's (a duration on the new clock),
+// not from the adoption; never before the clock's zero.
+TEST_F(LifecycleTest, RestoreInStateForCountsFromWhenThePreviousImageEnteredTheState) {
+  Make();
+  lc().Adopt(/*worker_uptime_ms=*/90'000);
+  EXPECT_EQ(lc().since_ms(), kStartMs);
+  lc().RestoreInStateFor(60'000);
+  EXPECT_EQ(lc().since_ms(), kStartMs - 60'000);
+  lc().RestoreInStateFor(kStartMs + 5);
+  EXPECT_EQ(lc().since_ms(), 0u);
+}
+
 // A re-exec of a failed cell: it stays failed with its reason, refuses requests with no start
 // due, and starts again on an operator's start.
 TEST_F(LifecycleTest, AdoptFailedKeepsTheReasonUntilAnOperatorStartsIt) {

@@ -25,6 +25,7 @@ ReexecState SampleState() {
   state.uptime_ms = 123'456;
   state.reexecs = 2;
   state.metrics_bound = "127.0.0.1:29090";
+  state.binary = "/usr/sbin/bulkheadd";
   state.reloads = {.applied = 3, .refused = 1, .last_refused = true};
   state.lock_fd = 4;
   state.access_log_lines = 1'234;
@@ -42,6 +43,7 @@ ReexecState SampleState() {
   payments.starts = 4;
   payments.restarts = 3;
   payments.last_exit = "signal 9";
+  payments.in_state_ms = 61'000;
   payments.restarts_by_reason = {{"crash", 2}, {"operator", 1}};
   payments.consecutive_failures = 1;
   payments.worker = ReexecState::Worker{.pid = 4242,
@@ -110,6 +112,8 @@ TEST(ReexecState, RoundTripsEveryField) {
   EXPECT_EQ(payments.starts, 4u);
   EXPECT_EQ(payments.restarts, 3u);
   EXPECT_EQ(payments.last_exit, "signal 9");
+  EXPECT_EQ(payments.in_state_ms, 61'000u);
+  EXPECT_EQ(decoded->binary, "/usr/sbin/bulkheadd");
   EXPECT_EQ(payments.restarts_by_reason, state.cells[0].restarts_by_reason);
   EXPECT_EQ(payments.consecutive_failures, 1u);
   ASSERT_TRUE(payments.worker.has_value());
