@@ -205,6 +205,32 @@ RestartPolicy::Decision RestartPolicy::OnExit(uint64_t now_ms, bool clean,
 
 void RestartPolicy::RestoreSteps(uint32_t steps) { steps_ = std::min(steps, kMaxSteps); }
 
+RestartPolicy::Window RestartPolicy::CarryWindow(uint64_t now_ms) const {
+  Window window;
+  window.start_ages_ms.reserve(starts_.size());
+  for (uint64_t start : starts_) window.start_ages_ms.push_back(now_ms - std::min(now_ms, start));
+  window.crash_looping = crash_looping_;
+  window.short_runs = short_runs_;
+  return window;
+}
+
+void RestartPolicy::RestoreWindow(const Window& window, uint64_t now_ms) {
+  BH_CHECK(!has_start_ && starts_.empty());
+  for (uint64_t age : window.start_ages_ms) starts_.push_back(now_ms - std::min(now_ms, age));
+  // Oldest first, as RecordStart keeps them, and no more than it keeps.
+  std::sort(starts_.begin(), starts_.end());
+  const size_t kept = StartsKept();
+  if (starts_.size() > kept) {
+    starts_.erase(starts_.begin(), starts_.end() - static_cast<std::ptrdiff_t>(kept));
+  }
+  if (!starts_.empty()) {
+    has_start_ = true;
+    last_start_ms_ = starts_.back();
+  }
+  crash_looping_ = window.crash_looping;
+  short_runs_ = window.short_runs;
+}
+
 void RestartPolicy::Reset() {
   steps_ = 0;
   short_runs_ = 0;

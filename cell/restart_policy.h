@@ -127,6 +127,19 @@ class RestartPolicy {
   // A re-exec (docs/reexec.md): the backoff step the previous image had reached (steps()), so
   // that the next delay grows on from there. Capped as the policy caps it.
   void RestoreSteps(uint32_t steps);
+  // The start limit's history as a re-exec carries it (docs/reexec.md): each recorded start as
+  // its age (ms before `now_ms`, oldest first; durations, since the clocks of the two images
+  // differ), whether the cell is crash-looping, and its short runs in a row.
+  struct Window {
+    std::vector<uint64_t> start_ages_ms;
+    bool crash_looping = false;
+    uint32_t short_runs = 0;
+  };
+  Window CarryWindow(uint64_t now_ms) const;
+  // A re-exec, in the new image before any start: the history `window` describes, its starts
+  // taken back from `now_ms` (a start older than the clock's reading counts at 0), so that the
+  // start limit counts them and a crash loop goes on as one. REQUIRES: no start recorded yet.
+  void RestoreWindow(const Window& window, uint64_t now_ms);
 
   // New options (a config reload) from the next call on. Recorded starts and the backoff step are
   // kept: a lower start_limit_burst or shorter interval counts the starts already made, a lower

@@ -604,13 +604,14 @@ int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline) {
   return exit_code;
 }
 
-int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline) {
+int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline,
+                  std::optional<std::chrono::milliseconds> settle_timeout) {
   auto exchange_deadline = [&deadline]() -> Deadline {
     return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
   };
-  const Deadline wait_deadline =
-      deadline ? deadline : std::chrono::steady_clock::now() + kDefaultWaitTimeout;
-  ControlReply reply = QueryControl(socket, ReexecRequest(), exchange_deadline());
+  std::optional<uint64_t> settle_ms;
+  if (settle_timeout) settle_ms = static_cast<uint64_t>(settle_timeout->count());
+  ControlReply reply = QueryControl(socket, ReexecRequest(settle_ms), exchange_deadline());
   if (!reply.response) return ReportNoResponse(reply);
   const nlohmann::json& response = *reply.response;
   if (response.value("ok", false) != true) {
@@ -621,6 +622,11 @@ int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline) {
     return IsPermissionDenied(response) ? kExitPermissionDenied : kExitFailure;
   }
   const uint64_t count_before = response.value("count", uint64_t{0});
+  // A re-exec may first wait for its cells to settle, as long as bulkheadd says.
+  const Deadline wait_deadline =
+      deadline ? deadline
+               : std::chrono::steady_clock::now() + kDefaultWaitTimeout +
+                     std::chrono::milliseconds(response.value("settle_timeout_ms", uint64_t{0}));
   if (no_block) {
     return WriteAll(stdout, "re-executing " + response.value("binary", std::string()) + "\n")
                ? kExitOk

@@ -76,7 +76,10 @@ int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline);
 // reexec: bulkheadd re-executes its binary in place (docs/reexec.md). Unless `no_block`, waits
 // until the new image answers status (prints "re-executed: ..." and exits kExitOk) or the old
 // one reports why the exec failed (kExitFailure, the reason on stderr); a refusal exits
-// kExitFailure at once. Bounded as ReloadCommand.
-int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline);
+// kExitFailure at once. `settle_timeout`, when given, bounds how long bulkheadd waits for its
+// cells to settle (the request's "settle_timeout_ms"). Bounded as ReloadCommand, the wait
+// lengthened by the settling's bound bulkheadd answers.
+int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline,
+                  std::optional<std::chrono::milliseconds> settle_timeout);
 
 }  // namespace bulkhead::ctl

@@ -83,6 +83,21 @@ LifecycleProgress JudgeHeldStart(const nlohmann::json& cell, std::optional<uint6
 
 }  // namespace
 
+std::string NextStartsOfNeeds(const nlohmann::json& cell) {
+  std::string next_starts;
+  auto needs = cell.find("waiting_for");
+  if (needs == cell.end() || !needs->is_array()) return next_starts;
+  for (const nlohmann::json& need : *needs) {
+    auto next = need.find("next_start_in_ms");
+    if (StringOr(need, "state", "") != "backoff" || next == need.end() || !IsCount(*next)) {
+      continue;
+    }
+    next_starts += "; " + StringOr(need, "cell", "?") + "'s next start in " +
+                   FormatTimeLeft(next->get<uint64_t>());
+  }
+  return next_starts;
+}
+
 uint64_t AutomaticRestarts(const nlohmann::json& cell) {
   uint64_t total = 0;
   auto reasons = cell.find("restarts_by_reason");

@@ -38,6 +38,11 @@ struct LifecycleProgress {
   std::string detail_key;
 };
 
+// For a start held for the cells it needs (`cell` of a status response, state "waiting"), when
+// each of its needs in backoff starts next: "; catalog's next start in 45s" per need in backoff
+// ("waiting_for" entries with "next_start_in_ms"), "" when none is.
+std::string NextStartsOfNeeds(const nlohmann::json& cell);
+
 // Judges `cell`, one element of a status response's "cells" (docs/control.md), after `command`
 // ("start", "stop" or "restart") was accepted. `starts_before` is the cell's "starts" counter read
 // before the command was sent: a start or restart is reached once a worker started after it

@@ -171,6 +171,11 @@ int Main(int argc, char** argv) {
       "(docs/reexec.md)");
   reexec->add_flag("--no-block", no_block,
                    "return once bulkheadd has begun, without waiting for the new image");
+  std::string settle_text;
+  reexec->add_option("--settle-timeout", settle_text,
+                     "how long the re-exec may wait for cells starting, stopping or swapping "
+                     "workers to settle before it is refused, e.g. 30s (default: the longest "
+                     "start_timeout + stop_timeout of the cells, at most 2m)");
 
   try {
     app.parse(argc, argv);
@@ -254,7 +259,19 @@ int Main(int argc, char** argv) {
     return StatusCommand(socket, status_cell, json, deadline);
   }
   if (reload->parsed()) return ReloadCommand(socket, no_block, deadline);
-  if (reexec->parsed()) return ReexecCommand(socket, no_block, deadline);
+  if (reexec->parsed()) {
+    std::optional<std::chrono::milliseconds> settle_timeout;
+    if (!settle_text.empty()) {
+      Result<std::chrono::milliseconds> parsed = ParseDuration(settle_text);
+      if (!parsed.ok()) {
+        // 0s is a bound too: refused at once unless every cell can be carried now.
+        PrintError("--settle-timeout: " + parsed.status().message());
+        return kExitUsage;
+      }
+      settle_timeout = *parsed;
+    }
+    return ReexecCommand(socket, no_block, deadline, settle_timeout);
+  }
   for (CLI::App* sub : cell_commands) {
     if (!sub->parsed()) continue;
     if (command_cells.empty() && !all_cells) {

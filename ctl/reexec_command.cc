@@ -3,7 +3,11 @@
 
 namespace bulkhead::ctl {
 
-nlohmann::json ReexecRequest() { return {{"command", "reexec"}}; }
+nlohmann::json ReexecRequest(std::optional<uint64_t> settle_timeout_ms) {
+  nlohmann::json request = {{"command", "reexec"}};
+  if (settle_timeout_ms) request["settle_timeout_ms"] = *settle_timeout_ms;
+  return request;
+}
 
 ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before) {
   if (!status.is_object()) return {};

@@ -5,12 +5,13 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace bulkhead::ctl {
 
-// {"command":"reexec"}.
-nlohmann::json ReexecRequest();
+// {"command":"reexec"}, with "settle_timeout_ms" when `settle_timeout_ms` is given.
+nlohmann::json ReexecRequest(std::optional<uint64_t> settle_timeout_ms = std::nullopt);
 
 // Where a re-exec stands, judged from one status response after the "reexec" answer said
 // {"count": `count_before`}.
@@ -24,7 +25,7 @@ struct ReexecVerdict {
 // kDone once supervisor.reexec.count exceeds `count_before` without a last_error (the new image
 // runs); kFailed once the phase is "idle" again with a last_error: with the count unchanged the
 // old image goes on, with the count passed the new binary could not take the state over and the
-// previous binary runs again (failure 5 of docs/reexec.md); else kWaiting (draining, or a
+// previous binary runs again (failure 5 of docs/reexec.md); else kWaiting (settling, draining, or a
 // response without the fields).
 ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before);
 

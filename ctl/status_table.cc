@@ -10,6 +10,8 @@
 #include <iterator>
 #include <vector>
 
+#include "ctl/lifecycle_wait.h"
+
 namespace bulkhead::ctl {
 namespace {
 
@@ -256,10 +258,26 @@ Result<std::string> FormatStatusTable(const nlohmann::json& response) {
     for (index = 0; index < cells.size(); ++index) {
       if (cells[index].is_object() && cells[index].contains("state_detail") &&
           !cells[index]["state_detail"].is_null()) {
-        details += Text(cells[index], "name") + ": " + Text(cells[index], "state_detail") + "\n";
+        // A held start says when each need in backoff starts next, as `start` does.
+        details += Text(cells[index], "name") + ": " + Text(cells[index], "state_detail") +
+                   NextStartsOfNeeds(cells[index]) + "\n";
       }
     }
     if (!details.empty()) out += "\n" + details;
+    // A re-exec under way, or why the last one failed (docs/reexec.md).
+    // Optional: a supervisor that does not say has none to tell.
+    std::string reexec;
+    auto member = [](const nlohmann::json& object, const char* key) {
+      return object.is_object() && object.contains(key) ? object[key] : nlohmann::json();
+    };
+    const nlohmann::json state = member(member(response, "supervisor"), "reexec");
+    const nlohmann::json phase = member(state, "phase");
+    if (phase.is_string() && phase.get<std::string>() != "idle") {
+      reexec += "re-exec under way: " + phase.get<std::string>() + "\n";
+    }
+    const nlohmann::json error = member(state, "last_error");
+    if (error.is_string()) reexec += "last re-exec failed: " + error.get<std::string>() + "\n";
+    if (!reexec.empty()) out += "\n" + reexec;
     return out;
   } catch (const FieldError& e) {
     std::string where = "status response: cells[" + std::to_string(index) + "]";

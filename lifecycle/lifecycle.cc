@@ -432,6 +432,22 @@ std::vector<Lifecycle::Action> Lifecycle::AdoptBackoff(uint32_t consecutive_fail
   return actions;
 }
 
+void Lifecycle::RestoreInStateFor(uint64_t in_state_ms) {
+  const uint64_t now = clock_->NowMs();
+  since_ms_ = now - std::min(now, in_state_ms);
+}
+
+Lifecycle::CarriedCrashLoop Lifecycle::CarryCrashLoop() const {
+  return {.window = policy_.CarryWindow(clock_->NowMs()), .words = crash_loop_};
+}
+
+void Lifecycle::RestoreCrashLoop(const CarriedCrashLoop& carried) {
+  BH_CHECK(state_ == State::kStopped && !spawn_pending_);
+  policy_.RestoreWindow(carried.window, clock_->NowMs());
+  // Kept by AdoptBackoff's Enter(kBackoff); any other state clears it.
+  crash_loop_ = carried.words;
+}
+
 void Lifecycle::AdoptFailed(std::string reason, bool gave_up) {
   BH_CHECK(state_ == State::kStopped && !spawn_pending_);
   now_ms_ = clock_->NowMs();

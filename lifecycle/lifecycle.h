@@ -338,7 +338,7 @@ class Lifecycle {
   // (a duration: the clocks of the two images differ) after `consecutive_failures` failures in a
   // row (the RestartPolicy's steps, so that the next backoff grows on from there). From stopped to
   // backoff, outside the table (RestoreCounts first); the backoff's end is an ordinary
-  // BackoffElapsed. The crash loop's start window is not carried (it starts afresh). Returns the
+  // BackoffElapsed. The crash loop's start window comes from RestoreCrashLoop. Returns the
   // actions to run: kOpenAdmission (requests queue as in any backoff) and kArmBackoff with
   // `next_start_in_ms`. REQUIRES: stopped, no spawn pending.
   std::vector<Action> AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms);
@@ -349,6 +349,23 @@ class Lifecycle {
   void AdoptFailed(std::string reason, bool gave_up);
   // Whether a failed cell gave up at its start limit (a crash loop), for a re-exec's state.
   bool gave_up() const { return gave_up_; }
+  // A re-exec: the start limit's window and crash loop (cell::RestartPolicy::Window) and, in
+  // backoff while crash-looping, StateDetail's words for it ("crash-looping: 5 starts in 60s";
+  // "" otherwise), as the previous image had them.
+  struct CarriedCrashLoop {
+    cell::RestartPolicy::Window window;
+    std::string words;
+  };
+  CarriedCrashLoop CarryCrashLoop() const;
+  // A re-exec, in the new image once the cell is in the state the previous image had it in (Adopt,
+  // AdoptBackoff, AdoptFailed, or stopped): it entered that state `in_state_ms` ago (a duration:
+  // the clocks of the two images differ), as far as the clock allows, so that status's "in state
+  // for" goes on (since_ms).
+  void RestoreInStateFor(uint64_t in_state_ms);
+  // A re-exec, in the new image before Adopt or AdoptBackoff: the start limit counts the starts
+  // of the previous image, and a crash loop goes on as one (its backoff keeps its words).
+  // REQUIRES: stopped, no start yet.
+  void RestoreCrashLoop(const CarriedCrashLoop& carried);
 
   // Reload: new options apply from the next event on (a stop already under way keeps the
   // deadline it set; the next stop uses the new stop_timeout). The RestartPolicy keeps its recorded

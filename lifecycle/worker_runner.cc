@@ -203,8 +203,8 @@ std::string WorkerRunner::ReexecBlocker() const {
       break;
   }
   return std::string("it is ") + Lifecycle::StateName(lifecycle_.state()) +
-         " (a cell starting or stopping is not carried across a re-exec: try again once it is "
-         "running or stopped)";
+         " (a cell starting or stopping is carried across a re-exec once it runs, is stopped or "
+         "in backoff)";
 }
 
 WorkerRunner::ReexecFds WorkerRunner::reexec_fds() const {
@@ -229,7 +229,9 @@ void WorkerRunner::AdoptStopped(uint64_t starts, uint64_t restarts, std::string 
   restarts_attributed_ = restarts;
 }
 
-void WorkerRunner::AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms) {
+void WorkerRunner::AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms,
+                                const Lifecycle::CarriedCrashLoop& crash_loop) {
+  lifecycle_.RestoreCrashLoop(crash_loop);
   Lifecycle::Transition adopted;
   adopted.from = Lifecycle::State::kStopped;
   adopted.to = Lifecycle::State::kBackoff;
@@ -275,6 +277,7 @@ Status WorkerRunner::AdoptWorker(AdoptedWorker worker) {
   stale_generation_ = false;
   AdoptStopped(worker.starts, worker.restarts, std::move(worker.last_exit),
                worker.restarts_by_reason);
+  lifecycle_.RestoreCrashLoop(worker.crash_loop);
   pid_ = worker.pid;
   pgid_ = worker.pgid;
   output_->Adopt(std::move(worker.stdout_read), std::move(worker.stderr_read), pid_);

@@ -167,8 +167,8 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // --- Re-exec (docs/reexec.md). ---
   // Why the cell cannot be carried across a re-exec now, "" when it can: it runs a ready worker
   // and no worker swap or teardown is under way, or it is stopped, in backoff or failed with no
-  // worker and nothing left to tear down. (A cell starting or stopping is refused: the spawn's
-  // and the stop's timers and pending events are not carried.)
+  // worker and nothing left to tear down. (A cell starting or stopping is not carried: the
+  // spawn's and the stop's timers and pending events are not; a re-exec waits for it to settle.)
   std::string ReexecBlocker() const;
   // The descriptors the state names (owned here; -1 for a pipe not captured).
   struct ReexecFds {
@@ -215,14 +215,21 @@ class WorkerRunner : private TeardownWatcher::Generation {
     std::string last_exit;
     uint64_t uptime_ms = 0;
     RestartCounts restarts_by_reason{};
+    // The start limit's window and crash loop (Lifecycle::RestoreCrashLoop).
+    Lifecycle::CarriedCrashLoop crash_loop;
   };
   Status AdoptWorker(AdoptedWorker worker);
   // In the new image, for a cell the previous one had stopped: its counts continue.
   void AdoptStopped(uint64_t starts, uint64_t restarts, std::string last_exit,
                     const RestartCounts& restarts_by_reason);
   // In the new image, for a cell the previous one had in backoff (AdoptStopped first): its next
-  // start `next_start_in_ms` from now, its failures in a row carried (Lifecycle::AdoptBackoff).
-  void AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms);
+  // start `next_start_in_ms` from now, its failures in a row and its start limit's window and
+  // crash loop carried (Lifecycle::RestoreCrashLoop, Lifecycle::AdoptBackoff).
+  void AdoptBackoff(uint32_t consecutive_failures, uint64_t next_start_in_ms,
+                    const Lifecycle::CarriedCrashLoop& crash_loop);
+  // In the new image, once the cell is adopted in its state: it entered it `in_state_ms` ago
+  // (Lifecycle::RestoreInStateFor).
+  void AdoptInStateFor(uint64_t in_state_ms) { lifecycle_.RestoreInStateFor(in_state_ms); }
   // In the new image, for a cell the previous one had failed (AdoptStopped first): failed still,
   // for `reason` (Lifecycle::AdoptFailed).
   void AdoptFailed(std::string reason, bool gave_up);

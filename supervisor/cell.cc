@@ -55,7 +55,13 @@ void Cell::Capture(ReexecState* state) const {
   entry.starts = lifecycle.starts();
   entry.restarts = lifecycle.restarts();
   entry.last_exit = lifecycle.last_exit();
+  entry.in_state_ms = time_->NowMs() - std::min(time_->NowMs(), lifecycle.since_ms());
   entry.consecutive_failures = lifecycle.policy().steps();
+  lifecycle::Lifecycle::CarriedCrashLoop crash_loop = lifecycle.CarryCrashLoop();
+  entry.start_ages_ms = std::move(crash_loop.window.start_ages_ms);
+  entry.crash_looping = crash_loop.window.crash_looping;
+  entry.short_runs = crash_loop.window.short_runs;
+  entry.crash_loop = std::move(crash_loop.words);
   if (lifecycle.state() == lifecycle::Lifecycle::State::kBackoff) {
     const uint64_t now = time_->NowMs();
     entry.next_start_in_ms =
@@ -110,13 +116,19 @@ Status Cell::AdoptWorker(const ReexecState::Cell& entry, UniqueFd stdout_read,
         std::string(lifecycle::RestartReasonName(static_cast<lifecycle::RestartReason>(i))));
     if (it != entry.restarts_by_reason.end()) by_reason[i] = it->second;
   }
+  const lifecycle::Lifecycle::CarriedCrashLoop crash_loop = {
+      .window = {.start_ages_ms = entry.start_ages_ms,
+                 .crash_looping = entry.crash_looping,
+                 .short_runs = entry.short_runs},
+      .words = entry.crash_loop};
   if (!entry.worker) {
     runner_.AdoptStopped(entry.starts, entry.restarts, entry.last_exit, by_reason);
     if (entry.state == "backoff") {
-      runner_.AdoptBackoff(entry.consecutive_failures, entry.next_start_in_ms);
+      runner_.AdoptBackoff(entry.consecutive_failures, entry.next_start_in_ms, crash_loop);
     } else if (entry.state == "failed") {
       runner_.AdoptFailed(entry.reason, entry.gave_up);
     }
+    runner_.AdoptInStateFor(entry.in_state_ms);
     return Status::Ok();
   }
   lifecycle::WorkerRunner::AdoptedWorker worker;
@@ -130,7 +142,11 @@ Status Cell::AdoptWorker(const ReexecState::Cell& entry, UniqueFd stdout_read,
   worker.last_exit = entry.last_exit;
   worker.uptime_ms = entry.worker->uptime_ms;
   worker.restarts_by_reason = by_reason;
-  return runner_.AdoptWorker(std::move(worker));
+  worker.crash_loop = crash_loop;
+  worker.crash_loop.words.clear();  // a running cell has none (Lifecycle::StateDetail)
+  Status adopted = runner_.AdoptWorker(std::move(worker));
+  if (adopted.ok()) runner_.AdoptInStateFor(entry.in_state_ms);
+  return adopted;
 }
 
 Status Cell::Reconfigure(const config::CellConfig& next,

@@ -48,6 +48,8 @@ const char* ReexecPhaseName(ReexecPhase phase) {
   switch (phase) {
     case ReexecPhase::kIdle:
       return "idle";
+    case ReexecPhase::kSettling:
+      return "settling";
     case ReexecPhase::kChecking:
       return "checking";
     case ReexecPhase::kDraining:

@@ -22,6 +22,14 @@ namespace bulkhead::supervisor {
 enum class ReexecPhase : uint8_t {
   // No re-exec under way: every cell accepts and admits as usual.
   kIdle,
+  // A re-exec was asked while some cell cannot be carried yet: it is starting, stopping, swapping
+  // workers or tearing its last generation down, or a reload's removed cells still drain
+  // (Supervisor::ReexecUnsettled). Every cell accepts and admits as in kIdle; the re-exec looks
+  // again every kReexecSettlePollMs until none is (then the checks run and lead to kChecking, or
+  // to kDraining when the binary was checked already), or refuses past the settling's deadline
+  // (ReexecSettleBoundMs from the request, on the loop's clock) naming the cell and its state
+  // (JudgeSettle). A second re-exec is refused; a shutdown cancels it.
+  kSettling,
   // The request's checks passed (no shutdown, reload or swap under way, cells carried, the config
   // file the one in force, the binary found) and the new binary is being asked which state
   // versions it reads (ReexecCheck: a child process, read on the loop, bounded by a timer). Every
@@ -45,11 +53,13 @@ enum class ReexecPhase : uint8_t {
   // back to kIdle as they were (accept resumed), logged and kept for status.
   kExecuting,
 };
-// "idle", "checking", "draining", "closing-log", "executing": as status shows it.
+// "idle", "settling", "checking", "draining", "closing-log", "executing": as status shows it.
 const char* ReexecPhaseName(ReexecPhase phase);
 
 // The file /proc/self/exe names now, without the " (deleted)" the kernel appends once a package
-// upgrade replaced it: the binary on disk, the new one after an upgrade. Errors: readlink's.
+// upgrade replaced it: the binary on disk, the new one after an upgrade (but the old one when it
+// was moved aside: the Supervisor reads it at the first start and re-executes that path).
+// Errors: readlink's.
 Result<std::string> OwnBinaryPath();
 
 // This process's command line (/proc/self/cmdline) without the flags an earlier re-exec added

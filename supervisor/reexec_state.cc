@@ -147,10 +147,21 @@ void DecodeCell(const json& value, const std::string& path, std::string* error,
   reader.Unsigned("starts", &cell->starts);
   reader.Unsigned("restarts", &cell->restarts);
   reader.String("last_exit", &cell->last_exit);
+  reader.Unsigned("in_state_ms", &cell->in_state_ms);
   reader.Unsigned("consecutive_failures", &cell->consecutive_failures);
   reader.Unsigned("next_start_in_ms", &cell->next_start_in_ms);
   reader.String("reason", &cell->reason);
   reader.Bool("gave_up", &cell->gave_up);
+  reader.Array("start_ages_ms", [&](const json& age, const std::string& at) {
+    if (!age.is_number_unsigned()) {
+      reader.Fail(at, "not an unsigned integer");
+      return;
+    }
+    cell->start_ages_ms.push_back(age.get<uint64_t>());
+  });
+  reader.Bool("crash_looping", &cell->crash_looping);
+  reader.Unsigned("short_runs", &cell->short_runs);
+  reader.String("crash_loop", &cell->crash_loop);
   if (const json* restarts = reader.Find("restarts_by_reason"); restarts != nullptr) {
     Reader by_reason(*restarts, reader.PathOf("restarts_by_reason"), error);
     if (by_reason.ok()) {
@@ -231,11 +242,16 @@ std::string ReexecState::Encode() const {
                           {"starts", c.starts},
                           {"restarts", c.restarts},
                           {"last_exit", c.last_exit},
+                          {"in_state_ms", c.in_state_ms},
                           {"restarts_by_reason", c.restarts_by_reason},
                           {"consecutive_failures", c.consecutive_failures},
                           {"next_start_in_ms", c.next_start_in_ms},
                           {"reason", c.reason},
                           {"gave_up", c.gave_up},
+                          {"start_ages_ms", c.start_ages_ms},
+                          {"crash_looping", c.crash_looping},
+                          {"short_runs", c.short_runs},
+                          {"crash_loop", c.crash_loop},
                           {"worker", worker},
                           {"counters", counters},
                           {"queue_wait", EncodeCounts(c.queue_wait)},
@@ -248,11 +264,13 @@ std::string ReexecState::Encode() const {
       {"uptime_ms", uptime_ms},
       {"reexecs", reexecs},
       {"metrics_bound", metrics_bound},
+      {"binary", binary},
       {"reloads",
        {{"applied", reloads.applied},
         {"refused", reloads.refused},
         {"last_refused", reloads.last_refused}}},
       {"lock_fd", lock_fd},
+      {"access_log", {{"lines", access_log_lines}, {"dropped", access_log_dropped}}},
       {"listeners", listener_array},
       {"connections", connection_array},
       {"cells", cell_array},
@@ -288,6 +306,7 @@ Result<ReexecState> ReexecState::Decode(std::string_view document) {
   reader.Unsigned("uptime_ms", &state.uptime_ms);
   reader.Unsigned("reexecs", &state.reexecs);
   reader.String("metrics_bound", &state.metrics_bound);
+  reader.String("binary", &state.binary);
   if (const json* reloads = reader.Find("reloads"); reloads != nullptr) {
     Reader reload_reader(*reloads, "reloads", &error);
     reload_reader.Unsigned("applied", &state.reloads.applied);
@@ -307,6 +326,11 @@ Result<ReexecState> ReexecState::Decode(std::string_view document) {
     state.listeners.push_back(std::move(listener));
   });
   reader.Int("lock_fd", &state.lock_fd);
+  if (const json* access_log = reader.Find("access_log"); access_log != nullptr) {
+    Reader access_log_reader(*access_log, "access_log", &error);
+    access_log_reader.Unsigned("lines", &state.access_log_lines);
+    access_log_reader.Unsigned("dropped", &state.access_log_dropped);
+  }
   reader.Array("connections", [&](const json& value, const std::string& path) {
     Connection connection;
     Reader connection_reader(value, path, &error);

@@ -28,8 +28,11 @@ struct ReexecState {
   // change an older reader would misread bumps kVersion and keeps the older ones readable.
   // 2: cells in backoff and failed are carried (an older reader would take them for stopped);
   // a version 1 state holds none, and reads as before.
-  static constexpr int kVersion = 2;
-  static constexpr std::array<int, 2> kReadableVersions = {1, 2};
+  // 3: the start limit's window and crash loop of each cell are carried (an older reader would
+  // count a crash-looping cell's starts afresh and let it run on past its start limit); a version
+  // 1 or 2 state has none, and reads as before (the window starts afresh).
+  static constexpr int kVersion = 3;
+  static constexpr std::array<int, 3> kReadableVersions = {1, 2, 3};
   // The document's "format" tag: anything else is not a state of ours.
   static constexpr std::string_view kFormat = "bulkheadd-reexec-state";
 
@@ -78,6 +81,8 @@ struct ReexecState {
     uint64_t restarts = 0;
     // How the last worker ended ("exit 3", ...; Lifecycle::last_exit), "" before any end.
     std::string last_exit;
+    // How long it had been in `state` at the exec, in ms (status's state_since_ms goes on).
+    uint64_t in_state_ms = 0;
     // Restarts per reason, by RestartReasonName ("crash", "oom", ...); a reason a newer build adds
     // is kept by name and ignored by an older reader.
     std::map<std::string, uint64_t> restarts_by_reason;
@@ -89,6 +94,14 @@ struct ReexecState {
     // Failed: why (Lifecycle::reason), and whether it gave up at its start limit.
     std::string reason;
     bool gave_up = false;
+    // The start limit's window (version 3; cell::RestartPolicy::Window): each start recorded as
+    // its age in ms at the exec, oldest first; whether the cell is crash-looping and its short
+    // runs in a row; in backoff while crash-looping, the state detail's words for it
+    // ("crash-looping: 5 starts in 60s"), "" otherwise.
+    std::vector<uint64_t> start_ages_ms;
+    bool crash_looping = false;
+    uint32_t short_runs = 0;
+    std::string crash_loop;
     std::optional<Worker> worker;
     admission::CellCounters counters;
     // Cumulative histograms (the recent window is not kept).
@@ -104,9 +117,16 @@ struct ReexecState {
   uint64_t reexecs = 0;
   // The metrics endpoint's address as status shows it ("127.0.0.1:40123"), "" without one.
   std::string metrics_bound;
+  // The binary bulkheadd was first started as (an absolute path; /proc/self/exe then): what a
+  // re-exec executes, also once the running file was moved aside. "" when not known.
+  std::string binary;
   control::ReloadCounts reloads;
   // The runtime_dir lock's fd (it holds the flock: supervisor/runtime_dir_lock.h).
   int lock_fd = -1;
+  // The access log's counters at the exec (bulkhead_access_log_lines_total, ..._dropped_total),
+  // so that the new image's continue from them; 0 without an access log.
+  uint64_t access_log_lines = 0;
+  uint64_t access_log_dropped = 0;
   std::vector<Listener> listeners;
   std::vector<Connection> connections;
   std::vector<Cell> cells;

@@ -23,6 +23,7 @@
 #include "supervisor/container.h"
 #include "supervisor/reaper.h"
 #include "supervisor/reexec.h"
+#include "supervisor/reexec_settle.h"
 #include "supervisor/reexec_state.h"
 #include "supervisor/runtime_dir_lock.h"
 
@@ -34,6 +35,9 @@ namespace {
 constexpr uint64_t kClientDrainPollMs = 20;
 // How often a re-exec's drain looks again whether anything is in flight.
 constexpr uint64_t kReexecPollMs = 5;
+// How often a re-exec's settling looks again whether its cells can be carried: often enough to
+// catch a crash-looping cell between two starts (its backoff lasts at least restart_delay).
+constexpr uint64_t kReexecSettlePollMs = 10;
 // After a re-exec's drain deadline: how long the answers of what was failed get to be written.
 constexpr uint64_t kReexecAnswerGraceMs = 1'000;
 // Bound on `NEW --reexec-state-versions` (it prints one line and exits: milliseconds).
@@ -97,12 +101,20 @@ int Supervisor::Run() {
   reexec_timer_ = time_.CreateTimer([this] { AdvanceReexec(); });
   reexec_check_ = std::make_unique<ReexecCheck>(&loop_, &time_, &handles_);
   cgroup_poll_ = std::make_unique<CgroupPoll>(&time_);
+  if (!adopted_) {
+    // The path it was started as, before anyone moves the file aside (a re-exec runs this path).
+    Result<std::string> binary = OwnBinaryPath();
+    if (binary.ok()) binary_path_ = std::move(binary).value();
+  }
   if (adopted_) {
     // The previous image blocked these across the exec (ExecWithState): handled from here on.
     UnblockReexecSignals();
     started_at_ms_ -= std::min(started_at_ms_, adopted_->uptime_ms);
     reloads_ = adopted_->reloads;
     reexecs_ = adopted_->reexecs + 1;
+    access_log_lines_before_ = adopted_->access_log_lines;
+    access_log_dropped_before_ = adopted_->access_log_dropped;
+    binary_path_ = adopted_->binary;
     if (!reexec_fell_back_.empty()) {
       // Failure 5: status says so until the next re-exec (bulkheadctl reexec reports it).
       reexec_error_ =
@@ -235,7 +247,8 @@ Status Supervisor::SetUpCgroups() {
     for (const std::string& controller : cgroup_tree_->missing_controllers()) {
       missing += (missing.empty() ? "" : " ") + controller;
     }
-    if (!missing.empty()) {
+    // Said at the first start, not again by every image a re-exec makes.
+    if (!missing.empty() && !adopted_) {
       LogWarning("cgroup controller(s) " + missing + " not available in " +
                  cgroup_tree_->controllers_file() +
                  ": the limits they hold are NOT enforced, the others are. Delegate them, or set "
@@ -251,8 +264,11 @@ Status Supervisor::SetUpCgroups() {
     return Status::Error("cgroup = \"required\" but limits cannot be enforced: " + reason);
   }
   cgroup_note_ = std::move(reason);
-  LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
-             ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
+  // Said at the first start, not again by every image a re-exec makes (status keeps saying it).
+  if (!adopted_) {
+    LogWarning("cell limits (cpu, memory, pids) are NOT enforced: " + cgroup_note_ +
+               ". Set cgroup = \"off\" to silence this, or \"required\" to refuse to start.");
+  }
   return Status::Ok();
 }
 
@@ -324,7 +340,7 @@ void Supervisor::OnSignal(uv_signal_t* handle, int signum) {
       break;
     case SIGUSR2:
       // nginx's binary upgrade signal (docs/reexec.md); BeginReexec logs what it did.
-      self->BeginReexec("SIGUSR2");
+      self->BeginReexec("SIGUSR2", std::nullopt);
       break;
   }
 }
@@ -362,6 +378,11 @@ void Supervisor::BeginShutdown(int signum) {
   if (reexec_phase_ == ReexecPhase::kChecking) {
     LogInfo("re-exec dropped: bulkheadd is shutting down");
     reexec_check_->Cancel();
+    reexec_phase_ = ReexecPhase::kIdle;
+  }
+  if (reexec_phase_ == ReexecPhase::kSettling) {
+    LogInfo("re-exec dropped: bulkheadd is shutting down");
+    reexec_timer_->Stop();
     reexec_phase_ = ReexecPhase::kIdle;
   }
   if (reexec_phase_ == ReexecPhase::kDraining || reexec_phase_ == ReexecPhase::kClosingLog) {
@@ -603,8 +624,8 @@ std::string Supervisor::RenderMetrics() const {
   control::AccessLogCounts access_log;
   if (access_log_) {
     access_log.open = true;
-    access_log.lines = access_log_->lines();
-    access_log.dropped = access_log_->dropped();
+    access_log.lines = access_log_lines_before_ + access_log_->lines();
+    access_log.dropped = access_log_dropped_before_ + access_log_->dropped();
   }
   return control::MetricsText(Snapshots(), reloads_, access_log);
 }
@@ -631,7 +652,9 @@ control::CommandHandlers Supervisor::ControlHandlers() {
     return LogsResponse(call.request, call.cell, cell_logs_);
   };
   handlers.reload = [this](const control::CommandCall&) { return ReloadControl(); };
-  handlers.reexec = [this](const control::CommandCall&) { return ReexecControl(); };
+  handlers.reexec = [this](const control::CommandCall& call) {
+    return ReexecControl(call.request);
+  };
   handlers.start = handlers.stop = handlers.restart = [this](const control::CommandCall& call) {
     return CellCommandControl(call.row.name, call.cell);
   };
@@ -700,29 +723,34 @@ std::string Supervisor::CellCommandControl(std::string_view command, const std::
 
 // --- Re-exec (docs/reexec.md). ---
 
-std::string Supervisor::ReexecControl() {
+std::string Supervisor::ReexecControl(const nlohmann::json& request) {
   const uint64_t count = reexecs_;
-  std::string refused = BeginReexec("bulkheadctl reexec");
+  std::optional<uint64_t> settle_timeout_ms;
+  if (auto it = request.find("settle_timeout_ms"); it != request.end()) {
+    if (!it->is_number_unsigned()) {
+      return control::CommandError("\"settle_timeout_ms\" must be an unsigned integer");
+    }
+    settle_timeout_ms = it->get<uint64_t>();
+  }
+  std::string refused = BeginReexec("bulkheadctl reexec", settle_timeout_ms);
   if (!refused.empty()) return control::CommandError(refused);
   // The answer goes out before the exec closes this connection: the caller waits for a status
-  // whose reexec.count passed `count` (or whose last_error says why the exec failed).
+  // whose reexec.count passed `count` (or whose last_error says why the exec failed), at most
+  // the settling's bound longer than a re-exec that did not wait for its cells.
   return nlohmann::json({{"ok", true},
                          {"result", "re-executing"},
                          {"binary", reexec_binary_},
                          {"pid", ::getpid()},
-                         {"count", count}})
+                         {"count", count},
+                         {"settle_timeout_ms", reexec_settle_deadline_ms_ - reexec_settle_started_ms_}})
       .dump();
 }
 
-std::string Supervisor::ReexecBlocked() {
+std::string Supervisor::ReexecRefused() {
   if (shutting_down_) return "bulkheadd is shutting down";
-  if (!retiring_.empty()) return "cells removed by a reload are still draining";
   for (const auto& cell : cells_) {
     if (cell->order_step() != OrderStep::kFree && cell->order_step() != OrderStep::kStopped) {
       return "cells." + cell->name() + ": its start waits for the cells it needs";
-    }
-    if (std::string blocker = cell->ReexecBlocker(); !blocker.empty()) {
-      return "cells." + cell->name() + ": " + blocker;
     }
   }
   // The new image reads the config file again: it must be the one in force.
@@ -746,37 +774,123 @@ std::string Supervisor::ReexecBlocked() {
   return "";
 }
 
-std::string Supervisor::BeginReexec(std::string_view why) {
+std::string Supervisor::ReexecUnsettled() const {
+  if (!retiring_.empty()) return "cells removed by a reload are still draining";
+  for (const auto& cell : cells_) {
+    if (std::string blocker = cell->ReexecBlocker(); !blocker.empty()) {
+      return "cells." + cell->name() + ": " + blocker;
+    }
+  }
+  return "";
+}
+
+std::string Supervisor::BeginReexec(std::string_view why,
+                                    std::optional<uint64_t> settle_timeout_ms) {
   auto refuse = [&](std::string reason) {
     LogWarning(std::string(why) + ": re-exec refused: " + reason);
     return reason;
   };
   if (shutting_down_) return refuse("bulkheadd is shutting down");
   if (reexec_phase_ != ReexecPhase::kIdle) return refuse("a re-exec is already under way");
-  if (std::string blocked = ReexecBlocked(); !blocked.empty()) return refuse(blocked);
-  Result<std::string> binary = OwnBinaryPath();
+  if (std::string refused = ReexecRefused(); !refused.empty()) return refuse(refused);
+  Result<std::string> binary = ReexecBinaryPath();
   if (!binary.ok()) return refuse(binary.status().message());
-  Status started =
-      reexec_check_->Start(*binary, ReexecState::kVersion, kReexecCheckTimeoutMs,
-                           [this](const Status& readable) { OnReexecChecked(readable); });
-  if (!started.ok()) return refuse(started.message());
   reexec_binary_ = std::move(binary).value();
   reexec_why_ = std::string(why);
   reexec_error_.clear();
-  reexec_phase_ = ReexecPhase::kChecking;
+  reexec_checked_ = false;
+  reexec_told_reloading_ = false;
+  std::vector<SettleTimeouts> timeouts;
+  for (const config::CellConfig& c : config_.cells) {
+    timeouts.push_back({.start_timeout_ms = static_cast<uint64_t>(c.start_timeout.count()),
+                        .stop_timeout_ms = static_cast<uint64_t>(c.stop_timeout.count())});
+  }
+  reexec_settle_started_ms_ = time_.NowMs();
+  reexec_settle_deadline_ms_ =
+      reexec_settle_started_ms_ + settle_timeout_ms.value_or(ReexecSettleBoundMs(timeouts));
+  if (std::string unsettled = ReexecUnsettled(); !unsettled.empty()) {
+    // Every cell serves meanwhile; AdvanceReexec looks again until none is unsettled.
+    reexec_phase_ = ReexecPhase::kSettling;
+    LogInfo(reexec_why_ + ": the re-exec waits for the cells to settle (at most " +
+            std::to_string(reexec_settle_deadline_ms_ - reexec_settle_started_ms_) +
+            " ms): " + unsettled);
+    reexec_timer_->Start(kReexecSettlePollMs);
+    return "";
+  }
+  Status started = StartReexecCheck();
+  if (!started.ok()) return refuse(started.message());
   return "";
+}
+
+Result<std::string> Supervisor::ReexecBinaryPath() const {
+  if (!binary_path_.empty()) return binary_path_;
+  return OwnBinaryPath();
+}
+
+Status Supervisor::StartReexecCheck() {
+  Status started =
+      reexec_check_->Start(reexec_binary_, ReexecState::kVersion, kReexecCheckTimeoutMs,
+                           [this](const Status& readable) { OnReexecChecked(readable); });
+  if (started.ok()) reexec_phase_ = ReexecPhase::kChecking;
+  return started;
 }
 
 void Supervisor::OnReexecChecked(const Status& readable) {
   BH_CHECK(reexec_phase_ == ReexecPhase::kChecking);
   // The cells may have changed while the check ran.
-  std::string refused = readable.ok() ? ReexecBlocked() : readable.message();
+  std::string refused = readable.ok() ? ReexecRefused() : readable.message();
   if (!refused.empty()) {
-    reexec_phase_ = ReexecPhase::kIdle;
-    reexec_error_ = refused;
-    LogError(reexec_why_ + ": re-exec refused, nothing changed: " + refused);
+    ReexecRefusedNow(refused);
     return;
   }
+  reexec_checked_ = true;
+  if (std::string unsettled = ReexecUnsettled(); !unsettled.empty()) {
+    // A cell began to start or stop meanwhile (a crash loop's next start): settled again first,
+    // within the same deadline; the binary is not asked again.
+    reexec_phase_ = ReexecPhase::kSettling;
+    reexec_timer_->Start(kReexecSettlePollMs);
+    return;
+  }
+  BeginReexecDrain();
+}
+
+void Supervisor::ReexecRefusedNow(const std::string& why) {
+  reexec_phase_ = ReexecPhase::kIdle;
+  reexec_error_ = why;
+  // Refused after a drain that went back to settling: the service manager hears it is over.
+  if (reexec_told_reloading_) notifier_.Ready();
+  reexec_told_reloading_ = false;
+  LogError(reexec_why_ + ": re-exec refused, nothing changed: " + why);
+}
+
+void Supervisor::SettleReexec() {
+  const std::string unsettled = ReexecUnsettled();
+  const SettleStep step = JudgeSettle(unsettled, time_.NowMs(), reexec_settle_started_ms_,
+                                      reexec_settle_deadline_ms_);
+  switch (step.kind) {
+    case SettleStep::Kind::kWait:
+      reexec_timer_->Start(kReexecSettlePollMs);
+      return;
+    case SettleStep::Kind::kRefuse:
+      ReexecRefusedNow(step.refusal);
+      return;
+    case SettleStep::Kind::kGoOn:
+      break;
+  }
+  if (std::string refused = ReexecRefused(); !refused.empty()) {
+    ReexecRefusedNow(refused);
+    return;
+  }
+  if (reexec_checked_) {
+    BeginReexecDrain();
+    return;
+  }
+  LogInfo(reexec_why_ + ": the cells settled, the re-exec goes on");
+  Status started = StartReexecCheck();
+  if (!started.ok()) ReexecRefusedNow(started.message());
+}
+
+void Supervisor::BeginReexecDrain() {
   reexec_phase_ = ReexecPhase::kDraining;
   reexec_abandoned_ = false;
   uint64_t longest_stop_ms = 0;
@@ -785,12 +899,19 @@ void Supervisor::OnReexecChecked(const Status& readable) {
   LogInfo(reexec_why_ + ": re-executing " + reexec_binary_ +
           " once no request is in flight (at most " + std::to_string(longest_stop_ms) +
           " ms); new connections wait in the backlog");
-  if (ready_sent_) notifier_.Reloading();
+  if (ready_sent_ && !reexec_told_reloading_) {
+    notifier_.Reloading();
+    reexec_told_reloading_ = true;
+  }
   for (auto& cell : cells_) cell->PauseAccept();
   reexec_timer_->Start(0);
 }
 
 void Supervisor::AdvanceReexec() {
+  if (reexec_phase_ == ReexecPhase::kSettling) {
+    SettleReexec();
+    return;
+  }
   if (reexec_phase_ != ReexecPhase::kDraining) return;
   uint64_t in_flight = 0;
   for (auto& cell : cells_) in_flight += cell->in_flight() + (cell->unsent_bytes() > 0 ? 1 : 0);
@@ -807,6 +928,16 @@ void Supervisor::AdvanceReexec() {
   }
   if (in_flight > 0 && now < reexec_deadline_ms_) {
     reexec_timer_->Start(kReexecPollMs);
+    return;
+  }
+  if (std::string unsettled = ReexecUnsettled(); !unsettled.empty()) {
+    // A cell began to start or stop during the drain (a crash loop's next start): the cells serve
+    // again and the re-exec settles anew, within the deadline set at its request.
+    LogInfo(reexec_why_ + ": the drain is over, but the re-exec waits for the cells to settle: " +
+            unsettled);
+    for (auto& cell : cells_) cell->ResumeAccept();
+    reexec_phase_ = ReexecPhase::kSettling;
+    SettleReexec();
     return;
   }
   CloseLogAndExec();
@@ -847,6 +978,11 @@ void Supervisor::ReopenAccessLog() {
   for (auto* cells : {&cells_, &retiring_}) {
     for (auto& cell : *cells) cell->SetAccessLog(log->get());
   }
+  if (access_log_) {
+    // The counters go on from the closed log's.
+    access_log_lines_before_ += access_log_->lines();
+    access_log_dropped_before_ += access_log_->dropped();
+  }
   access_log_ = std::move(log).value();
 }
 
@@ -863,8 +999,13 @@ void Supervisor::ExecNow() {
   state.written_by = std::string(Version());
   state.uptime_ms = time_.NowMs() - started_at_ms_;
   state.reexecs = reexecs_;
+  state.binary = binary_path_;
   state.reloads = reloads_;
   state.lock_fd = runtime_dir_lock_.fd();
+  if (access_log_) {
+    state.access_log_lines = access_log_lines_before_ + access_log_->lines();
+    state.access_log_dropped = access_log_dropped_before_ + access_log_->dropped();
+  }
   state.listeners.push_back(
       {"control", "", control_->listen_fd(), config_.supervisor.control_socket});
   if (metrics_) {

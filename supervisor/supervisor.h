@@ -109,13 +109,14 @@ class Supervisor {
   std::string HandleControl(const std::string& request_line);
 
   // Re-executes bulkheadd in place (docs/reexec.md), for SIGUSR2 and the control command
-  // "reexec" (`why` names which, for the log): checks that it can (no shutdown, reload or swap
-  // under way, every cell running or stopped, the config file's cells and sockets those in force)
-  // and asks the binary on disk whether it reads our state version (ReexecPhase::kChecking), then
+  // "reexec" (`why` names which, for the log): refuses what cannot pass (a shutdown, a re-exec
+  // under way, ReexecRefused), waits for the cells that cannot be carried yet to settle
+  // (ReexecPhase::kSettling, at most `settle_timeout_ms`, or ReexecSettleBoundMs of the cells
+  // when not given), asks the binary on disk whether it reads our state version (kChecking), then
   // drains (kDraining). Returns "" when the re-exec is under way, else why nothing changed (also
-  // logged); a failed version check is logged and kept as reexec.last_error for status.
-  // REQUIRES: loop thread, inside Run().
-  std::string BeginReexec(std::string_view why);
+  // logged); a refusal after the return (a settling past its deadline, a failed version check) is
+  // logged and kept as reexec.last_error for status. REQUIRES: loop thread, inside Run().
+  std::string BeginReexec(std::string_view why, std::optional<uint64_t> settle_timeout_ms);
 
   // Re-reads the config file bulkheadd was started with (config.source) and applies it as a diff
   // (control/reload_plan.h, docs/config.md "Reload"): an invalid file, a changed [supervisor]
@@ -188,17 +189,34 @@ class Supervisor {
   // "start", "stop" or "restart" (`command`) of the cell `name`.
   std::string CellCommandControl(std::string_view command, const std::string& name);
   std::string ReloadControl();
-  std::string ReexecControl();
-  // The drain of a re-exec: execs once nothing is in flight, or past the deadline after failing
-  // what is left. Polled by reexec_timer_.
+  // "reexec": BeginReexec, with the request's "settle_timeout_ms" when it has one.
+  std::string ReexecControl(const nlohmann::json& request);
+  // The re-exec's timer (reexec_timer_): settles (kSettling), or drains: execs once nothing is
+  // in flight, or past the deadline after failing what is left; back to kSettling when a cell
+  // became unsettled meanwhile.
   void AdvanceReexec();
-  // Why a re-exec cannot go ahead now ("" when it can): a shutdown, a reload's retiring cells, a
-  // cell that cannot be carried, a config file that is not the one in force.
-  std::string ReexecBlocked();
+  // Why a re-exec cannot go ahead, and waiting would not help ("" when nothing says so): a
+  // shutdown, a start held for the cells it needs, a config file that is not the one in force.
+  std::string ReexecRefused();
+  // Why a re-exec cannot go ahead now but may soon ("" when it can): a cell that cannot be
+  // carried yet (Cell::ReexecBlocker: starting, stopping, swapping workers, tearing down), a
+  // reload's removed cells still draining. What kSettling waits for.
+  std::string ReexecUnsettled() const;
+  // One look of kSettling (JudgeSettle): waits, refuses past the deadline, or goes on to the
+  // version check (kChecking), or to kDraining when the binary was checked already.
+  void SettleReexec();
+  // What a re-exec executes: binary_path_, else OwnBinaryPath(). Errors: OwnBinaryPath's.
+  Result<std::string> ReexecBinaryPath() const;
+  // Starts the version check of reexec_binary_ (kChecking). Errors: ReexecCheck::Start's.
+  Status StartReexecCheck();
+  // Back to kIdle with `why` kept as reexec.last_error, logged.
+  void ReexecRefusedNow(const std::string& why);
   // The new binary's version check ended (ReexecCheck): drains (kDraining) when it reads our
-  // version and nothing blocks the re-exec any more, else back to kIdle with the reason.
-  // REQUIRES: kChecking.
+  // version and nothing refuses the re-exec, settles again (kSettling) when a cell became
+  // unsettled meanwhile, else back to kIdle with the reason. REQUIRES: kChecking.
   void OnReexecChecked(const Status& readable);
+  // Pauses accept and drains (kDraining), bounded by the longest stop_timeout.
+  void BeginReexecDrain();
   // Once the drain is over: closes the access log (kClosingLog) and execs from its close, or execs
   // now without one. REQUIRES: kDraining.
   void CloseLogAndExec();
@@ -249,6 +267,10 @@ class Supervisor {
   // its part of the handles to that close (access_log_part_).
   bool access_log_closing_ = false;
   std::function<void()> access_log_part_;
+  // The counters of the access logs before access_log_ (earlier images, carried in the re-exec
+  // state, and logs ReopenAccessLog replaced), which the metrics add to access_log_'s.
+  uint64_t access_log_lines_before_ = 0;
+  uint64_t access_log_dropped_before_ = 0;
   uint64_t client_budget_ = UINT64_MAX;
   std::vector<std::unique_ptr<Cell>> cells_;
   // Cells retired by a reload, until their handles are closed. Their workers are still reaped.
@@ -287,8 +309,21 @@ class Supervisor {
   std::string reexec_fell_back_;
   ReexecPhase reexec_phase_ = ReexecPhase::kIdle;
   uint64_t reexec_deadline_ms_ = 0;
+  // The settling's start and deadline (loop ms), set at every request (kSettling may come back
+  // after the check or the drain, within the same deadline), and whether the binary passed its
+  // version check already.
+  uint64_t reexec_settle_started_ms_ = 0;
+  uint64_t reexec_settle_deadline_ms_ = 0;
+  bool reexec_checked_ = false;
+  // RELOADING=1 was sent for this re-exec (its first drain); READY=1 follows its end either way.
+  bool reexec_told_reloading_ = false;
   bool reexec_abandoned_ = false;  // past the deadline: what was in flight was answered
   std::string reexec_binary_;
+  // The binary bulkheadd was first started as (/proc/self/exe at the first start, or the state's
+  // `binary` in an adopting image): what a re-exec executes, also once the running file was moved
+  // aside (`mv bulkheadd bulkheadd.old`, which /proc/self/exe follows). "" when not known: then
+  // /proc/self/exe as it is at the re-exec (ReexecBinaryPath).
+  std::string binary_path_;
   uint64_t reexecs_ = 0;
   std::string reexec_error_;
   std::unique_ptr<loop::Timer> reexec_timer_;

@@ -502,6 +502,48 @@ TEST(RestartPolicy, ResetEndsTheCrashLoop) {
   EXPECT_EQ(policy.NextStepMs(), 100u);
 }
 
+// A re-exec carries the start limit's window as ages (docs/reexec.md): the new image, whose clock
+// reads otherwise, counts the previous image's starts towards the start limit, and a crash loop
+// goes on as one (its short runs in a row continue).
+TEST(RestartPolicy, ARestoredWindowCountsThePreviousImagesStartsAndKeepsTheCrashLoop) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.start_limit_burst = 3;
+  options.start_limit_interval_ms = 60'000;
+  RestartPolicy before(options, RestartPolicy::NoJitter());
+  uint64_t now = 5'000;
+  RunOnce(before, &now, 10);
+  RunOnce(before, &now, 10);
+  ASSERT_TRUE(RunOnce(before, &now, 10).crash_looping);
+  const RestartPolicy::Window window = before.CarryWindow(now);
+  EXPECT_EQ(window.start_ages_ms.size(), 3u);
+  EXPECT_TRUE(window.crash_looping);
+  EXPECT_EQ(window.short_runs, 3u);
+
+  // The new image: another clock, far from the old one's readings.
+  RestartPolicy after(options, RestartPolicy::NoJitter());
+  uint64_t later = 900'000'000;
+  after.RestoreWindow(window, later);
+  EXPECT_TRUE(after.crash_looping());
+  EXPECT_EQ(after.short_runs(), 3u);
+  EXPECT_EQ(after.StartsWithin(later), 3u);
+  // Its next end is a turn of the same loop, not the first failure of a fresh policy.
+  const RestartPolicy::Decision decision = RunOnce(after, &later, 10);
+  EXPECT_TRUE(decision.crash_looping);
+  EXPECT_FALSE(decision.crash_loop_began);
+  EXPECT_GE(decision.delay_ms, after.CrashLoopStepMs());
+}
+
+// A start older than the new clock's reading counts at 0, not in the future.
+TEST(RestartPolicy, ARestoredStartOlderThanTheClockCountsAtZero) {
+  RestartPolicy::Options options = MakeOptions(100, 30'000);
+  options.start_limit_interval_ms = 60'000;
+  RestartPolicy policy(options, RestartPolicy::NoJitter());
+  policy.RestoreWindow({.start_ages_ms = {5'000, 100}, .crash_looping = false, .short_runs = 1},
+                       1'000);
+  EXPECT_EQ(policy.StartsWithin(1'000), 2u);
+  EXPECT_EQ(policy.CarryWindow(1'000).start_ages_ms, (std::vector<uint64_t>{1'000, 100}));
+}
+
 TEST(RestartPolicy, StartLimitActionNames) {
   EXPECT_STREQ(StartLimitActionName(StartLimitAction::kBackoff), "backoff");
   EXPECT_STREQ(StartLimitActionName(StartLimitAction::kFail), "fail");

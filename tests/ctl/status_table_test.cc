@@ -124,6 +124,36 @@ TEST(StatusTable, NoCellsGivesTheHeaderOnly) {
   EXPECT_EQ(*table, "CELL  STATE  PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n");
 }
 
+// A re-exec under way shows its phase, and the last one's failure its reason; an idle one with
+// no failure adds nothing.
+TEST(StatusTable, ShowsTheReexecPhaseWhenNotIdleAndTheLastError) {
+  nlohmann::json response = Response({Cell("a", 7, 0, 1, 0, 0, 0, 0, 0, 0)});
+  const std::string table = "CELL  STATE    PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n"
+                            "a     running  7    0/1      0/0     0   0         0       0\n";
+  response["supervisor"] = {{"reexec", {{"phase", "idle"}, {"count", 0}, {"last_error", nullptr}}}};
+  EXPECT_EQ(FormatStatusTable(response).value(), table);
+  response["supervisor"]["reexec"]["phase"] = "settling";
+  EXPECT_EQ(FormatStatusTable(response).value(), table + "\nre-exec under way: settling\n");
+  response["supervisor"]["reexec"]["phase"] = "idle";
+  response["supervisor"]["reexec"]["last_error"] = "cells.b: it is starting (...)";
+  EXPECT_EQ(FormatStatusTable(response).value(),
+            table + "\nlast re-exec failed: cells.b: it is starting (...)\n");
+}
+
+// A start held for a need in backoff says when that need starts next, as `bulkheadctl start`
+// does; the state detail itself stays without the countdown.
+TEST(StatusTable, AHeldStartSaysWhenItsNeedInBackoffStartsNext) {
+  nlohmann::json front = Cell("front", nullptr, 0, 1, 0, 0, 0, 0, 0, 0);
+  front["state"] = "waiting";
+  front["state_detail"] = "waiting for catalog (backoff)";
+  front["waiting_for"] = nlohmann::json::parse(
+      R"([{"cell":"catalog","state":"backoff","next_start_in_ms":45000}])");
+  Result<std::string> table = FormatStatusTable(Response({front}));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_THAT(*table, ::testing::HasSubstr(
+                          "\nfront: waiting for catalog (backoff); catalog's next start in 45s\n"));
+}
+
 TEST(StatusTable, ErrorsNameTheField) {
   EXPECT_EQ(FormatStatusTable(nlohmann::json{{"ok", true}}).status().message(),
             "status response: no \"cells\" array");

@@ -605,6 +605,43 @@ TEST_F(LifecycleTest, AdoptBackoffKeepsTheTimeLeftAndTheFailuresInARow) {
   EXPECT_EQ(t.actions.back().ms, 400u);
 }
 
+// A re-exec of a crash-looping cell in backoff: the window and the loop are carried, so its state
+// detail still says it is crash-looping, and its next end is a turn of the loop (its start limit
+// counts the previous image's starts), not a first failure.
+TEST_F(LifecycleTest, AdoptBackoffWithItsCrashLoopGoesOnCrashLooping) {
+  options_.restart.start_limit_burst = 2;
+  options_.restart.start_limit_interval_ms = 60'000;
+  Make();
+  lc().RestoreCounts(2, 1, "exit 1");
+  lc().RestoreCrashLoop({.window = {.start_ages_ms = {20'000, 8'000},
+                                    .crash_looping = true,
+                                    .short_runs = 2},
+                         .words = "crash-looping: 2 starts in 60s"});
+  lc().AdoptBackoff(/*consecutive_failures=*/2, /*next_start_in_ms=*/4'000);
+  EXPECT_TRUE(lc().CrashLooping());
+  EXPECT_EQ(lc().StateDetail().rfind("crash-looping: 2 starts in 60s, last exit 1", 0), 0u)
+      << lc().StateDetail();
+  clock_.AdvanceMs(4'000);
+  RestartFromBackoff();
+  clock_.AdvanceMs(10);
+  const Transition t = Do(Event::Exited(ExitStatus(1), "exit 1"));
+  ASSERT_EQ(t.to, State::kBackoff);
+  EXPECT_EQ(t.log_level, LogLevel::kWarning) << t.log;  // a turn of the loop, not its beginning
+  EXPECT_NE(t.log.find("crash-looping: 3 starts in 60s"), std::string::npos) << t.log;
+}
+
+// A re-exec: the time in state goes on from the previous image's (a duration on the new clock),
+// not from the adoption; never before the clock's zero.
+TEST_F(LifecycleTest, RestoreInStateForCountsFromWhenThePreviousImageEnteredTheState) {
+  Make();
+  lc().Adopt(/*worker_uptime_ms=*/90'000);
+  EXPECT_EQ(lc().since_ms(), kStartMs);
+  lc().RestoreInStateFor(60'000);
+  EXPECT_EQ(lc().since_ms(), kStartMs - 60'000);
+  lc().RestoreInStateFor(kStartMs + 5);
+  EXPECT_EQ(lc().since_ms(), 0u);
+}
+
 // A re-exec of a failed cell: it stays failed with its reason, refuses requests with no start
 // due, and starts again on an operator's start.
 TEST_F(LifecycleTest, AdoptFailedKeepsTheReasonUntilAnOperatorStartsIt) {

@@ -25,8 +25,11 @@ ReexecState SampleState() {
   state.uptime_ms = 123'456;
   state.reexecs = 2;
   state.metrics_bound = "127.0.0.1:29090";
+  state.binary = "/usr/sbin/bulkheadd";
   state.reloads = {.applied = 3, .refused = 1, .last_refused = true};
   state.lock_fd = 4;
+  state.access_log_lines = 1'234;
+  state.access_log_dropped = 5;
   state.connections = {{"payments", 13, false}, {"payments", 14, true}};
   state.listeners = {{"control", "", 5, "/run/bulkhead/control.sock"},
                      {"metrics", "", 6, "127.0.0.1:29090"},
@@ -40,6 +43,7 @@ ReexecState SampleState() {
   payments.starts = 4;
   payments.restarts = 3;
   payments.last_exit = "signal 9";
+  payments.in_state_ms = 61'000;
   payments.restarts_by_reason = {{"crash", 2}, {"operator", 1}};
   payments.consecutive_failures = 1;
   payments.worker = ReexecState::Worker{.pid = 4242,
@@ -64,6 +68,10 @@ ReexecState SampleState() {
   catalog.name = "catalog";
   catalog.state = "backoff";
   catalog.next_start_in_ms = 1500;
+  catalog.start_ages_ms = {50'000, 38'000, 2'000};
+  catalog.crash_looping = true;
+  catalog.short_runs = 3;
+  catalog.crash_loop = "crash-looping: 3 starts in 60s";
   ReexecState::Cell search;
   search.name = "search";
   search.state = "failed";
@@ -104,6 +112,8 @@ TEST(ReexecState, RoundTripsEveryField) {
   EXPECT_EQ(payments.starts, 4u);
   EXPECT_EQ(payments.restarts, 3u);
   EXPECT_EQ(payments.last_exit, "signal 9");
+  EXPECT_EQ(payments.in_state_ms, 61'000u);
+  EXPECT_EQ(decoded->binary, "/usr/sbin/bulkheadd");
   EXPECT_EQ(payments.restarts_by_reason, state.cells[0].restarts_by_reason);
   EXPECT_EQ(payments.consecutive_failures, 1u);
   ASSERT_TRUE(payments.worker.has_value());
@@ -127,6 +137,12 @@ TEST(ReexecState, RoundTripsEveryField) {
   EXPECT_EQ(catalog.state, "backoff");
   EXPECT_EQ(catalog.next_start_in_ms, 1500u);
   EXPECT_FALSE(catalog.worker.has_value());
+  EXPECT_THAT(catalog.start_ages_ms, ElementsAre(50'000u, 38'000u, 2'000u));
+  EXPECT_TRUE(catalog.crash_looping);
+  EXPECT_EQ(catalog.short_runs, 3u);
+  EXPECT_EQ(catalog.crash_loop, "crash-looping: 3 starts in 60s");
+  EXPECT_EQ(decoded->access_log_lines, 1'234u);
+  EXPECT_EQ(decoded->access_log_dropped, 5u);
   const ReexecState::Cell& search = decoded->cells[2];
   EXPECT_EQ(search.state, "failed");
   EXPECT_EQ(search.reason, "gave up: 5 starts in 60s, last exit 1");
@@ -143,7 +159,35 @@ TEST(ReexecState, RefusesAVersionItDoesNotReadSayingWhichItReads) {
   Result<ReexecState> decoded = ReexecState::Decode(document.dump());
   ASSERT_FALSE(decoded.ok());
   EXPECT_THAT(decoded.status().message(), HasSubstr("reexec state version 9 is not readable"));
-  EXPECT_THAT(decoded.status().message(), HasSubstr("(it reads 1 2)"));
+  EXPECT_THAT(decoded.status().message(), HasSubstr("(it reads 1 2 3)"));
+}
+
+// Versions 1 and 2 (written by the builds before the start limit's window and the access log's
+// counters travelled) are read as before: no window (the start limit counts afresh), counters
+// from 0. Version 2 carries a cell in backoff; a version 1 state holds none.
+TEST(ReexecState, ReadsTheVersionsBeforeItsOwnWithoutTheWindow) {
+  for (int version : {1, 2}) {
+    nlohmann::json document = nlohmann::json::parse(SampleState().Encode());
+    document["version"] = version;
+    document.erase("access_log");
+    for (nlohmann::json& cell : document["cells"]) {
+      for (const char* key : {"start_ages_ms", "crash_looping", "short_runs", "crash_loop"}) {
+        cell.erase(key);
+      }
+    }
+    Result<ReexecState> decoded = ReexecState::Decode(document.dump());
+    ASSERT_TRUE(decoded.ok()) << version << ": " << decoded.status().message();
+    ASSERT_EQ(decoded->cells.size(), 3u);
+    EXPECT_EQ(decoded->cells[0].worker->pid, 4242) << version;
+    const ReexecState::Cell& catalog = decoded->cells[1];
+    EXPECT_EQ(catalog.state, "backoff") << version;
+    EXPECT_EQ(catalog.next_start_in_ms, 1500u) << version;
+    EXPECT_TRUE(catalog.start_ages_ms.empty()) << version;
+    EXPECT_FALSE(catalog.crash_looping) << version;
+    EXPECT_EQ(catalog.short_runs, 0u) << version;
+    EXPECT_EQ(catalog.crash_loop, "") << version;
+    EXPECT_EQ(decoded->access_log_lines, 0u) << version;
+  }
 }
 
 TEST(ReexecState, RefusesWhatIsNotItsFormat) {
@@ -210,10 +254,10 @@ TEST(ReexecState, TravelsThroughASealedMemfd) {
 }
 
 TEST(ReexecVersionsLine, PrintsAndParsesTheReadableVersions) {
-  EXPECT_EQ(ReadableVersionsLine(), "1 2");
+  EXPECT_EQ(ReadableVersionsLine(), "1 2 3");
   Result<std::vector<int>> versions = ParseVersionsLine(ReadableVersionsLine() + "\n");
   ASSERT_TRUE(versions.ok());
-  EXPECT_THAT(*versions, ElementsAre(1, ReexecState::kVersion));
+  EXPECT_THAT(*versions, ElementsAre(1, 2, ReexecState::kVersion));
   EXPECT_THAT(ParseVersionsLine("1 2 3").value(), ElementsAre(1, 2, 3));
   EXPECT_FALSE(ParseVersionsLine("").ok());
   EXPECT_FALSE(ParseVersionsLine("\n").ok());
