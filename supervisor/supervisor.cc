@@ -737,12 +737,13 @@ std::string Supervisor::ReexecControl(const nlohmann::json& request) {
   // The answer goes out before the exec closes this connection: the caller waits for a status
   // whose reexec.count passed `count` (or whose last_error says why the exec failed), at most
   // the settling's bound longer than a re-exec that did not wait for its cells.
+  const uint64_t settle_ms = reexec_settle_deadline_ms_ - reexec_settle_started_ms_;
   return nlohmann::json({{"ok", true},
                          {"result", "re-executing"},
                          {"binary", reexec_binary_},
                          {"pid", ::getpid()},
                          {"count", count},
-                         {"settle_timeout_ms", reexec_settle_deadline_ms_ - reexec_settle_started_ms_}})
+                         {"settle_timeout_ms", settle_ms}})
       .dump();
 }
 
