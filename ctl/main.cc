@@ -172,7 +172,7 @@ int Main(int argc, char** argv) {
   reexec->add_flag("--no-block", no_block,
                    "return once bulkheadd has begun, without waiting for the new image");
   std::string settle_text;
-  reexec->add_option("--settle-timeout", settle_text,
+  CLI::Option* settle_option = reexec->add_option("--settle-timeout", settle_text,
                      "how long the re-exec may wait for cells starting, stopping or swapping "
                      "workers to settle before it is refused, e.g. 30s (default: the longest "
                      "start_timeout + stop_timeout of the cells, at most 2m)");
@@ -261,7 +261,12 @@ int Main(int argc, char** argv) {
   if (reload->parsed()) return ReloadCommand(socket, no_block, deadline);
   if (reexec->parsed()) {
     std::optional<std::chrono::milliseconds> settle_timeout;
-    if (!settle_text.empty()) {
+    if (settle_option->count() > 0) {
+      // An empty value (an unset variable in a script) is an error, not the default bound.
+      if (settle_text.empty()) {
+        PrintError("--settle-timeout: an empty duration; give one such as \"30s\"");
+        return kExitUsage;
+      }
       Result<std::chrono::milliseconds> parsed = ParseDuration(settle_text);
       if (!parsed.ok()) {
         // 0s is a bound too: refused at once unless every cell can be carried now.

@@ -38,6 +38,8 @@ constexpr uint64_t kReexecPollMs = 5;
 // How often a re-exec's settling looks again whether its cells can be carried: often enough to
 // catch a crash-looping cell between two starts (its backoff lasts at least restart_delay).
 constexpr uint64_t kReexecSettlePollMs = 10;
+// The longest settle_timeout_ms a reexec request may ask for: a day, in ms.
+constexpr uint64_t kReexecSettleMostMs = 24ULL * 60 * 60 * 1000;
 // After a re-exec's drain deadline: how long the answers of what was failed get to be written.
 constexpr uint64_t kReexecAnswerGraceMs = 1'000;
 // Bound on `NEW --reexec-state-versions` (it prints one line and exits: milliseconds).
@@ -727,8 +729,10 @@ std::string Supervisor::ReexecControl(const nlohmann::json& request) {
   const uint64_t count = reexecs_;
   std::optional<uint64_t> settle_timeout_ms;
   if (auto it = request.find("settle_timeout_ms"); it != request.end()) {
-    if (!it->is_number_unsigned()) {
-      return control::CommandError("\"settle_timeout_ms\" must be an unsigned integer");
+    // At most a day, as bulkheadctl's durations: a larger one would overflow the deadline.
+    if (!it->is_number_unsigned() || it->get<uint64_t>() > kReexecSettleMostMs) {
+      return control::CommandError("\"settle_timeout_ms\" must be an unsigned integer, at most " +
+                                   std::to_string(kReexecSettleMostMs));
     }
     settle_timeout_ms = it->get<uint64_t>();
   }

@@ -857,6 +857,9 @@ TEST(Bulkheadctl, UsageErrors) {
            std::vector<std::string>{"status", "--watch="},
            std::vector<std::string>{"status", "--watch", "1ms"},
            std::vector<std::string>{"status", "--watch", "99ms"},
+           // An empty bound was taken as none: the default (a new user's trial).
+           std::vector<std::string>{"reexec", "--settle-timeout", ""},
+           std::vector<std::string>{"reexec", "--settle-timeout", "abc"},
        }) {
     std::vector<std::string> argv = {BulkheadctlPath(), "--socket", "/nonexistent.sock"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -896,6 +899,9 @@ TEST(Bulkheadctl, UsageErrors) {
                      "(a duration such as \"500ms\" or \"2s\")\n"},
            std::pair{std::vector<std::string>{"status", "payments", "-w", "99ms"},
                      "bulkheadctl: --watch: \"99ms\" is less than the minimum interval, 100ms"},
+           std::pair{std::vector<std::string>{"reexec", "--settle-timeout", ""},
+                     "bulkheadctl: --settle-timeout: an empty duration; give one such as "
+                     "\"30s\"\n"},
            std::pair{std::vector<std::string>{"status", "-w="},
                      "bulkheadctl: --watch: an empty interval (-w=)"},
            std::pair{std::vector<std::string>{"status", "a", "--watch", "soon"},

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/exit_status.h"
+#include "ctl/control_client.h"
 #include "tests/e2e/e2e_test.h"
 
 namespace bulkhead::e2e {
@@ -199,6 +200,25 @@ void ExpectFailedExecLeavesBulkheaddServing(Harness& h, const std::string& why,
 
 // docs/reexec.md, failure 3: writing the state fails (here memfd_create, by the test build's
 // fault): the cells reopen, the reason is answered and kept; a later re-exec goes ahead.
+// A raw control client's settle bound past a day overflowed the deadline: the request was taken
+// and refused 10 ms later (a new user's trial). Refused at once now, nothing changed.
+TEST(ReexecFailure, ASettleBoundPastADayIsRefusedAtOnceAndNothingChanges) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  const pid_t a = WorkerPid(h, "a");
+  ctl::ControlReply reply = ctl::QueryControl(
+      h.control_socket(),
+      {{"command", "reexec"}, {"settle_timeout_ms", UINT64_MAX}},
+      std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  ASSERT_TRUE(reply.response.has_value()) << reply.error;
+  EXPECT_EQ(reply.response->value("ok", true), false) << reply.response->dump();
+  EXPECT_THAT(reply.response->dump(), HasSubstr("at most 86400000"));
+  const nlohmann::json status = h.Status();
+  EXPECT_EQ(status["supervisor"]["reexec"]["phase"], "idle") << status.dump();
+  EXPECT_EQ(status["supervisor"]["reexec"]["count"], 0) << status.dump();
+  EXPECT_EQ(WorkerPid(h, "a"), a);
+}
+
 TEST(ReexecFailure, AStateThatCannotBeWrittenLeavesEverythingServingAndALaterReexecWorks) {
   Harness h(FaultOptions("write-state",
                          {CellSpec{.name = "a", .max_concurrent = 2, .extra_toml = kLongDrain}}));
