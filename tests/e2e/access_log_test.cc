@@ -216,6 +216,14 @@ TEST(AccessLogE2e, EveryFrameAndHttpRequestGetsOneLineWithItsOutcome) {
   // Requests whose clients left while the worker ran them: `dropped`, and the answer the worker
   // gave reached no one, so no status and no bytes out (both used to show the worker's).
   {
+    // Both workers died above (exit 3, /exit): with no queue, a request sent before the restarted
+    // worker is ready is refused at once and never runs (a busy host's slow python start made
+    // the web wait below time out in a fresh-clone run).
+    for (const char* cell : {"frames", "web"}) {
+      ASSERT_TRUE(h.WaitForCell(cell, [](const nlohmann::json& c) {
+        return c["restarts"] == 1 && c["state"] == "running";
+      })) << cell;
+    }
     const std::string go = h.dir() + "/go2.flag";
     {
       Result<ipc::Client> leaving = h.Connect("frames");
