@@ -766,9 +766,10 @@ std::string Supervisor::ReexecRefused() {
   }
   const control::ReloadPlan plan = control::PlanReload(config_, *loaded.config);
   if (!plan.errors.empty()) {
+    // A change that a reload refuses as well: its own text says what to do instead.
     return "the new image reads " + config_.source +
-           " again, and it differs from the config in force: " + plan.errors.front() +
-           " (reload first)";
+           " again, and it differs from the config in force by a change a reload refuses too: " +
+           plan.errors.front() + " (put the file back to re-execute)";
   }
   for (const control::CellPlan& cell : plan.cells) {
     if (cell.action == control::CellPlan::Action::kUnchanged) continue;

@@ -31,6 +31,7 @@ namespace bulkhead::e2e {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int kReexecs = 5;
 constexpr int kClients = 3;
@@ -772,6 +773,34 @@ TEST(Reexec, ThreeKindsOfCellWithKeepAliveClientsLoseNothingAcrossTwentyReexecs)
     EXPECT_EQ(Counter(cell, "rejected"), 0u) << cell.dump();
     EXPECT_EQ(Counter(cell, "failed"), 0u) << cell.dump();
   }
+}
+
+// The new image reads the config file again, so a file changed since the last reload refuses
+// the re-exec. A change a reload applies says "reload first"; one a reload refuses as well (a
+// [supervisor] key fixed at start) must not send the operator to a reload that fails: it gives
+// the reload's own refusal and says to put the file back. Nothing changes either way.
+TEST(Reexec, AConfigFileChangedSinceTheLastReloadIsRefusedWithAdviceThatWorks) {
+  Harness h(TestOptions({CellSpec{.name = "a"}}));
+  ASSERT_STARTED(h);
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+
+  h.RewriteConfig({CellSpec{.name = "a", .max_concurrent = 2}});
+  ExpectReexecFails(h, "cells.a updated (reload first)");
+  h.RewriteConfig({CellSpec{.name = "a"}}, "max_payload_bytes = 4096\n");
+  Result<ProcessResult> ctl = h.Ctl({"reexec"});
+  ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+  EXPECT_EQ(ctl->exit_code(), kExitFailure) << ctl->Describe();
+  EXPECT_THAT(ctl->err, HasSubstr("supervisor.max_payload_bytes"));
+  EXPECT_THAT(ctl->err, HasSubstr("restart bulkheadd to change it"));
+  EXPECT_THAT(ctl->err, HasSubstr("put the file back to re-execute"));
+  EXPECT_THAT(ctl->err, Not(HasSubstr("reload first"))) << ctl->err;
+
+  h.RewriteConfig({CellSpec{.name = "a"}}, "");
+  Result<ProcessResult> good = h.Ctl({"reexec"});
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->exit_code(), kExitOk) << good->Describe() << h.Log();
+  EXPECT_EQ(h.Cell("a")["pid"], worker);
+  EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 1);
 }
 
 }  // namespace
