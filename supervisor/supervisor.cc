@@ -1244,9 +1244,10 @@ void Supervisor::AdoptWorkers() {
     cell->AdoptClient({UniqueFd(connection.fd), connection.tcp});
     ++connections;
   }
+  // The bench (bench/restart_bench.cc) finds "re-executed (re-exec N" in this line.
   const Result<std::string> running = OwnBinaryPath();
-  LogInfo("re-executed " + (running.ok() ? running.value() : std::string("?")) + " (re-exec " +
-          std::to_string(reexecs_) + ", state written by bulkheadd " + state.written_by +
+  LogInfo("re-executed (re-exec " + std::to_string(reexecs_) + ", state written by bulkheadd " +
+          state.written_by + ", binary " + (running.ok() ? running.value() : std::string("?")) +
           "): " + std::to_string(state.cells.size()) + " cells and " + std::to_string(connections) +
           " waiting connection(s) taken over");
   // A worker that exited during the exec is a zombie whose SIGCHLD came before our handler:

@@ -868,7 +868,7 @@ TEST(Reexec, StartedThroughASymlinkItReexecutesWhatTheSymlinkNamesNow) {
   reexec = h.Status()["supervisor"]["reexec"];
   EXPECT_EQ(reexec["binary"], options.binary) << "the next re-exec follows the symlink again";
   EXPECT_EQ(reexec["binary_file"], dir.Join("b") + "/bulkheadd") << reexec.dump();
-  EXPECT_THAT(h.Log(), HasSubstr("re-executed " + dir.Join("b") + "/bulkheadd (re-exec 1"));
+  EXPECT_THAT(h.Log(), HasSubstr(", binary " + dir.Join("b") + "/bulkheadd): "));
   EXPECT_EQ(h.Cell("a")["pid"], worker);
   EXPECT_OK_REPLY(h.Call("a", "echo upgraded"), "upgraded");
 }
