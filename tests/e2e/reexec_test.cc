@@ -795,6 +795,7 @@ TEST(Reexec, AnAdaptiveCellKeepsItsLimitAndItsChangesByCause) {
   Tally tally;
   std::atomic<bool> stop{false};
   std::vector<std::thread> callers;
+  callers.reserve(4);
   for (int i = 0; i < 4; ++i) {
     callers.emplace_back([&] {
       while (!stop.load()) {
