@@ -363,6 +363,64 @@ const LimitChange& AdaptiveLimit::change(size_t i) const {
   return changes_[(change_next_ + kRecentChanges - 1 - i) % kRecentChanges];
 }
 
+AdaptiveLimit::Carried AdaptiveLimit::Carry() const {
+  const uint64_t now_ms = clock_->NowMs();
+  Carried carried;
+  carried.estimate = estimate_;
+  carried.phase = phase_;
+  carried.base_us = base_us_;
+  carried.base_samples = base_samples_;
+  carried.base_age_ms = base_us_ > 0 ? now_ms - std::min(now_ms, base_at_ms_) : 0;
+  for (size_t i = 0; i < change_count_; ++i) {
+    LimitChange aged = change(i);
+    aged.at_ms = now_ms - std::min(now_ms, aged.at_ms);
+    carried.changes.push_back(aged);
+  }
+  carried.changes_by = changes_by_;
+  carried.cpu_pressure_spared = cpu_pressure_spared_;
+  return carried;
+}
+
+void AdaptiveLimit::Restore(const Carried& carried) {
+  const uint64_t now_ms = clock_->NowMs();
+  estimate_ = std::clamp(carried.estimate, static_cast<double>(options_.floor),
+                         static_cast<double>(options_.ceiling));
+  limit_ = static_cast<uint32_t>(estimate_);
+  phase_ = carried.phase;
+  buckets_ = {};
+  bucket_ = 0;
+  buckets_[0].opened_ms = now_ms;
+  base_us_ = 0;
+  base_at_ms_ = 0;
+  base_samples_ = 0;
+  if (carried.base_us > 0 && carried.base_samples > 0) {
+    // One clean window of the base's mean and requests: it stays the base for a horizon, as the
+    // windows behind it would have, unless a lower slice comes.
+    base_us_ = carried.base_us;
+    base_at_ms_ = now_ms - std::min(now_ms, carried.base_age_ms);
+    base_samples_ = carried.base_samples;
+    buckets_[0] = {
+        .opened_ms = now_ms,
+        .sum_us = carried.base_us,
+        .windows = 1,
+        .samples = static_cast<uint32_t>(std::min<uint64_t>(carried.base_samples, UINT32_MAX)),
+        .last_ms = base_at_ms_};
+  }
+  const size_t count = std::min(carried.changes.size(), kRecentChanges);
+  change_count_ = 0;
+  change_next_ = 0;
+  // Oldest first, so that change(0) is the newest again.
+  for (size_t i = count; i-- > 0;) {
+    LimitChange change = carried.changes[i];
+    change.at_ms = now_ms - std::min(now_ms, change.at_ms);
+    changes_[change_next_] = change;
+    change_next_ = (change_next_ + 1) % kRecentChanges;
+    ++change_count_;
+  }
+  changes_by_ = carried.changes_by;
+  cpu_pressure_spared_ = carried.cpu_pressure_spared;
+}
+
 void AdaptiveLimit::Cut(double factor, LimitCause cause, uint32_t permille, uint64_t now_ms) {
   phase_ = Phase::kAvoidance;
   MoveTo(estimate_ * factor, cause, permille, now_ms);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "base/clock.h"
 
@@ -329,8 +330,32 @@ class AdaptiveLimit {
   // The last changes, newest first: change(0) is the latest. REQUIRES: i < change_count().
   size_t change_count() const { return change_count_; }
   const LimitChange& change(size_t i) const;
-  // Changes since construction, by cause.
+  // Changes since construction (or since the first image's, when Restored), by cause.
   uint64_t changes_by(LimitCause cause) const { return changes_by_[static_cast<size_t>(cause)]; }
+
+  // --- Re-exec (docs/reexec.md): what the next bulkheadd image takes over. ---
+  // The controller's state that outlives a re-exec: the limit, the phase, the base and the
+  // changes. Times are ages in ms at the exec (the new image's clock starts afresh). Not carried:
+  // the open window and the probe backoff (the drain ends every request before the exec), the
+  // kernel signals' readings and the memory fit (the next poll reads them again), pressure holds.
+  struct Carried {
+    double estimate = 1;  // the limit as a real number; the limit is its whole part
+    Phase phase = Phase::kSlowStart;
+    // The base in μs (0: not measured), the requests of the clean windows behind it, and how long
+    // ago a clean window last went into it.
+    double base_us = 0;
+    uint64_t base_samples = 0;
+    uint64_t base_age_ms = 0;
+    // The recent changes, newest first (at most kRecentChanges), each at_ms an age in ms.
+    std::vector<LimitChange> changes;
+    std::array<uint64_t, kLimitCauseCount> changes_by{};
+    uint64_t cpu_pressure_spared = 0;
+  };
+  Carried Carry() const;
+  // In the new image, before any sample: the carried state becomes this controller's (the
+  // estimate clamped into this controller's bounds, which a re-exec keeps: the config in force).
+  // A base of fewer requests than a measured one needs stays unmeasured, as it was.
+  void Restore(const Carried& carried);
 
  private:
   static constexpr size_t kBaseBuckets = 8;

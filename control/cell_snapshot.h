@@ -36,7 +36,8 @@ struct ConcurrencySnapshot {
   // admission::Signal: lifecycle::WorkerRunner::KernelSignalsOff.
   std::array<std::string, admission::kSignalCount> signals_off{};
   std::optional<uint64_t> base_us;  // nullopt while being measured
-  uint64_t base_age_ms = 0;
+  // How long ago a clean window last went into the base, ms; nullopt while base_us is.
+  std::optional<uint64_t> base_age_ms;
   uint32_t ratio_permille = 0;  // of the last closed window; 0 before the first
   uint32_t throttled_permille = 0;
   uint32_t memory_permille = 0;

@@ -131,7 +131,7 @@ nlohmann::json ConcurrencyJson(const ConcurrencySnapshot& c) {
       {"signals", std::move(signals)},
       {"signals_off", std::move(signals_off)},
       {"base_us", c.base_us ? nlohmann::json(*c.base_us) : nlohmann::json(nullptr)},
-      {"base_age_ms", c.base_age_ms},
+      {"base_age_ms", c.base_age_ms ? nlohmann::json(*c.base_age_ms) : nlohmann::json(nullptr)},
       {"ratio", c.ratio_permille / 1000.0},
       {"throttled_share", c.throttled_permille / 1000.0},
       {"memory_share", c.memory_permille / 1000.0},

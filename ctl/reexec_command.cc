@@ -20,10 +20,15 @@ ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before) {
   auto error = reexec->find("last_error");
   const bool failed = error != reexec->end() && error->is_string();
   if (count->get<uint64_t>() > count_before && !failed) {
-    return {.kind = ReexecVerdict::Kind::kDone,
-            .text = "re-executed: bulkheadd " + supervisor->value("version", std::string("?")) +
-                    ", pid " + std::to_string(supervisor->value("pid", 0)) + ", re-exec " +
-                    std::to_string(count->get<uint64_t>())};
+    std::string text = "re-executed: bulkheadd " + supervisor->value("version", std::string("?")) +
+                       ", pid " + std::to_string(supervisor->value("pid", 0)) + ", re-exec " +
+                       std::to_string(count->get<uint64_t>());
+    // The binary it ran, and the file that is when a symlink led there (older bulkheadd: none).
+    const std::string binary = reexec->value("binary", std::string());
+    const std::string file = reexec->value("binary_file", std::string());
+    if (!binary.empty()) text += ", binary " + binary;
+    if (!file.empty() && file != binary) text += (binary.empty() ? ", binary " : " -> ") + file;
+    return {.kind = ReexecVerdict::Kind::kDone, .text = std::move(text)};
   }
   if (reexec->value("phase", std::string()) == "idle" && failed) {
     return {.kind = ReexecVerdict::Kind::kFailed, .text = error->get<std::string>()};

@@ -18,8 +18,8 @@ nlohmann::json ReexecRequest(std::optional<uint64_t> settle_timeout_ms = std::nu
 struct ReexecVerdict {
   enum class Kind { kWaiting, kDone, kFailed };
   Kind kind = Kind::kWaiting;
-  // kDone: "re-executed: bulkheadd 0.1.0, pid 4242, re-exec 3"; kFailed: the supervisor's
-  // reexec.last_error.
+  // kDone: "re-executed: bulkheadd 0.1.0, pid 4242, re-exec 3, binary /usr/sbin/bulkheadd" (with
+  // " -> FILE" when reexec.binary_file differs); kFailed: the supervisor's reexec.last_error.
   std::string text;
 };
 // kDone once supervisor.reexec.count exceeds `count_before` without a last_error (the new image

@@ -94,6 +94,14 @@ class CellDataPath : private ClientOwner, private LinkOwner {
     queue_wait_.RestoreTotal(queue_wait);
     request_duration_.RestoreTotal(request_duration);
   }
+  // At a re-exec, in the new image before any request: an adaptive cell's controller goes on
+  // from the previous image's (AdaptiveLimit::Restore), and the Bulkhead holds its limit. Nothing
+  // for a fixed cell.
+  void RestoreAdaptive(const admission::AdaptiveLimit::Carried& carried) {
+    if (adaptive_ == nullptr) return;
+    adaptive_->Restore(carried);
+    bulkhead_.SetMaxConcurrent(adaptive_->limit());
+  }
   // Reload: admission limits apply at once (Bulkhead::SetLimits: queued requests are kept above a
   // lowered max_queue, running ones above a lowered max_concurrent finish; a raised
   // max_concurrent starts queued requests now); a changed request_timeout or stall_timeout counts

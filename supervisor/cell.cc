@@ -89,6 +89,7 @@ void Cell::Capture(ReexecState* state) const {
                             .ready = lifecycle.state() == lifecycle::Lifecycle::State::kRunning,
                             .uptime_ms = now - std::min(now, lifecycle.worker_started_at_ms())};
   }
+  if (data_path_.adaptive() != nullptr) entry.adaptive = data_path_.adaptive()->Carry();
   entry.counters = data_path_.counters();
   entry.queue_wait = data_path_.queue_wait().total();
   entry.duration = data_path_.request_duration().total();
@@ -105,6 +106,7 @@ Status Cell::Adopt(const ReexecState::Cell& entry, UniqueFd front, std::vector<U
   status = runner_.AdoptSockets(std::move(worker_listen), std::move(notify));
   if (!status.ok()) return status;
   data_path_.RestoreCounters(entry.counters, entry.queue_wait, entry.duration);
+  if (entry.adaptive) data_path_.RestoreAdaptive(*entry.adaptive);
   return Status::Ok();
 }
 
@@ -187,7 +189,8 @@ control::ConcurrencySnapshot ConcurrencyOf(const proxy::CellDataPath& data_path,
     c.signals[i] = adaptive->signal_live(static_cast<admission::Signal>(i));
   }
   c.base_us = adaptive->base_us();
-  c.base_age_ms = now - std::min(now, adaptive->base_measured_at_ms());
+  // No age without a base: base_measured_at_ms() is then not a time a base was measured.
+  if (c.base_us) c.base_age_ms = now - std::min(now, adaptive->base_measured_at_ms());
   c.ratio_permille = adaptive->last_ratio_permille();
   c.throttled_permille = adaptive->throttled_permille();
   c.memory_permille = adaptive->memory_permille();

@@ -262,6 +262,14 @@ Status BecomeChildSubreaper() {
   return Status::Ok();
 }
 
+config::ShutdownAction TakeoverFailedAction(config::ShutdownAction on_shutdown, bool pid1,
+                                            bool in_container) {
+  if (pid1 && !in_container && on_shutdown == config::ShutdownAction::kExit) {
+    return config::ShutdownAction::kReboot;
+  }
+  return on_shutdown;
+}
+
 int EndProcess(config::ShutdownAction action, int exit_code, bool pid1) {
   if (action == config::ShutdownAction::kExit) return exit_code;
   const char* what = action == config::ShutdownAction::kPoweroff ? "poweroff" : "reboot";

@@ -103,4 +103,13 @@ inline constexpr int kStrayTermGraceMs = 2000;
 //   returned.
 int EndProcess(config::ShutdownAction action, int exit_code, bool pid1);
 
+// How a bulkheadd ends that cannot take a re-exec's state over and has no previous binary left to
+// run (failure 5 of docs/reexec.md, the fallback image failing too; its workers are lost): as
+// `on_shutdown` says, except that PID 1 of a machine (not `in_container`) never exits: the kernel
+// would panic ("Attempted to kill init") and stay there, so kExit becomes kReboot, which starts
+// every cell afresh. PID 1 of a container exits (that ends the container: its runtime decides
+// what follows), as a bulkheadd that is not PID 1 does. Pure.
+config::ShutdownAction TakeoverFailedAction(config::ShutdownAction on_shutdown, bool pid1,
+                                            bool in_container);
+
 }  // namespace bulkhead::supervisor

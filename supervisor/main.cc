@@ -26,8 +26,10 @@ int main(int argc, char** argv) {
   using namespace bulkhead;
   // Before anything may print: as PID 1, stdio may still be closed and /proc absent.
   const bool pid1 = ::getpid() == 1;
+  // The container runtime, as PID 1 ("" on a machine, and when not PID 1).
+  std::string container;
   if (pid1) {
-    const std::string container = supervisor::DetectContainer(supervisor::ReadContainerSigns());
+    container = supervisor::DetectContainer(supervisor::ReadContainerSigns());
     for (const supervisor::InitLogLine& line : supervisor::SetUpInit(container)) {
       Log(line.level, {}, 0, line.message);
     }
@@ -148,12 +150,16 @@ int main(int argc, char** argv) {
       // The fds the state names were never touched here: still open, FD_CLOEXEC still clear.
       supervisor::ReexecFallBack(std::move(reexec_fallback), {},
                                  "the state cannot be read: " + state.status().message());
-      return kExitFailure;
+      // As PID 1 of a machine, never an exit (a kernel panic): on_shutdown's end, or a reboot.
+      return supervisor::EndProcess(
+          supervisor::TakeoverFailedAction(loaded.config->supervisor.on_shutdown, pid1,
+                                           !container.empty()),
+          kExitFailure, pid1);
     }
     reexec_state = std::move(state).value();
   }
 
-  const config::ShutdownAction on_shutdown = loaded.config->supervisor.on_shutdown;
+  config::ShutdownAction on_shutdown = loaded.config->supervisor.on_shutdown;
   int exit_code = 0;
   {
     supervisor::Supervisor supervisor(std::move(*loaded.config));
@@ -168,6 +174,9 @@ int main(int argc, char** argv) {
                             std::move(reexec_fell_back));
     }
     exit_code = supervisor.Run();
+    if (supervisor.takeover_failed()) {
+      on_shutdown = supervisor::TakeoverFailedAction(on_shutdown, pid1, !container.empty());
+    }
   }
   return supervisor::EndProcess(on_shutdown, exit_code, pid1);
 }

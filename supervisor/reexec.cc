@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string_view>
@@ -72,6 +73,30 @@ Result<std::string> OwnBinaryPath() {
     path.resize(path.size() - kDeleted.size());
   }
   return path;
+}
+
+std::string AbsoluteArgv0(std::string_view argv0, std::string_view cwd) {
+  if (argv0.find('/') == std::string_view::npos) return "";
+  std::filesystem::path path(argv0);
+  if (path.is_relative()) path = std::filesystem::path(cwd) / path;
+  return path.lexically_normal().string();
+}
+
+Result<std::string> StartedAsPath() {
+  Result<std::string> own = OwnBinaryPath();
+  if (!own.ok()) return own;
+  Result<std::vector<std::string>> arguments = OwnArguments();
+  char cwd[4096];
+  if (!arguments.ok() || ::getcwd(cwd, sizeof cwd) == nullptr) return own;
+  const std::string argv0 = AbsoluteArgv0(arguments->front(), cwd);
+  struct stat named {};
+  struct stat running {};
+  if (argv0.empty() || ::stat(argv0.c_str(), &named) != 0 ||
+      ::stat("/proc/self/exe", &running) != 0 || named.st_dev != running.st_dev ||
+      named.st_ino != running.st_ino) {
+    return own;
+  }
+  return argv0;
 }
 
 Result<std::vector<std::string>> OwnArguments() {

@@ -62,6 +62,16 @@ const char* ReexecPhaseName(ReexecPhase phase);
 // Errors: readlink's.
 Result<std::string> OwnBinaryPath();
 
+// argv[0] made absolute against `cwd` and lexically normal, symlinks kept as they are
+// ("current/bulkheadd" in /opt/bulkhead: "/opt/bulkhead/current/bulkheadd"); "" when argv[0] has
+// no '/' (the shell found it through PATH: argv alone does not say where). Pure.
+std::string AbsoluteArgv0(std::string_view argv0, std::string_view cwd);
+// The path a re-exec executes, read at the first start: AbsoluteArgv0 of this process when it
+// names the same file as /proc/self/exe (same device and inode), so that an upgrade repointing a
+// symlink on that path (/opt/bulkhead/current -> v2) is followed; else OwnBinaryPath() (argv[0]
+// not a path, or a file replaced since). Errors: OwnBinaryPath's.
+Result<std::string> StartedAsPath();
+
 // This process's command line (/proc/self/cmdline) without the flags an earlier re-exec added
 // (kStateFlag, kFallbackExeFlag, kFellBackFlag and their values). Errors: reading the file.
 Result<std::vector<std::string>> OwnArguments();

@@ -82,6 +82,15 @@ class Reader {
     }
     *out = value->get<std::string>();
   }
+  void Double(std::string_view key, double* out) {
+    const json* value = Find(key);
+    if (value == nullptr) return;
+    if (!value->is_number() || value->get<double>() < 0) {
+      Fail(PathOf(key), "not a number >= 0");
+      return;
+    }
+    *out = value->get<double>();
+  }
   void Bool(std::string_view key, bool* out) {
     const json* value = Find(key);
     if (value == nullptr) return;
@@ -138,6 +147,81 @@ void DecodeCounts(const json& value, const std::string& path, std::string* error
   }
 }
 
+// An adaptive cell's controller: causes and phases by name (LimitCauseName, PhaseName), so a
+// cause a newer build adds is an error here rather than a count put under another cause.
+json EncodeAdaptive(const admission::AdaptiveLimit::Carried& a) {
+  json changes = json::array();
+  for (const admission::LimitChange& change : a.changes) {
+    changes.push_back({{"age_ms", change.at_ms},
+                       {"from", change.from},
+                       {"to", change.to},
+                       {"cause", admission::LimitCauseName(change.cause)},
+                       {"permille", change.permille}});
+  }
+  json by_cause = json::object();
+  for (size_t i = 0; i < admission::kLimitCauseCount; ++i) {
+    by_cause[std::string(admission::LimitCauseName(static_cast<admission::LimitCause>(i)))] =
+        a.changes_by[i];
+  }
+  return {
+      {"estimate", a.estimate},       {"phase", admission::AdaptiveLimit::PhaseName(a.phase)},
+      {"base_us", a.base_us},         {"base_samples", a.base_samples},
+      {"base_age_ms", a.base_age_ms}, {"changes", changes},
+      {"changes_by_cause", by_cause}, {"cpu_pressure_spared", a.cpu_pressure_spared},
+  };
+}
+
+std::optional<admission::LimitCause> CauseNamed(std::string_view name) {
+  for (size_t i = 0; i < admission::kLimitCauseCount; ++i) {
+    const auto cause = static_cast<admission::LimitCause>(i);
+    if (admission::LimitCauseName(cause) == name) return cause;
+  }
+  return std::nullopt;
+}
+
+void DecodeAdaptive(const json& value, const std::string& path, std::string* error,
+                    admission::AdaptiveLimit::Carried* out) {
+  using admission::AdaptiveLimit;
+  Reader reader(value, path, error);
+  reader.Double("estimate", &out->estimate);
+  std::string phase = std::string(AdaptiveLimit::PhaseName(out->phase));
+  reader.String("phase", &phase);
+  if (phase == AdaptiveLimit::PhaseName(AdaptiveLimit::Phase::kAvoidance)) {
+    out->phase = AdaptiveLimit::Phase::kAvoidance;
+  } else if (phase != AdaptiveLimit::PhaseName(AdaptiveLimit::Phase::kSlowStart)) {
+    reader.Fail(reader.PathOf("phase"), "not a phase");
+  }
+  reader.Double("base_us", &out->base_us);
+  reader.Unsigned("base_samples", &out->base_samples);
+  reader.Unsigned("base_age_ms", &out->base_age_ms);
+  reader.Array("changes", [&](const json& element, const std::string& at) {
+    if (out->changes.size() == AdaptiveLimit::kRecentChanges) return;
+    admission::LimitChange change;
+    Reader change_reader(element, at, error);
+    change_reader.Unsigned("age_ms", &change.at_ms);
+    change_reader.Unsigned("from", &change.from);
+    change_reader.Unsigned("to", &change.to);
+    change_reader.Unsigned("permille", &change.permille);
+    std::string cause;
+    change_reader.String("cause", &cause);
+    std::optional<admission::LimitCause> named = CauseNamed(cause);
+    if (!named) {
+      change_reader.Fail(change_reader.PathOf("cause"), "not a cause");
+      return;
+    }
+    change.cause = *named;
+    out->changes.push_back(change);
+  });
+  if (const json* by_cause = reader.Find("changes_by_cause"); by_cause != nullptr) {
+    Reader cause_reader(*by_cause, reader.PathOf("changes_by_cause"), error);
+    for (size_t i = 0; i < admission::kLimitCauseCount; ++i) {
+      cause_reader.Unsigned(admission::LimitCauseName(static_cast<admission::LimitCause>(i)),
+                            &out->changes_by[i]);
+    }
+  }
+  reader.Unsigned("cpu_pressure_spared", &out->cpu_pressure_spared);
+}
+
 void DecodeCell(const json& value, const std::string& path, std::string* error,
                 ReexecState::Cell* cell) {
   Reader reader(value, path, error);
@@ -186,6 +270,10 @@ void DecodeCell(const json& value, const std::string& path, std::string* error,
       worker_reader.Fail(worker_reader.PathOf("pid"), "missing or not positive");
     }
     cell->worker = w;
+  }
+  if (const json* adaptive = reader.Find("adaptive"); adaptive != nullptr && !adaptive->is_null()) {
+    cell->adaptive.emplace();
+    DecodeAdaptive(*adaptive, reader.PathOf("adaptive"), error, &*cell->adaptive);
   }
   if (const json* counters = reader.Find("counters"); counters != nullptr) {
     Reader counter_reader(*counters, reader.PathOf("counters"), error);
@@ -253,6 +341,7 @@ std::string ReexecState::Encode() const {
                           {"short_runs", c.short_runs},
                           {"crash_loop", c.crash_loop},
                           {"worker", worker},
+                          {"adaptive", c.adaptive ? EncodeAdaptive(*c.adaptive) : json(nullptr)},
                           {"counters", counters},
                           {"queue_wait", EncodeCounts(c.queue_wait)},
                           {"duration", EncodeCounts(c.duration)}});

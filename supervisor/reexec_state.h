@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admission/adaptive_limit.h"
 #include "admission/cell_counters.h"
 #include "admission/latency_histogram.h"
 #include "base/status.h"
@@ -31,8 +32,12 @@ struct ReexecState {
   // 3: the start limit's window and crash loop of each cell are carried (an older reader would
   // count a crash-looping cell's starts afresh and let it run on past its start limit); a version
   // 1 or 2 state has none, and reads as before (the window starts afresh).
-  static constexpr int kVersion = 3;
-  static constexpr std::array<int, 3> kReadableVersions = {1, 2, 3};
+  // 4: an adaptive cell's controller is carried (its limit, base and changes by cause: an older
+  // reader would put the limit back at its floor and the changes-by-cause counters, which scrapes
+  // before add up with, back at 0); a version 1 to 3 state has none, and reads as before (the
+  // controller starts afresh).
+  static constexpr int kVersion = 4;
+  static constexpr std::array<int, 4> kReadableVersions = {1, 2, 3, 4};
   // The document's "format" tag: anything else is not a state of ours.
   static constexpr std::string_view kFormat = "bulkheadd-reexec-state";
 
@@ -103,6 +108,9 @@ struct ReexecState {
     uint32_t short_runs = 0;
     std::string crash_loop;
     std::optional<Worker> worker;
+    // An adaptive cell's controller (version 4; AdaptiveLimit::Carried); none for a fixed cell
+    // and in an older state.
+    std::optional<admission::AdaptiveLimit::Carried> adaptive;
     admission::CellCounters counters;
     // Cumulative histograms (the recent window is not kept).
     admission::LatencyHistogram::Counts queue_wait;

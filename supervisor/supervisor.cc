@@ -104,8 +104,9 @@ int Supervisor::Run() {
   reexec_check_ = std::make_unique<ReexecCheck>(&loop_, &time_, &handles_);
   cgroup_poll_ = std::make_unique<CgroupPoll>(&time_);
   if (!adopted_) {
-    // The path it was started as, before anyone moves the file aside (a re-exec runs this path).
-    Result<std::string> binary = OwnBinaryPath();
+    // The path it was started as, before anyone moves the file aside (a re-exec runs this path),
+    // symlinks kept (StartedAsPath).
+    Result<std::string> binary = StartedAsPath();
     if (binary.ok()) binary_path_ = std::move(binary).value();
   }
   if (adopted_) {
@@ -184,7 +185,9 @@ int Supervisor::Run() {
   }
   if (!status.ok() && adopted_) {
     // Failure 5: nothing was started or stopped yet; the previous binary takes the state back.
+    // Past this line it could not (this image is the fallback, or it cannot be run).
     ReexecFallBack(std::move(reexec_fallback_), adopted_->Fds(), status.message());
+    takeover_failed_ = true;
   }
   if (!status.ok()) {
     LogError("startup failed: " + status.message());
@@ -678,6 +681,9 @@ std::string Supervisor::StatusControl(const std::string& only) {
   }
   uint64_t client_connections = 0;
   for (auto& cell : cells_) client_connections += cell->clients();
+  // What a re-exec executes (a symlink's path as started), and the file this image runs.
+  const Result<std::string> binary = ReexecBinaryPath();
+  const Result<std::string> binary_file = OwnBinaryPath();
   nlohmann::json response = {
       {"ok", true},
       {"supervisor",
@@ -694,6 +700,8 @@ std::string Supervisor::StatusControl(const std::string& only) {
         {"reexec",
          {{"phase", ReexecPhaseName(reexec_phase_)},
           {"count", reexecs_},
+          {"binary", binary.ok() ? binary.value() : std::string()},
+          {"binary_file", binary_file.ok() ? binary_file.value() : std::string()},
           {"last_error",
            reexec_error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(reexec_error_)}}}}},
       {"cells", cells},
@@ -1090,15 +1098,41 @@ Status Supervisor::AdoptListeners() {
     }
     return fd;
   };
-  Result<UniqueFd> control = take("control", "", config_.supervisor.control_socket);
-  if (!control.ok()) return control.status();
-  Status status = control_->Adopt(std::move(control).value(), config_.supervisor.control_socket);
+  // Failure 6 for the control and metrics sockets: one that is not the socket the state names
+  // is bound afresh where the config says, as at a start (a stale socket file is reclaimed),
+  // logged at error. The fd is left open as it is, with FD_CLOEXEC set. A state without the
+  // socket at all is failure 5, as it is for a cell's.
+  auto rebind = [&find](std::string_view role, const Status& why) {
+    for (const ReexecState::Listener* listener : find(role, "")) (void)SetCloexec(listener->fd);
+    LogError("re-exec: " + why.message() +
+             ": bound afresh (connections waiting on the old socket are lost)");
+  };
+  Status status = Status::Ok();
+  if (find("control", "").size() != 1) {
+    return Status::Error("no single control socket in the state");
+  }
+  if (Result<UniqueFd> control = take("control", "", config_.supervisor.control_socket);
+      control.ok()) {
+    status = control_->Adopt(std::move(control).value(), config_.supervisor.control_socket);
+  } else {
+    rebind("control", control.status());
+    ipc::SocketAccess control_access;
+    control_access.mode = config_.supervisor.control_socket_mode;
+    control_access.group = config_.supervisor.control_socket_group;
+    status = control_->Listen(config_.supervisor.control_socket, control_access);
+  }
   if (!status.ok()) return status;
   if (metrics_) {
-    Result<UniqueFd> metrics = take("metrics", "", "");
-    if (!metrics.ok()) return metrics.status();
-    status = metrics_->Adopt(std::move(metrics).value(), *config_.supervisor.metrics_listen,
-                             state.metrics_bound);
+    if (find("metrics", "").size() != 1) {
+      return Status::Error("no single metrics socket in the state");
+    }
+    if (Result<UniqueFd> metrics = take("metrics", "", ""); metrics.ok()) {
+      status = metrics_->Adopt(std::move(metrics).value(), *config_.supervisor.metrics_listen,
+                               state.metrics_bound);
+    } else {
+      rebind("metrics", metrics.status());
+      status = metrics_->Listen(*config_.supervisor.metrics_listen);
+    }
     if (!status.ok()) return status;
   }
   for (auto& cell : cells_) {
@@ -1211,9 +1245,12 @@ void Supervisor::AdoptWorkers() {
     cell->AdoptClient({UniqueFd(connection.fd), connection.tcp});
     ++connections;
   }
+  // The bench (bench/restart_bench.cc) finds "re-executed (re-exec N" in this line.
+  const Result<std::string> running = OwnBinaryPath();
   LogInfo("re-executed (re-exec " + std::to_string(reexecs_) + ", state written by bulkheadd " +
-          state.written_by + "): " + std::to_string(state.cells.size()) + " cells and " +
-          std::to_string(connections) + " waiting connection(s) taken over");
+          state.written_by + ", binary " + (running.ok() ? running.value() : std::string("?")) +
+          "): " + std::to_string(state.cells.size()) + " cells and " + std::to_string(connections) +
+          " waiting connection(s) taken over");
   // A worker that exited during the exec is a zombie whose SIGCHLD came before our handler:
   // reaped now that the cells know their workers.
   ReapChildren();

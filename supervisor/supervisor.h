@@ -100,6 +100,9 @@ class Supervisor {
   // loop until a stop signal. Returns a process exit code (base/exit_status.h); a socket that
   // cannot be claimed fails startup before any worker starts.
   int Run();
+  // After Run: this image adopted a re-exec's state, could not take it over, and no previous
+  // binary took it back (failure 5 of docs/reexec.md): main ends as TakeoverFailedAction says.
+  bool takeover_failed() const { return takeover_failed_; }
 
   // The control socket's request handler: one JSON request line in, one JSON response line out,
   // through the command table (control/command_table.h). Commands that are not read-only are
@@ -326,6 +329,7 @@ class Supervisor {
   std::string binary_path_;
   uint64_t reexecs_ = 0;
   std::string reexec_error_;
+  bool takeover_failed_ = false;  // takeover_failed()
   std::unique_ptr<loop::Timer> reexec_timer_;
   std::string reexec_why_;    // BeginReexec's `why`, for the log lines of its later steps
   ReexecHooks reexec_hooks_;  // every hook empty but in the test build bulkheadd-reexec-faults

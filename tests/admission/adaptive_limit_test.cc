@@ -749,6 +749,63 @@ TEST_F(AdaptiveLimitTest, LiveSignalsAreWhatTheOwnerSays) {
   EXPECT_FALSE(lim().signal_live(Signal::kCpuThrottling));
 }
 
+// A re-exec (docs/reexec.md): the next image's controller, on a clock that started afresh, goes
+// on from the limit, phase, base and changes of the previous one, and judges as it would have.
+TEST_F(AdaptiveLimitTest, ACarriedControllerGoesOnFromItsLimitBaseAndChanges) {
+  GrowTo(8);
+  Busy(2.0);  // a latency cut: 8 x 1.25 / 2 = 5
+  ASSERT_EQ(lim().limit(), 5u);
+  clock_.AdvanceMs(300);
+  const AdaptiveLimit::Carried carried = lim().Carry();
+  EXPECT_EQ(carried.changes.size(), lim().change_count());
+  EXPECT_EQ(carried.changes[0].at_ms, 300u) << "an age, not a clock reading";
+  EXPECT_EQ(carried.base_age_ms, clock_.NowMs() - lim().base_measured_at_ms());
+
+  FakeClock next_clock{7};  // the next image's clock, below every age
+  AdaptiveLimit next(&next_clock, options_);
+  next.Restore(carried);
+  EXPECT_EQ(next.limit(), 5u);
+  EXPECT_EQ(next.phase(), Phase::kAvoidance);
+  EXPECT_EQ(next.base_us(), kBaseUs);
+  EXPECT_EQ(next.base_measured_at_ms(), 0u);
+  ASSERT_EQ(next.change_count(), lim().change_count());
+  for (size_t i = 0; i < next.change_count(); ++i) {
+    EXPECT_EQ(next.change(i).from, lim().change(i).from) << i;
+    EXPECT_EQ(next.change(i).to, lim().change(i).to) << i;
+    EXPECT_EQ(next.change(i).cause, lim().change(i).cause) << i;
+    EXPECT_EQ(next.change(i).permille, lim().change(i).permille) << i;
+  }
+  for (size_t i = 0; i < kLimitCauseCount; ++i) {
+    const auto cause = static_cast<LimitCause>(i);
+    EXPECT_EQ(next.changes_by(cause), lim().changes_by(cause)) << LimitCauseName(cause);
+  }
+  EXPECT_EQ(next.changes_by(LimitCause::kSlowStart), 3u);
+  EXPECT_EQ(next.changes_by(LimitCause::kLatency), 1u);
+
+  // Judged against the carried base at once: no window of 50 clean requests first. A window at
+  // the minimum that reached the limit grows it by one (avoidance), as the old one would have.
+  next_clock.AdvanceMs(options_.window_ms);
+  for (uint32_t i = 0; i < options_.window_samples; ++i) next.OnSample(kBaseUs, 5);
+  EXPECT_EQ(next.limit(), 6u);
+  EXPECT_EQ(next.change(0).cause, LimitCause::kHeadroom);
+  EXPECT_EQ(next.changes_by(LimitCause::kHeadroom), 1u);
+}
+
+// A controller that had not measured its base yet carries none: the next image measures it.
+TEST_F(AdaptiveLimitTest, ACarriedControllerWithoutABaseStillMeasuresOne) {
+  options_.floor = 2;
+  Make();
+  Window(1.0, 1);
+  const AdaptiveLimit::Carried carried = lim().Carry();
+  FakeClock next_clock{kStartMs};
+  AdaptiveLimit next(&next_clock, options_);
+  next.Restore(carried);
+  EXPECT_EQ(next.limit(), 2u);
+  EXPECT_EQ(next.base_us(), std::nullopt);
+  EXPECT_EQ(next.change_count(), 0u);
+  EXPECT_EQ(next.phase(), Phase::kSlowStart);
+}
+
 TEST(AdaptiveLimitNames, EveryCauseHoldAndSignalHasItsOwnName) {
   std::set<std::string_view> names;
   for (size_t i = 0; i < kLimitCauseCount; ++i) {

@@ -177,6 +177,13 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   EXPECT_EQ(c.at("changes_by_cause").at("latency"), 3);
   EXPECT_EQ(c.at("changes_by_cause").size(), admission::kLimitCauseCount);
   EXPECT_EQ(c.at("cpu_pressure_spared"), 5);
+
+  // While the base is measured, it has no age either (not the clock's reading since boot).
+  s.concurrency.base_us.reset();
+  s.concurrency.base_age_ms.reset();
+  j = CellStatusJson(s, Config());
+  EXPECT_TRUE(j.at("concurrency").at("base_us").is_null());
+  EXPECT_TRUE(j.at("concurrency").at("base_age_ms").is_null());
 }
 
 TEST(StatusJson, ShowsTheProtocolAndAnHttpCellsHeaderTimeout) {

@@ -24,6 +24,21 @@ TEST(JudgeReexec, IsDoneOnceTheNewImageCountsTheReexec) {
   EXPECT_EQ(verdict.text, "re-executed: bulkheadd 0.1.0, pid 4242, re-exec 3");
 }
 
+// The binary the new image ran: the path executed, and the file a symlink led to when it differs.
+TEST(JudgeReexec, NamesTheBinaryItRanAndTheFileASymlinkLedTo) {
+  nlohmann::json status = StatusWith(1, "idle", nullptr);
+  nlohmann::json& reexec = status["supervisor"]["reexec"];
+  reexec["binary"] = "/usr/sbin/bulkheadd";
+  reexec["binary_file"] = "/usr/sbin/bulkheadd";
+  EXPECT_EQ(JudgeReexec(status, 0).text,
+            "re-executed: bulkheadd 0.1.0, pid 4242, re-exec 1, binary /usr/sbin/bulkheadd");
+  reexec["binary"] = "/opt/bulkhead/current/bulkheadd";
+  reexec["binary_file"] = "/opt/bulkhead/v2/bulkheadd";
+  EXPECT_EQ(JudgeReexec(status, 0).text,
+            "re-executed: bulkheadd 0.1.0, pid 4242, re-exec 1, binary "
+            "/opt/bulkhead/current/bulkheadd -> /opt/bulkhead/v2/bulkheadd");
+}
+
 TEST(JudgeReexec, HasFailedWhenTheOldImageIsIdleAgainWithAReason) {
   const ReexecVerdict verdict =
       JudgeReexec(StatusWith(2, "idle", "execve /usr/sbin/bulkheadd: Exec format error"), 2);

@@ -367,7 +367,7 @@ TEST(BulkheaddProcess, ReexecStateVersionsPrintsTheVersionsItReadsWithoutAConfig
       std::chrono::seconds(10));
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->exit_code(), kExitOk) << run->Describe();
-  EXPECT_EQ(run->out, "1 2 3\n");
+  EXPECT_EQ(run->out, "1 2 3 4\n");
 }
 
 // systemd's halt and poweroff requests, which podman's systemd mode sends a container's PID 1

@@ -285,6 +285,54 @@ TEST(ReexecFailure, AFrontSocketThatIsNotTheOneNamedIsBoundAfreshAndTheWorkerKep
   ExpectEcho(keep, 2, "after");
 }
 
+// docs/reexec.md, failure 6 for the control and metrics sockets: one that is not the socket the
+// state names (the old image put another socket in its fd) is bound afresh at the config's path,
+// logged at error; the re-exec counts as done (status, through the socket bound afresh, says so
+// with no last_error), every worker keeps its pid, both endpoints answer, and a later re-exec
+// carries the socket bound afresh.
+// (Before, that was failure 5: the previous binary, given the same state, exited with every
+// worker.)
+TEST(ReexecFailure, AControlOrMetricsSocketThatIsNotTheOneNamedIsBoundAfreshAndTheWorkersKept) {
+  for (const char* role : {"control", "metrics"}) {
+    SCOPED_TRACE(role);
+    TempDir sockets;
+    const std::string metrics = sockets.Join("metrics.sock");
+    HarnessOptions options = FaultOptions(std::string("swap-") + role);
+    options.supervisor_toml = "metrics_listen = \"" + metrics + "\"\n";
+    Harness h(options);
+    ASSERT_STARTED(h);
+    const pid_t a = WorkerPid(h, "a");
+    const pid_t b = WorkerPid(h, "b");
+    // Between the exec and the new image's bind nothing listens at the control path: a
+    // `bulkheadctl reexec` polling then would take bulkheadd for gone, so this one does not wait.
+    Result<ProcessResult> ctl = h.Ctl({"reexec", "--no-block"});
+    ASSERT_TRUE(ctl.ok() && ctl->exit_code() == kExitOk)
+        << (ctl.ok() ? ctl->Describe() : ctl.status().message());
+    ASSERT_TRUE(WaitFor([&] {
+      nlohmann::json s = h.Status();
+      return s.value("ok", false) && s["supervisor"]["reexec"]["count"] == 1;
+    })) << h.Log();
+    EXPECT_THAT(h.Log(), HasSubstr(std::string(role) + " socket: "));
+    EXPECT_THAT(h.Log(), HasSubstr("bound afresh"));
+    const nlohmann::json status = h.Status();
+    EXPECT_TRUE(status["supervisor"]["reexec"]["last_error"].is_null()) << status.dump();
+    EXPECT_EQ(WorkerPid(h, "a"), a) << h.Log();
+    EXPECT_EQ(WorkerPid(h, "b"), b);
+    EXPECT_EQ(h.Cell("a")["starts"], 1);
+    Result<ProcessResult> scrape =
+        RunProcess({"/bin/sh", "-c",
+                    "exec curl --silent --show-error --max-time 30 --unix-socket \"$0\" "
+                    "http://localhost/metrics",
+                    metrics},
+                   "", std::chrono::seconds(40));
+    ASSERT_TRUE(scrape.ok()) << scrape.status().message();
+    EXPECT_EQ(scrape->exit_code(), 0) << scrape->Describe();
+    EXPECT_THAT(scrape->out, HasSubstr("bulkhead_")) << scrape->Describe();
+    EXPECT_OK_REPLY(h.Call("a", "echo a"), "a");
+    ExpectReexecs(h, 2);  // and the socket bound afresh is carried by the next re-exec
+  }
+}
+
 // docs/reexec.md, failure 6: a worker the new image cannot adopt (here refused by the test
 // build's fault, as a cgroup path that is not a generation of its cell is) is killed with its
 // process group and its cell started afresh, its counts carried (starts goes on from 1); the

@@ -46,12 +46,13 @@ supervisor::ReexecHooks ReexecFaultsFromEnvironment() {
       return once() ? Status::Error("memfd_create: Too many open files (test fault)")
                     : Status::Ok();
     };
-  } else if (fault == "swap-front") {
-    hooks.before_exec = [once, cell](const ReexecState& state) {
+  } else if (fault == "swap-front" || fault == "swap-control" || fault == "swap-metrics") {
+    const std::string role = fault.substr(std::string_view("swap-").size());
+    hooks.before_exec = [once, role, cell](const ReexecState& state) {
       for (const ReexecState::Listener& listener : state.listeners) {
-        if (listener.role != "front" || listener.cell != cell || !once()) continue;
-        // Another listening socket, at PATH.swapped, takes the fd number (dup2 closes the front
-        // socket, whose file stays behind).
+        if (listener.role != role || listener.cell != cell || !once()) continue;
+        // Another listening socket, at PATH.swapped, takes the fd number (dup2 closes the
+        // socket named, whose file stays behind).
         Result<ipc::ListeningSocket> other =
             ipc::ClaimListeningSocket(listener.address + ".swapped", 1);
         if (other.ok()) ::dup2(other->fd.get(), listener.fd);

@@ -14,6 +14,9 @@ namespace bulkhead::e2e {
 //   swap-front:CELL     the old image puts another listening socket (bound at the front
 //                       socket's path + ".swapped") in place of CELL's front socket's fd just
 //                       before execve (failure 6)
+//   swap-control        the same for the control socket (failure 6)
+//   swap-metrics        the same for the metrics socket, when metrics_listen is a Unix path
+//                       (failure 6)
 //   refuse-worker:CELL  the new image refuses CELL's worker, as a foreign cgroup path would
 //                       (failure 6)
 //   kill-worker:CELL    the old image SIGKILLs CELL's worker just before execve and waits until it

@@ -276,7 +276,7 @@ TEST(Reexec, BulkheadctlSaysAtOnceWhenBulkheaddExitedDuringTheReexec) {
   Harness h(binary.Options());
   ASSERT_STARTED(h);
   binary.ReplaceWithScript(
-      "#!/bin/sh\n[ \"$1\" = --reexec-state-versions ] && { echo 1 2 3; exit 0; }\nexit 7\n");
+      "#!/bin/sh\n[ \"$1\" = --reexec-state-versions ] && { echo 1 2 3 4; exit 0; }\nexit 7\n");
   Result<ProcessResult> ctl = h.Ctl({"reexec"});
   ASSERT_TRUE(ctl.ok()) << ctl.status().message();
   EXPECT_EQ(ctl->exit_code(), kExitFailure) << ctl->Describe();
@@ -312,7 +312,7 @@ TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
 
   binary.ReplaceWithScript("#!/bin/sh\necho 9\n");
-  ExpectReexecFails(h, "reads 9, this bulkheadd writes 3");
+  ExpectReexecFails(h, "reads 9, this bulkheadd writes 4");
   binary.ReplaceWithScript("#!/bin/sh\necho \"unknown option\" >&2\nexit 2\n");
   ExpectReexecFails(h, "exit 2");
 
@@ -801,6 +801,106 @@ TEST(Reexec, AConfigFileChangedSinceTheLastReloadIsRefusedWithAdviceThatWorks) {
   EXPECT_EQ(good->exit_code(), kExitOk) << good->Describe() << h.Log();
   EXPECT_EQ(h.Cell("a")["pid"], worker);
   EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 1);
+}
+
+// An adaptive cell's controller travels in the state (version 4): after the re-exec its limit,
+// phase, base and changes (each change's size and cause) and its changes by cause are what they
+// were, instead of the floor and zeros. Before any request the cell has no base, and no age of
+// one either.
+TEST(Reexec, AnAdaptiveCellKeepsItsLimitAndItsChangesByCause) {
+  Harness h(TestOptions({CellSpec{.name = "a",
+                                  .max_concurrent = 16,
+                                  .max_queue = 64,
+                                  .extra_toml = "concurrency = \"adaptive\"\n"}}));
+  ASSERT_STARTED(h);
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  nlohmann::json fresh = h.Cell("a")["concurrency"];
+  EXPECT_TRUE(fresh["base_us"].is_null()) << fresh.dump();
+  EXPECT_TRUE(fresh["base_age_ms"].is_null()) << fresh.dump();
+
+  // Four callers of 20 ms requests: the service time holds at its minimum, so slow start
+  // doubles the limit from 1 to 2 and 4. The load stops before the status is read: no window
+  // closes between the two reads.
+  Tally tally;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> callers;
+  callers.reserve(4);
+  for (int i = 0; i < 4; ++i) {
+    callers.emplace_back([&] {
+      while (!stop.load()) {
+        Result<ipc::Client::Reply> reply = h.Call("a", "sleep 20");
+        if (IsReply(reply, ipc::ReplyStatus::kOk, ipc::Reason::kNone)) {
+          ++tally.ok;
+        } else {
+          Wrong(tally, Describe(reply));
+        }
+      }
+    });
+  }
+  const bool grew = h.WaitForCell("a", [](const nlohmann::json& c) {
+    return c["concurrency"]["changes_by_cause"]["slow_start"].get<uint64_t>() >= 2;
+  });
+  stop = true;
+  for (std::thread& t : callers) t.join();
+  ASSERT_TRUE(grew) << h.Cell("a")["concurrency"].dump();
+  EXPECT_EQ(tally.wrong.load(), 0u) << ::testing::PrintToString(tally.first_wrong);
+  const nlohmann::json before = h.Cell("a")["concurrency"];
+  ASSERT_GT(before["limit"].get<uint32_t>(), 1u) << before.dump();
+  ASSERT_TRUE(before["base_us"].is_number()) << before.dump();
+
+  Result<ProcessResult> ctl = h.Ctl({"reexec"});
+  ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+  ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+  const nlohmann::json cell = h.Cell("a");
+  EXPECT_EQ(cell["pid"], worker);
+  const nlohmann::json& after = cell["concurrency"];
+  for (const char* key : {"limit", "floor", "ceiling", "phase", "base_us", "changes_by_cause"}) {
+    EXPECT_EQ(after[key], before[key]) << key << ": " << before.dump() << " -> " << after.dump();
+  }
+  EXPECT_TRUE(after["base_age_ms"].is_number()) << after.dump();
+  ASSERT_EQ(after["changes"].size(), before["changes"].size()) << after.dump();
+  for (size_t i = 0; i < before["changes"].size(); ++i) {
+    for (const char* key : {"from", "to", "cause"}) {
+      EXPECT_EQ(after["changes"][i][key], before["changes"][i][key]) << i << " " << key;
+    }
+  }
+  EXPECT_OK_REPLY(h.Call("a", "echo after"), "after");
+}
+
+// An upgrade that repoints a symlink (current -> a, then current -> b): bulkheadd started through
+// the symlink's path re-executes that path, so the new target runs, and `bulkheadctl reexec`,
+// status and the log name it. Before, the path was kept resolved and a re-exec ran a again.
+TEST(Reexec, StartedThroughASymlinkItReexecutesWhatTheSymlinkNamesNow) {
+  TempDir dir;
+  for (const char* version : {"a", "b"}) {
+    std::filesystem::create_directory(dir.Join(version));
+    std::filesystem::copy_file(BulkheaddPath(), dir.Join(version) + "/bulkheadd");
+  }
+  std::filesystem::create_directory_symlink("a", dir.Join("current"));
+  HarnessOptions options = TestOptions({CellSpec{.name = "a"}});
+  options.binary = dir.Join("current") + "/bulkheadd";
+  Harness h(options);
+  ASSERT_STARTED(h);
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  nlohmann::json reexec = h.Status()["supervisor"]["reexec"];
+  EXPECT_EQ(reexec["binary"], options.binary) << reexec.dump();
+  EXPECT_EQ(reexec["binary_file"], dir.Join("a") + "/bulkheadd") << reexec.dump();
+
+  // The upgrade: the symlink replaced by rename, as `ln -sfn` does.
+  std::filesystem::create_directory_symlink("b", dir.Join("current.next"));
+  std::filesystem::rename(dir.Join("current.next"), dir.Join("current"));
+  Result<ProcessResult> ctl = h.Ctl({"reexec"});
+  ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+  ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+  EXPECT_THAT(ctl->out, HasSubstr("re-exec 1, binary " + options.binary + " -> " + dir.Join("b") +
+                                  "/bulkheadd"))
+      << ctl->out;
+  reexec = h.Status()["supervisor"]["reexec"];
+  EXPECT_EQ(reexec["binary"], options.binary) << "the next re-exec follows the symlink again";
+  EXPECT_EQ(reexec["binary_file"], dir.Join("b") + "/bulkheadd") << reexec.dump();
+  EXPECT_THAT(h.Log(), HasSubstr(", binary " + dir.Join("b") + "/bulkheadd): "));
+  EXPECT_EQ(h.Cell("a")["pid"], worker);
+  EXPECT_OK_REPLY(h.Call("a", "echo upgraded"), "upgraded");
 }
 
 }  // namespace

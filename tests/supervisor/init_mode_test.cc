@@ -137,5 +137,33 @@ TEST(EndProcess, ExitReturnsTheCodeAndPoweroffOutsidePid1DoesNothingElse) {
   EXPECT_EQ(EndProcess(config::ShutdownAction::kReboot, 1, /*pid1=*/false), 1);
 }
 
+// Failure 5 of docs/reexec.md with no previous binary left to run: PID 1 of a machine powers off
+// or reboots as on_shutdown says, and reboots where it says "exit" (an exit of PID 1 panics the
+// kernel); PID 1 of a container and any other bulkheadd end as on_shutdown says.
+TEST(TakeoverFailedAction, Pid1OfAMachineNeverExits) {
+  using config::ShutdownAction;
+  struct Row {
+    ShutdownAction on_shutdown;
+    bool pid1;
+    bool in_container;
+    ShutdownAction want;
+  };
+  const Row rows[] = {
+      {ShutdownAction::kExit, true, false, ShutdownAction::kReboot},
+      {ShutdownAction::kPoweroff, true, false, ShutdownAction::kPoweroff},
+      {ShutdownAction::kReboot, true, false, ShutdownAction::kReboot},
+      {ShutdownAction::kExit, true, true, ShutdownAction::kExit},
+      {ShutdownAction::kPoweroff, true, true, ShutdownAction::kPoweroff},
+      {ShutdownAction::kExit, false, false, ShutdownAction::kExit},
+      {ShutdownAction::kPoweroff, false, false, ShutdownAction::kPoweroff},
+      {ShutdownAction::kReboot, false, true, ShutdownAction::kReboot},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(TakeoverFailedAction(row.on_shutdown, row.pid1, row.in_container), row.want)
+        << static_cast<int>(row.on_shutdown) << " pid1 " << row.pid1 << " container "
+        << row.in_container;
+  }
+}
+
 }  // namespace
 }  // namespace bulkhead::supervisor

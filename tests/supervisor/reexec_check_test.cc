@@ -15,6 +15,7 @@
 #include <string>
 
 #include "loop/handle_group.h"
+#include "supervisor/reexec.h"
 #include "tests/helpers/simulated_time_source.h"
 #include "tests/helpers/test_support.h"
 
@@ -117,6 +118,17 @@ TEST_F(ReexecCheckTest, ACancelledCheckNeverAnswers) {
   time_.Advance(kTimeoutMs);
   uv_run(&loop_, UV_RUN_NOWAIT);
   EXPECT_FALSE(result_.has_value());
+}
+
+// The path a re-exec executes keeps argv[0]'s symlinks (docs/reexec.md, "Before the exec"): made
+// absolute and lexically normal, never resolved; not known from a bare name found through PATH.
+TEST(AbsoluteArgv0, KeepsTheSymlinkPathMadeAbsolute) {
+  EXPECT_EQ(AbsoluteArgv0("/opt/bulkhead/current/bulkheadd", "/"),
+            "/opt/bulkhead/current/bulkheadd");
+  EXPECT_EQ(AbsoluteArgv0("current/bulkheadd", "/opt/bulkhead"), "/opt/bulkhead/current/bulkheadd");
+  EXPECT_EQ(AbsoluteArgv0("./bin/../current/bulkheadd", "/opt/bulkhead/"),
+            "/opt/bulkhead/current/bulkheadd");
+  EXPECT_EQ(AbsoluteArgv0("bulkheadd", "/opt/bulkhead"), "");
 }
 
 }  // namespace

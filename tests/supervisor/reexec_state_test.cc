@@ -58,6 +58,30 @@ ReexecState SampleState() {
   for (const control::CellCounterField& field : control::kCellCounterFields) {
     payments.counters.*field.member = value++;
   }
+  admission::AdaptiveLimit::Carried adaptive;
+  adaptive.estimate = 6.5;
+  adaptive.phase = admission::AdaptiveLimit::Phase::kAvoidance;
+  adaptive.base_us = 10'250.5;
+  adaptive.base_samples = 120;
+  adaptive.base_age_ms = 4'000;
+  adaptive.changes = {{.at_ms = 900,
+                       .from = 8,
+                       .to = 6,
+                       .cause = admission::LimitCause::kMemoryPressure,
+                       .permille = 0},
+                      {.at_ms = 5'000,
+                       .from = 4,
+                       .to = 8,
+                       .cause = admission::LimitCause::kSlowStart,
+                       .permille = 0},
+                      {.at_ms = 7'000,
+                       .from = 10,
+                       .to = 4,
+                       .cause = admission::LimitCause::kLatency,
+                       .permille = 2'400}};
+  for (size_t i = 0; i < admission::kLimitCauseCount; ++i) adaptive.changes_by[i] = 10 + i;
+  adaptive.cpu_pressure_spared = 3;
+  payments.adaptive = adaptive;
   payments.queue_wait.buckets[0] = 7;
   payments.queue_wait.count = 7;
   payments.queue_wait.sum_ns = 350'000;
@@ -133,7 +157,26 @@ TEST(ReexecState, RoundTripsEveryField) {
   EXPECT_EQ(payments.queue_wait.sum_ns, 350'000u);
   EXPECT_EQ(payments.duration.buckets, state.cells[0].duration.buckets);
   EXPECT_EQ(payments.duration.sum_ns, 130'000'000'000u);
+  ASSERT_TRUE(payments.adaptive.has_value());
+  const admission::AdaptiveLimit::Carried& adaptive = *payments.adaptive;
+  EXPECT_EQ(adaptive.estimate, 6.5);
+  EXPECT_EQ(adaptive.phase, admission::AdaptiveLimit::Phase::kAvoidance);
+  EXPECT_EQ(adaptive.base_us, 10'250.5);
+  EXPECT_EQ(adaptive.base_samples, 120u);
+  EXPECT_EQ(adaptive.base_age_ms, 4'000u);
+  ASSERT_EQ(adaptive.changes.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const admission::LimitChange& want = state.cells[0].adaptive->changes[i];
+    EXPECT_EQ(adaptive.changes[i].at_ms, want.at_ms) << i;
+    EXPECT_EQ(adaptive.changes[i].from, want.from) << i;
+    EXPECT_EQ(adaptive.changes[i].to, want.to) << i;
+    EXPECT_EQ(adaptive.changes[i].cause, want.cause) << i;
+    EXPECT_EQ(adaptive.changes[i].permille, want.permille) << i;
+  }
+  EXPECT_EQ(adaptive.changes_by, state.cells[0].adaptive->changes_by);
+  EXPECT_EQ(adaptive.cpu_pressure_spared, 3u);
   const ReexecState::Cell& catalog = decoded->cells[1];
+  EXPECT_FALSE(catalog.adaptive.has_value()) << "a fixed cell carries no controller";
   EXPECT_EQ(catalog.state, "backoff");
   EXPECT_EQ(catalog.next_start_in_ms, 1500u);
   EXPECT_FALSE(catalog.worker.has_value());
@@ -159,7 +202,7 @@ TEST(ReexecState, RefusesAVersionItDoesNotReadSayingWhichItReads) {
   Result<ReexecState> decoded = ReexecState::Decode(document.dump());
   ASSERT_FALSE(decoded.ok());
   EXPECT_THAT(decoded.status().message(), HasSubstr("reexec state version 9 is not readable"));
-  EXPECT_THAT(decoded.status().message(), HasSubstr("(it reads 1 2 3)"));
+  EXPECT_THAT(decoded.status().message(), HasSubstr("(it reads 1 2 3 4)"));
 }
 
 // Versions 1 and 2 (written by the builds before the start limit's window and the access log's
@@ -188,6 +231,34 @@ TEST(ReexecState, ReadsTheVersionsBeforeItsOwnWithoutTheWindow) {
     EXPECT_EQ(catalog.crash_loop, "") << version;
     EXPECT_EQ(decoded->access_log_lines, 0u) << version;
   }
+}
+
+// Version 3 (written by the builds before an adaptive cell's controller travelled) is read as
+// before: no controller, so the cell's starts afresh at its floor.
+TEST(ReexecState, ReadsVersionThreeWithoutTheAdaptiveController) {
+  nlohmann::json document = nlohmann::json::parse(SampleState().Encode());
+  document["version"] = 3;
+  for (nlohmann::json& cell : document["cells"]) cell.erase("adaptive");
+  Result<ReexecState> decoded = ReexecState::Decode(document.dump());
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_FALSE(decoded->cells[0].adaptive.has_value());
+  EXPECT_EQ(decoded->cells[0].worker->pid, 4242);
+  EXPECT_EQ(decoded->cells[1].start_ages_ms.size(), 3u) << "version 3's window is still read";
+}
+
+// A cause or phase this build does not know is refused by its path, not counted under another.
+TEST(ReexecState, RefusesAnAdaptiveCauseItDoesNotKnow) {
+  nlohmann::json document = nlohmann::json::parse(SampleState().Encode());
+  document["cells"][0]["adaptive"]["changes"][1]["cause"] = "moon_phase";
+  Result<ReexecState> decoded = ReexecState::Decode(document.dump());
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_THAT(decoded.status().message(),
+              HasSubstr("cells[0].adaptive.changes[1].cause: not a cause"));
+  document = nlohmann::json::parse(SampleState().Encode());
+  document["cells"][0]["adaptive"]["phase"] = "lunar";
+  decoded = ReexecState::Decode(document.dump());
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_THAT(decoded.status().message(), HasSubstr("cells[0].adaptive.phase: not a phase"));
 }
 
 TEST(ReexecState, RefusesWhatIsNotItsFormat) {
@@ -254,10 +325,10 @@ TEST(ReexecState, TravelsThroughASealedMemfd) {
 }
 
 TEST(ReexecVersionsLine, PrintsAndParsesTheReadableVersions) {
-  EXPECT_EQ(ReadableVersionsLine(), "1 2 3");
+  EXPECT_EQ(ReadableVersionsLine(), "1 2 3 4");
   Result<std::vector<int>> versions = ParseVersionsLine(ReadableVersionsLine() + "\n");
   ASSERT_TRUE(versions.ok());
-  EXPECT_THAT(*versions, ElementsAre(1, 2, ReexecState::kVersion));
+  EXPECT_THAT(*versions, ElementsAre(1, 2, 3, ReexecState::kVersion));
   EXPECT_THAT(ParseVersionsLine("1 2 3").value(), ElementsAre(1, 2, 3));
   EXPECT_FALSE(ParseVersionsLine("").ok());
   EXPECT_FALSE(ParseVersionsLine("\n").ok());
