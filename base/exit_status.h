@@ -22,6 +22,10 @@ inline constexpr int kExitNotRunning = 3;
 // bulkheadctl: the supervisor refused the command for the caller's credentials (a response with
 // "code":"permission_denied"). sysexits(3) EX_NOPERM.
 inline constexpr int kExitPermissionDenied = 77;
+// bulkheadctl reexec: its --timeout ended while the re-exec was still under way (settling or
+// draining); bulkheadd goes on with it, and `bulkheadctl status` shows its end. Neither done nor
+// failed: sysexits(3) EX_TEMPFAIL.
+inline constexpr int kExitReexecUnderWay = 75;
 
 // Exit codes of a worker child that could not exec its command (tini, POSIX shells).
 inline constexpr int kExitExecNotExecutable = 126;

@@ -634,6 +634,7 @@ int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline,
   }
   // The supervisor drains, then execs: the control socket stays open meanwhile (connections wait
   // in its backlog), and the new image answers on it.
+  std::string under_way;  // where the last status said the re-exec stands, "" when it did not
   while (true) {
     ControlReply status = QueryControl(socket, StatusRequest(), exchange_deadline());
     if (!status.response &&
@@ -653,8 +654,16 @@ int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline,
         PrintError("reexec failed, bulkheadd goes on as it was: " + verdict.text);
         return kExitFailure;
       }
+      under_way = verdict.text;
     }
     if (std::chrono::steady_clock::now() + kPollInterval >= *wait_deadline) {
+      if (!under_way.empty()) {
+        // Not a failure: bulkheadd goes on with the re-exec (its own bound, the settling's and
+        // the drain's, ends it either way), and status tells how it ended.
+        PrintError("reexec: still under way when the wait ended (" + under_way +
+                   "); bulkheadd goes on with it: `bulkheadctl status` shows its end");
+        return kExitReexecUnderWay;
+      }
       PrintError("reexec: no new bulkheadd answered in time");
       return kExitFailure;
     }

@@ -30,10 +30,21 @@ ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before) {
     if (!file.empty() && file != binary) text += (binary.empty() ? ", binary " : " -> ") + file;
     return {.kind = ReexecVerdict::Kind::kDone, .text = std::move(text)};
   }
-  if (reexec->value("phase", std::string()) == "idle" && failed) {
+  const std::string phase = reexec->value("phase", std::string());
+  if (phase == "idle" && failed) {
     return {.kind = ReexecVerdict::Kind::kFailed, .text = error->get<std::string>()};
   }
-  return {};
+  if (phase.empty() || phase == "idle") return {};
+  std::string text = phase;
+  auto waiting = reexec->find("waiting_for");
+  if (waiting != reexec->end() && waiting->is_array()) {
+    std::string whys;
+    for (const nlohmann::json& why : *waiting) {
+      if (why.is_string()) whys += (whys.empty() ? "" : "; ") + why.get<std::string>();
+    }
+    if (!whys.empty()) text += ", waiting for " + whys;
+  }
+  return {.kind = ReexecVerdict::Kind::kWaiting, .text = text};
 }
 
 }  // namespace bulkhead::ctl

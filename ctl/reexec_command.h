@@ -19,7 +19,9 @@ struct ReexecVerdict {
   enum class Kind { kWaiting, kDone, kFailed };
   Kind kind = Kind::kWaiting;
   // kDone: "re-executed: bulkheadd 0.1.0, pid 4242, re-exec 3, binary /usr/sbin/bulkheadd" (with
-  // " -> FILE" when reexec.binary_file differs); kFailed: the supervisor's reexec.last_error.
+  // " -> FILE" when reexec.binary_file differs); kFailed: the supervisor's reexec.last_error;
+  // kWaiting: where a re-exec under way stands when the status says ("settling, waiting for
+  // cells.b: it is starting (...)", "draining"), "" when it does not (idle, or no fields).
   std::string text;
 };
 // kDone once supervisor.reexec.count exceeds `count_before` without a last_error (the new image

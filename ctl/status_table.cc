@@ -274,6 +274,13 @@ Result<std::string> FormatStatusTable(const nlohmann::json& response) {
     const nlohmann::json phase = member(state, "phase");
     if (phase.is_string() && phase.get<std::string>() != "idle") {
       reexec += "re-exec under way: " + phase.get<std::string>() + "\n";
+      // A settling names what it waits for, one line each.
+      const nlohmann::json waiting = member(state, "waiting_for");
+      if (waiting.is_array()) {
+        for (const nlohmann::json& why : waiting) {
+          if (why.is_string()) reexec += "  waiting for " + why.get<std::string>() + "\n";
+        }
+      }
     }
     const nlohmann::json error = member(state, "last_error");
     if (error.is_string()) reexec += "last re-exec failed: " + error.get<std::string>() + "\n";

@@ -430,6 +430,7 @@ void WorkerRunner::NoteState() {
   }
   UpdateProbe();
   UpdatePressureWatch();
+  if (settle_observer_) settle_observer_();
   if (lifecycle_.state() == observed_state_) return;
   // A worker the lifecycle started runs (a restart without overlap, a start, a crash's restart):
   // an earlier overlapping restart's failure no longer says how the cell got here.
@@ -684,6 +685,7 @@ void WorkerRunner::Teardown(std::function<void()> then) {
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
     generation_.reset();
     then();
+    if (settle_observer_) settle_observer_();
   });
 }
 
@@ -708,6 +710,7 @@ void WorkerRunner::RetireSwapGeneration() {
     Status removed = swap_generation_->Remove();
     if (!removed.ok()) Log(LogLevel::kWarning, name(), 0, "cgroup: " + removed.message());
     swap_generation_.reset();
+    if (settle_observer_) settle_observer_();
   });
 }
 

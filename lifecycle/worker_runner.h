@@ -148,6 +148,11 @@ class WorkerRunner : private TeardownWatcher::Generation {
   // `observer` runs whenever the lifecycle moved to another state, once the actions of the event
   // that moved it ran.
   void SetStateObserver(std::function<void()> observer) { state_observer_ = std::move(observer); }
+  // `observer` (may be null) runs whenever ReexecBlocker() may have changed: after every event
+  // the lifecycle handled (a move to the same state included), and when a worker generation's
+  // teardown ended. A re-exec's settling waits on it instead of polling (docs/reexec.md). It must
+  // feed no cell an event (it runs inside this runner's handling).
+  void SetSettleObserver(std::function<void()> observer) { settle_observer_ = std::move(observer); }
 
   // The config in force (the last Reconfigure's).
   const config::CellConfig& config() const { return config_; }
@@ -387,6 +392,7 @@ class WorkerRunner : private TeardownWatcher::Generation {
   std::unique_ptr<loop::Timer> watchdog_timer_;
   std::unique_ptr<loop::Timer> start_timer_;
   std::function<void()> state_observer_;
+  std::function<void()> settle_observer_;
   Lifecycle::State observed_state_ = Lifecycle::State::kStopped;
   // The last Availability pushed to the data path (PushAvailability pushes only a change).
   std::optional<admission::Availability> pushed_availability_;

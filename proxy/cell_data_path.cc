@@ -297,18 +297,21 @@ void CellDataPath::OnClientConnected(Client* conn) {
 void CellDataPath::OnClientDisconnected(Client* conn) {
   front_.Closed(conn);
   slow_clients_.Forget(conn);
+  NotifyIfQuiet();
 }
 
 void CellDataPath::CountDelivered(uint64_t* outcome) {
   BH_CHECK(replies_unwritten_ > 0);
   --replies_unwritten_;
   ++*outcome;
+  NotifyIfQuiet();
 }
 
 void CellDataPath::CountUndelivered(uint64_t replies) {
   BH_CHECK(replies_unwritten_ >= replies);
   replies_unwritten_ -= replies;
   counters_.undelivered += replies;
+  NotifyIfQuiet();
 }
 
 void CellDataPath::OnBadRequest(const std::string& why) {
@@ -687,6 +690,7 @@ void CellDataPath::Complete(Exchange* exchange, uint64_t* counter, const Outcome
   BH_CHECK(exchange->link == nullptr);
   if (!exchange->answered) Answer(exchange, counter, outcome);
   pool_->Release(exchange);
+  NotifyIfQuiet();
 }
 
 void CellDataPath::Fail(Exchange* exchange, ipc::Reason reason, std::string_view message) {
@@ -735,6 +739,7 @@ void CellDataPath::OnClientGone(Exchange* exchange) {
     if (access_log_ != nullptr) LogAccess(*exchange, Outcome::Ok({}), "cancelled");
     pool_->Release(exchange);
     ArmQueueTimer();
+    NotifyIfQuiet();
   }
   // A running request keeps its slot until the worker answers; the answer is then dropped.
 }

@@ -122,6 +122,11 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   // Lowers the limit on client connections below max_connections (the cell's share of the
   // supervisor's descriptor budget). Set before clients connect.
   void SetConnectionShare(uint32_t share) { front_.SetConnectionShare(share); }
+  // `observer` (may be null) runs whenever a request leaves in_flight() and none is left (its
+  // answer written or undeliverable, a queued one cancelled, a client gone), so that a re-exec's
+  // drain learns its end without polling (docs/reexec.md, kDraining). It may run more often than
+  // that (a client gone with nothing in flight); it must not call back into the data path.
+  void SetQuietObserver(std::function<void()> observer) { quiet_observer_ = std::move(observer); }
   // Called from the shared AfterPoll: stall and request_timeout verdicts are taken after the poll
   // that could have read the replies ending the silence (loop/after_poll.h).
   void OnAfterPoll();
@@ -196,6 +201,10 @@ class CellDataPath : private ClientOwner, private LinkOwner {
 
  private:
   uint64_t Now() const { return time_->NowMs(); }
+  // Runs quiet_observer_ when nothing is in flight (SetQuietObserver).
+  void NotifyIfQuiet() {
+    if (quiet_observer_ && in_flight() == 0) quiet_observer_();
+  }
   const std::string& name() const override { return config_.name; }
   loop::TimeSource* time() override { return time_; }
   loop::WriteBatch* write_batch() override { return write_batch_; }
@@ -342,6 +351,7 @@ class CellDataPath : private ClientOwner, private LinkOwner {
   uint32_t replies_unwritten_ = 0;
 
   AccessLog* access_log_ = nullptr;  // the supervisor's, or null: no access log
+  std::function<void()> quiet_observer_;
   admission::CellCounters counters_;
   admission::WindowedLatency queue_wait_;
   admission::WindowedLatency request_duration_;

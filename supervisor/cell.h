@@ -59,6 +59,13 @@ class Cell : public CgroupPoll::Polled,
   void SetStateObserver(std::function<void()> observer) {
     runner_.SetStateObserver(std::move(observer));
   }
+  // `observer` (may be null) runs whenever what a re-exec waits for may have changed in this cell:
+  // ReexecBlocker() (WorkerRunner::SetSettleObserver) or, with nothing left in flight, the end of
+  // its last request (CellDataPath::SetQuietObserver). It must feed no cell an event.
+  void SetReexecObserver(const std::function<void()>& observer) {
+    runner_.SetSettleObserver(observer);
+    data_path_.SetQuietObserver(observer);
+  }
   // --- The supervisor's cgroup poll and whose CPU (docs/adaptive-concurrency.md). ---
   // CgroupPoll::Polled: one read of the cell's cgroup (WorkerRunner::PollCgroup).
   std::optional<uint64_t> PollCgroup() override { return runner_.PollCgroup(); }

@@ -23,12 +23,14 @@ enum class ReexecPhase : uint8_t {
   // No re-exec under way: every cell accepts and admits as usual.
   kIdle,
   // A re-exec was asked while some cell cannot be carried yet: it is starting, stopping, swapping
-  // workers or tearing its last generation down, or a reload's removed cells still drain
-  // (Supervisor::ReexecUnsettled). Every cell accepts and admits as in kIdle; the re-exec looks
-  // again every kReexecSettlePollMs until none is (then the checks run and lead to kChecking, or
-  // to kDraining when the binary was checked already), or refuses past the settling's deadline
-  // (ReexecSettleBoundMs from the request, on the loop's clock) naming the cell and its state
-  // (JudgeSettle). A second re-exec is refused; a shutdown cancels it.
+  // workers or tearing its last generation down, its start is held for the cells it needs, or a
+  // reload's removed cells still drain (Supervisor::ReexecWaitingFor, status's
+  // reexec.waiting_for). Every cell accepts and admits as in kIdle; the re-exec looks again at
+  // each change that may settle a cell (a state change, a worker reaped, a teardown or swap
+  // ended: ReexecWait), not on a poll, until none is unsettled (then the checks run and lead to
+  // kChecking, or to kDraining when the binary was checked already), or refuses at the
+  // settling's deadline (ReexecSettleBoundMs from the request, the one timer) naming the cell and
+  // its state (JudgeSettle). A second re-exec is refused; a shutdown cancels it.
   kSettling,
   // The request's checks passed (no shutdown, reload or swap under way, cells carried, the config
   // file the one in force, the binary found) and the new binary is being asked which state
@@ -40,7 +42,8 @@ enum class ReexecPhase : uint8_t {
   // The new binary was found and reads our state version. Accept is paused on every front socket
   // (new connections wait in the kernel backlog, their listening fds kept open); connections
   // already open are served; the re-exec waits until no request is in flight (running, queued or
-  // an answer unsent), or until the drain deadline, the longest stop_timeout from its start.
+  // an answer unsent: it looks when a cell's last request ended, CellDataPath::SetQuietObserver),
+  // or until the drain deadline, the longest stop_timeout from its start (the one timer).
   kDraining,
   // Nothing is in flight (or the deadline passed as for kExecuting), and the access log is
   // closing: its writer thread writes every line it was handed and ends (AccessLog::Close), so

@@ -43,6 +43,8 @@ std::unique_ptr<Cell> Supervisor::MakeCell(const config::CellConfig& cell_config
   cell->SetAccessLog(access_log_.get());
   // STATUS= (and the boot's READY=1) follow every cell, a reload's new ones included.
   cell->SetStateObserver([this] { OnCellStateChanged(); });
+  // A waiting re-exec looks again when this cell may be carried now or its last request ended.
+  cell->SetReexecObserver([this] { NotifyReexec(); });
   Cell* raw = cell.get();
   cell->SetCpuNeighboursJudge([this, raw] {
     return cgroup_poll_ ? cgroup_poll_->Judge(*raw) : admission::CpuNeighbours::kUnknown;
@@ -68,6 +70,7 @@ void Supervisor::Retire(std::unique_ptr<Cell> cell, Retirement retirement) {
       // Copied first: erasing the cell from retiring_ destroys it.
       const std::string name = raw->name();
       std::erase_if(retiring_, [raw](const std::unique_ptr<Cell>& c) { return c.get() == raw; });
+      NotifyReexec();  // a settling re-exec may wait for the last retiring cell
       const bool name_in_use = std::any_of(cells_.begin(), cells_.end(),
                                            [&name](const auto& c) { return c->name() == name; });
       if (!name_in_use) cell_logs_.Forget(name);

@@ -33,11 +33,6 @@ namespace {
 
 // How often the end of a shutdown looks again whether the clients have read their answers.
 constexpr uint64_t kClientDrainPollMs = 20;
-// How often a re-exec's drain looks again whether anything is in flight.
-constexpr uint64_t kReexecPollMs = 5;
-// How often a re-exec's settling looks again whether its cells can be carried: often enough to
-// catch a crash-looping cell between two starts (its backoff lasts at least restart_delay).
-constexpr uint64_t kReexecSettlePollMs = 10;
 // The longest settle_timeout_ms a reexec request may ask for: a day, in ms.
 constexpr uint64_t kReexecSettleMostMs = 24ULL * 60 * 60 * 1000;
 // After a re-exec's drain deadline: how long the answers of what was failed get to be written.
@@ -100,7 +95,7 @@ int Supervisor::Run() {
   Log(write_batch_->setting_unknown() ? LogLevel::kWarning : LogLevel::kInfo, {}, 0,
       write_batch_->how());
   Status status = HandleSignals();
-  reexec_timer_ = time_.CreateTimer([this] { AdvanceReexec(); });
+  reexec_wait_ = std::make_unique<ReexecWait>(&loop_, &time_, [this] { AdvanceReexec(); });
   reexec_check_ = std::make_unique<ReexecCheck>(&loop_, &time_, &handles_);
   cgroup_poll_ = std::make_unique<CgroupPoll>(&time_);
   if (!adopted_) {
@@ -370,6 +365,7 @@ void Supervisor::ReapChildren() {
     Log(LogLevel::kDebug, {}, pid, "reaped orphan: " + cell::DescribeWaitStatus(wait_status));
   });
   if (reaped < 0) LogError(Status::FromErrno("waitpid", -reaped).message());
+  if (reaped > 0) NotifyReexec();  // a worker reaped may be what a settling re-exec waits for
 }
 
 void Supervisor::BeginShutdown(int signum) {
@@ -383,19 +379,17 @@ void Supervisor::BeginShutdown(int signum) {
   if (reexec_phase_ == ReexecPhase::kChecking) {
     LogInfo("re-exec dropped: bulkheadd is shutting down");
     reexec_check_->Cancel();
-    reexec_phase_ = ReexecPhase::kIdle;
+    SetReexecPhase(ReexecPhase::kIdle);
   }
   if (reexec_phase_ == ReexecPhase::kSettling) {
     LogInfo("re-exec dropped: bulkheadd is shutting down");
-    reexec_timer_->Stop();
-    reexec_phase_ = ReexecPhase::kIdle;
+    SetReexecPhase(ReexecPhase::kIdle);
   }
   if (reexec_phase_ == ReexecPhase::kDraining || reexec_phase_ == ReexecPhase::kClosingLog) {
     // The shutdown wins: the re-exec is dropped, the cells accept again to answer as they stop
     // (an access log closing opens again once closed: ReopenAccessLog).
     LogInfo("re-exec dropped: bulkheadd is shutting down");
-    reexec_phase_ = ReexecPhase::kIdle;
-    reexec_timer_->Stop();
+    SetReexecPhase(ReexecPhase::kIdle);
     for (auto& cell : cells_) cell->ResumeAccept();
   }
   notifier_.Stopping();
@@ -539,7 +533,7 @@ void Supervisor::CloseAll(std::string closed_message) {
   }
   client_drain_timer_.reset();
   order_timer_.reset();
-  reexec_timer_.reset();
+  if (reexec_wait_) reexec_wait_->Close(handles_.Part());
   if (reexec_check_) reexec_check_->Cancel();
   reexec_check_.reset();
   cgroup_poll_.reset();
@@ -561,6 +555,7 @@ void Supervisor::FollowCgroupPoll() {
 }
 
 void Supervisor::OnCellStateChanged() {
+  NotifyReexec();
   if (!booted_) return;
   ScheduleOrder();
   // A reload's new worker that runs is in force: a later crash of it is no reason to restart the
@@ -702,6 +697,10 @@ std::string Supervisor::StatusControl(const std::string& only) {
           {"count", reexecs_},
           {"binary", binary.ok() ? binary.value() : std::string()},
           {"binary_file", binary_file.ok() ? binary_file.value() : std::string()},
+          // What a settling waits for, each "cells.NAME: why" (empty in any other phase).
+          {"waiting_for", reexec_phase_ == ReexecPhase::kSettling
+                              ? nlohmann::json(ReexecWaitingFor())
+                              : nlohmann::json::array()},
           {"last_error",
            reexec_error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(reexec_error_)}}}}},
       {"cells", cells},
@@ -761,11 +760,6 @@ std::string Supervisor::ReexecControl(const nlohmann::json& request) {
 
 std::string Supervisor::ReexecRefused() {
   if (shutting_down_) return "bulkheadd is shutting down";
-  for (const auto& cell : cells_) {
-    if (cell->order_step() != OrderStep::kFree && cell->order_step() != OrderStep::kStopped) {
-      return "cells." + cell->name() + ": its start waits for the cells it needs";
-    }
-  }
   // The new image reads the config file again: it must be the one in force.
   config::LoadResult loaded = config::LoadConfigFile(config_.source);
   if (!loaded.config) {
@@ -788,14 +782,25 @@ std::string Supervisor::ReexecRefused() {
   return "";
 }
 
-std::string Supervisor::ReexecUnsettled() const {
-  if (!retiring_.empty()) return "cells removed by a reload are still draining";
+std::vector<std::string> Supervisor::ReexecWaitingFor() const {
+  std::vector<std::string> waiting;
+  if (!retiring_.empty()) waiting.emplace_back("cells removed by a reload are still draining");
   for (const auto& cell : cells_) {
     if (std::string blocker = cell->ReexecBlocker(); !blocker.empty()) {
-      return "cells." + cell->name() + ": " + blocker;
+      waiting.push_back("cells." + cell->name() + ": " + blocker);
+    } else if (cell->order_step() != OrderStep::kFree &&
+               cell->order_step() != OrderStep::kStopped) {
+      // A held start ends as the cells it needs settle: it starts (and is waited for as a cell
+      // starting), or is dropped with them.
+      waiting.push_back("cells." + cell->name() + ": its start waits for the cells it needs");
     }
   }
-  return "";
+  return waiting;
+}
+
+std::string Supervisor::ReexecUnsettled() const {
+  std::vector<std::string> waiting = ReexecWaitingFor();
+  return waiting.empty() ? "" : std::move(waiting.front());
 }
 
 std::string Supervisor::BeginReexec(std::string_view why,
@@ -823,12 +828,12 @@ std::string Supervisor::BeginReexec(std::string_view why,
   reexec_settle_deadline_ms_ =
       reexec_settle_started_ms_ + settle_timeout_ms.value_or(ReexecSettleBoundMs(timeouts));
   if (std::string unsettled = ReexecUnsettled(); !unsettled.empty()) {
-    // Every cell serves meanwhile; AdvanceReexec looks again until none is unsettled.
-    reexec_phase_ = ReexecPhase::kSettling;
+    // Every cell serves meanwhile; AdvanceReexec looks again at each change of a cell, until
+    // none is unsettled or the bound.
+    SetReexecPhase(ReexecPhase::kSettling);
     LogInfo(reexec_why_ + ": the re-exec waits for the cells to settle (at most " +
             std::to_string(reexec_settle_deadline_ms_ - reexec_settle_started_ms_) +
             " ms): " + unsettled);
-    reexec_timer_->Start(kReexecSettlePollMs);
     return "";
   }
   Status started = StartReexecCheck();
@@ -845,7 +850,7 @@ Status Supervisor::StartReexecCheck() {
   Status started =
       reexec_check_->Start(reexec_binary_, ReexecState::kVersion, kReexecCheckTimeoutMs,
                            [this](const Status& readable) { OnReexecChecked(readable); });
-  if (started.ok()) reexec_phase_ = ReexecPhase::kChecking;
+  if (started.ok()) SetReexecPhase(ReexecPhase::kChecking);
   return started;
 }
 
@@ -861,15 +866,14 @@ void Supervisor::OnReexecChecked(const Status& readable) {
   if (std::string unsettled = ReexecUnsettled(); !unsettled.empty()) {
     // A cell began to start or stop meanwhile (a crash loop's next start): settled again first,
     // within the same deadline; the binary is not asked again.
-    reexec_phase_ = ReexecPhase::kSettling;
-    reexec_timer_->Start(kReexecSettlePollMs);
+    SetReexecPhase(ReexecPhase::kSettling);
     return;
   }
   BeginReexecDrain();
 }
 
 void Supervisor::ReexecRefusedNow(const std::string& why) {
-  reexec_phase_ = ReexecPhase::kIdle;
+  SetReexecPhase(ReexecPhase::kIdle);
   reexec_error_ = why;
   // Refused after a drain that went back to settling: the service manager hears it is over.
   if (reexec_told_reloading_) notifier_.Ready();
@@ -883,8 +887,7 @@ void Supervisor::SettleReexec() {
                                       reexec_settle_deadline_ms_);
   switch (step.kind) {
     case SettleStep::Kind::kWait:
-      reexec_timer_->Start(kReexecSettlePollMs);
-      return;
+      return;  // the next change of a cell, or the bound, looks again
     case SettleStep::Kind::kRefuse:
       ReexecRefusedNow(step.refusal);
       return;
@@ -905,11 +908,11 @@ void Supervisor::SettleReexec() {
 }
 
 void Supervisor::BeginReexecDrain() {
-  reexec_phase_ = ReexecPhase::kDraining;
   reexec_abandoned_ = false;
   uint64_t longest_stop_ms = 0;
   for (auto& cell : cells_) longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
   reexec_deadline_ms_ = time_.NowMs() + longest_stop_ms;
+  SetReexecPhase(ReexecPhase::kDraining);
   LogInfo(reexec_why_ + ": re-executing " + reexec_binary_ +
           " once no request is in flight (at most " + std::to_string(longest_stop_ms) +
           " ms); new connections wait in the backlog");
@@ -918,7 +921,41 @@ void Supervisor::BeginReexecDrain() {
     reexec_told_reloading_ = true;
   }
   for (auto& cell : cells_) cell->PauseAccept();
-  reexec_timer_->Start(0);
+  // The first look: nothing may be in flight already. Later ones come with the end of each
+  // cell's last request (Cell::SetReexecObserver), or at the bound.
+  reexec_wait_->Notify();
+}
+
+void Supervisor::SetReexecPhase(ReexecPhase phase) {
+  reexec_phase_ = phase;
+  ArmReexecBound();
+}
+
+void Supervisor::ArmReexecBound() {
+  if (!reexec_wait_) return;
+  std::optional<uint64_t> deadline_ms;
+  switch (reexec_phase_) {
+    case ReexecPhase::kSettling:
+      deadline_ms = reexec_settle_deadline_ms_;
+      break;
+    case ReexecPhase::kDraining:
+      deadline_ms = reexec_deadline_ms_;
+      break;
+    case ReexecPhase::kIdle:
+    case ReexecPhase::kChecking:
+    case ReexecPhase::kClosingLog:
+    case ReexecPhase::kExecuting:
+      break;
+  }
+  reexec_wait_->SetBound(deadline_ms);
+}
+
+void Supervisor::NotifyReexec() {
+  // The phase first: no re-exec waits while the cells are closed and destroyed.
+  if ((reexec_phase_ == ReexecPhase::kSettling || reexec_phase_ == ReexecPhase::kDraining) &&
+      reexec_wait_) {
+    reexec_wait_->Notify();
+  }
 }
 
 void Supervisor::AdvanceReexec() {
@@ -938,19 +975,18 @@ void Supervisor::AdvanceReexec() {
     for (auto& cell : cells_) cell->AbandonInFlight("bulkheadd re-executed before the answer");
     reexec_abandoned_ = true;
     reexec_deadline_ms_ = now + kReexecAnswerGraceMs;
-    in_flight = 1;  // looked at again at the next poll
+    ArmReexecBound();
+    return;  // the answers' last write, or the grace's end, looks again
   }
-  if (in_flight > 0 && now < reexec_deadline_ms_) {
-    reexec_timer_->Start(kReexecPollMs);
-    return;
-  }
+  // Until the end of the last request (an event) or the bound.
+  if (in_flight > 0 && now < reexec_deadline_ms_) return;
   if (std::string unsettled = ReexecUnsettled(); !unsettled.empty()) {
     // A cell began to start or stop during the drain (a crash loop's next start): the cells serve
     // again and the re-exec settles anew, within the deadline set at its request.
     LogInfo(reexec_why_ + ": the drain is over, but the re-exec waits for the cells to settle: " +
             unsettled);
     for (auto& cell : cells_) cell->ResumeAccept();
-    reexec_phase_ = ReexecPhase::kSettling;
+    SetReexecPhase(ReexecPhase::kSettling);
     SettleReexec();
     return;
   }
@@ -962,7 +998,7 @@ void Supervisor::CloseLogAndExec() {
     ExecNow();
     return;
   }
-  reexec_phase_ = ReexecPhase::kClosingLog;
+  SetReexecPhase(ReexecPhase::kClosingLog);
   access_log_closing_ = true;
   access_log_->Close([this] {
     access_log_closing_ = false;
@@ -1008,7 +1044,7 @@ void Supervisor::ExecNow() {
       return;
     }
   }
-  reexec_phase_ = ReexecPhase::kExecuting;
+  SetReexecPhase(ReexecPhase::kExecuting);
   ReexecState state;
   state.written_by = std::string(Version());
   state.uptime_ms = time_.NowMs() - started_at_ms_;
@@ -1067,7 +1103,7 @@ void Supervisor::ExecNow() {
 
 void Supervisor::ReexecFailed(const std::string& why) {
   reexec_error_ = why;
-  reexec_phase_ = ReexecPhase::kIdle;
+  SetReexecPhase(ReexecPhase::kIdle);
   LogError("re-exec failed, this bulkheadd goes on serving: " + why);
   if (access_log_) ReopenAccessLog();  // CloseLogAndExec closed it
   for (auto& cell : cells_) cell->ResumeAccept();

@@ -39,6 +39,7 @@
 #include "supervisor/reexec_check.h"
 #include "supervisor/reexec_hooks.h"
 #include "supervisor/reexec_state.h"
+#include "supervisor/reexec_wait.h"
 #include "supervisor/runtime_dir_lock.h"
 #include "supervisor/service_notifier.h"
 
@@ -194,16 +195,29 @@ class Supervisor {
   std::string ReloadControl();
   // "reexec": BeginReexec, with the request's "settle_timeout_ms" when it has one.
   std::string ReexecControl(const nlohmann::json& request);
-  // The re-exec's timer (reexec_timer_): settles (kSettling), or drains: execs once nothing is
-  // in flight, or past the deadline after failing what is left; back to kSettling when a cell
-  // became unsettled meanwhile.
+  // One look of the re-exec's wait (reexec_wait_: after an event, or at the bound): settles
+  // (kSettling), or drains: execs once nothing is in flight, or past the deadline after failing
+  // what is left; back to kSettling when a cell became unsettled meanwhile.
   void AdvanceReexec();
+  // Enters `phase` and arms the re-exec's one timer for it (ArmReexecBound).
+  void SetReexecPhase(ReexecPhase phase);
+  // The re-exec's bound follows from its phase, here only: kSettling its settle deadline,
+  // kDraining its drain deadline (or the answers' grace once abandoned); no other phase has one
+  // (kChecking is bounded by ReexecCheck, kClosingLog ends with the log's close).
+  void ArmReexecBound();
+  // Something a waiting re-exec waits for may have changed (a cell moved, a worker was reaped,
+  // a cell's last request was answered, a reload's removed cell closed): it looks again after this
+  // loop iteration's poll. Nothing when no re-exec waits.
+  void NotifyReexec();
   // Why a re-exec cannot go ahead, and waiting would not help ("" when nothing says so): a
-  // shutdown, a start held for the cells it needs, a config file that is not the one in force.
+  // shutdown, a config file that is not the one in force.
   std::string ReexecRefused();
-  // Why a re-exec cannot go ahead now but may soon ("" when it can): a cell that cannot be
-  // carried yet (Cell::ReexecBlocker: starting, stopping, swapping workers, tearing down), a
-  // reload's removed cells still draining. What kSettling waits for.
+  // Why a re-exec cannot go ahead now but may soon, one "cells.NAME: why" each (empty when it
+  // can): a cell that cannot be carried yet (Cell::ReexecBlocker: starting, stopping, swapping
+  // workers, tearing down), a start held for the cells it needs, a reload's removed cells still
+  // draining. What kSettling waits for; status shows it as reexec.waiting_for.
+  std::vector<std::string> ReexecWaitingFor() const;
+  // The first of ReexecWaitingFor(), "" when none.
   std::string ReexecUnsettled() const;
   // One look of kSettling (JudgeSettle): waits, refuses past the deadline, or goes on to the
   // version check (kChecking), or to kDraining when the binary was checked already.
@@ -330,7 +344,8 @@ class Supervisor {
   uint64_t reexecs_ = 0;
   std::string reexec_error_;
   bool takeover_failed_ = false;  // takeover_failed()
-  std::unique_ptr<loop::Timer> reexec_timer_;
+  // Wakes a waiting re-exec on events and holds its one timer, the bound; Run() to CloseAll().
+  std::unique_ptr<ReexecWait> reexec_wait_;
   std::string reexec_why_;    // BeginReexec's `why`, for the log lines of its later steps
   ReexecHooks reexec_hooks_;  // every hook empty but in the test build bulkheadd-reexec-faults
   // Runs the new binary's version check (kChecking); from Run() until CloseAll().

@@ -63,5 +63,20 @@ TEST(JudgeReexec, WaitsWhileDrainingOrWithoutTheFields) {
   EXPECT_EQ(JudgeReexec(nlohmann::json::array(), 0).kind, ReexecVerdict::Kind::kWaiting);
 }
 
+// What `bulkheadctl reexec` says when its --timeout ends first (kExitReexecUnderWay): the phase
+// and, while settling, what it waits for.
+TEST(JudgeReexec, SaysWhereAReexecUnderWayStandsAndWhatASettlingWaitsFor) {
+  nlohmann::json status = StatusWith(2, "settling", nullptr);
+  status["supervisor"]["reexec"]["waiting_for"] = {
+      "cells.b: it is starting (...)", "cells.c: its start waits for the cells it needs"};
+  const ReexecVerdict settling = JudgeReexec(status, 2);
+  EXPECT_EQ(settling.kind, ReexecVerdict::Kind::kWaiting);
+  EXPECT_EQ(settling.text,
+            "settling, waiting for cells.b: it is starting (...); cells.c: its start waits for "
+            "the cells it needs");
+  EXPECT_EQ(JudgeReexec(StatusWith(2, "draining", nullptr), 2).text, "draining");
+  EXPECT_EQ(JudgeReexec(StatusWith(2, "idle", nullptr), 2).text, "");
+}
+
 }  // namespace
 }  // namespace bulkhead::ctl

@@ -124,9 +124,9 @@ TEST(StatusTable, NoCellsGivesTheHeaderOnly) {
   EXPECT_EQ(*table, "CELL  STATE  PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n");
 }
 
-// A re-exec under way shows its phase, and the last one's failure its reason; an idle one with
-// no failure adds nothing.
-TEST(StatusTable, ShowsTheReexecPhaseWhenNotIdleAndTheLastError) {
+// A re-exec under way shows its phase (a settling what it waits for), and the last one's failure
+// its reason; an idle one with no failure adds nothing.
+TEST(StatusTable, ShowsTheReexecPhaseWhatASettlingWaitsForAndTheLastError) {
   nlohmann::json response = Response({Cell("a", 7, 0, 1, 0, 0, 0, 0, 0, 0)});
   const std::string table = "CELL  STATE    PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n"
                             "a     running  7    0/1      0/0     0   0         0       0\n";
@@ -134,6 +134,14 @@ TEST(StatusTable, ShowsTheReexecPhaseWhenNotIdleAndTheLastError) {
   EXPECT_EQ(FormatStatusTable(response).value(), table);
   response["supervisor"]["reexec"]["phase"] = "settling";
   EXPECT_EQ(FormatStatusTable(response).value(), table + "\nre-exec under way: settling\n");
+  response["supervisor"]["reexec"]["waiting_for"] = {
+      "cells.b: it is starting (...)", "cells.c: its start waits for the cells it needs"};
+  EXPECT_EQ(FormatStatusTable(response).value(),
+            table +
+                "\nre-exec under way: settling\n"
+                "  waiting for cells.b: it is starting (...)\n"
+                "  waiting for cells.c: its start waits for the cells it needs\n");
+  response["supervisor"]["reexec"]["waiting_for"] = nlohmann::json::array();
   response["supervisor"]["reexec"]["phase"] = "idle";
   response["supervisor"]["reexec"]["last_error"] = "cells.b: it is starting (...)";
   EXPECT_EQ(FormatStatusTable(response).value(),

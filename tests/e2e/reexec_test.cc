@@ -131,6 +131,31 @@ void KeepAliveFrames(Harness& h, const std::string& cell, int client, std::atomi
   }
 }
 
+// The cell "starting": its worker says READY=1 only after 10 min, so it stays starting for the
+// whole test (a re-exec waits for it, or is refused past its settling's bound).
+CellSpec StaysStarting() {
+  return CellSpec{.name = "starting",
+                  .command = {TestWorkerPath(), "--notify-ready-after-ms", "600000"},
+                  .extra_toml = "ready = \"notify\"\n",
+                  .wait_running = false};
+}
+
+// Cell "a" still runs `worker` (a re-exec kept it, or a refused one changed nothing) and answers.
+void ExpectTheSameWorkerServes(Harness& h, pid_t worker) {
+  EXPECT_EQ(h.Cell("a")["pid"], worker) << "the worker was replaced";
+  EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
+}
+
+// `bulkheadctl reexec` went ahead: it exited 0 (else what it said, and bulkheadd's log).
+::testing::AssertionResult Reexecs(Harness& h) {
+  Result<ProcessResult> ctl = h.Ctl({"reexec"});
+  if (!ctl.ok()) return ::testing::AssertionFailure() << ctl.status().message();
+  if (ctl->exit_code() != kExitOk) {
+    return ::testing::AssertionFailure() << ctl->Describe() << h.Log();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // `bulkheadctl reexec` fails (exit 1), saying `why` on stderr.
 void ExpectReexecFails(Harness& h, const std::string& why) {
   Result<ProcessResult> ctl = h.Ctl({"reexec"});
@@ -217,6 +242,7 @@ TEST(Reexec, ConnectionsOpenBeforeAreServedAfterOnTheSameConnection) {
   std::atomic<uint64_t> sent{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> clients;
+  clients.reserve(kClients);
   std::atomic<int> connected{0};
   for (int client = 0; client < kClients; ++client) {
     clients.emplace_back(
@@ -224,9 +250,7 @@ TEST(Reexec, ConnectionsOpenBeforeAreServedAfterOnTheSameConnection) {
   }
   ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= 20; }, std::chrono::seconds(10)));
   for (int i = 1; i <= kReexecs; ++i) {
-    Result<ProcessResult> ctl = h.Ctl({"reexec"});
-    ASSERT_TRUE(ctl.ok()) << ctl.status().message();
-    ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+    ASSERT_TRUE(Reexecs(h));
     const uint64_t ok_now = tally.ok.load();
     ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= ok_now + 10; }, std::chrono::seconds(10)))
         << h.Log();
@@ -258,9 +282,7 @@ TEST(Reexec, AfterAnOverlappingRestartTheWorkerSocketIsTakenOverAndTheWorkerKept
       return c["pid"].is_number() && c["swap"].is_null() && c["pid"].get<pid_t>() != worker;
     })) << h.Cell("a").dump();
     worker = h.Cell("a")["pid"].get<pid_t>();
-    Result<ProcessResult> ctl = h.Ctl({"reexec"});
-    ASSERT_TRUE(ctl.ok()) << ctl.status().message();
-    ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+    ASSERT_TRUE(Reexecs(h));
     EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], round);
     EXPECT_EQ(h.Cell("a")["pid"], worker) << "the worker was replaced";
     EXPECT_OK_REPLY(h.Call("a", "echo round " + std::to_string(round)),
@@ -297,8 +319,7 @@ TEST(Reexec, Sigusr2ReexecutesAsTheCommandDoes) {
     const nlohmann::json status = h.Status();
     return status["supervisor"]["reexec"]["count"] == 1;
   })) << h.Log();
-  EXPECT_EQ(h.Cell("a")["pid"], worker);
-  EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
+  ExpectTheSameWorkerServes(h, worker);
 }
 
 // docs/reexec.md, failure 1: a binary that does not read our state version (a newer bulkhead
@@ -319,15 +340,11 @@ TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
   const nlohmann::json status = h.Status();
   EXPECT_EQ(status["supervisor"]["reexec"]["count"], 0);
   EXPECT_EQ(status["supervisor"]["reexec"]["phase"], "idle");
-  EXPECT_EQ(h.Cell("a")["pid"], worker);
-  EXPECT_OK_REPLY(h.Call("a", "echo still here"), "still here");
+  ExpectTheSameWorkerServes(h, worker);
 
   binary.ReplaceWithFile(BulkheaddPath());
-  Result<ProcessResult> good = h.Ctl({"reexec"});
-  ASSERT_TRUE(good.ok());
-  EXPECT_EQ(good->exit_code(), kExitOk) << good->Describe() << h.Log();
-  EXPECT_EQ(h.Cell("a")["pid"], worker);
-  EXPECT_OK_REPLY(h.Call("a", "echo after"), "after");
+  ASSERT_TRUE(Reexecs(h));
+  ExpectTheSameWorkerServes(h, worker);
 }
 
 // An upgrade that moves the running binary aside and puts the new one in its place (`mv bulkheadd
@@ -348,9 +365,7 @@ TEST(Reexec, ABinaryMovedAsideIsNotTheOneExecutedThePathItWasStartedAsIs) {
     // The real one back in place: the re-exec executes it.
     std::filesystem::remove(binary.path());
     std::filesystem::rename(aside, binary.path());
-    Result<ProcessResult> good = h.Ctl({"reexec"});
-    ASSERT_TRUE(good.ok());
-    ASSERT_EQ(good->exit_code(), kExitOk) << good->Describe() << h.Log();
+    ASSERT_TRUE(Reexecs(h));
     EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], round);
   }
   EXPECT_EQ(h.Cell("a")["pid"], worker);
@@ -364,9 +379,7 @@ TEST(Reexec, TheTimeInStateGoesOnAcrossAReexec) {
   ASSERT_TRUE(h.WaitForCell(
       "a", [](const nlohmann::json& c) { return c["state_since_ms"].get<uint64_t>() >= 1'500; }));
   const uint64_t before = h.Cell("a")["state_since_ms"].get<uint64_t>();
-  Result<ProcessResult> ctl = h.Ctl({"reexec"});
-  ASSERT_TRUE(ctl.ok());
-  ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+  ASSERT_TRUE(Reexecs(h));
   EXPECT_GE(h.Cell("a")["state_since_ms"].get<uint64_t>(), before);
 }
 
@@ -386,9 +399,7 @@ TEST(Reexec, TheLimitsWarningIsLoggedAtTheFirstStartOnly) {
   };
   const size_t at_start = warnings();
   for (int i = 1; i <= 2; ++i) {
-    Result<ProcessResult> ctl = h.Ctl({"reexec"});
-    ASSERT_TRUE(ctl.ok());
-    ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+    ASSERT_TRUE(Reexecs(h));
   }
   EXPECT_EQ(warnings(), at_start) << h.Log();
   if (at_start == 0) std::fprintf(stderr, "limits are enforced here: the warning is not shown\n");
@@ -420,14 +431,11 @@ TEST(Reexec, ANewBinaryThatCannotReadTheStateRunsThePreviousOneAgainAndKeepsTheW
 
   // The good binary back: the next re-exec goes ahead, and the fallback's reason is gone.
   binary.ReplaceWithFile(BulkheaddPath());
-  Result<ProcessResult> good = h.Ctl({"reexec"});
-  ASSERT_TRUE(good.ok());
-  EXPECT_EQ(good->exit_code(), kExitOk) << good->Describe() << h.Log();
+  ASSERT_TRUE(Reexecs(h));
   const nlohmann::json after = h.Status();
   EXPECT_EQ(after["supervisor"]["reexec"]["count"], 2);
   EXPECT_TRUE(after["supervisor"]["reexec"]["last_error"].is_null()) << after.dump();
-  EXPECT_EQ(h.Cell("a")["pid"], worker);
-  EXPECT_OK_REPLY(h.Call("a", "echo after"), "after");
+  ExpectTheSameWorkerServes(h, worker);
 }
 
 // The access log across re-execs (docs/reexec.md): the old image closes it before the exec (its
@@ -446,9 +454,7 @@ TEST(Reexec, TheAccessLogKeepsEveryLineAcrossReexecsUnderLoad) {
   ASSERT_NE(load, nullptr) << h.Log();
   Tally& tally = load->tally();
   for (int i = 1; i <= kReexecs; ++i) {
-    Result<ProcessResult> ctl = h.Ctl({"reexec"});
-    ASSERT_TRUE(ctl.ok()) << ctl.status().message();
-    ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+    ASSERT_TRUE(Reexecs(h));
     const uint64_t ok_now = tally.ok.load();
     ASSERT_TRUE(WaitFor([&] { return tally.ok.load() >= ok_now + 10; }, std::chrono::seconds(10)));
   }
@@ -467,11 +473,10 @@ TEST(Reexec, TheAccessLogKeepsEveryLineAcrossReexecsUnderLoad) {
   // Its counters continue across the images too: a scrape after adds up.
   Result<ProcessResult> metrics = h.Ctl({"metrics"});
   ASSERT_TRUE(metrics.ok() && metrics->exit_code() == kExitOk);
-  EXPECT_THAT(metrics->out, HasSubstr("\nbulkhead_access_log_lines_total " +
-                                      std::to_string(answered) + "\n"))
+  EXPECT_THAT(metrics->out,
+              HasSubstr("\nbulkhead_access_log_lines_total " + std::to_string(answered) + "\n"))
       << metrics->out;
-  EXPECT_THAT(metrics->out, HasSubstr("\nbulkhead_access_log_dropped_total 0\n"))
-      << metrics->out;
+  EXPECT_THAT(metrics->out, HasSubstr("\nbulkhead_access_log_dropped_total 0\n")) << metrics->out;
 }
 
 // The new binary's version check runs off the loop (ReexecPhase::kChecking): a binary slow to
@@ -502,8 +507,7 @@ TEST(Reexec, ASlowVersionCheckDoesNotStopTheLoop) {
 
   std::ofstream(gate) << "go\n";  // blocks until the script opened the FIFO
   EXPECT_TRUE(WaitFor([&] { return h.Status()["supervisor"]["reexec"]["count"] == 1; })) << h.Log();
-  EXPECT_EQ(h.Cell("a")["pid"], worker);
-  EXPECT_OK_REPLY(h.Call("a", "echo after"), "after");
+  ExpectTheSameWorkerServes(h, worker);
 }
 
 // Cells in backoff and failed are carried across (docs/reexec.md): the one in backoff keeps its
@@ -531,9 +535,7 @@ TEST(Reexec, CellsInBackoffAndFailedAreCarriedWithTheirTimeLeftAndReason) {
   const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
   const nlohmann::json b_before = h.Cell("b");
   const nlohmann::json c_before = h.Cell("c");
-  Result<ProcessResult> ctl = h.Ctl({"reexec"});
-  ASSERT_TRUE(ctl.ok());
-  ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+  ASSERT_TRUE(Reexecs(h));
   EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 1);
   EXPECT_EQ(h.Cell("a")["pid"], worker);
 
@@ -612,6 +614,107 @@ TEST(Reexec, AReexecAskedWhileACellStartsWaitsUntilItIsReadyThenGoesAhead) {
   EXPECT_THAT(h.Log(), HasSubstr("the re-exec waits for the cells to settle"));
 }
 
+// The drain ends when its last request is answered (the data path tells the supervisor), not at
+// its bound nor at a poll: with a drain bound of 2 min, far past what the test waits, the re-exec
+// happens once the held request's answer is written, and nothing is answered as at a deadline.
+TEST(Reexec, ADrainEndsWhenItsLastRequestIsAnsweredNotAtItsBound) {
+  TempDir files;
+  const std::string go = files.Join("go");
+  Harness h(TestOptions({CellSpec{.name = "a", .extra_toml = "stop_timeout = \"120s\"\n"}}));
+  ASSERT_STARTED(h);
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  Result<ipc::Client> conn = h.Connect("a");
+  ASSERT_TRUE(conn.ok()) << conn.status().message();
+  ASSERT_TRUE(conn->Send(7, "wait-file " + go).ok());
+  ASSERT_TRUE(h.WaitForCell("a", [](const nlohmann::json& c) { return c["in_flight"] == 1; }))
+      << h.Cell("a").dump();
+
+  std::optional<Result<ProcessResult>> reexec;
+  std::thread asker([&] { reexec = h.Ctl({"reexec"}); });
+  EXPECT_TRUE(WaitFor([&] { return h.Status()["supervisor"]["reexec"]["phase"] == "draining"; }))
+      << h.Log();
+  std::ofstream(go) << "";
+  Result<ipc::Client::Reply> reply = conn->Receive();
+  EXPECT_TRUE(IsReply(reply, ipc::ReplyStatus::kOk, ipc::Reason::kNone)) << Describe(reply);
+  EXPECT_TRUE(WaitFor([&] { return h.Status()["supervisor"]["reexec"]["count"] == 1; }))
+      << h.Log();
+  asker.join();
+  ASSERT_TRUE(reexec && reexec->ok()) << h.Log();
+  EXPECT_EQ((*reexec)->exit_code(), kExitOk) << (*reexec)->Describe() << h.Log();
+  EXPECT_THAT(h.Log(), ::testing::Not(HasSubstr("still in flight at the deadline")));
+  ExpectTheSameWorkerServes(h, worker);
+}
+
+// A start held for the cells it needs is waited for as a starting cell is (it was refused at once
+// before): the re-exec settles, status names every cell it waits for (JSON and the table), and it
+// goes ahead once the need is ready and the held start ran.
+TEST(Reexec, AStartHeldForTheCellsItNeedsIsWaitedForAndStatusNamesWhatTheReexecWaitsFor) {
+  TempDir files;
+  const std::string ready = files.Join("ready");
+  Harness h(TestOptions(
+      {CellSpec{.name = "catalog",
+                .command = {TestWorkerPath(), "--notify-ready-when-file", ready},
+                .extra_toml = "ready = \"notify\"\n",
+                .wait_running = false},
+       CellSpec{.name = "front", .extra_toml = "needs = [\"catalog\"]\n", .wait_running = false}}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) {
+    return c["state"] == "waiting";
+  })) << h.Status().dump();
+
+  std::optional<Result<ProcessResult>> reexec;
+  std::thread asker([&] { reexec = h.Ctl({"reexec"}); });
+  EXPECT_TRUE(WaitFor([&] { return h.Status()["supervisor"]["reexec"]["phase"] == "settling"; }))
+      << h.Log();
+  const nlohmann::json waiting = h.Status()["supervisor"]["reexec"]["waiting_for"];
+  EXPECT_THAT(waiting.dump(), HasSubstr("cells.catalog: it is starting")) << waiting.dump();
+  EXPECT_THAT(waiting.dump(), HasSubstr("cells.front: its start waits for the cells it needs"))
+      << waiting.dump();
+  Result<ProcessResult> table = h.Ctl({"status"});
+  ASSERT_TRUE(table.ok());
+  EXPECT_THAT(table->out, HasSubstr("re-exec under way: settling\n"
+                                    "  waiting for cells.catalog: it is starting"))
+      << table->out;
+  EXPECT_THAT(table->out,
+              HasSubstr("  waiting for cells.front: its start waits for the cells it needs\n"))
+      << table->out;
+
+  std::ofstream(ready) << "";
+  asker.join();
+  ASSERT_TRUE(reexec && reexec->ok()) << h.Log();
+  EXPECT_EQ((*reexec)->exit_code(), kExitOk) << (*reexec)->Describe() << h.Log();
+  const nlohmann::json status = h.Status();
+  EXPECT_EQ(status["supervisor"]["reexec"]["count"], 1) << status.dump();
+  EXPECT_EQ(status["supervisor"]["reexec"]["waiting_for"], nlohmann::json::array());
+  EXPECT_EQ(h.Cell("front")["state"], "running") << h.Cell("front").dump();
+  EXPECT_OK_REPLY(h.Call("front", "echo after"), "after");
+}
+
+// `bulkheadctl --timeout` shorter than the settling: it exits 75 (kExitReexecUnderWay) saying the
+// re-exec is still under way and what it waits for, not 1 as for a failure; bulkheadd goes on
+// with it, and once the cell settles (here: stopped) the re-exec happens.
+TEST(Reexec, ATimeoutShorterThanTheSettlingExitsSayingTheReexecIsStillUnderWay) {
+  Harness h(TestOptions({CellSpec{.name = "a"}, StaysStarting()}));
+  ASSERT_STARTED(h);
+  ASSERT_TRUE(
+      h.WaitForCell("starting", [](const nlohmann::json& c) { return c["state"] == "starting"; }));
+  Result<ProcessResult> ctl = h.Ctl({"--timeout", "300ms", "reexec"});
+  ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+  EXPECT_EQ(ctl->exit_code(), kExitReexecUnderWay) << ctl->Describe() << h.Log();
+  EXPECT_THAT(ctl->err, HasSubstr("still under way")) << ctl->err;
+  EXPECT_THAT(ctl->err, HasSubstr("settling, waiting for cells.starting: it is starting"))
+      << ctl->err;
+  EXPECT_EQ(h.Status()["supervisor"]["reexec"]["phase"], "settling");
+  EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 0);
+
+  Result<ProcessResult> stop = h.Ctl({"stop", "starting"});
+  ASSERT_TRUE(stop.ok());
+  ASSERT_EQ(stop->exit_code(), kExitOk) << stop->Describe();
+  EXPECT_TRUE(WaitFor([&] { return h.Status()["supervisor"]["reexec"]["count"] == 1; })) << h.Log();
+  EXPECT_TRUE(h.Status()["supervisor"]["reexec"]["last_error"].is_null()) << h.Status().dump();
+  EXPECT_OK_REPLY(h.Call("a", "echo after"), "after");
+}
+
 // A cell that stays starting, stopping or swapping workers past the settling's bound (here
 // `--settle-timeout 1s`) refuses the re-exec, naming the cell and what it is doing; nothing
 // changes.
@@ -627,11 +730,7 @@ TEST(Reexec, ACellStartingStoppingOrSwappingPastTheSettleTimeoutRefusesTheReexec
                     .extra_toml = "ready = \"notify\"\n"};
   };
   std::vector<CellSpec> cells = {
-      CellSpec{.name = "a"},
-      CellSpec{.name = "starting",
-               .command = {TestWorkerPath(), "--notify-ready-after-ms", "600000"},
-               .extra_toml = "ready = \"notify\"\n",
-               .wait_running = false},
+      CellSpec{.name = "a"}, StaysStarting(),
       CellSpec{.name = "stopping",
                .command = {TestWorkerPath(), "--ignore-sigterm"},
                .extra_toml = "stop_timeout = \"4s\"\nrestart_overlap = false\n"},
@@ -751,9 +850,7 @@ TEST(Reexec, ThreeKindsOfCellWithKeepAliveClientsLoseNothingAcrossTwentyReexecs)
   ASSERT_TRUE(WaitFor([&] { return connected.load() == 3 * kClients; }));
   ASSERT_TRUE(each_served(oks(), 10));
   for (int i = 1; i <= kManyReexecs; ++i) {
-    Result<ProcessResult> ctl = h.Ctl({"reexec"});
-    ASSERT_TRUE(ctl.ok()) << ctl.status().message();
-    ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+    ASSERT_TRUE(Reexecs(h));
     // Every cell serves between two re-execs, on the connections opened before the first.
     ASSERT_TRUE(each_served(oks(), 5)) << "after re-exec " << i << h.Log();
   }

@@ -273,6 +273,39 @@ TEST_F(CellDataPathTest, ForwardsToTheWorkerSocketAndTellsTheUpstreamWhenDrained
   EXPECT_TRUE(RunUntil([&] { return data_path_->counters().ok == 1; }));
 }
 
+// A re-exec's drain learns the end of the last request from the data path (SetQuietObserver), not
+// by looking every few ms: the observer runs once the answer is written, with no timer run at all
+// (simulated time never moves here).
+TEST_F(CellDataPathTest, TellsItsQuietObserverWhenTheLastRequestInFlightIsAnswered) {
+  int quiet = 0;
+  uint64_t in_flight_when_told = 99;
+  data_path_->SetQuietObserver([&] {
+    ++quiet;
+    in_flight_when_told = data_path_->in_flight();
+  });
+  StartWorker(/*slots=*/2, config::WorkerConnections::kOnePerRequest);
+  std::vector<ipc::Client> clients = SendFromClients(2);
+  FakeWorkerEnd first = AcceptWorkerEnd();
+  FakeWorkerEnd second = AcceptWorkerEnd();
+  const std::vector<std::pair<ipc::FrameHeader, std::string>> one = ReadRequests(first, 1);
+  const std::vector<std::pair<ipc::FrameHeader, std::string>> two = ReadRequests(second, 1);
+  ASSERT_EQ(one.size(), 1u);
+  ASSERT_EQ(two.size(), 1u);
+  ASSERT_EQ(data_path_->in_flight(), 2u);
+  const int told_before = quiet;  // a client connecting with nothing in flight may tell
+
+  ASSERT_TRUE(first.Reply(one.front().first.request_id, "one"));
+  ASSERT_TRUE(RunUntil([&] { return data_path_->counters().ok == 1; }));
+  EXPECT_EQ(quiet, told_before) << "one request is still in flight";
+
+  ASSERT_TRUE(second.Reply(two.front().first.request_id, "two"));
+  ASSERT_TRUE(RunUntil([&] { return quiet > told_before; }));
+  EXPECT_EQ(quiet, told_before + 1);
+  EXPECT_EQ(in_flight_when_told, 0u);
+  EXPECT_EQ(data_path_->counters().ok, 2u);
+  EXPECT_EQ(time_.NowMs(), 1'000'000u) << "no time passed: no timer told it";
+}
+
 // Records the bad-request warnings Log receives for the cell "t", each with the loop's time (ms)
 // when it came, which is the time the data path judged it by; installed while the object lives.
 class BadRequestLog : public LogSink {
