@@ -62,6 +62,7 @@ void Cell::Capture(ReexecState* state) const {
   entry.crash_looping = crash_loop.window.crash_looping;
   entry.short_runs = crash_loop.window.short_runs;
   entry.crash_loop = std::move(crash_loop.words);
+  entry.start_held = order_step() == OrderStep::kWaitingToStart;
   if (lifecycle.state() == lifecycle::Lifecycle::State::kBackoff) {
     const uint64_t now = time_->NowMs();
     entry.next_start_in_ms =

@@ -246,6 +246,7 @@ void DecodeCell(const json& value, const std::string& path, std::string* error,
   reader.Bool("crash_looping", &cell->crash_looping);
   reader.Unsigned("short_runs", &cell->short_runs);
   reader.String("crash_loop", &cell->crash_loop);
+  reader.Bool("start_held", &cell->start_held);
   if (const json* restarts = reader.Find("restarts_by_reason"); restarts != nullptr) {
     Reader by_reason(*restarts, reader.PathOf("restarts_by_reason"), error);
     if (by_reason.ok()) {
@@ -340,6 +341,7 @@ std::string ReexecState::Encode() const {
                           {"crash_looping", c.crash_looping},
                           {"short_runs", c.short_runs},
                           {"crash_loop", c.crash_loop},
+                          {"start_held", c.start_held},
                           {"worker", worker},
                           {"adaptive", c.adaptive ? EncodeAdaptive(*c.adaptive) : json(nullptr)},
                           {"counters", counters},

@@ -107,6 +107,10 @@ struct ReexecState {
     bool crash_looping = false;
     uint32_t short_runs = 0;
     std::string crash_loop;
+    // Version 4: its start was held for the cells it needs (OrderStep::kWaitingToStart): the new
+    // image asks for that start again once every cell is taken over, and it waits for its needs
+    // there as it did here. False in an older state.
+    bool start_held = false;
     std::optional<Worker> worker;
     // An adaptive cell's controller (version 4; AdaptiveLimit::Carried); none for a fixed cell
     // and in an older state.

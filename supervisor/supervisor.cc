@@ -773,6 +773,12 @@ std::string Supervisor::ReexecRefused() {
            " again, and it differs from the config in force by a change a reload refuses too: " +
            plan.errors.front() + " (put the file back to re-execute)";
   }
+  if (plan.log_level_changed) {
+    // Live by reload; the new image would take it without one, unlogged.
+    return "the new image reads " + config_.source +
+           " again, and it differs from the config in force: supervisor.log_level changed "
+           "(reload first)";
+  }
   for (const control::CellPlan& cell : plan.cells) {
     if (cell.action == control::CellPlan::Action::kUnchanged) continue;
     return "the new image reads " + config_.source +
@@ -788,11 +794,6 @@ std::vector<std::string> Supervisor::ReexecWaitingFor() const {
   for (const auto& cell : cells_) {
     if (std::string blocker = cell->ReexecBlocker(); !blocker.empty()) {
       waiting.push_back("cells." + cell->name() + ": " + blocker);
-    } else if (cell->order_step() != OrderStep::kFree &&
-               cell->order_step() != OrderStep::kStopped) {
-      // A held start ends as the cells it needs settle: it starts (and is waited for as a cell
-      // starting), or is dropped with them.
-      waiting.push_back("cells." + cell->name() + ": its start waits for the cells it needs");
     }
   }
   return waiting;
@@ -1234,6 +1235,9 @@ void Supervisor::AdoptWorkers() {
   adopted_.reset();
   // Taken over from here on: no way back to the previous binary.
   reexec_fallback_ = {};
+  // Starts held for the cells they need, asked again once every cell is taken over: each then
+  // waits for its needs as they are here (or starts at once when they run by now).
+  std::vector<Cell*> held;
   for (auto& cell : cells_) {
     auto entry =
         std::find_if(state.cells.begin(), state.cells.end(),
@@ -1242,6 +1246,7 @@ void Supervisor::AdoptWorkers() {
       RequestStart(*cell, /*restart=*/false);
       continue;
     }
+    if (entry->start_held && !entry->worker) held.push_back(cell.get());
     UniqueFd out;
     UniqueFd err;
     if (entry->worker) {
@@ -1267,6 +1272,7 @@ void Supervisor::AdoptWorkers() {
       RequestStart(*cell, /*restart=*/false);
     }
   }
+  StartInNeedsOrder(held);
   size_t connections = 0;
   for (const ReexecState::Connection& connection : state.connections) {
     if (connection.cell.empty() && SetCloexec(connection.fd).ok()) {
