@@ -101,6 +101,7 @@ ReexecState SampleState() {
   search.state = "failed";
   search.reason = "gave up: 5 starts in 60s, last exit 1";
   search.gave_up = true;
+  search.start_held = true;  // a start asked again, held for a cell it needs
   state.cells = {payments, catalog, search};
   return state;
 }
@@ -190,6 +191,8 @@ TEST(ReexecState, RoundTripsEveryField) {
   EXPECT_EQ(search.state, "failed");
   EXPECT_EQ(search.reason, "gave up: 5 starts in 60s, last exit 1");
   EXPECT_TRUE(search.gave_up);
+  EXPECT_TRUE(search.start_held);
+  EXPECT_FALSE(decoded->cells[1].start_held);
 }
 
 TEST(ReexecState, NamesEveryFdThatMustSurviveTheExec) {
@@ -214,7 +217,8 @@ TEST(ReexecState, ReadsTheVersionsBeforeItsOwnWithoutTheWindow) {
     document["version"] = version;
     document.erase("access_log");
     for (nlohmann::json& cell : document["cells"]) {
-      for (const char* key : {"start_ages_ms", "crash_looping", "short_runs", "crash_loop"}) {
+      for (const char* key :
+           {"start_ages_ms", "crash_looping", "short_runs", "crash_loop", "start_held"}) {
         cell.erase(key);
       }
     }
@@ -229,6 +233,7 @@ TEST(ReexecState, ReadsTheVersionsBeforeItsOwnWithoutTheWindow) {
     EXPECT_FALSE(catalog.crash_looping) << version;
     EXPECT_EQ(catalog.short_runs, 0u) << version;
     EXPECT_EQ(catalog.crash_loop, "") << version;
+    EXPECT_FALSE(decoded->cells[2].start_held) << version;
     EXPECT_EQ(decoded->access_log_lines, 0u) << version;
   }
 }
