@@ -405,6 +405,25 @@ int Main(int argc, char** argv) {
                             : "?";
     }
     if (!quota.empty()) limit += "; " + quota;
+    // The adaptive cell's last changes (newest first, "8>6 memory_usage -12.3s") and its memory
+    // figures, as status shows them: how it moved, for docs/benchmarks.md.
+    std::string history;
+    if (cell == "adaptive" && shown_json.is_object()) {
+      const nlohmann::json c = shown_json.value("concurrency", nlohmann::json());
+      if (c.is_object()) {
+        history = "adaptive changes: memory_share " +
+                  std::to_string(c.value("memory_share", 0.0)).substr(0, 5) + ", memory_fit " +
+                  c.value("memory_fit", nlohmann::json()).dump() + ", hold " +
+                  c.value("hold", std::string("?")) + "; newest first:";
+        for (const nlohmann::json& change : c.value("changes", nlohmann::json::array())) {
+          char one[96];
+          std::snprintf(one, sizeof one, " %u>%u %s -%.1fs", change.value("from", 0u),
+                        change.value("to", 0u), change.value("cause", std::string()).c_str(),
+                        static_cast<double>(change.value("ago_ms", uint64_t{0})) / 1000.0);
+          history += one;
+        }
+      }
+    }
     std::printf("%-10s %9.1f %11.1f %11.0f %8llu %9.0f %9.0f %7.2f %5llu %11.0f  %s\n",
                 cell.c_str(), static_cast<double>(tally.ok) / options.seconds,
                 static_cast<double>(tally.ok_in_deadline) / options.seconds,
@@ -416,6 +435,7 @@ int Main(int argc, char** argv) {
                     ? Summarize(runs[i].neighbour.ok_us, SampleUnit::kUs).p99_us
                     : 0.0,
                 limit.c_str());
+    if (!history.empty()) std::printf("%s\n", history.c_str());
     std::fflush(stdout);
     if (tally.ok == 0 || (tally.failed != 0 && options.workload == Workload::kCpu)) {
       status = Status::Error(cell + ": " + std::to_string(tally.ok) + " OK, " +

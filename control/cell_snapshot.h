@@ -41,6 +41,9 @@ struct ConcurrencySnapshot {
   uint32_t ratio_permille = 0;  // of the last closed window; 0 before the first
   uint32_t throttled_permille = 0;
   uint32_t memory_permille = 0;
+  // The memory fit (AdaptiveLimit::memory_fit: the most requests whose working set stays under
+  // the memory cut); nullopt before a memory sample with a request running.
+  std::optional<uint32_t> memory_fit;
   // cpu.pressure events that held growth without a cut (no other cell was waiting for a CPU).
   uint64_t cpu_pressure_spared = 0;
   // The wall-clock time (ms since the Unix epoch) the snapshot was taken: each change's wall time

@@ -135,6 +135,7 @@ nlohmann::json ConcurrencyJson(const ConcurrencySnapshot& c) {
       {"ratio", c.ratio_permille / 1000.0},
       {"throttled_share", c.throttled_permille / 1000.0},
       {"memory_share", c.memory_permille / 1000.0},
+      {"memory_fit", c.memory_fit ? nlohmann::json(*c.memory_fit) : nlohmann::json(nullptr)},
       {"changes", std::move(changes)},
       {"changes_by_cause", std::move(by_cause)},
       {"cpu_pressure_spared", c.cpu_pressure_spared},

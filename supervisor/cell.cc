@@ -195,6 +195,7 @@ control::ConcurrencySnapshot ConcurrencyOf(const proxy::CellDataPath& data_path,
   c.ratio_permille = adaptive->last_ratio_permille();
   c.throttled_permille = adaptive->throttled_permille();
   c.memory_permille = adaptive->memory_permille();
+  c.memory_fit = adaptive->memory_fit();
   c.cpu_pressure_spared = adaptive->cpu_pressure_spared();
   timespec wall{};
   clock_gettime(CLOCK_REALTIME, &wall);

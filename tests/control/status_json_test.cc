@@ -141,6 +141,7 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   s.concurrency.base_us = 10'234;
   s.concurrency.base_age_ms = 12'000;
   s.concurrency.ratio_permille = 1'310;
+  s.concurrency.memory_fit = 8;
   s.concurrency.wall_now_ms = 1'735'740'135'000;  // 2025-01-01T14:02:15Z
   s.concurrency.changes = {{4'000, 14, 6, admission::LimitCause::kMemoryPressure, 0},
                            {9'000, 7, 14, admission::LimitCause::kSlowStart, 0}};
@@ -166,6 +167,7 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   EXPECT_EQ(c.at("base_us"), 10'234);
   EXPECT_EQ(c.at("base_age_ms"), 12'000);
   EXPECT_DOUBLE_EQ(c.at("ratio").get<double>(), 1.31);
+  EXPECT_EQ(c.at("memory_fit"), 8);
   ASSERT_EQ(c.at("changes").size(), 2u);
   EXPECT_EQ(c.at("changes")[0], nlohmann::json({{"at", "2025-01-01T14:02:11Z"},
                                                 {"ago_ms", 4'000},
@@ -181,9 +183,11 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   // While the base is measured, it has no age either (not the clock's reading since boot).
   s.concurrency.base_us.reset();
   s.concurrency.base_age_ms.reset();
+  s.concurrency.memory_fit.reset();  // no memory reading with a request running yet
   j = CellStatusJson(s, Config());
   EXPECT_TRUE(j.at("concurrency").at("base_us").is_null());
   EXPECT_TRUE(j.at("concurrency").at("base_age_ms").is_null());
+  EXPECT_TRUE(j.at("concurrency").at("memory_fit").is_null());
 }
 
 TEST(StatusJson, ShowsTheProtocolAndAnHttpCellsHeaderTimeout) {
