@@ -273,7 +273,9 @@ Status ExecFallback(int exe_fd, const std::vector<std::string>& arguments, int s
 void ReexecFallBack(ReexecFallback fallback, const std::vector<int>& keep, const std::string& why) {
   LogError("re-exec: this image cannot take the state over: " + why);
   if (!fallback.exe) {
-    LogError("re-exec: no previous binary to run again (no --reexec-fallback-exe: this image is the fallback, or was started with --reexec-state by hand): exiting");
+    LogError(
+        "re-exec: no previous binary to run again (no --reexec-fallback-exe: this image is the "
+        "fallback, or was started with --reexec-state by hand): exiting");
     return;
   }
   Result<std::vector<std::string>> arguments = OwnArguments();

@@ -683,8 +683,9 @@ TEST(Reexec, AStartHeldForTheCellsItNeedsIsNotWaitedForAndStatusNamesWhatTheReex
   const nlohmann::json status = h.Status();
   EXPECT_EQ(status["supervisor"]["reexec"]["count"], 1) << status.dump();
   EXPECT_EQ(status["supervisor"]["reexec"]["waiting_for"], nlohmann::json::array());
-  ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) { return c["state"] == "running"; }))
-      << h.Status().dump();
+  ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) {
+    return c["state"] == "running";
+  })) << h.Status().dump();
   EXPECT_OK_REPLY(h.Call("front", "echo after"), "after");
 }
 
@@ -697,12 +698,14 @@ TEST(Reexec, AStartHeldBehindAStoppedCellIsCarriedAndRunsOnceThatCellStarts) {
   ASSERT_STARTED(h);
   for (const char* cell : {"front", "catalog"}) {
     ASSERT_TRUE(h.Ctl({"stop", cell}).ok());
-    ASSERT_TRUE(h.WaitForCell(cell, [](const nlohmann::json& c) { return c["state"] == "stopped"; }))
-        << h.Status().dump();
+    ASSERT_TRUE(h.WaitForCell(cell, [](const nlohmann::json& c) {
+      return c["state"] == "stopped";
+    })) << h.Status().dump();
   }
   ASSERT_TRUE(h.Ctl({"start", "--no-block", "front"}).ok());
-  ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) { return c["state"] == "waiting"; }))
-      << h.Status().dump();
+  ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) {
+    return c["state"] == "waiting";
+  })) << h.Status().dump();
 
   Result<ProcessResult> reexec = h.Ctl({"reexec"});
   ASSERT_TRUE(reexec.ok());
@@ -714,8 +717,9 @@ TEST(Reexec, AStartHeldBehindAStoppedCellIsCarriedAndRunsOnceThatCellStarts) {
   EXPECT_EQ(h.Cell("catalog")["state"], "stopped");
 
   ASSERT_TRUE(h.Ctl({"start", "catalog"}).ok());
-  ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) { return c["state"] == "running"; }))
-      << h.Status().dump();
+  ASSERT_TRUE(h.WaitForCell("front", [](const nlohmann::json& c) {
+    return c["state"] == "running";
+  })) << h.Status().dump();
   EXPECT_OK_REPLY(h.Call("front", "echo after"), "after");
 }
 
