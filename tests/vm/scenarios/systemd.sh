@@ -172,7 +172,11 @@ requests_total() {
     'index($0, "bulkhead_requests_total{") == 1 && index($0, cell) && index($0, outcome) { s += $NF }
      END { print s + 0 }'
 }
-reexec_count() { bulkheadctl status --json | grep -o '"reexec":{"count":[0-9]*' | grep -o '[0-9]*$'; }
+# The reexec object's count, whatever the order of its keys (status JSON sorts them: "binary"
+# comes before "count").
+reexec_count() {
+  bulkheadctl status --json | grep -o '"reexec":{[^}]*' | grep -o '"count":[0-9]*' | grep -o '[0-9]*$'
+}
 ready_lines() { journal_run info | grep -c "READY=1 sent to the service manager"; }
 ready_lines_reach() { [ "$(ready_lines)" -ge "$1" ]; }
 
