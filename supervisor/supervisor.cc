@@ -164,10 +164,7 @@ int Supervisor::Run() {
     status = AdoptListeners();
     if (!status.ok()) status = Status::Error("re-exec: " + status.message());
   } else if (status.ok()) {
-    ipc::SocketAccess control_access;
-    control_access.mode = config_.supervisor.control_socket_mode;
-    control_access.group = config_.supervisor.control_socket_group;
-    status = control_->Listen(config_.supervisor.control_socket, control_access);
+    status = ListenControl();
     if (metrics_ && status.ok()) status = metrics_->Listen(*config_.supervisor.metrics_listen);
     for (auto& cell : cells_) {
       if (!status.ok()) break;
@@ -1111,6 +1108,13 @@ void Supervisor::ReexecFailed(const std::string& why) {
   if (ready_sent_) notifier_.Ready();
 }
 
+Status Supervisor::ListenControl() {
+  ipc::SocketAccess access;
+  access.mode = config_.supervisor.control_socket_mode;
+  access.group = config_.supervisor.control_socket_group;
+  return control_->Listen(config_.supervisor.control_socket, access);
+}
+
 Status Supervisor::AdoptListeners() {
   const ReexecState& state = *adopted_;
   auto find = [&state](std::string_view role, const std::string& cell) {
@@ -1153,10 +1157,7 @@ Status Supervisor::AdoptListeners() {
     status = control_->Adopt(std::move(control).value(), config_.supervisor.control_socket);
   } else {
     rebind("control", control.status());
-    ipc::SocketAccess control_access;
-    control_access.mode = config_.supervisor.control_socket_mode;
-    control_access.group = config_.supervisor.control_socket_group;
-    status = control_->Listen(config_.supervisor.control_socket, control_access);
+    status = ListenControl();
   }
   if (!status.ok()) return status;
   if (metrics_) {

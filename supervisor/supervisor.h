@@ -245,6 +245,12 @@ class Supervisor {
   void ExecNow();
   // The exec failed (`why`): cells serve again as before the re-exec, the reason is kept.
   void ReexecFailed(const std::string& why);
+  // Claims and binds the config's control_socket with its control_socket_mode and
+  // control_socket_group (ControlServer::Listen) and starts accepting: at a start, and in an
+  // adopted image whose control socket is not the one the state names (failure 6 of
+  // docs/reexec.md). The one place the control socket is bound. Errors: Listen's, naming the path.
+  // REQUIRES: control_ made and not listening yet.
+  Status ListenControl();
   // Run()'s start of an adopted image: takes the state's sockets and workers; errors name what
   // could not be taken back.
   Status AdoptListeners();
