@@ -413,9 +413,7 @@ void AdaptiveLimit::Restore(const Carried& carried) {
   for (size_t i = count; i-- > 0;) {
     LimitChange change = carried.changes[i];
     change.at_ms = now_ms - std::min(now_ms, change.at_ms);
-    changes_[change_next_] = change;
-    change_next_ = (change_next_ + 1) % kRecentChanges;
-    ++change_count_;
+    RecordChange(change);
   }
   changes_by_ = carried.changes_by;
   cpu_pressure_spared_ = carried.cpu_pressure_spared;
@@ -432,11 +430,15 @@ void AdaptiveLimit::MoveTo(double estimate, LimitCause cause, uint32_t permille,
   const auto limit = static_cast<uint32_t>(estimate_);
   if (limit == limit_) return;
   if (limit < limit_) fell_at_ms_ = now_ms;
-  changes_[change_next_] = LimitChange{now_ms, limit_, limit, cause, permille};
-  change_next_ = (change_next_ + 1) % kRecentChanges;
-  change_count_ = std::min(change_count_ + 1, kRecentChanges);
+  RecordChange(LimitChange{now_ms, limit_, limit, cause, permille});
   ++changes_by_[Index(cause)];
   limit_ = limit;
+}
+
+void AdaptiveLimit::RecordChange(const LimitChange& change) {
+  changes_[change_next_] = change;
+  change_next_ = (change_next_ + 1) % kRecentChanges;
+  change_count_ = std::min(change_count_ + 1, kRecentChanges);
 }
 
 }  // namespace bulkhead::admission

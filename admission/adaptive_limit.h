@@ -380,6 +380,9 @@ class AdaptiveLimit {
   bool base_measured() const;
   // Moves the limit to `estimate` (clamped), recording a change when the whole limit moves.
   void MoveTo(double estimate, LimitCause cause, uint32_t permille, uint64_t now_ms);
+  // Puts `change` on the ring of recent changes as the newest (change(0)), dropping the oldest
+  // past kRecentChanges. Does not count it in changes_by_.
+  void RecordChange(const LimitChange& change);
   // A cut of any cause: leaves slow start.
   void Cut(double factor, LimitCause cause, uint32_t permille, uint64_t now_ms);
   GrowthHold HoldAt(uint64_t now_ms) const;
