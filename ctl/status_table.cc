@@ -284,6 +284,12 @@ Result<std::string> FormatStatusTable(const nlohmann::json& response) {
     }
     const nlohmann::json error = member(state, "last_error");
     if (error.is_string()) reexec += "last re-exec failed: " + error.get<std::string>() + "\n";
+    // A package upgrade replaced the binary and nobody re-executed it yet.
+    const nlohmann::json binary = member(state, "binary");
+    if (member(state, "binary_replaced") == true && binary.is_string()) {
+      reexec += "binary: " + binary.get<std::string>() +
+                " replaced on disk since start; `bulkheadctl reexec` runs it\n";
+    }
     if (!reexec.empty()) out += "\n" + reexec;
     return out;
   } catch (const FieldError& e) {

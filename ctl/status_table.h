@@ -39,8 +39,9 @@ namespace bulkhead::ctl {
 // Last, after an empty line, one line per cell with a non-null "state_detail" (why it does not
 // serve): "late: starting for 37 s, waiting for READY=1 (start_timeout 90 s); requests queue".
 // Then, after an empty line, when response["supervisor"]["reexec"] says so (docs/reexec.md):
-// "re-exec under way: settling" while its phase is not "idle", and "last re-exec failed: WHY"
-// while its last_error is set.
+// "re-exec under way: settling" while its phase is not "idle", "last re-exec failed: WHY"
+// while its last_error is set, and "binary: PATH replaced on disk since start; `bulkheadctl
+// reexec` runs it" while binary_replaced is true (PATH: its binary).
 // Errors: a missing "cells" array or a cell field that is missing or of the wrong type, named as
 // in "status response: cells[0].running: ...".
 Result<std::string> FormatStatusTable(const nlohmann::json& response);

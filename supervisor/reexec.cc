@@ -75,6 +75,12 @@ Result<std::string> OwnBinaryPath() {
   return path;
 }
 
+std::optional<FileId> FileIdOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{.dev = st.st_dev, .ino = st.st_ino};
+}
+
 std::string AbsoluteArgv0(std::string_view argv0, std::string_view cwd) {
   if (argv0.find('/') == std::string_view::npos) return "";
   std::filesystem::path path(argv0);
@@ -89,13 +95,8 @@ Result<std::string> StartedAsPath() {
   char cwd[4096];
   if (!arguments.ok() || ::getcwd(cwd, sizeof cwd) == nullptr) return own;
   const std::string argv0 = AbsoluteArgv0(arguments->front(), cwd);
-  struct stat named {};
-  struct stat running {};
-  if (argv0.empty() || ::stat(argv0.c_str(), &named) != 0 ||
-      ::stat("/proc/self/exe", &running) != 0 || named.st_dev != running.st_dev ||
-      named.st_ino != running.st_ino) {
-    return own;
-  }
+  const std::optional<FileId> named = argv0.empty() ? std::nullopt : FileIdOf(argv0);
+  if (!named || named != FileIdOf("/proc/self/exe")) return own;
   return argv0;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,16 @@ const char* ReexecPhaseName(ReexecPhase phase);
 // was moved aside: the Supervisor reads it at the first start and re-executes that path).
 // Errors: readlink's.
 Result<std::string> OwnBinaryPath();
+
+// Which file a path names: stat(2)'s st_dev and st_ino.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId&) const = default;
+};
+// The file `path` names, symlinks followed ("/proc/self/exe": the file this process runs, also
+// once a package upgrade replaced it or it was moved aside). nullopt when stat(2) fails.
+std::optional<FileId> FileIdOf(const std::string& path);
 
 // argv[0] made absolute against `cwd` and lexically normal, symlinks kept as they are
 // ("current/bulkheadd" in /opt/bulkhead: "/opt/bulkhead/current/bulkheadd"); "" when argv[0] has

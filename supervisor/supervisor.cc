@@ -98,6 +98,10 @@ int Supervisor::Run() {
   reexec_wait_ = std::make_unique<ReexecWait>(&loop_, &time_, [this] { AdvanceReexec(); });
   reexec_check_ = std::make_unique<ReexecCheck>(&loop_, &time_, &handles_);
   cgroup_poll_ = std::make_unique<CgroupPoll>(&time_);
+  // The file this image runs, before anyone replaces or moves it.
+  Result<std::string> running = OwnBinaryPath();
+  if (running.ok()) binary_file_ = std::move(running).value();
+  binary_file_id_ = FileIdOf("/proc/self/exe");
   if (!adopted_) {
     // The path it was started as, before anyone moves the file aside (a re-exec runs this path),
     // symlinks kept (StartedAsPath).
@@ -673,9 +677,8 @@ std::string Supervisor::StatusControl(const std::string& only) {
   }
   uint64_t client_connections = 0;
   for (auto& cell : cells_) client_connections += cell->clients();
-  // What a re-exec executes (a symlink's path as started), and the file this image runs.
+  // What a re-exec executes (a symlink's path as started).
   const Result<std::string> binary = ReexecBinaryPath();
-  const Result<std::string> binary_file = OwnBinaryPath();
   nlohmann::json response = {
       {"ok", true},
       {"supervisor",
@@ -693,7 +696,8 @@ std::string Supervisor::StatusControl(const std::string& only) {
          {{"phase", ReexecPhaseName(reexec_phase_)},
           {"count", reexecs_},
           {"binary", binary.ok() ? binary.value() : std::string()},
-          {"binary_file", binary_file.ok() ? binary_file.value() : std::string()},
+          {"binary_file", binary_file_},
+          {"binary_replaced", BinaryReplaced()},
           // What a settling waits for, each "cells.NAME: why" (empty in any other phase).
           {"waiting_for", reexec_phase_ == ReexecPhase::kSettling
                               ? nlohmann::json(ReexecWaitingFor())
@@ -842,6 +846,13 @@ std::string Supervisor::BeginReexec(std::string_view why,
 Result<std::string> Supervisor::ReexecBinaryPath() const {
   if (!binary_path_.empty()) return binary_path_;
   return OwnBinaryPath();
+}
+
+bool Supervisor::BinaryReplaced() const {
+  const Result<std::string> binary = ReexecBinaryPath();
+  if (!binary.ok() || !binary_file_id_) return false;
+  const std::optional<FileId> on_disk = FileIdOf(binary.value());
+  return on_disk && *on_disk != *binary_file_id_;
 }
 
 Status Supervisor::StartReexecCheck() {
@@ -1289,9 +1300,9 @@ void Supervisor::AdoptWorkers() {
     ++connections;
   }
   // The bench (bench/restart_bench.cc) finds "re-executed (re-exec N" in this line.
-  const Result<std::string> running = OwnBinaryPath();
   LogInfo("re-executed (re-exec " + std::to_string(reexecs_) + ", state written by bulkheadd " +
-          state.written_by + ", binary " + (running.ok() ? running.value() : std::string("?")) +
+          state.written_by + ", binary " +
+          (binary_file_.empty() ? std::string("?") : binary_file_) +
           "): " + std::to_string(state.cells.size()) + " cells and " + std::to_string(connections) +
           " waiting connection(s) taken over");
   // A worker that exited during the exec is a zombie whose SIGCHLD came before our handler:

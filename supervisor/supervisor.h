@@ -224,6 +224,10 @@ class Supervisor {
   void SettleReexec();
   // What a re-exec executes: binary_path_, else OwnBinaryPath(). Errors: OwnBinaryPath's.
   Result<std::string> ReexecBinaryPath() const;
+  // The file at ReexecBinaryPath() is another one than this image runs (binary_file_id_): a
+  // package upgrade replaced it, so a re-exec would run a new binary (status's
+  // reexec.binary_replaced). False when either cannot be read (stat(2) per call).
+  bool BinaryReplaced() const;
   // Starts the version check of reexec_binary_ (kChecking). Errors: ReexecCheck::Start's.
   Status StartReexecCheck();
   // Back to kIdle with `why` kept as reexec.last_error, logged.
@@ -347,6 +351,11 @@ class Supervisor {
   // aside (`mv bulkheadd bulkheadd.old`, which /proc/self/exe follows). "" when not known: then
   // /proc/self/exe as it is at the re-exec (ReexecBinaryPath).
   std::string binary_path_;
+  // The file this image runs, read once when it starts (the first start, or the takeover of a
+  // re-exec): OwnBinaryPath() then, "" when unreadable (status's reexec.binary_file), and
+  // FileIdOf("/proc/self/exe"), nullopt when unreadable (BinaryReplaced).
+  std::string binary_file_;
+  std::optional<FileId> binary_file_id_;
   uint64_t reexecs_ = 0;
   std::string reexec_error_;
   bool takeover_failed_ = false;  // takeover_failed()

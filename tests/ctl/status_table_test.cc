@@ -148,6 +148,25 @@ TEST(StatusTable, ShowsTheReexecPhaseWhatASettlingWaitsForAndTheLastError) {
             table + "\nlast re-exec failed: cells.b: it is starting (...)\n");
 }
 
+// A binary replaced on disk (a package upgrade without a re-exec) is said with its path and how
+// to run it; a supervisor that does not say (older bulkheadd), or says false, adds nothing.
+TEST(StatusTable, SaysWhenTheBinaryWasReplacedOnDiskSinceStart) {
+  nlohmann::json response = Response({Cell("a", 7, 0, 1, 0, 0, 0, 0, 0, 0)});
+  const std::string table =
+      "CELL  STATE    PID  RUNNING  QUEUED  OK  REJECTED  FAILED  RESTARTS\n"
+      "a     running  7    0/1      0/0     0   0         0       0\n";
+  response["supervisor"] = {
+      {"reexec", {{"phase", "idle"}, {"count", 0}, {"binary", "/usr/sbin/bulkheadd"}}}};
+  EXPECT_EQ(FormatStatusTable(response).value(), table);
+  response["supervisor"]["reexec"]["binary_replaced"] = false;
+  EXPECT_EQ(FormatStatusTable(response).value(), table);
+  response["supervisor"]["reexec"]["binary_replaced"] = true;
+  EXPECT_EQ(FormatStatusTable(response).value(),
+            table +
+                "\nbinary: /usr/sbin/bulkheadd replaced on disk since start; `bulkheadctl reexec` "
+                "runs it\n");
+}
+
 // A start held for a need in backoff says when that need starts next, as `bulkheadctl start`
 // does; the state detail itself stays without the countdown.
 TEST(StatusTable, AHeldStartSaysWhenItsNeedInBackoffStartsNext) {

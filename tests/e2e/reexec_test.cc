@@ -1023,6 +1023,7 @@ TEST(Reexec, StartedThroughASymlinkItReexecutesWhatTheSymlinkNamesNow) {
   // The upgrade: the symlink replaced by rename, as `ln -sfn` does.
   std::filesystem::create_directory_symlink("b", dir.Join("current.next"));
   std::filesystem::rename(dir.Join("current.next"), dir.Join("current"));
+  EXPECT_EQ(h.Status()["supervisor"]["reexec"]["binary_replaced"], true);
   Result<ProcessResult> ctl = h.Ctl({"reexec"});
   ASSERT_TRUE(ctl.ok()) << ctl.status().message();
   ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
@@ -1035,6 +1036,45 @@ TEST(Reexec, StartedThroughASymlinkItReexecutesWhatTheSymlinkNamesNow) {
   EXPECT_THAT(h.Log(), HasSubstr(", binary " + dir.Join("b") + "/bulkheadd): "));
   EXPECT_EQ(h.Cell("a")["pid"], worker);
   EXPECT_OK_REPLY(h.Call("a", "echo upgraded"), "upgraded");
+}
+
+// A package upgrade replaces the binary by rename (dpkg writes the new file beside it and renames
+// it over the path): status says so (reexec.binary_replaced, and a line of `bulkheadctl status`)
+// until a re-exec runs the new file.
+TEST(Reexec, ABinaryReplacedOnDiskIsSaidUntilAReexecRunsIt) {
+  TempDir dir;
+  const std::string binary = dir.Join("bulkheadd");
+  std::filesystem::copy_file(BulkheaddPath(), binary);
+  HarnessOptions options = TestOptions({CellSpec{.name = "a"}});
+  options.binary = binary;
+  Harness h(options);
+  ASSERT_STARTED(h);
+  const std::string line =
+      "binary: " + binary + " replaced on disk since start; `bulkheadctl reexec` runs it\n";
+  nlohmann::json reexec = h.Status()["supervisor"]["reexec"];
+  EXPECT_EQ(reexec["binary_replaced"], false) << reexec.dump();
+  Result<ProcessResult> table = h.Ctl({"status"});
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_THAT(table->out, Not(HasSubstr("replaced on disk"))) << table->out;
+
+  std::filesystem::copy_file(BulkheaddPath(), binary + ".dpkg-new");
+  std::filesystem::rename(binary + ".dpkg-new", binary);
+  reexec = h.Status()["supervisor"]["reexec"];
+  EXPECT_EQ(reexec["binary_replaced"], true) << reexec.dump();
+  EXPECT_EQ(reexec["binary_file"], binary) << "the file it runs, as named when it started";
+  table = h.Ctl({"status"});
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_THAT(table->out, HasSubstr("\n" + line)) << table->out;
+
+  Result<ProcessResult> ctl = h.Ctl({"reexec"});
+  ASSERT_TRUE(ctl.ok()) << ctl.status().message();
+  ASSERT_EQ(ctl->exit_code(), kExitOk) << ctl->Describe() << h.Log();
+  reexec = h.Status()["supervisor"]["reexec"];
+  EXPECT_EQ(reexec["count"], 1) << reexec.dump();
+  EXPECT_EQ(reexec["binary_replaced"], false) << reexec.dump();
+  table = h.Ctl({"status"});
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_THAT(table->out, Not(HasSubstr("replaced on disk"))) << table->out;
 }
 
 }  // namespace
