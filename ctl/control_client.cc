@@ -38,6 +38,9 @@ ControlReply Unreachable(const std::string& socket_path, const std::string& what
   return reply;
 }
 
+// How ControlReply::not_control's error begins, after the path.
+constexpr std::string_view kNotControl = "did not answer as a bulkheadd control socket";
+
 }  // namespace
 
 nlohmann::json StatusRequest(const std::string& cell) {
@@ -83,6 +86,11 @@ CommandOutcome InterpretCellCommand(const std::string& command, const nlohmann::
 
 std::string DescribeUnreachable(const ControlReply& reply) {
   constexpr std::string_view kOther = "--socket or $BULKHEAD_SOCKET selects another control socket";
+  // Something answered (the connect succeeded), not as bulkheadd does.
+  if (reply.not_control) {
+    return "cannot reach bulkheadd at " + reply.error + " (is it a cell's socket? " +
+           std::string(kOther) + ")";
+  }
   std::string hint;
   switch (reply.connect_error) {
     case ENOENT:
@@ -172,9 +180,13 @@ ControlReply QueryControl(const std::string& socket_path, const nlohmann::json& 
       continue;
     }
     if (n == 0) {
-      return Unreachable(socket_path, received.empty()
-                                          ? "connection closed before a response"
-                                          : "connection closed inside a response line");
+      if (received.empty()) return Unreachable(socket_path, "connection closed before a response");
+      // bulkheadd answers every request with a whole line: this is another server.
+      ControlReply reply = Unreachable(
+          socket_path, std::string(kNotControl) + ": it sent " + std::to_string(received.size()) +
+                           " bytes and closed without a response line");
+      reply.not_control = true;
+      return reply;
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -191,7 +203,10 @@ ControlReply QueryControl(const std::string& socket_path, const nlohmann::json& 
   received.resize(newline);
   nlohmann::json response = nlohmann::json::parse(received, nullptr, /*allow_exceptions=*/false);
   if (response.is_discarded() || !response.is_object()) {
-    reply.error = socket_path + ": response is not a JSON object: " + received.substr(0, 200);
+    reply.error =
+        socket_path + ": " + std::string(kNotControl) +
+        " (is it a cell's socket?): its response is not a JSON object: " + received.substr(0, 200);
+    reply.not_control = true;
     return reply;
   }
   reply.response = std::move(response);

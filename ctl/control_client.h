@@ -27,12 +27,19 @@ struct ControlReply {
   // On a failed connect(2): its errno, or ENOTSOCK when the path is there but is no socket
   // (connect(2) answers ECONNREFUSED for such a path). 0 when the connect succeeded.
   int connect_error = 0;
+  // On failure: something answered, but not as bulkheadd's control socket does (one JSON object
+  // on one line): bytes and then a close without a line (a frames cell's socket answers the
+  // request line with a BAD_REQUEST frame), or a line that is not a JSON object (an HTTP cell's
+  // "HTTP/1.1 400 Bad Request"). The error then says "did not answer as a bulkheadd control
+  // socket"; `unreachable` stays as it was (true for the first, false for the second).
+  bool not_control = false;
 };
 
 // The line bulkheadctl prints for an unreachable `reply`: `cannot reach bulkheadd at PATH: WHAT
 // (HINT)`. The hint asks "is it running?" only when nothing listens at the path (no such file,
 // connection refused); a socket the caller may not open says who may, a file that is no socket
-// says so.
+// says so, a socket that answered as no control socket (not_control) asks whether it is a
+// cell's.
 std::string DescribeUnreachable(const ControlReply& reply);
 
 // Connects to `socket_path`, writes `request` as one line, reads one response line and closes.

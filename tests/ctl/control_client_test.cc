@@ -91,6 +91,28 @@ TEST(QueryControl, HangUpBeforeAnsweringIsUnreachable) {
       << reply.error;
 }
 
+// A cell's front socket given as the control socket answers the request line with a frame and
+// closes: named as a socket that did not answer as bulkheadd's control socket, maybe a cell's.
+TEST(QueryControl, BytesWithoutAResponseLineDidNotAnswerAsAControlSocket) {
+  FakeServer server([](int fd) {
+    ReadLine(fd);
+    FakeServer::Write(fd, std::string("\0\0\0\x2a\x01\x02\x03\x20"
+                                      "bad frame",
+                                      17));
+  });
+  ControlReply reply = QueryControl(server.path(), StatusRequest(), In(milliseconds(5000)));
+  EXPECT_FALSE(reply.response.has_value());
+  EXPECT_TRUE(reply.unreachable);
+  EXPECT_TRUE(reply.not_control);
+  EXPECT_EQ(reply.error, server.path() +
+                             ": did not answer as a bulkheadd control socket: it sent 17 bytes and "
+                             "closed without a response line");
+  EXPECT_EQ(DescribeUnreachable(reply),
+            "cannot reach bulkheadd at " + reply.error +
+                " (is it a cell's socket? --socket or $BULKHEAD_SOCKET selects another control "
+                "socket)");
+}
+
 TEST(QueryControl, DeadlineBoundsASilentSupervisor) {
   FakeServer server([](int fd) { FakeServer::ReadToEnd(fd); });
   auto start = Clock::now();
@@ -111,7 +133,11 @@ TEST(QueryControl, ResponseThatIsNotJsonIsAProtocolError) {
   ControlReply reply = QueryControl(server.path(), StatusRequest(), In(milliseconds(5000)));
   EXPECT_FALSE(reply.response.has_value());
   EXPECT_FALSE(reply.unreachable);
+  EXPECT_TRUE(reply.not_control);
   EXPECT_NE(reply.error.find("not a JSON object: hello"), std::string::npos) << reply.error;
+  EXPECT_EQ(reply.error.rfind(server.path() + ": did not answer as a bulkheadd control socket", 0),
+            0u)
+      << reply.error;
 }
 
 TEST(InterpretCellCommand, AcceptedAndAlreadyThereSucceed) {

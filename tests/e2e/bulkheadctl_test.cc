@@ -347,6 +347,23 @@ TEST(Bulkheadctl, UnreachableSocketNamesThePath) {
   EXPECT_THAT(env->err, HasSubstr(missing));
 }
 
+// A cell's socket given as the control socket (a slip between two paths of the same runtime
+// dir) answers the JSON line with a frame: named as no control socket, not as a cut response.
+TEST(Bulkheadctl, ACellsSocketGivenAsTheControlSocketIsNamedAsNoControlSocket) {
+  Harness h(TestOptions({Cell("payments", 1, 0)}));
+  ASSERT_STARTED(h);
+  Result<ProcessResult> run =
+      RunProcess({BulkheadctlPath(), "-s", h.CellSocket("payments"), "status"});
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->exit_code(), kExitUnreachable) << run->Describe();
+  EXPECT_THAT(run->err,
+              StartsWith("bulkheadctl: cannot reach bulkheadd at " + h.CellSocket("payments") +
+                         ": did not answer as a bulkheadd control socket: "))
+      << run->Describe();
+  EXPECT_THAT(run->err, HasSubstr("(is it a cell's socket? ")) << run->Describe();
+  EXPECT_EQ(h.Cell("payments")["state"], "running") << "the cell serves on";
+}
+
 TEST(Bulkheadctl, CallTimeoutBoundsTheWait) {
   Harness h(TestOptions({CellSpec{.name = "payments", .extra_toml = kQuickStop}}));
   ASSERT_STARTED(h);
