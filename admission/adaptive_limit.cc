@@ -77,6 +77,8 @@ std::string_view GrowthHoldName(GrowthHold hold) {
       return "pressure";
     case GrowthHold::kMemoryUsage:
       return "memory_usage";
+    case GrowthHold::kMemoryCut:
+      return "memory_cut";
     case GrowthHold::kCpuThrottled:
       return "cpu_throttled";
     case GrowthHold::kProbeBackoff:
@@ -126,6 +128,9 @@ AdaptiveLimit::AdaptiveLimit(const Clock* clock, const Options& options)
   BH_CHECK(options.throttle_hold_share > 0 && options.throttle_hold_share <= 1);
   BH_CHECK(options.memory_hold_ratio > 0 && options.memory_hold_ratio <= options.memory_cut_ratio &&
            options.memory_cut_ratio <= 1);
+  BH_CHECK(options.memory_probe_wait_ms > 0 &&
+           options.max_memory_probe_wait_ms >= options.memory_probe_wait_ms);
+  memory_probe_wait_ms_ = options.memory_probe_wait_ms;
   limit_ = options.floor;
   estimate_ = limit_;
   window_opened_ms_ = clock_->NowMs();
@@ -184,8 +189,10 @@ void AdaptiveLimit::CloseWindow(uint64_t now_ms) {
   if (ratio > 1 + options_.tolerance / 2 || !reached_limit) return;
   if (HoldAt(now_ms) != GrowthHold::kNone || limit_ >= options_.ceiling) return;
   increased_at_window_ = windows_closed_;
-  // Growth goes no further than the memory fit (HoldAt held it at the fit already).
-  const double most = memory_fit_ ? static_cast<double>(*memory_fit_) : options_.ceiling;
+  // Growth goes no further than the memory fit and the memory ceiling (HoldAt held it at either
+  // already).
+  double most = memory_fit_ ? static_cast<double>(*memory_fit_) : options_.ceiling;
+  if (memory_ceiling_holds(now_ms)) most = std::min(most, static_cast<double>(memory_ceiling_));
   if (phase_ == Phase::kSlowStart) {
     MoveTo(std::min(most, std::max(estimate_ * 2, estimate_ + 1)), LimitCause::kSlowStart, 0,
            now_ms);
@@ -346,9 +353,24 @@ GrowthHold AdaptiveLimit::HoldAt(uint64_t now_ms) const {
                   : memory_permille_ >= Permille(options_.memory_hold_ratio)) {
     return GrowthHold::kMemoryUsage;
   }
+  if (memory_ceiling_holds(now_ms) && limit_ >= memory_ceiling_) return GrowthHold::kMemoryCut;
   if (throttled_) return GrowthHold::kCpuThrottled;
   if (windows_closed_ < probe_allowed_at_window_) return GrowthHold::kProbeBackoff;
   return GrowthHold::kNone;
+}
+
+bool AdaptiveLimit::memory_ceiling_holds(uint64_t now_ms) const {
+  return memory_ceiling_ != 0 && now_ms < memory_ceiling_until_ms_;
+}
+
+std::optional<uint32_t> AdaptiveLimit::memory_ceiling() const {
+  if (!memory_ceiling_holds(clock_->NowMs())) return std::nullopt;
+  return memory_ceiling_;
+}
+
+uint64_t AdaptiveLimit::memory_ceiling_left_ms() const {
+  const uint64_t now_ms = clock_->NowMs();
+  return memory_ceiling_holds(now_ms) ? memory_ceiling_until_ms_ - now_ms : 0;
 }
 
 bool AdaptiveLimit::base_measured() const { return base_samples_ >= kBaseSamples; }
@@ -421,7 +443,23 @@ void AdaptiveLimit::Restore(const Carried& carried) {
 
 void AdaptiveLimit::Cut(double factor, LimitCause cause, uint32_t permille, uint64_t now_ms) {
   phase_ = Phase::kAvoidance;
+  const uint32_t cut_at = limit_;
   MoveTo(estimate_ * factor, cause, permille, now_ms);
+  if (cause == LimitCause::kMemoryUsage || cause == LimitCause::kMemoryPressure) {
+    HoldBelowMemoryCut(cut_at, now_ms);
+  }
+}
+
+void AdaptiveLimit::HoldBelowMemoryCut(uint32_t cut_at, uint64_t now_ms) {
+  if (memory_ceiling_holds(now_ms)) {
+    // Below the ceiling: the overshoot it answered is still clearing.
+    if (cut_at < memory_ceiling_) return;
+  } else if (memory_ceiling_ != 0 && cut_at > memory_ceiling_) {
+    // Its wait was over and growth passed it: a failed probe.
+    memory_probe_wait_ms_ = std::min(options_.max_memory_probe_wait_ms, memory_probe_wait_ms_ * 2);
+  }
+  memory_ceiling_ = std::max(options_.floor, cut_at - 1);
+  memory_ceiling_until_ms_ = now_ms + memory_probe_wait_ms_;
 }
 
 void AdaptiveLimit::MoveTo(double estimate, LimitCause cause, uint32_t permille, uint64_t now_ms) {

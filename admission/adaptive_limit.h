@@ -121,6 +121,17 @@ namespace bulkhead::admission {
 // at 7 where 8 fit, and its overshoots into memory.high cost it a third of the best fixed
 // setting's goodput. Until a sample with a running request came, memory_hold_ratio holds growth
 // instead.
+// The fit errs high while requests are still taking their memory (a request that has just begun
+// holds little of it yet), so growth reaches a limit the memory cannot hold and is cut there. A
+// memory cut (kMemoryUsage or kMemoryPressure) at limit L therefore also holds growth at L - 1,
+// the memory ceiling, for memory_probe_wait_ms, as TCP's ssthresh remembers where a loss came:
+// the limit climbs back to L - 1 and stays. Once the wait is over growth may pass it again (the
+// work may have got lighter); a cut past it then is a failed probe and doubles the next wait, up
+// to max_memory_probe_wait_ms. The ceiling moves only at a cut at or above it, or once its hold
+// ended: a cut below it, while it holds, answers the same overshoot still clearing (or requests
+// that grew, which the fit measures). In a memory-only VM run of the bench's memory-bound cell,
+// where 8 fit and 9 did not, the fit let the limit try 9 or 10 about every 30 s and each try was
+// cut to 6 or 7 (docs/benchmarks.md, "The memory ceiling").
 // Growth holds are derived in one place, growth_hold(), from the state above.
 //
 // memory.high: decided. In the adaptive mode, when memory_max is set and memory_high is not, the
@@ -164,10 +175,11 @@ enum class GrowthHold : uint8_t {
   kPressure,      // a PSI trigger fired less than pressure_hold_ms ago
   kMemoryUsage,   // the limit is at the memory fit (or, before it is known, the last working
                   // set was at or above memory_hold_ratio of memory.max)
+  kMemoryCut,     // the limit is at the memory ceiling: one above it was cut for memory lately
   kCpuThrottled,  // the last cpu.stat evaluation found throttle_hold_share of periods throttled
   kProbeBackoff,  // the last increase was undone by the window after it; waiting some windows
 };
-// "none", "pressure", "memory_usage", "cpu_throttled", "probe_backoff".
+// "none", "pressure", "memory_usage", "memory_cut", "cpu_throttled", "probe_backoff".
 std::string_view GrowthHoldName(GrowthHold hold);
 
 // The signals an owner may feed, for status ("which signals are live"): without cgroup v2 only
@@ -259,6 +271,10 @@ class AdaptiveLimit {
     double memory_cut_ratio = 0.85;
     double memory_cut = 0.75;
     uint64_t memory_cut_interval_ms = 1'000;
+    // After a memory cut at limit L growth stops at L - 1 for memory_probe_wait_ms; a cut past it
+    // once that wait is over doubles the next wait, up to max_memory_probe_wait_ms (above).
+    uint64_t memory_probe_wait_ms = 30'000;
+    uint64_t max_memory_probe_wait_ms = 480'000;
   };
 
   // slow_start  No cut of any cause since the base was (re)measured: growth doubles. Initial.
@@ -324,6 +340,10 @@ class AdaptiveLimit {
   uint32_t memory_permille() const { return memory_permille_; }
   // The memory fit (above), or nullopt before a memory sample with a running request.
   std::optional<uint32_t> memory_fit() const { return memory_fit_; }
+  // The memory ceiling while it holds (above), else nullopt; the ms left of its hold (0 when
+  // none holds).
+  std::optional<uint32_t> memory_ceiling() const;
+  uint64_t memory_ceiling_left_ms() const;
   // cpu.pressure events that held growth without a cut (no other cell was waiting for a CPU).
   uint64_t cpu_pressure_spared() const { return cpu_pressure_spared_; }
   uint64_t windows_closed() const { return windows_closed_; }
@@ -337,7 +357,8 @@ class AdaptiveLimit {
   // The controller's state that outlives a re-exec: the limit, the phase, the base and the
   // changes. Times are ages in ms at the exec (the new image's clock starts afresh). Not carried:
   // the open window and the probe backoff (the drain ends every request before the exec), the
-  // kernel signals' readings and the memory fit (the next poll reads them again), pressure holds.
+  // kernel signals' readings and the memory fit (the next poll reads them again), pressure holds
+  // and the memory ceiling (the next memory cut sets it again).
   struct Carried {
     double estimate = 1;  // the limit as a real number; the limit is its whole part
     Phase phase = Phase::kSlowStart;
@@ -383,8 +404,11 @@ class AdaptiveLimit {
   // Puts `change` on the ring of recent changes as the newest (change(0)), dropping the oldest
   // past kRecentChanges. Does not count it in changes_by_.
   void RecordChange(const LimitChange& change);
-  // A cut of any cause: leaves slow start.
+  // A cut of any cause: leaves slow start. A memory cause also moves the memory ceiling.
   void Cut(double factor, LimitCause cause, uint32_t permille, uint64_t now_ms);
+  // A memory cut at limit `cut_at`: the memory ceiling's rules (above).
+  void HoldBelowMemoryCut(uint32_t cut_at, uint64_t now_ms);
+  bool memory_ceiling_holds(uint64_t now_ms) const;
   GrowthHold HoldAt(uint64_t now_ms) const;
 
   const Clock* clock_;
@@ -435,6 +459,12 @@ class AdaptiveLimit {
   std::array<uint64_t, kMemoryShares> memory_shares_{};
   size_t memory_share_next_ = 0;
   std::optional<uint32_t> memory_fit_;
+  // The memory ceiling. Three states, from these alone: none (memory_ceiling_ == 0: no memory cut
+  // yet); holding (now < memory_ceiling_until_ms_: growth stops at memory_ceiling_); over (its
+  // wait ended: growth may pass it, and a cut past it doubles memory_probe_wait_ms_).
+  uint32_t memory_ceiling_ = 0;
+  uint64_t memory_ceiling_until_ms_ = 0;
+  uint64_t memory_probe_wait_ms_;
 
   uint8_t live_signals_ = 1;  // bit per Signal; kServiceTime
 

@@ -413,7 +413,8 @@ int Main(int argc, char** argv) {
       if (c.is_object()) {
         history = "adaptive changes: memory_share " +
                   std::to_string(c.value("memory_share", 0.0)).substr(0, 5) + ", memory_fit " +
-                  c.value("memory_fit", nlohmann::json()).dump() + ", hold " +
+                  c.value("memory_fit", nlohmann::json()).dump() + ", memory_ceiling " +
+                  c.value("memory_ceiling", nlohmann::json()).dump() + ", hold " +
                   c.value("hold", std::string("?")) + "; newest first:";
         for (const nlohmann::json& change : c.value("changes", nlohmann::json::array())) {
           char one[96];

@@ -44,6 +44,10 @@ struct ConcurrencySnapshot {
   // The memory fit (AdaptiveLimit::memory_fit: the most requests whose working set stays under
   // the memory cut); nullopt before a memory sample with a request running.
   std::optional<uint32_t> memory_fit;
+  // The memory ceiling while it holds (AdaptiveLimit::memory_ceiling: one below the limit a memory
+  // cut came at), else nullopt; the ms left of its hold (0 when none holds).
+  std::optional<uint32_t> memory_ceiling;
+  uint64_t memory_ceiling_left_ms = 0;
   // cpu.pressure events that held growth without a cut (no other cell was waiting for a CPU).
   uint64_t cpu_pressure_spared = 0;
   // The wall-clock time (ms since the Unix epoch) the snapshot was taken: each change's wall time

@@ -191,7 +191,11 @@ std::string FormatAdaptiveState(const nlohmann::json& concurrency) {
   }
   std::string out = Text(concurrency, "phase") + ", " + base + ", ratio " + ratio + ", holding " +
                     Text(concurrency, "hold") + ", signals " + signals;
-  // Older bulkheadd have no "cpu_pressure_spared".
+  // Older bulkheadd have neither "memory_ceiling" nor "cpu_pressure_spared".
+  if (concurrency.contains("memory_ceiling") && concurrency["memory_ceiling"].is_number()) {
+    out += ", memory ceiling " + Scalar(concurrency["memory_ceiling"]) + " for " +
+           FormatAge(Number(concurrency, "memory_ceiling_left_ms"));
+  }
   if (concurrency.contains("cpu_pressure_spared")) {
     out += ", cpu events spared " + std::to_string(Number(concurrency, "cpu_pressure_spared"));
   }

@@ -196,6 +196,8 @@ control::ConcurrencySnapshot ConcurrencyOf(const proxy::CellDataPath& data_path,
   c.throttled_permille = adaptive->throttled_permille();
   c.memory_permille = adaptive->memory_permille();
   c.memory_fit = adaptive->memory_fit();
+  c.memory_ceiling = adaptive->memory_ceiling();
+  c.memory_ceiling_left_ms = adaptive->memory_ceiling_left_ms();
   c.cpu_pressure_spared = adaptive->cpu_pressure_spared();
   timespec wall{};
   clock_gettime(CLOCK_REALTIME, &wall);

@@ -615,7 +615,8 @@ TEST_F(AdaptiveLimitTest, APressureHoldEndsAfterItsTime) {
   EXPECT_EQ(Busy(1.0), 6u);
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kPressure);
   EXPECT_EQ(Busy(1.0), 7u);  // now past the hold; + 1: a cut ended slow start
-  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+  // 7 is the memory ceiling (the memory trigger cut at 8): the hold that remains is its own.
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryCut);
 }
 
 TEST_F(AdaptiveLimitTest, SustainedPressureCutsOnEveryEventDownToTheFloor) {
@@ -662,6 +663,77 @@ TEST_F(AdaptiveLimitTest, TheMemoryFitTakesTheLargestRecentShareAndForgetsOlderO
   EXPECT_EQ(lim().memory_fit(), 8u);
   EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);  // the limit is 4: it may grow to 8
   EXPECT_EQ(lim().memory_permille(), 828u);  // past the 750 that held growth before the fit
+}
+
+// The memory-bound bench cell's story: 8 requests fit, the fit lets the limit try 9, and the
+// working set passes the cut there. The limit climbs back to 8 and stays for the probe wait.
+TEST_F(AdaptiveLimitTest, AMemoryCutHoldsGrowthOneBelowWhereItCameUntilItsWaitEnds) {
+  options_.ceiling = 64;
+  GrowTo(8);
+  Busy(1.0);  // 8 -> 16 by slow start
+  ASSERT_EQ(lim().limit(), 16u);
+  EXPECT_FALSE(lim().memory_ceiling().has_value());
+  lim().OnMemoryUsage(900, 1000, 0);  // cut at 16: 12, the ceiling 15
+  ASSERT_EQ(lim().limit(), 12u);
+  EXPECT_EQ(lim().memory_ceiling(), 15u);
+  EXPECT_EQ(lim().memory_ceiling_left_ms(), 30'000u);
+  lim().OnMemoryUsage(500, 1000, 0);  // the requests that held it ended
+  for (int i = 0; i < 10; ++i) Busy(1.0);
+  EXPECT_EQ(lim().limit(), 15u) << "+1 a window, up to the ceiling and no further";
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryCut);
+  Throttled(10);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryCut) << "reported before throttling";
+  Throttled(0);
+  // The wait ends: growth passes the ceiling (a probe), and a cut there doubles the next wait.
+  clock_.AdvanceMs(lim().memory_ceiling_left_ms());
+  EXPECT_FALSE(lim().memory_ceiling().has_value());
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kNone);
+  EXPECT_EQ(Busy(1.0), 16u);
+  lim().OnMemoryUsage(900, 1000, 0);
+  EXPECT_EQ(lim().limit(), 12u);
+  EXPECT_EQ(lim().memory_ceiling(), 15u);
+  EXPECT_EQ(lim().memory_ceiling_left_ms(), 60'000u);
+  // Failed again and again: the wait doubles up to its most.
+  for (const uint64_t wait : {120'000, 240'000, 480'000, 480'000}) {
+    clock_.AdvanceMs(lim().memory_ceiling_left_ms());
+    lim().OnMemoryUsage(500, 1000, 0);
+    while (lim().limit() < 16) Busy(1.0);
+    lim().OnMemoryUsage(900, 1000, 0);
+    EXPECT_EQ(lim().memory_ceiling_left_ms(), wait);
+  }
+}
+
+TEST_F(AdaptiveLimitTest, TheMemoryCeilingMovesOnlyAtACutAtOrAboveItWhileItHolds) {
+  options_.ceiling = 64;
+  GrowTo(16);
+  lim().OnMemoryUsage(900, 1000, 0);  // 16 -> 12, ceiling 15
+  ASSERT_EQ(lim().memory_ceiling(), 15u);
+  // The overshoot is still clearing: a memory trigger cuts the limit, the ceiling stays.
+  clock_.AdvanceMs(500);
+  lim().OnPressure(Signal::kMemoryPressure);
+  EXPECT_EQ(lim().limit(), 9u);
+  EXPECT_EQ(lim().memory_ceiling(), 15u);
+  EXPECT_EQ(lim().memory_ceiling_left_ms(), 29'500u) << "nor is its hold renewed";
+  // Back at the ceiling, a cut there (the requests grew) lowers it and renews its hold, with the
+  // same wait: it was no probe.
+  clock_.AdvanceMs(2'000);  // past the pressure hold
+  lim().OnMemoryUsage(500, 1000, 0);
+  while (lim().limit() < 15) Busy(1.0);
+  EXPECT_EQ(lim().growth_hold(), GrowthHold::kMemoryCut);
+  lim().OnMemoryUsage(900, 1000, 0);
+  EXPECT_EQ(lim().limit(), 11u);
+  EXPECT_EQ(lim().memory_ceiling(), 14u);
+  EXPECT_EQ(lim().memory_ceiling_left_ms(), 30'000u);
+  // Once its wait is over, a cut at or below it (not a probe) keeps the wait as well.
+  clock_.AdvanceMs(30'000);
+  lim().OnMemoryUsage(900, 1000, 0);
+  EXPECT_EQ(lim().limit(), 8u);
+  EXPECT_EQ(lim().memory_ceiling(), 10u);
+  EXPECT_EQ(lim().memory_ceiling_left_ms(), 30'000u);
+  // Other causes leave it alone.
+  lim().OnPressure(Signal::kCpuPressure);
+  EXPECT_EQ(lim().memory_ceiling(), 10u);
+  EXPECT_EQ(lim().memory_ceiling_left_ms(), 30'000u);
 }
 
 TEST_F(AdaptiveLimitTest, CpuStatIsJudgedOverEnoughPeriodsAndRestartsWhenItsCountersGoBack) {

@@ -142,6 +142,8 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   s.concurrency.base_age_ms = 12'000;
   s.concurrency.ratio_permille = 1'310;
   s.concurrency.memory_fit = 8;
+  s.concurrency.memory_ceiling = 7;
+  s.concurrency.memory_ceiling_left_ms = 21'000;
   s.concurrency.wall_now_ms = 1'735'740'135'000;  // 2025-01-01T14:02:15Z
   s.concurrency.changes = {{4'000, 14, 6, admission::LimitCause::kMemoryPressure, 0},
                            {9'000, 7, 14, admission::LimitCause::kSlowStart, 0}};
@@ -168,6 +170,8 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   EXPECT_EQ(c.at("base_age_ms"), 12'000);
   EXPECT_DOUBLE_EQ(c.at("ratio").get<double>(), 1.31);
   EXPECT_EQ(c.at("memory_fit"), 8);
+  EXPECT_EQ(c.at("memory_ceiling"), 7);
+  EXPECT_EQ(c.at("memory_ceiling_left_ms"), 21'000);
   ASSERT_EQ(c.at("changes").size(), 2u);
   EXPECT_EQ(c.at("changes")[0], nlohmann::json({{"at", "2025-01-01T14:02:11Z"},
                                                 {"ago_ms", 4'000},
@@ -184,10 +188,14 @@ TEST(StatusJson, ShowsTheConcurrencyModeTheLimitAndItsLastChangesWithTheirCause)
   s.concurrency.base_us.reset();
   s.concurrency.base_age_ms.reset();
   s.concurrency.memory_fit.reset();  // no memory reading with a request running yet
+  s.concurrency.memory_ceiling.reset();  // no memory cut holds growth
+  s.concurrency.memory_ceiling_left_ms = 0;
   j = CellStatusJson(s, Config());
   EXPECT_TRUE(j.at("concurrency").at("base_us").is_null());
   EXPECT_TRUE(j.at("concurrency").at("base_age_ms").is_null());
   EXPECT_TRUE(j.at("concurrency").at("memory_fit").is_null());
+  EXPECT_TRUE(j.at("concurrency").at("memory_ceiling").is_null());
+  EXPECT_EQ(j.at("concurrency").at("memory_ceiling_left_ms"), 0);
 }
 
 TEST(StatusJson, ShowsTheProtocolAndAnHttpCellsHeaderTimeout) {

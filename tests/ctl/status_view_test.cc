@@ -10,6 +10,7 @@ namespace bulkhead::ctl {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 nlohmann::json Recent(nlohmann::json p50, nlohmann::json p99) {
   return {{"window_s", 60},        {"requests", 7},   {"latency_p50_ms", p50},
@@ -168,6 +169,14 @@ TEST(StatusView, ConcurrencyShowsTheLimitItsBoundsAndTheLastChange) {
   EXPECT_EQ(FormatAdaptiveState(adaptive),
             "avoidance, base 10.2ms (12.0s ago), ratio 1.31, holding none, signals "
             "service_time,memory_pressure, cpu events spared 3");
+  // A memory cut at 7 holds growth at 6 for another 29.5 s.
+  adaptive["memory_ceiling"] = 6;
+  adaptive["memory_ceiling_left_ms"] = 29'500;
+  EXPECT_THAT(FormatAdaptiveState(adaptive),
+              HasSubstr("signals service_time,memory_pressure, memory ceiling 6 for 29.5s, cpu "
+                        "events spared 3"));
+  adaptive["memory_ceiling"] = nullptr;
+  EXPECT_THAT(FormatAdaptiveState(adaptive), Not(HasSubstr("memory ceiling")));
   adaptive["base_us"] = nullptr;
   EXPECT_THAT(FormatAdaptiveState(adaptive), HasSubstr("base measuring"));
 }
