@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -604,34 +605,13 @@ int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline) {
   return exit_code;
 }
 
-int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline,
-                  std::optional<std::chrono::milliseconds> settle_timeout) {
-  auto exchange_deadline = [&deadline]() -> Deadline {
-    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
-  };
-  std::optional<uint64_t> settle_ms;
-  if (settle_timeout) settle_ms = static_cast<uint64_t>(settle_timeout->count());
-  ControlReply reply = QueryControl(socket, ReexecRequest(settle_ms), exchange_deadline());
-  if (!reply.response) return ReportNoResponse(reply);
-  const nlohmann::json& response = *reply.response;
-  if (response.value("ok", false) != true) {
-    auto error = response.find("error");
-    PrintError("reexec refused: " + (error != response.end() && error->is_string()
-                                         ? error->get<std::string>()
-                                         : response.dump()));
-    return IsPermissionDenied(response) ? kExitPermissionDenied : kExitFailure;
-  }
-  const uint64_t count_before = response.value("count", uint64_t{0});
-  // A re-exec may first wait for its cells to settle, as long as bulkheadd says.
-  const Deadline wait_deadline =
-      deadline ? deadline
-               : std::chrono::steady_clock::now() + kDefaultWaitTimeout +
-                     std::chrono::milliseconds(response.value("settle_timeout_ms", uint64_t{0}));
-  if (no_block) {
-    return WriteAll(stdout, "re-executing " + response.value("binary", std::string()) + "\n")
-               ? kExitOk
-               : kExitFailure;
-  }
+namespace {
+
+// Asks for the status every kPollInterval until the re-exec that began after `count_before` is
+// done (kExitOk), failed (kExitFailure) or `wait_deadline` (kExitReexecUnderWay while status
+// says it is under way). Each exchange is bounded by `exchange_deadline()`.
+int WaitForReexec(const std::string& socket, uint64_t count_before, Deadline wait_deadline,
+                  const std::function<Deadline()>& exchange_deadline) {
   // The supervisor drains, then execs: the control socket stays open meanwhile (connections wait
   // in its backlog), and the new image answers on it.
   std::string under_way;  // where the last status said the re-exec stands, "" when it did not
@@ -669,6 +649,79 @@ int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline,
     }
     Pause(kPollInterval);
   }
+}
+
+// How much longer than bulkheadd's own bound a join waits: the access log's close, the exec and
+// the new image's first answer, which the bound does not count.
+constexpr std::chrono::seconds kJoinMargin{10};
+
+}  // namespace
+
+int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline,
+                  std::optional<std::chrono::milliseconds> settle_timeout) {
+  auto exchange_deadline = [&deadline]() -> Deadline {
+    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
+  };
+  std::optional<uint64_t> settle_ms;
+  if (settle_timeout) settle_ms = static_cast<uint64_t>(settle_timeout->count());
+  ControlReply reply = QueryControl(socket, ReexecRequest(settle_ms), exchange_deadline());
+  if (!reply.response) return ReportNoResponse(reply);
+  const nlohmann::json& response = *reply.response;
+  if (response.value("ok", false) != true) {
+    auto error = response.find("error");
+    PrintError("reexec refused: " + (error != response.end() && error->is_string()
+                                         ? error->get<std::string>()
+                                         : response.dump()));
+    return IsPermissionDenied(response) ? kExitPermissionDenied : kExitFailure;
+  }
+  const uint64_t count_before = response.value("count", uint64_t{0});
+  // A re-exec may first wait for its cells to settle, as long as bulkheadd says.
+  const Deadline wait_deadline =
+      deadline ? deadline
+               : std::chrono::steady_clock::now() + kDefaultWaitTimeout +
+                     std::chrono::milliseconds(response.value("settle_timeout_ms", uint64_t{0}));
+  if (no_block) {
+    return WriteAll(stdout, "re-executing " + response.value("binary", std::string()) + "\n")
+               ? kExitOk
+               : kExitFailure;
+  }
+  return WaitForReexec(socket, count_before, wait_deadline, exchange_deadline);
+}
+
+int ReexecJoinCommand(const std::string& socket, Deadline deadline) {
+  auto exchange_deadline = [&deadline]() -> Deadline {
+    return deadline ? deadline : std::chrono::steady_clock::now() + kDefaultControlTimeout;
+  };
+  ControlReply reply = QueryControl(socket, StatusRequest(), exchange_deadline());
+  if (!reply.response) return ReportNoResponse(reply);
+  if (reply.response->value("ok", false) != true) {
+    auto error = reply.response->find("error");
+    PrintError("reexec --join: " + (error != reply.response->end() && error->is_string()
+                                        ? error->get<std::string>()
+                                        : reply.response->dump()));
+    return IsPermissionDenied(*reply.response) ? kExitPermissionDenied : kExitFailure;
+  }
+  const ReexecJoin join = JudgeJoin(*reply.response);
+  switch (join.verdict.kind) {
+    case ReexecVerdict::Kind::kDone:
+      return WriteAll(stdout, join.verdict.text + "\n") ? kExitOk : kExitFailure;
+    case ReexecVerdict::Kind::kFailed:
+      PrintError("reexec failed, bulkheadd goes on as it was: " + join.verdict.text);
+      return kExitFailure;
+    case ReexecVerdict::Kind::kWaiting:
+      break;
+  }
+  // As long as bulkheadd's own bound, and what follows it; a bulkheadd that does not say its
+  // bound: as long as a reexec waits past the settling.
+  const Deadline wait_deadline =
+      deadline ? deadline
+               : std::chrono::steady_clock::now() + kJoinMargin +
+                     (join.ends_within_ms
+                          ? std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::milliseconds(*join.ends_within_ms))
+                          : std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                kDefaultWaitTimeout));
+  return WaitForReexec(socket, join.count_before, wait_deadline, exchange_deadline);
 }
 
 }  // namespace bulkhead::ctl

@@ -82,4 +82,11 @@ int ReloadCommand(const std::string& socket, bool no_block, Deadline deadline);
 int ReexecCommand(const std::string& socket, bool no_block, Deadline deadline,
                   std::optional<std::chrono::milliseconds> settle_timeout);
 
+// reexec --join: asks for no re-exec; waits for the one under way as ReexecCommand does (the same
+// outputs and exit codes), as long as bulkheadd says it may still last (status's
+// reexec.ends_within_ms) and 10 s more, or `deadline` when given. With none under way, says how
+// the last one ended at once (JudgeJoin): kExitOk when it went ahead, kExitFailure when it failed
+// or there was none. For a caller whose `reexec` exited kExitReexecUnderWay (postinst).
+int ReexecJoinCommand(const std::string& socket, Deadline deadline);
+
 }  // namespace bulkhead::ctl

@@ -169,13 +169,19 @@ int Main(int argc, char** argv) {
       "make bulkheadd execute its binary as it is on disk now (an upgrade) in the same process, "
       "keeping its workers, sockets and counters, and wait until the new one answers "
       "(docs/reexec.md)");
-  reexec->add_flag("--no-block", no_block,
-                   "return once bulkheadd has begun, without waiting for the new image");
+  CLI::Option* reexec_no_block = reexec->add_flag(
+      "--no-block", no_block, "return once bulkheadd has begun, without waiting for the new image");
   std::string settle_text;
   CLI::Option* settle_option = reexec->add_option("--settle-timeout", settle_text,
                      "how long the re-exec may wait for cells starting, stopping or swapping "
                      "workers to settle before it is refused, e.g. 30s (default: the longest "
                      "start_timeout + stop_timeout of the cells, at most 2m)");
+  bool join = false;
+  CLI::Option* join_option = reexec->add_flag(
+      "--join", join,
+      "ask for no re-exec: wait for the one under way (as long as bulkheadd says it may last), "
+      "or say how the last one ended when none is (after a reexec that exited 75)");
+  join_option->excludes(settle_option)->excludes(reexec_no_block);
 
   try {
     app.parse(argc, argv);
@@ -260,6 +266,7 @@ int Main(int argc, char** argv) {
   }
   if (reload->parsed()) return ReloadCommand(socket, no_block, deadline);
   if (reexec->parsed()) {
+    if (join) return ReexecJoinCommand(socket, deadline);
     std::optional<std::chrono::milliseconds> settle_timeout;
     if (settle_option->count() > 0) {
       // An empty value (an unset variable in a script) is an error, not the default bound.

@@ -47,4 +47,44 @@ ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before) {
   return {.kind = ReexecVerdict::Kind::kWaiting, .text = text};
 }
 
+ReexecJoin JudgeJoin(const nlohmann::json& status) {
+  auto no_fields = [] {
+    return ReexecJoin{.verdict = {.kind = ReexecVerdict::Kind::kFailed,
+                                  .text = "bulkheadd's status says nothing of a re-exec"},
+                      .count_before = 0,
+                      .ends_within_ms = std::nullopt};
+  };
+  if (!status.is_object()) return no_fields();
+  auto supervisor = status.find("supervisor");
+  if (supervisor == status.end() || !supervisor->is_object()) return no_fields();
+  auto reexec = supervisor->find("reexec");
+  if (reexec == supervisor->end() || !reexec->is_object()) return no_fields();
+  auto count = reexec->find("count");
+  if (count == reexec->end() || !count->is_number_unsigned()) return no_fields();
+  const uint64_t now = count->get<uint64_t>();
+  if (reexec->value("phase", std::string()) != "idle") {
+    ReexecJoin join{
+        .verdict = JudgeReexec(status, now), .count_before = now, .ends_within_ms = std::nullopt};
+    auto within = reexec->find("ends_within_ms");
+    if (within != reexec->end() && within->is_number_unsigned()) {
+      join.ends_within_ms = within->get<uint64_t>();
+    }
+    return join;
+  }
+  // None under way: the last one either failed (its reason kept) or went ahead (counted).
+  if (now == 0) {
+    auto error = reexec->find("last_error");
+    const bool failed = error != reexec->end() && error->is_string();
+    return {.verdict = {.kind = ReexecVerdict::Kind::kFailed,
+                        .text = failed ? error->get<std::string>()
+                                       : "no re-exec is under way, and this bulkheadd has not "
+                                         "re-executed since it started"},
+            .count_before = 0,
+            .ends_within_ms = std::nullopt};
+  }
+  return {.verdict = JudgeReexec(status, now - 1),
+          .count_before = now - 1,
+          .ends_within_ms = std::nullopt};
+}
+
 }  // namespace bulkhead::ctl

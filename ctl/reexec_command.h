@@ -31,4 +31,19 @@ struct ReexecVerdict {
 // response without the fields).
 ReexecVerdict JudgeReexec(const nlohmann::json& status, uint64_t count_before);
 
+// `bulkheadctl reexec --join`, judged from the first status response: it asks for no re-exec,
+// it waits for the one under way, or says how the last one ended when none is (the one a
+// `reexec` that exited 75 left under way may have ended before this looked).
+struct ReexecJoin {
+  // kWaiting: one is under way (`text` as JudgeReexec's); kDone: none is, and the last one went
+  // ahead (JudgeReexec's "re-executed: ..."); kFailed: none is, and the last one failed
+  // (supervisor.reexec.last_error), or there was none, or the response has no re-exec fields.
+  ReexecVerdict verdict;
+  uint64_t count_before = 0;  // supervisor.reexec.count: JudgeReexec's `count_before` after
+  // kWaiting: the most bulkheadd says the re-exec may still last (reexec.ends_within_ms);
+  // nullopt from a bulkheadd that does not say.
+  std::optional<uint64_t> ends_within_ms;
+};
+ReexecJoin JudgeJoin(const nlohmann::json& status);
+
 }  // namespace bulkhead::ctl

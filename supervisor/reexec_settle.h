@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,5 +44,26 @@ struct SettleStep {
 };
 SettleStep JudgeSettle(std::string_view unsettled, uint64_t now_ms, uint64_t started_ms,
                        uint64_t deadline_ms);
+
+// What bounds a re-exec under way (settling, checking or draining), loop ms.
+struct ReexecBounds {
+  uint64_t settle_deadline_ms = 0;  // the settling's deadline, set at the request
+  bool checked = false;             // the binary's version check passed already (not run again)
+  uint64_t check_ms = 0;            // the check's bound
+  uint64_t drain_ms = 0;            // a drain's bound: the longest stop_timeout of the cells
+  uint64_t grace_ms = 0;            // after the drain's bound, for the answers of what was left
+  // While draining: the drain's deadline (the grace's end once what was left was answered);
+  // nullopt in the other phases.
+  std::optional<uint64_t> drain_deadline_ms;
+  bool abandoned = false;  // draining: the deadline passed and what was left was answered
+};
+// The most a re-exec under way may still last at `now_ms`, ms, before bulkheadd ends it by the
+// exec or a refusal (status's reexec.ends_within_ms, which `bulkheadctl reexec --join` waits).
+// A settling goes on to the check (unless `checked`) and a drain; a check or a drain may go back
+// to settling, and a drain then starts again, but only before the settling's deadline: so
+// (the settling's time left) + check + drain + grace, and for a drain under way at least its own
+// time left (only that, past the settling's deadline). Not counted: the access log's close and
+// the exec itself, which follow.
+uint64_t ReexecEndsWithinMs(const ReexecBounds& bounds, uint64_t now_ms);
 
 }  // namespace bulkhead::supervisor

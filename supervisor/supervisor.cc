@@ -702,6 +702,8 @@ std::string Supervisor::StatusControl(const std::string& only) {
           {"waiting_for", reexec_phase_ == ReexecPhase::kSettling
                               ? nlohmann::json(ReexecWaitingFor())
                               : nlohmann::json::array()},
+          // The most it may still last before bulkheadd ends it (`reexec --join` waits it).
+          {"ends_within_ms", ReexecEndsWithin()},
           {"last_error",
            reexec_error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(reexec_error_)}}}}},
       {"cells", cells},
@@ -798,6 +800,27 @@ std::vector<std::string> Supervisor::ReexecWaitingFor() const {
     }
   }
   return waiting;
+}
+
+nlohmann::json Supervisor::ReexecEndsWithin() const {
+  if (reexec_phase_ != ReexecPhase::kSettling && reexec_phase_ != ReexecPhase::kChecking &&
+      reexec_phase_ != ReexecPhase::kDraining) {
+    return nullptr;
+  }
+  uint64_t longest_stop_ms = 0;
+  for (const auto& cell : cells_) {
+    longest_stop_ms = std::max(longest_stop_ms, cell->stop_timeout_ms());
+  }
+  const bool draining = reexec_phase_ == ReexecPhase::kDraining;
+  return ReexecEndsWithinMs(
+      {.settle_deadline_ms = reexec_settle_deadline_ms_,
+       .checked = reexec_checked_,
+       .check_ms = kReexecCheckTimeoutMs,
+       .drain_ms = longest_stop_ms,
+       .grace_ms = kReexecAnswerGraceMs,
+       .drain_deadline_ms = draining ? std::optional<uint64_t>(reexec_deadline_ms_) : std::nullopt,
+       .abandoned = draining && reexec_abandoned_},
+      time_.NowMs());
 }
 
 std::string Supervisor::ReexecUnsettled() const {

@@ -219,6 +219,9 @@ class Supervisor {
   std::vector<std::string> ReexecWaitingFor() const;
   // The first of ReexecWaitingFor(), "" when none.
   std::string ReexecUnsettled() const;
+  // status's reexec.ends_within_ms: ReexecEndsWithinMs of the re-exec under way (settling,
+  // checking or draining), null in the other phases.
+  nlohmann::json ReexecEndsWithin() const;
   // One look of kSettling (JudgeSettle): waits, refuses past the deadline, or goes on to the
   // version check (kChecking), or to kDraining when the binary was checked already.
   void SettleReexec();

@@ -748,6 +748,52 @@ TEST(Reexec, ATimeoutShorterThanTheSettlingExitsSayingTheReexecIsStillUnderWay) 
   EXPECT_OK_REPLY(h.Call("a", "echo after"), "after");
 }
 
+// `bulkheadctl reexec --join` (what postinst runs after a reexec that exited 75): a second
+// `reexec` is refused while one is under way, a join waits for it instead (here its --timeout
+// ends first: 75 again, with where it stands), and once the cell settled a join says the re-exec
+// went ahead, whether it ended before the join looked or while it waited. Status says how long
+// the re-exec under way may still last. On a bulkheadd that never re-executed a join fails.
+TEST(Reexec, AJoinWaitsForTheReexecUnderWayWhichASecondReexecIsRefused) {
+  Harness h(TestOptions({CellSpec{.name = "a"}, StaysStarting()}));
+  ASSERT_STARTED(h);
+  Result<ProcessResult> none = h.Ctl({"reexec", "--join"});
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(none->exit_code(), kExitFailure) << none->Describe();
+  EXPECT_THAT(none->err, HasSubstr("has not re-executed since it started")) << none->err;
+  EXPECT_TRUE(h.Status()["supervisor"]["reexec"]["ends_within_ms"].is_null());
+
+  ASSERT_TRUE(
+      h.WaitForCell("starting", [](const nlohmann::json& c) { return c["state"] == "starting"; }));
+  Result<ProcessResult> first = h.Ctl({"--timeout", "300ms", "reexec"});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_EQ(first->exit_code(), kExitReexecUnderWay) << first->Describe() << h.Log();
+  // The settling's time left (the cells' longest start_timeout + stop_timeout from the request),
+  // then the check, the drain and its grace.
+  const nlohmann::json within = h.Status()["supervisor"]["reexec"]["ends_within_ms"];
+  ASSERT_TRUE(within.is_number_unsigned()) << h.Status().dump();
+  EXPECT_GT(within.get<uint64_t>(), 0u);
+
+  Result<ProcessResult> second = h.Ctl({"reexec"});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->exit_code(), kExitFailure) << second->Describe();
+  EXPECT_THAT(second->err, HasSubstr("a re-exec is already under way")) << second->err;
+  Result<ProcessResult> joined = h.Ctl({"--timeout", "300ms", "reexec", "--join"});
+  ASSERT_TRUE(joined.ok());
+  EXPECT_EQ(joined->exit_code(), kExitReexecUnderWay) << joined->Describe();
+  EXPECT_THAT(joined->err, HasSubstr("settling, waiting for cells.starting: it is starting"))
+      << joined->err;
+
+  Result<ProcessResult> stop = h.Ctl({"stop", "starting"});
+  ASSERT_TRUE(stop.ok());
+  ASSERT_EQ(stop->exit_code(), kExitOk) << stop->Describe();
+  Result<ProcessResult> done = h.Ctl({"reexec", "--join"});
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->exit_code(), kExitOk) << done->Describe() << h.Log();
+  EXPECT_THAT(done->out, HasSubstr(", re-exec 1")) << done->out;
+  EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 1);
+  EXPECT_OK_REPLY(h.Call("a", "echo after"), "after");
+}
+
 // A cell that stays starting, stopping or swapping workers past the settling's bound (here
 // `--settle-timeout 1s`) refuses the re-exec, naming the cell and what it is doing; nothing
 // changes.

@@ -50,5 +50,42 @@ TEST(JudgeSettle, PastTheDeadlineRefusesNamingTheCellItsStateAndTheWait) {
             "settle");
 }
 
+// A re-exec asked at t = 1000 with a settling bound of 95 s, a 5 s check, a 30 s drain and a 1 s
+// grace: what status says it may still last (reexec.ends_within_ms), at each phase.
+TEST(ReexecEndsWithin, IsTheSettlingsTimeLeftThenTheCheckTheDrainAndTheGrace) {
+  ReexecBounds bounds{.settle_deadline_ms = 96'000,
+                      .checked = false,
+                      .check_ms = 5'000,
+                      .drain_ms = 30'000,
+                      .grace_ms = 1'000,
+                      .drain_deadline_ms = std::nullopt,
+                      .abandoned = false};
+  EXPECT_EQ(ReexecEndsWithinMs(bounds, 1'000), 95'000u + 5'000 + 30'000 + 1'000);
+  EXPECT_EQ(ReexecEndsWithinMs(bounds, 96'000), 36'000u);
+  // A check that passed is not run again when a cell sends the re-exec back to settling.
+  bounds.checked = true;
+  EXPECT_EQ(ReexecEndsWithinMs(bounds, 46'000), 50'000u + 30'000 + 1'000);
+}
+
+TEST(ReexecEndsWithin, ADrainUnderWayCountsItsOwnTimeLeftAndTheGrace) {
+  // Draining from t = 50000, before the settling's deadline (96000): a cell unsettled at the
+  // drain's end may send the re-exec back to settling, and a drain starts again.
+  ReexecBounds bounds{.settle_deadline_ms = 96'000,
+                      .checked = true,
+                      .check_ms = 5'000,
+                      .drain_ms = 30'000,
+                      .grace_ms = 1'000,
+                      .drain_deadline_ms = 80'000,
+                      .abandoned = false};
+  EXPECT_EQ(ReexecEndsWithinMs(bounds, 50'000), 46'000u + 30'000 + 1'000);
+  // Past the settling's deadline: only this drain's time left and the grace.
+  bounds.drain_deadline_ms = 230'000;
+  EXPECT_EQ(ReexecEndsWithinMs(bounds, 200'000), 31'000u);
+  // Past the drain's deadline, what was left was answered: only the grace's time left.
+  bounds.drain_deadline_ms = 231'000;
+  bounds.abandoned = true;
+  EXPECT_EQ(ReexecEndsWithinMs(bounds, 230'500), 500u);
+}
+
 }  // namespace
 }  // namespace bulkhead::supervisor
