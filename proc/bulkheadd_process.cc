@@ -60,6 +60,7 @@ Status BulkheaddProcess::Start() {
                      .parent_death_signal = SIGTERM,
                      .max_open_files = options_.max_open_files,
                      .oom_score_adj = options_.oom_score_adj};
+  child.argv.insert(child.argv.end(), options_.args.begin(), options_.args.end());
   Result<ChildProcess> started = ChildProcess::Start("bulkheadd", child);
   if (!started.ok()) return started.status();
   process_ = std::move(started).value();

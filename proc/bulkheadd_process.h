@@ -49,6 +49,8 @@ struct BulkheaddOptions {
   std::string config_path;
   std::string control_socket;  // where the config's runtime_dir puts control.sock
   std::string log_path;        // bulkheadd's stdout and stderr, appended
+  // Arguments after `--config config_path`, e.g. {"--log-level", "warning"}.
+  std::vector<std::string> args = {};
   // "NAME=value" entries replacing or extending this process's environment for bulkheadd.
   std::vector<std::string> env = {};
   // RLIMIT_NOFILE and /proc/self/oom_score_adj of bulkheadd (ChildOptions); 0 / unset inherit.
@@ -71,7 +73,7 @@ class BulkheaddProcess {
   BulkheaddProcess(const BulkheaddProcess&) = delete;
   BulkheaddProcess& operator=(const BulkheaddProcess&) = delete;
 
-  // Starts `binary --config config_path` (stdin /dev/null, stdout and stderr appended to
+  // Starts `binary --config config_path args...` (stdin /dev/null, stdout and stderr appended to
   // log_path, PR_SET_PDEATHSIG SIGTERM so that it stops its workers if this process dies), in this
   // process's process group. May be called again once the last run was reaped. Errors: already
   // running, the log cannot be opened, fork or exec failed ("bulkheadd: exec PATH: ...").

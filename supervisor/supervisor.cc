@@ -769,6 +769,9 @@ std::string Supervisor::ReexecRefused() {
     return "the new image reads " + config_.source +
            " again, and it is refused now: " + loaded.errors.front().ToString();
   }
+  // --log-level wins over the file's, as at a reload; the new image is given it again (same
+  // arguments).
+  if (!pinned_log_level_.empty()) loaded.config->supervisor.log_level = pinned_log_level_;
   const control::ReloadPlan plan = control::PlanReload(config_, *loaded.config);
   if (!plan.errors.empty()) {
     // A change that a reload refuses as well: its own text says what to do instead.
@@ -862,7 +865,11 @@ std::string Supervisor::BeginReexec(std::string_view why,
     return "";
   }
   Status started = StartReexecCheck();
-  if (!started.ok()) return refuse(started.message());
+  if (!started.ok()) {
+    // Begun (last_error was cleared above): this is how it ended, for status and `reexec --join`.
+    reexec_error_ = started.message();
+    return refuse(started.message());
+  }
   return "";
 }
 

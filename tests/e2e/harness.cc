@@ -102,6 +102,7 @@ Harness::Harness(HarnessOptions options) : options_(std::move(options)) {
                              .config_path = config_path(),
                              .control_socket = control_socket(),
                              .log_path = log_path(),
+                             .args = options_.args,
                              .env = options_.env,
                              .max_open_files = options_.max_open_files,
                              .oom_score_adj = options_.oom_score_adj,

@@ -72,6 +72,8 @@ struct HarnessOptions {
   // The bulkheadd binary to run; empty: BulkheaddPath(). (A re-exec test runs a copy it can
   // replace.)
   std::string binary;
+  // Arguments for bulkheadd after `--config FILE`, e.g. {"--log-level", "warning"}.
+  std::vector<std::string> args = {};
   // How long Start waits for the control socket to answer and the cells to run.
   std::chrono::milliseconds start_timeout{10000};
   // How long Stop waits after SIGTERM before SIGKILL. Above what bulkheadd itself may take with

@@ -347,6 +347,51 @@ TEST(Reexec, ABinaryThatCannotReadTheStateIsRefusedAndNothingChanges) {
   ExpectTheSameWorkerServes(h, worker);
 }
 
+// A binary that cannot be executed at all (no execute bit: a copy that lost its mode, a file
+// half-written) is refused at once, and that refusal is how the re-exec ended: status's
+// last_error says so and `reexec --join` exits 1 with it, not with the outcome of an earlier
+// re-exec that went ahead (it did: "re-exec 1").
+TEST(Reexec, ABinaryThatCannotBeExecutedIsRefusedAndJoinReportsThatRefusal) {
+  ReplaceableBinary binary;
+  Harness h(binary.Options());
+  ASSERT_STARTED(h);
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  ASSERT_TRUE(Reexecs(h));
+
+  const std::string next = binary.Join("bulkheadd.next");
+  std::ofstream(next) << "not a program\n";
+  ::chmod(next.c_str(), 0644);
+  std::filesystem::rename(next, binary.path());
+  ExpectReexecFails(h, binary.path());
+  const nlohmann::json reexec = h.Status()["supervisor"]["reexec"];
+  EXPECT_EQ(reexec["count"], 1) << reexec.dump();
+  ASSERT_TRUE(reexec["last_error"].is_string()) << reexec.dump();
+  EXPECT_THAT(reexec["last_error"].get<std::string>(), HasSubstr(binary.path()));
+  Result<ProcessResult> join = h.Ctl({"reexec", "--join"});
+  ASSERT_TRUE(join.ok()) << join.status().message();
+  EXPECT_EQ(join->exit_code(), kExitFailure) << join->Describe();
+  EXPECT_THAT(join->err, HasSubstr(binary.path())) << join->Describe();
+  ExpectTheSameWorkerServes(h, worker);
+}
+
+// A level given on the command line (`bulkheadd --log-level warning`) wins over the file's at
+// every reload, and a re-exec runs the same arguments again: the file without that level is the
+// config in force, not a change to reload first (every upgrade by postinst fell back to a
+// restart).
+TEST(Reexec, ALogLevelGivenOnTheCommandLineIsNoChangeOfTheFile) {
+  HarnessOptions options = TestOptions({CellSpec{.name = "a"}});
+  options.args = {"--log-level", "warning"};
+  Harness h(options);
+  ASSERT_STARTED(h);
+  const pid_t worker = h.Cell("a")["pid"].get<pid_t>();
+  ASSERT_TRUE(Reexecs(h)) << h.Log();
+  EXPECT_EQ(h.Status()["supervisor"]["reexec"]["count"], 1);
+  ExpectTheSameWorkerServes(h, worker);
+  // The file's own level, changed since, is still a change to reload first.
+  h.RewriteConfig({CellSpec{.name = "a"}}, "log_level = \"error\"\n");
+  ExpectReexecFails(h, "supervisor.log_level changed (reload first)");
+}
+
 // An upgrade that moves the running binary aside and puts the new one in its place (`mv bulkheadd
 // bulkheadd.old; cp new bulkheadd`): /proc/self/exe then names bulkheadd.old, and a re-exec of it
 // ran the old binary again. The path bulkheadd was first started as is what is executed (here a
