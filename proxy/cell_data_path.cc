@@ -277,11 +277,8 @@ void CellDataPath::TakeAdaptiveLimit(uint32_t limit) {
 
 void CellDataPath::SampleServiceTime(const Exchange& exchange) {
   if (adaptive_ == nullptr || exchange.dispatched_at_ns == 0) return;
-  const uint64_t now_ns = time_->NowNs();
-  const uint64_t elapsed_ns = now_ns - exchange.dispatched_at_ns;
-  const uint64_t service_ns =
-      elapsed_ns > exchange.client_paused_ns ? elapsed_ns - exchange.client_paused_ns : 0;
-  const uint32_t limit = adaptive_->OnSample(service_ns / 1000, bulkhead_.running());
+  const uint32_t limit =
+      adaptive_->OnSample(exchange.ServiceNs(time_->NowNs()) / 1000, bulkhead_.running());
   // A lowered limit only stops new starts; a raised one is taken by the StartQueued that follows
   // the answer.
   if (limit != bulkhead_.limits().max_concurrent) bulkhead_.SetMaxConcurrent(limit);
@@ -339,6 +336,7 @@ void CellDataPath::OnRequest(Client* conn, const RequestInfo& info, std::string_
   exchange->admitted_at_ns = time_->NowNs();
   exchange->dispatched_at_ns = 0;
   exchange->client_paused_ns = 0;
+  exchange->body_whole_at_ns = 0;
   exchange->bytes_in = payload.size();
   exchange->bytes_out = 0;
   exchange->http_status = 0;

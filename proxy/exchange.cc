@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "proxy/exchange.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 #include "proxy/client.h"
 #include "proxy/link.h"
@@ -16,6 +18,13 @@ bool Exchange::SendBody(std::string_view bytes, bool last) {
   const size_t held = link->OnBodyBytes(this, bytes, last);
   if (body_pipe == BodyPipe::kFlowing && held > kHighWatermark) body_pipe = BodyPipe::kFull;
   return body_pipe == BodyPipe::kFlowing;
+}
+
+uint64_t Exchange::ServiceNs(uint64_t now_ns) const {
+  if (dispatched_at_ns == 0) return 0;
+  const uint64_t began_ns = std::max(dispatched_at_ns, body_whole_at_ns);
+  const uint64_t elapsed_ns = now_ns > began_ns ? now_ns - began_ns : 0;
+  return elapsed_ns > client_paused_ns ? elapsed_ns - client_paused_ns : 0;
 }
 
 void Exchange::AbortBody(const std::string& why) {

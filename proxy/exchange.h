@@ -170,6 +170,14 @@ struct Exchange : admission::AdmissionEntry, admission::DeadlineEntry {
   // held kHighWatermark unwritten: the client's time, not the worker's (the adaptive limit's
   // service time leaves it out).
   uint64_t client_paused_ns = 0;
+  // TimeSource::NowNs() when the last byte of a streamed body (RequestInfo::kStreamed) went to the
+  // worker end; 0 while it flows, and for a request that came whole. Until then the worker waited
+  // for the client's upload: the client's time too.
+  uint64_t body_whole_at_ns = 0;
+  // The worker's own time on this exchange at `now_ns`, for the adaptive limit's service time:
+  // since it was dispatched, or since its streamed body was whole if later, less client_paused_ns.
+  // 0 when not dispatched.
+  uint64_t ServiceNs(uint64_t now_ns) const;
   std::string payload;  // filled only while the exchange waits in the queue
   // The client's list of its live exchanges (intrusive, so a disconnect finds them in O(own)).
   Exchange* client_prev = nullptr;

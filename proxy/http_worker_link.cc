@@ -72,8 +72,9 @@ void HttpWorkerLink::Send(Exchange* exchange, std::string_view payload) {
   }
 }
 
-size_t HttpWorkerLink::OnBodyBytes(Exchange* exchange, std::string_view bytes, bool) {
+size_t HttpWorkerLink::OnBodyBytes(Exchange* exchange, std::string_view bytes, bool last) {
   BH_CHECK(exchange == inflight_);
+  if (last) exchange->body_whole_at_ns = owner_->time()->NowNs();
   // After a failed write the rest of the body has nowhere to go: dropped, the end of the
   // connection decides (WorkerClosed).
   if (closing_ || write_failed_) return 0;

@@ -196,6 +196,31 @@ TEST_F(HttpWorkerLinkTest, AResponseBeforeTheWholeBodyWasWrittenLeavesTheConnect
   link->Close();
 }
 
+// The worker waits for a streamed body as fast as its client uploads it: that time is the
+// client's, and the exchange takes the moment the last byte went to the worker
+// (Exchange::body_whole_at_ns), from which its service time counts.
+TEST_F(HttpWorkerLinkTest, TheMomentAStreamedBodyWasWholeIsTakenOnTheExchange) {
+  HttpWorkerLink* link = Connect();
+  ASSERT_NE(link, nullptr);
+  const std::string head = "POST / HTTP/1.1\r\nHost: w\r\nContent-Length: 4\r\n\r\n";
+  Exchange exchange;
+  exchange.dispatched_at_ns = owner_.clock.NowNs();
+  exchange.body_pipe = Exchange::BodyPipe::kFlowing;
+  link->Send(&exchange, head);
+  owner_.clock.AdvanceNs(7'000);
+  EXPECT_TRUE(exchange.SendBody("ab", false));
+  EXPECT_EQ(exchange.body_whole_at_ns, 0u) << "still flowing";
+  owner_.clock.AdvanceNs(3'000);
+  exchange.SendBody("cd", true);
+  EXPECT_EQ(exchange.body_whole_at_ns, owner_.clock.NowNs());
+  ASSERT_EQ(ReadNow(), head + "abcd");
+  owner_.clock.AdvanceNs(2'000);
+  EXPECT_EQ(exchange.ServiceNs(owner_.clock.NowNs()), 2'000u) << "not the 12'000 since dispatch";
+  Answer(kOk);
+  ASSERT_TRUE(RunUntil([&] { return owner_.answers.size() == 1; }));
+  link->Close();
+}
+
 // A client end that holds whatever backlog the test sets: above Exchange::kHighWatermark, the
 // link stops reading for it (SendResponse returns false).
 struct NullClientOwner : ClientOwner {
